@@ -1,0 +1,71 @@
+# tagproxy: build, run, test, bench.
+#
+#   make          build/tagproxy
+#   make deps     install the Debian (and npm) packages everything below needs
+#   make run      a local 3+3 Redis Cluster and the proxy in the foreground
+#   make test     unit, integration and end-to-end tests (own cluster, free ports)
+#   make bench    proxy vs direct redis-server, ratios in one run
+#
+# make SANITIZE=address,undefined test   builds everything with sanitizers.
+
+CC       ?= cc
+PKGS      = libevent libevent_pthreads libevent_openssl hiredis openssl
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
+            -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+ifdef SANITIZE
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=$(SANITIZE)
+endif
+
+B         = build
+SRCS      = $(wildcard proxy/*.c cluster/*.c keylayout/*.c)
+OBJS      = $(SRCS:%.c=$(B)/%.o)
+LIB_OBJS  = $(filter-out $(B)/proxy/main.o,$(OBJS))
+UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
+TEST_HELP = $(wildcard tests/unit/check_main.c)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+.PHONY: all deps run test unit integration e2e bench clean
+
+all: $(B)/tagproxy
+
+$(B)/tagproxy: $(OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -c -o $@ $<
+
+$(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
+
+$(B)/tests/integration/%: tests/integration/%.c $(LIB_OBJS) $(wildcard tests/integration/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
+
+deps:
+	@scripts/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG)
+	@scripts/test.sh $(UNIT)
+
+unit: all $(UNIT)
+	@scripts/test.sh --unit-only $(UNIT)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench.sh
+
+clean:
+	rm -rf $(B)
+
+-include $(OBJS:.o=.d)

@@ -1,0 +1,65 @@
+/*
+ * reply: framing of the replies a cluster node sends.
+ *
+ * A node's input stream is a sequence of RESP2 replies of any shape: arrays
+ * of millions of elements, nesting of any depth (a Lua table can nest deeper
+ * than hiredis 0.14's limit of 7), bulks up to proto-max-bulk-len. The proxy
+ * forwards replies as bytes, so all it needs to know is where one ends. The
+ * scanner keeps no stack: it counts the elements still owed ("pending"),
+ * starting at 1; every element read takes one, an array header of n adds n.
+ * The reply is complete when nothing is owed. State survives between calls,
+ * so any fragmentation works, and memory is O(1) whatever the reply.
+ *
+ * It also reports the reply's first byte and, for an error, its first line,
+ * so the router can recognise MOVED, ASK, TRYAGAIN and CLUSTERDOWN.
+ */
+#ifndef TAGPROXY_REPLY_H
+#define TAGPROXY_REPLY_H
+
+#include <stddef.h>
+
+enum reply_scan_status {
+    REPLY_SCAN_MORE = 0,    /* consumed everything, reply not complete */
+    REPLY_SCAN_DONE,        /* a reply ends at the consumed boundary */
+    REPLY_SCAN_ERROR        /* the node broke the protocol */
+};
+
+#define REPLY_ERRLINE_MAX 256
+
+struct reply_scanner {
+    char   type;            /* first byte of the current reply: + - : $ * */
+    size_t len;             /* bytes of the current reply so far (total when DONE) */
+    char   errline[REPLY_ERRLINE_MAX]; /* for type '-': the line, NUL-terminated, cut to fit */
+
+    /* private */
+    int       state;
+    long long pending;      /* elements still owed */
+    long long bulk_left;    /* bytes of bulk payload + CRLF still to skip */
+    char      num[24];      /* partial header line digits */
+    int       num_len;
+    int       err_len;
+};
+
+void reply_scanner_init(struct reply_scanner *s);
+
+/* Feed bytes; returns how many were consumed and stops right after a
+ * complete reply. After DONE, call reply_scanner_init() for the next one. */
+size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
+                  enum reply_scan_status *status);
+
+/* What a cluster error reply asks of the proxy. */
+enum reply_redirect {
+    REPLY_PLAIN = 0,        /* not a cluster redirect or retry */
+    REPLY_MOVED,            /* -MOVED slot host:port */
+    REPLY_ASK,              /* -ASK slot host:port */
+    REPLY_TRYAGAIN,         /* -TRYAGAIN ... (did not run) */
+    REPLY_CLUSTERDOWN       /* -CLUSTERDOWN ... (did not run) */
+};
+
+/* Classify an error line (without the leading '-'). For MOVED/ASK fills
+ * *slot and addr ("host:port", NUL-terminated, at most addr_size-1 bytes);
+ * a malformed redirect is REPLY_PLAIN. */
+enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
+                                   char *addr, size_t addr_size);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * log: one line per event, "time level component: message", to stderr or a
+ * file. The macros check the level before formatting anything. Never pass a
+ * password, an AUTH argument or a value to them.
+ */
+#ifndef TAGPROXY_LOG_H
+#define TAGPROXY_LOG_H
+
+#include "proxy/config.h"
+
+extern volatile enum log_level log_min_level;
+
+/* Open the log (path NULL: stderr). Returns 0 or -1. Safe to call again. */
+int log_open(const char *path, enum log_level level);
+void log_write(enum log_level level, const char *component, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define log_at(level, comp, ...) \
+    do { if ((level) >= log_min_level) log_write((level), (comp), __VA_ARGS__); } while (0)
+#define log_debug(comp, ...)   log_at(LOG_DEBUG, comp, __VA_ARGS__)
+#define log_verbose(comp, ...) log_at(LOG_VERBOSE, comp, __VA_ARGS__)
+#define log_notice(comp, ...)  log_at(LOG_NOTICE, comp, __VA_ARGS__)
+#define log_warning(comp, ...) log_at(LOG_WARNING, comp, __VA_ARGS__)
+
+#endif

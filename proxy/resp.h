@@ -1,0 +1,118 @@
+/*
+ * resp: the client side of the Redis protocol (RESP2).
+ *
+ * The request parser cuts a client's byte stream into commands. It has no I/O
+ * in it: the caller feeds it whatever bytes it has, in any fragmentation, and
+ * the parser keeps its state between calls (hiredis read.c style), so a
+ * command split at every byte boundary parses exactly as the whole.
+ *
+ *     bytes ──► resp_parser_feed() ──► RESP_PARSE_DONE: p->argc, p->args[]
+ *                                       (offsets into the command's bytes)
+ *
+ * A multibulk command is forwarded as the very bytes the client sent, so the
+ * parser only records where each argument starts inside those bytes. An inline
+ * command ("GET foo\r\n", with redis-cli's quoting rules) is re-encoded as
+ * multibulk into p->inline_mb, and the offsets point into that.
+ *
+ * Every size a client announces is checked before it is trusted: multibulk
+ * count, bulk length (proto_max_bulk_len), inline line length, and the total
+ * bytes of one command (query_buffer_limit). A violation is sticky: p->err
+ * holds the Redis-style message ("Protocol error: invalid bulk length") and
+ * every later feed returns RESP_PARSE_ERROR.
+ *
+ * The writers append Redis-style replies to an evbuffer.
+ */
+#ifndef TAGPROXY_RESP_H
+#define TAGPROXY_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+/* Where one argument lies inside the bytes of its command. */
+struct resp_arg {
+    uint32_t off;
+    uint32_t len;
+};
+
+enum resp_parse_status {
+    RESP_PARSE_MORE = 0,   /* all bytes consumed, command not complete yet */
+    RESP_PARSE_DONE,       /* a whole command ends at the consumed boundary */
+    RESP_PARSE_ERROR       /* protocol violation; p->err says which */
+};
+
+/* Redis's own caps (server.h). */
+#define RESP_INLINE_MAX      (64 * 1024)          /* PROTO_INLINE_MAX_SIZE */
+#define RESP_MULTIBULK_MAX   (1024 * 1024)        /* counts above: "invalid multibulk length" */
+#define RESP_UNAUTH_MULTIBULK_MAX 10              /* before AUTH, as Redis 7 */
+#define RESP_UNAUTH_BULK_MAX 16384
+
+struct resp_parser {
+    /* limits, set by resp_parser_init() and changeable between commands */
+    long long max_bulk_len;          /* proto-max-bulk-len */
+    size_t    max_command_len;       /* client-query-buffer-limit */
+    int       unauthenticated;       /* apply Redis's pre-AUTH caps */
+
+    /* result of the last RESP_PARSE_DONE (valid until resp_parser_next()) */
+    int              argc;
+    struct resp_arg *args;           /* argc entries, owned by the parser */
+    size_t           cmd_len;        /* bytes of input the command took */
+    int              is_inline;      /* command came inline: use inline_mb */
+    char            *inline_mb;      /* inline command re-encoded as multibulk */
+    size_t           inline_mb_len;
+    int              empty_inline;   /* a blank inline line: no command, skip */
+
+    const char      *err;            /* sticky error text, NULL if none */
+
+    /* private parse state */
+    int       state;
+    long long multibulk_left;
+    long long bulk_left;
+    size_t    pos;                   /* bytes of the current command seen */
+    size_t    args_cap;
+    char     *line;                  /* partial header/inline line */
+    size_t    line_len, line_cap;
+};
+
+void resp_parser_init(struct resp_parser *p, long long max_bulk_len,
+                      size_t max_command_len);
+void resp_parser_free(struct resp_parser *p);
+
+/*
+ * Feed len bytes. Returns how many bytes were consumed; *status says what
+ * happened. The parser stops right after a complete command (status DONE) so
+ * the caller can take it; the caller then calls resp_parser_next() and feeds
+ * the rest. For a multibulk command the command's bytes are the cmd_len bytes
+ * of input that ended at this call's consumed boundary; offsets in args[] are
+ * relative to the first of them.
+ */
+size_t resp_parser_feed(struct resp_parser *p, const char *buf, size_t len,
+                        enum resp_parse_status *status);
+
+/* Forget the completed command and get ready for the next one. */
+void resp_parser_next(struct resp_parser *p);
+
+/*
+ * Split an inline line as redis-cli/sdssplitargs does ("a b", 'c', \x41 ...)
+ * and write it as a multibulk command. Returns 0, or -1 on unbalanced quotes.
+ * *out is malloc'd; args (malloc'd, *argc entries) index into it.
+ */
+int resp_inline_to_multibulk(const char *line, size_t len, char **out,
+                             size_t *out_len, struct resp_arg **args, int *argc);
+
+/* Reply writers. */
+void resp_add_simple(struct evbuffer *b, const char *s);           /* +s\r\n */
+void resp_add_error(struct evbuffer *b, const char *msg);          /* -msg\r\n */
+void resp_add_errorf(struct evbuffer *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void resp_add_integer(struct evbuffer *b, long long v);
+void resp_add_bulk(struct evbuffer *b, const char *p, size_t len);
+void resp_add_bulk_str(struct evbuffer *b, const char *s);
+void resp_add_null(struct evbuffer *b);                            /* $-1 */
+void resp_add_null_array(struct evbuffer *b);                      /* *-1 */
+void resp_add_array(struct evbuffer *b, long long n);              /* *n header */
+void resp_add_command(struct evbuffer *b, int argc, const char **argv,
+                      const size_t *lens);                         /* multibulk */
+
+#endif
