@@ -39,6 +39,40 @@
 #define CMD_NO_MULTI       (1u << 15)
 #define CMD_MOVABLE_KEYS   (1u << 16)
 #define CMD_ALLOW_BUSY     (1u << 17)
+#define CMD_ASKING         (1u << 18)
+#define CMD_NO_ASYNC_LOADING (1u << 19)
+
+/* Command tips (COMMAND INFO "tips"): how a cluster client should route and
+ * merge the command. */
+#define CMD_TIP_NONDETERMINISTIC_OUTPUT        (1u << 0)
+#define CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER  (1u << 1)
+#define CMD_TIP_REQUEST_ALL_NODES              (1u << 2)
+#define CMD_TIP_REQUEST_ALL_SHARDS             (1u << 3)
+#define CMD_TIP_REQUEST_MULTI_SHARD            (1u << 4)
+#define CMD_TIP_REQUEST_SPECIAL                (1u << 5)
+#define CMD_TIP_RESPONSE_ONE_SUCCEEDED         (1u << 6)
+#define CMD_TIP_RESPONSE_ALL_SUCCEEDED         (1u << 7)
+#define CMD_TIP_RESPONSE_AGG_LOGICAL_AND       (1u << 8)
+#define CMD_TIP_RESPONSE_AGG_LOGICAL_OR        (1u << 9)
+#define CMD_TIP_RESPONSE_AGG_MIN               (1u << 10)
+#define CMD_TIP_RESPONSE_AGG_MAX               (1u << 11)
+#define CMD_TIP_RESPONSE_AGG_SUM               (1u << 12)
+#define CMD_TIP_RESPONSE_SPECIAL               (1u << 13)
+
+/* Key spec flags (COMMAND INFO key spec "flags"). command_keys() acts on
+ * NOT_KEY (the spec is skipped) and INCOMPLETE (the spec alone cannot find
+ * every key); the others say how the key is accessed. */
+#define KSPEC_RO             (1u << 0)
+#define KSPEC_RW             (1u << 1)
+#define KSPEC_OW             (1u << 2)
+#define KSPEC_RM             (1u << 3)
+#define KSPEC_ACCESS         (1u << 4)
+#define KSPEC_UPDATE         (1u << 5)
+#define KSPEC_INSERT         (1u << 6)
+#define KSPEC_DELETE         (1u << 7)
+#define KSPEC_NOT_KEY        (1u << 8)
+#define KSPEC_INCOMPLETE     (1u << 9)
+#define KSPEC_VARIABLE_FLAGS (1u << 10)
 
 /* Key spec begin_search types (Redis 7 KSPEC_BS_*) */
 enum keyspec_bs { KSPEC_BS_INVALID = 0, KSPEC_BS_UNKNOWN, KSPEC_BS_INDEX, KSPEC_BS_KEYWORD };
@@ -46,7 +80,7 @@ enum keyspec_bs { KSPEC_BS_INVALID = 0, KSPEC_BS_UNKNOWN, KSPEC_BS_INDEX, KSPEC_
 enum keyspec_fk { KSPEC_FK_INVALID = 0, KSPEC_FK_UNKNOWN, KSPEC_FK_RANGE, KSPEC_FK_KEYNUM };
 
 struct keyspec {
-    uint32_t flags;             /* KSPEC flags as Redis lists them (RO, RW, OW, RM, ...); informative */
+    uint32_t flags;             /* KSPEC_* */
     enum keyspec_bs bs;
     union {
         struct { int pos; } index;
@@ -65,11 +99,13 @@ struct command {
     int arity;                  /* Redis arity: n exact, -n at least n */
     uint32_t flags;             /* CMD_* */
     uint64_t acl_categories;    /* bit per ACL category (index in command_acl_category_names) */
+    uint32_t tips;              /* CMD_TIP_* */
     int first_key, last_key, key_step;   /* legacy COMMAND INFO key range */
     const struct keyspec *keyspecs;
     int nkeyspecs;
     const struct command *subcommands;
     int nsubcommands;
+    const struct command *parent;   /* the container of a subcommand, else NULL */
     const char *info_resp;      /* exact RESP of this command's COMMAND INFO entry */
     size_t info_resp_len;
     const char *docs_resp;      /* exact RESP of "name" + docs map, as in COMMAND DOCS (2 elements) */
@@ -94,16 +130,43 @@ const struct command *command_lookup_sub(const struct command *parent,
 int command_arity_ok(const struct command *cmd, int argc);
 
 /*
- * Which arguments are keys, by the command's key specs (as Redis's
- * getKeysUsingKeySpecs, plus the movable-key commands' own rules where
- * the specs say "unknown", e.g. SORT ... STORE, MIGRATE ... KEYS).
- * base/args/argc describe the whole command (args[0] is the name).
- * Writes up to max argument indexes into keys[] in argument order, returns
- * how many keys there are (may exceed max: then only max were written), or
- * -1 when the arguments are malformed for finding keys (a numkeys that is
- * not a number or points past the end), as Redis answers "Invalid arguments".
+ * Which arguments are keys, as Redis 7.0's COMMAND GETKEYS finds them: by the
+ * command's key specs (as getKeysUsingKeySpecs), and where the specs cannot
+ * say, by the command's own rule as Redis's getkeys_proc (SORT ... STORE,
+ * MIGRATE ... KEYS, GEORADIUS ... STORE, XREAD ... STREAMS, the numkeys
+ * commands when numkeys does not fit).
+ *
+ * cmd is the top-level command, or for a container command (OBJECT, XINFO,
+ * MEMORY, ...) the subcommand's entry; base/args/argc describe the whole
+ * command (args[0] is the name, args[1] the subcommand), whose argc need not
+ * have been checked against the arity.
+ * Writes up to max argument indexes into keys[], in the order COMMAND GETKEYS
+ * lists them (spec by spec: argument order for nearly every command, not for
+ * e.g. GEORADIUS ... STOREDIST a STORE b), and returns how many keys there are
+ * (may exceed max: then only max were written).
+ * Returns 0 for a command without keys (or with none in these arguments,
+ * e.g. EVAL with numkeys 0), and -1 when the arguments are malformed for
+ * finding keys: a numkeys that is not an integer (by Redis's strict
+ * string2ll: no '+', spaces or trailing bytes), is negative, is 0 where at
+ * least one key is needed, or counts past the end; XREAD without keys and
+ * ids after STREAMS; MIGRATE ... KEYS with a non-empty key; arguments too
+ * few for the key specs. In all these cases Redis's COMMAND GETKEYS lists no
+ * key ("Invalid arguments specified for command", or an empty array for
+ * NO_MANDATORY_KEYS commands) and the command itself fails.
+ * The only difference from COMMAND GETKEYS: Redis's fallback reads numkeys
+ * with atoi(), so for "ZUNIONSTORE d 2abc a b" GETKEYS lists keys that the
+ * command itself rejects; here that is -1.
+ * Pure: no allocation, no I/O, safe from any thread.
  */
 int command_keys(const struct command *cmd, const char *base,
                  const struct resp_arg *args, int argc, int *keys, int max);
+
+/* command_keys() with options: COMMAND_KEYS_NOT_KEYS also returns arguments
+ * of NOT_KEY specs, which hash like keys but are not keys: the shard channel
+ * of SPUBLISH, SSUBSCRIBE and SUNSUBSCRIBE. */
+#define COMMAND_KEYS_NOT_KEYS 1u
+int command_keys_ex(const struct command *cmd, const char *base,
+                    const struct resp_arg *args, int argc, int *keys, int max,
+                    unsigned opts);
 
 #endif
