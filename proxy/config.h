@@ -12,6 +12,21 @@
  * A bad directive is reported as "FILE:LINE: what is wrong" (for the
  * environment "env TAGPROXY_X: ...", for the command line "argv --x: ...")
  * and nothing is applied: config_load() either fills the whole struct or fails.
+ *
+ * Quoting follows redis.conf: "double quotes" with \n \r \t \b \a \xHH and
+ * \<char> escapes, 'single quotes' with \' only; a closing quote must be
+ * followed by a blank or the end of the line. A line whose first non-blank
+ * character is '#' is a comment ('#' elsewhere is part of a value).
+ *
+ * The environment value is split like the arguments of a config line
+ * (TAGPROXY_CLUSTER="a:1 b:2" gives two seeds; an empty value is one empty
+ * argument). TAGPROXY_* variables that name no directive are ignored
+ * (Kubernetes injects TAGPROXY_PORT and the like for a service of that name).
+ * On the command line each word after --name is one argument taken literally;
+ * the first word after --name is always an argument (so a value may start
+ * with "--", as in redis-server 7), later ones up to the next "--" word.
+ *
+ * Empty requirepass, cluster-user, cluster-password and log-file mean unset.
  */
 #ifndef TAGPROXY_CONFIG_H
 #define TAGPROXY_CONFIG_H
@@ -54,26 +69,59 @@ struct config {
     char  *path;                        /* the config file, NULL if none */
 };
 
-/* Fill c with the defaults (no file). */
+/*
+ * Fill c with the defaults (no file). c->listen then points to static
+ * storage, which config_free() knows and does not free; nothing else is
+ * allocated.
+ */
 void config_defaults(struct config *c);
 
 /*
  * Build a config from the defaults, then the file (path may be NULL), then
  * environ-style envp (NULL-terminated, may be NULL), then argv-style
- * options ("--name", "value", ...; argc entries). On error returns -1 and
- * writes a one-line "WHERE: what is wrong" message into err.
+ * options ("--name", "value", ...; argc entries). On success returns 0 and
+ * *c owns its strings (release with config_free). On error returns -1,
+ * writes a one-line "WHERE: what is wrong" message into err and leaves *c
+ * untouched. WHERE is "FILE:LINE" ("FILE" when the file cannot be read),
+ * "env TAGPROXY_NAME" or "argv --name". A log-file must be openable for
+ * append (it is created if missing, then closed again).
+ * A config without cluster seeds loads; config_validate() rejects it.
  */
 int config_load(struct config *c, const char *path, char **envp,
                 int argc, char **argv, char *err, size_t errlen);
 
+/*
+ * config_load() for main's own (argc, argv): argv[0] is the program name;
+ * argv[1] is the config file unless it starts with "--"; the rest are
+ * --name value options.
+ */
+int config_load_main(struct config *c, int argc, char **argv, char **envp,
+                     char *err, size_t errlen);
+
+/*
+ * What a loaded config still needs before the proxy may start: at least one
+ * cluster seed. Returns 0, or -1 with the reason in err.
+ */
+int config_validate(const struct config *c, char *err, size_t errlen);
+
+/* Free what config_load() allocated and reset c to the defaults. */
 void config_free(struct config *c);
 
-/* Parse sizes as redis.conf does: 100, 1k, 1kb, 5mb, 1gb (k=1000, kb=1024). */
+/*
+ * Parse sizes as redis.conf does: 100, 100b, 1k, 1kb, 5mb, 1gb (k=1000,
+ * kb=1024, m, mb, g, gb; case-insensitive). Digits only, no sign, no
+ * fraction, no overflow. Returns 0 or -1 (*out untouched).
+ */
 int config_parse_memory(const char *s, long long *out);
 
-/* "host:port" -> host (malloc'd) and port; [::1]:6379 accepted. 0 or -1. */
+/*
+ * "host:port" -> host (malloc'd, caller frees) and port 1..65535;
+ * "[::1]:6379" gives host "::1". A bare host with ':' in it, an empty host or
+ * a bad port gives -1 and allocates nothing. host may be NULL to only check.
+ */
 int config_parse_hostport(const char *s, char **host, int *port);
 
+/* "debug", "verbose", "notice", "warning"; "?" for anything else. */
 const char *config_log_level_name(enum log_level l);
 
 #endif

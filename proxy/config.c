@@ -1,0 +1,840 @@
+/*
+ * config: the directive table, the redis.conf-style line splitter, and the
+ * three sources (file, environment, command line) applied in that order to a
+ * private struct loader. Only when every source has been applied without an
+ * error is the built config handed to the caller, so a bad line never leaves
+ * a half-filled config behind.
+ */
+#include "proxy/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define WHY_MAX   256
+#define WHERE_MAX 1024
+
+static const char default_listen[] = "127.0.0.1:6380";
+
+enum source { SOURCE_FILE, SOURCE_ENV, SOURCE_ARGV };
+
+struct loader {
+    struct config c;            /* being built; handed out only on success */
+    int source;                 /* the source being applied (enum source) */
+    int cluster_source;         /* who filled c.cluster; -1: nobody yet */
+    int address_map_source;
+    char log_file_where[WHERE_MAX];   /* where log-file was last set */
+    char why[WHY_MAX];          /* a setter's complaint, without the WHERE */
+};
+
+struct directive;
+typedef int directive_setter(struct loader *l, const struct directive *d,
+                             int argc, char **argv);
+
+struct directive {
+    const char *name;
+    int min_args, max_args;     /* max_args -1: no limit, -2: pairs */
+    directive_setter *set;
+    size_t offset;              /* the field, for the generic setters */
+    long long min, max;         /* accepted range of integers and sizes */
+};
+
+/* ---- values ---- */
+
+static int parse_int(const char *s, long long min, long long max, long long *out)
+{
+    const char *p = s;
+    char *end;
+    long long v;
+
+    if (*p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int config_parse_memory(const char *s, long long *out)
+{
+    static const struct { const char *unit; long long mul; } units[] = {
+        { "", 1 }, { "b", 1 },
+        { "k", 1000 }, { "kb", 1024 },
+        { "m", 1000LL * 1000 }, { "mb", 1024LL * 1024 },
+        { "g", 1000LL * 1000 * 1000 }, { "gb", 1024LL * 1024 * 1024 },
+    };
+    const char *p = s;
+    long long v = 0;
+
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (v > (LLONG_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(p, units[i].unit) != 0)
+            continue;
+        if (v > LLONG_MAX / units[i].mul)
+            return -1;
+        *out = v * units[i].mul;
+        return 0;
+    }
+    return -1;
+}
+
+int config_parse_hostport(const char *s, char **host, int *port)
+{
+    const char *colon, *hs = s, *he;
+    long long p;
+
+    if (*s == '[') {
+        hs = s + 1;
+        he = strchr(hs, ']');
+        if (!he || he[1] != ':')
+            return -1;
+        colon = he + 1;
+    } else {
+        colon = strchr(s, ':');
+        if (!colon || strchr(colon + 1, ':'))
+            return -1;
+        he = colon;
+    }
+    if (he == hs || !isdigit((unsigned char)colon[1]) ||
+        parse_int(colon + 1, 1, 65535, &p) < 0)
+        return -1;
+    if (host) {
+        *host = strndup(hs, (size_t)(he - hs));
+        if (!*host)
+            return -1;
+    }
+    *port = (int)p;
+    return 0;
+}
+
+const char *config_log_level_name(enum log_level l)
+{
+    static const char *const names[] = { "debug", "verbose", "notice", "warning" };
+    return (unsigned)l < sizeof names / sizeof names[0] ? names[l] : "?";
+}
+
+/* "1mb" for 1048576: the most readable exact unit, for messages. */
+static void format_size(long long v, char *buf, size_t len)
+{
+    if (v > 0 && v % (1024LL * 1024 * 1024) == 0)
+        snprintf(buf, len, "%lldgb", v / (1024LL * 1024 * 1024));
+    else if (v > 0 && v % (1024LL * 1024) == 0)
+        snprintf(buf, len, "%lldmb", v / (1024LL * 1024));
+    else
+        snprintf(buf, len, "%lld", v);
+}
+
+/* ---- setters: 0, or -1 with l->why filled ---- */
+
+static void *field(struct loader *l, const struct directive *d)
+{
+    return (char *)&l->c + d->offset;
+}
+
+static void free_string(char *s)
+{
+    if (s != default_listen)
+        free(s);
+}
+
+/* Replace *slot by a copy of v; "" stores NULL when empty_is_null. */
+static int replace_string(struct loader *l, char **slot, const char *v, int empty_is_null)
+{
+    char *copy = NULL;
+
+    if (*v || !empty_is_null) {
+        copy = strdup(v);
+        if (!copy) {
+            snprintf(l->why, sizeof l->why, "out of memory");
+            return -1;
+        }
+    }
+    free_string(*slot);
+    *slot = copy;
+    return 0;
+}
+
+static int set_string(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    return replace_string(l, field(l, d), argv[0], 1);
+}
+
+static int set_int(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    long long v;
+
+    (void)argc;
+    if (parse_int(argv[0], d->min, d->max, &v) < 0) {
+        snprintf(l->why, sizeof l->why, "'%s' must be an integer between %lld and %lld",
+                 d->name, d->min, d->max);
+        return -1;
+    }
+    *(int *)field(l, d) = (int)v;
+    return 0;
+}
+
+static int set_memory(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    long long v;
+    char min[32];
+
+    (void)argc;
+    if (config_parse_memory(argv[0], &v) < 0 || v < d->min) {
+        format_size(d->min, min, sizeof min);
+        snprintf(l->why, sizeof l->why,
+                 "'%s' must be a memory size (like 512mb) of at least %s", d->name, min);
+        return -1;
+    }
+    *(long long *)field(l, d) = v;
+    return 0;
+}
+
+static int set_yesno(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (strcasecmp(argv[0], "yes") != 0 && strcasecmp(argv[0], "no") != 0) {
+        snprintf(l->why, sizeof l->why, "'%s' must be yes or no", d->name);
+        return -1;
+    }
+    *(int *)field(l, d) = strcasecmp(argv[0], "yes") == 0;
+    return 0;
+}
+
+static int check_hostport(struct loader *l, const struct directive *d, const char *s)
+{
+    int port;
+
+    if (config_parse_hostport(s, NULL, &port) < 0) {
+        snprintf(l->why, sizeof l->why,
+                 "'%s' wants host:port with a port from 1 to 65535, not '%.64s'",
+                 d->name, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_listen(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (check_hostport(l, d, argv[0]) < 0)
+        return -1;
+    return replace_string(l, &l->c.listen, argv[0], 0);
+}
+
+static void free_cluster(struct config *c)
+{
+    for (int i = 0; i < c->ncluster; i++)
+        free(c->cluster[i]);
+    free(c->cluster);
+    c->cluster = NULL;
+    c->ncluster = 0;
+}
+
+static void free_address_map(struct config *c)
+{
+    for (int i = 0; i < c->naddress_map; i++) {
+        free(c->address_map[i].from);
+        free(c->address_map[i].to);
+    }
+    free(c->address_map);
+    c->address_map = NULL;
+    c->naddress_map = 0;
+}
+
+/* Repeated lines append within one source; a later source starts afresh. */
+static int set_cluster(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    char **grown;
+
+    for (int i = 0; i < argc; i++)
+        if (check_hostport(l, d, argv[i]) < 0)
+            return -1;
+    if (l->cluster_source != l->source)
+        free_cluster(&l->c);
+    l->cluster_source = l->source;
+    grown = realloc(l->c.cluster, sizeof *grown * (size_t)(l->c.ncluster + argc));
+    if (!grown)
+        goto oom;
+    l->c.cluster = grown;
+    for (int i = 0; i < argc; i++) {
+        grown[l->c.ncluster] = strdup(argv[i]);
+        if (!grown[l->c.ncluster])
+            goto oom;
+        l->c.ncluster++;
+    }
+    return 0;
+oom:
+    snprintf(l->why, sizeof l->why, "out of memory");
+    return -1;
+}
+
+/* FROM TO [FROM TO ...]: several pairs on a line, so that one environment
+ * variable can map a whole cluster. */
+static int set_address_map(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    struct config_address_map *grown, *m;
+
+    for (int i = 0; i < argc; i++)
+        if (check_hostport(l, d, argv[i]) < 0)
+            return -1;
+    if (l->address_map_source != l->source)
+        free_address_map(&l->c);
+    l->address_map_source = l->source;
+    grown = realloc(l->c.address_map,
+                    sizeof *grown * (size_t)(l->c.naddress_map + argc / 2));
+    if (!grown)
+        goto oom;
+    l->c.address_map = grown;
+    for (int i = 0; i < argc; i += 2) {
+        m = &grown[l->c.naddress_map];
+        m->from = strdup(argv[i]);
+        m->to = strdup(argv[i + 1]);
+        l->c.naddress_map++;    /* counted even half-made, so config_free frees it */
+        if (!m->from || !m->to)
+            goto oom;
+    }
+    return 0;
+oom:
+    snprintf(l->why, sizeof l->why, "out of memory");
+    return -1;
+}
+
+static int set_output_limit(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    long long hard, soft, secs;
+
+    (void)argc;
+    if (config_parse_memory(argv[0], &hard) < 0 || config_parse_memory(argv[1], &soft) < 0) {
+        snprintf(l->why, sizeof l->why,
+                 "'%s' limits must be memory sizes (like 256mb, 0 for none)", d->name);
+        return -1;
+    }
+    if (parse_int(argv[2], d->min, d->max, &secs) < 0) {
+        snprintf(l->why, sizeof l->why,
+                 "'%s' soft seconds must be an integer between %lld and %lld",
+                 d->name, d->min, d->max);
+        return -1;
+    }
+    l->c.client_output_hard_limit = hard;
+    l->c.client_output_soft_limit = soft;
+    l->c.client_output_soft_seconds = (int)secs;
+    return 0;
+}
+
+static int set_log_level(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    for (int i = LOG_DEBUG; i <= LOG_WARNING; i++) {
+        if (strcasecmp(argv[0], config_log_level_name((enum log_level)i)) == 0) {
+            l->c.log_level = (enum log_level)i;
+            return 0;
+        }
+    }
+    snprintf(l->why, sizeof l->why,
+             "'%s' must be one of debug, verbose, notice, warning", d->name);
+    return -1;
+}
+
+/* The file is tried once all sources are in, so only the winner must open. */
+static int set_log_file(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)d;
+    (void)argc;
+    return replace_string(l, &l->c.log_file, argv[0], 1);
+}
+
+#define AT(f) offsetof(struct config, f)
+#define MB (1024LL * 1024)
+
+static const struct directive directives[] = {
+    { "listen",                    1,  1, set_listen,       0, 0, 0 },
+    { "cluster",                   1, -1, set_cluster,      0, 0, 0 },
+    { "threads",                   1,  1, set_int,          AT(threads), 1, 64 },
+    { "requirepass",               1,  1, set_string,       AT(requirepass), 0, 0 },
+    { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },
+    { "cluster-password",          1,  1, set_string,       AT(cluster_password), 0, 0 },
+    { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
+    { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
+    { "proto-max-bulk-len",        1,  1, set_memory,       AT(proto_max_bulk_len), MB, LLONG_MAX },
+    { "client-output-buffer-limit", 3, 3, set_output_limit, 0, 0, 86400 },
+    { "node-connect-timeout-ms",   1,  1, set_int,          AT(node_connect_timeout_ms), 1, 3600000 },
+    { "node-timeout-ms",           1,  1, set_int,          AT(node_timeout_ms), 1, 3600000 },
+    { "topology-refresh-ms",       1,  1, set_int,          AT(topology_refresh_ms), 0, 86400000 },
+    { "max-redirects",             1,  1, set_int,          AT(max_redirects), 0, 100 },
+    { "retry-attempts",            1,  1, set_int,          AT(retry_attempts), 0, 1000 },
+    { "retry-base-ms",             1,  1, set_int,          AT(retry_base_ms), 1, 60000 },
+    { "retry-max-ms",              1,  1, set_int,          AT(retry_max_ms), 1, 600000 },
+    { "address-map",               2, -2, set_address_map,  0, 0, 0 },
+    { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
+    { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
+    { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
+};
+
+#define NDIRECTIVES (sizeof directives / sizeof directives[0])
+
+static const struct directive *directive_find(const char *name)
+{
+    for (size_t i = 0; i < NDIRECTIVES; i++)
+        if (strcasecmp(name, directives[i].name) == 0)
+            return &directives[i];
+    return NULL;
+}
+
+/* ---- applying one directive ---- */
+
+static int apply(struct loader *l, const struct directive *d, const char *where,
+                 int argc, char **argv, char *err, size_t errlen)
+{
+    char expected[32];
+
+    if (argc < d->min_args || (d->max_args >= 0 && argc > d->max_args) ||
+        (d->max_args == -2 && argc % 2)) {
+        if (d->max_args == -2)
+            snprintf(expected, sizeof expected, "FROM TO pairs");
+        else if (d->max_args < 0)
+            snprintf(expected, sizeof expected, "at least %d", d->min_args);
+        else
+            snprintf(expected, sizeof expected, "%d", d->min_args);
+        snprintf(err, errlen, "%s: wrong number of arguments for '%s' (expected %s, got %d)",
+                 where, d->name, expected, argc);
+        return -1;
+    }
+    if (d->set(l, d, argc, argv) < 0) {
+        snprintf(err, errlen, "%s: %s", where, l->why);
+        return -1;
+    }
+    if (d->set == set_log_file)
+        snprintf(l->log_file_where, sizeof l->log_file_where, "%s", where);
+    return 0;
+}
+
+static int apply_named(struct loader *l, const char *name, const char *where,
+                       int argc, char **argv, char *err, size_t errlen)
+{
+    const struct directive *d = directive_find(name);
+
+    if (!d) {
+        snprintf(err, errlen, "%s: unknown directive '%.64s'", where, name);
+        return -1;
+    }
+    return apply(l, d, where, argc, argv, err, errlen);
+}
+
+/* ---- splitting a line into arguments, as redis.conf does ---- */
+
+struct args {
+    char **v;
+    int n, cap;
+};
+
+struct word {
+    char *p;
+    size_t len, cap;
+};
+
+static void args_free(struct args *a)
+{
+    for (int i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+}
+
+static int word_add(struct word *w, char ch)
+{
+    if (w->len + 1 >= w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 32;
+        char *p = realloc(w->p, cap);
+        if (!p)
+            return -1;
+        w->p = p;
+        w->cap = cap;
+    }
+    w->p[w->len++] = ch;
+    w->p[w->len] = '\0';
+    return 0;
+}
+
+static int args_push(struct args *a, struct word *w)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 8;
+        char **v = realloc(a->v, sizeof *v * (size_t)cap);
+        if (!v)
+            return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    if (!w->p && !(w->p = strdup("")))     /* "" still needs its own string */
+        return -1;
+    a->v[a->n++] = w->p;
+    w->p = NULL;
+    w->len = w->cap = 0;
+    return 0;
+}
+
+static int is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+static int hex_value(char ch)
+{
+    return isdigit((unsigned char)ch) ? ch - '0' : tolower((unsigned char)ch) - 'a' + 10;
+}
+
+/* Inside "double quotes": one escape at *p (a backslash). Returns the byte
+ * and advances *p past what it consumed, but for the last byte. */
+static char unescape(const char **pp)
+{
+    const char *p = *pp;
+
+    if (p[1] == 'x' && isxdigit((unsigned char)p[2]) && isxdigit((unsigned char)p[3])) {
+        *pp = p + 3;
+        return (char)(hex_value(p[2]) * 16 + hex_value(p[3]));
+    }
+    *pp = p + 1;
+    switch (p[1]) {
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    case 'b': return '\b';
+    case 'a': return '\a';
+    default:  return p[1];
+    }
+}
+
+enum quote { QUOTE_NONE, QUOTE_DOUBLE, QUOTE_SINGLE };
+
+/*
+ * One word starting at *pp (not blank). Returns NULL and advances *pp past
+ * it, or a complaint. Outside quotes a quote character opens quoting even in
+ * the middle of a word; a closing quote must end the word.
+ */
+static const char *split_word(const char **pp, struct word *w)
+{
+    const char *p = *pp;
+    enum quote q = QUOTE_NONE;
+    int nul = 0;
+
+    for (;; p++) {
+        char ch = *p;
+        if (q != QUOTE_NONE && ch == '\0')
+            return "unbalanced quotes";
+        if (q == QUOTE_NONE && (ch == '\0' || is_blank(ch)))
+            break;
+        if (q == QUOTE_NONE && (ch == '"' || ch == '\'')) {
+            q = ch == '"' ? QUOTE_DOUBLE : QUOTE_SINGLE;
+            continue;
+        }
+        if ((q == QUOTE_DOUBLE && ch == '"') || (q == QUOTE_SINGLE && ch == '\'')) {
+            if (p[1] && !is_blank(p[1]))
+                return "a closing quote must be followed by a space";
+            p++;
+            break;
+        }
+        if (q == QUOTE_DOUBLE && ch == '\\' && p[1])
+            ch = unescape(&p);
+        else if (q == QUOTE_SINGLE && ch == '\\' && p[1] == '\'')
+            ch = *++p;
+        nul |= ch == '\0';
+        if (word_add(w, ch) < 0)
+            return "out of memory";
+    }
+    *pp = p;
+    return nul ? "an argument contains a NUL byte" : NULL;
+}
+
+/* Split s into a (empty on entry). Returns NULL, or a complaint. */
+static const char *split_line(const char *s, struct args *a)
+{
+    const char *why = NULL;
+    struct word w = { NULL, 0, 0 };
+
+    for (;;) {
+        while (is_blank(*s))
+            s++;
+        if (!*s)
+            break;
+        why = split_word(&s, &w);
+        if (!why && args_push(a, &w) < 0)
+            why = "out of memory";
+        if (why)
+            break;
+    }
+    free(w.p);
+    if (why)
+        args_free(a);
+    return why;
+}
+
+/* ---- the three sources ---- */
+
+static char *trim(char *s)
+{
+    char *e = s + strlen(s);
+
+    while (is_blank(*s))
+        s++;
+    while (e > s && is_blank(e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+static int load_line(struct loader *l, char *line, const char *where,
+                     char *err, size_t errlen)
+{
+    struct args a = { NULL, 0, 0 };
+    const char *why;
+    int rc;
+
+    line = trim(line);
+    if (*line == '\0' || *line == '#')
+        return 0;
+    why = split_line(line, &a);
+    if (why) {
+        snprintf(err, errlen, "%s: %s", where, why);
+        return -1;
+    }
+    rc = apply_named(l, a.v[0], where, a.n - 1, a.v + 1, err, errlen);
+    args_free(&a);
+    return rc;
+}
+
+static int load_file(struct loader *l, const char *path, char *err, size_t errlen)
+{
+    char where[WHERE_MAX], *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, rc = 0;
+    FILE *f = fopen(path, "r");
+
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
+        return -1;
+    }
+    l->source = SOURCE_FILE;
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        snprintf(where, sizeof where, "%s:%d", path, ++lineno);
+        if (strlen(line) != (size_t)len) {
+            snprintf(err, errlen, "%s: the line contains a NUL byte", where);
+            rc = -1;
+        } else {
+            rc = load_line(l, line, where, err, errlen);
+        }
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s: cannot read config file: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* "client-query-buffer-limit" -> "TAGPROXY_CLIENT_QUERY_BUFFER_LIMIT" */
+static void env_name(const char *directive, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "TAGPROXY_%s", directive);
+
+    for (size_t i = 0; i < n && i < len; i++)
+        buf[i] = buf[i] == '-' ? '_' : (char)toupper((unsigned char)buf[i]);
+}
+
+static const char *env_lookup(char **envp, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return NULL;
+}
+
+static int load_env_one(struct loader *l, const struct directive *d, const char *name,
+                        const char *value, char *err, size_t errlen)
+{
+    char where[WHERE_MAX];
+    struct args a = { NULL, 0, 0 };
+    struct word empty = { NULL, 0, 0 };
+    const char *why;
+    int rc;
+
+    snprintf(where, sizeof where, "env %s", name);
+    why = split_line(value, &a);
+    if (!why && a.n == 0 && args_push(&a, &empty) < 0)   /* NAME= is one "" */
+        why = "out of memory";
+    if (why) {
+        snprintf(err, errlen, "%s: %s", where, why);
+        return -1;
+    }
+    rc = apply(l, d, where, a.n, a.v, err, errlen);
+    args_free(&a);
+    return rc;
+}
+
+static int load_env(struct loader *l, char **envp, char *err, size_t errlen)
+{
+    char name[64];
+    const char *value;
+
+    l->source = SOURCE_ENV;
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        env_name(directives[i].name, name, sizeof name);
+        value = env_lookup(envp, name);
+        if (value && load_env_one(l, &directives[i], name, value, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int is_option(const char *s)
+{
+    return s[0] == '-' && s[1] == '-';
+}
+
+/* As redis-server 7: the first word after --name is its argument whatever it
+ * looks like; more words follow up to the next --word. */
+static int load_argv(struct loader *l, int argc, char **argv, char *err, size_t errlen)
+{
+    char where[WHERE_MAX];
+    int i = 0, j;
+
+    l->source = SOURCE_ARGV;
+    while (i < argc) {
+        if (!is_option(argv[i])) {
+            snprintf(err, errlen, "argv '%.64s': expected --name value", argv[i]);
+            return -1;
+        }
+        j = i + 1 < argc ? i + 2 : i + 1;
+        while (j < argc && !is_option(argv[j]))
+            j++;
+        snprintf(where, sizeof where, "argv %.64s", argv[i]);
+        if (apply_named(l, argv[i] + 2, where, j - i - 1, argv + i + 1, err, errlen) < 0)
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
+static int check_log_file(struct loader *l, char *err, size_t errlen)
+{
+    FILE *f;
+
+    if (!l->c.log_file)
+        return 0;
+    f = fopen(l->c.log_file, "a");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open log file '%s': %s",
+                 l->log_file_where, l->c.log_file, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* ---- the interface ---- */
+
+void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->listen = (char *)default_listen;
+    c->threads = 1;
+    c->max_clients = 10000;
+    c->client_query_buffer_limit = 1024 * MB;
+    c->proto_max_bulk_len = 512 * MB;
+    c->client_output_hard_limit = 256 * MB;
+    c->client_output_soft_limit = 64 * MB;
+    c->client_output_soft_seconds = 60;
+    c->node_connect_timeout_ms = 1000;
+    c->node_timeout_ms = 5000;
+    c->topology_refresh_ms = 10000;
+    c->max_redirects = 5;
+    c->retry_attempts = 10;
+    c->retry_base_ms = 10;
+    c->retry_max_ms = 500;
+    c->enable_dangerous_commands = 0;
+    c->log_level = LOG_NOTICE;
+}
+
+void config_free(struct config *c)
+{
+    free_string(c->listen);
+    free_cluster(c);
+    free(c->requirepass);
+    free(c->cluster_user);
+    free(c->cluster_password);
+    free_address_map(c);
+    free(c->log_file);
+    free(c->path);
+    config_defaults(c);
+}
+
+int config_load(struct config *c, const char *path, char **envp,
+                int argc, char **argv, char *err, size_t errlen)
+{
+    struct loader l;
+    int rc = 0;
+
+    memset(&l, 0, sizeof l);
+    config_defaults(&l.c);
+    l.cluster_source = l.address_map_source = -1;
+    if (path)
+        rc = load_file(&l, path, err, errlen);
+    if (rc == 0)
+        rc = load_env(&l, envp, err, errlen);
+    if (rc == 0)
+        rc = load_argv(&l, argc, argv, err, errlen);
+    if (rc == 0)
+        rc = check_log_file(&l, err, errlen);
+    if (rc == 0 && path && !(l.c.path = strdup(path))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -1;
+    }
+    if (rc < 0) {
+        config_free(&l.c);
+        return -1;
+    }
+    *c = l.c;
+    return 0;
+}
+
+int config_load_main(struct config *c, int argc, char **argv, char **envp,
+                     char *err, size_t errlen)
+{
+    int first = 1;
+    const char *path = NULL;
+
+    if (argc > 1 && !is_option(argv[1])) {
+        path = argv[1];
+        first = 2;
+    }
+    if (argc < first)
+        first = argc;
+    return config_load(c, path, envp, argc - first, argv + first, err, errlen);
+}
+
+int config_validate(const struct config *c, char *err, size_t errlen)
+{
+    if (c->ncluster == 0) {
+        snprintf(err, errlen, "no cluster seed given (directive: cluster HOST:PORT)");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,874 @@
+/*
+ * config: defaults, every directive, memory units, host:port, redis.conf
+ * quoting, every error with its exact "WHERE: what" message, the order
+ * file < environment < command line, and the shipped conf/tagproxy.conf.
+ */
+#include "proxy/config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MB (1024LL * 1024)
+
+static char tmpdir[256];
+static char err[1024];
+
+/* Writes len bytes (so a test can put a NUL in a file) to tmpdir/name. */
+static const char *write_file_len(const char *name, const char *text, size_t len)
+{
+    static char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+    fclose(f);
+    return path;
+}
+
+static const char *write_file(const char *name, const char *text)
+{
+    return write_file_len(name, text, strlen(text));
+}
+
+/* config_load of text as a file, no env, no argv. */
+static int load_text(struct config *c, const char *text)
+{
+    return config_load(c, write_file("t.conf", text), NULL, 0, NULL, err, sizeof err);
+}
+
+static void assert_str_eq_null(const char *a, const char *b)
+{
+    if (!a || !b)
+        ck_assert_ptr_eq(a, b);
+    else
+        ck_assert_str_eq(a, b);
+}
+
+/* Every field but path. */
+static void assert_config_eq(const struct config *a, const struct config *b)
+{
+    ck_assert_str_eq(a->listen, b->listen);
+    ck_assert_int_eq(a->ncluster, b->ncluster);
+    for (int i = 0; i < a->ncluster; i++)
+        ck_assert_str_eq(a->cluster[i], b->cluster[i]);
+    ck_assert_int_eq(a->threads, b->threads);
+    assert_str_eq_null(a->requirepass, b->requirepass);
+    assert_str_eq_null(a->cluster_user, b->cluster_user);
+    assert_str_eq_null(a->cluster_password, b->cluster_password);
+    ck_assert_int_eq(a->max_clients, b->max_clients);
+    ck_assert_int_eq(a->client_query_buffer_limit, b->client_query_buffer_limit);
+    ck_assert_int_eq(a->proto_max_bulk_len, b->proto_max_bulk_len);
+    ck_assert_int_eq(a->client_output_hard_limit, b->client_output_hard_limit);
+    ck_assert_int_eq(a->client_output_soft_limit, b->client_output_soft_limit);
+    ck_assert_int_eq(a->client_output_soft_seconds, b->client_output_soft_seconds);
+    ck_assert_int_eq(a->node_connect_timeout_ms, b->node_connect_timeout_ms);
+    ck_assert_int_eq(a->node_timeout_ms, b->node_timeout_ms);
+    ck_assert_int_eq(a->topology_refresh_ms, b->topology_refresh_ms);
+    ck_assert_int_eq(a->max_redirects, b->max_redirects);
+    ck_assert_int_eq(a->retry_attempts, b->retry_attempts);
+    ck_assert_int_eq(a->retry_base_ms, b->retry_base_ms);
+    ck_assert_int_eq(a->retry_max_ms, b->retry_max_ms);
+    ck_assert_int_eq(a->naddress_map, b->naddress_map);
+    for (int i = 0; i < a->naddress_map; i++) {
+        ck_assert_str_eq(a->address_map[i].from, b->address_map[i].from);
+        ck_assert_str_eq(a->address_map[i].to, b->address_map[i].to);
+    }
+    ck_assert_int_eq(a->enable_dangerous_commands, b->enable_dangerous_commands);
+    ck_assert_int_eq(a->log_level, b->log_level);
+    assert_str_eq_null(a->log_file, b->log_file);
+}
+
+/* ---- defaults ---- */
+
+START_TEST(test_defaults)
+{
+    struct config d, c;
+
+    config_defaults(&d);
+    ck_assert_str_eq(d.listen, "127.0.0.1:6380");
+    ck_assert_int_eq(d.ncluster, 0);
+    ck_assert_ptr_null(d.cluster);
+    ck_assert_int_eq(d.threads, 1);
+    ck_assert_ptr_null(d.requirepass);
+    ck_assert_ptr_null(d.cluster_user);
+    ck_assert_ptr_null(d.cluster_password);
+    ck_assert_int_eq(d.max_clients, 10000);
+    ck_assert_int_eq(d.client_query_buffer_limit, 1024 * MB);
+    ck_assert_int_eq(d.proto_max_bulk_len, 512 * MB);
+    ck_assert_int_eq(d.client_output_hard_limit, 256 * MB);
+    ck_assert_int_eq(d.client_output_soft_limit, 64 * MB);
+    ck_assert_int_eq(d.client_output_soft_seconds, 60);
+    ck_assert_int_eq(d.node_connect_timeout_ms, 1000);
+    ck_assert_int_eq(d.node_timeout_ms, 5000);
+    ck_assert_int_eq(d.topology_refresh_ms, 10000);
+    ck_assert_int_eq(d.max_redirects, 5);
+    ck_assert_int_eq(d.retry_attempts, 10);
+    ck_assert_int_eq(d.retry_base_ms, 10);
+    ck_assert_int_eq(d.retry_max_ms, 500);
+    ck_assert_int_eq(d.naddress_map, 0);
+    ck_assert_int_eq(d.enable_dangerous_commands, 0);
+    ck_assert_int_eq(d.log_level, LOG_NOTICE);
+    ck_assert_ptr_null(d.log_file);
+    ck_assert_ptr_null(d.path);
+
+    ck_assert_int_eq(config_load(&c, NULL, NULL, 0, NULL, err, sizeof err), 0);
+    assert_config_eq(&c, &d);
+    ck_assert_ptr_null(c.path);
+    config_free(&c);
+    assert_config_eq(&c, &d);
+    config_free(&d);            /* the static default listen is not freed */
+}
+END_TEST
+
+/* ---- every directive ---- */
+
+START_TEST(test_every_directive)
+{
+    char text[2048];
+    struct config c;
+
+    snprintf(text, sizeof text,
+             "listen 0.0.0.0:7777\n"
+             "cluster 10.0.0.1:7000 10.0.0.2:7001\n"
+             "cluster [::1]:7002\n"
+             "THREADS 4\n"
+             "requirepass s3cret\n"
+             "cluster-user proxyuser\n"
+             "cluster-password nodepass\n"
+             "max-clients 123\n"
+             "client-query-buffer-limit 2mb\n"
+             "proto-max-bulk-len 1mb\n"
+             "client-output-buffer-limit 0 32mb 7\n"
+             "node-connect-timeout-ms 250\n"
+             "node-timeout-ms 750\n"
+             "topology-refresh-ms 0\n"
+             "max-redirects 0\n"
+             "retry-attempts 0\n"
+             "retry-base-ms 1\n"
+             "retry-max-ms 2000\n"
+             "address-map 172.18.0.2:6379 127.0.0.1:7000\n"
+             "Address-Map 172.18.0.3:6379 127.0.0.1:7001 172.18.0.4:6379 127.0.0.1:7002\n"
+             "enable-dangerous-commands YES\n"
+             "log-level Debug\n"
+             "log-file %s/every.log\n", tmpdir);
+    ck_assert_msg(load_text(&c, text) == 0, "%s", err);
+    ck_assert_str_eq(c.listen, "0.0.0.0:7777");
+    ck_assert_int_eq(c.ncluster, 3);
+    ck_assert_str_eq(c.cluster[0], "10.0.0.1:7000");
+    ck_assert_str_eq(c.cluster[1], "10.0.0.2:7001");
+    ck_assert_str_eq(c.cluster[2], "[::1]:7002");
+    ck_assert_int_eq(c.threads, 4);
+    ck_assert_str_eq(c.requirepass, "s3cret");
+    ck_assert_str_eq(c.cluster_user, "proxyuser");
+    ck_assert_str_eq(c.cluster_password, "nodepass");
+    ck_assert_int_eq(c.max_clients, 123);
+    ck_assert_int_eq(c.client_query_buffer_limit, 2 * MB);
+    ck_assert_int_eq(c.proto_max_bulk_len, MB);
+    ck_assert_int_eq(c.client_output_hard_limit, 0);
+    ck_assert_int_eq(c.client_output_soft_limit, 32 * MB);
+    ck_assert_int_eq(c.client_output_soft_seconds, 7);
+    ck_assert_int_eq(c.node_connect_timeout_ms, 250);
+    ck_assert_int_eq(c.node_timeout_ms, 750);
+    ck_assert_int_eq(c.topology_refresh_ms, 0);
+    ck_assert_int_eq(c.max_redirects, 0);
+    ck_assert_int_eq(c.retry_attempts, 0);
+    ck_assert_int_eq(c.retry_base_ms, 1);
+    ck_assert_int_eq(c.retry_max_ms, 2000);
+    ck_assert_int_eq(c.naddress_map, 3);
+    ck_assert_str_eq(c.address_map[0].from, "172.18.0.2:6379");
+    ck_assert_str_eq(c.address_map[0].to, "127.0.0.1:7000");
+    ck_assert_str_eq(c.address_map[1].from, "172.18.0.3:6379");
+    ck_assert_str_eq(c.address_map[1].to, "127.0.0.1:7001");
+    ck_assert_str_eq(c.address_map[2].from, "172.18.0.4:6379");
+    ck_assert_str_eq(c.address_map[2].to, "127.0.0.1:7002");
+    ck_assert_int_eq(c.enable_dangerous_commands, 1);
+    ck_assert_int_eq(c.log_level, LOG_DEBUG);
+    ck_assert_str_eq(c.log_file + strlen(tmpdir), "/every.log");
+    ck_assert_ptr_nonnull(c.path);
+    ck_assert_int_eq(access(c.log_file, F_OK), 0);     /* opened for append */
+    config_free(&c);
+}
+END_TEST
+
+/* Later lines win; empty strings unset; layout of the file does not matter. */
+START_TEST(test_file_layout)
+{
+    struct config c;
+
+    ck_assert_msg(load_text(&c,
+        "# comment\r\n"
+        "   \t# indented comment\r\n"
+        "\r\n"
+        "  threads 2  \r\n"
+        "threads 3\r\n"
+        "requirepass a#b\n"
+        "cluster-user \"\"\n"
+        "log-level warning\n"
+        "log-file ''\n"
+        "enable-dangerous-commands no\n"
+        "max-clients 9") == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 3);
+    ck_assert_str_eq(c.requirepass, "a#b");
+    ck_assert_ptr_null(c.cluster_user);
+    ck_assert_int_eq(c.log_level, LOG_WARNING);
+    ck_assert_ptr_null(c.log_file);
+    ck_assert_int_eq(c.enable_dangerous_commands, 0);
+    ck_assert_int_eq(c.max_clients, 9);
+    config_free(&c);
+}
+END_TEST
+
+START_TEST(test_log_levels)
+{
+    static const struct { const char *text; enum log_level level; } v[] = {
+        { "debug", LOG_DEBUG }, { "verbose", LOG_VERBOSE },
+        { "notice", LOG_NOTICE }, { "WARNING", LOG_WARNING },
+    };
+    char line[64];
+    struct config c;
+
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        snprintf(line, sizeof line, "log-level %s\n", v[i].text);
+        ck_assert_msg(load_text(&c, line) == 0, "%s", err);
+        ck_assert_int_eq(c.log_level, v[i].level);
+        config_free(&c);
+    }
+    ck_assert_str_eq(config_log_level_name(LOG_DEBUG), "debug");
+    ck_assert_str_eq(config_log_level_name(LOG_VERBOSE), "verbose");
+    ck_assert_str_eq(config_log_level_name(LOG_NOTICE), "notice");
+    ck_assert_str_eq(config_log_level_name(LOG_WARNING), "warning");
+    ck_assert_str_eq(config_log_level_name((enum log_level)9), "?");
+}
+END_TEST
+
+/* ---- values ---- */
+
+static const struct { const char *text; int ok; long long bytes; } memory_vectors[] = {
+    { "0", 1, 0 },
+    { "100", 1, 100 },
+    { "100b", 1, 100 },
+    { "100B", 1, 100 },
+    { "1k", 1, 1000 },
+    { "1K", 1, 1000 },
+    { "1kb", 1, 1024 },
+    { "1Kb", 1, 1024 },
+    { "1m", 1, 1000000 },
+    { "1mb", 1, 1048576 },
+    { "1MB", 1, 1048576 },
+    { "5mb", 1, 5 * 1048576 },
+    { "1g", 1, 1000000000 },
+    { "1gb", 1, 1073741824 },
+    { "1GB", 1, 1073741824 },
+    { "512mb", 1, 536870912 },
+    { "9223372036854775807", 1, 9223372036854775807LL },
+    { "8589934591gb", 1, 8589934591LL * 1073741824 },
+    { "9223372036854775808", 0, 0 },
+    { "8589934592gb", 0, 0 },
+    { "", 0, 0 },
+    { "k", 0, 0 },
+    { "mb", 0, 0 },
+    { "-1", 0, 0 },
+    { "+1", 0, 0 },
+    { " 1", 0, 0 },
+    { "1 ", 0, 0 },
+    { "1 mb", 0, 0 },
+    { "1.5mb", 0, 0 },
+    { "1tb", 0, 0 },
+    { "1kbb", 0, 0 },
+    { "1x", 0, 0 },
+    { "0x10", 0, 0 },
+};
+
+START_TEST(test_memory_units)
+{
+    long long v = -7;
+    int rc = config_parse_memory(memory_vectors[_i].text, &v);
+
+    ck_assert_msg(rc == (memory_vectors[_i].ok ? 0 : -1), "'%s'", memory_vectors[_i].text);
+    if (memory_vectors[_i].ok)
+        ck_assert_int_eq(v, memory_vectors[_i].bytes);
+    else
+        ck_assert_int_eq(v, -7);
+}
+END_TEST
+
+static const struct { const char *text; const char *host; int port; } hostport_vectors[] = {
+    { "127.0.0.1:6379", "127.0.0.1", 6379 },
+    { "localhost:1", "localhost", 1 },
+    { "redis-0.redis.svc:65535", "redis-0.redis.svc", 65535 },
+    { "[::1]:7000", "::1", 7000 },
+    { "[fe80::1%eth0]:7000", "fe80::1%eth0", 7000 },
+    { "*:6380", "*", 6380 },
+    { "127.0.0.1", NULL, 0 },
+    { "127.0.0.1:", NULL, 0 },
+    { ":6379", NULL, 0 },
+    { "host:0", NULL, 0 },
+    { "host:65536", NULL, 0 },
+    { "host:-1", NULL, 0 },
+    { "host:+1", NULL, 0 },
+    { "host:12ab", NULL, 0 },
+    { "host:6379 ", NULL, 0 },
+    { "::1:7000", NULL, 0 },
+    { "[::1]7000", NULL, 0 },
+    { "[::1:7000", NULL, 0 },
+    { "[]:7000", NULL, 0 },
+    { "", NULL, 0 },
+};
+
+START_TEST(test_hostport)
+{
+    char *host = NULL;
+    int port = -7;
+    int rc = config_parse_hostport(hostport_vectors[_i].text, &host, &port);
+
+    if (hostport_vectors[_i].host) {
+        ck_assert_msg(rc == 0, "'%s'", hostport_vectors[_i].text);
+        ck_assert_str_eq(host, hostport_vectors[_i].host);
+        ck_assert_int_eq(port, hostport_vectors[_i].port);
+    } else {
+        ck_assert_msg(rc == -1, "'%s'", hostport_vectors[_i].text);
+        ck_assert_ptr_null(host);
+        ck_assert_int_eq(port, -7);
+    }
+    free(host);
+}
+END_TEST
+
+/* Edges of every integer range, and what is not an integer. */
+static const struct { const char *line; int ok; } int_vectors[] = {
+    { "threads 1", 1 }, { "threads 64", 1 }, { "threads 0", 0 }, { "threads 65", 0 },
+    { "threads -1", 0 }, { "threads +1", 0 }, { "threads 4x", 0 }, { "threads x4", 0 },
+    { "threads 0x4", 0 }, { "threads 1.0", 0 }, { "threads ''", 0 }, { "threads \" 4\"", 0 },
+    { "threads 99999999999999999999", 0 }, { "threads 004", 1 },
+    { "max-clients 1", 1 }, { "max-clients 1000000", 1 }, { "max-clients 0", 0 },
+    { "max-clients 1000001", 0 },
+    { "node-connect-timeout-ms 1", 1 }, { "node-connect-timeout-ms 0", 0 },
+    { "node-connect-timeout-ms 3600000", 1 }, { "node-connect-timeout-ms 3600001", 0 },
+    { "node-timeout-ms 1", 1 }, { "node-timeout-ms 0", 0 },
+    { "node-timeout-ms 3600000", 1 }, { "node-timeout-ms 3600001", 0 },
+    { "topology-refresh-ms 0", 1 }, { "topology-refresh-ms -1", 0 },
+    { "topology-refresh-ms 86400000", 1 }, { "topology-refresh-ms 86400001", 0 },
+    { "max-redirects 0", 1 }, { "max-redirects 100", 1 }, { "max-redirects 101", 0 },
+    { "retry-attempts 0", 1 }, { "retry-attempts 1000", 1 }, { "retry-attempts 1001", 0 },
+    { "retry-base-ms 1", 1 }, { "retry-base-ms 0", 0 },
+    { "retry-base-ms 60000", 1 }, { "retry-base-ms 60001", 0 },
+    { "retry-max-ms 1", 1 }, { "retry-max-ms 0", 0 },
+    { "retry-max-ms 600000", 1 }, { "retry-max-ms 600001", 0 },
+    { "client-query-buffer-limit 1mb", 1 }, { "client-query-buffer-limit 1048576", 1 },
+    { "client-query-buffer-limit 1048575", 0 }, { "client-query-buffer-limit 1m", 0 },
+    { "proto-max-bulk-len 1mb", 1 }, { "proto-max-bulk-len 1048575", 0 },
+    { "proto-max-bulk-len 0", 0 }, { "proto-max-bulk-len 4gb", 1 },
+    { "client-output-buffer-limit 0 0 0", 1 },
+    { "client-output-buffer-limit 1 1 86400", 1 },
+    { "client-output-buffer-limit 1 1 86401", 0 },
+    { "client-output-buffer-limit 1 1 -1", 0 },
+    { "client-output-buffer-limit 1x 1 1", 0 },
+    { "client-output-buffer-limit 1 -1 1", 0 },
+};
+
+START_TEST(test_int_ranges)
+{
+    struct config c;
+    int rc = load_text(&c, int_vectors[_i].line);
+
+    ck_assert_msg(rc == (int_vectors[_i].ok ? 0 : -1), "'%s': %s", int_vectors[_i].line,
+                  rc ? err : "accepted");
+    if (rc == 0)
+        config_free(&c);
+}
+END_TEST
+
+/* ---- quoting, as redis.conf (sdssplitargs) ---- */
+
+static const struct { const char *args; const char *value; } quote_vectors[] = {
+    { "plain", "plain" },
+    { "\"a b\"", "a b" },
+    { "'a b'", "a b" },
+    { "\"\"", NULL },                           /* empty: unset */
+    { "\"a\\nb\"", "a\nb" },
+    { "\"a\\r\\t\\b\\ab\"", "a\r\t\b\ab" },
+    { "\"\\x41\\x62\"", "Ab" },
+    { "\"\\xff\"", "\xff" },
+    { "\"\\x4\"", "x4" },                       /* not two hex digits: \x is x */
+    { "\"\\xZZ\"", "xZZ" },
+    { "\"\\q\\\\\\\"\"", "q\\\"" },
+    { "'it\\'s'", "it's" },
+    { "'a\\nb'", "a\\nb" },                     /* single quotes: no escapes */
+    { "'a\\\\b'", "a\\\\b" },
+    { "'a\"b'", "a\"b" },
+    { "\"a'b\"", "a'b" },
+    { "a\"b c\"", "ab c" },                     /* a quote opens mid-word */
+    { "a'b c'", "ab c" },
+    { "\"#not a comment\"", "#not a comment" },
+    { "a\\nb", "a\\nb" },                       /* unquoted: no escapes */
+    { "\t\"x\"\t", "x" },
+};
+
+START_TEST(test_quoting)
+{
+    char line[128];
+    struct config c;
+
+    snprintf(line, sizeof line, "requirepass %s\n", quote_vectors[_i].args);
+    ck_assert_msg(load_text(&c, line) == 0, "%s: %s", line, err);
+    assert_str_eq_null(c.requirepass, quote_vectors[_i].value);
+    config_free(&c);
+}
+END_TEST
+
+/* The directive name itself may be quoted, and any word of a list. */
+START_TEST(test_quoted_words)
+{
+    struct config c;
+
+    ck_assert_msg(load_text(&c, "\"cluster\" 'a:1' \"b:2\" c:3\n") == 0, "%s", err);
+    ck_assert_int_eq(c.ncluster, 3);
+    ck_assert_str_eq(c.cluster[0], "a:1");
+    ck_assert_str_eq(c.cluster[1], "b:2");
+    ck_assert_str_eq(c.cluster[2], "c:3");
+    config_free(&c);
+}
+END_TEST
+
+/* ---- errors: "FILE:LINE: what is wrong", %s stands for the file ---- */
+
+static const struct { const char *text; const char *message; } error_vectors[] = {
+    { "# 1\n# 2\n# 3\n# 4\n# 5\n# 6\n# 7\n# 8\n# 9\n# 10\n# 11\nlisen 127.0.0.1:1\n",
+      "%s:12: unknown directive 'lisen'" },
+    { "listen 127.0.0.1:1\n\nthreads 65\n",
+      "%s:3: 'threads' must be an integer between 1 and 64" },
+    { "threads four\n", "%s:1: 'threads' must be an integer between 1 and 64" },
+    { "threads\n", "%s:1: wrong number of arguments for 'threads' (expected 1, got 0)" },
+    { "threads 1 2\n", "%s:1: wrong number of arguments for 'threads' (expected 1, got 2)" },
+    { "cluster\n",
+      "%s:1: wrong number of arguments for 'cluster' (expected at least 1, got 0)" },
+    { "cluster a:1 b\n",
+      "%s:1: 'cluster' wants host:port with a port from 1 to 65535, not 'b'" },
+    { "listen 127.0.0.1\n",
+      "%s:1: 'listen' wants host:port with a port from 1 to 65535, not '127.0.0.1'" },
+    { "listen a:1 b:2\n", "%s:1: wrong number of arguments for 'listen' (expected 1, got 2)" },
+    { "address-map a:1\n",
+      "%s:1: wrong number of arguments for 'address-map' (expected FROM TO pairs, got 1)" },
+    { "address-map a:1 b:2 c:3\n",
+      "%s:1: wrong number of arguments for 'address-map' (expected FROM TO pairs, got 3)" },
+    { "address-map a:1 b:0\n",
+      "%s:1: 'address-map' wants host:port with a port from 1 to 65535, not 'b:0'" },
+    { "requirepass\n",
+      "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 0)" },
+    { "requirepass a b\n",
+      "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 2)" },
+    { "cluster-user a b\n",
+      "%s:1: wrong number of arguments for 'cluster-user' (expected 1, got 2)" },
+    { "cluster-password a b\n",
+      "%s:1: wrong number of arguments for 'cluster-password' (expected 1, got 2)" },
+    { "max-clients 0\n", "%s:1: 'max-clients' must be an integer between 1 and 1000000" },
+    { "client-query-buffer-limit 1kb\n",
+      "%s:1: 'client-query-buffer-limit' must be a memory size (like 512mb) of at least 1mb" },
+    { "proto-max-bulk-len lots\n",
+      "%s:1: 'proto-max-bulk-len' must be a memory size (like 512mb) of at least 1mb" },
+    { "client-output-buffer-limit 256mb 64mb\n",
+      "%s:1: wrong number of arguments for 'client-output-buffer-limit' (expected 3, got 2)" },
+    { "client-output-buffer-limit normal 256mb 64mb 60\n",
+      "%s:1: wrong number of arguments for 'client-output-buffer-limit' (expected 3, got 4)" },
+    { "client-output-buffer-limit 256mb x 60\n",
+      "%s:1: 'client-output-buffer-limit' limits must be memory sizes (like 256mb, 0 for none)" },
+    { "client-output-buffer-limit 256mb 64mb 1m\n",
+      "%s:1: 'client-output-buffer-limit' soft seconds must be an integer between 0 and 86400" },
+    { "node-connect-timeout-ms 0\n",
+      "%s:1: 'node-connect-timeout-ms' must be an integer between 1 and 3600000" },
+    { "node-timeout-ms 1s\n",
+      "%s:1: 'node-timeout-ms' must be an integer between 1 and 3600000" },
+    { "topology-refresh-ms -5\n",
+      "%s:1: 'topology-refresh-ms' must be an integer between 0 and 86400000" },
+    { "max-redirects 1000\n", "%s:1: 'max-redirects' must be an integer between 0 and 100" },
+    { "retry-attempts many\n", "%s:1: 'retry-attempts' must be an integer between 0 and 1000" },
+    { "retry-base-ms 0\n", "%s:1: 'retry-base-ms' must be an integer between 1 and 60000" },
+    { "retry-max-ms 0\n", "%s:1: 'retry-max-ms' must be an integer between 1 and 600000" },
+    { "enable-dangerous-commands 1\n", "%s:1: 'enable-dangerous-commands' must be yes or no" },
+    { "log-level info\n",
+      "%s:1: 'log-level' must be one of debug, verbose, notice, warning" },
+    { "log-file a b\n", "%s:1: wrong number of arguments for 'log-file' (expected 1, got 2)" },
+    { "log-file /nonexistent-dir/tagproxy.log\n",
+      "%s:1: cannot open log file '/nonexistent-dir/tagproxy.log': No such file or directory" },
+    { "requirepass \"abc\n", "%s:1: unbalanced quotes" },
+    { "requirepass 'abc\n", "%s:1: unbalanced quotes" },
+    { "requirepass '\\\\'\n", "%s:1: unbalanced quotes" },   /* \' is no closing quote */
+    { "requirepass \"abc\\\"\n", "%s:1: unbalanced quotes" },
+    { "requirepass \"ab\"c\n", "%s:1: a closing quote must be followed by a space" },
+    { "requirepass 'ab'c\n", "%s:1: a closing quote must be followed by a space" },
+    { "requirepass \"a\\x00b\"\n", "%s:1: an argument contains a NUL byte" },
+    { "threads 2\nthreads 3\nbogus\nthreads 4\n", "%s:3: unknown directive 'bogus'" },
+};
+
+START_TEST(test_errors)
+{
+    char expected[1024];
+    struct config c;
+    const char *path = write_file("e.conf", error_vectors[_i].text);
+
+    config_defaults(&c);
+    c.threads = 42;
+    ck_assert_int_eq(config_load(&c, path, NULL, 0, NULL, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, error_vectors[_i].message, path);
+    ck_assert_str_eq(err, expected);
+    ck_assert_int_eq(c.threads, 42);    /* untouched */
+}
+END_TEST
+
+START_TEST(test_error_nul_in_line)
+{
+    static const char text[] = "threads 2\nrequirepass a\0b\n";
+    char expected[1024];
+    struct config c;
+    const char *path = write_file_len("nul.conf", text, sizeof text - 1);
+
+    ck_assert_int_eq(config_load(&c, path, NULL, 0, NULL, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, "%s:2: the line contains a NUL byte", path);
+    ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+START_TEST(test_error_unreadable_file)
+{
+    char path[512], expected[1024];
+    struct config c;
+
+    snprintf(path, sizeof path, "%s/missing.conf", tmpdir);
+    ck_assert_int_eq(config_load(&c, path, NULL, 0, NULL, err, sizeof err), -1);
+    snprintf(expected, sizeof expected,
+             "%s: cannot open config file: No such file or directory", path);
+    ck_assert_str_eq(err, expected);
+
+    ck_assert_int_eq(config_load(&c, tmpdir, NULL, 0, NULL, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, "%s: cannot read config file: Is a directory", tmpdir);
+    ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* A failed load leaves a loaded config exactly as it was (nothing half-applied). */
+START_TEST(test_error_applies_nothing)
+{
+    struct config c, before;
+    char *argv[] = { "--threads", "9", "--max-clients", "0" };
+
+    ck_assert_msg(load_text(&c, "cluster a:1 b:2\nthreads 3\nrequirepass x\n") == 0, "%s", err);
+    memcpy(&before, &c, sizeof c);
+    ck_assert_int_eq(load_text(&c, "cluster c:3\nthreads 5\nrequirepass y\nthreads 0\n"), -1);
+    ck_assert_int_eq(config_load(&c, NULL, NULL, 4, argv, err, sizeof err), -1);
+    ck_assert_str_eq(err, "argv --max-clients: 'max-clients' must be an integer between 1 and 1000000");
+    ck_assert_int_eq(memcmp(&c, &before, sizeof c), 0);
+    ck_assert_str_eq(c.cluster[1], "b:2");
+    ck_assert_str_eq(c.requirepass, "x");
+    config_free(&c);
+}
+END_TEST
+
+/* ---- environment ---- */
+
+START_TEST(test_env_overrides_file)
+{
+    char *envp[] = {
+        "PATH=/usr/bin",
+        "TAGPROXY_THREADS=8",
+        "TAGPROXY_CLUSTER=a:1   \"b:2\"",
+        "TAGPROXY_CLIENT_OUTPUT_BUFFER_LIMIT=1mb 2mb 3",
+        "TAGPROXY_ADDRESS_MAP=x:1 y:1 x:2 y:2",
+        "TAGPROXY_REQUIREPASS=",
+        "TAGPROXY_LOG_LEVEL=verbose",
+        "TAGPROXY_PORT=tcp://10.0.0.1:6380",        /* Kubernetes' own: ignored */
+        "TAGPROXY_SERVICE_HOST=10.0.0.1",
+        "tagproxy_max_clients=5",                   /* not ours: ignored */
+        "TAGPROXY_MAX_CLIENTSX=5",
+        NULL,
+    };
+    struct config c;
+    const char *path = write_file("env.conf",
+        "threads 2\ncluster f:1\ncluster f:2\naddress-map p:1 q:1\nrequirepass filepass\n"
+        "max-clients 77\n");
+
+    ck_assert_msg(config_load(&c, path, envp, 0, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 8);
+    ck_assert_int_eq(c.ncluster, 2);                /* replaced, not appended */
+    ck_assert_str_eq(c.cluster[0], "a:1");
+    ck_assert_str_eq(c.cluster[1], "b:2");
+    ck_assert_int_eq(c.client_output_hard_limit, MB);
+    ck_assert_int_eq(c.client_output_soft_limit, 2 * MB);
+    ck_assert_int_eq(c.client_output_soft_seconds, 3);
+    ck_assert_int_eq(c.naddress_map, 2);
+    ck_assert_str_eq(c.address_map[0].from, "x:1");
+    ck_assert_str_eq(c.address_map[1].to, "y:2");
+    ck_assert_ptr_null(c.requirepass);              /* NAME= unsets */
+    ck_assert_int_eq(c.log_level, LOG_VERBOSE);
+    ck_assert_int_eq(c.max_clients, 77);
+    config_free(&c);
+}
+END_TEST
+
+static const struct { const char *env; const char *message; } env_error_vectors[] = {
+    { "TAGPROXY_THREADS=0", "env TAGPROXY_THREADS: 'threads' must be an integer between 1 and 64" },
+    { "TAGPROXY_THREADS=", "env TAGPROXY_THREADS: 'threads' must be an integer between 1 and 64" },
+    { "TAGPROXY_THREADS=1 2",
+      "env TAGPROXY_THREADS: wrong number of arguments for 'threads' (expected 1, got 2)" },
+    { "TAGPROXY_CLUSTER=a:1 b",
+      "env TAGPROXY_CLUSTER: 'cluster' wants host:port with a port from 1 to 65535, not 'b'" },
+    { "TAGPROXY_REQUIREPASS=\"open", "env TAGPROXY_REQUIREPASS: unbalanced quotes" },
+    { "TAGPROXY_LOG_FILE=/nonexistent-dir/x.log",
+      "env TAGPROXY_LOG_FILE: cannot open log file '/nonexistent-dir/x.log': "
+      "No such file or directory" },
+    { "TAGPROXY_ENABLE_DANGEROUS_COMMANDS=true",
+      "env TAGPROXY_ENABLE_DANGEROUS_COMMANDS: 'enable-dangerous-commands' must be yes or no" },
+};
+
+START_TEST(test_env_errors)
+{
+    char *envp[] = { (char *)env_error_vectors[_i].env, NULL };
+    struct config c;
+
+    ck_assert_int_eq(config_load(&c, NULL, envp, 0, NULL, err, sizeof err), -1);
+    ck_assert_str_eq(err, env_error_vectors[_i].message);
+}
+END_TEST
+
+/* ---- command line ---- */
+
+START_TEST(test_argv_overrides_env_and_file)
+{
+    char *envp[] = { "TAGPROXY_THREADS=8", "TAGPROXY_CLUSTER=e:1 e:2",
+                     "TAGPROXY_LOG_LEVEL=debug", NULL };
+    char *argv[] = {
+        "--threads", "16",
+        "--cluster", "c:1",
+        "--requirepass", "--looks-like-an-option",  /* first word: always a value */
+        "--CLUSTER", "c:2", "c:3",                  /* repeats append within argv */
+        "--cluster-password", "a b",                /* one word, taken literally */
+        "--client-output-buffer-limit", "0", "0", "0",
+        "--address-map", "m:1", "n:1",
+        "--log-file", "",
+    };
+    struct config c;
+    const char *path = write_file("argv.conf",
+        "threads 2\ncluster f:1\naddress-map p:1 q:1\naddress-map p:2 q:2\n"
+        "max-redirects 7\nlog-file /nonexistent-dir/never-opened.log\n");
+
+    ck_assert_msg(config_load(&c, path, envp, sizeof argv / sizeof argv[0], argv,
+                              err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 16);
+    ck_assert_int_eq(c.ncluster, 3);
+    ck_assert_str_eq(c.cluster[0], "c:1");
+    ck_assert_str_eq(c.cluster[1], "c:2");
+    ck_assert_str_eq(c.cluster[2], "c:3");
+    ck_assert_str_eq(c.requirepass, "--looks-like-an-option");
+    ck_assert_str_eq(c.cluster_password, "a b");
+    ck_assert_int_eq(c.client_output_hard_limit, 0);
+    ck_assert_int_eq(c.client_output_soft_limit, 0);
+    ck_assert_int_eq(c.client_output_soft_seconds, 0);
+    ck_assert_int_eq(c.naddress_map, 1);
+    ck_assert_str_eq(c.address_map[0].from, "m:1");
+    ck_assert_int_eq(c.max_redirects, 7);           /* file, untouched by env and argv */
+    ck_assert_int_eq(c.log_level, LOG_DEBUG);       /* env, untouched by argv */
+    ck_assert_ptr_null(c.log_file);                 /* the file's is never opened */
+    config_free(&c);
+}
+END_TEST
+
+/* An environment list survives when the command line does not give one. */
+START_TEST(test_env_list_kept_without_argv)
+{
+    char *envp[] = { "TAGPROXY_CLUSTER=e:1", NULL };
+    char *argv[] = { "--threads", "2" };
+    struct config c;
+
+    ck_assert_msg(config_load(&c, write_file("k.conf", "cluster f:1\ncluster f:2\n"),
+                              envp, 2, argv, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.ncluster, 1);
+    ck_assert_str_eq(c.cluster[0], "e:1");
+    config_free(&c);
+}
+END_TEST
+
+static const struct { int argc; char *argv[3]; const char *message; } argv_error_vectors[] = {
+    { 2, { "--lisen", "x:1" }, "argv --lisen: unknown directive 'lisen'" },
+    { 1, { "--threads" },
+      "argv --threads: wrong number of arguments for 'threads' (expected 1, got 0)" },
+    { 3, { "--threads", "1", "2" },
+      "argv --threads: wrong number of arguments for 'threads' (expected 1, got 2)" },
+    { 2, { "--threads", "--listen" },               /* first word: always a value */
+      "argv --threads: 'threads' must be an integer between 1 and 64" },
+    { 3, { "--threads", "--listen", "x:1" },
+      "argv --threads: wrong number of arguments for 'threads' (expected 1, got 2)" },
+    { 2, { "threads", "2" }, "argv 'threads': expected --name value" },
+    { 2, { "--", "x" }, "argv --: unknown directive ''" },
+    { 2, { "--log-level", "loud" },
+      "argv --log-level: 'log-level' must be one of debug, verbose, notice, warning" },
+    { 2, { "--log-file", "/nonexistent-dir/x.log" },
+      "argv --log-file: cannot open log file '/nonexistent-dir/x.log': No such file or directory" },
+};
+
+START_TEST(test_argv_errors)
+{
+    struct config c;
+    ck_assert_int_eq(config_load(&c, NULL, NULL, argv_error_vectors[_i].argc,
+                                 (char **)argv_error_vectors[_i].argv, err, sizeof err), -1);
+    ck_assert_str_eq(err, argv_error_vectors[_i].message);
+}
+END_TEST
+
+START_TEST(test_load_main)
+{
+    struct config c;
+    const char *path = write_file("main.conf", "threads 2\ncluster a:1\n");
+    char *with_file[] = { "tagproxy", (char *)path, "--threads", "3", NULL };
+    char *without_file[] = { "tagproxy", "--threads", "4", NULL };
+    char *nothing[] = { "tagproxy", NULL };
+
+    ck_assert_msg(config_load_main(&c, 4, with_file, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 3);
+    ck_assert_int_eq(c.ncluster, 1);
+    ck_assert_str_eq(c.path, path);
+    config_free(&c);
+
+    ck_assert_msg(config_load_main(&c, 3, without_file, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 4);
+    ck_assert_ptr_null(c.path);
+    config_free(&c);
+
+    ck_assert_msg(config_load_main(&c, 1, nothing, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.threads, 1);
+    config_free(&c);
+}
+END_TEST
+
+/* ---- validation ---- */
+
+START_TEST(test_validate)
+{
+    struct config c;
+
+    ck_assert_int_eq(config_load(&c, NULL, NULL, 0, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
+    ck_assert_str_eq(err, "no cluster seed given (directive: cluster HOST:PORT)");
+    config_free(&c);
+
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
+    config_free(&c);
+}
+END_TEST
+
+/* ---- the shipped file ---- */
+
+/* conf/tagproxy.conf gives exactly the defaults, with the `make run` seed. */
+START_TEST(test_shipped_conf)
+{
+    struct config c, expected;
+    char *seed[] = { "127.0.0.1:7000" };
+
+    ck_assert_msg(config_load(&c, "conf/tagproxy.conf", NULL, 0, NULL, err, sizeof err) == 0,
+                  "%s (run from the repository root)", err);
+    config_defaults(&expected);
+    expected.cluster = seed;
+    expected.ncluster = 1;
+    assert_config_eq(&c, &expected);
+    ck_assert_str_eq(c.path, "conf/tagproxy.conf");
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
+    config_free(&c);
+}
+END_TEST
+
+/* Every directive is in the shipped file, set or commented out. */
+START_TEST(test_shipped_conf_mentions_every_directive)
+{
+    static const char *names[] = {
+        "listen", "cluster", "threads", "requirepass", "cluster-user", "cluster-password",
+        "max-clients", "client-query-buffer-limit", "proto-max-bulk-len",
+        "client-output-buffer-limit", "node-connect-timeout-ms", "node-timeout-ms",
+        "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
+        "retry-max-ms", "address-map", "enable-dangerous-commands", "log-level", "log-file",
+    };
+    char buf[65536], needle[80], needle2[80];
+    FILE *f = fopen("conf/tagproxy.conf", "r");
+    size_t n;
+
+    ck_assert_ptr_nonnull(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(needle, sizeof needle, "\n%s ", names[i]);
+        snprintf(needle2, sizeof needle2, "\n# %s ", names[i]);
+        ck_assert_msg(strstr(buf, needle) || strstr(buf, needle2), "%s missing", names[i]);
+    }
+}
+END_TEST
+
+/* ---- runner ---- */
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *t = tcase_create("config");
+
+    tcase_add_test(t, test_defaults);
+    tcase_add_test(t, test_every_directive);
+    tcase_add_test(t, test_file_layout);
+    tcase_add_test(t, test_log_levels);
+    tcase_add_loop_test(t, test_memory_units, 0, sizeof memory_vectors / sizeof memory_vectors[0]);
+    tcase_add_loop_test(t, test_hostport, 0, sizeof hostport_vectors / sizeof hostport_vectors[0]);
+    tcase_add_loop_test(t, test_int_ranges, 0, sizeof int_vectors / sizeof int_vectors[0]);
+    tcase_add_loop_test(t, test_quoting, 0, sizeof quote_vectors / sizeof quote_vectors[0]);
+    tcase_add_test(t, test_quoted_words);
+    tcase_add_loop_test(t, test_errors, 0, sizeof error_vectors / sizeof error_vectors[0]);
+    tcase_add_test(t, test_error_nul_in_line);
+    tcase_add_test(t, test_error_unreadable_file);
+    tcase_add_test(t, test_error_applies_nothing);
+    tcase_add_test(t, test_env_overrides_file);
+    tcase_add_loop_test(t, test_env_errors, 0,
+                        sizeof env_error_vectors / sizeof env_error_vectors[0]);
+    tcase_add_test(t, test_argv_overrides_env_and_file);
+    tcase_add_test(t, test_env_list_kept_without_argv);
+    tcase_add_loop_test(t, test_argv_errors, 0,
+                        sizeof argv_error_vectors / sizeof argv_error_vectors[0]);
+    tcase_add_test(t, test_load_main);
+    tcase_add_test(t, test_validate);
+    tcase_add_test(t, test_shipped_conf);
+    tcase_add_test(t, test_shipped_conf_mentions_every_directive);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+static void remove_tmpdir(void)
+{
+    static const char *files[] = { "t.conf", "e.conf", "nul.conf", "env.conf", "argv.conf",
+                                   "k.conf", "main.conf", "every.log" };
+    char path[512];
+
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
+        unlink(path);
+    }
+    rmdir(tmpdir);
+}
+
+int main(void)
+{
+    SRunner *r;
+    int failed;
+
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_config.XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    r = srunner_create(config_suite());
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    remove_tmpdir();
+    return failed ? 1 : 0;
+}
