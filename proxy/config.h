@@ -6,8 +6,10 @@
  * be given as TAGPROXY_<NAME> in the environment (dashes become underscores,
  * upper case) and as --name value on the command line. Sources are applied in
  * that order, so a later one wins: file, then environment, then command line.
- * Repeatable directives (cluster, address-map) given by a later source replace
- * the earlier list as a whole.
+ * Repeatable directives (cluster, address-map) append within one source, and
+ * a later source that gives them replaces the earlier list as a whole. One
+ * line may carry several seeds ("cluster a:1 b:2") or several address-map
+ * FROM TO pairs, so that one environment variable can hold a whole list.
  *
  * A bad directive is reported as "FILE:LINE: what is wrong" (for the
  * environment "env TAGPROXY_X: ...", for the command line "argv --x: ...")
