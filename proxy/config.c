@@ -112,6 +112,9 @@ int config_parse_hostport(const char *s, char **host, int *port)
     if (he == hs || !isdigit((unsigned char)colon[1]) ||
         parse_int(colon + 1, 1, 65535, &p) < 0)
         return -1;
+    for (const char *h = hs; h < he; h++)
+        if ((unsigned char)*h <= ' ' || *h == 0x7f || *h == '[' || *h == ']')
+            return -1;
     if (host) {
         *host = strndup(hs, (size_t)(he - hs));
         if (!*host)

@@ -118,8 +118,9 @@ int config_parse_memory(const char *s, long long *out);
 
 /*
  * "host:port" -> host (malloc'd, caller frees) and port 1..65535;
- * "[::1]:6379" gives host "::1". A bare host with ':' in it, an empty host or
- * a bad port gives -1 and allocates nothing. host may be NULL to only check.
+ * "[::1]:6379" gives host "::1". A bare host with ':' in it, an empty host, a
+ * host with blanks, control characters or brackets, or a bad port gives -1
+ * and allocates nothing. host may be NULL to only check. Nothing is resolved.
  */
 int config_parse_hostport(const char *s, char **host, int *port);
 

@@ -318,6 +318,10 @@ static const struct { const char *text; const char *host; int port; } hostport_v
     { "[::1]7000", NULL, 0 },
     { "[::1:7000", NULL, 0 },
     { "[]:7000", NULL, 0 },
+    { "a b:7000", NULL, 0 },
+    { "a\tb:7000", NULL, 0 },
+    { "a]:7000", NULL, 0 },
+    { "[a[b]:7000", NULL, 0 },
     { "", NULL, 0 },
 };
 
