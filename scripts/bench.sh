@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# make bench: tagproxy against a direct redis-server, side by side in one run.
+#
+#   scripts/bench.sh            (from the top of the tree, after `make`)
+#
+# Starts, on free loopback ports and in a temporary folder:
+#   direct      a standalone redis-server
+#   tagproxy    build/tagproxy --threads 1 in front of a local cluster
+#               (scripts/cluster.sh, 3 masters, no replicas by default)
+#   nutcracker  twemproxy in front of the standalone server, when Debian's
+#               `nutcracker` is installed (optional: skipped otherwise)
+# then runs redis-benchmark against each: SET and GET, 50 clients, random
+# keys (-r 100000), pipeline 1 and 16; every case BENCH_ROUNDS times, the
+# targets interleaved, keeping the median run. For each case it prints, as a
+# markdown table: requests/s and the ratio to direct; the CPU time per request of the
+# target process (utime+stime from /proc/PID/stat, before and after the run)
+# next to the standalone redis-server's in the direct run; what the servers
+# behind a proxy spent (the cluster masters' total, or the standalone server
+# behind nutcracker); p50 and p99 latency from redis-benchmark's CSV.
+#
+# Everything it starts is stopped by PID, and its folder removed, on exit.
+#
+# Environment:
+#   BENCH_REQUESTS       requests per pipeline-1 run      (default 200000)
+#   BENCH_REQUESTS_P16   requests per pipeline-16 run     (default 10 x that)
+#   BENCH_CLIENTS        redis-benchmark -c                (default 50)
+#   BENCH_KEYSPACE       redis-benchmark -r                (default 100000)
+#   BENCH_THREADS        tagproxy --threads                (default 1)
+#   BENCH_REPLICAS       replicas per cluster master       (default 0)
+#   BENCH_ROUNDS         runs of every case; the median is shown (default 3)
+#   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
+#   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
+#   TAGPROXY             the proxy binary                  (default build/tagproxy)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
+
+requests=${BENCH_REQUESTS:-200000}
+requests16=${BENCH_REQUESTS_P16:-$((requests * 10))}
+clients=${BENCH_CLIENTS:-50}
+keyspace=${BENCH_KEYSPACE:-100000}
+threads=${BENCH_THREADS:-1}
+replicas=${BENCH_REPLICAS:-0}
+run_timeout=${BENCH_TIMEOUT_S:-120}
+rounds=${BENCH_ROUNDS:-3}
+proxy_bin=${TAGPROXY:-$top/build/tagproxy}
+for v in "$requests" "$requests16" "$clients" "$keyspace" "$threads" "$run_timeout" "$rounds"; do
+    [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
+done
+[[ $replicas =~ ^[0-9]+$ ]] || die "not a number: $replicas"
+for tool in redis-server redis-cli redis-benchmark timeout; do
+    command -v "$tool" >/dev/null || die "$tool is not installed (make deps)"
+done
+tck=$(getconf CLK_TCK)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tagproxy-bench.XXXXXX")
+started=()          # PIDs of processes started here, stopped in cleanup
+cluster_dir='' cluster_base=''
+
+cleanup() {
+    local rc=$? i
+    trap - EXIT INT TERM
+    # proxies first (started last), then the servers behind them
+    for ((i = ${#started[@]} - 1; i >= 0; i--)); do stop_pid "${started[i]}" 5 || true; done
+    if [ -n "$cluster_dir" ]; then
+        bash "$here/cluster.sh" stop --base-port "$cluster_base" --dir "$cluster_dir" >/dev/null 2>&1 ||
+            log "could not stop the cluster in $cluster_dir"
+    fi
+    rm -rf "$tmp"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- ports -----------------------------------------------------------------
+
+reserved=" "
+# Ports and their +10000 cluster-bus ports are taken below the kernel's
+# ephemeral range, where an outgoing connection may hold a port that has no
+# listener and make a bind fail.
+ephemeral_low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port_span=$((ephemeral_low - 10000 - 10 - 10000))
+[ "$port_span" -gt 100 ] || port_span=10000
+
+# pick_port VAR [COUNT]: COUNT consecutive free ports (and their +10000
+# cluster-bus ports), none handed out before in this run; the first in VAR.
+pick_port() {
+    local var=$1 count=${2:-1} try p i q ok
+    for ((try = 0; try < 500; try++)); do
+        p=$((10000 + RANDOM % port_span))
+        ok=1
+        for ((i = 0; i < count; i++)); do
+            q=$((p + i))
+            case $reserved in *" $q "* | *" $((q + 10000)) "*) ok=0 ;; esac
+            if [ $ok = 0 ] || ! ports_free "$q" $((q + 10000)); then ok=0; break; fi
+        done
+        if [ $ok = 1 ]; then
+            for ((i = 0; i < count; i++)); do
+                reserved+="$((p + i)) $((p + i + 10000)) "
+            done
+            printf -v "$var" %s "$p"
+            return 0
+        fi
+    done
+    die "no free ports found"
+}
+
+# wait_ready PORT PID SECONDS: true once PORT answers PING with PONG, false if
+# PID exits or SECONDS pass first.
+wait_ready() {
+    local port=$1 pid=$2 i
+    for ((i = 0; i < $3 * 10; i++)); do
+        redis_ping "$port" && return 0
+        pid_alive "$pid" || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- targets ---------------------------------------------------------------
+# For each target: its port, the PID whose CPU is its own, and the PIDs of
+# the servers behind it (whose CPU is reported as "backend").
+
+targets=()
+declare -A tport tpid tbackend tnote
+
+start_direct() {
+    local port pid
+    pick_port port
+    mkdir -p "$tmp/direct"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$tmp/direct" --logfile "$tmp/direct/redis.log" --daemonize no &
+    pid=$!
+    started+=("$pid")
+    wait_ready "$port" "$pid" 10 || die "the standalone redis-server did not start (see $tmp/direct/redis.log)"
+    targets+=(direct)
+    tport[direct]=$port tpid[direct]=$pid tbackend[direct]=
+}
+
+start_cluster() {
+    local base p pid role masters=()
+    if [ ! -f "$here/cluster.sh" ]; then
+        tnote[tagproxy]="skipped: scripts/cluster.sh is missing"
+        return 1
+    fi
+    pick_port base 3
+    cluster_base=$base cluster_dir=$tmp/cluster
+    if ! bash "$here/cluster.sh" start --base-port "$base" --masters 3 \
+            --replicas "$replicas" --dir "$cluster_dir" > "$tmp/cluster.log" 2>&1; then
+        tail -n 20 "$tmp/cluster.log" >&2
+        tnote[tagproxy]="skipped: the cluster did not start"
+        return 1
+    fi
+    while read -r p pid; do
+        role=$(redis-cli -h 127.0.0.1 -p "$p" role 2>/dev/null | head -n 1)
+        [ "$role" = master ] && masters+=("$pid")
+    done < "$cluster_dir/pids"
+    [ ${#masters[@]} -ge 3 ] || die "the cluster has ${#masters[@]} masters, expected 3"
+    cluster_seed=127.0.0.1:$base
+    cluster_masters="${masters[*]}"
+}
+
+start_tagproxy() {
+    local port pid conf=() extra=()
+    if [ ! -x "$proxy_bin" ]; then
+        tnote[tagproxy]="skipped: $proxy_bin is not built (run make)"
+        return 1
+    fi
+    start_cluster || return 1
+    [ -f "$top/conf/tagproxy.conf" ] && conf=("$top/conf/tagproxy.conf")
+    # shellcheck disable=SC2206 # BENCH_PROXY_ARGS is split on purpose
+    extra=(${BENCH_PROXY_ARGS:-})
+    pick_port port
+    "$proxy_bin" "${conf[@]}" --listen "127.0.0.1:$port" --cluster "$cluster_seed" \
+        --threads "$threads" "${extra[@]}" > "$tmp/tagproxy.log" 2>&1 &
+    pid=$!
+    started+=("$pid")
+    if ! wait_ready "$port" "$pid" 15; then
+        tail -n 20 "$tmp/tagproxy.log" >&2
+        tnote[tagproxy]="skipped: build/tagproxy did not answer PING within 15 s"
+        return 1
+    fi
+    targets+=(tagproxy)
+    tport[tagproxy]=$port tpid[tagproxy]=$pid tbackend[tagproxy]=$cluster_masters
+}
+
+start_nutcracker() {
+    local port stats pid
+    if ! command -v nutcracker >/dev/null; then
+        tnote[nutcracker]="skipped: nutcracker (twemproxy) is not installed (optional: apt-get install nutcracker)"
+        return 1
+    fi
+    pick_port port
+    pick_port stats
+    cat > "$tmp/nutcracker.yml" <<EOF
+bench:
+  listen: 127.0.0.1:$port
+  hash: fnv1a_64
+  distribution: ketama
+  redis: true
+  preconnect: true
+  server_connections: 1
+  auto_eject_hosts: false
+  timeout: 5000
+  servers:
+   - 127.0.0.1:${tport[direct]}:1
+EOF
+    nutcracker -c "$tmp/nutcracker.yml" -o "$tmp/nutcracker.log" -s "$stats" -a 127.0.0.1 \
+        -p "$tmp/nutcracker.pid" &
+    pid=$!
+    started+=("$pid")
+    if ! wait_ready "$port" "$pid" 10; then
+        tail -n 20 "$tmp/nutcracker.log" >&2
+        tnote[nutcracker]="skipped: nutcracker did not answer PING within 10 s"
+        return 1
+    fi
+    targets+=(nutcracker)
+    tport[nutcracker]=$port tpid[nutcracker]=$pid tbackend[nutcracker]=${tpid[direct]}
+}
+
+# ---- measuring -------------------------------------------------------------
+
+# cpu_ticks PID...: utime+stime of all the PIDs, in clock ticks. Fields are
+# counted after the ')' that closes the command name, which may hold spaces.
+cpu_ticks() {
+    local pid stat sum=0 f
+    for pid in "$@"; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+        read -r -a f <<< "${stat##*) }"
+        sum=$((sum + f[11] + f[12]))
+    done
+    echo "$sum"
+}
+
+declare -A rps p50 p99 cpu backend_cpu
+
+# bench TARGET TEST PIPELINE N: one redis-benchmark run; appends
+# "TARGET TEST PIPELINE rps p50 p99 cpu-ns backend-ns" to $tmp/runs.
+bench() {
+    local t=$1 test=$2 pipe=$3 n=$4 key="$1 $2 $3" own0 own1 back0=0 back1=0 own back out line
+    local -a f
+    out=$tmp/bench.csv
+    if ! pid_alive "${tpid[$t]}"; then
+        log "$t is not running any more (see its log)"
+        return 1
+    fi
+    own0=$(cpu_ticks "${tpid[$t]}")
+    # shellcheck disable=SC2086 # tbackend holds a list of PIDs
+    if [ -n "${tbackend[$t]}" ]; then back0=$(cpu_ticks ${tbackend[$t]}); fi
+    if ! timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
+            -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv \
+            > "$out" 2> "$tmp/bench.err"; then
+        log "$t $test -P $pipe: redis-benchmark failed or timed out: $(tail -n 3 "$tmp/bench.err" "$out" | tr '\n' ' ')"
+        return 1
+    fi
+    own1=$(cpu_ticks "${tpid[$t]}") || { log "$t exited during the run"; return 1; }
+    if [ -n "${tbackend[$t]}" ]; then
+        # shellcheck disable=SC2086
+        back1=$(cpu_ticks ${tbackend[$t]}) || { log "a server behind $t exited"; return 1; }
+    fi
+    line=$(grep -i "^\"$test\"" "$out" | tail -n 1 | tr -d '"')
+    IFS=, read -r -a f <<< "$line"
+    [ ${#f[@]} -ge 7 ] || { log "$t $test -P $pipe: no CSV result in: $(cat "$out")"; return 1; }
+    own=$(awk -v d=$((own1 - own0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
+    back=-
+    if [ -n "${tbackend[$t]}" ]; then
+        back=$(awk -v d=$((back1 - back0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
+    fi
+    echo "$key ${f[1]} ${f[4]} ${f[6]} $own $back" >> "$tmp/runs"
+    log "$(printf '%-10s %-3s -P %-2s %10s req/s  p50 %s ms  p99 %s ms' "$t" "$test" "$pipe" "${f[1]}" "${f[4]}" "${f[6]}")"
+}
+
+# ---- run -------------------------------------------------------------------
+
+cd "$top"
+start_direct
+start_tagproxy || log "${tnote[tagproxy]}"
+start_nutcracker || log "${tnote[nutcracker]}"
+
+# Warm up every target (connections, allocator, first keys); not measured.
+for t in "${targets[@]}"; do
+    timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" -c "$clients" \
+        -n 20000 -r "$keyspace" -t set --csv > /dev/null 2>&1 || log "$t: warm-up failed"
+done
+
+cases=("SET 1 $requests" "GET 1 $requests" "SET 16 $requests16" "GET 16 $requests16")
+: > "$tmp/runs"
+for ((round = 1; round <= rounds; round++)); do
+    if [ "$rounds" -gt 1 ]; then log "round $round of $rounds"; fi
+    for c in "${cases[@]}"; do
+        read -r test pipe n <<< "$c"
+        for t in "${targets[@]}"; do
+            bench "$t" "$test" "$pipe" "$n" || tnote[$t]="${tnote[$t]:-}failed on $test -P $pipe; "
+        done
+    done
+done
+
+# Of each case's rounds, keep the run with the median throughput, whole (its
+# CPU and latencies with it), so that one disturbed run does not decide.
+while read -r t test pipe r l50 l99 own back; do
+    key="$t $test $pipe"
+    rps[$key]=$r p50[$key]=$l50 p99[$key]=$l99 cpu[$key]=$own
+    [ "$back" = - ] || backend_cpu[$key]=$back
+done < <(sort -k1,3 -k4,4g "$tmp/runs" |
+         awk '{ k = $1 " " $2 " " $3; n[k]++; line[k, n[k]] = $0 }
+              END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
+
+# ---- report ----------------------------------------------------------------
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+
+echo
+echo "redis-benchmark: $clients clients, -r $keyspace, 3-byte values;" \
+     "$requests requests at pipeline 1, $requests16 at pipeline 16; median of $rounds rounds;" \
+     "$(nproc) CPUs; $(redis-server --version | awk '{ print $3 }');" \
+     "tagproxy --threads $threads, cluster of 3 masters x $replicas replicas."
+echo "CPU: ns of utime+stime per request of the target process; \"x redis\" divides it by" \
+     "the standalone redis-server's in the direct run; \"backend\" is what the servers behind" \
+     "a proxy spent (cluster masters' total, or the standalone server behind nutcracker)."
+echo
+echo "| case | target | req/s | x direct | CPU ns/req | redis-server ns/req | CPU x redis | backend ns/req | p50 ms | p99 ms |"
+echo "| - | - | -: | -: | -: | -: | -: | -: | -: | -: |"
+for c in "${cases[@]}"; do
+    read -r test pipe n <<< "$c"
+    d="direct $test $pipe"
+    for t in "${targets[@]}"; do
+        k="$t $test $pipe"
+        [ -n "${rps[$k]:-}" ] || { echo "| $test -P $pipe | $t | failed | | | | | | | |"; continue; }
+        echo "| $test -P $pipe | $t | ${rps[$k]} | $(ratio "${rps[$k]}" "${rps[$d]:-}") | ${cpu[$k]}" \
+             "| ${cpu[$d]:--} | $(ratio "${cpu[$k]}" "${cpu[$d]:-}") | ${backend_cpu[$k]:--}" \
+             "| ${p50[$k]} | ${p99[$k]} |"
+    done
+done
+echo
+for t in direct tagproxy nutcracker; do
+    if [ -n "${tnote[$t]:-}" ]; then echo "$t: ${tnote[$t]}"; fi
+done
+for t in "${targets[@]}"; do
+    if [ "$t" = direct ] || [ -z "${rps[$t GET 16]:-}" ] || [ -z "${rps[$t GET 1]:-}" ]; then
+        continue
+    fi
+    echo "$t vs direct: GET -P 16 throughput $(ratio "${rps[$t GET 16]}" "${rps[direct GET 16]}")" \
+         "(goal >= 0.7), CPU/request $(ratio "${cpu[$t GET 16]}" "${cpu[direct GET 16]}")x" \
+         "(goal <= 1.2), GET -P 1 throughput $(ratio "${rps[$t GET 1]}" "${rps[direct GET 1]}")" \
+         "and SET -P 1 $(ratio "${rps[$t SET 1]:-}" "${rps[direct SET 1]:-}") (goal >= 0.8)"
+done
+[ -n "${rps[direct GET 16]:-}" ] || die "the direct runs failed"
