@@ -193,7 +193,7 @@ static enum spec_result spec_range(const struct keyspec *ks, const struct argv *
     if (ks->fk == KSPEC_FK_KEYNUM) {
         long long numkeys, idx = *first + ks->fk_u.keynum.keynumidx;
         *step = ks->fk_u.keynum.keystep;
-        if (idx >= av->argc || arg_ll(av, (int)idx, &numkeys) < 0 || numkeys < 0)
+        if (idx < 1 || idx >= av->argc || arg_ll(av, (int)idx, &numkeys) < 0 || numkeys < 0)
             return SPEC_FAIL;
         *first += ks->fk_u.keynum.firstkey;
         *last = *first + numkeys - 1;
@@ -358,6 +358,14 @@ static int has_keynum_spec(const struct command *cmd)
     return 0;
 }
 
+static int has_key_spec(const struct command *cmd)
+{
+    for (int j = 0; j < cmd->nkeyspecs; j++)
+        if (!(cmd->keyspecs[j].flags & KSPEC_NOT_KEY))
+            return 1;
+    return 0;
+}
+
 /* Called only after the specs failed, so the string compares stay off the
  * path of commands whose specs suffice (nearly all requests). */
 static int keys_by_rule(const struct command *cmd, const struct argv *av,
@@ -366,6 +374,8 @@ static int keys_by_rule(const struct command *cmd, const struct argv *av,
     const char *n = cmd->fullname;
 
     out->n = 0;
+    if (av->argc < 2)
+        return -1;
     if (strcmp(n, "sort") == 0 || strcmp(n, "sort_ro") == 0) {
         if (n[4] == '_') {
             keyset_add(out, 1);
@@ -393,9 +403,13 @@ int command_keys_ex(const struct command *cmd, const char *base,
 
     if (cmd->nkeyspecs == 0 || argc < 1)
         return 0;
-    if (keys_by_specs(cmd, &av, &out, (opts & COMMAND_KEYS_NOT_KEYS) != 0) == SPEC_OK)
-        return out.n;
-    return keys_by_rule(cmd, &av, &out);
+    if (keys_by_specs(cmd, &av, &out, (opts & COMMAND_KEYS_NOT_KEYS) != 0) != SPEC_OK)
+        return keys_by_rule(cmd, &av, &out);
+    /* Only a keyword spec can find nothing (XREAD without STREAMS): Redis's
+     * GETKEYS then answers "Invalid arguments" unless keys are optional. */
+    if (out.n == 0 && has_key_spec(cmd) && !(cmd->flags & CMD_NO_MANDATORY_KEYS))
+        return -1;
+    return out.n;
 }
 
 int command_keys(const struct command *cmd, const char *base,

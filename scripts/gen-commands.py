@@ -15,6 +15,8 @@ element starts and ends, and writes for every command and subcommand:
 arity, flags, ACL categories, tips, legacy key range, key specs, and the
 exact bytes of its COMMAND INFO entry and of its COMMAND DOCS entry (name and
 docs map: two consecutive elements of the flat COMMAND DOCS array).
+A container's subcommands are put in name order inside its entries (see
+sorted_docs), so the output is the same on every run.
 
 Anything it does not recognise (a new flag, tip, key spec type) is an error,
 so a new Redis version cannot silently produce a table the proxy misreads.
@@ -316,6 +318,11 @@ class Command:
         self.keyspecs = [Keyspec(k, self.fullname) for k in f[8].items()]
         self.subs = sorted((Command(s, categories, self) for s in f[9].items()),
                            key=lambda c: c.name)
+        if self.subs:
+            # field 10 again, its elements in name order (see sorted_docs)
+            self.info_raw = (b"*10\r\n" + b"".join(x.raw() for x in f[:9])
+                             + b"*%d\r\n" % len(self.subs)
+                             + b"".join(c.info_raw for c in self.subs))
         self.docs_raw = None
         self.index = None
 
@@ -323,6 +330,27 @@ class Command:
         yield self
         for s in self.subs:
             yield from s.all()
+
+
+def sorted_docs(docs, by_name):
+    """The bytes of a docs map, with its "subcommands" map in name order.
+
+    redis-server lists a container's subcommands in the order of its
+    subcommand dict, whose hash seed changes with every server process; in
+    name order the generated file is the same on every run, and each entry
+    is still one that redis-server could have sent."""
+    kids = docs.items()
+    out = [b"*%d\r\n" % len(kids)]
+    for i in range(0, len(kids), 2):
+        out.append(kids[i].raw())
+        if kids[i].text() != "subcommands":
+            out.append(kids[i + 1].raw())
+            continue
+        subs = kids[i + 1].items()
+        names = sorted(range(0, len(subs), 2), key=lambda j: subs[j].text().lower())
+        out.append(b"*%d\r\n" % len(subs))
+        out += [by_name[subs[j].text().lower()].docs_raw for j in names]
+    return b"".join(out)
 
 
 def attach_docs(cmds, docs_node):
@@ -336,10 +364,10 @@ def attach_docs(cmds, docs_node):
             if name not in by_name:
                 raise RespError("COMMAND DOCS names unknown command %r" % name)
             c = by_name[name]
-            c.docs_raw = kids[i].buf[kids[i].start:kids[i + 1].end]
             sub = pairs(kids[i + 1]).get("subcommands")
             if sub is not None:
                 walk(sub)
+            c.docs_raw = kids[i].raw() + sorted_docs(kids[i + 1], by_name)
 
     walk(docs_node)
     missing = [n for n, c in by_name.items() if c.docs_raw is None]
