@@ -1,0 +1,69 @@
+# Shared helpers for scripts/*.sh. Source it; it defines functions only.
+# Needs bash and redis-cli; reads /proc, so Linux only.
+
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# port_listening PORT: true if some socket listens on TCP PORT (any address,
+# IPv4 or IPv6). Read from /proc so that nothing else need be installed.
+port_listening() {
+    local hex f
+    hex=$(printf '%04X' "$1")
+    for f in /proc/net/tcp /proc/net/tcp6; do
+        [ -r "$f" ] || continue
+        # local_address is field 2 (ADDR:PORT in hex), st is field 4; 0A = LISTEN
+        if awk -v p="$hex" 'NR > 1 { split($2, a, ":"); if (a[2] == p && $4 == "0A") f = 1 }
+                            END { exit !f }' "$f"; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+# ports_free PORT...: true if none of the ports has a listener.
+ports_free() {
+    local p
+    for p in "$@"; do
+        port_listening "$p" && return 1
+    done
+    return 0
+}
+
+# redis_ping PORT: true if 127.0.0.1:PORT answers PING with PONG.
+redis_ping() {
+    [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]
+}
+
+# pid_alive PID: true if PID runs (and is not a zombie).
+pid_alive() {
+    local state
+    [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
+    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# pid_matches PID WORD: true if PID runs and its command line contains WORD.
+# Guards every kill against a PID reused by some unrelated process.
+pid_matches() {
+    pid_alive "$1" || return 1
+    tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
+
+# stop_pid PID [WAIT_S]: SIGTERM, then SIGKILL if still alive after WAIT_S
+# seconds (default 5). Returns once the process is gone.
+stop_pid() {
+    local pid=$1 wait_s=${2:-5} i
+    pid_alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < wait_s * 10; i++)); do
+        pid_alive "$pid" || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        pid_alive "$pid" || return 0
+        sleep 0.1
+    done
+    log "process $pid did not exit"
+    return 1
+}

@@ -1,0 +1,702 @@
+/*
+ * harness.h: shared helpers of the integration tests (tests/integration/).
+ *
+ * Each test_*.c is one Check program against a running cluster and proxy,
+ * both started by scripts/test.sh, which passes them in the environment:
+ *
+ *   TAGPROXY_TEST_PROXY  host:port of the proxy under test
+ *   TAGPROXY_TEST_NODES  "host:port host:port ..." every node of the cluster
+ *   TAGPROXY_TEST_BIN    the proxy binary, to start extra instances
+ *   TAGPROXY_TEST_DIR    the run's folder: "pids" ("PORT PID" per node), logs
+ *
+ * What the tests know about the cluster they learn from the nodes directly
+ * (CLUSTER SLOTS), never through the proxy, so that a proxy bug cannot hide
+ * itself. Key slots are computed here with an independent CRC16, checked
+ * against a node's CLUSTER KEYSLOT by test_routing.
+ *
+ * Everything is static (each test file is its own program) and marked unused,
+ * since no test uses all of it. Assertions are macros so that a failure names
+ * the test's line. Check runs each test in a forked child and kills the
+ * child's process group when it ends: extra proxies started by a test die
+ * with it, whatever happened.
+ */
+#ifndef TAGPROXY_TEST_HARNESS_H
+#define TAGPROXY_TEST_HARNESS_H
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define H_UNUSED __attribute__((unused))
+
+#define H_SLOTS      16384
+#define H_MAX_NODES  16
+#define H_MAX_RANGES 256
+#define H_IO_TIMEOUT_S 10   /* any reply slower than this counts as a hang */
+
+struct h_node {
+    char host[64];
+    int  port;
+};
+
+struct h_range {
+    int start, end;   /* inclusive */
+    int master;       /* index into h_topo.masters */
+};
+
+struct h_topo {
+    int nranges;
+    struct h_range r[H_MAX_RANGES];
+    int nmasters;
+    struct h_node masters[H_MAX_NODES];
+    char master_id[H_MAX_NODES][48];
+};
+
+/* ---------- time, environment, addresses ---------- */
+
+H_UNUSED static long long h_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+H_UNUSED static void h_sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+H_UNUSED static const char *h_env(const char *name)
+{
+    const char *v = getenv(name);
+    ck_assert_msg(v != NULL && *v != '\0', "%s is not set (run through scripts/test.sh)", name);
+    return v;
+}
+
+/* "host:port" (up to a blank or the end) into n; 0 or -1. */
+H_UNUSED static int h_parse_addr(const char *s, struct h_node *n)
+{
+    size_t len = strcspn(s, " \t"), hl;
+    const char *colon = NULL;
+    long port = 0;
+
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ':')
+            colon = s + i;
+    if (colon == NULL || colon == s || colon + 1 == s + len)
+        return -1;
+    hl = (size_t)(colon - s);
+    if (hl >= sizeof(n->host))
+        return -1;
+    for (const char *d = colon + 1; d < s + len; d++) {
+        if (*d < '0' || *d > '9' || port > 65535)
+            return -1;
+        port = port * 10 + (*d - '0');
+    }
+    if (port <= 0 || port > 65535)
+        return -1;
+    memcpy(n->host, s, hl);
+    n->host[hl] = '\0';
+    n->port = (int)port;
+    return 0;
+}
+
+H_UNUSED static struct h_node h_proxy_addr(void)
+{
+    struct h_node n;
+    const char *s = h_env("TAGPROXY_TEST_PROXY");
+    ck_assert_msg(h_parse_addr(s, &n) == 0, "bad TAGPROXY_TEST_PROXY '%s'", s);
+    return n;
+}
+
+/* Every node of TAGPROXY_TEST_NODES, in order; returns how many. */
+H_UNUSED static int h_nodes(struct h_node *out, int max)
+{
+    const char *s = h_env("TAGPROXY_TEST_NODES");
+    int n = 0;
+
+    while (*s != '\0') {
+        while (*s == ' ')
+            s++;
+        if (*s == '\0')
+            break;
+        ck_assert_msg(n < max, "too many nodes in TAGPROXY_TEST_NODES");
+        ck_assert_msg(h_parse_addr(s, &out[n]) == 0, "bad node in TAGPROXY_TEST_NODES: '%s'", s);
+        n++;
+        while (*s != '\0' && *s != ' ')
+            s++;
+    }
+    ck_assert_msg(n > 0, "TAGPROXY_TEST_NODES is empty");
+    return n;
+}
+
+/* "host:port" of the first node: the seed extra proxies are given. */
+H_UNUSED static void h_seed(char *buf, size_t size)
+{
+    struct h_node nodes[H_MAX_NODES];
+    h_nodes(nodes, H_MAX_NODES);
+    snprintf(buf, size, "%s:%d", nodes[0].host, nodes[0].port);
+}
+
+/* A run-unique key prefix, so runs never see each other's keys. */
+H_UNUSED static const char *h_prefix(void)
+{
+    static char buf[64];
+    if (buf[0] == '\0')
+        snprintf(buf, sizeof(buf), "it:%ld:%lld", (long)getpid(), h_now_ms() % 1000000);
+    return buf;
+}
+
+/* ---------- hiredis connections and replies ---------- */
+
+H_UNUSED static redisContext *h_connect_try(const char *host, int port)
+{
+    struct timeval tv = { H_IO_TIMEOUT_S, 0 };
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+
+    if (c == NULL)
+        return NULL;
+    if (c->err != 0) {
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+H_UNUSED static redisContext *h_connect(const char *host, int port)
+{
+    struct timeval tv = { H_IO_TIMEOUT_S, 0 };
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+
+    ck_assert_msg(c != NULL, "out of memory connecting to %s:%d", host, port);
+    ck_assert_msg(c->err == 0, "connect to %s:%d: %s", host, port, c->errstr);
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+H_UNUSED static redisContext *h_connect_node(const struct h_node *n)
+{
+    return h_connect(n->host, n->port);
+}
+
+H_UNUSED static redisContext *h_connect_proxy(void)
+{
+    struct h_node n = h_proxy_addr();
+    return h_connect(n.host, n.port);
+}
+
+/* A command; the reply, never NULL (an I/O error or timeout fails the test). */
+H_UNUSED static redisReply *h_cmd(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "'%s': connection error: %s", fmt, c->errstr);
+    return r;
+}
+
+H_UNUSED static redisReply *h_cmd_argv(redisContext *c, int argc, const char **argv)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    ck_assert_msg(r != NULL, "'%s': connection error: %s", argv[0], c->errstr);
+    return r;
+}
+
+H_UNUSED static redisReply *h_get_reply(redisContext *c)
+{
+    void *r = NULL;
+    ck_assert_msg(redisGetReply(c, &r) == REDIS_OK && r != NULL,
+                  "reading a reply: %s", c->errstr);
+    return r;
+}
+
+H_UNUSED static const char *h_type_name(int type)
+{
+    switch (type) {
+    case REDIS_REPLY_STRING:  return "bulk";
+    case REDIS_REPLY_ARRAY:   return "array";
+    case REDIS_REPLY_INTEGER: return "integer";
+    case REDIS_REPLY_NIL:     return "nil";
+    case REDIS_REPLY_STATUS:  return "status";
+    case REDIS_REPLY_ERROR:   return "error";
+    default:                  return "?";
+    }
+}
+
+/* A reply in a few words, for failure messages (static buffer). */
+H_UNUSED static const char *h_show(const redisReply *r)
+{
+    static char buf[256];
+    if (r == NULL)
+        return "(no reply)";
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        snprintf(buf, sizeof(buf), "%s '%.*s'", h_type_name(r->type),
+                 (int)(r->len > 200 ? 200 : r->len), r->str);
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(buf, sizeof(buf), "integer %lld", r->integer);
+        break;
+    case REDIS_REPLY_ARRAY:
+        snprintf(buf, sizeof(buf), "array of %zu", r->elements);
+        break;
+    default:
+        snprintf(buf, sizeof(buf), "%s", h_type_name(r->type));
+    }
+    return buf;
+}
+
+#define H_EXPECT_TYPE(r, t) \
+    ck_assert_msg((r)->type == (t), "expected %s, got %s", h_type_name(t), h_show(r))
+
+#define H_EXPECT_STATUS(r, s) do { \
+    H_EXPECT_TYPE(r, REDIS_REPLY_STATUS); \
+    ck_assert_msg(strcmp((r)->str, (s)) == 0, "expected status '%s', got %s", (s), h_show(r)); \
+} while (0)
+
+#define H_EXPECT_BULK(r, s) do { \
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING); \
+    ck_assert_msg((r)->len == strlen(s) && memcmp((r)->str, (s), (r)->len) == 0, \
+                  "expected bulk '%s', got %s", (s), h_show(r)); \
+} while (0)
+
+#define H_EXPECT_INT(r, n) do { \
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER); \
+    ck_assert_msg((r)->integer == (long long)(n), "expected integer %lld, got %s", \
+                  (long long)(n), h_show(r)); \
+} while (0)
+
+#define H_EXPECT_NIL(r) H_EXPECT_TYPE(r, REDIS_REPLY_NIL)
+
+#define H_EXPECT_ERR(r, prefix) do { \
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR); \
+    ck_assert_msg(strncmp((r)->str, (prefix), strlen(prefix)) == 0, \
+                  "expected error '%s...', got %s", (prefix), h_show(r)); \
+} while (0)
+
+/* Run cmd, check the reply is status OK, free it. */
+#define H_OK(c, ...) do { \
+    redisReply *h_r_ = h_cmd((c), __VA_ARGS__); \
+    H_EXPECT_STATUS(h_r_, "OK"); \
+    freeReplyObject(h_r_); \
+} while (0)
+
+/* ---------- slots and topology ---------- */
+
+/* CRC16-CCITT (XMODEM: poly 0x1021, init 0), as Redis Cluster specifies it.
+ * Bitwise on purpose: independent of the proxy's table-driven code. */
+H_UNUSED static unsigned h_crc16(const char *s, size_t len)
+{
+    unsigned crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (unsigned)(unsigned char)s[i] << 8;
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc;
+}
+
+/* The slot of a key: its hash tag's ("{...}", first '{' then the first '}'
+ * after it, non-empty) or else the whole key's CRC16, mod 16384. */
+H_UNUSED static int h_slot_len(const char *key, size_t len)
+{
+    size_t open, close;
+
+    for (open = 0; open < len && key[open] != '{'; open++)
+        ;
+    if (open < len) {
+        for (close = open + 1; close < len && key[close] != '}'; close++)
+            ;
+        if (close < len && close > open + 1)
+            return (int)(h_crc16(key + open + 1, close - open - 1) % H_SLOTS);
+    }
+    return (int)(h_crc16(key, len) % H_SLOTS);
+}
+
+H_UNUSED static int h_slot(const char *key)
+{
+    return h_slot_len(key, strlen(key));
+}
+
+H_UNUSED static int h_topo_add_master(struct h_topo *t, const char *host, int port, const char *id)
+{
+    for (int i = 0; i < t->nmasters; i++)
+        if (t->masters[i].port == port && strcmp(t->masters[i].host, host) == 0)
+            return i;
+    ck_assert_msg(t->nmasters < H_MAX_NODES, "too many masters");
+    snprintf(t->masters[t->nmasters].host, sizeof(t->masters[0].host), "%s", host);
+    t->masters[t->nmasters].port = port;
+    snprintf(t->master_id[t->nmasters], sizeof(t->master_id[0]), "%s", id);
+    return t->nmasters++;
+}
+
+/* The slot map from CLUSTER SLOTS on the first node that answers it. */
+H_UNUSED static void h_topo_load(struct h_topo *t)
+{
+    struct h_node nodes[H_MAX_NODES];
+    int n = h_nodes(nodes, H_MAX_NODES);
+    redisReply *r = NULL;
+
+    memset(t, 0, sizeof(*t));
+    for (int i = 0; i < n && r == NULL; i++) {
+        redisContext *c = h_connect_try(nodes[i].host, nodes[i].port);
+        if (c == NULL)
+            continue;
+        r = redisCommand(c, "CLUSTER SLOTS");
+        redisFree(c);
+        if (r != NULL && r->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            r = NULL;
+        }
+    }
+    ck_assert_msg(r != NULL, "no node answers CLUSTER SLOTS");
+    ck_assert_msg(r->elements <= H_MAX_RANGES, "too many slot ranges");
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *e = r->element[i], *m;
+        ck_assert_msg(e->type == REDIS_REPLY_ARRAY && e->elements >= 3, "bad CLUSTER SLOTS entry");
+        m = e->element[2];
+        ck_assert_msg(m->type == REDIS_REPLY_ARRAY && m->elements >= 3, "bad CLUSTER SLOTS node");
+        t->r[i].start = (int)e->element[0]->integer;
+        t->r[i].end = (int)e->element[1]->integer;
+        t->r[i].master = h_topo_add_master(t, m->element[0]->str, (int)m->element[1]->integer,
+                                           m->element[2]->str);
+    }
+    t->nranges = (int)r->elements;
+    freeReplyObject(r);
+}
+
+/* Index (into t->masters) of the master owning slot, or -1. */
+H_UNUSED static int h_topo_owner(const struct h_topo *t, int slot)
+{
+    for (int i = 0; i < t->nranges; i++)
+        if (slot >= t->r[i].start && slot <= t->r[i].end)
+            return t->r[i].master;
+    return -1;
+}
+
+/* Writes into buf a key "PREFIX:N" that lands on master m, the nth such. */
+H_UNUSED static void h_key_on_master(const struct h_topo *t, int m, const char *prefix,
+                                     int nth, char *buf, size_t size)
+{
+    int seen = 0;
+    for (long i = 0; i < 10000000; i++) {
+        snprintf(buf, size, "%s:%ld", prefix, i);
+        if (h_topo_owner(t, h_slot(buf)) == m && seen++ == nth)
+            return;
+    }
+    ck_abort_msg("no key lands on master %d", m);
+}
+
+/* Writes into buf a hash tag (no braces) whose slot is slot. */
+H_UNUSED static void h_tag_for_slot(int slot, char *buf, size_t size)
+{
+    for (long i = 0; i < 100000000; i++) {
+        snprintf(buf, size, "t%ld", i);
+        if (h_slot(buf) == slot)
+            return;
+    }
+    ck_abort_msg("no tag for slot %d", slot);
+}
+
+/* The master node owning key's slot, connected (caller frees). */
+H_UNUSED static redisContext *h_connect_owner(const struct h_topo *t, const char *key)
+{
+    int m = h_topo_owner(t, h_slot(key));
+    ck_assert_msg(m >= 0, "slot %d of '%s' has no owner", h_slot(key), key);
+    return h_connect_node(&t->masters[m]);
+}
+
+/* PID of the node on port, from $TAGPROXY_TEST_DIR/pids ("PORT PID" lines). */
+H_UNUSED static pid_t h_node_pid(int port)
+{
+    char path[512], line[128];
+    const char *dir = h_env("TAGPROXY_TEST_DIR");
+    FILE *f;
+    pid_t pid = -1;
+
+    snprintf(path, sizeof(path), "%s/pids", dir);
+    f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int p;
+        long v;
+        if (sscanf(line, "%d %ld", &p, &v) == 2 && p == port) {
+            pid = (pid_t)v;
+            break;
+        }
+    }
+    fclose(f);
+    ck_assert_msg(pid > 0, "no pid for port %d in %s", port, path);
+    return pid;
+}
+
+/* ---------- extra proxy instances ---------- */
+
+struct h_proxy {
+    pid_t pid;
+    struct h_node addr;
+    char log[512];
+};
+
+/* A free TCP port on 127.0.0.1 (free now; the kernel picks it). */
+H_UNUSED static int h_free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s", strerror(errno));
+    ck_assert_msg(getsockname(fd, (struct sockaddr *)&sa, &len) == 0, "getsockname");
+    port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+/* True once host:port answers PING with PONG. */
+H_UNUSED static int h_pings(const char *host, int port)
+{
+    redisContext *c = h_connect_try(host, port);
+    redisReply *r;
+    int ok;
+
+    if (c == NULL)
+        return 0;
+    r = redisCommand(c, "PING");
+    ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+/* The last lines of a file on stderr (a failed proxy's log). */
+H_UNUSED static void h_print_tail(const char *path, long bytes)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL)
+        return;
+    if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > bytes)
+        fseek(f, -bytes, SEEK_END);
+    else
+        fseek(f, 0, SEEK_SET);
+    fprintf(stderr, "--- %s\n", path);
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        fwrite(buf, 1, n, stderr);
+    fclose(f);
+}
+
+/*
+ * Start TAGPROXY_TEST_BIN --listen 127.0.0.1:<free port> --cluster <seed>
+ * [args...] (args NULL-terminated, may be NULL), its output in
+ * $TAGPROXY_TEST_DIR/proxy-<port>.log, and wait until it answers PING.
+ * It dies with the test (Check kills the test's process group; and
+ * PR_SET_PDEATHSIG should the test die otherwise).
+ */
+H_UNUSED static void h_proxy_start(struct h_proxy *p, const char *const *args)
+{
+    const char *bin = h_env("TAGPROXY_TEST_BIN");
+    const char *dir = h_env("TAGPROXY_TEST_DIR");
+    const char *argv[64];
+    char listen[64], seed[128];
+    int argc = 0, status;
+    long long deadline;
+
+    memset(p, 0, sizeof(*p));
+    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
+    p->addr.port = h_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->addr.port);
+    snprintf(p->log, sizeof(p->log), "%s/proxy-%d.log", dir, p->addr.port);
+    h_seed(seed, sizeof(seed));
+
+    argv[argc++] = bin;
+    argv[argc++] = "--listen";
+    argv[argc++] = listen;
+    argv[argc++] = "--cluster";
+    argv[argc++] = seed;
+    for (int i = 0; args != NULL && args[i] != NULL; i++) {
+        ck_assert_msg(argc < 63, "too many proxy arguments");
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+
+    fflush(NULL);
+    p->pid = fork();
+    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
+    if (p->pid == 0) {
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+
+    deadline = h_now_ms() + 20000;
+    while (!h_pings(p->addr.host, p->addr.port)) {
+        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+            h_print_tail(p->log, 2000);
+            p->pid = 0;
+            ck_abort_msg("extra proxy on port %d exited before answering PING", p->addr.port);
+        }
+        if (h_now_ms() > deadline) {
+            h_print_tail(p->log, 2000);
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &status, 0);
+            p->pid = 0;
+            ck_abort_msg("extra proxy on port %d does not answer PING after 20 s", p->addr.port);
+        }
+        h_sleep_ms(50);
+    }
+}
+
+H_UNUSED static redisContext *h_connect_extra(const struct h_proxy *p)
+{
+    return h_connect_node(&p->addr);
+}
+
+/* SIGTERM, then SIGKILL after 5 s; reaps it. */
+H_UNUSED static void h_proxy_stop(struct h_proxy *p)
+{
+    int status;
+    long long deadline = h_now_ms() + 5000;
+
+    if (p->pid <= 0)
+        return;
+    kill(p->pid, SIGTERM);
+    while (waitpid(p->pid, &status, WNOHANG) == 0) {
+        if (h_now_ms() > deadline) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &status, 0);
+            break;
+        }
+        h_sleep_ms(20);
+    }
+    p->pid = 0;
+}
+
+/* ---------- raw sockets, for bytes no client library would send ---------- */
+
+H_UNUSED static int h_raw_connect(const struct h_node *n)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+    ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)n->port);
+    ck_assert_msg(inet_pton(AF_INET, n->host, &sa.sin_addr) == 1, "not an IPv4 address: %s", n->host);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+                  "connect %s:%d: %s", n->host, n->port, strerror(errno));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+H_UNUSED static void h_raw_send(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        ck_assert_msg(n > 0, "send: %s", strerror(errno));
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+H_UNUSED static void h_raw_sends(int fd, const char *s)
+{
+    h_raw_send(fd, s, strlen(s));
+}
+
+/*
+ * Read into buf (NUL-terminated, at most size-1 bytes) until the peer
+ * closes, until buf holds `until` (if not NULL), or until timeout_ms passes
+ * with nothing new. Returns the byte count; *closed (if not NULL) says
+ * whether the peer closed (EOF or reset).
+ */
+H_UNUSED static size_t h_raw_recv(int fd, char *buf, size_t size, const char *until,
+                                  int timeout_ms, int *closed)
+{
+    size_t got = 0;
+    int eof = 0;
+
+    buf[0] = '\0';
+    while (got + 1 < size) {
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        ssize_t n;
+        int rc;
+
+        if (until != NULL && strstr(buf, until) != NULL)
+            break;
+        rc = poll(&pfd, 1, timeout_ms);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            break;
+        n = recv(fd, buf + got, size - 1 - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            eof = 1;
+            break;
+        }
+        got += (size_t)n;
+        buf[got] = '\0';
+    }
+    if (closed != NULL)
+        *closed = eof;
+    return got;
+}
+
+/* ---------- running a suite ---------- */
+
+/* Runs s (test output as CK_VERBOSITY says, normal by default); exit status. */
+H_UNUSED static int h_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    signal(SIGPIPE, SIG_IGN);
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
