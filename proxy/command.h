@@ -153,9 +153,11 @@ int command_arity_ok(const struct command *cmd, int argc);
  * few for the key specs. In all these cases Redis's COMMAND GETKEYS lists no
  * key ("Invalid arguments specified for command", or an empty array for
  * NO_MANDATORY_KEYS commands) and the command itself fails.
- * The only difference from COMMAND GETKEYS: Redis's fallback reads numkeys
- * with atoi(), so for "ZUNIONSTORE d 2abc a b" GETKEYS lists keys that the
- * command itself rejects; here that is -1.
+ * Differences from COMMAND GETKEYS, all where the command itself fails
+ * ("value is not an integer or out of range") and here the answer is -1:
+ * Redis's fallback reads numkeys with atoi(), so "ZUNIONSTORE d 2abc a b"
+ * or "EVAL s +1 k" list keys; and its spec code truncates numkeys to int,
+ * so "ZUNION 4294967297 a" lists a.
  * Pure: no allocation, no I/O, safe from any thread.
  */
 int command_keys(const struct command *cmd, const char *base,

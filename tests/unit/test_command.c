@@ -391,7 +391,8 @@ static const struct {
     { "fcall_ro f 1 k1", 1, { 3 } }, /* k1 */
     { "fcall f 0 a b", 0, { 0 } }, /* (empty array) */
 
-    /* malformed numkeys: not an integer, negative, past the end, not strict (Redis's GETKEYS reads these with atoi) */
+    /* malformed numkeys: not an integer, negative, past the end; or not strict
+     * ("+1", "01", "1abc"), which Redis's GETKEYS reads with atoi() */
     { "eval s x k1", -1, { 0 } }, /* (empty array) */
     { "eval s -1 k1", -1, { 0 } }, /* (empty array) */
     { "eval s 3 k1", -1, { 0 } }, /* (empty array) */
@@ -421,6 +422,9 @@ static const struct {
     { "zunionstore d 5 a b", -1, { 0 } }, /* Invalid arguments */
     { "zunionstore d 2abc a b", -1, { 0 } }, /* a b d; its atoi() fallback, see command.h */
     { "zunion 0 a", -1, { 0 } }, /* Invalid arguments */
+    { "zunion 4294967297 a", -1, { 0 } }, /* a; Redis truncates numkeys to int, see command.h */
+    { "zunionstore d 4294967298 a b", -1, { 0 } }, /* d a b; the same truncation */
+    { "lmpop 99999999999999999999 a left", -1, { 0 } }, /* Invalid arguments */
     { "zunion x a", -1, { 0 } }, /* Invalid arguments */
     { "sintercard 3 a b", -1, { 0 } }, /* Invalid arguments */
     { "lmpop 0 a left", -1, { 0 } }, /* Invalid arguments */
