@@ -6,7 +6,10 @@
  * guesses which arguments are keys. Each entry keeps Redis's arity, flags and
  * key specs (begin_search + find_keys, the 7.0 model), and the exact RESP
  * bytes redis-server answered for its COMMAND INFO and COMMAND DOCS entries,
- * so the proxy's COMMAND replies are byte-for-byte Redis's.
+ * so the proxy's COMMAND replies are byte-for-byte Redis's (a container's
+ * subcommands are listed in name order: Redis's own order changes with every
+ * server process). COMMAND INFO is "*<n>\r\n" followed by the entries'
+ * info_resp; COMMAND DOCS is "*<2n>\r\n" followed by their docs_resp.
  *
  * Container commands (CLIENT, CONFIG, CLUSTER, SCRIPT, ...) have subcommands;
  * command_lookup() finds the container and command_lookup_sub() the
