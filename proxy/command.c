@@ -358,14 +358,6 @@ static int has_keynum_spec(const struct command *cmd)
     return 0;
 }
 
-static int has_key_spec(const struct command *cmd)
-{
-    for (int j = 0; j < cmd->nkeyspecs; j++)
-        if (!(cmd->keyspecs[j].flags & KSPEC_NOT_KEY))
-            return 1;
-    return 0;
-}
-
 /* Called only after the specs failed, so the string compares stay off the
  * path of commands whose specs suffice (nearly all requests). */
 static int keys_by_rule(const struct command *cmd, const struct argv *av,
@@ -376,12 +368,11 @@ static int keys_by_rule(const struct command *cmd, const struct argv *av,
     out->n = 0;
     if (av->argc < 2)
         return -1;
-    if (strcmp(n, "sort") == 0 || strcmp(n, "sort_ro") == 0) {
-        if (n[4] == '_') {
-            keyset_add(out, 1);
-            return out->n;
-        }
+    if (strcmp(n, "sort") == 0)
         return rule_sort(av, out);
+    if (strcmp(n, "sort_ro") == 0) {      /* BY/GET patterns are not keys */
+        keyset_add(out, 1);
+        return out->n;
     }
     if (strcmp(n, "migrate") == 0)
         return rule_migrate(av, out);
@@ -392,6 +383,14 @@ static int keys_by_rule(const struct command *cmd, const struct argv *av,
     if (has_keynum_spec(cmd))
         return rule_numkeys(cmd, av);
     return -1;      /* arguments do not fit the specs (e.g. too few) */
+}
+
+int command_has_keys(const struct command *cmd)
+{
+    for (int j = 0; j < cmd->nkeyspecs; j++)
+        if (!(cmd->keyspecs[j].flags & KSPEC_NOT_KEY))
+            return 1;
+    return 0;
 }
 
 int command_keys_ex(const struct command *cmd, const char *base,
@@ -407,7 +406,7 @@ int command_keys_ex(const struct command *cmd, const char *base,
         return keys_by_rule(cmd, &av, &out);
     /* Only a keyword spec can find nothing (XREAD without STREAMS): Redis's
      * GETKEYS then answers "Invalid arguments" unless keys are optional. */
-    if (out.n == 0 && has_key_spec(cmd) && !(cmd->flags & CMD_NO_MANDATORY_KEYS))
+    if (out.n == 0 && command_has_keys(cmd) && !(cmd->flags & CMD_NO_MANDATORY_KEYS))
         return -1;
     return out.n;
 }

@@ -132,6 +132,13 @@ const struct command *command_lookup_sub(const struct command *parent,
  * and for a subcommand the container name too, as Redis does.) */
 int command_arity_ok(const struct command *cmd, int argc);
 
+/* Can the command have keys at all (a key spec not marked NOT_KEY)? Redis's
+ * COMMAND GETKEYS answers "The command has no key arguments" when not, before
+ * it checks the arity; when it can, a command_keys() <= 0 is answered with an
+ * empty array for CMD_NO_MANDATORY_KEYS commands (EVAL ... 0) and otherwise
+ * with "Invalid arguments specified for command". */
+int command_has_keys(const struct command *cmd);
+
 /*
  * Which arguments are keys, as Redis 7.0's COMMAND GETKEYS finds them: by the
  * command's key specs (as getKeysUsingKeySpecs), and where the specs cannot

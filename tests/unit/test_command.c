@@ -508,6 +508,22 @@ START_TEST(test_keys_too_few_args)
 }
 END_TEST
 
+START_TEST(test_has_keys)
+{
+    static const struct { const char *line; int has; } v[] = {
+        { "get k", 1 }, { "eval s 0", 1 }, { "xread streams s 0", 1 }, { "sort k", 1 },
+        { "object encoding k", 1 }, { "memory usage k", 1 }, { "ping", 0 }, { "publish c m", 0 },
+        { "spublish c m", 0 }, { "client setname x", 0 }, { "object help", 0 },
+        { "cluster keyslot k", 0 }, { "debug object k", 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        struct cmdline c;
+        cmdline_split(&c, v[i].line);
+        ck_assert_msg(command_has_keys(cmdline_command(&c)) == v[i].has, "%s", v[i].line);
+    }
+}
+END_TEST
+
 /* More keys than room: all are counted, only max written. */
 START_TEST(test_keys_max)
 {
@@ -576,6 +592,7 @@ static Suite *command_suite(void)
     tcase_add_test(t, test_arity);
     tcase_add_test(t, test_keys_vectors);
     tcase_add_test(t, test_keys_too_few_args);
+    tcase_add_test(t, test_has_keys);
     tcase_add_test(t, test_keys_max);
     tcase_add_test(t, test_keys_not_keys);
     tcase_add_test(t, test_keys_offsets);
