@@ -1,0 +1,287 @@
+#include "cluster/node.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proxy/resp.h"
+
+uint64_t node_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000);
+}
+
+/* ---- internal requests (AUTH, ASKING): their replies are consumed here ---- */
+
+static void internal_free(struct node_req *r)
+{
+    free(r);
+}
+
+/* ASKING answers +OK; there is nothing to do with it. */
+static void asking_reply(struct node_req *r, struct evbuffer *in, size_t len,
+                         const struct reply_scanner *s)
+{
+    (void)s;
+    evbuffer_drain(in, len);
+    internal_free(r);
+}
+
+static void auth_reply(struct node_req *r, struct evbuffer *in, size_t len,
+                       const struct reply_scanner *s)
+{
+    struct node_conn *c = r->conn;
+    evbuffer_drain(in, len);
+    internal_free(r);
+    if (s->type == '-') {
+        /* Nothing behind a refused AUTH can succeed on this connection.
+         * The node's text names no credential, so it may be shown. */
+        char why[REPLY_ERRLINE_MAX + 64];
+        snprintf(why, sizeof why, "node %s refused the proxy's login: %s", c->addr, s->errline);
+        node_conn_close(c, why);
+    }
+}
+
+static void internal_fail(struct node_req *r, int may_have_run, const char *why)
+{
+    (void)may_have_run;
+    (void)why;
+    internal_free(r);
+}
+
+static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc,
+                          const char **argv)
+{
+    size_t lens[4];
+    struct node_req *r = calloc(1, sizeof *r);
+    struct evbuffer *tmp = evbuffer_new();
+    if (!r || !tmp) {
+        free(r);
+        if (tmp)
+            evbuffer_free(tmp);
+        return;
+    }
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    resp_add_command(tmp, argc, argv, lens);
+    r->on_reply = on_reply;
+    r->on_fail = internal_fail;
+    size_t n = evbuffer_get_length(tmp);
+    node_send(c, r, evbuffer_pullup(tmp, -1), n);
+    evbuffer_free(tmp);
+}
+
+void node_send_asking(struct node_conn *c)
+{
+    const char *argv[] = { "ASKING" };
+    send_internal(c, asking_reply, 1, argv);
+}
+
+/* ---- timeouts ---- */
+
+static void timer_arm(struct node_conn *c, uint64_t after_ms)
+{
+    struct timeval tv = { (time_t)(after_ms / 1000), (suseconds_t)((after_ms % 1000) * 1000) };
+    evtimer_add(c->timer, &tv);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct node_conn *c = arg;
+    char why[256];
+    (void)fd;
+    (void)what;
+    if (c->state == NODE_CONNECTING) {
+        snprintf(why, sizeof why, "cannot connect to node %s: timed out after %d ms",
+                 c->addr, c->opts->connect_timeout_ms);
+        node_conn_close(c, why);
+        return;
+    }
+    struct node_req *head = TAILQ_FIRST(&c->inflight);
+    if (!head)
+        return;
+    uint64_t now = node_now_ms(), deadline = head->sent_ms + (uint64_t)c->opts->timeout_ms;
+    if (now >= deadline) {
+        snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
+                 c->opts->timeout_ms);
+        node_conn_close(c, why);
+    } else {
+        timer_arm(c, deadline - now);
+    }
+}
+
+/* ---- replies ---- */
+
+/* Scan on from where the last read stopped. 1: a whole reply is there. */
+static int scan_reply(struct node_conn *c, struct evbuffer *in)
+{
+    while (evbuffer_get_length(in) > c->scanned) {
+        struct evbuffer_ptr pos;
+        struct evbuffer_iovec v[4];
+        enum reply_scan_status st;
+        evbuffer_ptr_set(in, &pos, c->scanned, EVBUFFER_PTR_SET);
+        int n = evbuffer_peek(in, -1, &pos, v, 4);
+        for (int i = 0; i < n && i < 4; i++) {
+            c->scanned += reply_scan(&c->scan, v[i].iov_base, v[i].iov_len, &st);
+            if (st == REPLY_SCAN_DONE)
+                return 1;
+            if (st == REPLY_SCAN_ERROR)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+    struct node_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    int rc;
+    while (c->state != NODE_CLOSED && (rc = scan_reply(c, in)) != 0) {
+        struct node_req *r = TAILQ_FIRST(&c->inflight);
+        if (rc < 0 || !r) {
+            char why[160];
+            snprintf(why, sizeof why, "node %s broke the protocol (%s)", c->addr,
+                     rc < 0 ? "malformed reply" : "reply to no request");
+            node_conn_close(c, why);
+            return;
+        }
+        TAILQ_REMOVE(&c->inflight, r, link);
+        c->ninflight--;
+        size_t len = c->scanned;
+        c->scanned = 0;
+        r->on_reply(r, in, len, &c->scan);
+        reply_scanner_init(&c->scan);
+    }
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct node_conn *c = arg;
+    char why[256];
+    if (what & BEV_EVENT_CONNECTED) {
+        int one = 1;
+        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        c->state = NODE_READY;
+        evtimer_del(c->timer);
+        if (!TAILQ_EMPTY(&c->inflight))
+            timer_arm(c, (uint64_t)c->opts->timeout_ms);
+        return;
+    }
+    if (what & BEV_EVENT_EOF)
+        snprintf(why, sizeof why, "node %s closed the connection", c->addr);
+    else
+        snprintf(why, sizeof why, "%s node %s: %s",
+                 c->state == NODE_CONNECTING ? "cannot connect to" : "connection error with",
+                 c->addr, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    node_conn_close(c, why);
+}
+
+struct node_conn *node_conn_new(struct event_base *base, const char *addr,
+                                const struct sockaddr *sa, socklen_t salen,
+                                const struct node_opts *opts)
+{
+    struct node_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->base = base;
+    c->opts = opts;
+    c->state = NODE_CONNECTING;
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    TAILQ_INIT(&c->inflight);
+    reply_scanner_init(&c->scan);
+    c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->timer = evtimer_new(base, timer_cb, c);
+    if (!c->bev || !c->timer) {
+        if (c->bev)
+            bufferevent_free(c->bev);
+        if (c->timer)
+            event_free(c->timer);
+        free(c);
+        return NULL;
+    }
+    bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    timer_arm(c, (uint64_t)opts->connect_timeout_ms);
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)sa, (int)salen) < 0)
+        c->state = NODE_CLOSED;   /* reported by the first send's failure */
+    if (opts->password) {
+        const char *argv[3] = { "AUTH" };
+        int argc = 1;
+        if (opts->user)
+            argv[argc++] = opts->user;
+        argv[argc++] = opts->password;
+        send_internal(c, auth_reply, argc, argv);
+    }
+    return c;
+}
+
+void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_t len)
+{
+    if (c->state == NODE_CLOSED) {
+        char why[200];
+        snprintf(why, sizeof why, "cannot connect to node %s", c->addr);
+        r->on_fail(r, 0, why);
+        return;
+    }
+    r->conn = c;
+    r->len = len;
+    r->sent_ms = node_now_ms();
+    if (TAILQ_EMPTY(&c->inflight) && c->state == NODE_READY)
+        timer_arm(c, (uint64_t)c->opts->timeout_ms);
+    TAILQ_INSERT_TAIL(&c->inflight, r, link);
+    c->ninflight++;
+    evbuffer_add(bufferevent_get_output(c->bev), bytes, len);
+}
+
+static void free_later_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    free(arg);
+}
+
+void node_conn_close(struct node_conn *c, const char *why)
+{
+    if (c->state == NODE_CLOSED && !c->bev)
+        return;
+    int never_connected = c->state == NODE_CONNECTING;
+    /* bytes still in our output buffer never reached the node */
+    size_t unsent = c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0;
+    c->state = NODE_CLOSED;
+    if (c->bev)
+        bufferevent_free(c->bev);
+    c->bev = NULL;
+    event_free(c->timer);
+    c->timer = NULL;
+
+    /* Requests are written in FIFO order, so the bytes that left us are the
+     * first (queued - unsent) ones. A request wholly within them may have
+     * run; one that was cut or never written cannot have. */
+    TAILQ_HEAD(, node_req) failed = TAILQ_HEAD_INITIALIZER(failed);
+    TAILQ_CONCAT(&failed, &c->inflight, link);
+    c->ninflight = 0;
+    struct node_req *r;
+    size_t queued = 0;
+    TAILQ_FOREACH(r, &failed, link)
+        queued += r->len;
+    size_t written = never_connected ? 0 : queued - (unsent < queued ? unsent : queued);
+    while ((r = TAILQ_FIRST(&failed)) != NULL) {
+        TAILQ_REMOVE(&failed, r, link);
+        r->conn = NULL;
+        int may_have_run = written >= r->len;
+        written = written > r->len ? written - r->len : 0;
+        r->on_fail(r, may_have_run, why);
+    }
+    if (c->on_down)
+        c->on_down(c, c->down_arg);
+    event_base_once(c->base, -1, EV_TIMEOUT, free_later_cb, c, NULL);
+}

@@ -1,0 +1,102 @@
+/*
+ * node: one multiplexed, pipelined connection from a worker to a master.
+ *
+ *   requests of many clients ──► node_send() ──► output evbuffer ──► socket
+ *                                   │
+ *                          inflight FIFO (node_req)
+ *                                   │
+ *   socket ──► input evbuffer ──► reply_scan() ──► head of FIFO: on_reply()
+ *
+ * Redis answers a connection's commands in order, so the FIFO matches each
+ * reply to its request. Replies are not copied here: on_reply() gets the
+ * input evbuffer and the reply's length and must remove exactly that many
+ * bytes (move them to a client, or drain them).
+ *
+ * When the connection fails or a request waits longer than timeout_ms, the
+ * connection is closed and every request still in the FIFO is failed through
+ * on_fail(), so a late reply can never be matched to the wrong request.
+ * on_fail() says whether the request may have run: a request whose bytes
+ * never left the output buffer did not run and may be retried; one that was
+ * written may have run and must not be.
+ */
+#ifndef TAGPROXY_NODE_H
+#define TAGPROXY_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include "cluster/reply.h"
+
+struct event_base;
+struct evbuffer;
+struct node_conn;
+
+struct node_req;
+typedef void node_reply_fn(struct node_req *r, struct evbuffer *in, size_t len,
+                           const struct reply_scanner *s);
+typedef void node_fail_fn(struct node_req *r, int may_have_run, const char *why);
+
+/* Embedded in whatever the caller sends; the caller owns its memory and must
+ * keep it alive until on_reply or on_fail has been called. */
+struct node_req {
+    TAILQ_ENTRY(node_req) link;
+    node_reply_fn *on_reply;
+    node_fail_fn  *on_fail;
+    struct node_conn *conn;     /* set while in a FIFO */
+    size_t   len;               /* bytes this request put in the output */
+    uint64_t sent_ms;
+};
+
+enum node_state {
+    NODE_CONNECTING,    /* connect() issued, requests buffered */
+    NODE_READY,         /* connected: requests flow */
+    NODE_CLOSED         /* failed or closed; kept only until freed */
+};
+
+struct node_opts {
+    int connect_timeout_ms;
+    int timeout_ms;
+    const char *user;           /* may be NULL */
+    const char *password;       /* NULL: no AUTH */
+};
+
+struct node_conn {
+    struct event_base *base;
+    struct bufferevent *bev;
+    struct event *timer;        /* fires at the oldest request's deadline */
+    enum node_state state;
+    char addr[128];             /* announced "host:port", for messages */
+    TAILQ_HEAD(, node_req) inflight;
+    int ninflight;
+    struct reply_scanner scan;
+    size_t scanned;             /* bytes of the current reply already scanned */
+    const struct node_opts *opts;
+    void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
+    void *down_arg;
+};
+
+/* Start connecting (non-blocking) to sa; requests may be sent at once. */
+struct node_conn *node_conn_new(struct event_base *base, const char *addr,
+                                const struct sockaddr *sa, socklen_t salen,
+                                const struct node_opts *opts);
+
+/* Queue len bytes of command for r. The bytes are copied. */
+void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_t len);
+
+/* Queue ASKING (its +OK is consumed here) right before the next command. */
+void node_send_asking(struct node_conn *c);
+
+/* Fail everything in flight with why, close the socket. Idempotent. */
+void node_conn_close(struct node_conn *c, const char *why);
+
+/* Milliseconds of a monotonic clock (cheap: coarse, vDSO). */
+uint64_t node_now_ms(void);
+
+static inline int node_conn_usable(const struct node_conn *c)
+{
+    return c && c->state != NODE_CLOSED;
+}
+
+#endif

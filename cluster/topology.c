@@ -1,0 +1,233 @@
+#include "cluster/topology.h"
+
+#include <hiredis/hiredis.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "proxy/config.h"
+
+static void timeval_from_ms(struct timeval *tv, int ms)
+{
+    tv->tv_sec = ms / 1000;
+    tv->tv_usec = (ms % 1000) * 1000;
+}
+
+/* Connect and log in to one node. NULL with a reason in why. */
+static redisContext *node_dial(const struct topology_source *src, const char *addr,
+                               char *why, size_t whylen)
+{
+    char *host = NULL;
+    int port;
+    struct timeval tv;
+
+    if (config_parse_hostport(addr, &host, &port) < 0) {
+        snprintf(why, whylen, "bad address");
+        return NULL;
+    }
+    timeval_from_ms(&tv, src->connect_timeout_ms);
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    free(host);
+    if (!c || c->err) {
+        snprintf(why, whylen, "%s", c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    timeval_from_ms(&tv, src->timeout_ms);
+    redisSetTimeout(c, tv);
+    if (src->password) {
+        redisReply *r = src->user
+            ? redisCommand(c, "AUTH %s %s", src->user, src->password)
+            : redisCommand(c, "AUTH %s", src->password);
+        int bad = !r || r->type == REDIS_REPLY_ERROR;
+        /* the node's message names no credential; pass it on */
+        snprintf(why, whylen, "authentication failed: %s",
+                 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+        freeReplyObject(r);
+        if (bad) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* Apply address-map to an announced address. */
+static const char *address_target(const struct topology_source *src, const char *announced)
+{
+    for (int i = 0; i < src->nmap; i++)
+        if (strcmp(src->map_from[i], announced) == 0)
+            return src->map_to[i];
+    return announced;
+}
+
+static int node_resolve(struct topology_node *n, char *why, size_t whylen)
+{
+    char *host = NULL, portstr[16];
+    int port;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+
+    if (config_parse_hostport(n->target, &host, &port) < 0) {
+        snprintf(why, whylen, "bad node address '%s'", n->target);
+        return -1;
+    }
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    free(host);
+    if (rc != 0 || !res) {
+        snprintf(why, whylen, "cannot resolve '%s': %s", n->target, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&n->sa, res->ai_addr, res->ai_addrlen);
+    n->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* Find or add the master of one CLUSTER SLOTS range. Returns its index or -1. */
+static int node_intern(struct topology *t, const struct topology_source *src,
+                       const char *seed_host, redisReply *master, char *why, size_t whylen)
+{
+    char announced[TOPO_ADDR_MAX];
+    if (master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+        master->element[0]->type != REDIS_REPLY_STRING ||
+        master->element[1]->type != REDIS_REPLY_INTEGER) {
+        snprintf(why, whylen, "malformed CLUSTER SLOTS reply");
+        return -1;
+    }
+    /* an empty host means "the address you reached me at" (cluster spec) */
+    const char *host = master->element[0]->len ? master->element[0]->str : seed_host;
+    snprintf(announced, sizeof announced, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld",
+             host, master->element[1]->integer);
+    int idx = topology_find(t, announced);
+    if (idx >= 0)
+        return idx;
+    struct topology_node *grown = realloc(t->nodes, sizeof *grown * (size_t)(t->nnodes + 1));
+    if (!grown)
+        return -1;
+    t->nodes = grown;
+    struct topology_node *n = &t->nodes[t->nnodes];
+    memset(n, 0, sizeof *n);
+    snprintf(n->announced, sizeof n->announced, "%s", announced);
+    snprintf(n->target, sizeof n->target, "%s", address_target(src, announced));
+    if (master->elements >= 3 && master->element[2]->type == REDIS_REPLY_STRING)
+        snprintf(n->id, sizeof n->id, "%s", master->element[2]->str);
+    if (node_resolve(n, why, whylen) < 0)
+        return -1;
+    return t->nnodes++;
+}
+
+static struct topology *topology_from_reply(const struct topology_source *src,
+                                            const char *seed_host, redisReply *r,
+                                            char *why, size_t whylen)
+{
+    struct topology *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->refs = 1;
+    for (int s = 0; s < SLOT_COUNT; s++)
+        t->slot_node[s] = -1;
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *range = r->element[i];
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+            range->element[0]->type != REDIS_REPLY_INTEGER ||
+            range->element[1]->type != REDIS_REPLY_INTEGER)
+            goto malformed;
+        long long lo = range->element[0]->integer, hi = range->element[1]->integer;
+        if (lo < 0 || hi >= SLOT_COUNT || lo > hi)
+            goto malformed;
+        int idx = node_intern(t, src, seed_host, range->element[2], why, whylen);
+        if (idx < 0)
+            goto fail;
+        for (long long s = lo; s <= hi; s++) {
+            if (t->slot_node[s] < 0)
+                t->covered++;
+            t->slot_node[s] = (int16_t)idx;
+        }
+    }
+    if (t->nnodes == 0) {
+        snprintf(why, whylen, "the cluster has no slot assigned");
+        goto fail;
+    }
+    return t;
+malformed:
+    snprintf(why, whylen, "malformed CLUSTER SLOTS reply");
+fail:
+    free(t->nodes);
+    free(t);
+    return NULL;
+}
+
+static struct topology *topology_ask(const struct topology_source *src, const char *addr,
+                                     char *why, size_t whylen)
+{
+    redisContext *c = node_dial(src, addr, why, whylen);
+    if (!c)
+        return NULL;
+    struct topology *t = NULL;
+    redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+    if (!r)
+        snprintf(why, whylen, "%s", c->errstr);
+    else if (r->type == REDIS_REPLY_ERROR)
+        snprintf(why, whylen, "%s", r->str);
+    else if (r->type != REDIS_REPLY_ARRAY)
+        snprintf(why, whylen, "malformed CLUSTER SLOTS reply");
+    else {
+        char *host = NULL;
+        int port;
+        config_parse_hostport(addr, &host, &port);
+        t = topology_from_reply(src, host ? host : "127.0.0.1", r, why, whylen);
+        free(host);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return t;
+}
+
+struct topology *topology_fetch(const struct topology_source *src,
+                                const char *const *extra, int nextra,
+                                char *err, size_t errlen)
+{
+    static uint64_t next_version;   /* only the control thread fetches */
+    size_t used = 0;
+    err[0] = '\0';
+    for (int i = 0; i < nextra + src->nseeds; i++) {
+        const char *addr = i < nextra ? extra[i] : src->seeds[i - nextra];
+        char why[256];
+        struct topology *t = topology_ask(src, addr, why, sizeof why);
+        if (t) {
+            t->version = ++next_version;
+            return t;
+        }
+        if (used < errlen) {
+            int n = snprintf(err + used, errlen - used, "%s%s: %s",
+                             used ? "; " : "", addr, why);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return NULL;
+}
+
+struct topology *topology_ref(struct topology *t)
+{
+    __atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+void topology_unref(struct topology *t)
+{
+    if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(t->nodes);
+        free(t);
+    }
+}
+
+int topology_find(const struct topology *t, const char *addr)
+{
+    for (int i = 0; i < t->nnodes; i++)
+        if (strcmp(t->nodes[i].announced, addr) == 0)
+            return i;
+    return -1;
+}

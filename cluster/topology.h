@@ -1,0 +1,68 @@
+/*
+ * topology: the cluster's slot map, read with CLUSTER SLOTS.
+ *
+ * A topology is immutable once built and shared by the workers through a
+ * reference count: the control thread builds a new one (topology_fetch, a
+ * blocking call that never runs on a worker's event loop), hands a reference
+ * to each worker, and a worker drops its reference to the old one when it
+ * takes the new. Node addresses are the ones the cluster announces, with
+ * address-map applied and host names resolved here, so a worker connects to
+ * a numeric sockaddr and never resolves anything itself.
+ */
+#ifndef TAGPROXY_TOPOLOGY_H
+#define TAGPROXY_TOPOLOGY_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cluster/slot.h"
+
+#define TOPO_ADDR_MAX 128
+
+struct topology_node {
+    char announced[TOPO_ADDR_MAX];   /* "host:port" as CLUSTER SLOTS says it */
+    char target[TOPO_ADDR_MAX];      /* "host:port" connected to (address-map) */
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    char id[48];
+};
+
+struct topology {
+    int nnodes;                      /* masters that own at least one slot */
+    struct topology_node *nodes;
+    int16_t slot_node[SLOT_COUNT];   /* index into nodes, -1 when unowned */
+    int covered;                     /* slots owned */
+    uint64_t version;
+    int refs;                        /* atomic */
+};
+
+/* Where to look and how to log in; address_map pairs are announced -> target. */
+struct topology_source {
+    const char *const *seeds;
+    int nseeds;
+    const char *const *map_from;
+    const char *const *map_to;
+    int nmap;
+    const char *user;                /* may be NULL */
+    const char *password;            /* may be NULL: no AUTH */
+    int connect_timeout_ms;
+    int timeout_ms;
+};
+
+/*
+ * Ask each address in turn (first `extra`, then the seeds) for CLUSTER SLOTS
+ * until one answers with a usable map. Returns a new topology with one
+ * reference, or NULL with a one-line reason in err (which seeds were tried
+ * and what each said). Blocking: call from the control thread only.
+ */
+struct topology *topology_fetch(const struct topology_source *src,
+                                const char *const *extra, int nextra,
+                                char *err, size_t errlen);
+
+struct topology *topology_ref(struct topology *t);
+void topology_unref(struct topology *t);
+
+/* Index of the node announced as addr ("host:port"), or -1. */
+int topology_find(const struct topology *t, const char *addr);
+
+#endif

@@ -1,0 +1,283 @@
+#include "proxy/client.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proxy/log.h"
+#include "proxy/proxy.h"
+#include "proxy/router.h"
+#include "proxy/worker.h"
+
+/* Commands handled per read event before yielding to other connections. */
+#define CLIENT_COMMANDS_PER_EVENT 1024
+
+static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        port = ntohs(in->sin_port);
+        snprintf(buf, len, "%s:%d", ip, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+        port = ntohs(in6->sin6_port);
+        snprintf(buf, len, "[%s]:%d", ip, port);
+    } else {
+        snprintf(buf, len, "?:0");
+    }
+}
+
+static void client_free(struct client *c)
+{
+    struct worker *w = c->worker;
+    pthread_mutex_lock(&w->clients_lock);
+    TAILQ_REMOVE(&w->clients, c, link);
+    w->nclients--;
+    pthread_mutex_unlock(&w->clients_lock);
+    __atomic_sub_fetch(&w->proxy->nclients, 1, __ATOMIC_RELAXED);
+    resp_parser_free(&c->parser);
+    free(c->name);
+    free(c);
+}
+
+struct evbuffer *client_output(struct client *c)
+{
+    return c->state == CLIENT_GONE ? NULL : bufferevent_get_output(c->bev);
+}
+
+void client_close(struct client *c, const char *why)
+{
+    if (c->state == CLIENT_GONE)
+        return;
+    if (why)
+        log_verbose("client", "closing client id=%llu addr=%s: %s",
+                    (unsigned long long)c->id, c->addr, why);
+    c->state = CLIENT_GONE;
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    /* Requests still at a node keep the client until they end. */
+    client_flush(c);
+}
+
+void client_close_after_replies(struct client *c)
+{
+    if (c->state != CLIENT_ACTIVE)
+        return;
+    c->state = CLIENT_CLOSING;
+    bufferevent_disable(c->bev, EV_READ);
+    client_flush(c);
+}
+
+/* Bytes this client holds in the proxy: replies not yet read by it. */
+static int client_over_limits(struct client *c, size_t held)
+{
+    const struct config *cfg = c->worker->cfg;
+    if (cfg->client_output_hard_limit && held > (size_t)cfg->client_output_hard_limit)
+        return 1;
+    if (cfg->client_output_soft_limit && held > (size_t)cfg->client_output_soft_limit) {
+        time_t now = time(NULL);
+        if (!c->soft_limit_since)
+            c->soft_limit_since = now;
+        return now - c->soft_limit_since >= cfg->client_output_soft_seconds;
+    }
+    c->soft_limit_since = 0;
+    return 0;
+}
+
+void client_flush(struct client *c)
+{
+    struct evbuffer *out = client_output(c);
+    struct request *r;
+    while ((r = TAILQ_FIRST(&c->queue)) != NULL && r->done) {
+        TAILQ_REMOVE(&c->queue, r, link);
+        c->nqueued--;
+        if (out && r->reply)
+            evbuffer_add_buffer(out, r->reply);
+        request_free(r);
+    }
+    if (c->state == CLIENT_GONE) {
+        if (TAILQ_EMPTY(&c->queue))
+            client_free(c);
+        return;
+    }
+    if (client_over_limits(c, evbuffer_get_length(out))) {
+        log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",
+                   (unsigned long long)c->id, c->addr);
+        client_close(c, NULL);
+        return;
+    }
+    if (c->state == CLIENT_CLOSING && TAILQ_EMPTY(&c->queue) &&
+        evbuffer_get_length(out) == 0)
+        client_close(c, NULL);
+}
+
+/* A parse error: owed replies first, then the error, then the close. */
+static void client_protocol_error(struct client *c, const char *err)
+{
+    struct request *r = request_new(c->worker);
+    log_verbose("client", "protocol error from client id=%llu addr=%s: %s",
+                (unsigned long long)c->id, c->addr, err);
+    if (r) {
+        r->client = c;
+        TAILQ_INSERT_TAIL(&c->queue, r, link);
+        c->nqueued++;
+        resp_add_errorf(request_reply_buffer(r), "ERR %s", err);
+        r->done = 1;
+    }
+    client_close_after_replies(c);
+}
+
+/* Take the command the parser just completed off the front of in. */
+static int client_take_command(struct client *c, struct evbuffer *in)
+{
+    struct resp_parser *p = &c->parser;
+    struct request *r;
+    if (p->argc == 0 || p->empty_inline) {           /* "*0\r\n", blank line */
+        evbuffer_drain(in, p->cmd_len);
+        return 0;
+    }
+    r = request_new(c->worker);
+    if (!r)
+        return -1;
+    r->client = c;
+    int rc;
+    if (p->is_inline) {
+        rc = request_set_command(r, p->inline_mb, p->inline_mb_len, p->args, p->argc);
+        evbuffer_drain(in, p->cmd_len);
+    } else {
+        rc = request_take_command(r, in, p->cmd_len, p->args, p->argc);
+    }
+    if (rc < 0) {
+        request_free(r);
+        return -1;
+    }
+    TAILQ_INSERT_TAIL(&c->queue, r, link);
+    c->nqueued++;
+    c->worker->stats.commands++;
+    router_dispatch(r);
+    return 0;
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    int handled = 0;
+    c->last_active = time(NULL);
+    while (c->state == CLIENT_ACTIVE && handled < CLIENT_COMMANDS_PER_EVENT) {
+        struct resp_parser *p = &c->parser;
+        size_t have = evbuffer_get_length(in);
+        if (have <= p->pos)
+            break;
+        struct evbuffer_ptr at;
+        struct evbuffer_iovec v[8];
+        enum resp_parse_status st = RESP_PARSE_MORE;
+        evbuffer_ptr_set(in, &at, p->pos, EVBUFFER_PTR_SET);
+        int n = evbuffer_peek(in, -1, &at, v, 8);
+        for (int i = 0; i < n && i < 8 && st == RESP_PARSE_MORE; i++)
+            resp_parser_feed(p, v[i].iov_base, v[i].iov_len, &st);
+        if (st == RESP_PARSE_ERROR) {
+            client_protocol_error(c, p->err);
+            return;
+        }
+        if (st == RESP_PARSE_DONE) {
+            if (client_take_command(c, in) < 0) {
+                client_protocol_error(c, "out of memory");
+                return;
+            }
+            resp_parser_next(p);
+            handled++;
+        }
+    }
+    if (c->state == CLIENT_ACTIVE && handled == CLIENT_COMMANDS_PER_EVENT &&
+        evbuffer_get_length(in) > 0)
+        bufferevent_trigger(bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);   /* come back */
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+    (void)bev;
+    if (c->state == CLIENT_CLOSING)
+        client_flush(c);
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+    (void)bev;
+    client_close(c, (what & BEV_EVENT_EOF) ? NULL : "connection error");
+}
+
+void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen)
+{
+    struct proxy *p = w->proxy;
+    (void)salen;
+    if (__atomic_add_fetch(&p->nclients, 1, __ATOMIC_RELAXED) > w->cfg->max_clients) {
+        static const char msg[] = "-ERR max number of clients reached\r\n";
+        __atomic_sub_fetch(&p->nclients, 1, __ATOMIC_RELAXED);
+        w->stats.rejected_clients++;
+        if (write(fd, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+        evutil_closesocket(fd);
+        return;
+    }
+    struct client *c = calloc(1, sizeof *c);
+    struct bufferevent *bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c || !bev) {
+        free(c);
+        if (bev)
+            bufferevent_free(bev);
+        else
+            evutil_closesocket(fd);
+        __atomic_sub_fetch(&p->nclients, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->worker = w;
+    c->bev = bev;
+    c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
+    c->created = c->last_active = time(NULL);
+    c->authenticated = w->cfg->requirepass == NULL;
+    TAILQ_INIT(&c->queue);
+    sockaddr_format(sa, c->addr, sizeof c->addr);
+    struct sockaddr_storage local;
+    socklen_t llen = sizeof local;
+    if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0)
+        sockaddr_format((struct sockaddr *)&local, c->laddr, sizeof c->laddr);
+    resp_parser_init(&c->parser, w->cfg->proto_max_bulk_len,
+                     (size_t)w->cfg->client_query_buffer_limit);
+    c->parser.unauthenticated = !c->authenticated;
+    pthread_mutex_lock(&w->clients_lock);
+    TAILQ_INSERT_TAIL(&w->clients, c, link);
+    w->nclients++;
+    pthread_mutex_unlock(&w->clients_lock);
+    w->stats.connections++;
+    bufferevent_setcb(bev, client_read_cb, client_write_cb, client_event_cb, c);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+void client_describe(const struct client *c, char *buf, size_t len)
+{
+    time_t now = time(NULL);
+    snprintf(buf, len,
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 "
+             "sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "
+             "redir=-1 resp=2",
+             (unsigned long long)c->id, c->addr, c->laddr,
+             c->bev ? (int)bufferevent_getfd(c->bev) : -1, c->name ? c->name : "",
+             (long long)(now - c->created), (long long)(now - c->last_active),
+             c->lastcmd[0] ? c->lastcmd : "NULL");
+}

@@ -1,0 +1,67 @@
+/*
+ * client: one connection from a bot.
+ *
+ * It reads bytes, cuts them into commands with the RESP parser, hands each to
+ * the router in arrival order, and writes replies strictly in that order
+ * (request.h). Its memory is bounded: one command at most
+ * client-query-buffer-limit bytes, and the bytes held for it (queued commands
+ * and replies not yet read) at most client-output-buffer-limit, past which
+ * the client is disconnected as Redis does.
+ */
+#ifndef TAGPROXY_CLIENT_H
+#define TAGPROXY_CLIENT_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "proxy/request.h"
+#include "proxy/resp.h"
+
+struct worker;
+struct bufferevent;
+
+enum client_state {
+    CLIENT_ACTIVE,      /* reading and answering */
+    CLIENT_CLOSING,     /* no more reading: close once owed replies are written */
+    CLIENT_GONE         /* socket closed; freed when its last request ends */
+};
+
+struct client {
+    TAILQ_ENTRY(client) link;       /* in the worker's client list */
+    struct worker *worker;
+    struct bufferevent *bev;
+    enum client_state state;
+    uint64_t id;
+    char addr[64];                  /* peer "ip:port" */
+    char laddr[64];                 /* local "ip:port" it connected to */
+    char *name;                     /* CLIENT SETNAME */
+    char lastcmd[32];
+    time_t created, last_active;
+    int authenticated;
+    struct resp_parser parser;
+    struct request_queue queue;
+    int nqueued;
+    time_t soft_limit_since;        /* 0: output under the soft limit */
+};
+
+/* Take over an accepted socket. */
+void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
+
+/* Write every finished reply at the head of the queue. */
+void client_flush(struct client *c);
+
+/* After the replies already owed, close (QUIT, protocol errors). */
+void client_close_after_replies(struct client *c);
+
+/* Close now. The struct lives until its last request ends. */
+void client_close(struct client *c, const char *why);
+
+/* The evbuffer the client's replies go to, or NULL when it is gone. */
+struct evbuffer *client_output(struct client *c);
+
+/* One CLIENT LIST line (without the newline) into buf. */
+void client_describe(const struct client *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,651 @@
+#include "proxy/local.h"
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cluster/slot.h"
+#include "proxy/client.h"
+#include "proxy/command.h"
+#include "proxy/proxy.h"
+#include "proxy/request.h"
+#include "proxy/resp.h"
+#include "proxy/router.h"
+#include "proxy/worker.h"
+
+/* ---- helpers ---- */
+
+static int arg_is(const struct request *r, int i, const char *word)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    return len == strlen(word) && strncasecmp(a, word, len) == 0;
+}
+
+static int arg_ll(const struct request *r, int i, long long *v)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    char buf[32], *end;
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, a, len);
+    buf[len] = '\0';
+    *v = strtoll(buf, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+static struct evbuffer *out(struct request *r)
+{
+    return request_reply_buffer(r);
+}
+
+static void reply_arg_bulk(struct request *r, int i)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    resp_add_bulk(out(r), a, len);
+}
+
+/* Compare secrets without leaking where they differ. */
+static int secret_equal(const char *given, size_t glen, const char *expected)
+{
+    size_t elen = strlen(expected);
+    return glen == elen && CRYPTO_memcmp(given, expected, elen) == 0;
+}
+
+/* AUTH / HELLO AUTH: 0 ok, -1 error already replied. */
+static int check_auth(struct request *r, int user_arg, int pass_arg)
+{
+    const struct config *cfg = r->worker->cfg;
+    struct client *c = r->client;
+    size_t plen;
+    const char *pass = request_arg(r, pass_arg, &plen);
+    int user_ok = user_arg < 0 || arg_is(r, user_arg, "default");
+    if (!cfg->requirepass) {
+        if (user_arg < 0) {
+            request_fail(r, "ERR AUTH <password> called without any password configured for "
+                            "the default user. Are you sure your configuration is correct?");
+            return -1;
+        }
+        if (user_ok)
+            return 0;
+    } else if (user_ok && secret_equal(pass, plen, cfg->requirepass)) {
+        c->authenticated = 1;
+        c->parser.unauthenticated = 0;
+        return 0;
+    }
+    request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
+    return -1;
+}
+
+/* ---- connection commands ---- */
+
+static void cmd_auth(struct request *r)
+{
+    if (r->argc > 3) {
+        request_fail(r, "ERR syntax error");
+        return;
+    }
+    if (check_auth(r, r->argc == 3 ? 1 : -1, r->argc - 1) == 0) {
+        resp_add_simple(out(r), "OK");
+        request_finish(r);
+    }
+}
+
+static int client_name_valid(const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (name[i] < '!' || name[i] > '~')
+            return 0;
+    return 1;
+}
+
+static int set_client_name(struct request *r, int i)
+{
+    size_t len;
+    const char *name = request_arg(r, i, &len);
+    struct client *c = r->client;
+    if (!client_name_valid(name, len)) {
+        request_fail(r, "ERR Client names cannot contain spaces, newlines or special characters.");
+        return -1;
+    }
+    char *copy = len ? strndup(name, len) : NULL;
+    pthread_mutex_lock(&r->worker->clients_lock);
+    free(c->name);
+    c->name = copy;
+    pthread_mutex_unlock(&r->worker->clients_lock);
+    return 0;
+}
+
+static void cmd_hello(struct request *r)
+{
+    long long ver = 2;
+    int user = -1, pass = -1, name = -1;
+    if (r->argc >= 2 && arg_ll(r, 1, &ver) < 0) {
+        request_fail(r, "ERR Protocol version is not an integer or out of range");
+        return;
+    }
+    if (ver != 2) {     /* RESP3 is not spoken yet */
+        request_fail(r, "NOPROTO unsupported protocol version");
+        return;
+    }
+    for (int j = 2; j < r->argc; j++) {
+        int more = r->argc - 1 - j;
+        if (arg_is(r, j, "auth") && more >= 2) {
+            user = j + 1;
+            pass = j + 2;
+            j += 2;
+        } else if (arg_is(r, j, "setname") && more >= 1) {
+            name = ++j;
+        } else {
+            size_t len;
+            const char *opt = request_arg(r, j, &len);
+            char msg[200];
+            snprintf(msg, sizeof msg, "ERR Syntax error in HELLO option '%.*s'",
+                     (int)(len < 128 ? len : 128), opt);
+            request_fail(r, msg);
+            return;
+        }
+    }
+    if (user >= 0 && check_auth(r, user, pass) < 0)
+        return;
+    if (!r->client->authenticated) {
+        request_fail(r, "NOAUTH HELLO must be called with the client already authenticated, "
+                        "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                        "authenticate the client and select the RESP protocol version at the "
+                        "same time");
+        return;
+    }
+    if (name >= 0 && set_client_name(r, name) < 0)
+        return;
+    struct evbuffer *b = out(r);
+    resp_add_array(b, 14);
+    resp_add_bulk_str(b, "server");
+    resp_add_bulk_str(b, "redis");
+    resp_add_bulk_str(b, "version");
+    resp_add_bulk_str(b, LOCAL_REDIS_VERSION);
+    resp_add_bulk_str(b, "proto");
+    resp_add_integer(b, 2);
+    resp_add_bulk_str(b, "id");
+    resp_add_integer(b, (long long)r->client->id);
+    resp_add_bulk_str(b, "mode");
+    resp_add_bulk_str(b, "standalone");
+    resp_add_bulk_str(b, "role");
+    resp_add_bulk_str(b, "master");
+    resp_add_bulk_str(b, "modules");
+    resp_add_array(b, 0);
+    request_finish(r);
+}
+
+static void cmd_select(struct request *r)
+{
+    long long db;
+    if (arg_ll(r, 1, &db) < 0)
+        request_fail(r, "ERR value is not an integer or out of range");
+    else if (db != 0)
+        request_fail(r, "ERR SELECT is not allowed in cluster mode: the proxy serves database 0 only");
+    else {
+        resp_add_simple(out(r), "OK");
+        request_finish(r);
+    }
+}
+
+static void cmd_reset(struct request *r)
+{
+    struct client *c = r->client;
+    pthread_mutex_lock(&r->worker->clients_lock);
+    free(c->name);
+    c->name = NULL;
+    pthread_mutex_unlock(&r->worker->clients_lock);
+    c->authenticated = r->worker->cfg->requirepass == NULL;
+    c->parser.unauthenticated = !c->authenticated;
+    resp_add_simple(out(r), "RESET");
+    request_finish(r);
+}
+
+static void cmd_time(struct request *r)
+{
+    struct timeval tv;
+    char sec[32], usec[16];
+    gettimeofday(&tv, NULL);
+    snprintf(sec, sizeof sec, "%lld", (long long)tv.tv_sec);
+    snprintf(usec, sizeof usec, "%ld", (long)tv.tv_usec);
+    resp_add_array(out(r), 2);
+    resp_add_bulk_str(out(r), sec);
+    resp_add_bulk_str(out(r), usec);
+    request_finish(r);
+}
+
+/* ---- CLIENT ---- */
+
+static void client_list(struct request *r, int only_me)
+{
+    struct evbuffer *text = evbuffer_new();
+    char line[1024];
+    struct proxy *p = r->worker->proxy;
+    if (only_me) {
+        client_describe(r->client, line, sizeof line);
+        evbuffer_add_printf(text, "%s\n", line);
+    } else {
+        for (int i = 0; i < p->nworkers; i++) {
+            struct worker *w = &p->workers[i];
+            struct client *c;
+            pthread_mutex_lock(&w->clients_lock);
+            TAILQ_FOREACH(c, &w->clients, link)
+                if (c->state != CLIENT_GONE) {
+                    client_describe(c, line, sizeof line);
+                    evbuffer_add_printf(text, "%s\n", line);
+                }
+            pthread_mutex_unlock(&w->clients_lock);
+        }
+    }
+    size_t len = evbuffer_get_length(text);
+    resp_add_bulk(out(r), (const char *)evbuffer_pullup(text, -1), len);
+    evbuffer_free(text);
+    request_finish(r);
+}
+
+static void cmd_client(struct request *r)
+{
+    const char *sub = r->cmd->name;
+    struct client *c = r->client;
+    if (strcmp(sub, "setname") == 0) {
+        if (set_client_name(r, 2) == 0) {
+            resp_add_simple(out(r), "OK");
+            request_finish(r);
+        }
+    } else if (strcmp(sub, "getname") == 0) {
+        if (c->name)
+            resp_add_bulk_str(out(r), c->name);
+        else
+            resp_add_null(out(r));
+        request_finish(r);
+    } else if (strcmp(sub, "id") == 0) {
+        resp_add_integer(out(r), (long long)c->id);
+        request_finish(r);
+    } else if (strcmp(sub, "info") == 0) {
+        client_list(r, 1);
+    } else if (strcmp(sub, "list") == 0) {
+        client_list(r, 0);
+    } else {
+        static const char *const help[] = {
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GETNAME", "    Return the name of the current connection.",
+            "ID", "    Return the ID of the current connection.",
+            "INFO", "    Return information about the current client connection.",
+            "LIST", "    Return information about the proxy's client connections.",
+            "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "HELP", "    Print this help.",
+        };
+        resp_add_array(out(r), (long long)(sizeof help / sizeof help[0]));
+        for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
+            resp_add_simple(out(r), help[i]);
+        request_finish(r);
+    }
+}
+
+/* ---- COMMAND ---- */
+
+static void command_docs_or_info(struct request *r, int docs)
+{
+    struct evbuffer *b = out(r);
+    if (r->argc == 2) {                 /* all commands */
+        resp_add_array(b, (long long)command_table_size * (docs ? 2 : 1));
+        for (int i = 0; i < command_table_size; i++) {
+            const struct command *c = &command_table[i];
+            if (docs)
+                evbuffer_add(b, c->docs_resp, c->docs_resp_len);
+            else
+                evbuffer_add(b, c->info_resp, c->info_resp_len);
+        }
+        request_finish(r);
+        return;
+    }
+    struct evbuffer *items = evbuffer_new();
+    long long n = 0;
+    for (int i = 2; i < r->argc; i++) {
+        size_t len;
+        const char *name = request_arg(r, i, &len);
+        const char *bar = memchr(name, '|', len);
+        const struct command *c = command_lookup(name, bar ? (size_t)(bar - name) : len);
+        if (c && bar)
+            c = command_lookup_sub(c, bar + 1, len - (size_t)(bar - name) - 1);
+        if (docs) {
+            if (c) {
+                evbuffer_add(items, c->docs_resp, c->docs_resp_len);
+                n += 2;
+            }
+        } else {
+            if (c)
+                evbuffer_add(items, c->info_resp, c->info_resp_len);
+            else
+                resp_add_null_array(items);
+            n++;
+        }
+    }
+    resp_add_array(b, n);
+    evbuffer_add_buffer(b, items);
+    evbuffer_free(items);
+    request_finish(r);
+}
+
+static void command_getkeys(struct request *r)
+{
+    size_t len;
+    const char *name = request_arg(r, 2, &len);
+    const struct command *c = command_lookup(name, len);
+    int argc = r->argc - 2;
+    if (c && c->nsubcommands && argc >= 2) {
+        const char *sub = request_arg(r, 3, &len);
+        c = command_lookup_sub(c, sub, len);
+    }
+    if (!c) {
+        request_fail(r, "ERR Invalid command specified");
+        return;
+    }
+    if (!command_arity_ok(c, argc)) {
+        request_fail(r, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    int *keys = malloc(sizeof *keys * (size_t)argc);
+    int n = keys ? command_keys(c, r->data, r->args + 2, argc, keys, argc) : -1;
+    if (n < 0)
+        request_fail(r, "ERR Invalid arguments specified for command");
+    else if (n == 0)
+        request_fail(r, "ERR The command has no key arguments");
+    else {
+        resp_add_array(out(r), n);
+        for (int i = 0; i < n; i++)
+            reply_arg_bulk(r, 2 + keys[i]);
+        request_finish(r);
+    }
+    free(keys);
+}
+
+static void cmd_command(struct request *r)
+{
+    const char *sub = r->argc >= 2 ? r->cmd->name : "";
+    struct evbuffer *b = out(r);
+    if (r->argc == 1) {
+        resp_add_array(b, command_table_size);
+        for (int i = 0; i < command_table_size; i++)
+            evbuffer_add(b, command_table[i].info_resp, command_table[i].info_resp_len);
+        request_finish(r);
+    } else if (strcmp(sub, "count") == 0) {
+        resp_add_integer(b, command_table_size);
+        request_finish(r);
+    } else if (strcmp(sub, "info") == 0 || strcmp(sub, "docs") == 0) {
+        command_docs_or_info(r, strcmp(sub, "docs") == 0);
+    } else if (strcmp(sub, "getkeys") == 0) {
+        command_getkeys(r);
+    } else if (strcmp(sub, "list") == 0) {
+        if (r->argc > 2) {
+            request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
+            return;
+        }
+        resp_add_array(b, command_table_size);
+        for (int i = 0; i < command_table_size; i++)
+            resp_add_bulk_str(b, command_table[i].name);
+        request_finish(r);
+    } else if (strcmp(sub, "getkeysandflags") == 0) {
+        request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy; use COMMAND GETKEYS");
+    } else {
+        resp_add_array(b, 1);
+        resp_add_simple(b, "COMMAND [COUNT|INFO|DOCS|GETKEYS|LIST]: as Redis, answered by the proxy.");
+        request_finish(r);
+    }
+}
+
+/* ---- CLUSTER, as a one-node cluster that owns every slot ---- */
+
+static void local_endpoint(struct request *r, char *ip, size_t iplen, int *port)
+{
+    const char *la = r->client->laddr;
+    const char *colon = strrchr(la, ':');
+    size_t n = colon ? (size_t)(colon - la) : 0;
+    if (n >= 2 && la[0] == '[') {
+        la++;
+        n -= 2;
+    }
+    snprintf(ip, iplen, "%.*s", (int)n, la);
+    *port = colon ? atoi(colon + 1) : 0;
+}
+
+static void cluster_slots(struct request *r)
+{
+    struct evbuffer *b = out(r);
+    char ip[64];
+    int port;
+    local_endpoint(r, ip, sizeof ip, &port);
+    resp_add_array(b, 1);
+    resp_add_array(b, 3);
+    resp_add_integer(b, 0);
+    resp_add_integer(b, SLOT_COUNT - 1);
+    resp_add_array(b, 4);
+    resp_add_bulk_str(b, ip);
+    resp_add_integer(b, port);
+    resp_add_bulk_str(b, r->worker->proxy->id);
+    resp_add_array(b, 0);
+}
+
+static void cluster_shards(struct request *r)
+{
+    struct evbuffer *b = out(r);
+    char ip[64];
+    int port;
+    local_endpoint(r, ip, sizeof ip, &port);
+    resp_add_array(b, 1);
+    resp_add_array(b, 4);
+    resp_add_bulk_str(b, "slots");
+    resp_add_array(b, 2);
+    resp_add_integer(b, 0);
+    resp_add_integer(b, SLOT_COUNT - 1);
+    resp_add_bulk_str(b, "nodes");
+    resp_add_array(b, 1);
+    resp_add_array(b, 14);
+    resp_add_bulk_str(b, "id");
+    resp_add_bulk_str(b, r->worker->proxy->id);
+    resp_add_bulk_str(b, "port");
+    resp_add_integer(b, port);
+    resp_add_bulk_str(b, "ip");
+    resp_add_bulk_str(b, ip);
+    resp_add_bulk_str(b, "endpoint");
+    resp_add_bulk_str(b, ip);
+    resp_add_bulk_str(b, "role");
+    resp_add_bulk_str(b, "master");
+    resp_add_bulk_str(b, "replication-offset");
+    resp_add_integer(b, 0);
+    resp_add_bulk_str(b, "health");
+    resp_add_bulk_str(b, "online");
+}
+
+static void cmd_cluster(struct request *r)
+{
+    const char *sub = r->cmd->name;
+    struct proxy *p = r->worker->proxy;
+    int ok = r->worker->topo->covered == SLOT_COUNT;
+    char text[1024], ip[64];
+    int port;
+    if (strcmp(sub, "keyslot") == 0) {
+        size_t len;
+        const char *key = request_arg(r, 2, &len);
+        resp_add_integer(out(r), slot_of(key, len));
+    } else if (strcmp(sub, "myid") == 0) {
+        resp_add_bulk_str(out(r), p->id);
+    } else if (strcmp(sub, "slots") == 0) {
+        cluster_slots(r);
+    } else if (strcmp(sub, "shards") == 0) {
+        cluster_shards(r);
+    } else if (strcmp(sub, "nodes") == 0) {
+        local_endpoint(r, ip, sizeof ip, &port);
+        snprintf(text, sizeof text, "%s %s:%d@0 myself,master - 0 0 1 connected 0-%d\n",
+                 p->id, ip, port, SLOT_COUNT - 1);
+        resp_add_bulk_str(out(r), text);
+    } else if (strcmp(sub, "info") == 0) {
+        snprintf(text, sizeof text,
+                 "cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\n"
+                 "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
+                 "cluster_size:1\r\ncluster_current_epoch:1\r\ncluster_my_epoch:1\r\n"
+                 "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
+                 "total_cluster_links_buffer_limit_exceeded:0\r\n",
+                 ok ? "ok" : "fail", SLOT_COUNT, SLOT_COUNT);
+        resp_add_bulk_str(out(r), text);
+    } else {
+        resp_add_array(out(r), 1);
+        resp_add_simple(out(r), "CLUSTER INFO|SLOTS|SHARDS|NODES|MYID|KEYSLOT: answered by the "
+                                "proxy as a one-node cluster that owns every slot.");
+    }
+    request_finish(r);
+}
+
+/* ---- INFO ---- */
+
+static int section_wanted(const struct request *r, const char *name)
+{
+    if (r->argc < 2)
+        return 1;
+    for (int i = 1; i < r->argc; i++)
+        if (arg_is(r, i, name) || arg_is(r, i, "all") || arg_is(r, i, "everything") ||
+            arg_is(r, i, "default"))
+            return 1;
+    return 0;
+}
+
+static void info_sum_keyspace(const char *const *texts, int n, long long *keys,
+                              long long *expires, long long *ttl_weighted)
+{
+    *keys = *expires = *ttl_weighted = 0;
+    for (int i = 0; i < n; i++) {
+        const char *db0 = texts[i] ? strstr(texts[i], "db0:") : NULL;
+        long long k = 0, e = 0, t = 0;
+        if (db0 && sscanf(db0, "db0:keys=%lld,expires=%lld,avg_ttl=%lld", &k, &e, &t) >= 2) {
+            *keys += k;
+            *expires += e;
+            *ttl_weighted += t * e;
+        }
+    }
+}
+
+void local_info_render(struct request *r, const char *const *texts, int n)
+{
+    struct proxy *p = r->worker->proxy;
+    struct evbuffer *t = evbuffer_new();
+    struct worker_stats sum = { 0 };
+    int clients = 0;
+    for (int i = 0; i < p->nworkers; i++) {
+        const struct worker_stats *s = &p->workers[i].stats;
+        sum.connections += s->connections;
+        sum.commands += s->commands;
+        sum.moved += s->moved;
+        sum.ask += s->ask;
+        sum.retries += s->retries;
+        sum.retries_exhausted += s->retries_exhausted;
+        sum.lost_replies += s->lost_replies;
+        sum.rejected_clients += s->rejected_clients;
+        clients += p->workers[i].nclients;
+    }
+    if (section_wanted(r, "server"))
+        evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\ntagproxy_version:%s\r\n"
+                            "redis_mode:standalone\r\nos:Linux\r\nprocess_id:%d\r\n"
+                            "tcp_port:%s\r\nuptime_in_seconds:%lld\r\nthreads:%d\r\n\r\n",
+                            LOCAL_REDIS_VERSION, TAGPROXY_VERSION, (int)getpid(),
+                            strrchr(p->cfg.listen, ':') + 1,
+                            (long long)(time(NULL) - p->started), p->nworkers);
+    if (section_wanted(r, "clients"))
+        evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n\r\n",
+                            clients, p->cfg.max_clients);
+    if (section_wanted(r, "stats"))
+        evbuffer_add_printf(t, "# Stats\r\ntotal_connections_received:%llu\r\n"
+                            "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
+                            "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_retries:%llu\r\n"
+                            "cluster_retries_exhausted:%llu\r\nlost_replies:%llu\r\n"
+                            "topology_refreshes:%llu\r\n\r\n",
+                            (unsigned long long)sum.connections, (unsigned long long)sum.commands,
+                            (unsigned long long)sum.rejected_clients,
+                            (unsigned long long)sum.moved, (unsigned long long)sum.ask,
+                            (unsigned long long)sum.retries,
+                            (unsigned long long)sum.retries_exhausted,
+                            (unsigned long long)sum.lost_replies,
+                            (unsigned long long)p->refreshes);
+    if (section_wanted(r, "keyspace")) {
+        long long keys, expires, ttlw;
+        info_sum_keyspace(texts, n, &keys, &expires, &ttlw);
+        evbuffer_add_printf(t, "# Keyspace\r\n");
+        if (keys > 0)
+            evbuffer_add_printf(t, "db0:keys=%lld,expires=%lld,avg_ttl=%lld\r\n", keys, expires,
+                                expires ? ttlw / expires : 0);
+    }
+    size_t len = evbuffer_get_length(t);
+    resp_add_bulk(out(r), (const char *)evbuffer_pullup(t, -1), len);
+    evbuffer_free(t);
+}
+
+static void fanout_simple(struct request *r, enum merge_kind merge, const char *cmd,
+                          const char *arg)
+{
+    const char *argv[2] = { cmd, arg };
+    size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
+    router_fanout(r, merge, arg ? 2 : 1, argv, lens);
+}
+
+/* ---- dispatch ---- */
+
+void local_dispatch(struct request *r)
+{
+    const struct command *cmd = r->cmd;
+    const char *name = cmd->fullname;
+    if (strncmp(name, "client|", 7) == 0) {
+        cmd_client(r);
+    } else if (strncmp(name, "command", 7) == 0) {
+        cmd_command(r);
+    } else if (strncmp(name, "cluster|", 8) == 0) {
+        cmd_cluster(r);
+    } else if (strcmp(name, "ping") == 0) {
+        if (r->argc > 1)
+            reply_arg_bulk(r, 1);
+        else
+            resp_add_simple(out(r), "PONG");
+        request_finish(r);
+    } else if (strcmp(name, "echo") == 0) {
+        reply_arg_bulk(r, 1);
+        request_finish(r);
+    } else if (strcmp(name, "quit") == 0) {
+        resp_add_simple(out(r), "OK");
+        request_finish(r);
+        client_close_after_replies(r->client);
+    } else if (strcmp(name, "select") == 0) {
+        cmd_select(r);
+    } else if (strcmp(name, "hello") == 0) {
+        cmd_hello(r);
+    } else if (strcmp(name, "auth") == 0) {
+        cmd_auth(r);
+    } else if (strcmp(name, "reset") == 0) {
+        cmd_reset(r);
+    } else if (strcmp(name, "time") == 0) {
+        cmd_time(r);
+    } else if (strcmp(name, "readonly") == 0 || strcmp(name, "readwrite") == 0) {
+        resp_add_simple(out(r), "OK");
+        request_finish(r);
+    } else if (strcmp(name, "info") == 0) {
+        fanout_simple(r, MERGE_KEYSPACE, "INFO", "keyspace");
+    } else if (strcmp(name, "dbsize") == 0) {
+        fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
+    } else if (strcmp(name, "randomkey") == 0) {
+        fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
+    } else if (strcmp(name, "keys") == 0) {
+        size_t len;
+        const char *pattern = request_arg(r, 1, &len);
+        const char *argv[2] = { "KEYS", pattern };
+        size_t lens[2] = { 4, len };
+        router_fanout(r, MERGE_CONCAT, 2, argv, lens);
+    } else {
+        request_fail(r, "ERR the proxy has no local handler for this command");
+    }
+}

@@ -1,0 +1,198 @@
+#include "proxy/merge.h"
+
+#include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/reply.h"
+#include "proxy/local.h"
+#include "proxy/request.h"
+#include "proxy/resp.h"
+
+/* A part's whole reply as contiguous bytes. */
+static const char *part_bytes(struct request *part, size_t *len)
+{
+    struct evbuffer *b = request_reply_buffer(part);
+    *len = evbuffer_get_length(b);
+    return *len ? (const char *)evbuffer_pullup(b, -1) : "";
+}
+
+/* The first part whose reply is an error (or is missing), or NULL. */
+static struct request *first_error(struct request *p)
+{
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len == 0 || b[0] == '-')
+            return p->parts[i];
+    }
+    return NULL;
+}
+
+/* Length of the one reply at the start of buf, 0 when it is not whole. */
+static size_t reply_length(const char *buf, size_t len)
+{
+    struct reply_scanner s;
+    enum reply_scan_status st;
+    reply_scanner_init(&s);
+    size_t n = reply_scan(&s, buf, len, &st);
+    return st == REPLY_SCAN_DONE ? n : 0;
+}
+
+/* Split an array reply into its elements: returns the element count or -1;
+ * elems[i] points into buf. */
+static long array_elements(const char *buf, size_t len, const char **elems,
+                           size_t *lens, long max)
+{
+    if (len < 4 || buf[0] != '*')
+        return -1;
+    const char *eol = memchr(buf, '\n', len);
+    if (!eol)
+        return -1;
+    long n = strtol(buf + 1, NULL, 10);
+    if (n < 0 || (max >= 0 && n > max))
+        return -1;
+    size_t off = (size_t)(eol - buf) + 1;
+    for (long i = 0; i < n; i++) {
+        size_t el = reply_length(buf + off, len - off);
+        if (el == 0)
+            return -1;
+        if (elems) {
+            elems[i] = buf + off;
+            lens[i] = el;
+        }
+        off += el;
+    }
+    return n;
+}
+
+static void merge_mget(struct request *p, struct evbuffer *out)
+{
+    int nkeys = p->argc - 1;
+    const char **elems = calloc((size_t)nkeys, sizeof *elems);
+    size_t *lens = calloc((size_t)nkeys, sizeof *lens);
+    if (!elems || !lens)
+        goto oom;
+    for (int i = 0; i < p->nparts; i++) {
+        struct request *part = p->parts[i];
+        size_t len;
+        const char *b = part_bytes(part, &len);
+        const char **pe = malloc(sizeof *pe * (size_t)part->npositions);
+        size_t *pl = malloc(sizeof *pl * (size_t)part->npositions);
+        long n = pe && pl ? array_elements(b, len, pe, pl, part->npositions) : -1;
+        if (n == part->npositions)
+            for (int k = 0; k < n; k++) {
+                elems[part->positions[k]] = pe[k];
+                lens[part->positions[k]] = pl[k];
+            }
+        free(pe);
+        free(pl);
+        if (n != part->npositions)
+            goto bad;
+    }
+    resp_add_array(out, nkeys);
+    for (int i = 0; i < nkeys; i++)
+        evbuffer_add(out, elems[i], lens[i]);
+    free(elems);
+    free(lens);
+    return;
+bad:
+    free(elems);
+    free(lens);
+    resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+    return;
+oom:
+    free(elems);
+    free(lens);
+    resp_add_error(out, "ERR out of memory");
+}
+
+static void merge_sum(struct request *p, struct evbuffer *out)
+{
+    long long sum = 0;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len < 3 || b[0] != ':') {
+            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            return;
+        }
+        sum += strtoll(b + 1, NULL, 10);
+    }
+    resp_add_integer(out, sum);
+}
+
+static void merge_concat(struct request *p, struct evbuffer *out)
+{
+    long total = 0;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        long n = array_elements(b, len, NULL, NULL, -1);
+        if (n < 0) {
+            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            return;
+        }
+        total += n;
+    }
+    resp_add_array(out, total);
+    for (int i = 0; i < p->nparts; i++) {
+        struct evbuffer *b = request_reply_buffer(p->parts[i]);
+        struct evbuffer_ptr eol = evbuffer_search_eol(b, NULL, NULL, EVBUFFER_EOL_CRLF);
+        evbuffer_drain(b, (size_t)eol.pos + 2);
+        evbuffer_add_buffer(out, b);
+    }
+}
+
+static void merge_random(struct request *p, struct evbuffer *out)
+{
+    int found[p->nparts > 0 ? p->nparts : 1], n = 0;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len > 0 && b[0] == '$' && b[1] != '-')
+            found[n++] = i;
+    }
+    if (n == 0) {
+        resp_add_null(out);
+        return;
+    }
+    evbuffer_add_buffer(out, request_reply_buffer(p->parts[found[rand() % n]]));
+}
+
+void merge_replies(struct request *p)
+{
+    struct evbuffer *out = request_reply_buffer(p);
+    struct request *err = first_error(p);
+    if (err) {
+        struct evbuffer *b = request_reply_buffer(err);
+        if (evbuffer_get_length(b) == 0)
+            resp_add_error(out, "ERR a cluster node sent no reply");
+        else
+            evbuffer_add_buffer(out, b);
+        return;
+    }
+    switch (p->merge) {
+    case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
+    case MERGE_MGET:   merge_mget(p, out); break;
+    case MERGE_SUM:    merge_sum(p, out); break;
+    case MERGE_CONCAT: merge_concat(p, out); break;
+    case MERGE_RANDOM: merge_random(p, out); break;
+    case MERGE_KEYSPACE: {
+        const char *texts[p->nparts > 0 ? p->nparts : 1];
+        for (int i = 0; i < p->nparts; i++) {
+            size_t len;
+            struct evbuffer *b = request_reply_buffer(p->parts[i]);
+            evbuffer_add(b, "", 1);          /* NUL-terminate for parsing */
+            texts[i] = part_bytes(p->parts[i], &len);
+        }
+        local_info_render(p, texts, p->nparts);
+        break;
+    }
+    case MERGE_ALL_OK:
+    case MERGE_NONE:
+    default:
+        evbuffer_add_buffer(out, request_reply_buffer(p->parts[0]));
+        break;
+    }
+}

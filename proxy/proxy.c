@@ -1,0 +1,181 @@
+#include "proxy/proxy.h"
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster/node.h"
+#include "proxy/log.h"
+#include "proxy/worker.h"
+
+/* Refreshes closer together than this are merged into one. */
+#define REFRESH_MIN_INTERVAL_MS 100
+
+struct proxy *proxy_instance;
+
+static void proxy_make_id(struct proxy *p)
+{
+    unsigned char raw[20];
+    if (RAND_bytes(raw, sizeof raw) != 1)
+        for (size_t i = 0; i < sizeof raw; i++)
+            raw[i] = (unsigned char)rand();
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(p->id + 2 * i, 3, "%02x", raw[i]);
+}
+
+static void topology_log(const struct topology *old, const struct topology *t)
+{
+    if (old && old->nnodes == t->nnodes &&
+        memcmp(old->slot_node, t->slot_node, sizeof t->slot_node) == 0)
+        return;
+    log_notice("topology", "%d masters, %d of %d slots covered (version %llu)", t->nnodes,
+               t->covered, SLOT_COUNT, (unsigned long long)t->version);
+    for (int i = 0; i < t->nnodes; i++)
+        log_verbose("topology", "master %s -> %s", t->nodes[i].announced, t->nodes[i].target);
+}
+
+/* Read the topology again, from the known masters first, then the seeds. */
+static void proxy_refresh(struct proxy *p)
+{
+    char err[1024];
+    int n = p->topo ? p->topo->nnodes : 0;
+    const char **known = calloc((size_t)n + 1, sizeof *known);
+    for (int i = 0; known && i < n; i++)
+        known[i] = p->topo->nodes[i].target;
+    struct topology *t = topology_fetch(&p->source, known, known ? n : 0, err, sizeof err);
+    free(known);
+    p->last_refresh_ms = node_now_ms();
+    p->refreshes++;
+    if (!t) {
+        log_warning("topology", "refresh failed: %s", err);
+        return;
+    }
+    topology_log(p->topo, t);
+    for (int i = 0; i < p->nworkers; i++)
+        worker_post_topology(&p->workers[i], t);
+    topology_unref(p->topo);
+    p->topo = t;
+}
+
+static void refresh_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy *p = arg;
+    (void)fd;
+    (void)what;
+    uint64_t since = node_now_ms() - p->last_refresh_ms;
+    if (since < REFRESH_MIN_INTERVAL_MS) {
+        struct timeval tv = { 0, (suseconds_t)(REFRESH_MIN_INTERVAL_MS - since) * 1000 };
+        event_add(p->refresh_event, &tv);   /* once, a little later */
+        return;
+    }
+    proxy_refresh(p);
+}
+
+static void refresh_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    proxy_refresh(arg);
+}
+
+void proxy_want_refresh(struct proxy *p)
+{
+    event_active(p->refresh_event, EV_TIMEOUT, 0);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct proxy *p = arg;
+    (void)what;
+    log_notice("main", "received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    event_base_loopexit(p->base, NULL);
+}
+
+static void source_from_config(struct proxy *p)
+{
+    struct config *c = &p->cfg;
+    static const char **from, **to;
+    from = calloc((size_t)c->naddress_map + 1, sizeof *from);
+    to = calloc((size_t)c->naddress_map + 1, sizeof *to);
+    for (int i = 0; from && to && i < c->naddress_map; i++) {
+        from[i] = c->address_map[i].from;
+        to[i] = c->address_map[i].to;
+    }
+    p->source = (struct topology_source){
+        .seeds = (const char *const *)c->cluster, .nseeds = c->ncluster,
+        .map_from = from, .map_to = to, .nmap = from && to ? c->naddress_map : 0,
+        .user = c->cluster_user, .password = c->cluster_password,
+        .connect_timeout_ms = c->node_connect_timeout_ms, .timeout_ms = c->node_timeout_ms,
+    };
+}
+
+int proxy_start(struct proxy *p, char *err, size_t errlen)
+{
+    char *host = NULL;
+    int port;
+    proxy_instance = p;
+    p->started = time(NULL);
+    proxy_make_id(p);
+    evthread_use_pthreads();
+    p->base = event_base_new();
+    if (!p->base) {
+        snprintf(err, errlen, "cannot create the event loop");
+        return -1;
+    }
+    source_from_config(p);
+    p->topo = topology_fetch(&p->source, NULL, 0, err, errlen);
+    if (!p->topo)
+        return -1;
+    topology_log(NULL, p->topo);
+    if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
+        snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
+        return -1;
+    }
+    p->nworkers = p->cfg.threads;
+    p->workers = calloc((size_t)p->nworkers, sizeof *p->workers);
+    for (int i = 0; p->workers && i < p->nworkers; i++)
+        if (worker_init(&p->workers[i], p, i, p->topo) < 0 ||
+            worker_listen(&p->workers[i], host, port, err, errlen) < 0) {
+            free(host);
+            return -1;
+        }
+    free(host);
+    if (!p->workers) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    p->refresh_event = event_new(p->base, -1, 0, refresh_cb, p);
+    p->refresh_timer = event_new(p->base, -1, EV_PERSIST, refresh_timer_cb, p);
+    if (p->cfg.topology_refresh_ms > 0) {
+        struct timeval tv = { p->cfg.topology_refresh_ms / 1000,
+                              (p->cfg.topology_refresh_ms % 1000) * 1000 };
+        event_add(p->refresh_timer, &tv);
+    }
+    p->sigs[0] = evsignal_new(p->base, SIGTERM, signal_cb, p);
+    p->sigs[1] = evsignal_new(p->base, SIGINT, signal_cb, p);
+    event_add(p->sigs[0], NULL);
+    event_add(p->sigs[1], NULL);
+    return 0;
+}
+
+int proxy_run(struct proxy *p)
+{
+    for (int i = 0; i < p->nworkers; i++)
+        if (worker_start(&p->workers[i]) < 0) {
+            log_warning("main", "cannot start worker thread %d", i);
+            return 1;
+        }
+    log_notice("main", "tagproxy ready on %s with %d thread(s)", p->cfg.listen, p->nworkers);
+    event_base_dispatch(p->base);
+    for (int i = 0; i < p->nworkers; i++)
+        worker_post_stop(&p->workers[i]);
+    for (int i = 0; i < p->nworkers; i++)
+        worker_join(&p->workers[i]);
+    log_notice("main", "stopped");
+    return 0;
+}

@@ -1,0 +1,169 @@
+#include "proxy/request.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/client.h"
+#include "proxy/merge.h"
+#include "proxy/worker.h"
+
+#define REQUEST_POOL_MAX 4096
+
+struct request *request_new(struct worker *w)
+{
+    struct request *r = w->free_requests;
+    struct evbuffer *keep = NULL;
+    if (r) {
+        w->free_requests = r->next_free;
+        w->nfree_requests--;
+        keep = r->reply;
+    } else {
+        r = malloc(sizeof *r);
+        if (!r)
+            return NULL;
+    }
+    /* clear everything before the inline storage, which needs no clearing */
+    memset(r, 0, offsetof(struct request, inline_data));
+    r->reply = keep;
+    r->worker = w;
+    r->slot = -1;
+    r->ask_node = -1;
+    r->fixed_node = -1;
+    return r;
+}
+
+/* Point r at storage for len bytes and argc offsets. */
+static int request_storage(struct request *r, size_t len, int argc)
+{
+    r->data = len <= sizeof r->inline_data ? r->inline_data : malloc(len);
+    r->args = argc <= REQUEST_INLINE_ARGS ? r->inline_args
+                                          : malloc(sizeof *r->args * (size_t)argc);
+    if (!r->data || !r->args)
+        return -1;
+    r->len = len;
+    r->argc = argc;
+    return 0;
+}
+
+int request_set_command(struct request *r, const char *bytes, size_t len,
+                        const struct resp_arg *args, int argc)
+{
+    if (request_storage(r, len, argc) < 0)
+        return -1;
+    memcpy(r->data, bytes, len);
+    memcpy(r->args, args, sizeof *args * (size_t)argc);
+    return 0;
+}
+
+int request_take_command(struct request *r, struct evbuffer *in, size_t len,
+                         const struct resp_arg *args, int argc)
+{
+    if (request_storage(r, len, argc) < 0)
+        return -1;
+    evbuffer_remove(in, r->data, len);
+    memcpy(r->args, args, sizeof *args * (size_t)argc);
+    return 0;
+}
+
+int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
+{
+    char head[32];
+    size_t len = (size_t)snprintf(head, sizeof head, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++)
+        len += (size_t)snprintf(head, sizeof head, "$%zu\r\n", lens[i]) + lens[i] + 2;
+    if (request_storage(r, len, argc) < 0)
+        return -1;
+    char *p = r->data;
+    p += sprintf(p, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++) {
+        p += sprintf(p, "$%zu\r\n", lens[i]);
+        r->args[i].off = (uint32_t)(p - r->data);
+        r->args[i].len = (uint32_t)lens[i];
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return 0;
+}
+
+void request_parts_sent(struct request *p)
+{
+    if (--p->parts_left == 0) {
+        merge_replies(p);
+        request_finish(p);
+    }
+}
+
+void request_free(struct request *r)
+{
+    struct worker *w = r->worker;
+    for (int i = 0; i < r->nparts; i++)
+        if (r->parts[i])
+            request_free(r->parts[i]);
+    free(r->parts);
+    free(r->positions);
+    if (r->data && r->data != r->inline_data)
+        free(r->data);
+    if (r->args && r->args != r->inline_args)
+        free(r->args);
+    if (r->retry_timer)
+        event_free(r->retry_timer);
+    if (r->reply)
+        evbuffer_drain(r->reply, evbuffer_get_length(r->reply));
+    if (w->nfree_requests < REQUEST_POOL_MAX) {
+        r->next_free = w->free_requests;
+        w->free_requests = r;
+        w->nfree_requests++;
+    } else {
+        if (r->reply)
+            evbuffer_free(r->reply);
+        free(r);
+    }
+}
+
+struct evbuffer *request_reply_buffer(struct request *r)
+{
+    if (!r->reply)
+        r->reply = evbuffer_new();
+    return r->reply;
+}
+
+void request_finish(struct request *r)
+{
+    r->done = 1;
+    if (r->parent) {
+        request_parts_sent(r->parent);
+        return;
+    }
+    if (r->client)
+        client_flush(r->client);
+}
+
+void request_deliver(struct request *r, struct evbuffer *in, size_t len)
+{
+    struct client *c = r->client;
+    /* Fast path: the client waits for exactly this reply. */
+    if (c && !r->parent && TAILQ_FIRST(&c->queue) == r) {
+        struct evbuffer *out = client_output(c);
+        if (out) {
+            evbuffer_remove_buffer(in, out, len);
+            r->done = 1;
+            client_flush(c);
+            return;
+        }
+    }
+    evbuffer_remove_buffer(in, request_reply_buffer(r), len);
+    request_finish(r);
+}
+
+void request_fail(struct request *r, const char *msg)
+{
+    struct evbuffer *b = request_reply_buffer(r);
+    evbuffer_add(b, "-", 1);
+    evbuffer_add(b, msg, strlen(msg));
+    evbuffer_add(b, "\r\n", 2);
+    request_finish(r);
+}

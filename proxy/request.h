@@ -1,0 +1,127 @@
+/*
+ * request: one command of one client, from parse to reply.
+ *
+ *   client queue (arrival order)      node FIFOs (per master)
+ *   ┌────┐  ┌────┐  ┌────┐
+ *   │ r1 │─►│ r2 │─►│ r3 │           r1 ─► node A   r3 ─► node B
+ *   └────┘  └────┘  └────┘           r2 answered locally
+ *     head: written to the client as soon as it is done;
+ *     a later one that finishes first keeps its reply until it is the head.
+ *
+ * A command split by slot (MGET, DEL, ...) or sent to every master (DBSIZE,
+ * KEYS, ...) is a parent in the client queue whose parts go to the nodes;
+ * the parent is done when every part is, and merges their replies.
+ *
+ * Requests come from a per-worker free list: steady-state traffic allocates
+ * nothing. A command of up to REQUEST_INLINE_BYTES bytes and
+ * REQUEST_INLINE_ARGS arguments lives inside the request itself.
+ */
+#ifndef TAGPROXY_REQUEST_H
+#define TAGPROXY_REQUEST_H
+
+#include <stddef.h>
+#include <sys/queue.h>
+
+#include "cluster/node.h"
+#include "proxy/resp.h"
+
+struct client;
+struct command;
+struct worker;
+struct evbuffer;
+struct event;
+
+#define REQUEST_INLINE_BYTES 224
+#define REQUEST_INLINE_ARGS  8
+
+/* How a parent combines its parts' replies. */
+enum merge_kind {
+    MERGE_NONE = 0,
+    MERGE_MGET,         /* array elements back in the client's key order */
+    MERGE_SUM,          /* integers added (DEL, EXISTS, DBSIZE, ...) */
+    MERGE_ALL_OK,       /* every part must succeed; the first reply is returned */
+    MERGE_CONCAT,       /* arrays concatenated (KEYS) */
+    MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
+    MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
+    MERGE_FAILED        /* a part could not be made: answer out of memory */
+};
+
+struct request {
+    struct node_req nreq;           /* what a node connection sees */
+    TAILQ_ENTRY(request) link;      /* in the client's queue */
+    struct worker *worker;
+    struct client *client;          /* the client it answers (parts: NULL) */
+    const struct command *cmd;
+
+    char *data;                     /* the command's bytes as sent to a node */
+    size_t len;
+    struct resp_arg *args;          /* argument offsets within data */
+    int argc;
+
+    struct evbuffer *reply;         /* reply kept until it is the head's turn */
+    unsigned done : 1;
+    unsigned asking : 1;            /* next send follows an ASK redirect */
+    int slot;                       /* -1: any master */
+    int fixed_node;                 /* fan-out part: this master, else -1 */
+    int ask_node;
+    int redirects;
+    int retries;
+    struct event *retry_timer;
+
+    /* split and fan-out */
+    struct request *parent;
+    struct request **parts;
+    int nparts, parts_left;
+    enum merge_kind merge;
+    int *positions;                 /* part: indexes of its keys in the parent's */
+    int npositions;
+
+    struct request *next_free;
+    char inline_data[REQUEST_INLINE_BYTES];
+    struct resp_arg inline_args[REQUEST_INLINE_ARGS];
+};
+
+TAILQ_HEAD(request_queue, request);
+
+/* From the worker's free list; NULL when out of memory. */
+struct request *request_new(struct worker *w);
+
+/* Copy a command's bytes and argument offsets into r (inline when small). */
+int request_set_command(struct request *r, const char *bytes, size_t len,
+                        const struct resp_arg *args, int argc);
+
+/* The same, taking len bytes off the front of in (one copy, none when the
+ * bytes are big enough to move by chain). */
+int request_take_command(struct request *r, struct evbuffer *in, size_t len,
+                         const struct resp_arg *args, int argc);
+
+/* Build a multibulk command from argv into r (for parts and fan-outs). */
+int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
+
+/* A parent has sent all its parts (it counts one extra until then, so a part
+ * that fails at once cannot finish it early). */
+void request_parts_sent(struct request *parent);
+
+/* Back to the free list (parts and timers included). */
+void request_free(struct request *r);
+
+/* Argument i as pointer/length. */
+static inline const char *request_arg(const struct request *r, int i, size_t *len)
+{
+    *len = r->args[i].len;
+    return r->data + r->args[i].off;
+}
+
+/* The buffer a locally built reply goes into (created on first use). */
+struct evbuffer *request_reply_buffer(struct request *r);
+
+/* r's reply is complete in request_reply_buffer(): hand it on. */
+void request_finish(struct request *r);
+
+/* A node's reply of len bytes at the front of in is r's: move it on. */
+void request_deliver(struct request *r, struct evbuffer *in, size_t len);
+
+/* Reply with an error line (without '-' and CRLF) and finish. */
+void request_fail(struct request *r, const char *msg);
+
+#endif

@@ -1,0 +1,613 @@
+#include "proxy/router.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster/backoff.h"
+#include "cluster/reply.h"
+#include "cluster/slot.h"
+#include "proxy/client.h"
+#include "proxy/command.h"
+#include "proxy/local.h"
+#include "proxy/log.h"
+#include "proxy/worker.h"
+
+enum policy {
+    POLICY_FORWARD = 0,     /* by its keys */
+    POLICY_LOCAL,
+    POLICY_SPLIT,           /* MGET-style: split by slot */
+    POLICY_FLUSH,           /* every master, when dangerous commands are on */
+    POLICY_DANGEROUS,       /* one master, when dangerous commands are on */
+    POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
+    POLICY_LATER            /* not routed yet */
+};
+
+struct policy_entry {
+    const char *name;
+    enum policy policy;
+    const char *why;        /* for REFUSED and LATER */
+};
+
+static const char later_scripts[] = "scripts and functions are not routed by this proxy yet";
+static const char later_tx[] = "transactions are not routed by this proxy yet";
+static const char later_pubsub[] = "pub/sub is not routed by this proxy yet";
+static const char later_block[] = "blocking commands are not routed by this proxy yet";
+static const char later_scan[] = "SCAN across the cluster is not supported by this proxy yet";
+static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
+
+static const struct policy_entry policy_names[] = {
+    { "ping", POLICY_LOCAL, NULL }, { "echo", POLICY_LOCAL, NULL },
+    { "quit", POLICY_LOCAL, NULL }, { "select", POLICY_LOCAL, NULL },
+    { "hello", POLICY_LOCAL, NULL }, { "auth", POLICY_LOCAL, NULL },
+    { "reset", POLICY_LOCAL, NULL }, { "info", POLICY_LOCAL, NULL },
+    { "dbsize", POLICY_LOCAL, NULL }, { "randomkey", POLICY_LOCAL, NULL },
+    { "time", POLICY_LOCAL, NULL }, { "keys", POLICY_LOCAL, NULL },
+    { "readonly", POLICY_LOCAL, NULL }, { "readwrite", POLICY_LOCAL, NULL },
+    { "command", POLICY_LOCAL, NULL }, { "command|count", POLICY_LOCAL, NULL },
+    { "command|info", POLICY_LOCAL, NULL }, { "command|docs", POLICY_LOCAL, NULL },
+    { "command|getkeys", POLICY_LOCAL, NULL }, { "command|getkeysandflags", POLICY_LOCAL, NULL },
+    { "command|list", POLICY_LOCAL, NULL }, { "command|help", POLICY_LOCAL, NULL },
+    { "client|setname", POLICY_LOCAL, NULL }, { "client|getname", POLICY_LOCAL, NULL },
+    { "client|id", POLICY_LOCAL, NULL }, { "client|info", POLICY_LOCAL, NULL },
+    { "client|list", POLICY_LOCAL, NULL }, { "client|help", POLICY_LOCAL, NULL },
+    { "client|setinfo", POLICY_LOCAL, NULL },
+    { "cluster|info", POLICY_LOCAL, NULL }, { "cluster|slots", POLICY_LOCAL, NULL },
+    { "cluster|shards", POLICY_LOCAL, NULL }, { "cluster|nodes", POLICY_LOCAL, NULL },
+    { "cluster|myid", POLICY_LOCAL, NULL }, { "cluster|keyslot", POLICY_LOCAL, NULL },
+    { "cluster|help", POLICY_LOCAL, NULL },
+    { "mget", POLICY_SPLIT, NULL }, { "mset", POLICY_SPLIT, NULL },
+    { "del", POLICY_SPLIT, NULL }, { "unlink", POLICY_SPLIT, NULL },
+    { "exists", POLICY_SPLIT, NULL }, { "touch", POLICY_SPLIT, NULL },
+    { "flushall", POLICY_FLUSH, NULL }, { "flushdb", POLICY_FLUSH, NULL },
+    { "config|get", POLICY_FORWARD, NULL },
+    { "eval", POLICY_LATER, later_scripts }, { "eval_ro", POLICY_LATER, later_scripts },
+    { "evalsha", POLICY_LATER, later_scripts }, { "evalsha_ro", POLICY_LATER, later_scripts },
+    { "fcall", POLICY_LATER, later_scripts }, { "fcall_ro", POLICY_LATER, later_scripts },
+    { "script", POLICY_LATER, later_scripts }, { "function", POLICY_LATER, later_scripts },
+    { "multi", POLICY_LATER, later_tx }, { "exec", POLICY_LATER, later_tx },
+    { "discard", POLICY_LATER, later_tx }, { "watch", POLICY_LATER, later_tx },
+    { "unwatch", POLICY_LATER, later_tx },
+    { "subscribe", POLICY_LATER, later_pubsub }, { "psubscribe", POLICY_LATER, later_pubsub },
+    { "unsubscribe", POLICY_LATER, later_pubsub }, { "punsubscribe", POLICY_LATER, later_pubsub },
+    { "ssubscribe", POLICY_LATER, later_pubsub }, { "sunsubscribe", POLICY_LATER, later_pubsub },
+    { "publish", POLICY_LATER, later_pubsub }, { "spublish", POLICY_LATER, later_pubsub },
+    { "pubsub", POLICY_LATER, later_pubsub },
+    { "blpop", POLICY_LATER, later_block }, { "brpop", POLICY_LATER, later_block },
+    { "blmove", POLICY_LATER, later_block }, { "brpoplpush", POLICY_LATER, later_block },
+    { "blmpop", POLICY_LATER, later_block }, { "bzpopmin", POLICY_LATER, later_block },
+    { "bzpopmax", POLICY_LATER, later_block }, { "bzmpop", POLICY_LATER, later_block },
+    { "wait", POLICY_LATER, later_block }, { "scan", POLICY_LATER, later_scan },
+    { "monitor", POLICY_REFUSED, "MONITOR is not supported through the proxy" },
+    { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
+    { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
+    { "psync", POLICY_REFUSED, not_proxy }, { "replconf", POLICY_REFUSED, not_proxy },
+    { "replicaof", POLICY_REFUSED, not_proxy }, { "slaveof", POLICY_REFUSED, not_proxy },
+    { "failover", POLICY_REFUSED, not_proxy }, { "shutdown", POLICY_REFUSED, not_proxy },
+    { "debug", POLICY_REFUSED, not_proxy }, { "module", POLICY_REFUSED, not_proxy },
+    { "cluster", POLICY_REFUSED, "this CLUSTER subcommand changes the cluster's topology: run it on the nodes, not through the proxy" },
+    { "client", POLICY_REFUSED, "this CLIENT subcommand is not supported through the proxy" },
+};
+
+/* Policies by command pointer: built once, read by every worker. */
+#define POLICY_SLOTS 1024
+static struct {
+    const struct command *cmd;
+    const struct policy_entry *entry;
+} policy_map[POLICY_SLOTS];
+
+static size_t policy_hash(const struct command *cmd)
+{
+    return ((uintptr_t)cmd >> 4) * 2654435761u % POLICY_SLOTS;
+}
+
+static void policy_put(const struct command *cmd, const struct policy_entry *e)
+{
+    size_t i = policy_hash(cmd);
+    while (policy_map[i].cmd && policy_map[i].cmd != cmd)
+        i = (i + 1) % POLICY_SLOTS;
+    policy_map[i].cmd = cmd;
+    policy_map[i].entry = e;
+}
+
+static const struct policy_entry *policy_get(const struct command *cmd)
+{
+    for (size_t i = policy_hash(cmd); policy_map[i].cmd; i = (i + 1) % POLICY_SLOTS)
+        if (policy_map[i].cmd == cmd)
+            return policy_map[i].entry;
+    return NULL;
+}
+
+/* "cluster" alone names every subcommand not listed on its own. */
+void router_init(void)
+{
+    const int n = (int)(sizeof policy_names / sizeof policy_names[0]);
+    for (int i = 0; i < n; i++) {
+        const struct policy_entry *e = &policy_names[i];
+        const char *bar = strchr(e->name, '|');
+        size_t plen = bar ? (size_t)(bar - e->name) : strlen(e->name);
+        const struct command *cmd = command_lookup(e->name, plen);
+        if (!cmd)
+            continue;
+        if (bar) {
+            cmd = command_lookup_sub(cmd, bar + 1, strlen(bar + 1));
+            if (cmd)
+                policy_put(cmd, e);
+        } else if (cmd->nsubcommands && e->policy != POLICY_LOCAL) {
+            for (int s = 0; s < cmd->nsubcommands; s++)
+                if (!policy_get(&cmd->subcommands[s]))
+                    policy_put(&cmd->subcommands[s], e);
+        } else {
+            policy_put(cmd, e);
+        }
+    }
+}
+
+/* ---- errors as Redis words them ---- */
+
+static void reply_unknown_command(struct request *r)
+{
+    char msg[512], args[200] = "";
+    size_t used = 0, len;
+    for (int i = 1; i < r->argc && used < 128; i++) {
+        const char *a = request_arg(r, i, &len);
+        int n = snprintf(args + used, sizeof args - used, "'%.*s' ",
+                         (int)(len < 128 - used ? len : 128 - used), a);
+        used += n > 0 ? (size_t)n : 0;
+        if (used >= sizeof args)
+            used = sizeof args - 1;
+    }
+    const char *name = request_arg(r, 0, &len);
+    snprintf(msg, sizeof msg, "ERR unknown command '%.*s', with args beginning with: %s",
+             (int)(len < 128 ? len : 128), name, args);
+    for (char *p = msg; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    request_fail(r, msg);
+}
+
+static void reply_unknown_subcommand(struct request *r)
+{
+    char msg[320], upper[64];
+    size_t nlen, slen;
+    const char *name = request_arg(r, 0, &nlen);
+    const char *sub = request_arg(r, 1, &slen);
+    size_t i;
+    for (i = 0; i < nlen && i < sizeof upper - 1; i++)
+        upper[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
+    upper[i] = '\0';
+    snprintf(msg, sizeof msg, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+             (int)(slen < 128 ? slen : 128), sub, upper);
+    for (char *p = msg; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    request_fail(r, msg);
+}
+
+/* ---- sending, redirects, retries ---- */
+
+static void router_on_reply(struct node_req *nr, struct evbuffer *in, size_t len,
+                            const struct reply_scanner *s);
+static void router_on_fail(struct node_req *nr, int may_have_run, const char *why);
+
+static struct request *request_of(struct node_req *nr)
+{
+    return (struct request *)((char *)nr - offsetof(struct request, nreq));
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    router_send(arg);
+}
+
+/* Resend r after a backoff. 0 when its retries are used up. */
+static int router_retry_later(struct request *r)
+{
+    struct worker *w = r->worker;
+    const struct config *cfg = w->cfg;
+    if (r->retries >= cfg->retry_attempts) {
+        w->stats.retries_exhausted++;
+        return 0;
+    }
+    int delay = backoff_delay_ms(r->retries, cfg->retry_base_ms, cfg->retry_max_ms);
+    struct timeval tv = { delay / 1000, (delay % 1000) * 1000 };
+    r->retries++;
+    r->redirects = 0;
+    r->asking = 0;
+    w->stats.retries++;
+    if (!r->retry_timer)
+        r->retry_timer = evtimer_new(w->base, retry_cb, r);
+    if (!r->retry_timer)
+        return 0;
+    evtimer_add(r->retry_timer, &tv);
+    return 1;
+}
+
+void router_send(struct request *r)
+{
+    struct worker *w = r->worker;
+    int node = r->asking ? r->ask_node
+             : r->fixed_node >= 0 ? r->fixed_node
+             : worker_node_for_slot(w, r->slot);
+    struct node_conn *conn = node >= 0 ? worker_conn(w, node) : NULL;
+    if (!conn) {
+        if (node < 0)
+            worker_want_refresh(w);
+        if (!router_retry_later(r))
+            request_fail(r, node < 0 ? "CLUSTERDOWN Hash slot not served"
+                                     : "ERR cannot connect to the node that serves this key");
+        return;
+    }
+    if (r->asking) {
+        node_send_asking(conn);
+        r->asking = 0;
+    }
+    r->nreq.on_reply = router_on_reply;
+    r->nreq.on_fail = router_on_fail;
+    node_send(conn, &r->nreq, r->data, r->len);
+}
+
+/* Follow a redirect or schedule a retry. 0: give the error to the client. */
+static int router_redirect(struct request *r, enum reply_redirect kind, int slot,
+                           const char *addr)
+{
+    struct worker *w = r->worker;
+    int node;
+    switch (kind) {
+    case REPLY_MOVED:
+    case REPLY_ASK:
+        if (kind == REPLY_MOVED) {
+            w->stats.moved++;
+            worker_want_refresh(w);
+        } else {
+            w->stats.ask++;
+        }
+        node = topology_find(w->topo, addr);
+        if (node < 0)       /* not announced: follow only once a refresh says so */
+            worker_want_refresh(w);
+        if (node >= 0 && r->redirects < w->cfg->max_redirects) {
+            r->redirects++;
+            if (kind == REPLY_MOVED) {
+                w->slot_node[slot] = (int16_t)node;
+            } else {
+                r->asking = 1;
+                r->ask_node = node;
+            }
+            router_send(r);
+            return 1;
+        }
+        return router_retry_later(r);
+    case REPLY_TRYAGAIN:
+    case REPLY_CLUSTERDOWN:
+        return router_retry_later(r);
+    default:
+        return 0;
+    }
+}
+
+static void router_on_reply(struct node_req *nr, struct evbuffer *in, size_t len,
+                            const struct reply_scanner *s)
+{
+    struct request *r = request_of(nr);
+    if (s->type == '-') {
+        char c = s->errline[0];
+        if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
+            int slot;
+            char addr[128];
+            enum reply_redirect kind = reply_classify(s->errline, strlen(s->errline),
+                                                      &slot, addr, sizeof addr);
+            if (kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr)) {
+                evbuffer_drain(in, len);
+                return;
+            }
+        }
+    }
+    request_deliver(r, in, len);
+}
+
+static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    struct request *r = request_of(nr);
+    struct worker *w = r->worker;
+    char msg[400];
+    worker_want_refresh(w);
+    if (!may_have_run && router_retry_later(r))
+        return;
+    if (may_have_run) {
+        w->stats.lost_replies++;
+        snprintf(msg, sizeof msg,
+                 "ERR %s: connection to the node was lost; the command may have run", why);
+    } else {
+        snprintf(msg, sizeof msg, "ERR %s", why);
+    }
+    request_fail(r, msg);
+}
+
+/* ---- plans ---- */
+
+/* The one slot of all of r's keys; -1 keyless, -2 CROSSSLOT. */
+static int router_slot(struct request *r)
+{
+    int fixed[16], *keys = fixed;
+    int n = command_keys(r->cmd, r->data, r->args, r->argc, keys, 16);
+    if (n < 0)          /* malformed: the node will say what is wrong */
+        n = 0;
+    if (n > 16) {
+        keys = malloc(sizeof *keys * (size_t)n);
+        if (!keys)
+            return -1;
+        command_keys(r->cmd, r->data, r->args, r->argc, keys, n);
+    }
+    int slot = -1;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const char *k = request_arg(r, keys[i], &len);
+        int s = slot_of(k, len);
+        if (slot >= 0 && s != slot) {
+            slot = -2;
+            break;
+        }
+        slot = s;
+    }
+    if (keys != fixed)
+        free(keys);
+    return slot;
+}
+
+static void plan_forward(struct request *r)
+{
+    int slot = router_slot(r);
+    if (slot == -2) {
+        request_fail(r, "CROSSSLOT Keys in request don't hash to the same slot");
+        return;
+    }
+    r->slot = slot;
+    router_send(r);
+}
+
+/* One part of a split: the command name, then the keys (and values) of one slot. */
+static struct request *split_part(struct request *r, const int *idx, int nkeys, int step)
+{
+    struct request *part = request_new(r->worker);
+    int argc = 1 + nkeys * step;
+    const char **argv = malloc(sizeof *argv * (size_t)argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)argc);
+    int *pos = malloc(sizeof *pos * (size_t)nkeys);
+    if (!part || !argv || !lens || !pos)
+        goto fail;
+    argv[0] = request_arg(r, 0, &lens[0]);
+    for (int k = 0; k < nkeys; k++) {
+        pos[k] = idx[k];
+        for (int j = 0; j < step; j++)
+            argv[1 + k * step + j] = request_arg(r, 1 + idx[k] * step + j, &lens[1 + k * step + j]);
+    }
+    if (request_build(part, argc, argv, lens) < 0)
+        goto fail;
+    free(argv);
+    free(lens);
+    part->parent = r;
+    part->positions = pos;
+    part->npositions = nkeys;
+    return part;
+fail:
+    free(argv);
+    free(lens);
+    free(pos);
+    if (part)
+        request_free(part);
+    return NULL;
+}
+
+static void plan_split(struct request *r, enum merge_kind merge, int step)
+{
+    int nkeys = (r->argc - 1) / step;
+    if ((r->argc - 1) % step != 0 || nkeys == 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", r->cmd->fullname);
+        request_fail(r, msg);
+        return;
+    }
+    int *slots = malloc(sizeof *slots * (size_t)nkeys);
+    int *idx = malloc(sizeof *idx * (size_t)nkeys);
+    int *done = calloc((size_t)nkeys, sizeof *done);
+    if (!slots || !idx || !done)
+        goto oom;
+    int first = -1, single = 1;
+    for (int k = 0; k < nkeys; k++) {
+        size_t len;
+        const char *key = request_arg(r, 1 + k * step, &len);
+        slots[k] = slot_of(key, len);
+        if (first < 0)
+            first = slots[k];
+        else if (slots[k] != first)
+            single = 0;
+    }
+    if (single) {               /* the common case: nothing to split */
+        r->slot = first;
+        router_send(r);
+        goto out;
+    }
+    r->parts = calloc((size_t)nkeys, sizeof *r->parts);
+    if (!r->parts)
+        goto oom;
+    r->merge = merge;
+    r->parts_left = 1;          /* released by request_parts_sent() */
+    for (int k = 0; k < nkeys; k++) {
+        if (done[k])
+            continue;
+        int n = 0;
+        for (int j = k; j < nkeys; j++)
+            if (!done[j] && slots[j] == slots[k]) {
+                idx[n++] = j;
+                done[j] = 1;
+            }
+        struct request *part = split_part(r, idx, n, step);
+        if (!part) {
+            r->merge = MERGE_FAILED;     /* the parts sent still answer */
+            break;
+        }
+        part->slot = slots[k];
+        r->parts[r->nparts++] = part;
+        r->parts_left++;
+        router_send(part);
+    }
+    request_parts_sent(r);
+    goto out;
+oom:
+    request_fail(r, "ERR out of memory");
+out:
+    free(slots);
+    free(idx);
+    free(done);
+}
+
+void router_fanout(struct request *parent, enum merge_kind merge, int argc,
+                   const char *const *argv, const size_t *lens)
+{
+    struct worker *w = parent->worker;
+    int n = w->topo->nnodes;
+    parent->parts = calloc((size_t)n, sizeof *parent->parts);
+    if (!parent->parts) {
+        request_fail(parent, "ERR out of memory");
+        return;
+    }
+    parent->merge = merge;
+    parent->parts_left = 1;
+    for (int i = 0; i < n; i++) {
+        struct request *part = request_new(w);
+        if (!part || request_build(part, argc, argv, lens) < 0) {
+            if (part)
+                request_free(part);
+            parent->merge = MERGE_FAILED;
+            break;
+        }
+        part->parent = parent;
+        part->fixed_node = i;
+        parent->parts[parent->nparts++] = part;
+        parent->parts_left++;
+        router_send(part);
+    }
+    request_parts_sent(parent);
+}
+
+/* Run r's own bytes on every master. */
+static void plan_everywhere(struct request *r, enum merge_kind merge)
+{
+    const char *argv[r->argc > 0 ? r->argc : 1];
+    size_t lens[r->argc > 0 ? r->argc : 1];
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    router_fanout(r, merge, r->argc, argv, lens);
+}
+
+static void plan_dangerous(struct request *r, int everywhere)
+{
+    char msg[256];
+    if (!r->worker->cfg->enable_dangerous_commands) {
+        snprintf(msg, sizeof msg,
+                 "ERR '%s' is a dangerous command and is disabled on this proxy "
+                 "(set enable-dangerous-commands yes to allow it)", r->cmd->fullname);
+        request_fail(r, msg);
+        return;
+    }
+    if (everywhere)
+        plan_everywhere(r, MERGE_ALL_OK);
+    else
+        plan_forward(r);
+}
+
+static void plan_refused(struct request *r, const struct policy_entry *e)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "ERR '%s' is refused: %s", r->cmd->fullname, e->why);
+    request_fail(r, msg);
+}
+
+static int request_is_blocking_read(const struct request *r)
+{
+    /* XREAD/XREADGROUP block only with BLOCK */
+    if (!(r->cmd->flags & CMD_BLOCKING))
+        return 0;
+    for (int i = 1; i < r->argc; i++) {
+        size_t len;
+        const char *a = request_arg(r, i, &len);
+        if (len == 5 && strncasecmp(a, "block", 5) == 0)
+            return 1;
+        if (len == 7 && strncasecmp(a, "streams", 7) == 0)
+            break;
+    }
+    return 0;
+}
+
+void router_dispatch(struct request *r)
+{
+    size_t len;
+    const char *name = request_arg(r, 0, &len);
+    const struct command *cmd = command_lookup(name, len);
+    struct client *c = r->client;
+    char msg[200];
+
+    if (!cmd) {
+        reply_unknown_command(r);
+        return;
+    }
+    if (cmd->nsubcommands && r->argc >= 2) {
+        const char *sub = request_arg(r, 1, &len);
+        const struct command *sc = command_lookup_sub(cmd, sub, len);
+        if (!sc) {
+            reply_unknown_subcommand(r);
+            return;
+        }
+        cmd = sc;
+    }
+    r->cmd = cmd;
+    snprintf(c->lastcmd, sizeof c->lastcmd, "%s", cmd->fullname);
+    if (!command_arity_ok(cmd, r->argc)) {
+        snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
+        request_fail(r, msg);
+        return;
+    }
+    if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
+        request_fail(r, "NOAUTH Authentication required.");
+        return;
+    }
+    const struct policy_entry *e = policy_get(cmd);
+    enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
+    switch (pol) {
+    case POLICY_FORWARD:
+        if (request_is_blocking_read(r)) {
+            snprintf(msg, sizeof msg, "ERR '%s' with BLOCK is refused: %s", cmd->fullname, later_block);
+            request_fail(r, msg);
+            return;
+        }
+        plan_forward(r);
+        return;
+    case POLICY_LOCAL:
+        local_dispatch(r);
+        return;
+    case POLICY_SPLIT:
+        if (strcmp(cmd->name, "mget") == 0)
+            plan_split(r, MERGE_MGET, 1);
+        else if (strcmp(cmd->name, "mset") == 0)
+            plan_split(r, MERGE_ALL_OK, 2);
+        else
+            plan_split(r, MERGE_SUM, 1);
+        return;
+    case POLICY_FLUSH:
+        plan_dangerous(r, 1);
+        return;
+    case POLICY_DANGEROUS:
+        plan_dangerous(r, 0);
+        return;
+    case POLICY_REFUSED:
+    case POLICY_LATER:
+        plan_refused(r, e);
+        return;
+    }
+}

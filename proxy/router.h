@@ -1,0 +1,44 @@
+/*
+ * router: what to do with one command, and getting it answered.
+ *
+ * router_dispatch() looks the command up, checks arity and auth, and plans it:
+ *
+ *   local         answered by the proxy (local.h)
+ *   one slot      every key hashes to one slot: sent to that slot's master;
+ *                 keyless commands go to one master chosen consistently
+ *   split         MGET MSET DEL UNLINK EXISTS TOUCH: one part per slot,
+ *                 merged in the client's argument order
+ *   fan-out       one part per master (DBSIZE, KEYS, RANDOMKEY, INFO, and
+ *                 FLUSHALL/FLUSHDB when dangerous commands are enabled)
+ *   refused       a clear error that says why
+ *
+ * Replies are checked for redirects before they reach the client:
+ *   MOVED      slot map patched, resent, topology refresh asked for
+ *   ASK        ASKING + the command on the named node, once
+ *   TRYAGAIN, CLUSTERDOWN, redirects past max-redirects, and a node that
+ *              could not be reached before the command was written:
+ *              resent after an exponential backoff, retry-attempts times,
+ *              then the last error goes to the client
+ *   a redirect to an address the topology does not know is followed only
+ *   after a refresh has confirmed it.
+ * A command whose connection failed after it was written is never resent.
+ */
+#ifndef TAGPROXY_ROUTER_H
+#define TAGPROXY_ROUTER_H
+
+#include "proxy/request.h"
+
+/* Build the policy table. Once, before the workers start. */
+void router_init(void);
+
+/* Plan and start r (already in its client's queue). */
+void router_dispatch(struct request *r);
+
+/* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
+void router_send(struct request *r);
+
+/* Send a copy of argv to every master as parts of parent, merged by kind. */
+void router_fanout(struct request *parent, enum merge_kind merge, int argc,
+                   const char *const *argv, const size_t *lens);
+
+#endif

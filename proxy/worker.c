@@ -1,0 +1,196 @@
+#include "proxy/worker.h"
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/log.h"
+#include "proxy/proxy.h"
+
+static void worker_conn_down(struct node_conn *c, void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < w->topo->nnodes; i++)
+        if (w->conns[i] == c)
+            w->conns[i] = NULL;
+    log_notice("node", "%s", "connection to a master closed; topology refresh requested");
+    worker_want_refresh(w);
+}
+
+struct node_conn *worker_conn(struct worker *w, int node)
+{
+    if (node < 0 || node >= w->topo->nnodes)
+        return NULL;
+    struct node_conn *c = w->conns[node];
+    if (node_conn_usable(c))
+        return c;
+    const struct topology_node *n = &w->topo->nodes[node];
+    c = node_conn_new(w->base, n->announced, (const struct sockaddr *)&n->sa, n->salen,
+                      &w->node_opts);
+    if (c) {
+        c->on_down = worker_conn_down;
+        c->down_arg = w;
+    }
+    w->conns[node] = c;
+    return c;
+}
+
+int worker_node_for_slot(const struct worker *w, int slot)
+{
+    if (slot < 0)       /* keyless: one master, always the same while the map holds */
+        slot = 0;
+    int node = w->slot_node[slot];
+    if (node < 0 && w->topo->nnodes > 0 && slot == 0)
+        node = 0;
+    return node;
+}
+
+void worker_want_refresh(struct worker *w)
+{
+    proxy_want_refresh(w->proxy);
+}
+
+/* Take a new topology: connections to masters it still has are kept. */
+static void worker_take_topology(struct worker *w, struct topology *t)
+{
+    struct node_conn **conns = calloc((size_t)t->nnodes, sizeof *conns);
+    if (!conns) {
+        topology_unref(t);
+        return;
+    }
+    for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
+        struct node_conn *c = w->conns[i];
+        if (!c)
+            continue;
+        int j = topology_find(t, w->topo->nodes[i].announced);
+        if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0) {
+            conns[j] = c;
+        } else {
+            c->on_down = NULL;
+            if (c->ninflight == 0)
+                node_conn_close(c, "the node is no longer a master");
+            /* else: it is let be; its replies still arrive, nothing new is sent */
+        }
+    }
+    free(w->conns);
+    w->conns = conns;
+    topology_unref(w->topo);
+    w->topo = t;
+    memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);
+}
+
+static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&w->mailbox_lock);
+    struct topology *t = w->mailbox_topo;
+    int stop = w->mailbox_stop;
+    w->mailbox_topo = NULL;
+    pthread_mutex_unlock(&w->mailbox_lock);
+    if (t)
+        worker_take_topology(w, t);
+    if (stop)
+        event_base_loopexit(w->base, NULL);
+}
+
+void worker_post_topology(struct worker *w, struct topology *t)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    if (w->mailbox_topo)
+        topology_unref(w->mailbox_topo);
+    w->mailbox_topo = topology_ref(t);
+    pthread_mutex_unlock(&w->mailbox_lock);
+    event_active(w->mailbox_event, EV_READ, 0);
+}
+
+void worker_post_stop(struct worker *w)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    w->mailbox_stop = 1;
+    pthread_mutex_unlock(&w->mailbox_lock);
+    event_active(w->mailbox_event, EV_READ, 0);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    (void)l;
+    client_accept(arg, fd, sa, salen);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    (void)l;
+    (void)arg;
+    log_warning("listen", "accept failed: %s",
+                evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
+{
+    memset(w, 0, sizeof *w);
+    w->id = id;
+    w->proxy = p;
+    w->cfg = &p->cfg;
+    w->base = event_base_new();
+    if (!w->base)
+        return -1;
+    w->mailbox_event = event_new(w->base, -1, EV_PERSIST | EV_READ, mailbox_cb, w);
+    pthread_mutex_init(&w->mailbox_lock, NULL);
+    pthread_mutex_init(&w->clients_lock, NULL);
+    TAILQ_INIT(&w->clients);
+    w->node_opts.connect_timeout_ms = p->cfg.node_connect_timeout_ms;
+    w->node_opts.timeout_ms = p->cfg.node_timeout_ms;
+    w->node_opts.user = p->cfg.cluster_user;
+    w->node_opts.password = p->cfg.cluster_password;
+    worker_take_topology(w, topology_ref(t));
+    return w->mailbox_event ? 0 : -1;
+}
+
+int worker_listen(struct worker *w, const char *host, int port, char *err, size_t errlen)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *res = NULL;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    w->listener = evconnlistener_new_bind(w->base, accept_cb, w,
+                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                          LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC,
+                                          511, res->ai_addr, (int)res->ai_addrlen);
+    freeaddrinfo(res);
+    if (!w->listener) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
+                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        return -1;
+    }
+    evconnlistener_set_error_cb(w->listener, accept_error_cb);
+    return 0;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    event_base_dispatch(w->base);
+    return NULL;
+}
+
+int worker_start(struct worker *w)
+{
+    return pthread_create(&w->thread, NULL, worker_main, w) == 0 ? 0 : -1;
+}
+
+void worker_join(struct worker *w)
+{
+    pthread_join(w->thread, NULL);
+}

@@ -1,0 +1,79 @@
+/*
+ * worker: one thread with its own event loop, listener (SO_REUSEPORT), clients,
+ * node connections and request pool. Nothing on the request path is shared
+ * with another thread, so nothing on it takes a lock.
+ *
+ * The control thread (control.h) hands a worker a new topology through its
+ * mailbox, the one place a lock is taken; the worker takes it on its own loop
+ * and drops its reference to the old one. A worker's slot map starts as the
+ * topology's and is patched by MOVED until the next topology arrives.
+ */
+#ifndef TAGPROXY_WORKER_H
+#define TAGPROXY_WORKER_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "cluster/node.h"
+#include "cluster/slot.h"
+#include "cluster/topology.h"
+#include "proxy/client.h"
+#include "proxy/config.h"
+
+struct proxy;
+
+struct worker_stats {
+    uint64_t connections;
+    uint64_t commands;
+    uint64_t moved, ask, retries, retries_exhausted, lost_replies;
+    uint64_t net_in, net_out;
+    uint64_t rejected_clients;
+};
+
+struct worker {
+    int id;
+    struct proxy *proxy;
+    const struct config *cfg;
+    pthread_t thread;
+    struct event_base *base;
+    struct evconnlistener *listener;
+
+    struct event *mailbox_event;
+    pthread_mutex_t mailbox_lock;
+    struct topology *mailbox_topo;      /* under mailbox_lock */
+    int mailbox_stop;                   /* under mailbox_lock */
+
+    struct topology *topo;
+    int16_t slot_node[SLOT_COUNT];
+    struct node_conn **conns;           /* per topo node, NULL until used */
+    struct node_opts node_opts;
+
+    pthread_mutex_t clients_lock;       /* accept/close and CLIENT LIST only */
+    TAILQ_HEAD(, client) clients;
+    int nclients;
+
+    struct request *free_requests;
+    int nfree_requests;
+    struct worker_stats stats;
+};
+
+int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t);
+int worker_listen(struct worker *w, const char *host, int port, char *err, size_t errlen);
+int worker_start(struct worker *w);
+void worker_join(struct worker *w);
+
+/* From the control thread: publish t (a reference is taken for w), or stop. */
+void worker_post_topology(struct worker *w, struct topology *t);
+void worker_post_stop(struct worker *w);
+
+/* The connection to master `node` of the current topology, made on demand. */
+struct node_conn *worker_conn(struct worker *w, int node);
+
+/* The master that serves slot (or any master for slot -1): index or -1. */
+int worker_node_for_slot(const struct worker *w, int slot);
+
+/* Ask the control thread to read the topology again (rate-limited there). */
+void worker_want_refresh(struct worker *w);
+
+#endif
