@@ -350,17 +350,19 @@ static void command_getkeys(struct request *r)
         request_fail(r, "ERR Invalid command specified");
         return;
     }
+    if (!command_has_keys(c)) {
+        request_fail(r, "ERR The command has no key arguments");
+        return;
+    }
     if (!command_arity_ok(c, argc)) {
         request_fail(r, "ERR Invalid number of arguments specified for command");
         return;
     }
     int *keys = malloc(sizeof *keys * (size_t)argc);
     int n = keys ? command_keys(c, r->data, r->args + 2, argc, keys, argc) : -1;
-    if (n < 0)
+    if (n <= 0 && !(n == 0 && (c->flags & CMD_NO_MANDATORY_KEYS))) {
         request_fail(r, "ERR Invalid arguments specified for command");
-    else if (n == 0)
-        request_fail(r, "ERR The command has no key arguments");
-    else {
+    } else {
         resp_add_array(out(r), n);
         for (int i = 0; i < n; i++)
             reply_arg_bulk(r, 2 + keys[i]);
