@@ -20,6 +20,31 @@
  * holds the Redis-style message ("Protocol error: invalid bulk length") and
  * every later feed returns RESP_PARSE_ERROR.
  *
+ * Errors are redis-server 7.0's, as it answers the same byte stream fed one
+ * byte at a time (so the outcome never depends on fragmentation):
+ *   "Protocol error: invalid multibulk length"    count not an integer, > INT_MAX
+ *   "Protocol error: unauthenticated multibulk length"   count > 10 before AUTH
+ *   "Protocol error: too big mbulk count string"  no CR in 64 KiB of a '*' line
+ *   "Protocol error: expected '$', got 'x'"       (CR, LF and NUL shown as ' ')
+ *   "Protocol error: invalid bulk length"         not an integer, < 0, > max_bulk_len
+ *   "Protocol error: unauthenticated bulk length" length > 16384 before AUTH
+ *   "Protocol error: too big bulk count string"   no CR in 64 KiB of a '$' line
+ *   "Protocol error: too big inline request"      no LF in 64 KiB of an inline line
+ *   "Protocol error: unbalanced quotes in request"
+ * and three that Redis does not check (it skips two bytes whatever they are,
+ * and closes a client over its query buffer limit without a reply):
+ *   RESP_ERR_CRLF   a header line's CR not followed by LF
+ *   RESP_ERR_BULK_CRLF  a bulk payload not followed by CRLF
+ *   RESP_ERR_LIMIT  the command would exceed max_command_len
+ * Where Redis would wait forever (a NUL byte stops its strchr() search for
+ * the line end), the NUL is taken as a character: an invalid length in a
+ * header, the end of the arguments in an inline line (sdssplitargs stops there).
+ *
+ * An empty command is not an error: "*0\r\n", "*-1\r\n" (any count <= 0) and
+ * a blank inline line are skipped by Redis. They end in RESP_PARSE_DONE with
+ * argc == 0 (empty_inline is also set for the inline case); the caller drops
+ * their cmd_len bytes and sends nothing.
+ *
  * The writers append Redis-style replies to an evbuffer.
  */
 #ifndef TAGPROXY_RESP_H
@@ -44,14 +69,19 @@ enum resp_parse_status {
 
 /* Redis's own caps (server.h). */
 #define RESP_INLINE_MAX      (64 * 1024)          /* PROTO_INLINE_MAX_SIZE */
-#define RESP_MULTIBULK_MAX   (1024 * 1024)        /* counts above: "invalid multibulk length" */
+#define RESP_MULTIBULK_MAX   2147483647LL         /* INT_MAX: Redis 7.0's cap (6.x had 1M) */
 #define RESP_UNAUTH_MULTIBULK_MAX 10              /* before AUTH, as Redis 7 */
 #define RESP_UNAUTH_BULK_MAX 16384
+
+#define RESP_ERR_CRLF      "Protocol error: expected LF after CR"
+#define RESP_ERR_BULK_CRLF "Protocol error: expected CRLF after bulk data"
+#define RESP_ERR_LIMIT     "Protocol error: command exceeds client-query-buffer-limit"
 
 struct resp_parser {
     /* limits, set by resp_parser_init() and changeable between commands */
     long long max_bulk_len;          /* proto-max-bulk-len */
-    size_t    max_command_len;       /* client-query-buffer-limit */
+    size_t    max_command_len;       /* client-query-buffer-limit; 0: none.
+                                        Offsets are 32-bit, so at most 4 GiB - 2 */
     int       unauthenticated;       /* apply Redis's pre-AUTH caps */
 
     /* result of the last RESP_PARSE_DONE (valid until resp_parser_next()) */
@@ -71,8 +101,15 @@ struct resp_parser {
     long long bulk_left;
     size_t    pos;                   /* bytes of the current command seen */
     size_t    args_cap;
-    char     *line;                  /* partial header/inline line */
+    char     *line;                  /* inline line (decoded in place) */
     size_t    line_len, line_cap;
+    size_t    inline_mb_cap;
+    size_t    hdr_len;               /* bytes of a '*'/'$' line before its CR */
+    int       hdr_cr;                /* the CR was seen; next byte ends the line */
+    char      hdr_first;             /* its first byte */
+    char      hdr_num[22];           /* up to 21 bytes after the first one */
+    int       hdr_num_len;           /* 22: longer than any integer */
+    char      errbuf[48];            /* for "expected '$', got 'x'" */
 };
 
 void resp_parser_init(struct resp_parser *p, long long max_bulk_len,
@@ -90,13 +127,15 @@ void resp_parser_free(struct resp_parser *p);
 size_t resp_parser_feed(struct resp_parser *p, const char *buf, size_t len,
                         enum resp_parse_status *status);
 
-/* Forget the completed command and get ready for the next one. */
+/* Forget the completed command and get ready for the next one. Buffers
+ * grown by an unusually large command are released here. */
 void resp_parser_next(struct resp_parser *p);
 
 /*
  * Split an inline line as redis-cli/sdssplitargs does ("a b", 'c', \x41 ...)
  * and write it as a multibulk command. Returns 0, or -1 on unbalanced quotes.
- * *out is malloc'd; args (malloc'd, *argc entries) index into it.
+ * *out is malloc'd; args (malloc'd, *argc entries) index into it. A line
+ * with no argument gives argc 0 and "*0\r\n". Returns -2 if out of memory.
  */
 int resp_inline_to_multibulk(const char *line, size_t len, char **out,
                              size_t *out_len, struct resp_arg **args, int *argc);
@@ -104,6 +143,8 @@ int resp_inline_to_multibulk(const char *line, size_t len, char **out,
 /* Reply writers. */
 void resp_add_simple(struct evbuffer *b, const char *s);           /* +s\r\n */
 void resp_add_error(struct evbuffer *b, const char *msg);          /* -msg\r\n */
+/* The error writers turn CR and LF inside the message into spaces, as
+ * Redis does, so a reply can never break the framing. */
 void resp_add_errorf(struct evbuffer *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void resp_add_integer(struct evbuffer *b, long long v);
