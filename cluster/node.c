@@ -161,6 +161,16 @@ static void read_cb(struct bufferevent *bev, void *arg)
         r->on_reply(r, in, len, &c->scan);
         reply_scanner_init(&c->scan);
     }
+    if (c->retiring && c->ninflight == 0 && c->state != NODE_CLOSED)
+        node_conn_close(c, "the node is no longer a master");
+}
+
+void node_conn_retire(struct node_conn *c)
+{
+    c->retiring = 1;
+    c->on_down = NULL;
+    if (c->ninflight == 0)
+        node_conn_close(c, "the node is no longer a master");
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -210,9 +220,13 @@ struct node_conn *node_conn_new(struct event_base *base, const char *addr,
     }
     bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)sa, (int)salen) < 0) {
+        bufferevent_free(c->bev);
+        event_free(c->timer);
+        free(c);
+        return NULL;
+    }
     timer_arm(c, (uint64_t)opts->connect_timeout_ms);
-    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)sa, (int)salen) < 0)
-        c->state = NODE_CLOSED;   /* reported by the first send's failure */
     if (opts->password) {
         const char *argv[3] = { "AUTH" };
         int argc = 1;

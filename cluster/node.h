@@ -73,11 +73,13 @@ struct node_conn {
     struct reply_scanner scan;
     size_t scanned;             /* bytes of the current reply already scanned */
     const struct node_opts *opts;
+    int retiring;               /* close once the last reply is in */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     void *down_arg;
 };
 
-/* Start connecting (non-blocking) to sa; requests may be sent at once. */
+/* Start connecting (non-blocking) to sa; requests may be sent at once.
+ * NULL when not even the connect could be started. */
 struct node_conn *node_conn_new(struct event_base *base, const char *addr,
                                 const struct sockaddr *sa, socklen_t salen,
                                 const struct node_opts *opts);
@@ -87,6 +89,9 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
 
 /* Queue ASKING (its +OK is consumed here) right before the next command. */
 void node_send_asking(struct node_conn *c);
+
+/* No more requests will come: close once nothing is in flight. */
+void node_conn_retire(struct node_conn *c);
 
 /* Fail everything in flight with why, close the socket. Idempotent. */
 void node_conn_close(struct node_conn *c, const char *why);

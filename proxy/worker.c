@@ -70,10 +70,7 @@ static void worker_take_topology(struct worker *w, struct topology *t)
         if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0) {
             conns[j] = c;
         } else {
-            c->on_down = NULL;
-            if (c->ninflight == 0)
-                node_conn_close(c, "the node is no longer a master");
-            /* else: it is let be; its replies still arrive, nothing new is sent */
+            node_conn_retire(c);    /* its replies still arrive; nothing new is sent */
         }
     }
     free(w->conns);
