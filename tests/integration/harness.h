@@ -67,6 +67,10 @@ struct h_topo {
     char master_id[H_MAX_NODES][48];
 };
 
+/* snprintf that fails the test rather than truncate. */
+#define H_FMT(buf, size, ...) \
+    ck_assert_msg(snprintf((buf), (size), __VA_ARGS__) < (int)(size), "'%s' truncated", #buf)
+
 /* ---------- time, environment, addresses ---------- */
 
 H_UNUSED static long long h_now_ms(void)
@@ -403,7 +407,7 @@ H_UNUSED static void h_key_on_master(const struct h_topo *t, int m, const char *
 {
     int seen = 0;
     for (long i = 0; i < 10000000; i++) {
-        snprintf(buf, size, "%s:%ld", prefix, i);
+        H_FMT(buf, size, "%s:%ld", prefix, i);
         if (h_topo_owner(t, h_slot(buf)) == m && seen++ == nth)
             return;
     }
@@ -414,7 +418,7 @@ H_UNUSED static void h_key_on_master(const struct h_topo *t, int m, const char *
 H_UNUSED static void h_tag_for_slot(int slot, char *buf, size_t size)
 {
     for (long i = 0; i < 100000000; i++) {
-        snprintf(buf, size, "t%ld", i);
+        H_FMT(buf, size, "t%ld", i);
         if (h_slot(buf) == slot)
             return;
     }
