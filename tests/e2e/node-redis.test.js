@@ -17,9 +17,10 @@ const plain = (obj) => ({ ...obj });
 
 describe('node-redis 4 through the proxy', { timeout: 60000 }, () => {
   before(async () => {
-    client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
-    client.on('error', () => {}); // failures surface as rejected commands
-    await client.connect();
+    const c = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
+    c.on('error', () => {}); // failures surface as rejected commands
+    await c.connect();
+    client = c;
   });
 
   after(async () => {
