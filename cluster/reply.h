@@ -34,12 +34,22 @@ struct reply_scanner {
     /* private */
     int       state;
     long long pending;      /* elements still owed */
-    long long bulk_left;    /* bytes of bulk payload + CRLF still to skip */
-    char      num[24];      /* partial header line digits */
-    int       num_len;
+    long long bulk_left;    /* bytes of bulk payload still to skip */
+    long long num;          /* partial header line: its value so far */
+    int       num_len;      /* digits of it seen */
+    int       num_neg;      /* a '-' was seen */
+    char      hdr;          /* '$' or '*': whose header it is */
     int       err_len;
 };
 
+/*
+ * What the scanner accepts, and what is REPLY_SCAN_ERROR: a type byte other
+ * than + - : $ *; a '$' or '*' length that is empty, not digits, more than
+ * 18 digits, or negative other than -1; a CR not followed by LF; a bulk
+ * payload not followed by CRLF; elements owed beyond LLONG_MAX. The content
+ * of + - : lines is not checked. RESP3 types are errors (the proxy speaks
+ * RESP2 to nodes).
+ */
 void reply_scanner_init(struct reply_scanner *s);
 
 /* Feed bytes; returns how many were consumed and stops right after a
@@ -56,9 +66,14 @@ enum reply_redirect {
     REPLY_CLUSTERDOWN       /* -CLUSTERDOWN ... (did not run) */
 };
 
-/* Classify an error line (without the leading '-'). For MOVED/ASK fills
- * *slot and addr ("host:port", NUL-terminated, at most addr_size-1 bytes);
- * a malformed redirect is REPLY_PLAIN. */
+/* Classify an error line (without the leading '-' and the CRLF). For
+ * MOVED/ASK fills *slot and addr ("host:port", NUL-terminated, at most
+ * addr_size-1 bytes); slot and addr are left alone otherwise. A redirect is
+ * well formed when it is exactly "MOVED <slot> <host>:<port>": slot 0-16383,
+ * port 1-65535 (the last ':' splits, so "::1:6381" is IPv6), host without
+ * spaces, possibly empty (Redis 7's unknown-endpoint: "same host as this
+ * node"). Anything else, or an addr that does not fit, is REPLY_PLAIN.
+ * TRYAGAIN and CLUSTERDOWN are the first word of the line. */
 enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
                                    char *addr, size_t addr_size);
 
