@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# `make test`: scripts/test.sh [--unit-only] [UNIT_TEST_BINARY...]
+#
+# 1. Runs the unit test binaries given as arguments.
+# 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
+#    on free ports (base in 20000-29000, each port and port+10000 free) in a
+#    temporary folder, and build/tagproxy on another free port (its log in
+#    that folder, its tail printed when a test fails); runs every
+#    build/tests/integration/test_* with
+#      TAGPROXY_TEST_PROXY=127.0.0.1:PORT   TAGPROXY_TEST_NODES="127.0.0.1:P ..."
+#      TAGPROXY_TEST_BIN=$PWD/build/tagproxy TAGPROXY_TEST_DIR=<the folder>
+#    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
+#    at the proxy) when tests/e2e/package.json exists.
+# 3. Stops the proxy and the cluster by PID and removes the folder, whatever
+#    happens. Touches no Redis it did not start.
+#
+# Counts test binaries and suites; the last line is "tests: N passed, N failed";
+# the exit status is 0 only if nothing failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+unit_only=0
+units=()
+for a in "$@"; do
+    case $a in
+        --unit-only) unit_only=1 ;;
+        -h|--help) sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) units+=("$a") ;;
+    esac
+done
+
+passed=0 failed=0 failures=()
+record() {   # record NAME STATUS
+    if [ "$2" -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures+=("$1")
+    fi
+}
+
+summary() {
+    local f
+    for f in "${failures[@]}"; do echo "FAILED: $f"; done
+    echo "tests: $passed passed, $failed failed"
+}
+
+# The proxy and the tests must not pick up directives from the caller's
+# environment (TAGPROXY_LISTEN, TAGPROXY_REQUIREPASS, ...).
+clean_env=()
+for v in $(compgen -e | grep '^TAGPROXY_' || true); do clean_env+=(-u "$v"); done
+
+for u in "${units[@]}"; do
+    echo "== unit: $u"
+    env "${clean_env[@]}" "$u"
+    record "$u" $?
+done
+
+if [ "$unit_only" = 1 ]; then
+    summary
+    [ "$failed" -eq 0 ]
+    exit
+fi
+
+bin=$PWD/build/tagproxy
+dir= proxy_pid= proxy_port= base=
+
+# Processes started by tests (extra proxies) have their output in $dir:
+# whatever still writes there at the end is ours to stop.
+stop_leftovers() {
+    local fd pid target
+    [ -n "$dir" ] && [ -d "$dir" ] || return 0
+    for fd in /proc/[0-9]*/fd/1; do
+        target=$(readlink "$fd" 2>/dev/null) || continue
+        case $target in
+            "$dir"/*)
+                pid=${fd#/proc/}; pid=${pid%%/*}
+                if pid_matches "$pid" tagproxy; then
+                    log "stopping leftover proxy $pid"
+                    stop_pid "$pid" 3 || true
+                fi
+                ;;
+        esac
+    done
+}
+
+cleanup() {
+    trap - EXIT INT TERM
+    if [ -n "$proxy_pid" ]; then stop_pid "$proxy_pid" 5 || true; fi
+    stop_leftovers
+    if [ -n "$dir" ] && [ -d "$dir" ]; then
+        scripts/cluster.sh stop --dir "$dir" >/dev/null 2>&1 || true
+        rm -rf "$dir"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A base port whose 6 ports and their bus ports (+10000) are free.
+pick_base() {
+    local b i ok
+    for ((i = 0; i < 200; i++)); do
+        b=$((20000 + RANDOM % 8990))
+        ok=1
+        for ((p = b; p < b + 6; p++)); do
+            ports_free "$p" $((p + 10000)) || { ok=0; break; }
+        done
+        [ "$ok" = 1 ] && { echo "$b"; return 0; }
+    done
+    return 1
+}
+
+pick_proxy_port() {
+    local p i
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + RANDOM % 9000))
+        if [ "$p" -ge "$base" ] && [ "$p" -lt $((base + 6)) ]; then continue; fi
+        ports_free "$p" && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+start_cluster() {
+    local attempt
+    for attempt in 1 2 3; do
+        base=$(pick_base) || { log "no free base port"; return 1; }
+        dir=$(mktemp -d "${TMPDIR:-/tmp}/tagproxy-test.XXXXXX")
+        echo "== cluster: 127.0.0.1:$base-$((base + 5)) in $dir"
+        # a long cluster-node-timeout: test_pause freezes a master for seconds
+        # and must not cause a failover
+        if scripts/cluster.sh start --base-port "$base" --dir "$dir" --node-timeout 30000 >/dev/null; then
+            return 0
+        fi
+        rm -rf "$dir"   # (cluster.sh already stopped what it started)
+        dir=
+        log "cluster start failed (attempt $attempt)"
+    done
+    return 1
+}
+
+proxy_log_tail() {
+    [ -f "$dir/proxy.log" ] || return 0
+    echo "--- last lines of the proxy's log ($dir/proxy.log):"
+    tail -n 40 "$dir/proxy.log"
+    echo "---"
+}
+
+start_proxy() {
+    local i seeds=()
+    for ((i = 0; i < 6; i++)); do seeds+=("127.0.0.1:$((base + i))"); done
+    proxy_port=$(pick_proxy_port) || { log "no free proxy port"; return 1; }
+    echo "== proxy: $bin on 127.0.0.1:$proxy_port"
+    env "${clean_env[@]}" "$bin" --listen "127.0.0.1:$proxy_port" --cluster "${seeds[@]}" \
+        >> "$dir/proxy.log" 2>&1 &
+    proxy_pid=$!
+    for ((i = 0; i < 200; i++)); do
+        redis_ping "$proxy_port" && return 0
+        pid_alive "$proxy_pid" || break
+        sleep 0.1
+    done
+    log "the proxy does not answer PING"
+    proxy_log_tail
+    stop_pid "$proxy_pid" 3 || true
+    proxy_pid=
+    return 1
+}
+
+if [ ! -x "$bin" ]; then
+    log "$bin is missing; run make"
+    record "build/tagproxy" 1
+    summary
+    exit 1
+fi
+if ! start_cluster; then
+    record "cluster start" 1
+    summary
+    exit 1
+fi
+nodes=""
+for ((i = 0; i < 6; i++)); do nodes+="${nodes:+ }127.0.0.1:$((base + i))"; done
+
+set_test_env() {
+    test_env=("${clean_env[@]}" TAGPROXY_TEST_PROXY="127.0.0.1:$proxy_port"
+              TAGPROXY_TEST_NODES="$nodes" TAGPROXY_TEST_BIN="$bin" TAGPROXY_TEST_DIR="$dir")
+}
+
+if start_proxy; then
+    set_test_env
+    for t in build/tests/integration/test_*; do
+        [ -x "$t" ] && [ -f "$t" ] || continue
+        case ${t##*/} in *.*) continue ;; esac
+        echo "== integration: $t"
+        env "${test_env[@]}" "$t"
+        rc=$?
+        if ! pid_alive "$proxy_pid"; then
+            echo "the proxy exited during $t"
+            rc=1
+        fi
+        [ "$rc" -ne 0 ] && proxy_log_tail
+        record "$t" "$rc"
+        if ! pid_alive "$proxy_pid"; then
+            start_proxy || break
+            set_test_env
+        fi
+    done
+
+    if [ -f tests/e2e/package.json ]; then
+        echo "== e2e: node --test in tests/e2e"
+        if [ ! -d tests/e2e/node_modules ]; then
+            log "tests/e2e/node_modules is missing; run make deps"
+            rc=1
+        else
+            (cd tests/e2e && env "${test_env[@]}" REDIS_URL="redis://127.0.0.1:$proxy_port" node --test)
+            rc=$?
+        fi
+        [ "$rc" -ne 0 ] && proxy_log_tail
+        record "tests/e2e" "$rc"
+    fi
+else
+    record "proxy start" 1
+fi
+
+cleanup
+summary
+[ "$failed" -eq 0 ]
