@@ -160,7 +160,7 @@ start_exit() {
     [ "$started" = 1 ] && return 0
     log "start failed; stopping what was started"
     for f in "$dir"/*/redis.log; do
-        [ -f "$f" ] && { echo "--- $f" >&2; tail -n 2 "$f" >&2; }
+        [ -f "$f" ] && { echo "--- $f" >&2; grep -v overcommit "$f" | tail -n 2 >&2; }
     done
     do_stop
     exit $((rc == 0 ? 1 : rc))

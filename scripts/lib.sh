@@ -4,15 +4,17 @@
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-# port_listening PORT: true if some socket listens on TCP PORT (any address,
-# IPv4 or IPv6). Read from /proc so that nothing else need be installed.
-port_listening() {
+# port_busy PORT: true if some TCP socket (IPv4 or IPv6) has PORT as its
+# local port: a listener, or a connection using it as its ephemeral port
+# (bind fails on those too). TIME_WAIT does not count: redis-server binds
+# with SO_REUSEADDR. Read from /proc so that nothing else need be installed.
+port_busy() {
     local hex f
     hex=$(printf '%04X' "$1")
     for f in /proc/net/tcp /proc/net/tcp6; do
         [ -r "$f" ] || continue
-        # local_address is field 2 (ADDR:PORT in hex), st is field 4; 0A = LISTEN
-        if awk -v p="$hex" 'NR > 1 { split($2, a, ":"); if (a[2] == p && $4 == "0A") f = 1 }
+        # local_address is field 2 (ADDR:PORT in hex), st is field 4; 06 = TIME_WAIT
+        if awk -v p="$hex" 'NR > 1 { n = split($2, a, ":"); if (a[n] == p && $4 != "06") f = 1 }
                             END { exit !f }' "$f"; then
             return 0
         fi
@@ -20,11 +22,11 @@ port_listening() {
     return 1
 }
 
-# ports_free PORT...: true if none of the ports has a listener.
+# ports_free PORT...: true if none of the ports is busy.
 ports_free() {
     local p
     for p in "$@"; do
-        port_listening "$p" && return 1
+        port_busy "$p" && return 1
     done
     return 0
 }

@@ -98,11 +98,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# A base port whose 6 ports and their bus ports (+10000) are free.
+# A base port whose 6 ports and their bus ports (+10000) are free. Bases
+# whose bus ports stay below the kernel's ephemeral range are preferred, so
+# that no outgoing connection can take one meanwhile.
 pick_base() {
-    local b i ok
+    local b i ok lo hi=28990
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ $((lo - 10006)) -gt 20100 ] && hi=$((lo - 10006))
+    [ "$hi" -gt 28990 ] && hi=28990
     for ((i = 0; i < 200; i++)); do
-        b=$((20000 + RANDOM % 8990))
+        b=$((20000 + RANDOM % (hi - 20000)))
         ok=1
         for ((p = b; p < b + 6; p++)); do
             ports_free "$p" $((p + 10000)) || { ok=0; break; }
