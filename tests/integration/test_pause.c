@@ -285,7 +285,9 @@ static void thaw_all_nodes(void)
             if (strstr(exe, "redis-server") == NULL)
                 continue;
         }
-        state = proc_state((pid_t)pid);
+        /* the guard process thaws it as the test ends: give it a moment */
+        for (int i = 0; i < 20 && (state = proc_state((pid_t)pid)) == 'T'; i++)
+            h_sleep_ms(50);
         if (state == 'T')
             fprintf(stderr, "test_pause: node %d was left stopped; sending SIGCONT\n", port);
         kill((pid_t)pid, SIGCONT);
