@@ -131,6 +131,19 @@ size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
                 s->type = c;
             if (c == '$' || c == '*') {
                 s->hdr = c;
+                /* the whole length line in the buffer: no state per byte */
+                size_t j = i, end = len - i > NUM_DIGITS_MAX ? i + NUM_DIGITS_MAX : len;
+                long long v = 0;
+                while (j < end && buf[j] >= '0' && buf[j] <= '9')
+                    v = v * 10 + (buf[j++] - '0');
+                if (j > i && j + 1 < len && buf[j] == '\r' && buf[j + 1] == '\n') {
+                    s->num = v;
+                    s->num_len = (int)(j - i);
+                    s->num_neg = 0;
+                    i = j + 2;
+                    header_done(s);
+                    break;
+                }
                 s->num = 0;
                 s->num_len = 0;
                 s->num_neg = 0;

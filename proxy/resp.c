@@ -324,7 +324,7 @@ static size_t hdr_feed(struct resp_parser *p, const char *b, size_t n)
  * zero, at most 18 digits) lying whole in b. Returns the bytes it took, or
  * 0 to let hdr_feed() decide.
  */
-static size_t hdr_fast(const char *b, size_t n, char type, long long *v)
+static inline size_t hdr_fast(const char *b, size_t n, char type, long long *v)
 {
     if (n < 4 || b[0] != type)
         return 0;
@@ -345,6 +345,40 @@ static size_t hdr_fast(const char *b, size_t n, char type, long long *v)
         return 0;
     *v = x;
     return i + 2;
+}
+
+/*
+ * Fast path for the common case: a whole multibulk command of canonical
+ * headers lying in b, within every limit. Returns its length, or 0 (having
+ * changed nothing the state machine reads) to let the state machine decide.
+ */
+static size_t mb_fast(struct resp_parser *p, const char *b, size_t n)
+{
+    long long count, len;
+    size_t i = hdr_fast(b, n, '*', &count);
+
+    if (!i || count <= 0 || count > ARGS_KEEP ||
+        (count > RESP_UNAUTH_MULTIBULK_MAX && p->unauthenticated))
+        return 0;
+    if (args_reserve(&p->args, &p->args_cap, (size_t)count) < 0)
+        return 0;
+    for (long long a = 0; a < count; a++) {
+        size_t h = hdr_fast(b + i, n - i, '$', &len);
+        if (!h || len > p->max_bulk_len || (len > RESP_UNAUTH_BULK_MAX && p->unauthenticated))
+            return 0;
+        i += h;
+        if ((size_t)len + 2 > n - i || b[i + len] != '\r' || b[i + len + 1] != '\n')
+            return 0;
+        p->args[a].off = (uint32_t)i;
+        p->args[a].len = (uint32_t)len;
+        i += (size_t)len + 2;
+    }
+    if (i > parser_limit(p))
+        return 0;
+    p->argc = (int)count;
+    p->pos = i;
+    finish(p);
+    return i;
 }
 
 /* One command's worth of multibulk from the state in p->state. */
@@ -636,6 +670,11 @@ size_t resp_parser_feed(struct resp_parser *p, const char *buf, size_t len,
     size_t used = 0;
     if (n > 0 && p->state == ST_START) {
         if (buf[0] == '*') {
+            used = mb_fast(p, buf, n);
+            if (used) {
+                *status = RESP_PARSE_DONE;
+                return used;
+            }
             p->state = ST_COUNT;
         } else {
             p->state = ST_INLINE;
