@@ -99,7 +99,9 @@ struct resp_parser {
     int       state;
     long long multibulk_left;
     long long bulk_left;
-    size_t    pos;                   /* bytes of the current command seen */
+    size_t    pos;                   /* bytes of the current command taken so
+                                        far; callers may read it (where the
+                                        next feed resumes in their buffer) */
     size_t    args_cap;
     char     *line;                  /* inline line (decoded in place) */
     size_t    line_len, line_cap;
