@@ -22,7 +22,7 @@
 #
 # Environment:
 #   BENCH_REQUESTS       requests per pipeline-1 run      (default 200000)
-#   BENCH_REQUESTS_P16   requests per pipeline-16 run     (default 10 x that)
+#   BENCH_REQUESTS_P16   requests per pipeline-16 run     (default 5 x that)
 #   BENCH_CLIENTS        redis-benchmark -c                (default 50)
 #   BENCH_KEYSPACE       redis-benchmark -r                (default 100000)
 #   BENCH_THREADS        tagproxy --threads                (default 1)
@@ -38,7 +38,7 @@ top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 requests=${BENCH_REQUESTS:-200000}
-requests16=${BENCH_REQUESTS_P16:-$((requests * 10))}
+requests16=${BENCH_REQUESTS_P16:-$((requests * 5))}
 clients=${BENCH_CLIENTS:-50}
 keyspace=${BENCH_KEYSPACE:-100000}
 threads=${BENCH_THREADS:-1}
