@@ -29,7 +29,7 @@ INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard
 TEST_HELP = $(wildcard tests/unit/check_main.c)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all deps run test unit integration e2e bench clean
+.PHONY: all deps run test unit integration e2e bench fuzz clean
 
 all: $(B)/tagproxy
 
@@ -65,6 +65,16 @@ unit: all $(UNIT)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+# libFuzzer harnesses over the parsers' own sources (clang). FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
+fuzz:
+	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
+	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp
+	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply
 
 clean:
 	rm -rf $(B)

@@ -258,7 +258,15 @@ static int router_redirect(struct request *r, enum reply_redirect kind, int slot
                            const char *addr)
 {
     struct worker *w = r->worker;
+    char full[160];
     int node;
+    /* "MOVED 3999 :6381": an unknown endpoint means the host that answered */
+    if (addr[0] == ':' && r->nreq.conn) {
+        const char *colon = strrchr(r->nreq.conn->addr, ':');
+        int hostlen = colon ? (int)(colon - r->nreq.conn->addr) : 0;
+        snprintf(full, sizeof full, "%.*s%s", hostlen, r->nreq.conn->addr, addr);
+        addr = full;
+    }
     switch (kind) {
     case REPLY_MOVED:
     case REPLY_ASK:
