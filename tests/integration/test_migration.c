@@ -12,7 +12,8 @@
 
 #include "harness.h"
 
-enum { PRELOAD = 1500, BATCH = 25, BATCH_PAUSE_MS = 3, NWRITER = 2 };
+/* keys preloaded in the slot; keys each writer cycles through; MIGRATE batch */
+enum { PRELOAD = 1500, WKEYS = 500, BATCH = 20, BATCH_PAUSE_MS = 5, NWRITER = 2 };
 
 /* Set in Check's parent process, so inherited by the forked test. */
 static char mig_tag[64];
@@ -37,17 +38,72 @@ static void writer_error(struct writer *w, const char *what, const redisReply *r
                  r != NULL ? h_show(r) : c->errstr);
 }
 
+/* A reply a writer expects: a status, a bulk or an integer. */
+struct want {
+    const char *what;
+    int type;
+    long long n;
+    char s[32];
+};
+
+/* Appends the commands of iteration i to c, and what they must answer. */
+static int append_iteration(struct writer *w, redisContext *c, long i, struct want *wt)
+{
+    char key[160];
+    long pre = (i * 7 + w->id) % PRELOAD;
+    int n = 0;
+
+    snprintf(key, sizeof(key), "{%s}:w%d:%ld", w->tag, w->id, i % WKEYS);
+    redisAppendCommand(c, "SET %s v%ld", key, i);
+    wt[n++] = (struct want){ "SET", REDIS_REPLY_STATUS, 0, "OK" };
+
+    snprintf(key, sizeof(key), "{%s}:ctr%d", w->tag, w->id);
+    redisAppendCommand(c, "INCR %s", key);
+    wt[n++] = (struct want){ "INCR", REDIS_REPLY_INTEGER, i + 1, "" };
+
+    /* a preloaded key, so that reads chase keys being moved */
+    snprintf(key, sizeof(key), "{%s}:pre:%ld", w->tag, pre);
+    redisAppendCommand(c, "GET %s", key);
+    wt[n] = (struct want){ "GET preloaded", REDIS_REPLY_STRING, 0, "" };
+    snprintf(wt[n++].s, sizeof(wt[0].s), "p%ld", pre);
+
+    if (i > 0) {
+        snprintf(key, sizeof(key), "{%s}:w%d:%ld", w->tag, w->id, (i - 1) % WKEYS);
+        redisAppendCommand(c, "GET %s", key);
+        wt[n] = (struct want){ "GET previous", REDIS_REPLY_STRING, 0, "" };
+        snprintf(wt[n++].s, sizeof(wt[0].s), "v%ld", i - 1);
+    }
+
+    snprintf(key, sizeof(key), "%s:other:%d:%ld", h_prefix(), w->id, i % 100);
+    redisAppendCommand(c, "SET %s x", key);
+    wt[n++] = (struct want){ "SET other", REDIS_REPLY_STATUS, 0, "OK" };
+    return n;
+}
+
+static int want_met(const redisReply *r, const struct want *wt)
+{
+    if (r->type != wt->type)
+        return 0;
+    if (r->type == REDIS_REPLY_INTEGER)
+        return r->integer == wt->n;
+    return strcmp(r->str, wt->s) == 0;
+}
+
 /*
- * Each iteration: SET {tag}:w<id>:<i> v<i>, INCR {tag}:ctr<id>, GET of the
- * previous key, and SET of a key elsewhere. Keys written before the
- * migration are read back while they move.
+ * Each iteration: SET {tag}:w<id>:<i mod WKEYS> v<i>, INCR {tag}:ctr<id>,
+ * GET of a preloaded key, GET of the previous key, and SET of a key
+ * elsewhere.
+ * Writers with an odd id send 8 iterations at a time as one pipeline, so
+ * that redirected commands must keep their place among the others.
  */
 static void *writer_main(void *arg)
 {
+    enum { MAXBATCH = 8, PER_IT = 5 };
     struct writer *w = arg;
     struct h_node a = h_proxy_addr();
     redisContext *c = h_connect_try(a.host, a.port);
-    char key[160], val[32];
+    struct want wt[MAXBATCH * PER_IT];
+    int batch = w->id % 2 ? MAXBATCH : 1;
 
     if (c == NULL) {
         w->errors = 1;
@@ -55,55 +111,21 @@ static void *writer_main(void *arg)
         return NULL;
     }
     while (!atomic_load(w->stop) && w->errors < 10) {
-        long i = w->ops;
-        redisReply *r;
-
-        snprintf(key, sizeof(key), "{%s}:w%d:%ld", w->tag, w->id, i);
-        snprintf(val, sizeof(val), "v%ld", i);
-        r = redisCommand(c, "SET %s %s", key, val);
-        if (r == NULL || r->type != REDIS_REPLY_STATUS)
-            writer_error(w, "SET", r, c);
-        if (r == NULL)
-            break;
-        freeReplyObject(r);
-
-        snprintf(key, sizeof(key), "{%s}:ctr%d", w->tag, w->id);
-        r = redisCommand(c, "INCR %s", key);
-        if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != i + 1)
-            writer_error(w, "INCR", r, c);
-        if (r == NULL)
-            break;
-        freeReplyObject(r);
-
-        /* a preloaded key, so that reads chase keys being moved */
-        snprintf(key, sizeof(key), "{%s}:pre:%ld", w->tag, (i * 7 + w->id) % PRELOAD);
-        snprintf(val, sizeof(val), "p%ld", (i * 7 + w->id) % PRELOAD);
-        r = redisCommand(c, "GET %s", key);
-        if (r == NULL || r->type != REDIS_REPLY_STRING || strcmp(r->str, val) != 0)
-            writer_error(w, "GET preloaded", r, c);
-        if (r == NULL)
-            break;
-        freeReplyObject(r);
-
-        if (i > 0) {
-            snprintf(key, sizeof(key), "{%s}:w%d:%ld", w->tag, w->id, i - 1);
-            snprintf(val, sizeof(val), "v%ld", i - 1);
-            r = redisCommand(c, "GET %s", key);
-            if (r == NULL || r->type != REDIS_REPLY_STRING || strcmp(r->str, val) != 0)
-                writer_error(w, "GET previous", r, c);
-            if (r == NULL)
-                break;
+        int n = 0;
+        for (int b = 0; b < batch; b++)
+            n += append_iteration(w, c, w->ops + b, wt + n);
+        for (int k = 0; k < n; k++) {
+            void *r = NULL;
+            if (redisGetReply(c, &r) != REDIS_OK || r == NULL) {
+                writer_error(w, wt[k].what, NULL, c);
+                redisFree(c);
+                return NULL;
+            }
+            if (!want_met(r, &wt[k]))
+                writer_error(w, wt[k].what, r, c);
             freeReplyObject(r);
         }
-
-        snprintf(key, sizeof(key), "%s:other:%d:%ld", h_prefix(), w->id, i % 100);
-        r = redisCommand(c, "SET %s x", key);
-        if (r == NULL || r->type != REDIS_REPLY_STATUS)
-            writer_error(w, "SET other", r, c);
-        if (r == NULL)
-            break;
-        freeReplyObject(r);
-        w->ops++;
+        w->ops += batch;
     }
     redisFree(c);
     return NULL;
@@ -224,23 +246,26 @@ static void migrate_under_load(const struct h_topo *t, const char *tag, int roun
         ck_assert_msg(w[i].ops > before[i], "writer %d made no progress during the migration", i);
     }
 
-    /* every write is on the new owner, and reads back through the proxy */
+    /* every write is on the new owner, and reads back through the proxy:
+     * key j holds the value of the last iteration that wrote it */
     owner = h_connect_node(&t->masters[to]);
     p = h_connect_proxy();
     for (int i = 0; i < NWRITER; i++) {
+        long nkeys = w[i].ops < WKEYS ? w[i].ops : WKEYS;
         char key[160], val[32];
-        for (long j = 0; j < w[i].ops; j++) {
+        for (long j = 0; j < nkeys; j++) {
             snprintf(key, sizeof(key), "{%s}:w%d:%ld", tag, w[i].id, j);
             redisAppendCommand(owner, "GET %s", key);
             redisAppendCommand(p, "GET %s", key);
         }
-        for (long j = 0; j < w[i].ops; j++) {
+        for (long j = 0; j < nkeys; j++) {
             redisReply *r1 = h_get_reply(owner), *r2 = h_get_reply(p);
-            snprintf(val, sizeof(val), "v%ld", j);
+            snprintf(val, sizeof(val), "v%ld", j + (w[i].ops - 1 - j) / WKEYS * WKEYS);
             ck_assert_msg(r1->type == REDIS_REPLY_STRING && strcmp(r1->str, val) == 0,
-                          "writer %d key %ld on the new owner: %s", i, j, h_show(r1));
+                          "writer %d key %ld on the new owner: %s, want %s", i, j, h_show(r1), val);
             ck_assert_msg(r2->type == REDIS_REPLY_STRING && strcmp(r2->str, val) == 0,
-                          "writer %d key %ld through the proxy: %s", i, j, h_show(r2));
+                          "writer %d key %ld through the proxy: %s, want %s", i, j, h_show(r2),
+                          val);
             freeReplyObject(r1);
             freeReplyObject(r2);
         }
@@ -252,9 +277,8 @@ static void migrate_under_load(const struct h_topo *t, const char *tag, int roun
                           "counter %d: %s, want %s", i, h_show(r), val);
             freeReplyObject(r);
         }
+        slot_keys += nkeys + 1;   /* its keys and its counter */
     }
-    for (int i = 0; i < NWRITER; i++)
-        slot_keys += w[i].ops + 1;   /* its keys and its counter */
     ck_assert_int_eq(tagged_keys(owner, slot, tag), slot_keys);
     redisFree(p);
     redisFree(owner);

@@ -336,6 +336,96 @@ START_TEST(test_proto_max_bulk_len)
 }
 END_TEST
 
+/* A request that outgrows client-query-buffer-limit (1mb, an extra proxy)
+ * costs its sender the connection, and nobody else anything. */
+START_TEST(test_query_buffer_limit)
+{
+    static const char *args[] = { "--client-query-buffer-limit", "1mb", NULL };
+    struct h_proxy px;
+    redisContext *other;
+    redisReply *r;
+    char *chunk = malloc(100000), buf[4096];
+    int fd, closed;
+
+    ck_assert_ptr_nonnull(chunk);
+    memset(chunk, 'q', 100000);
+    h_proxy_start(&px, args);
+    other = h_connect_extra(&px);
+    fd = h_raw_connect(&px.addr);
+    /* 2 MB announced (under proto-max-bulk-len), 1.5 MB sent, never finished */
+    h_raw_sends(fd, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+    for (int i = 0; i < 15; i++) {
+        if (send(fd, chunk, 100000, MSG_NOSIGNAL) < 0)
+            break;   /* already closed: fine */
+    }
+    h_raw_recv(fd, buf, sizeof(buf), NULL, 3000, &closed);
+    ck_assert_msg(closed, "connection open with 1.5 MB buffered over a 1mb limit");
+    ck_assert_msg(buf[0] == '\0' || strncmp(buf, PROTO_ERR, strlen(PROTO_ERR)) == 0,
+                  "got '%s'", buf);
+    close(fd);
+    r = h_cmd(other, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(other);
+    h_proxy_stop(&px);
+    free(chunk);
+}
+END_TEST
+
+/* A client that sends but does not read is disconnected once the replies it
+ * owes pass client-output-buffer-limit (hard 1mb), instead of the proxy
+ * buffering 40 MB for it; other clients keep working. */
+START_TEST(test_output_buffer_limit)
+{
+    static const char *args[] = { "--client-output-buffer-limit", "1mb", "0", "0", NULL };
+    enum { NGET = 400, SIZE = 100000 };
+    struct h_proxy px;
+    redisContext *other;
+    redisReply *r;
+    char *buf = malloc(1 << 20), key[128], req[256];
+    size_t total = 0, reqlen;
+    int fd, closed = 0;
+    long long t0;
+
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, 'o', SIZE);
+    h_proxy_start(&px, args);
+    other = h_connect_extra(&px);
+    snprintf(key, sizeof(key), "%s:obl", h_prefix());
+    H_OK(other, "SET %s %b", key, buf, (size_t)SIZE);
+
+    fd = h_raw_connect(&px.addr);
+    reqlen = (size_t)snprintf(req, sizeof(req), "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n",
+                              strlen(key), key);
+    for (int i = 0; i < NGET; i++)
+        if (send(fd, req, reqlen, MSG_NOSIGNAL) < 0)
+            break;
+    /* not reading; meanwhile the other client is served */
+    t0 = h_now_ms();
+    while (h_now_ms() - t0 < 1500) {
+        r = h_cmd(other, "STRLEN %s", key);
+        H_EXPECT_INT(r, SIZE);
+        freeReplyObject(r);
+        h_sleep_ms(50);
+    }
+    while (!closed) {
+        size_t n = h_raw_recv(fd, buf, 1 << 20, NULL, 3000, &closed);
+        if (n == 0)
+            break;
+        total += n;
+    }
+    ck_assert_msg(closed, "slow reader still connected after %zu bytes", total);
+    ck_assert_msg(total < (size_t)NGET * SIZE, "slow reader got all %zu bytes", total);
+    close(fd);
+    r = h_cmd(other, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(other);
+    h_proxy_stop(&px);
+    free(buf);
+}
+END_TEST
+
 static Suite *protocol_suite(void)
 {
     Suite *s = suite_create("protocol");
@@ -353,6 +443,8 @@ static Suite *protocol_suite(void)
     tcase_add_test(tc, test_unknown_command);
     tcase_add_test(tc, test_refused_commands);
     tcase_add_test(tc, test_proto_max_bulk_len);
+    tcase_add_test(tc, test_query_buffer_limit);
+    tcase_add_test(tc, test_output_buffer_limit);
     suite_add_tcase(s, tc);
     return s;
 }
