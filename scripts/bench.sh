@@ -56,14 +56,20 @@ done
 tck=$(getconf CLK_TCK)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tagproxy-bench.XXXXXX")
-started=()          # PIDs of processes started here, stopped in cleanup
+started=()          # "PID NAME" of processes started here, stopped in cleanup
 cluster_dir='' cluster_base=''
+bench_pid=''        # the redis-benchmark (under timeout) running now, if any
 
 cleanup() {
-    local rc=$? i
+    local rc=$? i pid name
     trap - EXIT INT TERM
+    if [ -n "$bench_pid" ]; then kill -TERM "$bench_pid" 2>/dev/null || true; fi
     # proxies first (started last), then the servers behind them
-    for ((i = ${#started[@]} - 1; i >= 0; i--)); do stop_pid "${started[i]}" 5 || true; done
+    for ((i = ${#started[@]} - 1; i >= 0; i--)); do
+        read -r pid name <<< "${started[i]}"
+        # the name guards against a PID reused since by another process
+        if pid_matches "$pid" "$name"; then stop_pid "$pid" 5 || true; fi
+    done
     if [ -n "$cluster_dir" ]; then
         bash "$here/cluster.sh" stop --base-port "$cluster_base" --dir "$cluster_dir" >/dev/null 2>&1 ||
             log "could not stop the cluster in $cluster_dir"
@@ -124,7 +130,7 @@ wait_ready() {
 # the servers behind it (whose CPU is reported as "backend").
 
 targets=()
-declare -A tport tpid tbackend tnote
+declare -A tport tpid tbackend tnote tlog
 
 start_direct() {
     local port pid
@@ -133,9 +139,12 @@ start_direct() {
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
         --dir "$tmp/direct" --logfile "$tmp/direct/redis.log" --daemonize no &
     pid=$!
-    started+=("$pid")
-    wait_ready "$port" "$pid" 10 || die "the standalone redis-server did not start (see $tmp/direct/redis.log)"
-    targets+=(direct)
+    started+=("$pid redis-server")
+    if ! wait_ready "$port" "$pid" 10; then
+        tail -n 20 "$tmp/direct/redis.log" >&2
+        die "the standalone redis-server did not start"
+    fi
+    targets+=(direct) tlog[direct]=$tmp/direct/redis.log
     tport[direct]=$port tpid[direct]=$pid tbackend[direct]=
 }
 
@@ -176,13 +185,13 @@ start_tagproxy() {
     "$proxy_bin" "${conf[@]}" --listen "127.0.0.1:$port" --cluster "$cluster_seed" \
         --threads "$threads" "${extra[@]}" > "$tmp/tagproxy.log" 2>&1 &
     pid=$!
-    started+=("$pid")
+    started+=("$pid ${proxy_bin##*/}")
     if ! wait_ready "$port" "$pid" 15; then
         tail -n 20 "$tmp/tagproxy.log" >&2
         tnote[tagproxy]="skipped: build/tagproxy did not answer PING within 15 s"
         return 1
     fi
-    targets+=(tagproxy)
+    targets+=(tagproxy) tlog[tagproxy]=$tmp/tagproxy.log
     tport[tagproxy]=$port tpid[tagproxy]=$pid tbackend[tagproxy]=$cluster_masters
 }
 
@@ -210,13 +219,13 @@ EOF
     nutcracker -c "$tmp/nutcracker.yml" -o "$tmp/nutcracker.log" -s "$stats" -a 127.0.0.1 \
         -p "$tmp/nutcracker.pid" &
     pid=$!
-    started+=("$pid")
+    started+=("$pid nutcracker")
     if ! wait_ready "$port" "$pid" 10; then
         tail -n 20 "$tmp/nutcracker.log" >&2
         tnote[nutcracker]="skipped: nutcracker did not answer PING within 10 s"
         return 1
     fi
-    targets+=(nutcracker)
+    targets+=(nutcracker) tlog[nutcracker]=$tmp/nutcracker.log
     tport[nutcracker]=$port tpid[nutcracker]=$pid tbackend[nutcracker]=${tpid[direct]}
 }
 
@@ -243,18 +252,26 @@ bench() {
     local -a f
     out=$tmp/bench.csv
     if ! pid_alive "${tpid[$t]}"; then
-        log "$t is not running any more (see its log)"
+        log "$t is not running any more; the end of its log:"
+        tail -n 20 "${tlog[$t]}" >&2
         return 1
     fi
     own0=$(cpu_ticks "${tpid[$t]}")
     # shellcheck disable=SC2086 # tbackend holds a list of PIDs
     if [ -n "${tbackend[$t]}" ]; then back0=$(cpu_ticks ${tbackend[$t]}); fi
-    if ! timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
-            -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv \
-            > "$out" 2> "$tmp/bench.err"; then
+    # in the background, so that a signal to this script is handled at once
+    timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
+        -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv \
+        > "$out" 2> "$tmp/bench.err" &
+    bench_pid=$!
+    if ! wait "$bench_pid"; then
+        bench_pid=''
         log "$t $test -P $pipe: redis-benchmark failed or timed out: $(tail -n 3 "$tmp/bench.err" "$out" | tr '\n' ' ')"
+        log "the end of $t's log:"
+        tail -n 10 "${tlog[$t]}" >&2
         return 1
     fi
+    bench_pid=''
     own1=$(cpu_ticks "${tpid[$t]}") || { log "$t exited during the run"; return 1; }
     if [ -n "${tbackend[$t]}" ]; then
         # shellcheck disable=SC2086
