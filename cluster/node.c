@@ -108,7 +108,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     struct node_req *head = TAILQ_FIRST(&c->inflight);
     if (!head)
         return;
-    uint64_t now = node_now_ms(), deadline = head->sent_ms + (uint64_t)c->opts->timeout_ms;
+    uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
+    uint64_t now = node_now_ms(), deadline = since + (uint64_t)c->opts->timeout_ms;
     if (now >= deadline) {
         snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
                  c->opts->timeout_ms);
@@ -120,21 +121,29 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- replies ---- */
 
-/* Scan on from where the last read stopped. 1: a whole reply is there. */
-static int scan_reply(struct node_conn *c, struct evbuffer *in)
+/* Scan what has arrived. Returns 1 with *len set when a whole reply starts
+ * the input (or fills partial), 0 when more is needed, -1 on garbage. Bytes
+ * of an unfinished reply are moved into c->partial, so the input always
+ * starts at unscanned bytes. */
+static int scan_reply(struct node_conn *c, struct evbuffer *in, size_t *len)
 {
-    while (evbuffer_get_length(in) > c->scanned) {
-        struct evbuffer_ptr pos;
-        struct evbuffer_iovec v[4];
-        enum reply_scan_status st;
-        evbuffer_ptr_set(in, &pos, c->scanned, EVBUFFER_PTR_SET);
-        int n = evbuffer_peek(in, -1, &pos, v, 4);
-        for (int i = 0; i < n && i < 4; i++) {
-            c->scanned += reply_scan(&c->scan, v[i].iov_base, v[i].iov_len, &st);
-            if (st == REPLY_SCAN_DONE)
-                return 1;
-            if (st == REPLY_SCAN_ERROR)
-                return -1;
+    while (evbuffer_get_length(in) > 0) {
+        struct evbuffer_iovec v[8];
+        enum reply_scan_status st = REPLY_SCAN_MORE;
+        size_t took = 0;
+        int n = evbuffer_peek(in, -1, NULL, v, 8);
+        for (int i = 0; i < n && i < 8 && st == REPLY_SCAN_MORE; i++)
+            took += reply_scan(&c->scan, v[i].iov_base, v[i].iov_len, &st);
+        if (st == REPLY_SCAN_ERROR)
+            return -1;
+        if (st == REPLY_SCAN_DONE && evbuffer_get_length(c->partial) == 0) {
+            *len = took;                    /* the common case: all in `in` */
+            return 1;
+        }
+        evbuffer_remove_buffer(in, c->partial, took);
+        if (st == REPLY_SCAN_DONE) {
+            *len = evbuffer_get_length(c->partial);
+            return 1;
         }
     }
     return 0;
@@ -144,8 +153,10 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
     struct node_conn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len = 0;
     int rc;
-    while (c->state != NODE_CLOSED && (rc = scan_reply(c, in)) != 0) {
+    c->last_read_ms = node_now_ms();
+    while (c->state != NODE_CLOSED && (rc = scan_reply(c, in, &len)) != 0) {
         struct node_req *r = TAILQ_FIRST(&c->inflight);
         if (rc < 0 || !r) {
             char why[160];
@@ -156,9 +167,8 @@ static void read_cb(struct bufferevent *bev, void *arg)
         }
         TAILQ_REMOVE(&c->inflight, r, link);
         c->ninflight--;
-        size_t len = c->scanned;
-        c->scanned = 0;
-        r->on_reply(r, in, len, &c->scan);
+        struct evbuffer *from = evbuffer_get_length(c->partial) ? c->partial : in;
+        r->on_reply(r, from, len, &c->scan);
         reply_scanner_init(&c->scan);
     }
     if (c->retiring && c->ninflight == 0 && c->state != NODE_CLOSED)
@@ -210,11 +220,14 @@ struct node_conn *node_conn_new(struct event_base *base, const char *addr,
     reply_scanner_init(&c->scan);
     c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(base, timer_cb, c);
-    if (!c->bev || !c->timer) {
+    c->partial = evbuffer_new();
+    if (!c->bev || !c->timer || !c->partial) {
         if (c->bev)
             bufferevent_free(c->bev);
         if (c->timer)
             event_free(c->timer);
+        if (c->partial)
+            evbuffer_free(c->partial);
         free(c);
         return NULL;
     }
@@ -223,6 +236,7 @@ struct node_conn *node_conn_new(struct event_base *base, const char *addr,
     if (bufferevent_socket_connect(c->bev, (struct sockaddr *)sa, (int)salen) < 0) {
         bufferevent_free(c->bev);
         event_free(c->timer);
+        evbuffer_free(c->partial);
         free(c);
         return NULL;
     }
@@ -258,9 +272,11 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
 
 static void free_later_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct node_conn *c = arg;
     (void)fd;
     (void)what;
-    free(arg);
+    evbuffer_free(c->partial);
+    free(c);
 }
 
 void node_conn_close(struct node_conn *c, const char *why)

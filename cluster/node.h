@@ -8,9 +8,15 @@
  *   socket ──► input evbuffer ──► reply_scan() ──► head of FIFO: on_reply()
  *
  * Redis answers a connection's commands in order, so the FIFO matches each
- * reply to its request. Replies are not copied here: on_reply() gets the
- * input evbuffer and the reply's length and must remove exactly that many
- * bytes (move them to a client, or drain them).
+ * reply to its request. Replies are not copied here: on_reply() gets an
+ * evbuffer that starts with the reply and the reply's length, and must
+ * remove exactly that many bytes (move them to a client, or drain them).
+ * A reply that arrives in pieces is moved, chain by chain, into `partial` as
+ * it is scanned, so each byte is scanned once whatever the reply's size.
+ *
+ * The timeout counts silence: a request fails when nothing has come from the
+ * node for timeout_ms since it was sent or since the node last sent bytes
+ * (which, replies being in order, are the oldest request's).
  *
  * When the connection fails or a request waits longer than timeout_ms, the
  * connection is closed and every request still in the FIFO is failed through
@@ -71,7 +77,8 @@ struct node_conn {
     TAILQ_HEAD(, node_req) inflight;
     int ninflight;
     struct reply_scanner scan;
-    size_t scanned;             /* bytes of the current reply already scanned */
+    struct evbuffer *partial;   /* scanned bytes of a reply not yet whole */
+    uint64_t last_read_ms;      /* the node's last sign of life */
     const struct node_opts *opts;
     int retiring;               /* close once the last reply is in */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
