@@ -50,9 +50,16 @@ MARKER=.tagproxy-cluster
 
 ports() { seq "$base" $((base + nodes - 1)); }
 
+# Finds D (from the state file unless --dir was given) and the layout the
+# cluster in D was started with.
 resolve_dir() {
     if [ -z "$dir" ] && [ -f "$statefile" ]; then
         dir=$(cat "$statefile")
+    fi
+    if [ -n "$dir" ] && [ -f "$dir/layout" ]; then
+        read -r base masters replicas < "$dir/layout" || true
+        nodes=$((masters * (1 + replicas)))
+        statefile=${TMPDIR:-/tmp}/tagproxy-cluster-$base.dir
     fi
 }
 
@@ -192,6 +199,7 @@ do_start() {
     dir=$(cd "$dir" && pwd)
     : > "$dir/$MARKER"
     : > "$dir/pids"
+    echo "$base $masters $replicas" > "$dir/layout"
     echo "$dir" > "$statefile"
     started=0
     trap start_exit EXIT
