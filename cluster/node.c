@@ -1,7 +1,6 @@
 #include "cluster/node.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -149,10 +148,10 @@ static int scan_reply(struct node_conn *c, struct evbuffer *in, size_t *len)
     return 0;
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
+static void read_cb(struct io_conn *io, void *arg)
 {
     struct node_conn *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *in = io->in;
     size_t len = 0;
     int rc;
     c->last_read_ms = node_now_ms();
@@ -183,60 +182,57 @@ void node_conn_retire(struct node_conn *c)
         node_conn_close(c, "the node is no longer a master");
 }
 
-static void event_cb(struct bufferevent *bev, short what, void *arg)
+static void connected_cb(struct io_conn *io, void *arg)
+{
+    struct node_conn *c = arg;
+    (void)io;
+    c->state = NODE_READY;
+    evtimer_del(c->timer);
+    if (!TAILQ_EMPTY(&c->inflight))
+        timer_arm(c, (uint64_t)c->opts->timeout_ms);
+}
+
+static void error_cb(struct io_conn *io, int err, void *arg)
 {
     struct node_conn *c = arg;
     char why[256];
-    if (what & BEV_EVENT_CONNECTED) {
-        int one = 1;
-        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        c->state = NODE_READY;
-        evtimer_del(c->timer);
-        if (!TAILQ_EMPTY(&c->inflight))
-            timer_arm(c, (uint64_t)c->opts->timeout_ms);
-        return;
-    }
-    if (what & BEV_EVENT_EOF)
+    (void)io;
+    if (err == 0)
         snprintf(why, sizeof why, "node %s closed the connection", c->addr);
     else
         snprintf(why, sizeof why, "%s node %s: %s",
                  c->state == NODE_CONNECTING ? "cannot connect to" : "connection error with",
-                 c->addr, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+                 c->addr, strerror(err));
     node_conn_close(c, why);
 }
 
-struct node_conn *node_conn_new(struct event_base *base, const char *addr,
+static const struct io_handlers node_handlers = {
+    .on_read = read_cb,
+    .on_connected = connected_cb,
+    .on_error = error_cb,
+};
+
+struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
                                 const struct sockaddr *sa, socklen_t salen,
                                 const struct node_opts *opts)
 {
     struct node_conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->base = base;
+    c->base = loop->base;
     c->opts = opts;
     c->state = NODE_CONNECTING;
     snprintf(c->addr, sizeof c->addr, "%s", addr);
     TAILQ_INIT(&c->inflight);
     reply_scanner_init(&c->scan);
-    c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    c->timer = evtimer_new(base, timer_cb, c);
+    c->timer = evtimer_new(c->base, timer_cb, c);
     c->partial = evbuffer_new();
-    if (!c->bev || !c->timer || !c->partial) {
-        if (c->bev)
-            bufferevent_free(c->bev);
+    if (!c->timer || !c->partial ||
+        io_conn_connect(&c->io, loop, sa, salen, &node_handlers, c) < 0) {
         if (c->timer)
             event_free(c->timer);
         if (c->partial)
             evbuffer_free(c->partial);
-        free(c);
-        return NULL;
-    }
-    bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)sa, (int)salen) < 0) {
-        bufferevent_free(c->bev);
-        event_free(c->timer);
-        evbuffer_free(c->partial);
         free(c);
         return NULL;
     }
@@ -267,7 +263,8 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
         timer_arm(c, (uint64_t)c->opts->timeout_ms);
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
-    evbuffer_add(bufferevent_get_output(c->bev), bytes, len);
+    evbuffer_add(c->io.out, bytes, len);
+    io_conn_want_write(&c->io);
 }
 
 static void free_later_cb(evutil_socket_t fd, short what, void *arg)
@@ -281,15 +278,13 @@ static void free_later_cb(evutil_socket_t fd, short what, void *arg)
 
 void node_conn_close(struct node_conn *c, const char *why)
 {
-    if (c->state == NODE_CLOSED && !c->bev)
+    if (c->state == NODE_CLOSED)
         return;
     int never_connected = c->state == NODE_CONNECTING;
     /* bytes still in our output buffer never reached the node */
-    size_t unsent = c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0;
+    size_t unsent = io_conn_pending(&c->io);
     c->state = NODE_CLOSED;
-    if (c->bev)
-        bufferevent_free(c->bev);
-    c->bev = NULL;
+    io_conn_close(&c->io);
     event_free(c->timer);
     c->timer = NULL;
 

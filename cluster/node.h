@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 
 #include "cluster/reply.h"
+#include "proxy/io.h"
 
 struct event_base;
 struct evbuffer;
@@ -70,7 +71,7 @@ struct node_opts {
 
 struct node_conn {
     struct event_base *base;
-    struct bufferevent *bev;
+    struct io_conn io;
     struct event *timer;        /* fires at the oldest request's deadline */
     enum node_state state;
     char addr[128];             /* announced "host:port", for messages */
@@ -87,7 +88,7 @@ struct node_conn {
 
 /* Start connecting (non-blocking) to sa; requests may be sent at once.
  * NULL when not even the connect could be started. */
-struct node_conn *node_conn_new(struct event_base *base, const char *addr,
+struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
                                 const struct sockaddr *sa, socklen_t salen,
                                 const struct node_opts *opts);
 

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,6 +37,17 @@ static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
     }
 }
 
+static void client_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+    (void)fd;
+    (void)what;
+    resp_parser_free(&c->parser);
+    free(c->name);
+    free(c);
+}
+
+/* Unlisted now, freed on the next round: never under its own callback. */
 static void client_free(struct client *c)
 {
     struct worker *w = c->worker;
@@ -46,14 +56,12 @@ static void client_free(struct client *c)
     w->nclients--;
     pthread_mutex_unlock(&w->clients_lock);
     __atomic_sub_fetch(&w->proxy->nclients, 1, __ATOMIC_RELAXED);
-    resp_parser_free(&c->parser);
-    free(c->name);
-    free(c);
+    event_base_once(w->base, -1, EV_TIMEOUT, client_free_cb, c, NULL);
 }
 
 struct evbuffer *client_output(struct client *c)
 {
-    return c->state == CLIENT_GONE ? NULL : bufferevent_get_output(c->bev);
+    return c->state == CLIENT_GONE ? NULL : c->io.out;
 }
 
 void client_close(struct client *c, const char *why)
@@ -64,8 +72,7 @@ void client_close(struct client *c, const char *why)
         log_verbose("client", "closing client id=%llu addr=%s: %s",
                     (unsigned long long)c->id, c->addr, why);
     c->state = CLIENT_GONE;
-    bufferevent_free(c->bev);
-    c->bev = NULL;
+    io_conn_close(&c->io);
     /* Requests still at a node keep the client until they end. */
     client_flush(c);
 }
@@ -75,7 +82,7 @@ void client_close_after_replies(struct client *c)
     if (c->state != CLIENT_ACTIVE)
         return;
     c->state = CLIENT_CLOSING;
-    bufferevent_disable(c->bev, EV_READ);
+    io_conn_read(&c->io, 0);
     client_flush(c);
 }
 
@@ -111,6 +118,8 @@ void client_flush(struct client *c)
             client_free(c);
         return;
     }
+    if (evbuffer_get_length(out) > 0)
+        io_conn_want_write(&c->io);
     if (client_over_limits(c, evbuffer_get_length(out))) {
         log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",
                    (unsigned long long)c->id, c->addr);
@@ -169,10 +178,10 @@ static int client_take_command(struct client *c, struct evbuffer *in)
     return 0;
 }
 
-static void client_read_cb(struct bufferevent *bev, void *arg)
+static void client_read_cb(struct io_conn *io, void *arg)
 {
     struct client *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *in = io->in;
     int handled = 0;
     c->last_active = time(NULL);
     while (c->state == CLIENT_ACTIVE && handled < CLIENT_COMMANDS_PER_EVENT) {
@@ -202,23 +211,29 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
     }
     if (c->state == CLIENT_ACTIVE && handled == CLIENT_COMMANDS_PER_EVENT &&
         evbuffer_get_length(in) > 0)
-        bufferevent_trigger(bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);   /* come back */
+        io_conn_read_again(io);     /* the rest after the others' turn */
 }
 
-static void client_write_cb(struct bufferevent *bev, void *arg)
+static void client_drained_cb(struct io_conn *io, void *arg)
 {
     struct client *c = arg;
-    (void)bev;
+    (void)io;
     if (c->state == CLIENT_CLOSING)
         client_flush(c);
 }
 
-static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+static void client_error_cb(struct io_conn *io, int err, void *arg)
 {
     struct client *c = arg;
-    (void)bev;
-    client_close(c, (what & BEV_EVENT_EOF) ? NULL : "connection error");
+    (void)io;
+    client_close(c, err ? strerror(err) : NULL);
 }
+
+static const struct io_handlers client_handlers = {
+    .on_read = client_read_cb,
+    .on_drained = client_drained_cb,
+    .on_error = client_error_cb,
+};
 
 void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen)
 {
@@ -233,20 +248,14 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
         return;
     }
     struct client *c = calloc(1, sizeof *c);
-    struct bufferevent *bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c || !bev) {
-        free(c);
-        if (bev)
-            bufferevent_free(bev);
-        else
+    if (!c || io_conn_open(&c->io, &w->loop, fd, &client_handlers, c) < 0) {
+        if (!c)
             evutil_closesocket(fd);
+        free(c);
         __atomic_sub_fetch(&p->nclients, 1, __ATOMIC_RELAXED);
         return;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->worker = w;
-    c->bev = bev;
     c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
     c->created = c->last_active = time(NULL);
     c->authenticated = w->cfg->requirepass == NULL;
@@ -264,8 +273,6 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
     w->nclients++;
     pthread_mutex_unlock(&w->clients_lock);
     w->stats.connections++;
-    bufferevent_setcb(bev, client_read_cb, client_write_cb, client_event_cb, c);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
 void client_describe(const struct client *c, char *buf, size_t len)
@@ -277,7 +284,7 @@ void client_describe(const struct client *c, char *buf, size_t len)
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "
              "redir=-1 resp=2",
              (unsigned long long)c->id, c->addr, c->laddr,
-             c->bev ? (int)bufferevent_getfd(c->bev) : -1, c->name ? c->name : "",
+             c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
              c->lastcmd[0] ? c->lastcmd : "NULL");
 }

@@ -19,8 +19,9 @@
 #include "proxy/request.h"
 #include "proxy/resp.h"
 
+#include "proxy/io.h"
+
 struct worker;
-struct bufferevent;
 
 enum client_state {
     CLIENT_ACTIVE,      /* reading and answering */
@@ -31,7 +32,7 @@ enum client_state {
 struct client {
     TAILQ_ENTRY(client) link;       /* in the worker's client list */
     struct worker *worker;
-    struct bufferevent *bev;
+    struct io_conn io;
     enum client_state state;
     uint64_t id;
     char addr[64];                  /* peer "ip:port" */

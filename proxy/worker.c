@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "proxy/log.h"
 #include "proxy/proxy.h"
@@ -29,7 +31,7 @@ struct node_conn *worker_conn(struct worker *w, int node)
     if (node_conn_usable(c))
         return c;
     const struct topology_node *n = &w->topo->nodes[node];
-    c = node_conn_new(w->base, n->announced, (const struct sockaddr *)&n->sa, n->salen,
+    c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa, n->salen,
                       &w->node_opts);
     if (c) {
         c->on_down = worker_conn_down;
@@ -83,8 +85,10 @@ static void worker_take_topology(struct worker *w, struct topology *t)
 static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    (void)fd;
+    char drain[64];
     (void)what;
+    while (read(fd, drain, sizeof drain) > 0)
+        ;
     pthread_mutex_lock(&w->mailbox_lock);
     struct topology *t = w->mailbox_topo;
     int stop = w->mailbox_stop;
@@ -96,6 +100,16 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
         event_base_loopexit(w->base, NULL);
 }
 
+/* Wake the worker's loop from another thread: its base has no locks, so
+ * event_active() from here would not be safe; a byte on a pipe is. */
+static void mailbox_ring(struct worker *w)
+{
+    char one = 1;
+    if (write(w->mailbox_pipe[1], &one, 1) < 0) {
+        /* full pipe: the worker is woken already */
+    }
+}
+
 void worker_post_topology(struct worker *w, struct topology *t)
 {
     pthread_mutex_lock(&w->mailbox_lock);
@@ -103,7 +117,7 @@ void worker_post_topology(struct worker *w, struct topology *t)
         topology_unref(w->mailbox_topo);
     w->mailbox_topo = topology_ref(t);
     pthread_mutex_unlock(&w->mailbox_lock);
-    event_active(w->mailbox_event, EV_READ, 0);
+    mailbox_ring(w);
 }
 
 void worker_post_stop(struct worker *w)
@@ -111,7 +125,7 @@ void worker_post_stop(struct worker *w)
     pthread_mutex_lock(&w->mailbox_lock);
     w->mailbox_stop = 1;
     pthread_mutex_unlock(&w->mailbox_lock);
-    event_active(w->mailbox_event, EV_READ, 0);
+    mailbox_ring(w);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -135,10 +149,20 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     w->id = id;
     w->proxy = p;
     w->cfg = &p->cfg;
-    w->base = event_base_new();
-    if (!w->base)
+    struct event_config *ec = event_config_new();
+    if (!ec)
         return -1;
-    w->mailbox_event = event_new(w->base, -1, EV_PERSIST | EV_READ, mailbox_cb, w);
+    event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+    w->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    if (!w->base || io_loop_init(&w->loop, w->base) < 0)
+        return -1;
+    if (pipe2(w->mailbox_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+        return -1;
+    w->mailbox_event = event_new(w->base, w->mailbox_pipe[0], EV_PERSIST | EV_READ,
+                                 mailbox_cb, w);
+    if (!w->mailbox_event || event_add(w->mailbox_event, NULL) < 0)
+        return -1;
     pthread_mutex_init(&w->mailbox_lock, NULL);
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);

@@ -20,6 +20,7 @@
 #include "cluster/topology.h"
 #include "proxy/client.h"
 #include "proxy/config.h"
+#include "proxy/io.h"
 
 struct proxy;
 
@@ -36,10 +37,12 @@ struct worker {
     struct proxy *proxy;
     const struct config *cfg;
     pthread_t thread;
-    struct event_base *base;
+    struct event_base *base;            /* without locks: only this thread uses it */
+    struct io_loop loop;
     struct evconnlistener *listener;
 
-    struct event *mailbox_event;
+    struct event *mailbox_event;        /* reads mailbox_pipe[0] */
+    int mailbox_pipe[2];
     pthread_mutex_t mailbox_lock;
     struct topology *mailbox_topo;      /* under mailbox_lock */
     int mailbox_stop;                   /* under mailbox_lock */

@@ -1,0 +1,258 @@
+#include "proxy/io.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define IO_READ_SIZE 16384
+
+static void io_flush_one(struct io_conn *c);
+
+static void io_mark_dirty(struct io_conn *c)
+{
+    if (c->dirty || c->state != IO_OPEN)
+        return;
+    c->dirty = 1;
+    if (TAILQ_EMPTY(&c->loop->dirty))
+        event_active(c->loop->flush_event, EV_TIMEOUT, 0);
+    TAILQ_INSERT_TAIL(&c->loop->dirty, c, dirty_link);
+}
+
+static void io_unmark_dirty(struct io_conn *c)
+{
+    if (!c->dirty)
+        return;
+    c->dirty = 0;
+    TAILQ_REMOVE(&c->loop->dirty, c, dirty_link);
+}
+
+/* End of a round: write every dirty connection once. */
+static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct io_loop *l = arg;
+    struct io_conn *c;
+    (void)fd;
+    (void)what;
+    while ((c = TAILQ_FIRST(&l->dirty)) != NULL) {
+        io_unmark_dirty(c);
+        io_flush_one(c);        /* may close c */
+    }
+}
+
+int io_loop_init(struct io_loop *l, struct event_base *base)
+{
+    l->base = base;
+    TAILQ_INIT(&l->dirty);
+    /* lowest priority is not needed: activated events run after the ready
+     * sockets already queued for this round */
+    l->flush_event = event_new(base, -1, 0, io_flush_cb, l);
+    return l->flush_event ? 0 : -1;
+}
+
+void io_loop_free(struct io_loop *l)
+{
+    if (l->flush_event)
+        event_free(l->flush_event);
+    l->flush_event = NULL;
+}
+
+static void io_fail(struct io_conn *c, int err)
+{
+    c->h->on_error(c, err, c->arg);
+}
+
+static void io_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct io_conn *c = arg;
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    (void)what;
+    int n = evbuffer_reserve_space(c->in, IO_READ_SIZE, v, 2);
+    if (n <= 0) {
+        io_fail(c, ENOMEM);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    ssize_t got = readv(fd, iov, n);
+    if (got <= 0) {
+        evbuffer_commit_space(c->in, v, 0);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        io_fail(c, got == 0 ? 0 : errno);
+        return;
+    }
+    size_t left = (size_t)got;
+    for (int i = 0; i < n; i++) {
+        v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+        left -= v[i].iov_len;
+    }
+    evbuffer_commit_space(c->in, v, n);
+    c->h->on_read(c, c->arg);
+}
+
+static void io_flush_one(struct io_conn *c)
+{
+    if (c->state != IO_OPEN)
+        return;
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            io_fail(c, errno);
+            return;
+        }
+        if (n == 0)
+            break;
+    }
+    if (evbuffer_get_length(c->out) > 0) {
+        if (!c->write_blocked) {
+            c->write_blocked = 1;
+            event_add(c->write_event, NULL);
+        }
+        return;
+    }
+    if (c->write_blocked) {
+        c->write_blocked = 0;
+        event_del(c->write_event);
+    }
+    if (c->h->on_drained)
+        c->h->on_drained(c, c->arg);
+}
+
+static void io_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct io_conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->state == IO_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) {
+            io_fail(c, err);
+            return;
+        }
+        c->state = IO_OPEN;
+        c->write_blocked = 0;
+        event_del(c->write_event);
+        if (c->h->on_connected)
+            c->h->on_connected(c, c->arg);
+        if (c->state == IO_OPEN && evbuffer_get_length(c->out) > 0)
+            io_mark_dirty(c);
+        return;
+    }
+    io_flush_one(c);
+}
+
+static int io_setup(struct io_conn *c, struct io_loop *l, int fd,
+                    const struct io_handlers *h, void *arg)
+{
+    int one = 1;
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->loop = l;
+    c->h = h;
+    c->arg = arg;
+    evutil_make_socket_nonblocking(fd);
+    evutil_make_socket_closeonexec(fd);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->in = evbuffer_new();
+    c->out = evbuffer_new();
+    c->read_event = event_new(l->base, fd, EV_READ | EV_PERSIST, io_read_cb, c);
+    c->write_event = event_new(l->base, fd, EV_WRITE | EV_PERSIST, io_write_cb, c);
+    if (!c->in || !c->out || !c->read_event || !c->write_event) {
+        c->state = IO_OPEN;
+        io_conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,
+                 const struct io_handlers *h, void *arg)
+{
+    if (io_setup(c, l, fd, h, arg) < 0)
+        return -1;
+    c->state = IO_OPEN;
+    io_conn_read(c, 1);
+    return 0;
+}
+
+int io_conn_connect(struct io_conn *c, struct io_loop *l, const struct sockaddr *sa,
+                    socklen_t salen, const struct io_handlers *h, void *arg)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    if (io_setup(c, l, fd, h, arg) < 0)
+        return -1;
+    if (connect(fd, sa, salen) < 0 && errno != EINPROGRESS) {
+        c->state = IO_OPEN;
+        io_conn_close(c);
+        return -1;
+    }
+    c->state = IO_CONNECTING;       /* even when it finished at once: one path */
+    c->write_blocked = 1;
+    event_add(c->write_event, NULL);
+    io_conn_read(c, 1);
+    return 0;
+}
+
+void io_conn_want_write(struct io_conn *c)
+{
+    if (!c->write_blocked)
+        io_mark_dirty(c);
+}
+
+void io_conn_read(struct io_conn *c, int on)
+{
+    if (c->state == IO_CLOSED || c->reading == (on != 0))
+        return;
+    c->reading = on != 0;
+    if (on)
+        event_add(c->read_event, NULL);
+    else
+        event_del(c->read_event);
+}
+
+void io_conn_read_again(struct io_conn *c)
+{
+    if (c->state != IO_CLOSED && c->reading)
+        event_active(c->read_event, EV_READ, 0);
+}
+
+void io_conn_close(struct io_conn *c)
+{
+    if (c->state == IO_CLOSED)
+        return;
+    io_unmark_dirty(c);
+    c->state = IO_CLOSED;
+    if (c->read_event)
+        event_free(c->read_event);
+    if (c->write_event)
+        event_free(c->write_event);
+    if (c->in)
+        evbuffer_free(c->in);
+    if (c->out)
+        evbuffer_free(c->out);
+    c->read_event = c->write_event = NULL;
+    c->in = c->out = NULL;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+}
+
+size_t io_conn_pending(const struct io_conn *c)
+{
+    return c->out ? evbuffer_get_length(c->out) : 0;
+}

@@ -1,0 +1,94 @@
+/*
+ * io: the socket layer under client and node connections.
+ *
+ * Written for the hot path: a connection's read event is registered once and
+ * stays; each read is one readv() into the input evbuffer (no FIONREAD probe).
+ * Output is not written when it is produced: the connection is put on its
+ * loop's dirty list, and once per event-loop iteration, after every ready
+ * socket has been served, the loop writes each dirty connection with one
+ * writev() (as Redis does in beforeSleep). A write event is registered only
+ * for a socket whose kernel buffer is full, and removed once it drains. So a
+ * busy pipelined connection costs one read and one write system call per
+ * round, however many commands the round carries.
+ *
+ *   socket ──readv──► in ──on_read()──► ...       ... ──► out ──(flush)──writev──► socket
+ *
+ * An io_loop belongs to one thread; nothing here takes a lock.
+ */
+#ifndef TAGPROXY_IO_H
+#define TAGPROXY_IO_H
+
+#include <stddef.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+struct event_base;
+struct event;
+struct evbuffer;
+struct io_conn;
+
+struct io_loop {
+    struct event_base *base;
+    struct event *flush_event;      /* activated when a connection gets dirty */
+    TAILQ_HEAD(, io_conn) dirty;
+};
+
+/* What happened to a connection, for its owner. */
+struct io_handlers {
+    void (*on_read)(struct io_conn *c, void *arg);            /* bytes added to in */
+    void (*on_drained)(struct io_conn *c, void *arg);         /* out fully written; may be NULL */
+    void (*on_connected)(struct io_conn *c, void *arg);       /* connect finished; may be NULL */
+    void (*on_error)(struct io_conn *c, int err, void *arg);  /* err 0: peer closed */
+};
+
+enum io_state {
+    IO_CONNECTING,      /* non-blocking connect under way; output waits */
+    IO_OPEN,
+    IO_CLOSED           /* fd closed, events and buffers freed */
+};
+
+struct io_conn {
+    int fd;
+    enum io_state state;
+    struct io_loop *loop;
+    struct event *read_event;       /* persistent while reading */
+    struct event *write_event;      /* added only while the kernel buffer is full */
+    struct evbuffer *in, *out;
+    const struct io_handlers *h;
+    void *arg;
+    TAILQ_ENTRY(io_conn) dirty_link;
+    unsigned dirty : 1;
+    unsigned reading : 1;
+    unsigned write_blocked : 1;
+};
+
+int io_loop_init(struct io_loop *l, struct event_base *base);
+void io_loop_free(struct io_loop *l);
+
+/* Adopt an accepted socket (made non-blocking here) and start reading. */
+int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,
+                 const struct io_handlers *h, void *arg);
+
+/* Start a non-blocking connect to sa; output queued meanwhile is written once
+ * it is up. -1 when the connect could not even be started. */
+int io_conn_connect(struct io_conn *c, struct io_loop *l, const struct sockaddr *sa,
+                    socklen_t salen, const struct io_handlers *h, void *arg);
+
+/* Output was added to c->out: have it written at the end of this round. */
+void io_conn_want_write(struct io_conn *c);
+
+/* Stop or resume reading. */
+void io_conn_read(struct io_conn *c, int on);
+
+/* Call on_read again later in this round, though the socket has no new bytes
+ * (for input left unprocessed to be fair to other connections). */
+void io_conn_read_again(struct io_conn *c);
+
+/* Close the socket and free what c holds (not c itself). Idempotent. Safe
+ * from inside c's own handlers. */
+void io_conn_close(struct io_conn *c);
+
+/* Bytes in out not yet written. */
+size_t io_conn_pending(const struct io_conn *c);
+
+#endif
