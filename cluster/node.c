@@ -26,19 +26,23 @@ static void internal_free(struct node_req *r)
 }
 
 /* ASKING answers +OK; there is nothing to do with it. */
-static void asking_reply(struct node_req *r, struct evbuffer *in, size_t len,
-                         const struct reply_scanner *s)
+static void asking_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
+                         size_t len, const struct reply_scanner *s)
 {
     (void)s;
-    evbuffer_drain(in, len);
+    (void)bytes;
+    if (in)
+        evbuffer_drain(in, len);
     internal_free(r);
 }
 
-static void auth_reply(struct node_req *r, struct evbuffer *in, size_t len,
-                       const struct reply_scanner *s)
+static void auth_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
+                       size_t len, const struct reply_scanner *s)
 {
     struct node_conn *c = r->conn;
-    evbuffer_drain(in, len);
+    (void)bytes;
+    if (in)
+        evbuffer_drain(in, len);
     internal_free(r);
     if (s->type == '-') {
         /* Nothing behind a refused AUTH can succeed on this connection.
@@ -120,55 +124,53 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- replies ---- */
 
-/* Scan what has arrived. Returns 1 with *len set when a whole reply starts
- * the input (or fills partial), 0 when more is needed, -1 on garbage. Bytes
- * of an unfinished reply are moved into c->partial, so the input always
- * starts at unscanned bytes. */
-static int scan_reply(struct node_conn *c, struct evbuffer *in, size_t *len)
+/* Hand the oldest request its reply. */
+static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
 {
-    while (evbuffer_get_length(in) > 0) {
-        struct evbuffer_iovec v[8];
-        enum reply_scan_status st = REPLY_SCAN_MORE;
-        size_t took = 0;
-        int n = evbuffer_peek(in, -1, NULL, v, 8);
-        for (int i = 0; i < n && i < 8 && st == REPLY_SCAN_MORE; i++)
-            took += reply_scan(&c->scan, v[i].iov_base, v[i].iov_len, &st);
-        if (st == REPLY_SCAN_ERROR)
-            return -1;
-        if (st == REPLY_SCAN_DONE && evbuffer_get_length(c->partial) == 0) {
-            *len = took;                    /* the common case: all in `in` */
-            return 1;
-        }
-        evbuffer_remove_buffer(in, c->partial, took);
-        if (st == REPLY_SCAN_DONE) {
-            *len = evbuffer_get_length(c->partial);
-            return 1;
-        }
-    }
-    return 0;
+    struct node_req *r = TAILQ_FIRST(&c->inflight);
+    TAILQ_REMOVE(&c->inflight, r, link);
+    c->ninflight--;
+    r->on_reply(r, in, bytes, len, &c->scan);
+    reply_scanner_init(&c->scan);
 }
 
+static void protocol_broken(struct node_conn *c, const char *what)
+{
+    char why[160];
+    snprintf(why, sizeof why, "node %s broke the protocol (%s)", c->addr, what);
+    node_conn_close(c, why);
+}
+
+/* Replies are scanned where they lie in the input; one not yet whole is
+ * moved to c->partial so the input never has to hold a big reply. */
 static void read_cb(struct io_conn *io, void *arg)
 {
     struct node_conn *c = arg;
-    struct evbuffer *in = io->in;
-    size_t len = 0;
-    int rc;
     c->last_read_ms = node_now_ms();
-    while (c->state != NODE_CLOSED && (rc = scan_reply(c, in, &len)) != 0) {
-        struct node_req *r = TAILQ_FIRST(&c->inflight);
-        if (rc < 0 || !r) {
-            char why[160];
-            snprintf(why, sizeof why, "node %s broke the protocol (%s)", c->addr,
-                     rc < 0 ? "malformed reply" : "reply to no request");
-            node_conn_close(c, why);
+    while (c->state != NODE_CLOSED) {
+        size_t have;
+        const char *data = io_input(io, &have);
+        enum reply_scan_status st;
+        if (have == 0)
+            break;
+        size_t took = reply_scan(&c->scan, data, have, &st);
+        if (st == REPLY_SCAN_ERROR) {
+            protocol_broken(c, "malformed reply");
             return;
         }
-        TAILQ_REMOVE(&c->inflight, r, link);
-        c->ninflight--;
-        struct evbuffer *from = evbuffer_get_length(c->partial) ? c->partial : in;
-        r->on_reply(r, from, len, &c->scan);
-        reply_scanner_init(&c->scan);
+        if (st == REPLY_SCAN_DONE && TAILQ_EMPTY(&c->inflight)) {
+            protocol_broken(c, "reply to no request");
+            return;
+        }
+        io_consume(io, took);       /* only offsets: data stays valid */
+        if (st == REPLY_SCAN_MORE) {
+            evbuffer_add(c->partial, data, took);
+        } else if (evbuffer_get_length(c->partial) == 0) {
+            reply_hand(c, NULL, data, took);
+        } else {
+            evbuffer_add(c->partial, data, took);
+            reply_hand(c, c->partial, NULL, evbuffer_get_length(c->partial));
+        }
     }
     if (c->retiring && c->ninflight == 0 && c->state != NODE_CLOSED)
         node_conn_close(c, "the node is no longer a master");

@@ -8,11 +8,11 @@
  *   socket ──► input evbuffer ──► reply_scan() ──► head of FIFO: on_reply()
  *
  * Redis answers a connection's commands in order, so the FIFO matches each
- * reply to its request. Replies are not copied here: on_reply() gets an
- * evbuffer that starts with the reply and the reply's length, and must
- * remove exactly that many bytes (move them to a client, or drain them).
- * A reply that arrives in pieces is moved, chain by chain, into `partial` as
- * it is scanned, so each byte is scanned once whatever the reply's size.
+ * reply to its request. Replies are not copied here: on_reply() gets them
+ * where they lie in the connection's input buffer. A reply that arrives in
+ * pieces is moved into `partial` as it is scanned, so each byte is scanned
+ * once whatever the reply's size and the input buffer stays small; on_reply()
+ * then gets that evbuffer and must remove the reply's bytes from it.
  *
  * The timeout counts silence: a request fails when nothing has come from the
  * node for timeout_ms since it was sent or since the node last sent bytes
@@ -41,8 +41,10 @@ struct evbuffer;
 struct node_conn;
 
 struct node_req;
-typedef void node_reply_fn(struct node_req *r, struct evbuffer *in, size_t len,
-                           const struct reply_scanner *s);
+/* The reply is len bytes at the front of in when in is not NULL (remove
+ * them), else at bytes (valid during the call only). */
+typedef void node_reply_fn(struct node_req *r, struct evbuffer *in, const char *bytes,
+                           size_t len, const struct reply_scanner *s);
 typedef void node_fail_fn(struct node_req *r, int may_have_run, const char *why);
 
 /* Embedded in whatever the caller sends; the caller owns its memory and must

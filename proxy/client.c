@@ -148,25 +148,23 @@ static void client_protocol_error(struct client *c, const char *err)
 }
 
 /* Take the command the parser just completed off the front of in. */
-static int client_take_command(struct client *c, struct evbuffer *in)
+/* The command the parser just completed starts the input: make it a request. */
+static int client_take_command(struct client *c, const char *bytes)
 {
     struct resp_parser *p = &c->parser;
     struct request *r;
     if (p->argc == 0 || p->empty_inline) {           /* "*0\r\n", blank line */
-        evbuffer_drain(in, p->cmd_len);
+        io_consume(&c->io, p->cmd_len);
         return 0;
     }
     r = request_new(c->worker);
     if (!r)
         return -1;
     r->client = c;
-    int rc;
-    if (p->is_inline) {
-        rc = request_set_command(r, p->inline_mb, p->inline_mb_len, p->args, p->argc);
-        evbuffer_drain(in, p->cmd_len);
-    } else {
-        rc = request_take_command(r, in, p->cmd_len, p->args, p->argc);
-    }
+    int rc = p->is_inline
+        ? request_set_command(r, p->inline_mb, p->inline_mb_len, p->args, p->argc)
+        : request_set_command(r, bytes, p->cmd_len, p->args, p->argc);
+    io_consume(&c->io, p->cmd_len);
     if (rc < 0) {
         request_free(r);
         return -1;
@@ -181,27 +179,22 @@ static int client_take_command(struct client *c, struct evbuffer *in)
 static void client_read_cb(struct io_conn *io, void *arg)
 {
     struct client *c = arg;
-    struct evbuffer *in = io->in;
+    struct resp_parser *p = &c->parser;
     int handled = 0;
+    size_t have;
     c->last_active = time(NULL);
     while (c->state == CLIENT_ACTIVE && handled < CLIENT_COMMANDS_PER_EVENT) {
-        struct resp_parser *p = &c->parser;
-        size_t have = evbuffer_get_length(in);
+        const char *data = io_input(io, &have);
+        enum resp_parse_status st;
         if (have <= p->pos)
             break;
-        struct evbuffer_ptr at;
-        struct evbuffer_iovec v[8];
-        enum resp_parse_status st = RESP_PARSE_MORE;
-        evbuffer_ptr_set(in, &at, p->pos, EVBUFFER_PTR_SET);
-        int n = evbuffer_peek(in, -1, &at, v, 8);
-        for (int i = 0; i < n && i < 8 && st == RESP_PARSE_MORE; i++)
-            resp_parser_feed(p, v[i].iov_base, v[i].iov_len, &st);
+        resp_parser_feed(p, data + p->pos, have - p->pos, &st);
         if (st == RESP_PARSE_ERROR) {
             client_protocol_error(c, p->err);
             return;
         }
         if (st == RESP_PARSE_DONE) {
-            if (client_take_command(c, in) < 0) {
+            if (client_take_command(c, data) < 0) {
                 client_protocol_error(c, "out of memory");
                 return;
             }
@@ -210,7 +203,7 @@ static void client_read_cb(struct io_conn *io, void *arg)
         }
     }
     if (c->state == CLIENT_ACTIVE && handled == CLIENT_COMMANDS_PER_EVENT &&
-        evbuffer_get_length(in) > 0)
+        (io_input(io, &have), have > 0))
         io_conn_read_again(io);     /* the rest after the others' turn */
 }
 
@@ -256,6 +249,8 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
         return;
     }
     c->worker = w;
+    /* one command must fit whole in the input: up to the query buffer limit */
+    c->io.rmax = (size_t)w->cfg->client_query_buffer_limit + RESP_INLINE_MAX;
     c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
     c->created = c->last_active = time(NULL);
     c->authenticated = w->cfg->requirepass == NULL;
@@ -286,5 +281,5 @@ void client_describe(const struct client *c, char *buf, size_t len)
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             c->lastcmd[0] ? c->lastcmd : "NULL");
+             c->lastcmd ? c->lastcmd : "NULL");
 }

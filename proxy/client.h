@@ -38,7 +38,7 @@ struct client {
     char addr[64];                  /* peer "ip:port" */
     char laddr[64];                 /* local "ip:port" it connected to */
     char *name;                     /* CLIENT SETNAME */
-    char lastcmd[32];
+    const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
     struct resp_parser parser;

@@ -6,11 +6,11 @@
 #include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#define IO_READ_SIZE 16384
+#define IO_SPARE_MAX 256
 
 static void io_flush_one(struct io_conn *c);
 
@@ -57,6 +57,10 @@ int io_loop_init(struct io_loop *l, struct event_base *base)
 
 void io_loop_free(struct io_loop *l)
 {
+    while (l->nspare > 0)
+        free(l->spare[--l->nspare]);
+    free(l->spare);
+    l->spare = NULL;
     if (l->flush_event)
         event_free(l->flush_event);
     l->flush_event = NULL;
@@ -67,36 +71,74 @@ static void io_fail(struct io_conn *c, int err)
     c->h->on_error(c, err, c->arg);
 }
 
+/* Room to read into: a pooled buffer, the unconsumed bytes moved to its
+ * start, or a bigger one for an input that must stay whole (a long command). */
+static int io_input_room(struct io_conn *c)
+{
+    struct io_loop *l = c->loop;
+    if (!c->rbuf) {
+        c->rbuf = l->nspare > 0 ? l->spare[--l->nspare] : malloc(IO_READ_SIZE);
+        c->rcap = IO_READ_SIZE;
+        return c->rbuf ? 0 : -1;
+    }
+    if (c->rend < c->rcap)
+        return 0;
+    if (c->rstart > 0) {
+        memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
+        c->rend -= c->rstart;
+        c->rstart = 0;
+        return 0;
+    }
+    size_t max = c->rmax > IO_READ_SIZE ? c->rmax : IO_READ_SIZE;
+    if (c->rcap >= max)
+        return -1;
+    size_t cap = c->rcap * 2 < max ? c->rcap * 2 : max;
+    char *grown = realloc(c->rbuf, cap);
+    if (!grown)
+        return -1;
+    c->rbuf = grown;
+    c->rcap = cap;
+    return 0;
+}
+
+/* An empty input buffer goes back to the pool (a grown one is freed). */
+static void io_input_release(struct io_conn *c)
+{
+    struct io_loop *l = c->loop;
+    if (!c->rbuf || c->rend != c->rstart)
+        return;
+    if (c->rcap == IO_READ_SIZE && l->nspare < IO_SPARE_MAX) {
+        if (!l->spare)
+            l->spare = malloc(sizeof *l->spare * IO_SPARE_MAX);
+        if (l->spare) {
+            l->spare[l->nspare++] = c->rbuf;
+            c->rbuf = NULL;
+            return;
+        }
+    }
+    free(c->rbuf);
+    c->rbuf = NULL;
+}
+
 static void io_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct io_conn *c = arg;
-    struct evbuffer_iovec v[2];
-    struct iovec iov[2];
     (void)what;
-    int n = evbuffer_reserve_space(c->in, IO_READ_SIZE, v, 2);
-    if (n <= 0) {
-        io_fail(c, ENOMEM);
+    if (io_input_room(c) < 0) {
+        io_fail(c, ENOBUFS);
         return;
     }
-    for (int i = 0; i < n; i++) {
-        iov[i].iov_base = v[i].iov_base;
-        iov[i].iov_len = v[i].iov_len;
-    }
-    ssize_t got = readv(fd, iov, n);
+    ssize_t got = read(fd, c->rbuf + c->rend, c->rcap - c->rend);
     if (got <= 0) {
-        evbuffer_commit_space(c->in, v, 0);
         if (got < 0 && (errno == EAGAIN || errno == EINTR))
             return;
         io_fail(c, got == 0 ? 0 : errno);
         return;
     }
-    size_t left = (size_t)got;
-    for (int i = 0; i < n; i++) {
-        v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
-        left -= v[i].iov_len;
-    }
-    evbuffer_commit_space(c->in, v, n);
+    c->rend += (size_t)got;
     c->h->on_read(c, c->arg);
+    if (c->state != IO_CLOSED)
+        io_input_release(c);
 }
 
 static void io_flush_one(struct io_conn *c)
@@ -166,11 +208,10 @@ static int io_setup(struct io_conn *c, struct io_loop *l, int fd,
     evutil_make_socket_nonblocking(fd);
     evutil_make_socket_closeonexec(fd);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->in = evbuffer_new();
     c->out = evbuffer_new();
     c->read_event = event_new(l->base, fd, EV_READ | EV_PERSIST, io_read_cb, c);
     c->write_event = event_new(l->base, fd, EV_WRITE | EV_PERSIST, io_write_cb, c);
-    if (!c->in || !c->out || !c->read_event || !c->write_event) {
+    if (!c->out || !c->read_event || !c->write_event) {
         c->state = IO_OPEN;
         io_conn_close(c);
         return -1;
@@ -241,12 +282,12 @@ void io_conn_close(struct io_conn *c)
         event_free(c->read_event);
     if (c->write_event)
         event_free(c->write_event);
-    if (c->in)
-        evbuffer_free(c->in);
     if (c->out)
         evbuffer_free(c->out);
     c->read_event = c->write_event = NULL;
-    c->in = c->out = NULL;
+    c->out = NULL;
+    c->rstart = c->rend = 0;
+    io_input_release(c);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;

@@ -2,7 +2,10 @@
  * io: the socket layer under client and node connections.
  *
  * Written for the hot path: a connection's read event is registered once and
- * stays; each read is one readv() into the input evbuffer (no FIONREAD probe).
+ * stays; each read is one read() into a flat input buffer (no FIONREAD probe)
+ * that the owner parses in place and consumes. An empty input buffer goes
+ * back to the loop's pool of read buffers, so idle connections hold none and
+ * busy ones do not malloc per read.
  * Output is not written when it is produced: the connection is put on its
  * loop's dirty list, and once per event-loop iteration, after every ready
  * socket has been served, the loop writes each dirty connection with one
@@ -27,15 +30,19 @@ struct event;
 struct evbuffer;
 struct io_conn;
 
+#define IO_READ_SIZE 16384
+
 struct io_loop {
     struct event_base *base;
     struct event *flush_event;      /* activated when a connection gets dirty */
     TAILQ_HEAD(, io_conn) dirty;
+    char **spare;                   /* pool of IO_READ_SIZE read buffers */
+    int nspare;
 };
 
 /* What happened to a connection, for its owner. */
 struct io_handlers {
-    void (*on_read)(struct io_conn *c, void *arg);            /* bytes added to in */
+    void (*on_read)(struct io_conn *c, void *arg);            /* new input bytes */
     void (*on_drained)(struct io_conn *c, void *arg);         /* out fully written; may be NULL */
     void (*on_connected)(struct io_conn *c, void *arg);       /* connect finished; may be NULL */
     void (*on_error)(struct io_conn *c, int err, void *arg);  /* err 0: peer closed */
@@ -53,7 +60,10 @@ struct io_conn {
     struct io_loop *loop;
     struct event *read_event;       /* persistent while reading */
     struct event *write_event;      /* added only while the kernel buffer is full */
-    struct evbuffer *in, *out;
+    char *rbuf;                     /* input: bytes rstart..rend not yet consumed */
+    size_t rstart, rend, rcap;
+    size_t rmax;                    /* the input may grow to this (0: IO_READ_SIZE) */
+    struct evbuffer *out;
     const struct io_handlers *h;
     void *arg;
     TAILQ_ENTRY(io_conn) dirty_link;
@@ -87,6 +97,21 @@ void io_conn_read_again(struct io_conn *c);
 /* Close the socket and free what c holds (not c itself). Idempotent. Safe
  * from inside c's own handlers. */
 void io_conn_close(struct io_conn *c);
+
+/* The input not yet consumed: pointer and length (NULL, 0 when none). */
+static inline const char *io_input(const struct io_conn *c, size_t *len)
+{
+    *len = c->rend - c->rstart;
+    return c->rbuf ? c->rbuf + c->rstart : NULL;
+}
+
+/* The owner is done with the first n bytes of the input. */
+static inline void io_consume(struct io_conn *c, size_t n)
+{
+    c->rstart += n;
+    if (c->rstart == c->rend)
+        c->rstart = c->rend = 0;
+}
 
 /* Bytes in out not yet written. */
 size_t io_conn_pending(const struct io_conn *c);

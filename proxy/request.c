@@ -57,16 +57,6 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
     return 0;
 }
 
-int request_take_command(struct request *r, struct evbuffer *in, size_t len,
-                         const struct resp_arg *args, int argc)
-{
-    if (request_storage(r, len, argc) < 0)
-        return -1;
-    evbuffer_remove(in, r->data, len);
-    memcpy(r->args, args, sizeof *args * (size_t)argc);
-    return 0;
-}
-
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
 {
     char head[32];
@@ -142,20 +132,29 @@ void request_finish(struct request *r)
         client_flush(r->client);
 }
 
-void request_deliver(struct request *r, struct evbuffer *in, size_t len)
+/* Move len bytes from in, or copy them from bytes, into dst. */
+static void reply_move(struct evbuffer *dst, struct evbuffer *in, const char *bytes, size_t len)
+{
+    if (in)
+        evbuffer_remove_buffer(in, dst, len);
+    else
+        evbuffer_add(dst, bytes, len);
+}
+
+void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len)
 {
     struct client *c = r->client;
     /* Fast path: the client waits for exactly this reply. */
     if (c && !r->parent && TAILQ_FIRST(&c->queue) == r) {
         struct evbuffer *out = client_output(c);
         if (out) {
-            evbuffer_remove_buffer(in, out, len);
+            reply_move(out, in, bytes, len);
             r->done = 1;
             client_flush(c);
             return;
         }
     }
-    evbuffer_remove_buffer(in, request_reply_buffer(r), len);
+    reply_move(request_reply_buffer(r), in, bytes, len);
     request_finish(r);
 }
 

@@ -90,11 +90,6 @@ struct request *request_new(struct worker *w);
 int request_set_command(struct request *r, const char *bytes, size_t len,
                         const struct resp_arg *args, int argc);
 
-/* The same, taking len bytes off the front of in (one copy, none when the
- * bytes are big enough to move by chain). */
-int request_take_command(struct request *r, struct evbuffer *in, size_t len,
-                         const struct resp_arg *args, int argc);
-
 /* Build a multibulk command from argv into r (for parts and fan-outs). */
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
 
@@ -118,8 +113,9 @@ struct evbuffer *request_reply_buffer(struct request *r);
 /* r's reply is complete in request_reply_buffer(): hand it on. */
 void request_finish(struct request *r);
 
-/* A node's reply of len bytes at the front of in is r's: move it on. */
-void request_deliver(struct request *r, struct evbuffer *in, size_t len);
+/* A node's reply of len bytes is r's: at the front of in (moved off it), or
+ * at bytes when in is NULL (copied). */
+void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
 
 /* Reply with an error line (without '-' and CRLF) and finish. */
 void request_fail(struct request *r, const char *msg);

@@ -190,8 +190,8 @@ static void reply_unknown_subcommand(struct request *r)
 
 /* ---- sending, redirects, retries ---- */
 
-static void router_on_reply(struct node_req *nr, struct evbuffer *in, size_t len,
-                            const struct reply_scanner *s);
+static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                            size_t len, const struct reply_scanner *s);
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why);
 
 static struct request *request_of(struct node_req *nr)
@@ -299,8 +299,8 @@ static int router_redirect(struct request *r, enum reply_redirect kind, int slot
     }
 }
 
-static void router_on_reply(struct node_req *nr, struct evbuffer *in, size_t len,
-                            const struct reply_scanner *s)
+static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                            size_t len, const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
     if (s->type == '-') {
@@ -311,12 +311,13 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, size_t len
             enum reply_redirect kind = reply_classify(s->errline, strlen(s->errline),
                                                       &slot, addr, sizeof addr);
             if (kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr)) {
-                evbuffer_drain(in, len);
+                if (in)
+                    evbuffer_drain(in, len);
                 return;
             }
         }
     }
-    request_deliver(r, in, len);
+    request_deliver(r, in, bytes, len);
 }
 
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)
@@ -575,7 +576,7 @@ void router_dispatch(struct request *r)
         cmd = sc;
     }
     r->cmd = cmd;
-    snprintf(c->lastcmd, sizeof c->lastcmd, "%s", cmd->fullname);
+    c->lastcmd = cmd->fullname;
     if (!command_arity_ok(cmd, r->argc)) {
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
         request_fail(r, msg);
