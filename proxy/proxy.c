@@ -128,9 +128,12 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
         return -1;
     }
     source_from_config(p);
-    p->topo = topology_fetch(&p->source, NULL, 0, err, errlen);
-    if (!p->topo)
+    char why[900];
+    p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
+    if (!p->topo) {
+        snprintf(err, errlen, "no cluster seed gave a slot map: %s", why);
         return -1;
+    }
     topology_log(NULL, p->topo);
     if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
