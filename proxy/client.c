@@ -109,8 +109,11 @@ void client_flush(struct client *c)
     while ((r = TAILQ_FIRST(&c->queue)) != NULL && r->done) {
         TAILQ_REMOVE(&c->queue, r, link);
         c->nqueued--;
-        if (out && r->reply)
-            evbuffer_add_buffer(out, r->reply);
+        if (r->reply) {
+            c->held -= evbuffer_get_length(r->reply);
+            if (out)
+                evbuffer_add_buffer(out, r->reply);
+        }
         request_free(r);
     }
     if (c->state == CLIENT_GONE) {
@@ -120,7 +123,8 @@ void client_flush(struct client *c)
     }
     if (evbuffer_get_length(out) > 0)
         io_conn_want_write(&c->io);
-    if (client_over_limits(c, evbuffer_get_length(out))) {
+    /* replies waiting behind a slow one count as much as unread ones */
+    if (client_over_limits(c, evbuffer_get_length(out) + c->held)) {
         log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",
                    (unsigned long long)c->id, c->addr);
         client_close(c, NULL);
@@ -142,7 +146,7 @@ static void client_protocol_error(struct client *c, const char *err)
         TAILQ_INSERT_TAIL(&c->queue, r, link);
         c->nqueued++;
         resp_add_errorf(request_reply_buffer(r), "ERR %s", err);
-        r->done = 1;
+        request_finish(r);
     }
     client_close_after_replies(c);
 }

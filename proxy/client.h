@@ -44,6 +44,7 @@ struct client {
     struct resp_parser parser;
     struct request_queue queue;
     int nqueued;
+    size_t held;                    /* bytes of finished replies waiting for their turn */
     time_t soft_limit_since;        /* 0: output under the soft limit */
 };
 

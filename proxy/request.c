@@ -128,8 +128,11 @@ void request_finish(struct request *r)
         request_parts_sent(r->parent);
         return;
     }
-    if (r->client)
+    if (r->client) {
+        if (r->reply)
+            r->client->held += evbuffer_get_length(r->reply);
         client_flush(r->client);
+    }
 }
 
 /* Move len bytes from in, or copy them from bytes, into dst. */
