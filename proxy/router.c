@@ -21,7 +21,7 @@ enum policy {
     POLICY_FORWARD = 0,     /* by its keys */
     POLICY_LOCAL,
     POLICY_SPLIT,           /* MGET-style: split by slot */
-    POLICY_FLUSH,           /* every master, when dangerous commands are on */
+    POLICY_EVERYWHERE,      /* every master, when dangerous commands are on */
     POLICY_DANGEROUS,       /* one master, when dangerous commands are on */
     POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
     POLICY_LATER            /* not routed yet */
@@ -63,7 +63,14 @@ static const struct policy_entry policy_names[] = {
     { "mget", POLICY_SPLIT, NULL }, { "mset", POLICY_SPLIT, NULL },
     { "del", POLICY_SPLIT, NULL }, { "unlink", POLICY_SPLIT, NULL },
     { "exists", POLICY_SPLIT, NULL }, { "touch", POLICY_SPLIT, NULL },
-    { "flushall", POLICY_FLUSH, NULL }, { "flushdb", POLICY_FLUSH, NULL },
+    { "flushall", POLICY_EVERYWHERE, NULL }, { "flushdb", POLICY_EVERYWHERE, NULL },
+    { "config|set", POLICY_EVERYWHERE, NULL }, { "config|resetstat", POLICY_EVERYWHERE, NULL },
+    { "config|rewrite", POLICY_EVERYWHERE, NULL }, { "save", POLICY_EVERYWHERE, NULL },
+    { "bgsave", POLICY_EVERYWHERE, NULL }, { "bgrewriteaof", POLICY_EVERYWHERE, NULL },
+    { "acl|setuser", POLICY_EVERYWHERE, NULL }, { "acl|deluser", POLICY_EVERYWHERE, NULL },
+    { "acl|load", POLICY_EVERYWHERE, NULL }, { "acl|save", POLICY_EVERYWHERE, NULL },
+    { "slowlog|reset", POLICY_EVERYWHERE, NULL }, { "latency|reset", POLICY_EVERYWHERE, NULL },
+    { "memory|purge", POLICY_EVERYWHERE, NULL },
     { "config|get", POLICY_FORWARD, NULL },
     { "eval", POLICY_LATER, later_scripts }, { "eval_ro", POLICY_LATER, later_scripts },
     { "evalsha", POLICY_LATER, later_scripts }, { "evalsha_ro", POLICY_LATER, later_scripts },
@@ -608,7 +615,7 @@ void router_dispatch(struct request *r)
         else
             plan_split(r, MERGE_SUM, 1);
         return;
-    case POLICY_FLUSH:
+    case POLICY_EVERYWHERE:
         plan_dangerous(r, 1);
         return;
     case POLICY_DANGEROUS:

@@ -8,8 +8,10 @@
  *                 keyless commands go to one master chosen consistently
  *   split         MGET MSET DEL UNLINK EXISTS TOUCH: one part per slot,
  *                 merged in the client's argument order
- *   fan-out       one part per master (DBSIZE, KEYS, RANDOMKEY, INFO, and
- *                 FLUSHALL/FLUSHDB when dangerous commands are enabled)
+ *   fan-out       one part per master (DBSIZE, KEYS, RANDOMKEY, INFO; and
+ *                 FLUSHALL, FLUSHDB, CONFIG SET, SAVE, ACL SETUSER, ...
+ *                 when dangerous commands are enabled; other admin
+ *                 commands then go to one master)
  *   refused       a clear error that says why
  *
  * Replies are checked for redirects before they reach the client:
