@@ -12,6 +12,9 @@
  *   GET <key>        whatever the node's script writes (fn_script)
  *   anything else    -ERR
  *
+ * A node may have a filter (fn_filter), which sees every request first and
+ * may answer it instead (a node that requires AUTH, say).
+ *
  * Every request is logged (connection id + the command's words), so a test
  * can ask how often a command arrived and what came before it on the same
  * connection. A "trap" node only counts the connections it accepts and
@@ -39,6 +42,7 @@ struct fn_conn {
     int fd;
     int id;                     /* 1, 2, ... in accept order */
     int prev_asking;            /* the previous request was ASKING */
+    int filter_state;           /* the filter's own, 0 at accept */
     size_t start, end;          /* unread bytes in buf */
     char buf[65536];
     int argc;
@@ -49,6 +53,11 @@ struct fn_conn {
 /* Answers GET key on c: writes the reply with fn_write(). Returns 0 to keep
  * the connection, -1 to close it without another word. */
 typedef int fn_script(struct fn_conn *c, const char *key, size_t len);
+
+/* Sees each request (c->argc, c->argv) before the answers above: returns 1
+ * when it answered (*rc: 0 to keep the connection, -1 to close it), 0 to
+ * leave the request to them. */
+typedef int fn_filter(struct fn_conn *c, int *rc);
 
 struct fn_entry {
     int conn;
@@ -66,6 +75,7 @@ struct fake_node {
     int listen_fd;
     int trap;
     fn_script *script;
+    fn_filter *filter;          /* NULL: none; set before the proxy connects */
     pthread_t thread;
     int running;                /* accept thread started */
 
@@ -378,6 +388,10 @@ H_UNUSED static int fn_answer(struct fn_conn *c)
     int asking = strcasecmp(cmd, "ASKING") == 0;
     int rc;
 
+    if (c->f->filter != NULL && c->f->filter(c, &rc)) {
+        c->prev_asking = asking;
+        return rc;
+    }
     if (strcasecmp(cmd, "CLUSTER") == 0 && c->argc == 2 && strcasecmp(c->argv[1], "SLOTS") == 0) {
         char slots[sizeof(c->f->slots)];
         size_t len;
