@@ -45,10 +45,14 @@ static void auth_reply(struct node_req *r, struct evbuffer *in, const char *byte
         evbuffer_drain(in, len);
     internal_free(r);
     if (s->type == '-') {
-        /* Nothing behind a refused AUTH can succeed on this connection.
-         * The node's text names no credential, so it may be shown. */
-        char why[REPLY_ERRLINE_MAX + 64];
-        snprintf(why, sizeof why, "node %s refused the proxy's login: %s", c->addr, s->errline);
+        /* Nothing behind a refused AUTH can succeed on this connection, and
+         * nothing behind it ran (the node answers NOAUTH to all of it). Only
+         * the error's code is shown: its text may quote the password. */
+        char why[REPLY_ERRLINE_MAX + 64], code[32];
+        reply_error_code(s->errline, code, sizeof code);
+        snprintf(why, sizeof why, "node %s refused the proxy's login (%s): check "
+                 "cluster-user and cluster-password", c->addr, code);
+        c->refused_login = 1;
         node_conn_close(c, why);
     }
 }
@@ -282,7 +286,7 @@ void node_conn_close(struct node_conn *c, const char *why)
 {
     if (c->state == NODE_CLOSED)
         return;
-    int never_connected = c->state == NODE_CONNECTING;
+    int never_connected = c->state == NODE_CONNECTING || c->refused_login;
     /* bytes still in our output buffer never reached the node */
     size_t unsent = io_conn_pending(&c->io);
     c->state = NODE_CLOSED;

@@ -84,6 +84,7 @@ struct node_conn {
     uint64_t last_read_ms;      /* the node's last sign of life */
     const struct node_opts *opts;
     int retiring;               /* close once the last reply is in */
+    int refused_login;          /* AUTH failed: nothing sent after it ran */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     void *down_arg;
 };

@@ -293,3 +293,12 @@ enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
         return REPLY_CLUSTERDOWN;
     return REPLY_PLAIN;
 }
+
+void reply_error_code(const char *line, char *code, size_t size)
+{
+    size_t n = 0;
+    while (line[n] && line[n] != ' ' && n + 1 < size)
+        n++;
+    memcpy(code, line, n);
+    code[n] = '\0';
+}

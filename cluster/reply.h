@@ -77,4 +77,10 @@ enum reply_redirect {
 enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
                                    char *addr, size_t addr_size);
 
+/* The error code of an error line: its first word ("WRONGPASS", "ERR"),
+ * copied into code (at most size-1 bytes). Only the code of a reply to AUTH
+ * may be shown: the rest can quote the password ("unknown command 'AUTH',
+ * with args beginning with: ..."). */
+void reply_error_code(const char *line, char *code, size_t size);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "cluster/reply.h"
 #include "proxy/config.h"
 
 static void timeval_from_ms(struct timeval *tv, int ms)
@@ -42,9 +43,14 @@ static redisContext *node_dial(const struct topology_source *src, const char *ad
             ? redisCommand(c, "AUTH %s %s", src->user, src->password)
             : redisCommand(c, "AUTH %s", src->password);
         int bad = !r || r->type == REDIS_REPLY_ERROR;
-        /* the node's message names no credential; pass it on */
-        snprintf(why, whylen, "authentication failed: %s",
-                 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+        char code[32];
+        /* only the error's code: its text may quote the password */
+        reply_error_code(r && r->type == REDIS_REPLY_ERROR ? r->str : "", code, sizeof code);
+        if (r)
+            snprintf(why, whylen, "authentication failed: the node answered %s to the "
+                     "proxy's AUTH (check cluster-user and cluster-password)", code);
+        else
+            snprintf(why, whylen, "authentication failed: %s", c->errstr);
         freeReplyObject(r);
         if (bad) {
             redisFree(c);
@@ -77,11 +83,20 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
     int rc = getaddrinfo(host, portstr, &hints, &res);
     free(host);
     if (rc != 0 || !res) {
-        snprintf(why, whylen, "cannot resolve '%s': %s", n->target, gai_strerror(rc));
+        snprintf(why, whylen, "cannot resolve node address '%s' that the cluster announces: %s "
+                 "(map it to a reachable one with address-map)", n->target, gai_strerror(rc));
         return -1;
     }
-    memcpy(&n->sa, res->ai_addr, res->ai_addrlen);
-    n->salen = res->ai_addrlen;
+    /* one address is kept: an IPv4 one where the name has both, as hiredis
+     * (which read the topology) tries them in the resolver's order */
+    struct addrinfo *pick = res;
+    for (struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    memcpy(&n->sa, pick->ai_addr, pick->ai_addrlen);
+    n->salen = pick->ai_addrlen;
     freeaddrinfo(res);
     return 0;
 }
