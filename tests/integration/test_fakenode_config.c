@@ -78,12 +78,41 @@ static int auth_filter(struct fn_conn *c, int *rc)
     return 0;
 }
 
+/*
+ * A node on which AUTH is renamed away answers it as Redis 7 answers an
+ * unknown command: quoting the password. The first g_quoting_after logins
+ * succeed (so the proxy can start), the later ones get that answer.
+ */
+static int g_quoting_after = -1;   /* -1: off */
+static int g_logins;
+
+static int quoting_filter(struct fn_conn *c, int *rc)
+{
+    if (strcasecmp(c->argv[0], "AUTH") == 0) {
+        char msg[256];
+        if (__atomic_fetch_add(&g_logins, 1, __ATOMIC_SEQ_CST) < g_quoting_after) {
+            c->filter_state = 1;
+            *rc = fn_writes(c, "+OK\r\n");
+            return 1;
+        }
+        snprintf(msg, sizeof msg, "-ERR unknown command 'AUTH', with args beginning with: '%s' \r\n",
+                 c->argc > 1 ? c->argv[c->argc - 1] : "");
+        *rc = fn_writes(c, msg);
+        return 1;
+    }
+    if (!c->filter_state) {
+        *rc = fn_writes(c, "-" NOAUTH_MSG "\r\n");
+        return 1;
+    }
+    return 0;
+}
+
 /* A fake node serving script_name; with g_password set, it requires a login. */
 static void node_start(struct fake_node *f, char name)
 {
     fn_start(f, name, script_name, 0);
     if (g_password != NULL)
-        f->filter = auth_filter;
+        f->filter = g_quoting_after >= 0 ? quoting_filter : auth_filter;
 }
 
 struct announced {
@@ -293,6 +322,8 @@ static void teardown(void)
     fn_stop(&W.b);
     fn_stop(&W.trap);
     g_user = g_password = NULL;
+    g_quoting_after = -1;
+    g_logins = 0;
 }
 
 /* GET key through the proxy answers bulk want. */
@@ -514,6 +545,60 @@ START_TEST(test_cluster_password_wrong_refuses)
 }
 END_TEST
 
+/* Regression: a node's answer to AUTH was shown in the start-up error, and
+ * it can quote the password ("unknown command 'AUTH', with args beginning
+ * with: '<password>'"). */
+START_TEST(test_cluster_auth_answer_quoting_password_at_start)
+{
+    char seed[64], log[8192];
+    int rc;
+
+    g_password = PASSWORD;
+    g_quoting_after = 0;
+    world_single("127.0.0.1");
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
+    {
+        const char *const args[] = { "--cluster", seed, "--cluster-password", PASSWORD,
+                                     "--log-level", "debug", NULL };
+        rc = proxy_refused("password-quoted", args, log, sizeof(log));
+    }
+    ck_assert_msg(rc == 1, "exit status %d, want 1; output:\n%s", rc, log);
+    expect_log_has(log, "authentication failed", "the refusal does not say why");
+    ck_assert_msg(strstr(log, PASSWORD) == NULL, "the proxy's output shows the password:\n%s", log);
+}
+END_TEST
+
+/* Regression: the same answer on a data connection was put in the error
+ * every waiting client got, and in the log. The command did not run, so it
+ * is retried, then answered with an error that names no password. */
+START_TEST(test_cluster_auth_answer_quoting_password_on_data)
+{
+    char seed[64];
+
+    g_password = PASSWORD;
+    g_quoting_after = 1;            /* the topology read logs in; nothing after */
+    world_single("127.0.0.1");
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
+    {
+        const char *const args[] = { "--cluster", seed, "--cluster-password", PASSWORD,
+                                     "--topology-refresh-ms", "0", "--retry-attempts", "2",
+                                     "--retry-base-ms", "5", "--log-level", "debug", NULL };
+        proxy_serving("password-quoted-data", args);
+    }
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    redisReply *r = h_cmd(c, "GET k");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "GET answered type %d, want an error", r->type);
+    ck_assert_msg(strstr(r->str, PASSWORD) == NULL, "the client's error shows the password: %s", r->str);
+    ck_assert_msg(strstr(r->str, "may have run") == NULL, "GET was never run, yet: %s", r->str);
+    /* refused with NOAUTH each time: the first try and both retries */
+    ck_assert_int_eq(fn_count(&W.a, "GET k"), 3);
+    freeReplyObject(r);
+    redisFree(c);
+    proxy_stop_and_drain(&W.a);
+    expect_log_lacks(W.proxy.log, PASSWORD);
+}
+END_TEST
+
 /* ---------- 3. seeds in order ---------- */
 
 /* The first seed refuses connections; the second serves. */
@@ -601,6 +686,8 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_cluster_password);
     tcase_add_test(tc, test_cluster_user_and_password);
     tcase_add_test(tc, test_cluster_password_wrong_refuses);
+    tcase_add_test(tc, test_cluster_auth_answer_quoting_password_at_start);
+    tcase_add_test(tc, test_cluster_auth_answer_quoting_password_on_data);
     tcase_add_test(tc, test_seeds_first_closed);
     tcase_add_test(tc, test_no_seed_answers);
     suite_add_tcase(s, tc);
