@@ -1,0 +1,872 @@
+/*
+ * What the proxy answers itself, checked against the real cluster:
+ *
+ *  - COMMAND INFO / DOCS / COUNT / GETKEYS / LIST, CLUSTER KEYSLOT, PING,
+ *    ECHO, CLIENT SETNAME errors: the same bytes a cluster node sends;
+ *  - INFO and DBSIZE: the keyspace summed over the masters, asked directly;
+ *  - RANDOMKEY: a key that exists; TIME: the nodes' clock;
+ *  - CLIENT SETNAME/GETNAME/ID/INFO/LIST over the proxy's own clients;
+ *  - CLUSTER SLOTS/NODES/SHARDS/MYID: one node, the proxy itself, owning
+ *    every slot;
+ *  - FLUSHALL through a proxy with enable-dangerous-commands yes empties every
+ *    master. It wipes the shared test cluster, so it runs last, in its own
+ *    TCase, and nothing depends on keys surviving it.
+ *
+ * test_protocol.c already covers PING/ECHO/SELECT/HELLO basics, CLUSTER INFO,
+ * slot coverage of CLUSTER SLOTS, COMMAND COUNT > 200, TIME against the local
+ * clock and DBSIZE on the idle cluster; this file does not repeat those.
+ */
+#include "harness.h"
+
+/* ---------- raw RESP ---------- */
+
+/* Length of the one complete RESP2 reply at the start of buf, 0 if not yet. */
+static size_t resp_complete(const char *buf, size_t len)
+{
+    const char *crlf = memmem(buf, len, "\r\n", 2);
+    size_t head, at;
+    long long n;
+
+    if (len == 0 || crlf == NULL)
+        return 0;
+    head = (size_t)(crlf - buf) + 2;
+    n = atoll(buf + 1);
+    switch (buf[0]) {
+    case '$':
+        if (n < 0)
+            return head;
+        return len >= head + (size_t)n + 2 ? head + (size_t)n + 2 : 0;
+    case '*':
+        at = head;
+        for (long long i = 0; i < n; i++) {
+            size_t one = resp_complete(buf + at, len - at);
+            if (one == 0)
+                return 0;
+            at += one;
+        }
+        return at;
+    default:
+        return head;
+    }
+}
+
+/* Bytes made printable for a message (CR, LF as \r, \n), at most 300
+ * characters; a ring of four static buffers, for one message. */
+static const char *esc(const char *s, size_t len)
+{
+    static char ring[4][320];
+    static int next;
+    char *out = ring[next++ % 4];
+    size_t n = 0, i;
+
+    for (i = 0; i < len && n < 300; i++) {
+        if (s[i] == '\r' || s[i] == '\n') {
+            out[n++] = '\\';
+            out[n++] = s[i] == '\r' ? 'r' : 'n';
+        } else {
+            out[n++] = (s[i] >= ' ' && s[i] <= '~') ? s[i] : '.';
+        }
+    }
+    if (i < len)
+        n += (size_t)snprintf(out + n, 8, "...");
+    out[n] = '\0';
+    return out;
+}
+
+/* A multibulk request from a NULL-terminated argv (malloc'd, *len set). */
+static char *argv_req(const char *const *argv, size_t *len)
+{
+    size_t size = 32;
+    int argc = 0;
+    char *req, *p;
+
+    for (; argv[argc] != NULL; argc++)
+        size += strlen(argv[argc]) + 32;
+    req = malloc(size);
+    ck_assert_ptr_nonnull(req);
+    p = req + sprintf(req, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++)
+        p += sprintf(p, "$%zu\r\n%s\r\n", strlen(argv[i]), argv[i]);
+    *len = (size_t)(p - req);
+    return req;
+}
+
+/* The bytes of one reply to req from node n, on a new connection
+ * (malloc'd, NUL-terminated, *len set). */
+static char *raw_reply(const struct h_node *n, const char *req, size_t reqlen, size_t *len)
+{
+    size_t size = 1 << 16, got = 0;
+    char *buf = malloc(size);
+    int fd = h_raw_connect(n);
+
+    ck_assert_ptr_nonnull(buf);
+    h_raw_send(fd, req, reqlen);
+    while (got == 0 || resp_complete(buf, got) == 0) {
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        ssize_t k;
+
+        if (got + 1 >= size) {
+            size *= 2;
+            buf = realloc(buf, size);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ck_assert_msg(poll(&pfd, 1, H_IO_TIMEOUT_S * 1000) == 1, "%s:%d sent no (whole) reply to '%s'",
+                      n->host, n->port, esc(req, reqlen));
+        k = recv(fd, buf + got, size - 1 - got, 0);
+        ck_assert_msg(k > 0, "%s:%d closed the connection after '%s'", n->host, n->port,
+                      esc(req, reqlen));
+        got += (size_t)k;
+    }
+    buf[got] = '\0';
+    close(fd);
+    *len = got;
+    return buf;
+}
+
+static struct h_node first_master(void)
+{
+    struct h_topo t;
+    h_topo_load(&t);
+    return t.masters[0];
+}
+
+/* The same request to a cluster node and to the proxy: the same bytes back. */
+static void same_as_node(const char *const *argv)
+{
+    struct h_node node = first_master(), px = h_proxy_addr();
+    size_t reqlen, alen, blen;
+    char *req = argv_req(argv, &reqlen);
+    char *a = raw_reply(&node, req, reqlen, &alen);
+    char *b = raw_reply(&px, req, reqlen, &blen);
+
+    ck_assert_msg(alen == blen && memcmp(a, b, alen) == 0,
+                  "for '%s' the proxy said '%s' (%zu bytes), the node '%s' (%zu bytes)",
+                  esc(req, reqlen), esc(b, blen), blen, esc(a, alen), alen);
+    free(req);
+    free(a);
+    free(b);
+}
+
+/* ---------- byte for byte as a cluster node ---------- */
+
+#define MAX_ARGS 12
+
+static const struct {
+    const char *argv[MAX_ARGS];
+} as_node[] = {
+    { { "COMMAND", "INFO", "get", "set", "mget", "client|setname", NULL } },
+    { { "COMMAND", "INFO", "GET", "Set", NULL } },
+    { { "COMMAND", "INFO", "nosuch", "get", NULL } },   /* a nil for the unknown */
+    { { "COMMAND", "DOCS", "get", NULL } },
+    { { "COMMAND", "DOCS", "set", "client|setname", "nosuch", NULL } },
+    { { "COMMAND", "COUNT", NULL } },
+    /* GETKEYS: fixed positions, every other argument, numkeys, keywords */
+    { { "COMMAND", "GETKEYS", "SET", "a", "b", NULL } },
+    { { "COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2", "c", "3", NULL } },
+    { { "COMMAND", "GETKEYS", "EVAL", "return 1", "2", "k1", "k2", "arg", NULL } },
+    { { "COMMAND", "GETKEYS", "ZUNIONSTORE", "dst", "2", "a", "b", "WEIGHTS", "1", "2", NULL } },
+    { { "COMMAND", "GETKEYS", "SORT", "k", "BY", "w*", "STORE", "dst", NULL } },
+    { { "COMMAND", "GETKEYS", "XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0", NULL } },
+    { { "COMMAND", "GETKEYS", "LMOVE", "src", "dst", "LEFT", "RIGHT", NULL } },
+    { { "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b", NULL } },
+    { { "COMMAND", "GETKEYS", "OBJECT", "ENCODING", "k", NULL } },
+    /* GETKEYS errors */
+    { { "COMMAND", "GETKEYS", "PING", NULL } },
+    { { "COMMAND", "GETKEYS", "NOSUCH", "a", NULL } },
+    { { "COMMAND", "GETKEYS", "GET", NULL } },
+    { { "COMMAND", "GETKEYS", NULL } },
+    /* KEYSLOT: plain, tagged, empty and unclosed tags */
+    { { "CLUSTER", "KEYSLOT", "somekey", NULL } },
+    { { "CLUSTER", "KEYSLOT", "{user1000}.following", NULL } },
+    { { "CLUSTER", "KEYSLOT", "foo{}{bar}", NULL } },
+    { { "CLUSTER", "KEYSLOT", "foo{{bar}}zap", NULL } },
+    { { "CLUSTER", "KEYSLOT", "foo{bar", NULL } },
+    { { "CLUSTER", "KEYSLOT", "", NULL } },
+    { { "CLUSTER", "KEYSLOT", "a", "b", NULL } },
+    /* PING and ECHO at the edges of their arity */
+    { { "PING", "", NULL } },
+    { { "PING", "a", "b", NULL } },
+    { { "ECHO", "", NULL } },
+    { { "ECHO", NULL } },
+    { { "ECHO", "a", "b", NULL } },
+    /* CLIENT and friends: argument errors */
+    { { "CLIENT", "SETNAME", "has space", NULL } },
+    { { "CLIENT", "SETNAME", "new\nline", NULL } },
+    { { "CLIENT", "GETNAME", "x", NULL } },
+    { { "CLIENT", "ID", "x", NULL } },
+    { { "TIME", "x", NULL } },
+    { { "DBSIZE", "x", NULL } },
+    { { "RANDOMKEY", "x", NULL } },
+    { { "CLUSTER", "MYID", "x", NULL } },
+};
+
+START_TEST(test_same_bytes_as_a_node)
+{
+    same_as_node(as_node[_i].argv);
+}
+END_TEST
+
+/* A 100 KB ECHO comes back whole. */
+START_TEST(test_echo_large)
+{
+    char *big = malloc(100001);
+    const char *argv[] = { "ECHO", big, NULL };
+
+    ck_assert_ptr_nonnull(big);
+    for (int i = 0; i < 100000; i++)
+        big[i] = (char)('a' + i % 26);
+    big[100000] = '\0';
+    same_as_node(argv);
+    free(big);
+}
+END_TEST
+
+/* ---------- COMMAND and COMMAND INFO with no names ---------- */
+
+/* Top-level elements of the array reply buf (pointers into it). */
+static int split_array(const char *buf, size_t len, const char **el, size_t *ellen, int max)
+{
+    const char *crlf = memmem(buf, len, "\r\n", 2);
+    size_t at;
+    int n;
+
+    ck_assert_msg(buf[0] == '*' && crlf != NULL, "not an array: '%s'", esc(buf, len));
+    n = atoi(buf + 1);
+    ck_assert_msg(n >= 0 && n <= max, "array of %d elements", n);
+    at = (size_t)(crlf - buf) + 2;
+    for (int i = 0; i < n; i++) {
+        el[i] = buf + at;
+        ellen[i] = resp_complete(buf + at, len - at);
+        ck_assert_msg(ellen[i] > 0, "element %d of the array is cut", i);
+        at += ellen[i];
+    }
+    return n;
+}
+
+struct piece {
+    const char *p;
+    size_t len;
+};
+
+static int piece_cmp(const void *a, const void *b)
+{
+    const struct piece *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A COMMAND INFO entry with its subcommands (element 10) sorted: Redis lists
+ * them in its hash table's order, which means nothing. malloc'd. */
+static char *entry_canonical(const char *e, size_t len, size_t *outlen)
+{
+    const char *el[16], *sub[64];
+    size_t ellen[16], sublen[64], used = 0;
+    int n = split_array(e, len, el, ellen, 16), nsub;
+    struct piece pieces[64];
+    char *out = malloc(len + 1);
+
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(n == 10, "a COMMAND entry of %d elements: '%s'", n, esc(e, len));
+    nsub = split_array(el[9], ellen[9], sub, sublen, 64);
+    for (int i = 0; i < nsub; i++)
+        pieces[i] = (struct piece){ sub[i], sublen[i] };
+    qsort(pieces, (size_t)nsub, sizeof(pieces[0]), piece_cmp);
+    used = (size_t)(el[9] - e);
+    memcpy(out, e, used);
+    used += (size_t)sprintf(out + used, "*%d\r\n", nsub);
+    for (int i = 0; i < nsub; i++) {
+        memcpy(out + used, pieces[i].p, pieces[i].len);
+        used += pieces[i].len;
+    }
+    ck_assert_uint_eq(used, len);
+    *outlen = used;
+    return out;
+}
+
+/* Every command's entry, canonical and sorted (entries malloc'd). */
+static int command_entries(const struct h_node *n, const char *const *argv, struct piece *out, int max)
+{
+    static const char *el[1024];
+    static size_t ellen[1024];
+    size_t reqlen, len;
+    char *req = argv_req(argv, &reqlen), *buf = raw_reply(n, req, reqlen, &len);
+    int count = split_array(buf, len, el, ellen, max);
+
+    for (int i = 0; i < count; i++) {
+        out[i].p = entry_canonical(el[i], ellen[i], &out[i].len);
+    }
+    qsort(out, (size_t)count, sizeof(out[0]), piece_cmp);
+    free(req);
+    free(buf);
+    return count;
+}
+
+static void same_command_table(const char *const *argv)
+{
+    static struct piece a[1024], b[1024];
+    struct h_node node = first_master(), px = h_proxy_addr();
+    int na = command_entries(&node, argv, a, 1024), nb = command_entries(&px, argv, b, 1024);
+
+    ck_assert_msg(na == nb, "%s: the node lists %d commands, the proxy %d", argv[0], na, nb);
+    for (int i = 0; i < na; i++) {
+        ck_assert_msg(piece_cmp(&a[i], &b[i]) == 0, "%s: the node has '%s', the proxy '%s'",
+                      argv[1] ? argv[1] : argv[0], esc(a[i].p, a[i].len), esc(b[i].p, b[i].len));
+        free((char *)a[i].p);
+        free((char *)b[i].p);
+    }
+}
+
+START_TEST(test_command_all)
+{
+    static const char *argv[] = { "COMMAND", NULL };
+    same_command_table(argv);
+}
+END_TEST
+
+START_TEST(test_command_info_all)
+{
+    static const char *argv[] = { "COMMAND", "INFO", NULL };
+    same_command_table(argv);
+}
+END_TEST
+
+/* COMMAND LIST: the same names (subcommands as "parent|sub" included), in
+ * any order. */
+START_TEST(test_command_list)
+{
+    static const char *argv[] = { "COMMAND", "LIST", NULL };
+    static const char *ea[1024], *eb[1024];
+    static size_t la[1024], lb[1024];
+    static struct piece pa[1024], pb[1024];
+    struct h_node node = first_master(), px = h_proxy_addr();
+    size_t reqlen, alen, blen;
+    char *req = argv_req(argv, &reqlen);
+    char *a = raw_reply(&node, req, reqlen, &alen), *b = raw_reply(&px, req, reqlen, &blen);
+    int na = split_array(a, alen, ea, la, 1024), nb = split_array(b, blen, eb, lb, 1024);
+
+    for (int i = 0; i < na; i++)
+        pa[i] = (struct piece){ ea[i], la[i] };
+    for (int i = 0; i < nb; i++)
+        pb[i] = (struct piece){ eb[i], lb[i] };
+    qsort(pa, (size_t)na, sizeof(pa[0]), piece_cmp);
+    qsort(pb, (size_t)nb, sizeof(pb[0]), piece_cmp);
+    for (int i = 0, j = 0; i < na || j < nb;) {
+        int c = i == na ? 1 : j == nb ? -1 : piece_cmp(&pa[i], &pb[j]);
+        ck_assert_msg(c == 0, "COMMAND LIST: %s lists '%s' and the other does not (node %d names, "
+                      "proxy %d)", c < 0 ? "the node" : "the proxy",
+                      c < 0 ? esc(pa[i].p, pa[i].len) : esc(pb[j].p, pb[j].len), na, nb);
+        i++;
+        j++;
+    }
+    free(req);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* ---------- INFO, DBSIZE, RANDOMKEY, TIME ---------- */
+
+static long long masters_dbsize(const struct h_topo *t)
+{
+    long long sum = 0;
+
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *n = h_connect_node(&t->masters[m]);
+        redisReply *d = h_cmd(n, "DBSIZE");
+        H_EXPECT_TYPE(d, REDIS_REPLY_INTEGER);
+        sum += d->integer;
+        freeReplyObject(d);
+        redisFree(n);
+    }
+    return sum;
+}
+
+/* n keys "PREFIX:name:i" through c, pipelined. */
+static void write_keys(redisContext *c, const char *name, int n)
+{
+    redisReply *r;
+
+    for (int i = 0; i < n; i++)
+        redisAppendCommand(c, "SET %s:%s:%d v%d", h_prefix(), name, i, i);
+    for (int i = 0; i < n; i++) {
+        r = h_get_reply(c);
+        H_EXPECT_STATUS(r, "OK");
+        freeReplyObject(r);
+    }
+}
+
+static void delete_keys(redisContext *c, const char *name, int n)
+{
+    redisReply *r;
+
+    for (int i = 0; i < n; i++)
+        redisAppendCommand(c, "DEL %s:%s:%d", h_prefix(), name, i);
+    for (int i = 0; i < n; i++) {
+        r = h_get_reply(c);
+        H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+        freeReplyObject(r);
+    }
+}
+
+/* db0:keys=N of an INFO text, or -1 without a db0 line. */
+static long long info_db0_keys(const char *text)
+{
+    const char *db0 = strstr(text, "\r\ndb0:keys=");
+    return db0 ? atoll(db0 + strlen("\r\ndb0:keys=")) : -1;
+}
+
+START_TEST(test_info_and_dbsize_sum_the_masters)
+{
+    static const char *sections[] = { "# Server\r\n", "# Clients\r\n", "# Stats\r\n", "# Keyspace\r\n" };
+    struct h_topo t;
+    redisContext *c = h_connect_proxy();
+    long long before = -1, after = -2, info = -3, dbsize = -4;
+    redisReply *r;
+
+    h_topo_load(&t);
+    write_keys(c, "info", 300);
+    /* nothing else writes meanwhile, but a key of an earlier test may expire
+     * in between: a few attempts, each bracketed by the masters' sum */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        before = masters_dbsize(&t);
+        r = h_cmd(c, "INFO");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+            ck_assert_msg(strstr(r->str, sections[i]) != NULL, "INFO without %.*s: '%s'",
+                          (int)strlen(sections[i]) - 2, sections[i], esc(r->str, r->len));
+        info = info_db0_keys(r->str);
+        freeReplyObject(r);
+        r = h_cmd(c, "DBSIZE");
+        H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+        dbsize = r->integer;
+        freeReplyObject(r);
+        after = masters_dbsize(&t);
+        if (before == after && info == before && dbsize == before)
+            break;
+    }
+    ck_assert_msg(before >= 300, "the masters hold %lld keys after 300 were written", before);
+    ck_assert_msg(info == before && before == after,
+                  "INFO says db0:keys=%lld, the masters hold %lld (then %lld)", info, before, after);
+    ck_assert_msg(dbsize == before, "DBSIZE %lld, the masters hold %lld", dbsize, before);
+
+    /* one section asked for: that section only */
+    r = h_cmd(c, "INFO keyspace");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(strncmp(r->str, "# Keyspace\r\n", 12) == 0 && strstr(r->str, "# Server") == NULL,
+                  "INFO keyspace: '%s'", esc(r->str, r->len));
+    ck_assert_msg(info_db0_keys(r->str) >= 300, "INFO keyspace: '%s'", esc(r->str, r->len));
+    freeReplyObject(r);
+    delete_keys(c, "info", 300);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(test_randomkey_exists)
+{
+    struct h_topo t;
+    redisContext *c = h_connect_proxy();
+
+    h_topo_load(&t);
+    write_keys(c, "rnd", 30);
+    for (int i = 0; i < 20; i++) {
+        redisReply *r = h_cmd(c, "RANDOMKEY"), *e;
+        redisContext *owner;
+
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        owner = h_connect_owner(&t, r->str);
+        e = h_cmd(owner, "EXISTS %b", r->str, r->len);
+        ck_assert_msg(e->type == REDIS_REPLY_INTEGER && e->integer == 1,
+                      "RANDOMKEY gave '%s', which its master does not hold", r->str);
+        freeReplyObject(e);
+        redisFree(owner);
+        freeReplyObject(r);
+    }
+    delete_keys(c, "rnd", 30);
+    redisFree(c);
+}
+END_TEST
+
+static long long time_us(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "TIME");
+    long long us;
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_TYPE(r->element[0], REDIS_REPLY_STRING);
+    H_EXPECT_TYPE(r->element[1], REDIS_REPLY_STRING);
+    us = atoll(r->element[0]->str) * 1000000 + atoll(r->element[1]->str);
+    freeReplyObject(r);
+    return us;
+}
+
+/* The proxy's TIME lies between two TIMEs of a node on the same host. */
+START_TEST(test_time_between_node_times)
+{
+    struct h_node m = first_master();
+    redisContext *node = h_connect_node(&m), *c = h_connect_proxy();
+
+    for (int i = 0; i < 5; i++) {
+        long long a = time_us(node), p = time_us(c), b = time_us(node);
+        ck_assert_msg(a - 1000 <= p && p <= b + 1000,
+                      "proxy TIME %lld us, the node's %lld then %lld", p, a, b);
+    }
+    redisFree(c);
+    redisFree(node);
+}
+END_TEST
+
+/* ---------- CLIENT ---------- */
+
+/* The CLIENT LIST line (in text) whose id is id, copied to line; 0 or -1. */
+static int client_line(const char *text, long long id, char *line, size_t size)
+{
+    char want[40];
+    const char *p = text;
+
+    snprintf(want, sizeof(want), "id=%lld ", id);
+    while (*p != '\0') {
+        size_t len = strcspn(p, "\n");
+        if (strncmp(p, want, strlen(want)) == 0) {
+            snprintf(line, size, "%.*s", (int)len, p);
+            return 0;
+        }
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
+    return -1;
+}
+
+static int line_has(const char *line, const char *field)
+{
+    char pad[300];
+    snprintf(pad, sizeof(pad), " %s ", field);
+    return strstr(line, pad) != NULL;
+}
+
+static long long client_id(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "CLIENT ID");
+    long long id;
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    id = r->integer;
+    freeReplyObject(r);
+    return id;
+}
+
+START_TEST(test_client_commands)
+{
+    redisContext *a = h_connect_proxy(), *b = h_connect_proxy();
+    char name_a[64], name_b[64], field[100], line[1024];
+    long long ida, idb;
+    redisReply *r;
+    int gone = 0;
+
+    snprintf(name_a, sizeof(name_a), "tp-local-a-%d", (int)getpid());
+    snprintf(name_b, sizeof(name_b), "tp-local-b-%d", (int)getpid());
+    H_OK(a, "CLIENT SETNAME %s", name_a);
+    H_OK(b, "CLIENT SETNAME %s", name_b);
+    ida = client_id(a);
+    idb = client_id(b);
+    ck_assert_msg(ida > 0 && idb > 0 && ida != idb, "ids %lld and %lld", ida, idb);
+    ck_assert_int_eq(client_id(a), ida);
+    r = h_cmd(b, "CLIENT GETNAME");
+    H_EXPECT_BULK(r, name_b);
+    freeReplyObject(r);
+
+    /* LIST: both, each with its id and name */
+    r = h_cmd(a, "CLIENT LIST");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(client_line(r->str, ida, line, sizeof(line)) == 0, "id %lld not in '%s'", ida,
+                  esc(r->str, r->len));
+    snprintf(field, sizeof(field), "name=%s", name_a);
+    ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
+    ck_assert_msg(line_has(line, "cmd=client|list"), "'%s': not its last command", line);
+    ck_assert_msg(client_line(r->str, idb, line, sizeof(line)) == 0, "id %lld not in '%s'", idb,
+                  esc(r->str, r->len));
+    snprintf(field, sizeof(field), "name=%s", name_b);
+    ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
+    ck_assert_msg(r->str[r->len - 1] == '\n', "CLIENT LIST does not end in a newline");
+    freeReplyObject(r);
+
+    /* INFO: the caller only, one line */
+    r = h_cmd(b, "CLIENT INFO");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(r->len > 0 && strchr(r->str, '\n') == r->str + r->len - 1,
+                  "CLIENT INFO is not one line: '%s'", esc(r->str, r->len));
+    ck_assert_msg(client_line(r->str, idb, line, sizeof(line)) == 0, "CLIENT INFO of %lld: '%s'",
+                  idb, esc(r->str, r->len));
+    ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
+    freeReplyObject(r);
+
+    /* an empty name clears it, as on Redis */
+    H_OK(b, "CLIENT SETNAME %s", "");
+    r = h_cmd(b, "CLIENT GETNAME");
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+
+    /* a closed client leaves the list */
+    redisFree(b);
+    for (int i = 0; i < 40 && !gone; i++) {
+        r = h_cmd(a, "CLIENT LIST");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        gone = client_line(r->str, idb, line, sizeof(line)) < 0;
+        freeReplyObject(r);
+        if (!gone)
+            h_sleep_ms(50);
+    }
+    ck_assert_msg(gone, "client %lld still listed 2 s after it closed", idb);
+    redisFree(a);
+}
+END_TEST
+
+/* ---------- CLUSTER: a one-node cluster, the proxy itself ---------- */
+
+static void expect_id(const char *id, size_t len)
+{
+    ck_assert_msg(len == 40 && strspn(id, "0123456789abcdef") == 40, "not a node id: '%.*s'",
+                  (int)len, id);
+}
+
+static char *myid(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "CLUSTER MYID");
+    char *id;
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    expect_id(r->str, r->len);
+    id = strdup(r->str);
+    freeReplyObject(r);
+    return id;
+}
+
+START_TEST(test_cluster_myid_slots_nodes)
+{
+    struct h_node px = h_proxy_addr();
+    redisContext *c = h_connect_proxy(), *d = h_connect_proxy();
+    char *id = myid(c), *id2 = myid(c), *id3 = myid(d), want[128];
+    redisReply *r, *range, *node;
+
+    ck_assert_str_eq(id, id2);
+    ck_assert_str_eq(id, id3);
+
+    r = h_cmd(c, "CLUSTER SLOTS");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    range = r->element[0];
+    H_EXPECT_TYPE(range, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(range->elements, 3);      /* no replicas */
+    H_EXPECT_INT(range->element[0], 0);
+    H_EXPECT_INT(range->element[1], H_SLOTS - 1);
+    node = range->element[2];
+    H_EXPECT_TYPE(node, REDIS_REPLY_ARRAY);
+    ck_assert_uint_ge(node->elements, 3);
+    H_EXPECT_BULK(node->element[0], px.host);
+    H_EXPECT_INT(node->element[1], px.port);
+    H_EXPECT_BULK(node->element[2], id);
+    freeReplyObject(r);
+
+    /* "<id> <ip:port@cport> myself,master - 0 0 <epoch> connected 0-16383\n" */
+    r = h_cmd(c, "CLUSTER NODES");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(r->len > 0 && strchr(r->str, '\n') == r->str + r->len - 1,
+                  "CLUSTER NODES is not one line: '%s'", r->str);
+    {
+        char *f[16], *save = NULL, *text = strndup(r->str, r->len - 1);
+        int n = 0;
+        for (char *tok = strtok_r(text, " ", &save); tok != NULL && n < 16;
+             tok = strtok_r(NULL, " ", &save))
+            f[n++] = tok;
+        ck_assert_msg(n == 9, "CLUSTER NODES has %d fields: '%s'", n, r->str);
+        ck_assert_str_eq(f[0], id);
+        H_FMT(want, sizeof(want), "%s:%d@", px.host, px.port);
+        ck_assert_msg(strncmp(f[1], want, strlen(want)) == 0, "address '%s', want '%s...'", f[1], want);
+        ck_assert_str_eq(f[2], "myself,master");
+        ck_assert_str_eq(f[3], "-");
+        ck_assert_str_eq(f[7], "connected");
+        ck_assert_str_eq(f[8], "0-16383");
+        free(text);
+    }
+    freeReplyObject(r);
+    free(id);
+    free(id2);
+    free(id3);
+    redisFree(c);
+    redisFree(d);
+}
+END_TEST
+
+/* The field names of the first node of the first shard of a CLUSTER SHARDS
+ * reply, checked for its shape ["slots", [..], "nodes", [[k, v, ...], ...]]. */
+static const redisReply *shard_node(const redisReply *r)
+{
+    const redisReply *shard, *nodes;
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_ge(r->elements, 1);
+    shard = r->element[0];
+    H_EXPECT_TYPE(shard, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(shard->elements, 4);
+    H_EXPECT_BULK(shard->element[0], "slots");
+    H_EXPECT_TYPE(shard->element[1], REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(shard->element[2], "nodes");
+    nodes = shard->element[3];
+    H_EXPECT_TYPE(nodes, REDIS_REPLY_ARRAY);
+    ck_assert_uint_ge(nodes->elements, 1);
+    H_EXPECT_TYPE(nodes->element[0], REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(nodes->element[0]->elements % 2, 0);
+    return nodes->element[0];
+}
+
+static const redisReply *field(const redisReply *node, const char *name)
+{
+    for (size_t i = 0; i + 1 < node->elements; i += 2)
+        if (node->element[i]->type == REDIS_REPLY_STRING && strcmp(node->element[i]->str, name) == 0)
+            return node->element[i + 1];
+    ck_abort_msg("no field '%s' in the shard's node", name);
+    return NULL;
+}
+
+START_TEST(test_cluster_shards)
+{
+    struct h_node px = h_proxy_addr(), m = first_master();
+    redisContext *c = h_connect_proxy(), *n = h_connect_node(&m);
+    redisReply *r = h_cmd(c, "CLUSTER SHARDS"), *nr = h_cmd(n, "CLUSTER SHARDS");
+    const redisReply *pn = shard_node(r), *nn = shard_node(nr), *slots;
+    char *id = myid(c);
+
+    ck_assert_uint_eq(r->elements, 1);
+    slots = r->element[0]->element[1];
+    ck_assert_uint_eq(slots->elements, 2);
+    H_EXPECT_INT(slots->element[0], 0);
+    H_EXPECT_INT(slots->element[1], H_SLOTS - 1);
+    ck_assert_uint_eq(r->element[0]->element[3]->elements, 1);
+
+    /* the node entry has the fields a real node's has, in the same order */
+    ck_assert_msg(pn->elements == nn->elements, "the proxy's shard node has %zu elements, a "
+                  "node's %zu", pn->elements, nn->elements);
+    for (size_t i = 0; i < nn->elements; i += 2) {
+        H_EXPECT_BULK(pn->element[i], nn->element[i]->str);
+        ck_assert_msg(pn->element[i + 1]->type == nn->element[i + 1]->type,
+                      "field %s: %s, a node has %s", nn->element[i]->str,
+                      h_type_name(pn->element[i + 1]->type), h_type_name(nn->element[i + 1]->type));
+    }
+    H_EXPECT_BULK(field(pn, "id"), id);
+    H_EXPECT_INT(field(pn, "port"), px.port);
+    H_EXPECT_BULK(field(pn, "ip"), px.host);
+    H_EXPECT_BULK(field(pn, "role"), "master");
+    H_EXPECT_BULK(field(pn, "health"), "online");
+    freeReplyObject(r);
+    freeReplyObject(nr);
+    free(id);
+    redisFree(c);
+    redisFree(n);
+}
+END_TEST
+
+/* KEYSLOT of many keys, node and proxy, in one pipeline each. */
+START_TEST(test_cluster_keyslot_many)
+{
+    struct h_node m = first_master();
+    redisContext *c = h_connect_proxy(), *n = h_connect_node(&m);
+    char key[64];
+
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof(key), i % 3 ? "key:%d" : "{t%d}x", i * 7919);
+        redisAppendCommand(c, "CLUSTER KEYSLOT %s", key);
+        redisAppendCommand(n, "CLUSTER KEYSLOT %s", key);
+    }
+    for (int i = 0; i < 500; i++) {
+        redisReply *a = h_get_reply(c), *b = h_get_reply(n);
+        H_EXPECT_TYPE(b, REDIS_REPLY_INTEGER);
+        H_EXPECT_INT(a, b->integer);
+        freeReplyObject(a);
+        freeReplyObject(b);
+    }
+    redisFree(c);
+    redisFree(n);
+}
+END_TEST
+
+/* ---------- FLUSHALL (last: it empties the shared cluster) ---------- */
+
+START_TEST(test_flushall_empties_every_master)
+{
+    static const char *args[] = { "--enable-dangerous-commands", "yes", NULL };
+    struct h_topo t;
+    struct h_proxy px;
+    redisContext *c;
+    char key[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    ck_assert_int_ge(t.nmasters, 3);
+    h_proxy_start(&px, args);
+    c = h_connect_extra(&px);
+    for (int m = 0; m < t.nmasters; m++)
+        for (int i = 0; i < 5; i++) {
+            h_key_on_master(&t, m, h_prefix(), i, key, sizeof(key));
+            H_OK(c, "SET %s flush-me", key);
+        }
+    for (int m = 0; m < t.nmasters; m++) {
+        redisContext *n = h_connect_node(&t.masters[m]);
+        r = h_cmd(n, "DBSIZE");
+        ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer >= 5,
+                      "master %d holds %s before FLUSHALL", m, h_show(r));
+        freeReplyObject(r);
+        redisFree(n);
+    }
+
+    H_OK(c, "FLUSHALL");
+
+    for (int m = 0; m < t.nmasters; m++) {
+        redisContext *n = h_connect_node(&t.masters[m]);
+        r = h_cmd(n, "DBSIZE");
+        ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer == 0,
+                      "master %s:%d holds %s after FLUSHALL", t.masters[m].host,
+                      t.masters[m].port, h_show(r));
+        freeReplyObject(r);
+        redisFree(n);
+    }
+    r = h_cmd(c, "DBSIZE");
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
+static Suite *local_suite(void)
+{
+    Suite *s = suite_create("local");
+    TCase *tc = tcase_create("local");
+    TCase *flush = tcase_create("flushall");
+
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_same_bytes_as_a_node, 0, (int)(sizeof(as_node) / sizeof(as_node[0])));
+    tcase_add_test(tc, test_echo_large);
+    tcase_add_test(tc, test_command_all);
+    tcase_add_test(tc, test_command_info_all);
+    tcase_add_test(tc, test_command_list);
+    tcase_add_test(tc, test_info_and_dbsize_sum_the_masters);
+    tcase_add_test(tc, test_randomkey_exists);
+    tcase_add_test(tc, test_time_between_node_times);
+    tcase_add_test(tc, test_client_commands);
+    tcase_add_test(tc, test_cluster_myid_slots_nodes);
+    tcase_add_test(tc, test_cluster_shards);
+    tcase_add_test(tc, test_cluster_keyslot_many);
+    suite_add_tcase(s, tc);
+
+    /* Check runs TCases in the order added: this one last */
+    tcase_set_timeout(flush, 30);
+    tcase_add_test(flush, test_flushall_empties_every_master);
+    suite_add_tcase(s, flush);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(local_suite());
+}
