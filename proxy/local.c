@@ -158,7 +158,7 @@ static void cmd_hello(struct request *r)
         return;
     if (!r->client->authenticated) {
         request_fail(r, "NOAUTH HELLO must be called with the client already authenticated, "
-                        "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                        "otherwise the HELLO AUTH <user> <pass> option can be used to "
                         "authenticate the client and select the RESP protocol version at the "
                         "same time");
         return;
@@ -181,6 +181,19 @@ static void cmd_hello(struct request *r)
     resp_add_bulk_str(b, "master");
     resp_add_bulk_str(b, "modules");
     resp_add_array(b, 0);
+    request_finish(r);
+}
+
+static void cmd_ping(struct request *r)
+{
+    if (r->argc > 2) {      /* arity -1 in the table; PING itself takes one at most */
+        request_fail(r, "ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (r->argc > 1)
+        reply_arg_bulk(r, 1);
+    else
+        resp_add_simple(out(r), "PONG");
     request_finish(r);
 }
 
@@ -326,7 +339,7 @@ static void command_docs_or_info(struct request *r, int docs)
             if (c)
                 evbuffer_add(items, c->info_resp, c->info_resp_len);
             else
-                resp_add_null_array(items);
+                resp_add_null(items);
             n++;
         }
     }
@@ -392,9 +405,16 @@ static void cmd_command(struct request *r)
             request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
             return;
         }
-        resp_add_array(b, command_table_size);
+        long long n = command_table_size;
         for (int i = 0; i < command_table_size; i++)
-            resp_add_bulk_str(b, command_table[i].name);
+            n += command_table[i].nsubcommands;
+        resp_add_array(b, n);           /* subcommands too, as "parent|sub" */
+        for (int i = 0; i < command_table_size; i++) {
+            const struct command *c = &command_table[i];
+            resp_add_bulk_str(b, c->fullname);
+            for (int s = 0; s < c->nsubcommands; s++)
+                resp_add_bulk_str(b, c->subcommands[s].fullname);
+        }
         request_finish(r);
     } else if (strcmp(sub, "getkeysandflags") == 0) {
         request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy; use COMMAND GETKEYS");
@@ -610,11 +630,7 @@ void local_dispatch(struct request *r)
     } else if (strncmp(name, "cluster|", 8) == 0) {
         cmd_cluster(r);
     } else if (strcmp(name, "ping") == 0) {
-        if (r->argc > 1)
-            reply_arg_bulk(r, 1);
-        else
-            resp_add_simple(out(r), "PONG");
-        request_finish(r);
+        cmd_ping(r);
     } else if (strcmp(name, "echo") == 0) {
         reply_arg_bulk(r, 1);
         request_finish(r);
