@@ -183,7 +183,6 @@ static void read_cb(struct io_conn *io, void *arg)
 void node_conn_retire(struct node_conn *c)
 {
     c->retiring = 1;
-    c->on_down = NULL;
     if (c->ninflight == 0)
         node_conn_close(c, "the node is no longer a master");
 }
@@ -212,8 +211,17 @@ static void error_cb(struct io_conn *io, int err, void *arg)
     node_conn_close(c, why);
 }
 
+static void drained_cb(struct io_conn *io, void *arg)
+{
+    struct node_conn *c = arg;
+    (void)io;
+    if (c->on_drained)
+        c->on_drained(c, c->down_arg);
+}
+
 static const struct io_handlers node_handlers = {
     .on_read = read_cb,
+    .on_drained = drained_cb,
     .on_connected = connected_cb,
     .on_error = error_cb,
 };

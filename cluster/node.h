@@ -86,7 +86,8 @@ struct node_conn {
     int retiring;               /* close once the last reply is in */
     int refused_login;          /* AUTH failed: nothing sent after it ran */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
-    void *down_arg;
+    void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
+    void *down_arg;                 /* for both */
 };
 
 /* Start connecting (non-blocking) to sa; requests may be sent at once.
@@ -109,6 +110,15 @@ void node_conn_close(struct node_conn *c, const char *why);
 
 /* Milliseconds of a monotonic clock (cheap: coarse, vDSO). */
 uint64_t node_now_ms(void);
+
+/* Bytes queued for the node past which its senders should stop reading
+ * their clients until it catches up (backpressure, not buffering). */
+#define NODE_OUTPUT_HIGH (4u * 1024 * 1024)
+
+static inline int node_conn_congested(const struct node_conn *c)
+{
+    return io_conn_pending(&c->io) > NODE_OUTPUT_HIGH;
+}
 
 static inline int node_conn_usable(const struct node_conn *c)
 {

@@ -64,10 +64,43 @@ struct evbuffer *client_output(struct client *c)
     return c->state == CLIENT_GONE ? NULL : c->io.out;
 }
 
+void client_pause_for(struct client *c, struct node_conn *node)
+{
+    if (c->paused_on || c->state != CLIENT_ACTIVE)
+        return;
+    c->paused_on = node;
+    TAILQ_INSERT_TAIL(&c->worker->paused, c, paused_link);
+    io_conn_read(&c->io, 0);
+}
+
+static void client_unpause(struct client *c)
+{
+    if (!c->paused_on)
+        return;
+    TAILQ_REMOVE(&c->worker->paused, c, paused_link);
+    c->paused_on = NULL;
+}
+
+void client_resume_paused(struct worker *w, struct node_conn *node)
+{
+    struct client *c, *next;
+    for (c = TAILQ_FIRST(&w->paused); c; c = next) {
+        next = TAILQ_NEXT(c, paused_link);
+        if (c->paused_on != node)
+            continue;
+        client_unpause(c);
+        if (c->state == CLIENT_ACTIVE) {
+            io_conn_read(&c->io, 1);
+            io_conn_read_again(&c->io);     /* what it had sent already */
+        }
+    }
+}
+
 void client_close(struct client *c, const char *why)
 {
     if (c->state == CLIENT_GONE)
         return;
+    client_unpause(c);
     if (why)
         log_verbose("client", "closing client id=%llu addr=%s: %s",
                     (unsigned long long)c->id, c->addr, why);
@@ -82,6 +115,7 @@ void client_close_after_replies(struct client *c)
     if (c->state != CLIENT_ACTIVE)
         return;
     c->state = CLIENT_CLOSING;
+    client_unpause(c);
     io_conn_read(&c->io, 0);
     client_flush(c);
 }
@@ -187,7 +221,7 @@ static void client_read_cb(struct io_conn *io, void *arg)
     int handled = 0;
     size_t have;
     c->last_active = time(NULL);
-    while (c->state == CLIENT_ACTIVE && handled < CLIENT_COMMANDS_PER_EVENT) {
+    while (c->state == CLIENT_ACTIVE && !c->paused_on && handled < CLIENT_COMMANDS_PER_EVENT) {
         const char *data = io_input(io, &have);
         enum resp_parse_status st;
         if (have <= p->pos)
@@ -206,7 +240,7 @@ static void client_read_cb(struct io_conn *io, void *arg)
             handled++;
         }
     }
-    if (c->state == CLIENT_ACTIVE && handled == CLIENT_COMMANDS_PER_EVENT &&
+    if (c->state == CLIENT_ACTIVE && !c->paused_on && handled == CLIENT_COMMANDS_PER_EVENT &&
         (io_input(io, &have), have > 0))
         io_conn_read_again(io);     /* the rest after the others' turn */
 }

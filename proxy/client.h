@@ -31,6 +31,8 @@ enum client_state {
 
 struct client {
     TAILQ_ENTRY(client) link;       /* in the worker's client list */
+    TAILQ_ENTRY(client) paused_link;/* in the worker's paused list */
+    struct node_conn *paused_on;    /* not read until this node catches up */
     struct worker *worker;
     struct io_conn io;
     enum client_state state;
@@ -62,6 +64,12 @@ void client_close(struct client *c, const char *why);
 
 /* The evbuffer the client's replies go to, or NULL when it is gone. */
 struct evbuffer *client_output(struct client *c);
+
+/* Stop reading c until node has written its backlog (backpressure). */
+void client_pause_for(struct client *c, struct node_conn *node);
+
+/* node caught up (or closed): read its paused clients again. */
+void client_resume_paused(struct worker *w, struct node_conn *node);
 
 /* One CLIENT LIST line (without the newline) into buf. */
 void client_describe(const struct client *c, char *buf, size_t len);

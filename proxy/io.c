@@ -120,22 +120,34 @@ static void io_input_release(struct io_conn *c)
     c->rbuf = NULL;
 }
 
+/* Readable, or asked to look again (io_conn_read_again) at input that is
+ * already here: the owner is called whenever unconsumed bytes exist. */
 static void io_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct io_conn *c = arg;
+    int had = c->rend > c->rstart;
     (void)what;
     if (io_input_room(c) < 0) {
-        io_fail(c, ENOBUFS);
-        return;
-    }
-    ssize_t got = read(fd, c->rbuf + c->rend, c->rcap - c->rend);
-    if (got <= 0) {
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        if (!had) {
+            io_fail(c, ENOBUFS);
             return;
-        io_fail(c, got == 0 ? 0 : errno);
-        return;
+        }
+    } else {
+        ssize_t got = read(fd, c->rbuf + c->rend, c->rcap - c->rend);
+        if (got > 0)
+            c->rend += (size_t)got;
+        else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+            int err = got == 0 ? 0 : errno;
+            if (had)                    /* what came before the close still counts */
+                c->h->on_read(c, c->arg);
+            if (c->state != IO_CLOSED)
+                io_fail(c, err);
+            return;
+        } else if (!had) {
+            io_input_release(c);
+            return;
+        }
     }
-    c->rend += (size_t)got;
     c->h->on_read(c, c->arg);
     if (c->state != IO_CLOSED)
         io_input_release(c);

@@ -258,6 +258,10 @@ void router_send(struct request *r)
     r->nreq.on_reply = router_on_reply;
     r->nreq.on_fail = router_on_fail;
     node_send(conn, &r->nreq, r->data, r->len);
+    /* a node that does not keep up stops the clients that feed it */
+    struct request *top = r->parent ? r->parent : r;
+    if (top->client && node_conn_usable(conn) && node_conn_congested(conn))
+        client_pause_for(top->client, conn);
 }
 
 /* Follow a redirect or schedule a retry. 0: give the error to the client. */

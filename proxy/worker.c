@@ -16,11 +16,19 @@
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
+    client_resume_paused(w, c);
     for (int i = 0; i < w->topo->nnodes; i++)
-        if (w->conns[i] == c)
+        if (w->conns[i] == c) {
             w->conns[i] = NULL;
-    log_notice("node", "%s", "connection to a master closed; topology refresh requested");
-    worker_want_refresh(w);
+            log_notice("node", "connection to master %s closed; topology refresh requested",
+                       c->addr);
+            worker_want_refresh(w);
+        }
+}
+
+static void worker_conn_drained(struct node_conn *c, void *arg)
+{
+    client_resume_paused(arg, c);
 }
 
 struct node_conn *worker_conn(struct worker *w, int node)
@@ -35,6 +43,7 @@ struct node_conn *worker_conn(struct worker *w, int node)
                       &w->node_opts);
     if (c) {
         c->on_down = worker_conn_down;
+        c->on_drained = worker_conn_drained;
         c->down_arg = w;
     }
     w->conns[node] = c;
@@ -166,6 +175,7 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     pthread_mutex_init(&w->mailbox_lock, NULL);
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);
+    TAILQ_INIT(&w->paused);
     w->node_opts.connect_timeout_ms = p->cfg.node_connect_timeout_ms;
     w->node_opts.timeout_ms = p->cfg.node_timeout_ms;
     w->node_opts.user = p->cfg.cluster_user;

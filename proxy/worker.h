@@ -55,6 +55,7 @@ struct worker {
     pthread_mutex_t clients_lock;       /* accept/close and CLIENT LIST only */
     TAILQ_HEAD(, client) clients;
     int nclients;
+    TAILQ_HEAD(, client) paused;        /* clients waiting for a congested node */
 
     struct request *free_requests;
     int nfree_requests;
