@@ -17,7 +17,13 @@
  *
  * Every request is logged (connection id + the command's words), so a test
  * can ask how often a command arrived and what came before it on the same
- * connection. A "trap" node only counts the connections it accepts and
+ * connection.
+ *
+ * Arguments are at most FN_MAX_ARG bytes, else the connection is closed;
+ * a node with long_args set takes any length up to what fn_read_header
+ * reads (about 10 MB): argv then holds the first FN_MAX_ARG bytes, lens the
+ * whole length, and sums every argument's fn_sum, so that a test can check
+ * a long value it never sees whole. A "trap" node only counts the connections it accepts and
  * closes them.
  *
  * Everything is static and marked unused; include after harness.h.
@@ -48,6 +54,7 @@ struct fn_conn {
     int argc;
     size_t lens[FN_MAX_ARGS];
     char argv[FN_MAX_ARGS][FN_MAX_ARG + 1];
+    unsigned long long sums[FN_MAX_ARGS];   /* fn_sum of each whole argument */
 };
 
 /* Answers GET key on c: writes the reply with fn_write(). Returns 0 to keep
@@ -74,6 +81,7 @@ struct fake_node {
     int port;
     int listen_fd;
     int trap;
+    int long_args;              /* see above; set before the proxy connects */
     fn_script *script;
     fn_filter *filter;          /* NULL: none; set before the proxy connects */
     pthread_t thread;
@@ -333,8 +341,53 @@ H_UNUSED static long fn_read_header(struct fn_conn *c, char type)
     return v;
 }
 
+/* Each byte times its position (1-based, counted from offset), summed: it
+ * changes when a byte is lost, altered or moved, and the sums of an
+ * argument's consecutive pieces add up to the whole's. */
+H_UNUSED static unsigned long long fn_sum(const void *data, size_t len, size_t offset)
+{
+    const unsigned char *p = data;
+    unsigned long long sum = 0;
+
+    for (size_t i = 0; i < len; i++)
+        sum += (unsigned long long)(offset + i + 1) * p[i];
+    return sum;
+}
+
+/* Argument i, len bytes then CRLF: the first FN_MAX_ARG into argv[i], the
+ * whole into sums[i], read in pieces so that it may be longer than buf. */
+H_UNUSED static int fn_read_arg(struct fn_conn *c, int i, size_t len)
+{
+    size_t done = 0;
+
+    c->sums[i] = 0;
+    while (done < len) {
+        size_t n;
+        if (c->end == c->start && fn_fill(c) < 0)
+            return -1;
+        n = c->end - c->start;
+        if (n > len - done)
+            n = len - done;
+        if (done < FN_MAX_ARG)
+            memcpy(c->argv[i] + done, c->buf + c->start, n < FN_MAX_ARG - done ? n : FN_MAX_ARG - done);
+        c->sums[i] += fn_sum(c->buf + c->start, n, done);
+        c->start += n;
+        done += n;
+    }
+    c->argv[i][len < FN_MAX_ARG ? len : FN_MAX_ARG] = '\0';
+    c->lens[i] = len;
+    while (c->end - c->start < 2)
+        if (fn_fill(c) < 0)
+            return -1;
+    if (memcmp(c->buf + c->start, "\r\n", 2) != 0)
+        return -1;
+    c->start += 2;
+    return 0;
+}
+
 /* One multibulk request into c->argc/argv; -1 on EOF or a request this
- * reader does not take (inline, too many or too long arguments). */
+ * reader does not take (inline, too many or too long arguments, a bulk not
+ * followed by CRLF). */
 H_UNUSED static int fn_read_request(struct fn_conn *c)
 {
     long argc = fn_read_header(c, '*');
@@ -343,15 +396,10 @@ H_UNUSED static int fn_read_request(struct fn_conn *c)
         return -1;
     for (int i = 0; i < argc; i++) {
         long len = fn_read_header(c, '$');
-        if (len < 0 || len > FN_MAX_ARG)
+        if (len < 0 || (len > FN_MAX_ARG && !c->f->long_args))
             return -1;
-        while (c->end - c->start < (size_t)len + 2)
-            if (fn_fill(c) < 0)
-                return -1;
-        memcpy(c->argv[i], c->buf + c->start, (size_t)len);
-        c->argv[i][len] = '\0';
-        c->lens[i] = (size_t)len;
-        c->start += (size_t)len + 2;
+        if (fn_read_arg(c, i, (size_t)len) < 0)
+            return -1;
     }
     c->argc = (int)argc;
     return 0;
