@@ -1,0 +1,617 @@
+#include "keylayout/layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct layout {
+    struct rules *rules;
+    char **prefix;
+    size_t *prefix_len;
+    size_t nprefix;
+    size_t prefix_max;
+};
+
+/* snprintf-style output: counts everything, writes what fits. */
+struct out {
+    char *buf;
+    size_t cap;
+    size_t len;
+};
+
+static const char HEX[] = "0123456789ABCDEF";
+
+static void out_put(struct out *o, const char *s, size_t n)
+{
+    if (o->len < o->cap)
+        memcpy(o->buf + o->len, s, n < o->cap - o->len ? n : o->cap - o->len);
+    o->len += n;
+}
+
+static void out_byte(struct out *o, char c)
+{
+    if (o->len < o->cap)
+        o->buf[o->len] = c;
+    o->len++;
+}
+
+/* ---- encoding, buckets ---- */
+
+static void out_encode(struct out *o, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (rules_must_encode(c)) {
+            out_byte(o, '%');
+            out_byte(o, HEX[c >> 4]);
+            out_byte(o, HEX[c & 15]);
+        } else {
+            out_byte(o, (char)c);
+        }
+    }
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;   /* lower case is not what layout_encode makes */
+}
+
+/* The byte of the escape at s[i] ('%'), or -1 if it is not canonical. */
+static int escape_at(const char *s, size_t len, size_t i)
+{
+    if (len - i < 3)
+        return -1;
+    int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0 || !rules_must_encode((unsigned char)(hi << 4 | lo)))
+        return -1;
+    return hi << 4 | lo;
+}
+
+/* Decode s (checked) into o, or only check when o is NULL. */
+static int decode_into(struct out *o, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '%') {
+            int b = escape_at(s, len, i);
+            if (b < 0)
+                return -1;
+            c = (unsigned char)b;
+            i += 2;
+        } else if (rules_must_encode(c)) {
+            return -1;
+        }
+        if (o)
+            out_byte(o, (char)c);
+    }
+    return 0;
+}
+
+size_t layout_encode(const char *in, size_t len, char *out, size_t cap)
+{
+    struct out o = { out, cap, 0 };
+    out_encode(&o, in, len);
+    return o.len;
+}
+
+int layout_decode(const char *in, size_t len, char *out, size_t cap, size_t *outlen)
+{
+    struct out o = { out, cap, 0 };
+    if (decode_into(&o, in, len) < 0)
+        return -1;
+    *outlen = o.len;
+    return 0;
+}
+
+#define FNV_BASIS 0x811c9dc5u
+#define FNV_PRIME 0x01000193u
+
+uint32_t layout_fnv1a(const char *s, size_t len)
+{
+    uint32_t h = FNV_BASIS;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
+    return h;
+}
+
+int layout_bucket(const char *id, size_t len)
+{
+    return (int)(layout_fnv1a(id, len) % RULES_BUCKETS);
+}
+
+/* The bucket of a value, raw or (already checked) encoded. */
+static int value_bucket(const struct layout_value *v)
+{
+    if (!v->encoded)
+        return layout_bucket(v->ptr, v->len);
+    uint32_t h = FNV_BASIS;
+    for (size_t i = 0; i < v->len; i++) {
+        unsigned char c = (unsigned char)v->ptr[i];
+        if (c == '%') {
+            c = (unsigned char)escape_at(v->ptr, v->len, i);
+            i += 2;
+        }
+        h = (h ^ c) * FNV_PRIME;
+    }
+    return (int)(h % RULES_BUCKETS);
+}
+
+/* ---- building names ---- */
+
+static void out_value_encoded(struct out *o, const struct layout_value *v)
+{
+    if (v->encoded)
+        out_put(o, v->ptr, v->len);
+    else
+        out_encode(o, v->ptr, v->len);
+}
+
+static void out_value_raw(struct out *o, const struct layout_value *v)
+{
+    if (v->encoded)
+        decode_into(o, v->ptr, v->len);
+    else
+        out_put(o, v->ptr, v->len);
+}
+
+static void out_prefix(struct out *o, const struct layout *l, const struct layout_match *m)
+{
+    out_put(o, l->prefix[m->prefix], l->prefix_len[m->prefix]);
+}
+
+static size_t template_build(const struct layout *l, const struct layout_match *m,
+                             const struct rules_template *t, char *buf, size_t cap)
+{
+    struct out o = { buf, cap, 0 };
+    for (size_t i = 0; i < t->npiece; i++) {
+        const struct rules_piece *p = &t->piece[i];
+        char digits[4];
+        switch (p->kind) {
+        case RULES_PIECE_PREFIX:
+            out_prefix(&o, l, m);
+            break;
+        case RULES_PIECE_LITERAL:
+            out_put(&o, p->text, p->len);
+            break;
+        case RULES_PIECE_CAPTURE:
+            out_value_encoded(&o, &m->cap[p->cap]);
+            break;
+        case RULES_PIECE_BUCKET:
+            out_put(&o, digits, (size_t)snprintf(digits, sizeof digits, "%d", m->bucket));
+            break;
+        }
+    }
+    return o.len;
+}
+
+/* Segments joined by ':', raw values; with the prefix first for a legacy name. */
+static size_t pattern_build(const struct layout *l, const struct layout_match *m,
+                            const struct rules_pattern *pat, bool prefixed, char *buf, size_t cap)
+{
+    struct out o = { buf, cap, 0 };
+    if (prefixed)
+        out_prefix(&o, l, m);
+    for (size_t i = 0; i < pat->nseg; i++) {
+        const struct rules_seg *s = &pat->seg[i];
+        if (prefixed || i > 0)
+            out_byte(&o, ':');
+        if (s->kind == RULES_SEG_LITERAL)
+            out_put(&o, s->text, s->len);
+        else
+            out_value_raw(&o, &m->cap[s->cap]);
+    }
+    return o.len;
+}
+
+size_t layout_cluster_key(const struct layout *l, const struct layout_match *m,
+                          char *out, size_t cap)
+{
+    return template_build(l, m, &m->rule->cluster, out, cap);
+}
+
+size_t layout_legacy_key(const struct layout *l, const struct layout_match *m,
+                         char *out, size_t cap)
+{
+    return pattern_build(l, m, &m->rule->legacy, true, out, cap);
+}
+
+size_t layout_index_key(const struct layout *l, const struct layout_match *m,
+                        char *out, size_t cap)
+{
+    return template_build(l, m, &m->rule->index, out, cap);
+}
+
+size_t layout_index_member(const struct layout *l, const struct layout_match *m,
+                           char *out, size_t cap)
+{
+    return pattern_build(l, m, &m->rule->member, false, out, cap);
+}
+
+/* ---- matching raw names against patterns ---- */
+
+static bool one_of(const struct rules_capture *c, const char *s, size_t len, bool encoded)
+{
+    if (c->nalt == 0)
+        return true;
+    for (size_t i = 0; i < c->nalt; i++) {
+        const char *alt = encoded ? c->alt_enc[i] : c->alt[i];
+        size_t alen = encoded ? c->alt_enc_len[i] : c->alt_len[i];
+        if (alen == len && memcmp(alt, s, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool seg_match(const struct rules_rule *r, const struct rules_seg *seg, const char *s,
+                      size_t len, struct layout_value *cap)
+{
+    switch (seg->kind) {
+    case RULES_SEG_LITERAL:
+        return seg->len == len && memcmp(seg->text, s, len) == 0;
+    case RULES_SEG_CAPTURE:
+    case RULES_SEG_GREEDY:
+        if (!one_of(&r->cap[seg->cap], s, len, false))
+            return false;
+        cap[seg->cap] = (struct layout_value){ s, len, false };
+        return true;
+    case RULES_SEG_REST:
+        return true;
+    }
+    return false;
+}
+
+/* Match s[0..len) against pat's segments: the ones before the greedy one
+ * from the start, the ones after it from the end, the greedy one takes what
+ * is between (one segment at least, maybe empty). */
+static bool pattern_match(const struct rules_rule *r, const struct rules_pattern *pat,
+                          const char *s, size_t len, struct layout_value *cap)
+{
+    size_t head = pat->greedy < 0 ? pat->nseg : (size_t)pat->greedy;
+    size_t pos = 0;
+    for (size_t i = 0; i < head; i++) {
+        const char *colon = memchr(s + pos, ':', len - pos);
+        bool last = pat->greedy < 0 && i + 1 == pat->nseg;
+        if (last ? colon != NULL : colon == NULL)
+            return false;
+        size_t end = last ? len : (size_t)(colon - s);
+        if (!seg_match(r, &pat->seg[i], s + pos, end - pos, cap))
+            return false;
+        pos = end + 1;
+    }
+    if (pat->greedy < 0)
+        return true;
+    size_t end = len;
+    for (size_t i = pat->nseg - 1; i > head; i--) {
+        const char *colon = memrchr(s + pos, ':', end - pos);
+        if (!colon)
+            return false;
+        size_t c = (size_t)(colon - s);
+        if (!seg_match(r, &pat->seg[i], s + c + 1, end - c - 1, cap))
+            return false;
+        end = c;
+    }
+    return seg_match(r, &pat->seg[head], s + pos, end - pos, cap);
+}
+
+/* The prefix that key starts with, followed by ':'; the rest in *rest. */
+static int prefix_find(const struct layout *l, const char *key, size_t len, size_t *rest)
+{
+    const char *colon = memchr(key, ':', len);
+    if (!colon)
+        return -1;
+    size_t plen = (size_t)(colon - key);
+    for (size_t i = 0; i < l->nprefix; i++)
+        if (l->prefix_len[i] == plen && memcmp(l->prefix[i], key, plen) == 0) {
+            *rest = plen + 1;
+            return (int)i;
+        }
+    return -1;
+}
+
+/* The first rule or keep whose legacy pattern matches key; NULL for none. */
+static const struct rules_rule *legacy_match(const struct layout *l, const char *key, size_t len,
+                                             struct layout_match *m)
+{
+    size_t rest;
+    int p = prefix_find(l, key, len, &rest);
+    if (p < 0)
+        return NULL;
+    m->prefix = (size_t)p;
+    for (size_t i = 0; i < l->rules->nrule; i++) {
+        const struct rules_rule *r = &l->rules->rule[i];
+        if (pattern_match(r, &r->legacy, key + rest, len - rest, m->cap)) {
+            m->rule = r;
+            m->bucket = r->bucket ? value_bucket(&m->cap[r->id_cap]) : -1;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static enum layout_result result_of(const struct rules_rule *r, size_t need, size_t cap)
+{
+    if (!r)
+        return LAYOUT_PASS;
+    if (r->kind == RULES_KEEP)
+        return LAYOUT_KEEP;
+    return need <= cap ? LAYOUT_MAPPED : LAYOUT_SHORT;
+}
+
+enum layout_result layout_to_cluster(const struct layout *l, const char *key, size_t len,
+                                     char *out, size_t cap, size_t *outlen,
+                                     struct layout_match *m)
+{
+    struct layout_match local;
+    if (!m)
+        m = &local;
+    m->rule = NULL;
+    m->bucket = -1;
+    const struct rules_rule *r = legacy_match(l, key, len, m);
+    size_t need = 0;
+    if (r && r->kind == RULES_REWRITE) {
+        need = layout_cluster_key(l, m, out, cap);
+        *outlen = need;
+    }
+    return result_of(r, need, cap);
+}
+
+/* ---- matching cluster names against templates ---- */
+
+/* The end of an encoded value starting at pos: the first byte it cannot hold. */
+static size_t value_end(const char *s, size_t len, size_t pos)
+{
+    while (pos < len && (!rules_must_encode((unsigned char)s[pos]) || s[pos] == '%'))
+        pos++;
+    return pos;
+}
+
+static bool bucket_parse(const char *s, size_t len, int *bucket)
+{
+    if (len == 0 || len > 2 || (len == 2 && s[0] == '0'))
+        return false;
+    int b = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        b = b * 10 + (s[i] - '0');
+    }
+    *bucket = b;
+    return b < RULES_BUCKETS;
+}
+
+static bool placeholder_match(const struct rules_rule *r, const struct rules_piece *p,
+                              const char *s, size_t len, struct layout_match *m)
+{
+    if (p->kind == RULES_PIECE_BUCKET)
+        return bucket_parse(s, len, &m->bucket);
+    if (decode_into(NULL, s, len) < 0 || !one_of(&r->cap[p->cap], s, len, true))
+        return false;
+    m->cap[p->cap] = (struct layout_value){ s, len, true };
+    return true;
+}
+
+/* Match key[rest..len) (after the prefix and its ':') against template t. */
+static bool template_match(const struct rules_rule *r, const struct rules_template *t,
+                           const char *key, size_t len, size_t rest, struct layout_match *m)
+{
+    size_t pos = rest - 1;   /* the ':' after the prefix starts the first literal */
+    for (size_t i = 1; i < t->npiece; i++) {
+        const struct rules_piece *p = &t->piece[i];
+        if (p->kind == RULES_PIECE_LITERAL) {
+            if (len - pos < p->len || memcmp(key + pos, p->text, p->len) != 0)
+                return false;
+            pos += p->len;
+            continue;
+        }
+        size_t end = value_end(key, len, pos);
+        if (!placeholder_match(r, p, key + pos, end - pos, m))
+            return false;
+        pos = end;
+    }
+    return pos == len;
+}
+
+/* m is a match of rule r read from cluster names: build its legacy name and
+ * check that it rewrites by r again (so back and forth is the identity). */
+static enum layout_result legacy_checked(const struct layout *l, const struct rules_rule *r,
+                                         struct layout_match *m, char *out, size_t cap,
+                                         size_t *outlen)
+{
+    if (r->bucket) {
+        int b = value_bucket(&m->cap[r->id_cap]);
+        if (m->bucket >= 0 && m->bucket != b)
+            return LAYOUT_PASS;
+        m->bucket = b;   /* also when only the other template holds <b> */
+    }
+    size_t need = layout_legacy_key(l, m, out, cap);
+    *outlen = need;
+    if (need > cap)
+        return LAYOUT_SHORT;
+    struct layout_match again;
+    if (legacy_match(l, out, need, &again) != r)
+        return LAYOUT_PASS;
+    return LAYOUT_MAPPED;
+}
+
+enum layout_result layout_to_legacy(const struct layout *l, const char *key, size_t len,
+                                    char *out, size_t cap, size_t *outlen,
+                                    struct layout_match *m)
+{
+    struct layout_match local;
+    if (!m)
+        m = &local;
+    m->rule = NULL;
+    m->bucket = -1;
+    size_t rest;
+    int p = prefix_find(l, key, len, &rest);
+    if (p < 0)
+        return LAYOUT_PASS;
+    m->prefix = (size_t)p;
+    for (size_t i = 0; i < l->rules->nrule; i++) {
+        const struct rules_rule *r = &l->rules->rule[i];
+        m->bucket = -1;
+        bool hit = r->kind == RULES_KEEP
+                       ? pattern_match(r, &r->legacy, key + rest, len - rest, m->cap)
+                       : template_match(r, &r->cluster, key, len, rest, m);
+        if (!hit)
+            continue;
+        m->rule = r;
+        if (r->kind == RULES_KEEP)
+            return LAYOUT_KEEP;
+        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen);
+        if (res == LAYOUT_PASS)
+            m->rule = NULL;
+        return res;
+    }
+    return LAYOUT_PASS;
+}
+
+enum layout_result layout_index_to_legacy(const struct layout *l, const char *index,
+                                          size_t ilen, const char *member, size_t mlen,
+                                          char *out, size_t cap, size_t *outlen,
+                                          struct layout_match *m)
+{
+    struct layout_match local;
+    if (!m)
+        m = &local;
+    m->rule = NULL;
+    m->bucket = -1;
+    size_t rest;
+    int p = prefix_find(l, index, ilen, &rest);
+    if (p < 0)
+        return LAYOUT_PASS;
+    m->prefix = (size_t)p;
+    for (size_t i = 0; i < l->rules->nrule; i++) {
+        const struct rules_rule *r = &l->rules->rule[i];
+        m->bucket = -1;
+        if (!r->indexed || !template_match(r, &r->index, index, ilen, rest, m) ||
+            !pattern_match(r, &r->member, member, mlen, m->cap))
+            continue;
+        m->rule = r;
+        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen);
+        if (res == LAYOUT_PASS)
+            m->rule = NULL;
+        return res;
+    }
+    return LAYOUT_PASS;
+}
+
+/* ---- building a layout ---- */
+
+int layout_check_prefix(const char *prefix, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (prefix[0] == '\0')
+        why = "a prefix may not be empty";
+    else if (strchr(prefix, ':'))
+        why = "a prefix is one segment: it may not contain :";
+    else if (strchr(prefix, '{') || strchr(prefix, '}'))
+        why = "a prefix may not contain { or } (it would break the hash tags)";
+    if (!why)
+        return 0;
+    snprintf(err, errlen, "layout-prefix \"%s\": %s", prefix, why);
+    return -1;
+}
+
+static int prefixes_set(struct layout *l, const char *const *prefixes, size_t n,
+                        char *err, size_t errlen)
+{
+    l->prefix = calloc(n ? n : 1, sizeof *l->prefix);
+    l->prefix_len = calloc(n ? n : 1, sizeof *l->prefix_len);
+    if (!l->prefix || !l->prefix_len) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (layout_check_prefix(prefixes[i], err, errlen) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(prefixes[i], prefixes[j]) == 0) {
+                snprintf(err, errlen, "layout-prefix \"%s\": given twice", prefixes[i]);
+                return -1;
+            }
+        l->prefix[i] = strdup(prefixes[i]);
+        if (!l->prefix[i]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        l->prefix_len[i] = strlen(prefixes[i]);
+        l->nprefix = i + 1;
+        if (l->prefix_len[i] > l->prefix_max)
+            l->prefix_max = l->prefix_len[i];
+    }
+    return 0;
+}
+
+/* Takes rules (freed on error too). */
+static struct layout *layout_new(struct rules *rules, const char *const *prefixes, size_t n,
+                                 char *err, size_t errlen)
+{
+    if (!rules)
+        return NULL;
+    struct layout *l = calloc(1, sizeof *l);
+    if (!l) {
+        rules_free(rules);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->rules = rules;
+    if (prefixes_set(l, prefixes, n, err, errlen) < 0) {
+        layout_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+struct layout *layout_load_file(const char *path, const char *const *prefixes,
+                                size_t nprefixes, char *err, size_t errlen)
+{
+    return layout_new(rules_load_file(path, err, errlen), prefixes, nprefixes, err, errlen);
+}
+
+struct layout *layout_load_string(const char *name, const char *text, size_t len,
+                                  const char *const *prefixes, size_t nprefixes,
+                                  char *err, size_t errlen)
+{
+    return layout_new(rules_load_string(name, text, len, err, errlen), prefixes, nprefixes,
+                      err, errlen);
+}
+
+void layout_free(struct layout *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->nprefix; i++)
+        free(l->prefix[i]);
+    free(l->prefix);
+    free(l->prefix_len);
+    rules_free(l->rules);
+    free(l);
+}
+
+const struct rules *layout_rules(const struct layout *l)
+{
+    return l->rules;
+}
+
+size_t layout_prefix_count(const struct layout *l)
+{
+    return l->nprefix;
+}
+
+const char *layout_prefix(const struct layout *l, size_t i, size_t *len)
+{
+    if (len)
+        *len = l->prefix_len[i];
+    return l->prefix[i];
+}
+
+size_t layout_max_len(const struct layout *l, size_t len)
+{
+    /* values at most triple when encoded; plus literals, a prefix, 2 digits */
+    return 3 * len + l->rules->literal_max + l->prefix_max + 2;
+}
