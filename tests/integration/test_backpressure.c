@@ -812,6 +812,10 @@ int main(void)
     SRunner *sr;
     int failed;
 
+    if (access(proxy_bin(), X_OK) != 0) {
+        fprintf(stderr, "%s: not executable (set TAGPROXY_TEST_BIN or run make)\n", proxy_bin());
+        return EXIT_FAILURE;
+    }
     if (dir != NULL && *dir != '\0') {
         snprintf(g_dir, sizeof(g_dir), "%s", dir);
     } else {
@@ -821,10 +825,6 @@ int main(void)
             return EXIT_FAILURE;
         }
         g_dir_is_temp = 1;
-    }
-    if (access(proxy_bin(), X_OK) != 0) {
-        fprintf(stderr, "%s: not executable (set TAGPROXY_TEST_BIN or run make)\n", proxy_bin());
-        return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
     sr = srunner_create(backpressure_suite());
