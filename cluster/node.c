@@ -277,7 +277,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
         timer_arm(c, (uint64_t)c->opts->timeout_ms);
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
-    evbuffer_add(c->io.out, bytes, len);
+    io_out_add(&c->io, bytes, len);
     io_conn_want_write(&c->io);
 }
 

@@ -155,17 +155,17 @@ void client_flush(struct client *c)
             client_free(c);
         return;
     }
-    if (evbuffer_get_length(out) > 0)
+    size_t unread = io_conn_pending(&c->io);
+    if (unread > 0)
         io_conn_want_write(&c->io);
     /* replies waiting behind a slow one count as much as unread ones */
-    if (client_over_limits(c, evbuffer_get_length(out) + c->held)) {
+    if (client_over_limits(c, unread + c->held)) {
         log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",
                    (unsigned long long)c->id, c->addr);
         client_close(c, NULL);
         return;
     }
-    if (c->state == CLIENT_CLOSING && TAILQ_EMPTY(&c->queue) &&
-        evbuffer_get_length(out) == 0)
+    if (c->state == CLIENT_CLOSING && TAILQ_EMPTY(&c->queue) && unread == 0)
         client_close(c, NULL);
 }
 

@@ -71,13 +71,28 @@ static void io_fail(struct io_conn *c, int err)
     c->h->on_error(c, err, c->arg);
 }
 
+static char *io_buffer_take(struct io_loop *l)
+{
+    return l->nspare > 0 ? l->spare[--l->nspare] : malloc(IO_READ_SIZE);
+}
+
+static void io_buffer_give(struct io_loop *l, char *buf)
+{
+    if (l->nspare < IO_SPARE_MAX && !l->spare)
+        l->spare = malloc(sizeof *l->spare * IO_SPARE_MAX);
+    if (l->spare && l->nspare < IO_SPARE_MAX)
+        l->spare[l->nspare++] = buf;
+    else
+        free(buf);
+}
+
 /* Room to read into: a pooled buffer, the unconsumed bytes moved to its
  * start, or a bigger one for an input that must stay whole (a long command). */
 static int io_input_room(struct io_conn *c)
 {
     struct io_loop *l = c->loop;
     if (!c->rbuf) {
-        c->rbuf = l->nspare > 0 ? l->spare[--l->nspare] : malloc(IO_READ_SIZE);
+        c->rbuf = io_buffer_take(l);
         c->rcap = IO_READ_SIZE;
         return c->rbuf ? 0 : -1;
     }
@@ -107,16 +122,10 @@ static void io_input_release(struct io_conn *c)
     struct io_loop *l = c->loop;
     if (!c->rbuf || c->rend != c->rstart)
         return;
-    if (c->rcap == IO_READ_SIZE && l->nspare < IO_SPARE_MAX) {
-        if (!l->spare)
-            l->spare = malloc(sizeof *l->spare * IO_SPARE_MAX);
-        if (l->spare) {
-            l->spare[l->nspare++] = c->rbuf;
-            c->rbuf = NULL;
-            return;
-        }
-    }
-    free(c->rbuf);
+    if (c->rcap == IO_READ_SIZE)
+        io_buffer_give(l, c->rbuf);
+    else
+        free(c->rbuf);
     c->rbuf = NULL;
 }
 
@@ -153,22 +162,64 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
         io_input_release(c);
 }
 
+void io_out_add(struct io_conn *c, const void *bytes, size_t len)
+{
+    if (evbuffer_get_length(c->out) == 0 && len <= IO_READ_SIZE) {
+        if (!c->wbuf)
+            c->wbuf = io_buffer_take(c->loop);
+        if (c->wbuf && IO_READ_SIZE - c->wend < len && c->wstart > 0) {
+            memmove(c->wbuf, c->wbuf + c->wstart, c->wend - c->wstart);
+            c->wend -= c->wstart;
+            c->wstart = 0;
+        }
+        if (c->wbuf && IO_READ_SIZE - c->wend >= len) {
+            memcpy(c->wbuf + c->wend, bytes, len);
+            c->wend += len;
+            return;
+        }
+    }
+    evbuffer_add(c->out, bytes, len);
+}
+
+/* Write the flat part, then the evbuffer. 0: all written, 1: the socket is
+ * full, -1: the connection failed (already reported). */
+static int io_write_out(struct io_conn *c)
+{
+    while (c->wend > c->wstart) {
+        ssize_t n = write(c->fd, c->wbuf + c->wstart, c->wend - c->wstart);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return 1;
+        if (n <= 0) {
+            io_fail(c, n < 0 ? errno : EPIPE);
+            return -1;
+        }
+        c->wstart += (size_t)n;
+    }
+    if (c->wbuf) {                  /* empty: back to the pool */
+        io_buffer_give(c->loop, c->wbuf);
+        c->wbuf = NULL;
+        c->wstart = c->wend = 0;
+    }
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return 1;
+        if (n <= 0) {
+            io_fail(c, n < 0 ? errno : EPIPE);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void io_flush_one(struct io_conn *c)
 {
     if (c->state != IO_OPEN)
         return;
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                break;
-            io_fail(c, errno);
-            return;
-        }
-        if (n == 0)
-            break;
-    }
-    if (evbuffer_get_length(c->out) > 0) {
+    int rc = io_write_out(c);
+    if (rc < 0)
+        return;
+    if (rc > 0) {
         if (!c->write_blocked) {
             c->write_blocked = 1;
             event_add(c->write_event, NULL);
@@ -201,7 +252,7 @@ static void io_write_cb(evutil_socket_t fd, short what, void *arg)
         event_del(c->write_event);
         if (c->h->on_connected)
             c->h->on_connected(c, c->arg);
-        if (c->state == IO_OPEN && evbuffer_get_length(c->out) > 0)
+        if (c->state == IO_OPEN && io_conn_pending(c) > 0)
             io_mark_dirty(c);
         return;
     }
@@ -300,6 +351,10 @@ void io_conn_close(struct io_conn *c)
     c->out = NULL;
     c->rstart = c->rend = 0;
     io_input_release(c);
+    if (c->wbuf)
+        io_buffer_give(c->loop, c->wbuf);
+    c->wbuf = NULL;
+    c->wstart = c->wend = 0;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -307,5 +362,5 @@ void io_conn_close(struct io_conn *c)
 
 size_t io_conn_pending(const struct io_conn *c)
 {
-    return c->out ? evbuffer_get_length(c->out) : 0;
+    return (c->wend - c->wstart) + (c->out ? evbuffer_get_length(c->out) : 0);
 }

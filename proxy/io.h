@@ -63,7 +63,9 @@ struct io_conn {
     char *rbuf;                     /* input: bytes rstart..rend not yet consumed */
     size_t rstart, rend, rcap;
     size_t rmax;                    /* the input may grow to this (0: IO_READ_SIZE) */
-    struct evbuffer *out;
+    char *wbuf;                     /* output, first part: small writes, flat */
+    size_t wstart, wend;
+    struct evbuffer *out;           /* output, second part: what did not fit */
     const struct io_handlers *h;
     void *arg;
     TAILQ_ENTRY(io_conn) dirty_link;
@@ -84,7 +86,13 @@ int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,
 int io_conn_connect(struct io_conn *c, struct io_loop *l, const struct sockaddr *sa,
                     socklen_t salen, const struct io_handlers *h, void *arg);
 
-/* Output was added to c->out: have it written at the end of this round. */
+/* Queue output: copied into the flat buffer while it fits and nothing waits
+ * in c->out, else added to c->out (so order is kept). Output may also be
+ * added to c->out directly (moves of whole evbuffers). Either way, call
+ * io_conn_want_write() to have it written at the end of this round. */
+void io_out_add(struct io_conn *c, const void *bytes, size_t len);
+
+/* Output was queued: have it written at the end of this round. */
 void io_conn_want_write(struct io_conn *c);
 
 /* Stop or resume reading. */

@@ -151,7 +151,10 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
     if (c && !r->parent && TAILQ_FIRST(&c->queue) == r) {
         struct evbuffer *out = client_output(c);
         if (out) {
-            reply_move(out, in, bytes, len);
+            if (in)
+                evbuffer_remove_buffer(in, out, len);
+            else
+                io_out_add(&c->io, bytes, len);
             r->done = 1;
             client_flush(c);
             return;

@@ -64,6 +64,7 @@ static void world_init(struct world *x)
     x->c.worker = &x->w;
     x->c.state = CLIENT_ACTIVE;
     x->c.io.state = IO_CONNECTING;
+    x->c.io.loop = &x->w.loop;      /* for its buffer pool only */
     x->c.io.out = evbuffer_new();
     ck_assert_ptr_nonnull(x->c.io.out);
     TAILQ_INIT(&x->c.queue);
@@ -85,6 +86,8 @@ static void world_free(struct world *x)
         free(r);
     }
     evbuffer_free(x->c.io.out);
+    free(x->c.io.wbuf);
+    io_loop_free(&x->w.loop);
     config_free(&x->cfg);
 }
 
@@ -103,16 +106,21 @@ static struct request *world_queue(struct world *x)
     return r;
 }
 
-/* The client's output, whole, must be want (len bytes). */
+/* The client's output, whole (its flat part, then its evbuffer), must be
+ * want (len bytes). */
 static void expect_output(struct world *x, const char *want, size_t len, const char *when)
 {
-    struct evbuffer *out = x->c.io.out;
+    struct evbuffer *out = evbuffer_new();
+    struct io_conn *io = &x->c.io;
+    evbuffer_add(out, io->wbuf ? io->wbuf + io->wstart : "", io->wend - io->wstart);
+    evbuffer_add(out, evbuffer_pullup(io->out, -1), evbuffer_get_length(io->out));
     size_t have = evbuffer_get_length(out);
     const char *got = have ? (const char *)evbuffer_pullup(out, -1) : "";
 
     ck_assert_msg(have == len && memcmp(got, want, len) == 0,
                   "%s: output is '%.*s' (%zu bytes), want '%.*s' (%zu bytes)", when,
                   (int)(have > 300 ? 300 : have), got, have, (int)(len > 300 ? 300 : len), want, len);
+    evbuffer_free(out);
 }
 
 /* ---------- plain requests ---------- */
