@@ -688,6 +688,65 @@ H_UNUSED static size_t h_raw_recv(int fd, char *buf, size_t size, const char *un
     return got;
 }
 
+/* Length of the one complete RESP2 reply at the start of buf, 0 if not yet. */
+H_UNUSED static size_t h_resp_complete(const char *buf, size_t len)
+{
+    const char *crlf = memmem(buf, len, "\r\n", 2);
+    size_t head, at;
+    long long n;
+
+    if (len == 0 || crlf == NULL)
+        return 0;
+    head = (size_t)(crlf - buf) + 2;
+    n = atoll(buf + 1);
+    switch (buf[0]) {
+    case '$':
+        if (n < 0)
+            return head;
+        return len >= head + (size_t)n + 2 ? head + (size_t)n + 2 : 0;
+    case '*':
+        at = head;
+        for (long long i = 0; i < n; i++) {
+            size_t one = h_resp_complete(buf + at, len - at);
+            if (one == 0)
+                return 0;
+            at += one;
+        }
+        return at;
+    default:
+        return head;
+    }
+}
+
+/* len bytes made printable for a message (CR, LF as \r, \n), at most 300
+ * characters; a ring of four static buffers, for one message. */
+H_UNUSED static const char *h_esc(const char *s, size_t len)
+{
+    static char ring[4][320];
+    static int next;
+    char *out = ring[next++ % 4];
+    size_t n = 0, i;
+
+    for (i = 0; i < len && n < 300; i++) {
+        if (s[i] == '\r' || s[i] == '\n') {
+            out[n++] = '\\';
+            out[n++] = s[i] == '\r' ? 'r' : 'n';
+        } else {
+            out[n++] = (s[i] >= ' ' && s[i] <= '~') ? s[i] : '.';
+        }
+    }
+    if (i < len)
+        n += (size_t)snprintf(out + n, 8, "...");
+    out[n] = '\0';
+    return out;
+}
+
+/* h_esc of a NUL-terminated string. */
+H_UNUSED static const char *h_esc_str(const char *s)
+{
+    return h_esc(s, strlen(s));
+}
+
 /* ---------- running a suite ---------- */
 
 /* Runs s (test output as CK_VERBOSITY says, normal by default); exit status. */

@@ -147,59 +147,6 @@ static void teardown(void)
 
 /* ---------- raw RESP ---------- */
 
-/* Length of the one complete RESP2 reply at the start of buf, 0 if not yet. */
-static size_t resp_complete(const char *buf, size_t len)
-{
-    const char *crlf = memmem(buf, len, "\r\n", 2);
-    size_t head, at;
-    long long n;
-
-    if (len == 0 || crlf == NULL)
-        return 0;
-    head = (size_t)(crlf - buf) + 2;
-    n = atoll(buf + 1);
-    switch (buf[0]) {
-    case '$':
-        if (n < 0)
-            return head;
-        return len >= head + (size_t)n + 2 ? head + (size_t)n + 2 : 0;
-    case '*':
-        at = head;
-        for (long long i = 0; i < n; i++) {
-            size_t one = resp_complete(buf + at, len - at);
-            if (one == 0)
-                return 0;
-            at += one;
-        }
-        return at;
-    default:
-        return head;
-    }
-}
-
-/* Bytes made printable for a message, CR and LF as \r and \n, at most 300
- * characters (a static buffer of a ring of four, for one message). */
-static const char *esc(const char *s)
-{
-    static char ring[4][320];
-    static int next;
-    char *out = ring[next++ % 4];
-    size_t n = 0;
-
-    for (; *s != '\0' && n < 300; s++) {
-        if (*s == '\r' || *s == '\n') {
-            out[n++] = '\\';
-            out[n++] = *s == '\r' ? 'r' : 'n';
-        } else {
-            out[n++] = (*s >= ' ' && *s <= '~') ? *s : '.';
-        }
-    }
-    if (*s != '\0')
-        n += (size_t)snprintf(out + n, 8, "...");
-    out[n] = '\0';
-    return out;
-}
-
 /* A multibulk request from words split at blanks (no word holds one). */
 static size_t words_req(const char *words, char *out, size_t size)
 {
@@ -234,7 +181,7 @@ static size_t ask_raw(int fd, const char *req, size_t len, int nreplies, char *b
         ssize_t n;
         int complete = 0;
 
-        while (complete < nreplies && (one = resp_complete(buf + at, got - at)) > 0) {
+        while (complete < nreplies && (one = h_resp_complete(buf + at, got - at)) > 0) {
             at += one;
             complete++;
         }
@@ -291,9 +238,9 @@ static void same_replies(struct pair *p, const char *req, size_t len, int nrepli
     if (proxy_want == NULL)
         proxy_want = want;
     ck_assert_msg(strcmp(a, want) == 0, "for '%s' redis-server said '%s', the test expects '%s'",
-                  esc(req), esc(a), esc(want));
+                  h_esc_str(req), h_esc_str(a), h_esc_str(want));
     ck_assert_msg(strcmp(b, proxy_want) == 0, "for '%s' the proxy said '%s', redis-server '%s'",
-                  esc(req), esc(b), esc(a));
+                  h_esc_str(req), h_esc_str(b), h_esc_str(a));
 }
 
 static void same_words(struct pair *p, const char *words, const char *want)
@@ -306,8 +253,8 @@ static void same_words(struct pair *p, const char *words, const char *want)
 /* Both peers close the connection after what was sent last. */
 static void both_close(struct pair *p, const char *after)
 {
-    ck_assert_msg(closes(p->ref), "redis-server kept the connection open after '%s'", esc(after));
-    ck_assert_msg(closes(p->px), "the proxy kept the connection open after '%s'", esc(after));
+    ck_assert_msg(closes(p->ref), "redis-server kept the connection open after '%s'", h_esc_str(after));
+    ck_assert_msg(closes(p->px), "the proxy kept the connection open after '%s'", h_esc_str(after));
 }
 
 /* ---------- before AUTH ---------- */

@@ -20,59 +20,6 @@
 
 /* ---------- raw RESP ---------- */
 
-/* Length of the one complete RESP2 reply at the start of buf, 0 if not yet. */
-static size_t resp_complete(const char *buf, size_t len)
-{
-    const char *crlf = memmem(buf, len, "\r\n", 2);
-    size_t head, at;
-    long long n;
-
-    if (len == 0 || crlf == NULL)
-        return 0;
-    head = (size_t)(crlf - buf) + 2;
-    n = atoll(buf + 1);
-    switch (buf[0]) {
-    case '$':
-        if (n < 0)
-            return head;
-        return len >= head + (size_t)n + 2 ? head + (size_t)n + 2 : 0;
-    case '*':
-        at = head;
-        for (long long i = 0; i < n; i++) {
-            size_t one = resp_complete(buf + at, len - at);
-            if (one == 0)
-                return 0;
-            at += one;
-        }
-        return at;
-    default:
-        return head;
-    }
-}
-
-/* Bytes made printable for a message (CR, LF as \r, \n), at most 300
- * characters; a ring of four static buffers, for one message. */
-static const char *esc(const char *s, size_t len)
-{
-    static char ring[4][320];
-    static int next;
-    char *out = ring[next++ % 4];
-    size_t n = 0, i;
-
-    for (i = 0; i < len && n < 300; i++) {
-        if (s[i] == '\r' || s[i] == '\n') {
-            out[n++] = '\\';
-            out[n++] = s[i] == '\r' ? 'r' : 'n';
-        } else {
-            out[n++] = (s[i] >= ' ' && s[i] <= '~') ? s[i] : '.';
-        }
-    }
-    if (i < len)
-        n += (size_t)snprintf(out + n, 8, "...");
-    out[n] = '\0';
-    return out;
-}
-
 /* A multibulk request from a NULL-terminated argv (malloc'd, *len set). */
 static char *argv_req(const char *const *argv, size_t *len)
 {
@@ -101,7 +48,7 @@ static char *raw_reply(const struct h_node *n, const char *req, size_t reqlen, s
 
     ck_assert_ptr_nonnull(buf);
     h_raw_send(fd, req, reqlen);
-    while (got == 0 || resp_complete(buf, got) == 0) {
+    while (got == 0 || h_resp_complete(buf, got) == 0) {
         struct pollfd pfd = { fd, POLLIN, 0 };
         ssize_t k;
 
@@ -111,10 +58,10 @@ static char *raw_reply(const struct h_node *n, const char *req, size_t reqlen, s
             ck_assert_ptr_nonnull(buf);
         }
         ck_assert_msg(poll(&pfd, 1, H_IO_TIMEOUT_S * 1000) == 1, "%s:%d sent no (whole) reply to '%s'",
-                      n->host, n->port, esc(req, reqlen));
+                      n->host, n->port, h_esc(req, reqlen));
         k = recv(fd, buf + got, size - 1 - got, 0);
         ck_assert_msg(k > 0, "%s:%d closed the connection after '%s'", n->host, n->port,
-                      esc(req, reqlen));
+                      h_esc(req, reqlen));
         got += (size_t)k;
     }
     buf[got] = '\0';
@@ -141,7 +88,7 @@ static void same_as_node(const char *const *argv)
 
     ck_assert_msg(alen == blen && memcmp(a, b, alen) == 0,
                   "for '%s' the proxy said '%s' (%zu bytes), the node '%s' (%zu bytes)",
-                  esc(req, reqlen), esc(b, blen), blen, esc(a, alen), alen);
+                  h_esc(req, reqlen), h_esc(b, blen), blen, h_esc(a, alen), alen);
     free(req);
     free(a);
     free(b);
@@ -230,13 +177,13 @@ static int split_array(const char *buf, size_t len, const char **el, size_t *ell
     size_t at;
     int n;
 
-    ck_assert_msg(buf[0] == '*' && crlf != NULL, "not an array: '%s'", esc(buf, len));
+    ck_assert_msg(buf[0] == '*' && crlf != NULL, "not an array: '%s'", h_esc(buf, len));
     n = atoi(buf + 1);
     ck_assert_msg(n >= 0 && n <= max, "array of %d elements", n);
     at = (size_t)(crlf - buf) + 2;
     for (int i = 0; i < n; i++) {
         el[i] = buf + at;
-        ellen[i] = resp_complete(buf + at, len - at);
+        ellen[i] = h_resp_complete(buf + at, len - at);
         ck_assert_msg(ellen[i] > 0, "element %d of the array is cut", i);
         at += ellen[i];
     }
@@ -266,7 +213,7 @@ static char *entry_canonical(const char *e, size_t len, size_t *outlen)
     char *out = malloc(len + 1);
 
     ck_assert_ptr_nonnull(out);
-    ck_assert_msg(n == 10, "a COMMAND entry of %d elements: '%s'", n, esc(e, len));
+    ck_assert_msg(n == 10, "a COMMAND entry of %d elements: '%s'", n, h_esc(e, len));
     nsub = split_array(el[9], ellen[9], sub, sublen, 64);
     for (int i = 0; i < nsub; i++)
         pieces[i] = (struct piece){ sub[i], sublen[i] };
@@ -310,7 +257,7 @@ static void same_command_table(const char *const *argv)
     ck_assert_msg(na == nb, "%s: the node lists %d commands, the proxy %d", argv[0], na, nb);
     for (int i = 0; i < na; i++) {
         ck_assert_msg(piece_cmp(&a[i], &b[i]) == 0, "%s: the node has '%s', the proxy '%s'",
-                      argv[1] ? argv[1] : argv[0], esc(a[i].p, a[i].len), esc(b[i].p, b[i].len));
+                      argv[1] ? argv[1] : argv[0], h_esc(a[i].p, a[i].len), h_esc(b[i].p, b[i].len));
         free((char *)a[i].p);
         free((char *)b[i].p);
     }
@@ -354,7 +301,7 @@ START_TEST(test_command_list)
         int c = i == na ? 1 : j == nb ? -1 : piece_cmp(&pa[i], &pb[j]);
         ck_assert_msg(c == 0, "COMMAND LIST: %s lists '%s' and the other does not (node %d names, "
                       "proxy %d)", c < 0 ? "the node" : "the proxy",
-                      c < 0 ? esc(pa[i].p, pa[i].len) : esc(pb[j].p, pb[j].len), na, nb);
+                      c < 0 ? h_esc(pa[i].p, pa[i].len) : h_esc(pb[j].p, pb[j].len), na, nb);
         i++;
         j++;
     }
@@ -433,7 +380,7 @@ START_TEST(test_info_and_dbsize_sum_the_masters)
         H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
         for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
             ck_assert_msg(strstr(r->str, sections[i]) != NULL, "INFO without %.*s: '%s'",
-                          (int)strlen(sections[i]) - 2, sections[i], esc(r->str, r->len));
+                          (int)strlen(sections[i]) - 2, sections[i], h_esc(r->str, r->len));
         info = info_db0_keys(r->str);
         freeReplyObject(r);
         r = h_cmd(c, "DBSIZE");
@@ -453,8 +400,8 @@ START_TEST(test_info_and_dbsize_sum_the_masters)
     r = h_cmd(c, "INFO keyspace");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     ck_assert_msg(strncmp(r->str, "# Keyspace\r\n", 12) == 0 && strstr(r->str, "# Server") == NULL,
-                  "INFO keyspace: '%s'", esc(r->str, r->len));
-    ck_assert_msg(info_db0_keys(r->str) >= 300, "INFO keyspace: '%s'", esc(r->str, r->len));
+                  "INFO keyspace: '%s'", h_esc(r->str, r->len));
+    ck_assert_msg(info_db0_keys(r->str) >= 300, "INFO keyspace: '%s'", h_esc(r->str, r->len));
     freeReplyObject(r);
     delete_keys(c, "info", 300);
     redisFree(c);
@@ -580,12 +527,12 @@ START_TEST(test_client_commands)
     r = h_cmd(a, "CLIENT LIST");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     ck_assert_msg(client_line(r->str, ida, line, sizeof(line)) == 0, "id %lld not in '%s'", ida,
-                  esc(r->str, r->len));
+                  h_esc(r->str, r->len));
     snprintf(field, sizeof(field), "name=%s", name_a);
     ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
     ck_assert_msg(line_has(line, "cmd=client|list"), "'%s': not its last command", line);
     ck_assert_msg(client_line(r->str, idb, line, sizeof(line)) == 0, "id %lld not in '%s'", idb,
-                  esc(r->str, r->len));
+                  h_esc(r->str, r->len));
     snprintf(field, sizeof(field), "name=%s", name_b);
     ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
     ck_assert_msg(r->str[r->len - 1] == '\n', "CLIENT LIST does not end in a newline");
@@ -595,9 +542,9 @@ START_TEST(test_client_commands)
     r = h_cmd(b, "CLIENT INFO");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     ck_assert_msg(r->len > 0 && strchr(r->str, '\n') == r->str + r->len - 1,
-                  "CLIENT INFO is not one line: '%s'", esc(r->str, r->len));
+                  "CLIENT INFO is not one line: '%s'", h_esc(r->str, r->len));
     ck_assert_msg(client_line(r->str, idb, line, sizeof(line)) == 0, "CLIENT INFO of %lld: '%s'",
-                  idb, esc(r->str, r->len));
+                  idb, h_esc(r->str, r->len));
     ck_assert_msg(line_has(line, field), "'%s' lacks %s", line, field);
     freeReplyObject(r);
 
