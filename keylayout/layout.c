@@ -12,27 +12,32 @@ struct layout {
     size_t prefix_max;
 };
 
-/* snprintf-style output: counts everything, writes what fits. */
+/* snprintf-style output: counts everything, writes what fits. With cmp
+ * set it writes nothing and notes whether the output differs from cmp. */
 struct out {
     char *buf;
     size_t cap;
     size_t len;
+    const char *cmp;
+    size_t cmplen;
+    bool differ;
 };
 
 static const char HEX[] = "0123456789ABCDEF";
 
 static void out_put(struct out *o, const char *s, size_t n)
 {
-    if (o->len < o->cap)
+    if (o->cmp) {
+        if (o->len + n > o->cmplen || memcmp(o->cmp + o->len, s, n) != 0)
+            o->differ = true;
+    } else if (o->len < o->cap)
         memcpy(o->buf + o->len, s, n < o->cap - o->len ? n : o->cap - o->len);
     o->len += n;
 }
 
 static void out_byte(struct out *o, char c)
 {
-    if (o->len < o->cap)
-        o->buf[o->len] = c;
-    o->len++;
+    out_put(o, &c, 1);
 }
 
 /* ---- encoding, buckets ---- */
@@ -93,14 +98,14 @@ static int decode_into(struct out *o, const char *s, size_t len)
 
 size_t layout_encode(const char *in, size_t len, char *out, size_t cap)
 {
-    struct out o = { out, cap, 0 };
+    struct out o = { out, cap, 0, NULL, 0, false };
     out_encode(&o, in, len);
     return o.len;
 }
 
 int layout_decode(const char *in, size_t len, char *out, size_t cap, size_t *outlen)
 {
-    struct out o = { out, cap, 0 };
+    struct out o = { out, cap, 0, NULL, 0, false };
     if (decode_into(&o, in, len) < 0)
         return -1;
     *outlen = o.len;
@@ -163,72 +168,93 @@ static void out_prefix(struct out *o, const struct layout *l, const struct layou
     out_put(o, l->prefix[m->prefix], l->prefix_len[m->prefix]);
 }
 
-static size_t template_build(const struct layout *l, const struct layout_match *m,
-                             const struct rules_template *t, char *buf, size_t cap)
+static void template_build(const struct layout *l, const struct layout_match *m,
+                           const struct rules_template *t, struct out *o)
 {
-    struct out o = { buf, cap, 0 };
     for (size_t i = 0; i < t->npiece; i++) {
         const struct rules_piece *p = &t->piece[i];
         char digits[4];
         switch (p->kind) {
         case RULES_PIECE_PREFIX:
-            out_prefix(&o, l, m);
+            out_prefix(o, l, m);
             break;
         case RULES_PIECE_LITERAL:
-            out_put(&o, p->text, p->len);
+            out_put(o, p->text, p->len);
             break;
         case RULES_PIECE_CAPTURE:
-            out_value_encoded(&o, &m->cap[p->cap]);
+            out_value_encoded(o, &m->cap[p->cap]);
             break;
         case RULES_PIECE_BUCKET:
-            out_put(&o, digits, (size_t)snprintf(digits, sizeof digits, "%d", m->bucket));
+            out_put(o, digits, (size_t)snprintf(digits, sizeof digits, "%d", m->bucket));
             break;
         }
     }
-    return o.len;
 }
 
 /* Segments joined by ':', raw values; with the prefix first for a legacy name. */
-static size_t pattern_build(const struct layout *l, const struct layout_match *m,
-                            const struct rules_pattern *pat, bool prefixed, char *buf, size_t cap)
+static void pattern_build(const struct layout *l, const struct layout_match *m,
+                          const struct rules_pattern *pat, bool prefixed, struct out *o)
 {
-    struct out o = { buf, cap, 0 };
     if (prefixed)
-        out_prefix(&o, l, m);
+        out_prefix(o, l, m);
     for (size_t i = 0; i < pat->nseg; i++) {
         const struct rules_seg *s = &pat->seg[i];
         if (prefixed || i > 0)
-            out_byte(&o, ':');
+            out_byte(o, ':');
         if (s->kind == RULES_SEG_LITERAL)
-            out_put(&o, s->text, s->len);
+            out_put(o, s->text, s->len);
         else
-            out_value_raw(&o, &m->cap[s->cap]);
+            out_value_raw(o, &m->cap[s->cap]);
     }
-    return o.len;
 }
 
 size_t layout_cluster_key(const struct layout *l, const struct layout_match *m,
                           char *out, size_t cap)
 {
-    return template_build(l, m, &m->rule->cluster, out, cap);
+    struct out o = { out, cap, 0, NULL, 0, false };
+    template_build(l, m, &m->rule->cluster, &o);
+    return o.len;
 }
 
 size_t layout_legacy_key(const struct layout *l, const struct layout_match *m,
                          char *out, size_t cap)
 {
-    return pattern_build(l, m, &m->rule->legacy, true, out, cap);
+    struct out o = { out, cap, 0, NULL, 0, false };
+    pattern_build(l, m, &m->rule->legacy, true, &o);
+    return o.len;
 }
 
 size_t layout_index_key(const struct layout *l, const struct layout_match *m,
                         char *out, size_t cap)
 {
-    return template_build(l, m, &m->rule->index, out, cap);
+    struct out o = { out, cap, 0, NULL, 0, false };
+    template_build(l, m, &m->rule->index, &o);
+    return o.len;
 }
 
 size_t layout_index_member(const struct layout *l, const struct layout_match *m,
                            char *out, size_t cap)
 {
-    return pattern_build(l, m, &m->rule->member, false, out, cap);
+    struct out o = { out, cap, 0, NULL, 0, false };
+    pattern_build(l, m, &m->rule->member, false, &o);
+    return o.len;
+}
+
+/* Whether template t of match m builds exactly s[0..len). */
+static bool template_builds(const struct layout *l, const struct layout_match *m,
+                            const struct rules_template *t, const char *s, size_t len)
+{
+    struct out o = { NULL, 0, 0, s, len, false };
+    template_build(l, m, t, &o);
+    return !o.differ && o.len == len;
+}
+
+static bool member_builds(const struct layout *l, const struct layout_match *m,
+                          const char *s, size_t len)
+{
+    struct out o = { NULL, 0, 0, s, len, false };
+    pattern_build(l, m, &m->rule->member, false, &o);
+    return !o.differ && o.len == len;
 }
 
 /* ---- matching raw names against patterns ---- */
@@ -415,25 +441,26 @@ static bool template_match(const struct rules_rule *r, const struct rules_templa
     return pos == len;
 }
 
-/* m is a match of rule r read from cluster names: build its legacy name and
- * check that it rewrites by r again (so back and forth is the identity). */
+/* m is a match of rule r read from a cluster name (t over key[0..len)), or
+ * from an index entry (also member[0..mlen)): build its legacy name into out,
+ * and check that rewriting that name gives back exactly what was read, so
+ * back and forth is the identity (this rejects wrong buckets, and names a
+ * legacy name cannot tell apart). */
 static enum layout_result legacy_checked(const struct layout *l, const struct rules_rule *r,
                                          struct layout_match *m, char *out, size_t cap,
-                                         size_t *outlen)
+                                         size_t *outlen, const struct rules_template *t,
+                                         const char *key, size_t len, const char *member,
+                                         size_t mlen)
 {
-    if (r->bucket) {
-        int b = value_bucket(&m->cap[r->id_cap]);
-        if (m->bucket >= 0 && m->bucket != b)
-            return LAYOUT_PASS;
-        m->bucket = b;   /* also when only the other template holds <b> */
-    }
     size_t need = layout_legacy_key(l, m, out, cap);
     *outlen = need;
     if (need > cap)
         return LAYOUT_SHORT;
     struct layout_match again;
-    if (legacy_match(l, out, need, &again) != r)
+    if (legacy_match(l, out, need, &again) != r || !template_builds(l, &again, t, key, len) ||
+        (member && !member_builds(l, &again, member, mlen)))
         return LAYOUT_PASS;
+    m->bucket = again.bucket;
     return LAYOUT_MAPPED;
 }
 
@@ -462,7 +489,8 @@ enum layout_result layout_to_legacy(const struct layout *l, const char *key, siz
         m->rule = r;
         if (r->kind == RULES_KEEP)
             return LAYOUT_KEEP;
-        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen);
+        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen, &r->cluster, key, len,
+                                                NULL, 0);
         if (res == LAYOUT_PASS)
             m->rule = NULL;
         return res;
@@ -492,7 +520,8 @@ enum layout_result layout_index_to_legacy(const struct layout *l, const char *in
             !pattern_match(r, &r->member, member, mlen, m->cap))
             continue;
         m->rule = r;
-        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen);
+        enum layout_result res = legacy_checked(l, r, m, out, cap, outlen, &r->index, index, ilen,
+                                                member, mlen);
         if (res == LAYOUT_PASS)
             m->rule = NULL;
         return res;

@@ -34,7 +34,8 @@ enum layout_result {
     LAYOUT_PASS,    /* no rule matched: the name is used as it is */
     LAYOUT_KEEP,    /* a keep matched: the same name in both layouts */
     LAYOUT_MAPPED,  /* a rule matched: the other layout's name is in out */
-    LAYOUT_SHORT,   /* a rule matched but out is too small: retry with *outlen bytes */
+    LAYOUT_SHORT,   /* a rule matched but out is too small: retry with *outlen bytes
+                     * (mapping back, the retry may still find PASS) */
 };
 
 /* A captured value, pointing into the name it was matched in. */
@@ -83,12 +84,13 @@ enum layout_result layout_to_cluster(const struct layout *l, const char *key, si
                                      char *out, size_t cap, size_t *outlen,
                                      struct layout_match *m);
 
-/* Map a cluster name back to its legacy name. PASS when no rule's cluster
- * pattern matches, when a value's encoding is not exactly what
- * layout_encode makes (malformed, lower-case hex, a byte encoded that needs
- * not be, or left raw that must be), when a bucket is not the id's, or when
- * the legacy name would rewrite to another name: so whenever MAPPED,
- * layout_to_cluster of the result gives key back. */
+/* Map a cluster name back to its legacy name. PASS (use the name as it is)
+ * when no rule's cluster pattern matches, when a value's encoding is not
+ * exactly what layout_encode makes (malformed, lower-case hex, a byte encoded
+ * that needs not be, or left raw that must be), when a bucket is not the
+ * id's, or when the legacy name would rewrite to another name (it is checked
+ * by rewriting it): so whenever MAPPED, layout_to_cluster of the result gives
+ * key back. */
 enum layout_result layout_to_legacy(const struct layout *l, const char *key, size_t len,
                                     char *out, size_t cap, size_t *outlen,
                                     struct layout_match *m);

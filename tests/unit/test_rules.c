@@ -1,0 +1,302 @@
+/*
+ * The rules file parser (keylayout/rules.h): the shipped botmesh-v1 rules,
+ * the syntax's corners, and every error with its exact `FILE:LINE: message`.
+ * Run from the repository root (as make test does).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keylayout/layout.h"
+#include "keylayout/rules.h"
+
+#define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
+
+static struct rules *load(const char *text, char *err, size_t errlen)
+{
+    return rules_load_string("t.rules", text, strlen(text), err, errlen);
+}
+
+START_TEST(test_default_rules)
+{
+    static const struct { const char *name; enum rules_kind kind; bool indexed; } want[] = {
+        { "p:conv:*", RULES_KEEP, false },       { "p:cursor:*", RULES_KEEP, false },
+        { "p:lease:*", RULES_KEEP, false },      { "p:co:rep:*", RULES_KEEP, false },
+        { "p:{durable:*", RULES_KEEP, false },   { "p:{meta}:layout", RULES_KEEP, false },
+        { "msg-log", RULES_REWRITE, false },     { "msg-item", RULES_REWRITE, false },
+        { "chat", RULES_REWRITE, true },         { "contact", RULES_REWRITE, true },
+        { "checkpoint", RULES_REWRITE, true },   { "schedule", RULES_REWRITE, true },
+        { "user-data", RULES_REWRITE, true },    { "lock-fence", RULES_REWRITE, false },
+        { "lock", RULES_REWRITE, false },        { "turn", RULES_REWRITE, false },
+        { "leader-term", RULES_REWRITE, false }, { "leader", RULES_REWRITE, false },
+    };
+    char err[256] = "";
+    struct rules *r = rules_load_file(DEFAULT_RULES, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_uint_eq(r->nrule, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < r->nrule; i++) {
+        ck_assert_str_eq(r->rule[i].name, want[i].name);
+        ck_assert_int_eq(r->rule[i].kind, want[i].kind);
+        ck_assert_int_eq(r->rule[i].indexed, want[i].indexed);
+        /* every rule that buckets has its id */
+        if (r->rule[i].bucket)
+            ck_assert_str_eq(r->rule[i].cap[r->rule[i].id_cap].name, "id");
+    }
+    /* the turn counter's constrained part */
+    const struct rules_rule *turn = &r->rule[15];
+    ck_assert_uint_eq(turn->ncap, 2);
+    ck_assert_str_eq(turn->cap[1].name, "part");
+    ck_assert_uint_eq(turn->cap[1].nalt, 5);
+    ck_assert_int_eq(turn->cap[0].greedy, true);
+    ck_assert_int_eq(turn->legacy.greedy, 2);
+    rules_free(r);
+}
+END_TEST
+
+START_TEST(test_syntax_corners)
+{
+    char err[256] = "";
+    /* comments (whole line or after the tokens), blank lines, tabs, CRLF, no final newline */
+    const char *text =
+        "# a comment\r\n"
+        "\r\n"
+        "   \t \n"
+        "rule\ta  p:x:<id>\t->\tp:{x:<id>}   # trailing comment\r\n"
+        "keep p:y:* #\n"
+        "rule b.c_d-1 p:z:<k> -> p:{z:<k>}";
+    struct rules *r = load(text, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_uint_eq(r->nrule, 3);
+    ck_assert_int_eq(r->rule[0].line, 4);
+    ck_assert_int_eq(r->rule[1].line, 5);
+    ck_assert_int_eq(r->rule[1].kind, RULES_KEEP);
+    ck_assert_int_eq(r->rule[1].legacy.seg[1].kind, RULES_SEG_REST);
+    ck_assert_str_eq(r->rule[2].name, "b.c_d-1");
+    rules_free(r);
+
+    r = load("rule b p:z:<k=a|b%|c> -> p:{z}:<k>\n", err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    const struct rules_capture *k = &r->rule[0].cap[0];
+    ck_assert_uint_eq(k->nalt, 3);
+    ck_assert_str_eq(k->alt_enc[1], "b%25");   /* alternatives are compared encoded too */
+    rules_free(r);
+
+    /* an empty file is an empty rule set */
+    r = load("", err, sizeof err);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->nrule, 0);
+    rules_free(r);
+}
+END_TEST
+
+/* Every error, with its exact message. */
+static const struct { const char *text; const char *msg; } errors[] = {
+    { "frob x\n", "t.rules:1: unknown directive \"frob\" (expected rule or keep)" },
+    { "Rule a p:x:<id> -> p:{x:<id>}\n", "t.rules:1: unknown directive \"Rule\" (expected rule or keep)" },
+#define USAGE "expected rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER]"
+    { "rule a p:x:<id> p:{x:<id>}\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> ->\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> => p:{x:<id>}\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} extra\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} index p:{x:<id>}:i\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} idx p:{x}:i member <id>\n", "t.rules:1: " USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} index p:{x}:i mbr <id>\n", "t.rules:1: " USAGE },
+    { "rule\n", "t.rules:1: " USAGE },
+    { "keep\n", "t.rules:1: expected keep PATTERN" },
+    { "keep p:a:* p:b:*\n", "t.rules:1: expected keep PATTERN" },
+    { "rule ch@t p:x:<id> -> p:{x:<id>}\n",
+      "t.rules:1: bad rule name \"ch@t\" (letters, digits, - _ ., at most 31 bytes)" },
+    { "rule a123456789012345678901234567890b p:x:<id> -> p:{x:<id>}\n",
+      "t.rules:1: bad rule name \"a123456789012345678901234567890b\" (letters, digits, - _ ., at most 31 bytes)" },
+    { "rule a p:x:<id> -> p:{x:<id>}\n# x\nrule a p:y:<id> -> p:{y:<id>}\n",
+      "t.rules:3: duplicate rule name \"a\" (first on line 1)" },
+    /* the prefix */
+    { "rule a x:<id> -> p:{x:<id>}\n", "t.rules:1: \"x:<id>\" must start with p: (the prefix)" },
+    { "rule a p -> p:{x}\n", "t.rules:1: \"p\" must start with p: (the prefix)" },
+    { "rule a p:x:<id> -> {x:<id>}\n", "t.rules:1: \"{x:<id>}\" must start with p: (the prefix)" },
+    { "rule a p:x:<id> -> P:{x:<id>}\n", "t.rules:1: \"P:{x:<id>}\" must start with p: (the prefix)" },
+    { "keep conv:*\n", "t.rules:1: \"conv:*\" must start with p: (the prefix)" },
+    { "rule a p:x:<id> -> p:{x:<id>} index {x:<id>}:i member z\n",
+      "t.rules:1: \"{x:<id>}:i\" must start with p: (the prefix)" },
+    /* segments */
+#define NEITHER "is neither a literal nor a capture (<name>, <name...>, <name=a|b>)"
+    { "rule a p:x:y<id> -> p:{x:<id>}\n", "t.rules:1: \"p:x:y<id>\": segment \"y<id>\" " NEITHER },
+    { "rule a p:x:<id -> p:{x:<id>}\n", "t.rules:1: \"p:x:<id\": segment \"<id\" " NEITHER },
+    { "rule a p:x:id> -> p:{x:<id>}\n", "t.rules:1: \"p:x:id>\": segment \"id>\" " NEITHER },
+    { "rule a p:x:<<id>> -> p:{x:<id>}\n", "t.rules:1: \"p:x:<<id>>\": segment \"<<id>>\" " NEITHER },
+    { "rule a p:x:<k=a|b:c> -> p:{x:<k>}\n", "t.rules:1: \"p:x:<k=a|b:c>\": segment \"<k=a|b\" " NEITHER },
+    { "keep p:x*\n", "t.rules:1: \"p:x*\": segment \"x*\" " NEITHER },
+#define BADNAME "(letters, digits, - _, at most 31 bytes)"
+    { "rule a p:x:<i$d> -> p:{x:<id>}\n", "t.rules:1: \"p:x:<i$d>\": bad capture name in \"<i$d>\" " BADNAME },
+    { "rule a p:x:<> -> p:{x}\n", "t.rules:1: \"p:x:<>\": bad capture name in \"<>\" " BADNAME },
+    { "rule a p:x:<...> -> p:{x}\n", "t.rules:1: \"p:x:<...>\": bad capture name in \"<...>\" " BADNAME },
+    { "rule a p:x:<k...=a> -> p:{x:<k...>}\n", "t.rules:1: \"p:x:<k...=a>\": bad capture name in \"<k...=a>\" " BADNAME },
+    { "rule a p:x:<=a> -> p:{x}\n", "t.rules:1: \"p:x:<=a>\": bad capture name in \"<=a>\" " BADNAME },
+    { "rule a p:x:<a123456789012345678901234567890b> -> p:{x}\n",
+      "t.rules:1: \"p:x:<a123456789012345678901234567890b>\": bad capture name in "
+      "\"<a123456789012345678901234567890b>\" " BADNAME },
+    { "rule a p:x:<b> -> p:{x:<b>}\n", "t.rules:1: \"p:x:<b>\": capture name \"b\" is reserved" },
+    { "rule a p:x:<p...> -> p:{x:<p...>}\n", "t.rules:1: \"p:x:<p...>\": capture name \"p\" is reserved" },
+    { "rule a p:x:<id>:<id> -> p:{x:<id>}\n", "t.rules:1: \"p:x:<id>:<id>\": capture <id> appears twice" },
+    { "rule a p:x:<id>:<id...> -> p:{x:<id>}\n", "t.rules:1: \"p:x:<id>:<id...>\": capture <id> appears twice" },
+    { "rule a p:x:<a...>:<c...> -> p:{x:<a...>}:<c...>\n",
+      "t.rules:1: \"p:x:<a...>:<c...>\": more than one greedy capture" },
+    { "keep p:<a...>:*\n", "t.rules:1: \"p:<a...>:*\": more than one greedy capture" },
+    { "rule a p:x:<k=> -> p:{x:<k>}\n", "t.rules:1: \"p:x:<k=>\": empty literal in <k=...>" },
+    { "rule a p:x:<k=a||b> -> p:{x:<k>}\n", "t.rules:1: \"p:x:<k=a||b>\": empty literal in <k=...>" },
+    { "rule a p:x:<k=a|> -> p:{x:<k>}\n", "t.rules:1: \"p:x:<k=a|>\": empty literal in <k=...>" },
+    { "rule a p:x:<k=0|1|2|3|4|5|6|7|8|9|a|b|c|d|e|f|g> -> p:{x:<k>}\n",
+      "t.rules:1: \"p:x:<k=0|1|2|3|4|5|6|7|8|9|a|b|c|d|e|f|g>\": more than 16 literals in <k=...>" },
+    { "rule a p:x:* -> p:{x}\n", "t.rules:1: \"p:x:*\": * only as the last segment of a keep pattern" },
+    { "keep p:*:x\n", "t.rules:1: \"p:*:x\": * only as the last segment of a keep pattern" },
+    { "rule a p:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17 -> p:{x}\n",
+      "t.rules:1: \"p:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17\": more than 16 segments" },
+    { "rule a p:<c1>:<c2>:<c3>:<c4>:<c5>:<c6>:<c7>:<c8>:<c9> -> p:{x}\n",
+      "t.rules:1: \"p:<c1>:<c2>:<c3>:<c4>:<c5>:<c6>:<c7>:<c8>:<c9>\": more than 8 captures" },
+    /* cluster templates */
+    { "rule a p:x:<id> -> p:{x:<idd>}\n", "t.rules:1: \"p:{x:<idd>}\": unknown capture <idd>" },
+    { "rule a p:x:<id...> -> p:{x:<id>}\n", "t.rules:1: \"p:{x:<id>}\": <id> is greedy: write <id...>" },
+    { "rule a p:x:<id> -> p:{x:<id...>}\n", "t.rules:1: \"p:{x:<id...>}\": <id> is not greedy: write <id>" },
+    { "rule a p:x:<id> -> p:{x:<id>}:<id>\n", "t.rules:1: \"p:{x:<id>}:<id>\": capture <id> used twice" },
+    { "rule a p:x:<id>:<n> -> p:{x:<id>}\n",
+      "t.rules:1: \"p:{x:<id>}\": capture <n> of the legacy pattern is missing" },
+    { "rule a p:x:<id>:<n...> -> p:{x:<id>}\n",
+      "t.rules:1: \"p:{x:<id>}\": capture <n...> of the legacy pattern is missing" },
+#define FOLLOW "must be followed by the end or one of : { } * ? [ ] \\"
+    { "rule a p:x:<id> -> p:{x:<id>x}\n", "t.rules:1: \"p:{x:<id>x}\": <id> " FOLLOW },
+    { "rule a p:x:<id>:<n> -> p:{x:<id><n>}\n", "t.rules:1: \"p:{x:<id><n>}\": <id> " FOLLOW },
+    { "rule a p:x:<id> -> p:{x:<id>%}\n", "t.rules:1: \"p:{x:<id>%}\": <id> " FOLLOW },
+    { "rule a p:x:<id...> -> p:{x:<b>-<id...>}\n", "t.rules:1: \"p:{x:<b>-<id...>}\": <b> " FOLLOW },
+    { "rule a p:x:<k> -> p:{x:<b>}:<k>\n", "t.rules:1: \"p:{x:<b>}:<k>\": <b> needs a capture named id" },
+    { "rule a p:x:<k=a|c> -> p:{x:<k=a>}\n", "t.rules:1: \"p:{x:<k=a>}\": <name=...> only in the legacy pattern" },
+    { "rule a p:x:<id> -> p:{x:<id}\n", "t.rules:1: \"p:{x:<id}\": unterminated <" },
+    { "rule a p:x:<id> -> p:{x:<<id>}\n", "t.rules:1: \"p:{x:<<id>}\": unterminated <" },
+    { "rule a p:x:<id> -> p:{x:id>}:<id>\n", "t.rules:1: \"p:{x:id>}:<id>\": stray >" },
+    { "rule a p:x:<id> -> p:{x:<id>}>\n", "t.rules:1: \"p:{x:<id>}>\": stray >" },
+    /* indexes */
+    { "rule a p:x:<id> -> p:x:<id> index p:{x}:idx member <id>\n",
+      "t.rules:1: \"p:x:<id>\": an indexed rule's cluster pattern needs a hash tag {...}" },
+    { "rule a p:x:<id> -> p:{}:<id> index p:{}:idx member <id>\n",
+      "t.rules:1: \"p:{}:<id>\": an indexed rule's cluster pattern needs a hash tag {...}" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{y:<b>}:idx member <id>\n",
+      "t.rules:1: index \"p:{y:<b>}:idx\" is not in the record's slot: its hash tag must be {x:<b>}" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:x:idx member <id>\n",
+      "t.rules:1: index \"p:x:idx\" is not in the record's slot: its hash tag must be {x:<b>}" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:<q> member <id>\n",
+      "t.rules:1: \"p:{x:<b>}:<q>\": unknown capture <q>" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:<id>:<id> member z\n",
+      "t.rules:1: \"p:{x:<b>}:<id>:<id>\": capture <id> used twice" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:idx member <k>\n",
+      "t.rules:1: \"<k>\": unknown capture <k>" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:idx member <b>\n",
+      "t.rules:1: \"<b>\": unknown capture <b>" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:idx member <id=a>\n",
+      "t.rules:1: \"<id=a>\": <name=...> only in the legacy pattern" },
+    { "rule a p:x:<id...> -> p:{x:<b>}:<id...> index p:{x:<b>}:idx member <id>\n",
+      "t.rules:1: \"<id>\": <id> is greedy: write <id...>" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:idx member <id>:<id>\n",
+      "t.rules:1: \"<id>:<id>\": capture <id> used twice" },
+    { "rule a p:x:<id> -> p:{x:<b>}:<id> index p:{x:<b>}:idx member z:*\n",
+      "t.rules:1: \"z:*\": * only as the last segment of a keep pattern" },
+    { "rule a p:x:<u>:<id> -> p:{x:<u>}:<id> index p:{x:<u>}:idx member z\n",
+      "t.rules:1: capture <id> is in neither the index nor the member" },
+    { "rule a p:x:<u>:<id> -> p:{x:<u>}:<id> index p:{x:<u>}:idx member <u>:<id>\n",
+      "t.rules:1: capture <u> is in both the index and the member" },
+    /* bytes */
+    { "keep p:x\n\nrule a p:\0x -> p:{x}\n", "t.rules:3: a NUL byte in the line" },
+};
+
+START_TEST(test_errors)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+        char err[512] = "";
+        /* text may hold a NUL: the length is the literal's, less its own NUL */
+        size_t len = strlen(errors[i].text);
+        if (strstr(errors[i].msg, "NUL"))
+            len = strlen(errors[i].text) + 1 + strlen(errors[i].text + strlen(errors[i].text) + 1);
+        struct rules *r = rules_load_string("t.rules", errors[i].text, len, err, sizeof err);
+        ck_assert_msg(r == NULL, "accepted: %s", errors[i].text);
+        ck_assert_msg(strcmp(err, errors[i].msg) == 0, "%s\n   got: %s\n  want: %s",
+                      errors[i].text, err, errors[i].msg);
+    }
+}
+END_TEST
+
+START_TEST(test_error_in_a_long_file)
+{
+    /* the shipped rules with one broken line at the end: the line number counts every line */
+    char err[512], text[16384], path[64];
+    FILE *f = fopen(DEFAULT_RULES, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, sizeof text - 64, f);
+    fclose(f);
+    int lines = 0, chat_line = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((i == 0 || text[i - 1] == '\n') && strncmp(text + i, "rule chat ", 10) == 0)
+            chat_line = lines + 1;
+        lines += text[i] == '\n';
+    }
+    ck_assert_int_gt(chat_line, 0);
+    n += (size_t)snprintf(text + n, 64, "rule chat p:chat2:<id> -> p:{c2:<id>}\n");
+    snprintf(path, sizeof path, "/tmp/test_rules.%d.rules", (int)getpid());
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(text, 1, n, f);
+    fclose(f);
+    struct rules *r = rules_load_file(path, err, sizeof err);
+    remove(path);
+    ck_assert_ptr_null(r);
+    char want[512];
+    snprintf(want, sizeof want, "%s:%d: duplicate rule name \"chat\" (first on line %d)", path,
+             lines + 1, chat_line);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+    char err[256];
+    ck_assert_ptr_null(rules_load_file("/nonexistent/x.rules", err, sizeof err));
+    ck_assert_str_eq(err, "/nonexistent/x.rules: No such file or directory");
+    /* the layout says the same */
+    const char *pf[] = { "bot" };
+    ck_assert_ptr_null(layout_load_file("/nonexistent/x.rules", pf, 1, err, sizeof err));
+    ck_assert_str_eq(err, "/nonexistent/x.rules: No such file or directory");
+    ck_assert_ptr_null(layout_load_string("s.rules", "bad\n", 4, pf, 1, err, sizeof err));
+    ck_assert_str_eq(err, "s.rules:1: unknown directive \"bad\" (expected rule or keep)");
+}
+END_TEST
+
+START_TEST(test_error_buffer_small)
+{
+    /* a short buffer gets a cut, NUL-terminated message */
+    char err[8];
+    memset(err, 'x', sizeof err);
+    ck_assert_ptr_null(load("frob\n", err, sizeof err));
+    ck_assert_str_eq(err, "t.rules");
+}
+END_TEST
+
+static Suite *rules_suite(void)
+{
+    Suite *s = suite_create("rules");
+    TCase *tc = tcase_create("rules");
+    tcase_add_test(tc, test_default_rules);
+    tcase_add_test(tc, test_syntax_corners);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_error_in_a_long_file);
+    tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_error_buffer_small);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rules_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
