@@ -519,6 +519,101 @@ H_UNUSED static void h_print_tail(const char *path, long bytes)
     fclose(f);
 }
 
+/* p on 127.0.0.1 and a free port, nothing running yet; the caller names p->log. */
+H_UNUSED static void h_proxy_place(struct h_proxy *p)
+{
+    memset(p, 0, sizeof(*p));
+    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
+    p->addr.port = h_free_port();
+}
+
+/*
+ * Runs argv (NULL-terminated) as p, stdout and stderr into p->log; does not
+ * wait. argv[0] is looked up in PATH if search_path, else taken as a path.
+ * The child gets deathsig should the test process die (PR_SET_PDEATHSIG).
+ */
+H_UNUSED static void h_spawn(struct h_proxy *p, const char *const *argv, int deathsig,
+                             int search_path)
+{
+    fflush(NULL);
+    p->pid = fork();
+    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
+    if (p->pid == 0) {
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        prctl(PR_SET_PDEATHSIG, deathsig);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (search_path)
+            execvp(argv[0], (char *const *)argv);
+        else
+            execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+}
+
+/*
+ * Waits until ready(host, port) says p serves. Fails the test, with the tail
+ * of p->log, if p exits first (reaped) or timeout_ms passes (p is killed and
+ * reaped); either way p->pid is 0 then. what names p in the message.
+ */
+H_UNUSED static void h_spawn_wait(struct h_proxy *p, int (*ready)(const char *, int),
+                                  long timeout_ms, const char *what)
+{
+    long long deadline = h_now_ms() + timeout_ms;
+    int status;
+
+    while (!ready(p->addr.host, p->addr.port)) {
+        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+            h_print_tail(p->log, 2000);
+            p->pid = 0;
+            ck_abort_msg("%s on port %d exited before answering PING", what, p->addr.port);
+        }
+        if (h_now_ms() > deadline) {
+            h_print_tail(p->log, 2000);
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &status, 0);
+            p->pid = 0;
+            ck_abort_msg("%s on port %d does not answer PING after %ld s", what, p->addr.port,
+                         timeout_ms / 1000);
+        }
+        h_sleep_ms(20);
+    }
+}
+
+/*
+ * Runs bin --listen <p->addr> [--cluster seed] [pre...] [args...] as p
+ * (h_spawn, bin a path); seed may be NULL, pre and args are NULL-terminated
+ * and may be NULL. Does not wait.
+ */
+H_UNUSED static void h_proxy_launch(struct h_proxy *p, const char *bin, const char *seed,
+                                    const char *const *pre, const char *const *args, int deathsig)
+{
+    const char *const *parts[2] = { pre, args };
+    const char *argv[64];
+    char listen[64];
+    int argc = 0;
+
+    snprintf(listen, sizeof(listen), "%s:%d", p->addr.host, p->addr.port);
+    argv[argc++] = bin;
+    argv[argc++] = "--listen";
+    argv[argc++] = listen;
+    if (seed != NULL) {
+        argv[argc++] = "--cluster";
+        argv[argc++] = seed;
+    }
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; parts[k] != NULL && parts[k][i] != NULL; i++) {
+            ck_assert_msg(argc < 63, "too many proxy arguments");
+            argv[argc++] = parts[k][i];
+        }
+    argv[argc] = NULL;
+    h_spawn(p, argv, deathsig, 0);
+}
+
 /*
  * Start TAGPROXY_TEST_BIN --listen 127.0.0.1:<free port> --cluster <seed>
  * [args...] (args NULL-terminated, may be NULL), its output in
@@ -528,63 +623,13 @@ H_UNUSED static void h_print_tail(const char *path, long bytes)
  */
 H_UNUSED static void h_proxy_start(struct h_proxy *p, const char *const *args)
 {
-    const char *bin = h_env("TAGPROXY_TEST_BIN");
-    const char *dir = h_env("TAGPROXY_TEST_DIR");
-    const char *argv[64];
-    char listen[64], seed[128];
-    int argc = 0, status;
-    long long deadline;
+    char seed[128];
 
-    memset(p, 0, sizeof(*p));
-    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
-    p->addr.port = h_free_port();
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->addr.port);
-    snprintf(p->log, sizeof(p->log), "%s/proxy-%d.log", dir, p->addr.port);
+    h_proxy_place(p);
+    snprintf(p->log, sizeof(p->log), "%s/proxy-%d.log", h_env("TAGPROXY_TEST_DIR"), p->addr.port);
     h_seed(seed, sizeof(seed));
-
-    argv[argc++] = bin;
-    argv[argc++] = "--listen";
-    argv[argc++] = listen;
-    argv[argc++] = "--cluster";
-    argv[argc++] = seed;
-    for (int i = 0; args != NULL && args[i] != NULL; i++) {
-        ck_assert_msg(argc < 63, "too many proxy arguments");
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
-
-    fflush(NULL);
-    p->pid = fork();
-    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
-    if (p->pid == 0) {
-        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(bin, (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-
-    deadline = h_now_ms() + 20000;
-    while (!h_pings(p->addr.host, p->addr.port)) {
-        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-            h_print_tail(p->log, 2000);
-            p->pid = 0;
-            ck_abort_msg("extra proxy on port %d exited before answering PING", p->addr.port);
-        }
-        if (h_now_ms() > deadline) {
-            h_print_tail(p->log, 2000);
-            kill(p->pid, SIGKILL);
-            waitpid(p->pid, &status, 0);
-            p->pid = 0;
-            ck_abort_msg("extra proxy on port %d does not answer PING after 20 s", p->addr.port);
-        }
-        h_sleep_ms(50);
-    }
+    h_proxy_launch(p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(p, h_pings, 20000, "extra proxy");
 }
 
 H_UNUSED static redisContext *h_connect_extra(const struct h_proxy *p)

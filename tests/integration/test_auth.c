@@ -33,9 +33,9 @@ static struct h_proxy ref;      /* the reference redis-server, same password */
 /* ---------- processes ---------- */
 
 /* True once host:port answers PING with anything (NOAUTH is an answer). */
-static int answers(const struct h_node *n)
+static int answers(const char *host, int port)
 {
-    redisContext *c = h_connect_try(n->host, n->port);
+    redisContext *c = h_connect_try(host, port);
     redisReply *r;
     int ok;
 
@@ -49,54 +49,15 @@ static int answers(const struct h_node *n)
     return ok;
 }
 
-/* Runs argv (argv[0] looked up in PATH) as p, listening on p->addr.port
- * (already in argv), its output in p->log; waits until it answers PING.
- * (h_proxy_start waits for PONG, which a proxy with a password never says.) */
-static void spawn(struct h_proxy *p, const char *const *argv)
-{
-    int status;
-    long long deadline;
-
-    fflush(NULL);
-    p->pid = fork();
-    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
-    if (p->pid == 0) {
-        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    deadline = h_now_ms() + 20000;
-    while (!answers(&p->addr)) {
-        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-            h_print_tail(p->log, 2000);
-            p->pid = 0;
-            ck_abort_msg("%s on port %d exited before answering PING", argv[0], p->addr.port);
-        }
-        if (h_now_ms() > deadline) {
-            h_print_tail(p->log, 2000);
-            h_proxy_stop(p);
-            ck_abort_msg("%s on port %d does not answer PING after 20 s", argv[0], p->addr.port);
-        }
-        h_sleep_ms(20);
-    }
-}
-
 static void place(struct h_proxy *p, const char *what)
 {
-    memset(p, 0, sizeof(*p));
-    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
-    p->addr.port = h_free_port();
+    h_proxy_place(p);
     H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
           p->addr.port);
 }
 
+/* The reference redis-server; waited for with answers(), as is the proxy
+ * (h_proxy_start waits for PONG, which a proxy with a password never says). */
 static void ref_start(const char *pass)
 {
     char port[16];
@@ -108,21 +69,19 @@ static void ref_start(const char *pass)
 
     place(&ref, "redis-ref");
     snprintf(port, sizeof(port), "%d", ref.addr.port);
-    spawn(&ref, argv);
+    h_spawn(&ref, argv, SIGTERM, 1);
+    h_spawn_wait(&ref, answers, 20000, argv[0]);
 }
 
 static void proxy_start(const char *pass)
 {
-    char listen[64], seed[128];
-    const char *argv[] = {
-        h_env("TAGPROXY_TEST_BIN"), "--listen", listen, "--cluster", seed,
-        pass ? "--requirepass" : NULL, pass, NULL,
-    };
+    char seed[128];
+    const char *const args[] = { pass ? "--requirepass" : NULL, pass, NULL };
 
     place(&proxy, "proxy-auth");
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", proxy.addr.port);
     h_seed(seed, sizeof(seed));
-    spawn(&proxy, argv);
+    h_proxy_launch(&proxy, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(&proxy, answers, 20000, h_env("TAGPROXY_TEST_BIN"));
 }
 
 static void setup_with_password(void)
