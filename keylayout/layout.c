@@ -42,18 +42,21 @@ static void out_byte(struct out *o, char c)
 
 /* ---- encoding, buckets ---- */
 
+/* Runs of bytes kept as they are go out in one piece: this is on the path of
+ * every key. */
 static void out_encode(struct out *o, const char *s, size_t len)
 {
+    size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (rules_must_encode(c)) {
-            out_byte(o, '%');
-            out_byte(o, HEX[c >> 4]);
-            out_byte(o, HEX[c & 15]);
-        } else {
-            out_byte(o, (char)c);
-        }
+        if (!rules_must_encode(c))
+            continue;
+        out_put(o, s + run, i - run);
+        char esc[3] = { '%', HEX[c >> 4], HEX[c & 15] };
+        out_put(o, esc, 3);
+        run = i + 1;
     }
+    out_put(o, s + run, len - run);
 }
 
 static int hex_value(char c)
@@ -79,20 +82,23 @@ static int escape_at(const char *s, size_t len, size_t i)
 /* Decode s (checked) into o, or only check when o is NULL. */
 static int decode_into(struct out *o, const char *s, size_t len)
 {
+    size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '%') {
-            int b = escape_at(s, len, i);
-            if (b < 0)
-                return -1;
-            c = (unsigned char)b;
-            i += 2;
-        } else if (rules_must_encode(c)) {
+        if (!rules_must_encode(c))
+            continue;
+        int b = c == '%' ? escape_at(s, len, i) : -1;
+        if (b < 0)
             return -1;
+        if (o) {
+            out_put(o, s + run, i - run);
+            out_byte(o, (char)b);
         }
-        if (o)
-            out_byte(o, (char)c);
+        i += 2;
+        run = i + 1;
     }
+    if (o)
+        out_put(o, s + run, len - run);
     return 0;
 }
 
@@ -173,7 +179,7 @@ static void template_build(const struct layout *l, const struct layout_match *m,
 {
     for (size_t i = 0; i < t->npiece; i++) {
         const struct rules_piece *p = &t->piece[i];
-        char digits[4];
+        char digits[2] = { (char)('0' + m->bucket / 10), (char)('0' + m->bucket % 10) };
         switch (p->kind) {
         case RULES_PIECE_PREFIX:
             out_prefix(o, l, m);
@@ -185,7 +191,11 @@ static void template_build(const struct layout *l, const struct layout_match *m,
             out_value_encoded(o, &m->cap[p->cap]);
             break;
         case RULES_PIECE_BUCKET:
-            out_put(o, digits, (size_t)snprintf(digits, sizeof digits, "%d", m->bucket));
+            /* 0..31, no leading zero */
+            if (m->bucket >= 10)
+                out_put(o, digits, 2);
+            else
+                out_put(o, digits + 1, 1);
             break;
         }
     }
@@ -338,6 +348,20 @@ static int prefix_find(const struct layout *l, const char *key, size_t len, size
     return -1;
 }
 
+/* Whether r's legacy pattern cannot match s, whose first segment is first
+ * bytes long: a quick look at its first literal, as most rules have one. */
+static bool first_segment_differs(const struct rules_rule *r, const char *s, size_t first)
+{
+    const struct rules_seg *f = &r->legacy.seg[0];
+    return f->kind == RULES_SEG_LITERAL && (f->len != first || memcmp(f->text, s, first) != 0);
+}
+
+static size_t first_segment_len(const char *s, size_t len)
+{
+    const char *colon = memchr(s, ':', len);
+    return colon ? (size_t)(colon - s) : len;
+}
+
 /* The first rule or keep whose legacy pattern matches key; NULL for none. */
 static const struct rules_rule *legacy_match(const struct layout *l, const char *key, size_t len,
                                              struct layout_match *m)
@@ -347,13 +371,15 @@ static const struct rules_rule *legacy_match(const struct layout *l, const char 
     if (p < 0)
         return NULL;
     m->prefix = (size_t)p;
+    const char *s = key + rest;
+    size_t slen = len - rest, first = first_segment_len(s, slen);
     for (size_t i = 0; i < l->rules->nrule; i++) {
         const struct rules_rule *r = &l->rules->rule[i];
-        if (pattern_match(r, &r->legacy, key + rest, len - rest, m->cap)) {
-            m->rule = r;
-            m->bucket = r->bucket ? value_bucket(&m->cap[r->id_cap]) : -1;
-            return r;
-        }
+        if (first_segment_differs(r, s, first) || !pattern_match(r, &r->legacy, s, slen, m->cap))
+            continue;
+        m->rule = r;
+        m->bucket = r->bucket ? value_bucket(&m->cap[r->id_cap]) : -1;
+        return r;
     }
     return NULL;
 }
@@ -478,11 +504,13 @@ enum layout_result layout_to_legacy(const struct layout *l, const char *key, siz
     if (p < 0)
         return LAYOUT_PASS;
     m->prefix = (size_t)p;
+    size_t first = first_segment_len(key + rest, len - rest);
     for (size_t i = 0; i < l->rules->nrule; i++) {
         const struct rules_rule *r = &l->rules->rule[i];
         m->bucket = -1;
         bool hit = r->kind == RULES_KEEP
-                       ? pattern_match(r, &r->legacy, key + rest, len - rest, m->cap)
+                       ? !first_segment_differs(r, key + rest, first) &&
+                             pattern_match(r, &r->legacy, key + rest, len - rest, m->cap)
                        : template_match(r, &r->cluster, key, len, rest, m);
         if (!hit)
             continue;

@@ -34,10 +34,14 @@ static int fail(struct parser *ps, const char *fmt, ...)
     return -1;
 }
 
-bool rules_must_encode(unsigned char c)
-{
-    return c < 0x21 || c == 0x7F || strchr("%:{}*?[]\\", c) != NULL;
-}
+#define R8(c) [c] = true, [c + 1] = true, [c + 2] = true, [c + 3] = true, \
+              [c + 4] = true, [c + 5] = true, [c + 6] = true, [c + 7] = true
+const bool rules_encode_set[256] = {
+    R8(0x00), R8(0x08), R8(0x10), R8(0x18), [0x20] = true, [0x7F] = true,
+    ['%'] = true, [':'] = true, ['{'] = true, ['}'] = true, ['*'] = true,
+    ['?'] = true, ['['] = true, [']'] = true, ['\\'] = true,
+};
+#undef R8
 
 static bool name_ok(const char *s, size_t len, const char *extra)
 {

@@ -153,7 +153,13 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
 void rules_free(struct rules *rules);
 
 /* Whether byte c is percent-encoded in a cluster name:
- * % : { } * ? [ ] \, bytes below 0x21 and 0x7F. */
-bool rules_must_encode(unsigned char c);
+ * % : { } * ? [ ] \, bytes below 0x21 and 0x7F. A table, as it is asked for
+ * every byte of every rewritten name. */
+extern const bool rules_encode_set[256];
+
+static inline bool rules_must_encode(unsigned char c)
+{
+    return rules_encode_set[c];
+}
 
 #endif
