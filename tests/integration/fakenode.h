@@ -26,12 +26,19 @@
  * a long value it never sees whole. A "trap" node only counts the connections it accepts and
  * closes them.
  *
+ * The tests built on fake nodes start their own proxy in front of them
+ * (fn_proxy_start) and run through fn_main, which keeps the proxies' logs and
+ * prints their tails when a test fails.
+ *
  * Everything is static and marked unused; include after harness.h.
  */
 #ifndef TAGPROXY_TEST_FAKENODE_H
 #define TAGPROXY_TEST_FAKENODE_H
 
+#include <dirent.h>
+#include <ftw.h>
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -605,6 +612,109 @@ H_UNUSED static void fn_stop(struct fake_node *f)
         free(f->log);
         f->log = NULL;
     }
+}
+
+/* ---------- a proxy in front of fake nodes, and main ---------- */
+
+/* Where this program's proxy logs go, each named <fn_log_prefix><name>.log:
+ * TAGPROXY_TEST_DIR if set, else a temporary folder that fn_main removes. */
+H_UNUSED static char fn_dir[512];
+H_UNUSED static int fn_dir_is_temp;
+H_UNUSED static const char *fn_log_prefix = "";
+
+/* TAGPROXY_TEST_BIN, else ./build/tagproxy. */
+H_UNUSED static const char *fn_proxy_bin(void)
+{
+    const char *bin = getenv("TAGPROXY_TEST_BIN");
+    return bin != NULL && *bin != '\0' ? bin : "./build/tagproxy";
+}
+
+/* The proxy as p, with one worker thread, on a free port, seeded with
+ * 127.0.0.1:seed_port (seed_port 0: no --cluster, the seeds are among args),
+ * logging to fn_dir/<fn_log_prefix><name>.log. args: NULL-ended. Does not
+ * wait. */
+H_UNUSED static void fn_proxy_spawn(struct h_proxy *p, const char *name, int seed_port,
+                                    const char *const *args)
+{
+    static const char *const one_thread[] = { "--threads", "1", NULL };
+    char seed[64];
+
+    h_proxy_place(p);
+    H_FMT(p->log, sizeof(p->log), "%s/%s%s.log", fn_dir, fn_log_prefix, name);
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", seed_port);
+    h_proxy_launch(p, fn_proxy_bin(), seed_port != 0 ? seed : NULL, one_thread, args, SIGKILL);
+}
+
+/* fn_proxy_spawn(), then waits (10 s at most) until it answers PING. */
+H_UNUSED static void fn_proxy_start(struct h_proxy *p, const char *name, int seed_port,
+                                    const char *const *args)
+{
+    char what[160];
+
+    fn_proxy_spawn(p, name, seed_port, args);
+    snprintf(what, sizeof(what), "proxy (%s)", name);
+    h_spawn_wait(p, h_pings, 10000, what);
+}
+
+H_UNUSED static int fn_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* The tail of every proxy log of this run. */
+H_UNUSED static void fn_print_logs(void)
+{
+    DIR *d = opendir(fn_dir);
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char path[1024];
+        if (strncmp(e->d_name, fn_log_prefix, strlen(fn_log_prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", fn_dir, e->d_name);
+        h_print_tail(path, 1500);
+    }
+    closedir(d);
+}
+
+/*
+ * main() of a test built on fake nodes: checks that the proxy binary is
+ * executable (before making any folder), takes TAGPROXY_TEST_DIR or makes
+ * /tmp/tagproxy-<tmp_tag>.XXXXXX, runs suite(), prints the tails of the
+ * <log_prefix>* logs if a test failed, removes the folder it made. The exit
+ * status.
+ */
+H_UNUSED static int fn_main(Suite *(*suite)(void), const char *log_prefix, const char *tmp_tag)
+{
+    const char *dir = getenv("TAGPROXY_TEST_DIR");
+    int failed;
+
+    fn_log_prefix = log_prefix;
+    if (access(fn_proxy_bin(), X_OK) != 0) {
+        fprintf(stderr, "%s: not executable (set TAGPROXY_TEST_BIN or run make)\n", fn_proxy_bin());
+        return EXIT_FAILURE;
+    }
+    if (dir != NULL && *dir != '\0') {
+        snprintf(fn_dir, sizeof(fn_dir), "%s", dir);
+    } else {
+        snprintf(fn_dir, sizeof(fn_dir), "/tmp/tagproxy-%s.XXXXXX", tmp_tag);
+        if (mkdtemp(fn_dir) == NULL) {
+            perror("mkdtemp");
+            return EXIT_FAILURE;
+        }
+        fn_dir_is_temp = 1;
+    }
+    failed = h_run_failed(suite());
+    if (failed > 0)
+        fn_print_logs();
+    if (fn_dir_is_temp)
+        nftw(fn_dir, fn_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 #endif

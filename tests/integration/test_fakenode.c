@@ -30,9 +30,6 @@
  *                   else -MOVED back to A, as a real node answers
  *   anything else   nil
  */
-#include <dirent.h>
-#include <ftw.h>
-
 #include "harness.h"
 #include "fakenode.h"
 
@@ -52,9 +49,6 @@ static struct {
 static char *g_huge, *g_big;
 static size_t g_huge_len, g_big_len;
 static int g_moveme_slot;
-
-static char g_dir[512];         /* where proxy logs go */
-static int g_dir_is_temp;
 
 /* ---------- replies, built the same way for the script and the check ---------- */
 
@@ -182,69 +176,6 @@ static int script_b(struct fn_conn *c, const char *key, size_t len)
 
 /* ---------- the proxy ---------- */
 
-static const char *proxy_bin(void)
-{
-    const char *bin = getenv("TAGPROXY_TEST_BIN");
-    return bin != NULL && *bin != '\0' ? bin : "./build/tagproxy";
-}
-
-/* The proxy seeded with 127.0.0.1:seed_port, on a free port, logging to
- * g_dir/fakenode-<name>.log; returns once it answers PING. args: NULL-ended. */
-static void proxy_start(const char *name, int seed_port, const char *const *args)
-{
-    struct h_proxy *p = &W.proxy;
-    const char *argv[64];
-    char listen_addr[64], seed[64];
-    int argc = 0, status;
-    long long deadline;
-
-    memset(p, 0, sizeof(*p));
-    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
-    p->addr.port = h_free_port();
-    snprintf(listen_addr, sizeof(listen_addr), "127.0.0.1:%d", p->addr.port);
-    snprintf(seed, sizeof(seed), "127.0.0.1:%d", seed_port);
-    H_FMT(p->log, sizeof(p->log), "%s/fakenode-%s.log", g_dir, name);
-
-    argv[argc++] = proxy_bin();
-    argv[argc++] = "--listen";
-    argv[argc++] = listen_addr;
-    argv[argc++] = "--cluster";
-    argv[argc++] = seed;
-    argv[argc++] = "--threads";
-    argv[argc++] = "1";
-    for (int i = 0; args != NULL && args[i] != NULL; i++) {
-        ck_assert_msg(argc < 63, "too many proxy arguments");
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
-
-    fflush(NULL);
-    p->pid = fork();
-    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
-    if (p->pid == 0) {
-        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(argv[0], (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    deadline = h_now_ms() + 10000;
-    while (!h_pings(p->addr.host, p->addr.port)) {
-        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-            p->pid = 0;
-            h_print_tail(p->log, 2000);
-            ck_abort_msg("proxy (%s) exited before answering PING", argv[0]);
-        }
-        ck_assert_msg(h_now_ms() < deadline, "proxy does not answer PING after 10 s");
-        h_sleep_ms(20);
-    }
-}
-
 /* Fake node A owning every slot, and a proxy in front of it. */
 static void world_single(const char *name, const char *const *args)
 {
@@ -255,7 +186,7 @@ static void world_single(const char *name, const char *const *args)
     all[0][1] = H_SLOTS - 1;
     all[0][2] = W.a.port;
     fn_set_slots(&W.a, 1, (const int (*)[3])all);
-    proxy_start(name, W.a.port, args);
+    fn_proxy_start(&W.proxy, name, W.a.port, args);
 }
 
 static void teardown(void)
@@ -673,7 +604,7 @@ static void world_pair(const char *name)
     ranges[1][2] = a_first ? W.b.port : W.a.port;
     fn_set_slots(&W.a, 2, (const int (*)[3])ranges);
     fn_set_slots(&W.b, 2, (const int (*)[3])ranges);
-    proxy_start(name, W.a.port, NULL);
+    fn_proxy_start(&W.proxy, name, W.a.port, NULL);
 }
 
 START_TEST(test_moved_to_known_node)
@@ -745,32 +676,6 @@ END_TEST
 
 /* ---------- running ---------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* On failure, the tail of every proxy log of this run. */
-static void print_logs(void)
-{
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-
-    if (d == NULL)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        char path[1024];
-        if (strncmp(e->d_name, "fakenode-", 9) != 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", g_dir, e->d_name);
-        h_print_tail(path, 1500);
-    }
-    closedir(d);
-}
-
 static Suite *fakenode_suite(void)
 {
     Suite *s = suite_create("fakenode");
@@ -797,32 +702,5 @@ static Suite *fakenode_suite(void)
 
 int main(void)
 {
-    const char *dir = getenv("TAGPROXY_TEST_DIR");
-    SRunner *sr;
-    int failed;
-
-    if (dir != NULL && *dir != '\0') {
-        snprintf(g_dir, sizeof(g_dir), "%s", dir);
-    } else {
-        snprintf(g_dir, sizeof(g_dir), "/tmp/tagproxy-fakenode.XXXXXX");
-        if (mkdtemp(g_dir) == NULL) {
-            perror("mkdtemp");
-            return EXIT_FAILURE;
-        }
-        g_dir_is_temp = 1;
-    }
-    if (access(proxy_bin(), X_OK) != 0) {
-        fprintf(stderr, "%s: not executable (set TAGPROXY_TEST_BIN or run make)\n", proxy_bin());
-        return EXIT_FAILURE;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    sr = srunner_create(fakenode_suite());
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (failed > 0)
-        print_logs();
-    if (g_dir_is_temp)
-        nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return fn_main(fakenode_suite, "fakenode-", "fakenode");
 }

@@ -16,10 +16,6 @@
  * A node with a login (g_password) answers as Redis does: -NOAUTH to anything
  * before a successful AUTH on the connection, -WRONGPASS to a wrong AUTH.
  */
-#include <dirent.h>
-#include <ftw.h>
-#include <sys/stat.h>
-
 #include "harness.h"
 #include "fakenode.h"
 
@@ -39,9 +35,6 @@ static struct {
 /* The login the fake nodes require; set before their threads start. */
 static const char *g_user;         /* NULL: "AUTH password" */
 static const char *g_password;     /* NULL: no login required */
-
-static char g_dir[512];            /* where proxy logs go */
-static int g_dir_is_temp;
 
 /* ---------- the fake nodes ---------- */
 
@@ -196,75 +189,6 @@ static int conns_begin_with(struct fake_node *f, const char *first, int *nconns)
 
 /* ---------- the proxy ---------- */
 
-static const char *proxy_bin(void)
-{
-    const char *bin = getenv("TAGPROXY_TEST_BIN");
-    return bin != NULL && *bin != '\0' ? bin : "./build/tagproxy";
-}
-
-/* The proxy on a free port with one thread and args (NULL-ended, the seeds
- * among them), its output in g_dir/config-<name>.log. Does not wait. */
-static void proxy_spawn(const char *name, const char *const *args)
-{
-    struct h_proxy *p = &W.proxy;
-    const char *argv[64];
-    char listen_addr[64];
-    int argc = 0;
-
-    memset(p, 0, sizeof(*p));
-    snprintf(p->addr.host, sizeof(p->addr.host), "127.0.0.1");
-    p->addr.port = h_free_port();
-    snprintf(listen_addr, sizeof(listen_addr), "127.0.0.1:%d", p->addr.port);
-    H_FMT(p->log, sizeof(p->log), "%s/config-%s.log", g_dir, name);
-
-    argv[argc++] = proxy_bin();
-    argv[argc++] = "--listen";
-    argv[argc++] = listen_addr;
-    argv[argc++] = "--threads";
-    argv[argc++] = "1";
-    for (int i = 0; args[i] != NULL; i++) {
-        ck_assert_msg(argc < 63, "too many proxy arguments");
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
-
-    fflush(NULL);
-    p->pid = fork();
-    ck_assert_msg(p->pid >= 0, "fork: %s", strerror(errno));
-    if (p->pid == 0) {
-        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(argv[0], (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-}
-
-/* proxy_spawn(), then wait until it answers PING. */
-static void proxy_serving(const char *name, const char *const *args)
-{
-    struct h_proxy *p = &W.proxy;
-    long long deadline;
-    int status;
-
-    proxy_spawn(name, args);
-    deadline = h_now_ms() + 10000;
-    while (!h_pings(p->addr.host, p->addr.port)) {
-        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-            p->pid = 0;
-            h_print_tail(p->log, 2000);
-            ck_abort_msg("proxy (%s) exited before answering PING", name);
-        }
-        ck_assert_msg(h_now_ms() < deadline, "proxy (%s) does not answer PING after 10 s", name);
-        h_sleep_ms(20);
-    }
-}
-
 /* The whole of a (small) file into buf, NUL-terminated. */
 static void read_log(const char *path, char *buf, size_t size)
 {
@@ -277,7 +201,7 @@ static void read_log(const char *path, char *buf, size_t size)
     fclose(f);
 }
 
-/* proxy_spawn(), then wait for it to exit, as it must: its output into log,
+/* fn_proxy_spawn(), then wait for it to exit, as it must: its output into log,
  * returns its exit status. Fails the test if it serves or outlives REFUSE_MS. */
 static int proxy_refused(const char *name, const char *const *args, char *log, size_t size)
 {
@@ -285,7 +209,7 @@ static int proxy_refused(const char *name, const char *const *args, char *log, s
     long long deadline;
     int status = 0;
 
-    proxy_spawn(name, args);
+    fn_proxy_spawn(p, name, 0, args);
     deadline = h_now_ms() + REFUSE_MS;
     while (waitpid(p->pid, &status, WNOHANG) != p->pid) {
         ck_assert_msg(!h_pings(p->addr.host, p->addr.port), "proxy (%s) serves; it should refuse to start",
@@ -376,7 +300,7 @@ START_TEST(test_address_map_one_node)
     snprintf(to, sizeof(to), "127.0.0.1:%d", W.a.port);
     {
         const char *const args[] = { "--cluster", seed, "--address-map", from, to, NULL };
-        proxy_serving("map-one", args);
+        fn_proxy_start(&W.proxy, "map-one", 0, args);
     }
     expect_get("k", "A");
     ck_assert_int_eq(fn_count(&W.a, "GET k"), 1);
@@ -419,11 +343,11 @@ static void address_map_pair(const char *how)
     if (strcmp(how, "one") == 0) {
         const char *const args[] = { "--cluster", seed,
                                      "--address-map", from_a, to_a, from_b, to_b, NULL };
-        proxy_serving("map-pair-one", args);
+        fn_proxy_start(&W.proxy, "map-pair-one", 0, args);
     } else {
         const char *const args[] = { "--cluster", seed, "--address-map", from_a, to_a,
                                      "--address-map", from_b, to_b, NULL };
-        proxy_serving("map-pair-two", args);
+        fn_proxy_start(&W.proxy, "map-pair-two", 0, args);
     }
     key_in_slots(0, H_SLOTS / 2 - 1, ka, sizeof(ka));
     key_in_slots(H_SLOTS / 2, H_SLOTS - 1, kb, sizeof(kb));
@@ -487,7 +411,7 @@ static void login_served(const char *name, const char *user, const char *want_au
         const char *const args[] = { "--cluster", seed, "--cluster-password", PASSWORD,
                                      "--cluster-user", user != NULL ? user : "",
                                      "--topology-refresh-ms", "100", "--log-level", "debug", NULL };
-        proxy_serving(name, args);
+        fn_proxy_start(&W.proxy, name, 0, args);
     }
     expect_get("k", "A");
     /* a refresh or two, each on a connection of its own */
@@ -583,7 +507,7 @@ START_TEST(test_cluster_auth_answer_quoting_password_on_data)
         const char *const args[] = { "--cluster", seed, "--cluster-password", PASSWORD,
                                      "--topology-refresh-ms", "0", "--retry-attempts", "2",
                                      "--retry-base-ms", "5", "--log-level", "debug", NULL };
-        proxy_serving("password-quoted-data", args);
+        fn_proxy_start(&W.proxy, "password-quoted-data", 0, args);
     }
     redisContext *c = h_connect_node(&W.proxy.addr);
     redisReply *r = h_cmd(c, "GET k");
@@ -612,7 +536,7 @@ START_TEST(test_seeds_first_closed)
     snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
     {
         const char *const args[] = { "--cluster", closed, seed, NULL };
-        proxy_serving("seeds-first-closed", args);
+        fn_proxy_start(&W.proxy, "seeds-first-closed", 0, args);
     }
     expect_get("k", "A");
     ck_assert_int_ge(fn_count(&W.a, "CLUSTER SLOTS"), 1);
@@ -646,32 +570,6 @@ END_TEST
 
 /* ---------- running ---------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* On failure, the tail of every proxy log of this run. */
-static void print_logs(void)
-{
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-
-    if (d == NULL)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        char path[1024];
-        if (strncmp(e->d_name, "config-", 7) != 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", g_dir, e->d_name);
-        h_print_tail(path, 1500);
-    }
-    closedir(d);
-}
-
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("fakenode_config");
@@ -697,32 +595,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-    const char *dir = getenv("TAGPROXY_TEST_DIR");
-    SRunner *sr;
-    int failed;
-
-    if (dir != NULL && *dir != '\0') {
-        snprintf(g_dir, sizeof(g_dir), "%s", dir);
-    } else {
-        snprintf(g_dir, sizeof(g_dir), "/tmp/tagproxy-fnconfig.XXXXXX");
-        if (mkdtemp(g_dir) == NULL) {
-            perror("mkdtemp");
-            return EXIT_FAILURE;
-        }
-        g_dir_is_temp = 1;
-    }
-    if (access(proxy_bin(), X_OK) != 0) {
-        fprintf(stderr, "%s: not executable (set TAGPROXY_TEST_BIN or run make)\n", proxy_bin());
-        return EXIT_FAILURE;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    sr = srunner_create(config_suite());
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (failed > 0)
-        print_logs();
-    if (g_dir_is_temp)
-        nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return fn_main(config_suite, "config-", "fnconfig");
 }
