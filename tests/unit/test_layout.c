@@ -511,6 +511,7 @@ static void round_trip(const struct layout *l, size_t s, const char *id, size_t 
     ck_assert_ptr_null(memchr(close + 1, '{', cn - (size_t)(close + 1 - out)));
     ck_assert_ptr_null(memchr(close + 1, '}', cn - (size_t)(close + 1 - out)));
     ck_assert_int_eq(layout_to_legacy(l, out, cn, back, sizeof back, &bn, &m2), LAYOUT_MAPPED);
+    ck_assert_uint_le(bn, layout_max_len(l, cn));
     ck_assert_ptr_eq(m2.rule, m.rule);
     ck_assert_int_eq(m2.bucket, m.bucket);
     ck_assert_msg(bn == n && memcmp(back, legacy, n) == 0, "%.*s -> %.*s -> %.*s", (int)n, legacy,
@@ -616,6 +617,65 @@ START_TEST(test_cluster_names_map_back_exactly)
 }
 END_TEST
 
+START_TEST(test_other_rules)
+{
+    /* the matcher beyond the shipped rules: captures after the greedy one, a constrained
+     * capture before it, literals in a member, a bucket used only by the index */
+    static const char text[] =
+        "rule a  p:x:<k=u|v>:<id...>:<n>:end  ->  p:{x:<k>}:<n>:<id...>\n"
+        "rule b  p:y:<id>:<n>  ->  p:{y:<n>}:<id>  index p:{y:<n>}:i:<b>  member m:<id>\n";
+    static const struct { const char *legacy, *cluster, *index, *member; } v[] = {
+        { "q:x:u:a:b:7:end", "q:{x:u}:7:a%3Ab", NULL, NULL },
+        { "q:x:v::1:end", "q:{x:v}:1:", NULL, NULL },
+        { "q:x:v:::end", "q:{x:v}::", NULL, NULL },
+        { "q:y:chat-1:n", "q:{y:n}:chat-1", "q:{y:n}:i:25", "m:chat-1" },
+        { "q:y::", "q:{y:}:", "q:{y:}:i:5", "m:" },
+    };
+    static const char *const pass[] = { "q:x:w:a:7:end", "q:x:u:7:end", "q:x:u:a:7:end:", "q:y:a",
+                                        "q:y:a:b:c" };
+    const char *pf[] = { "q" };
+    char err[256], out[128], back[128], idx[128], mem[128];
+    size_t n, bn;
+    struct layout_match m;
+    struct layout *l = layout_load_string("o.rules", text, strlen(text), pf, 1, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        ck_assert_int_eq(layout_to_cluster(l, v[i].legacy, strlen(v[i].legacy), out, sizeof out,
+                                           &n, &m), LAYOUT_MAPPED);
+        ck_assert_msg(n == strlen(v[i].cluster) && memcmp(out, v[i].cluster, n) == 0,
+                      "%s -> %.*s", v[i].legacy, (int)n, out);
+        ck_assert_int_eq(layout_to_legacy(l, out, n, back, sizeof back, &bn, NULL), LAYOUT_MAPPED);
+        ck_assert_uint_eq(bn, strlen(v[i].legacy));
+        ck_assert_mem_eq(back, v[i].legacy, bn);
+        if (!v[i].index)
+            continue;
+        size_t in = layout_index_key(l, &m, idx, sizeof idx);
+        size_t mn = layout_index_member(l, &m, mem, sizeof mem);
+        ck_assert_uint_eq(in, strlen(v[i].index));
+        ck_assert_mem_eq(idx, v[i].index, in);
+        ck_assert_uint_eq(mn, strlen(v[i].member));
+        ck_assert_mem_eq(mem, v[i].member, mn);
+        ck_assert_int_eq(layout_index_to_legacy(l, idx, in, mem, mn, back, sizeof back, &bn, NULL),
+                         LAYOUT_MAPPED);
+        ck_assert_uint_eq(bn, strlen(v[i].legacy));
+        ck_assert_mem_eq(back, v[i].legacy, bn);
+        /* the bucket is the id's: another bucket or a member without its literal is nothing */
+        idx[in - 1] = idx[in - 1] == '5' ? '6' : '5';
+        ck_assert_int_eq(layout_index_to_legacy(l, idx, in, mem, mn, back, sizeof back, &bn, NULL),
+                         LAYOUT_PASS);
+        ck_assert_int_eq(layout_index_to_legacy(l, idx, in, mem + 2, mn - 2, back, sizeof back,
+                                                &bn, NULL), LAYOUT_PASS);
+    }
+    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
+        ck_assert_msg(layout_to_cluster(l, pass[i], strlen(pass[i]), out, sizeof out, &n, NULL) ==
+                      LAYOUT_PASS, "%s", pass[i]);
+    /* a cluster value that is not one of the constrained literals */
+    ck_assert_int_eq(layout_to_legacy(l, S("q:{x:w}:7:a"), back, sizeof back, &bn, NULL),
+                     LAYOUT_PASS);
+    layout_free(l);
+}
+END_TEST
+
 /* ---- buffers, indexes ---- */
 
 START_TEST(test_short_buffer)
@@ -709,6 +769,7 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_round_trip_every_family);
     tcase_add_test(tc, test_round_trip_random_ids);
     tcase_add_test(tc, test_cluster_names_map_back_exactly);
+    tcase_add_test(tc, test_other_rules);
     tcase_add_test(tc, test_short_buffer);
     tcase_add_test(tc, test_index_entries);
     suite_add_tcase(s, tc);

@@ -82,6 +82,12 @@ START_TEST(test_syntax_corners)
     ck_assert_str_eq(k->alt_enc[1], "b%25");   /* alternatives are compared encoded too */
     rules_free(r);
 
+    /* names of 31 bytes are the longest */
+    r = load("rule a123456789012345678901234567890 p:x:<a12345678901234567890123456789z> "
+             "-> p:{x:<a12345678901234567890123456789z>}\n", err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    rules_free(r);
+
     /* an empty file is an empty rule set */
     r = load("", err, sizeof err);
     ck_assert_ptr_nonnull(r);
