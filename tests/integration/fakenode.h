@@ -164,13 +164,29 @@ H_UNUSED static int fn_write_bulk(struct fn_conn *c, const char *s)
 
 /* ---------- state, for tests and scripts ---------- */
 
+/* *field of f, read under f->mu. */
+H_UNUSED static int fn_locked_read(struct fake_node *f, const int *field)
+{
+    int n;
+    pthread_mutex_lock(&f->mu);
+    n = *field;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+H_UNUSED static int fn_accepted(struct fake_node *f)
+{
+    return fn_locked_read(f, &f->accepted);
+}
+
+H_UNUSED static int fn_peer_closed(struct fake_node *f)
+{
+    return fn_locked_read(f, &f->peer_closed);
+}
+
 H_UNUSED static int fn_stopping(struct fake_node *f)
 {
-    int s;
-    pthread_mutex_lock(&f->mu);
-    s = f->stop;
-    pthread_mutex_unlock(&f->mu);
-    return s;
+    return fn_locked_read(f, &f->stop);
 }
 
 /* Waits up to ms for the peer to close c (or the node to stop): 1 if it
@@ -250,24 +266,6 @@ H_UNUSED static void fn_before_last(struct fake_node *f, const char *cmd, char *
             }
     }
     pthread_mutex_unlock(&f->mu);
-}
-
-H_UNUSED static int fn_accepted(struct fake_node *f)
-{
-    int n;
-    pthread_mutex_lock(&f->mu);
-    n = f->accepted;
-    pthread_mutex_unlock(&f->mu);
-    return n;
-}
-
-H_UNUSED static int fn_peer_closed(struct fake_node *f)
-{
-    int n;
-    pthread_mutex_lock(&f->mu);
-    n = f->peer_closed;
-    pthread_mutex_unlock(&f->mu);
-    return n;
 }
 
 /* The whole log on stderr, for a failing test's message. */

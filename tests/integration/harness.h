@@ -483,20 +483,28 @@ H_UNUSED static int h_free_port(void)
     return port;
 }
 
-/* True once host:port answers PING with PONG. */
-H_UNUSED static int h_pings(const char *host, int port)
+/* PING on a new connection to host:port: the reply (caller frees), or NULL
+ * when there is none (no connection, an I/O error or a timeout). */
+H_UNUSED static redisReply *h_ping_once(const char *host, int port)
 {
     redisContext *c = h_connect_try(host, port);
     redisReply *r;
-    int ok;
 
     if (c == NULL)
-        return 0;
+        return NULL;
     r = redisCommand(c, "PING");
-    ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+    redisFree(c);
+    return r;
+}
+
+/* True once host:port answers PING with PONG. */
+H_UNUSED static int h_pings(const char *host, int port)
+{
+    redisReply *r = h_ping_once(host, port);
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+
     if (r != NULL)
         freeReplyObject(r);
-    redisFree(c);
     return ok;
 }
 

@@ -35,17 +35,11 @@ static struct h_proxy ref;      /* the reference redis-server, same password */
 /* True once host:port answers PING with anything (NOAUTH is an answer). */
 static int answers(const char *host, int port)
 {
-    redisContext *c = h_connect_try(host, port);
-    redisReply *r;
-    int ok;
+    redisReply *r = h_ping_once(host, port);
+    int ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
 
-    if (c == NULL)
-        return 0;
-    r = redisCommand(c, "PING");
-    ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
     if (r != NULL)
         freeReplyObject(r);
-    redisFree(c);
     return ok;
 }
 
