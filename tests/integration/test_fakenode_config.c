@@ -445,25 +445,33 @@ START_TEST(test_cluster_user_and_password)
 }
 END_TEST
 
+/* A proxy seeded with node A (world_single) and given --cluster-password
+ * password refuses to start: exit status 1, a message that says
+ * authentication failed, and the password nowhere in its output. */
+static void expect_auth_refusal(const char *name, const char *password)
+{
+    char seed[64], log[8192];
+    int rc;
+
+    world_single("127.0.0.1");
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
+    {
+        const char *const args[] = { "--cluster", seed, "--cluster-password", password,
+                                     "--log-level", "debug", NULL };
+        rc = proxy_refused(name, args, log, sizeof(log));
+    }
+    ck_assert_msg(rc == 1, "exit status %d, want 1; output:\n%s", rc, log);
+    expect_log_has(log, "authentication failed", "the refusal does not say why");
+    ck_assert_msg(strstr(log, password) == NULL, "the proxy's output shows the password:\n%s", log);
+}
+
 /* A password the node refuses: no start, a message that says
  * authentication failed, and neither there nor anywhere in the output the
  * password given. Nothing is asked after the refused AUTH. */
 START_TEST(test_cluster_password_wrong_refuses)
 {
-    char seed[64], log[8192];
-    int rc;
-
     g_password = PASSWORD;
-    world_single("127.0.0.1");
-    snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
-    {
-        const char *const args[] = { "--cluster", seed, "--cluster-password", WRONG_PASSWORD,
-                                     "--log-level", "debug", NULL };
-        rc = proxy_refused("password-wrong", args, log, sizeof(log));
-    }
-    ck_assert_msg(rc == 1, "exit status %d, want 1; output:\n%s", rc, log);
-    expect_log_has(log, "authentication failed", "the refusal does not say why");
-    ck_assert_msg(strstr(log, WRONG_PASSWORD) == NULL, "the proxy's output shows the password:\n%s", log);
+    expect_auth_refusal("password-wrong", WRONG_PASSWORD);
     ck_assert_int_eq(fn_count(&W.a, "AUTH " WRONG_PASSWORD), 1);
     ck_assert_int_eq(fn_count(&W.a, "CLUSTER SLOTS"), 0);
 }
@@ -474,21 +482,9 @@ END_TEST
  * with: '<password>'"). */
 START_TEST(test_cluster_auth_answer_quoting_password_at_start)
 {
-    char seed[64], log[8192];
-    int rc;
-
     g_password = PASSWORD;
     g_quoting_after = 0;
-    world_single("127.0.0.1");
-    snprintf(seed, sizeof(seed), "127.0.0.1:%d", W.a.port);
-    {
-        const char *const args[] = { "--cluster", seed, "--cluster-password", PASSWORD,
-                                     "--log-level", "debug", NULL };
-        rc = proxy_refused("password-quoted", args, log, sizeof(log));
-    }
-    ck_assert_msg(rc == 1, "exit status %d, want 1; output:\n%s", rc, log);
-    expect_log_has(log, "authentication failed", "the refusal does not say why");
-    ck_assert_msg(strstr(log, PASSWORD) == NULL, "the proxy's output shows the password:\n%s", log);
+    expect_auth_refusal("password-quoted", PASSWORD);
 }
 END_TEST
 

@@ -344,6 +344,17 @@ START_TEST(test_proto_max_bulk_len)
 }
 END_TEST
 
+/* The other client of extra proxy px is still served; then both go. */
+static void expect_other_served(redisContext *other, struct h_proxy *px)
+{
+    redisReply *r = h_cmd(other, "PING");
+
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(other);
+    h_proxy_stop(px);
+}
+
 /* A request that outgrows client-query-buffer-limit (1mb, an extra proxy)
  * costs its sender the connection, and nobody else anything. */
 START_TEST(test_query_buffer_limit)
@@ -351,7 +362,6 @@ START_TEST(test_query_buffer_limit)
     static const char *args[] = { "--client-query-buffer-limit", "1mb", NULL };
     struct h_proxy px;
     redisContext *other;
-    redisReply *r;
     char *chunk = malloc(100000), buf[4096];
     int fd, closed;
 
@@ -371,11 +381,7 @@ START_TEST(test_query_buffer_limit)
     ck_assert_msg(buf[0] == '\0' || strncmp(buf, PROTO_ERR, strlen(PROTO_ERR)) == 0,
                   "got '%s'", buf);
     close(fd);
-    r = h_cmd(other, "PING");
-    H_EXPECT_STATUS(r, "PONG");
-    freeReplyObject(r);
-    redisFree(other);
-    h_proxy_stop(&px);
+    expect_other_served(other, &px);
     free(chunk);
 }
 END_TEST
@@ -425,11 +431,7 @@ START_TEST(test_output_buffer_limit)
     ck_assert_msg(closed, "slow reader still connected after %zu bytes", total);
     ck_assert_msg(total < (size_t)NGET * SIZE, "slow reader got all %zu bytes", total);
     close(fd);
-    r = h_cmd(other, "PING");
-    H_EXPECT_STATUS(r, "PONG");
-    freeReplyObject(r);
-    redisFree(other);
-    h_proxy_stop(&px);
+    expect_other_served(other, &px);
     free(buf);
 }
 END_TEST
