@@ -42,6 +42,8 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     struct client *c = arg;
     (void)fd;
     (void)what;
+    if (c->retry_timer)
+        event_free(c->retry_timer);
     resp_parser_free(&c->parser);
     free(c->name);
     free(c);
@@ -199,6 +201,7 @@ static int client_take_command(struct client *c, const char *bytes)
     if (!r)
         return -1;
     r->client = c;
+    r->seq = c->next_seq++;
     int rc = p->is_inline
         ? request_set_command(r, p->inline_mb, p->inline_mb_len, p->args, p->argc)
         : request_set_command(r, bytes, p->cmd_len, p->args, p->argc);
@@ -293,6 +296,7 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
     c->created = c->last_active = time(NULL);
     c->authenticated = w->cfg->requirepass == NULL;
     TAILQ_INIT(&c->queue);
+    TAILQ_INIT(&c->held_back);
     sockaddr_format(sa, c->addr, sizeof c->addr);
     struct sockaddr_storage local;
     socklen_t llen = sizeof local;

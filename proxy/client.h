@@ -22,6 +22,7 @@
 #include "proxy/io.h"
 
 struct worker;
+struct event;
 
 enum client_state {
     CLIENT_ACTIVE,      /* reading and answering */
@@ -47,6 +48,9 @@ struct client {
     struct request_queue queue;
     int nqueued;
     size_t held;                    /* bytes of finished replies waiting for their turn */
+    struct request_queue held_back; /* retries and what follows them, in order */
+    struct event *retry_timer;      /* sends held_back when the backoff ends */
+    uint64_t next_seq;
     time_t soft_limit_since;        /* 0: output under the soft limit */
 };
 

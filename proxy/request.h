@@ -20,6 +20,7 @@
 #define TAGPROXY_REQUEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/queue.h>
 
 #include "cluster/node.h"
@@ -61,6 +62,9 @@ struct request {
     struct evbuffer *reply;         /* reply kept until it is the head's turn */
     unsigned done : 1;
     unsigned asking : 1;            /* next send follows an ASK redirect */
+    unsigned releasing : 1;         /* being sent from its client's held list */
+    uint64_t seq;                   /* its (or its parent's) place in the client's order */
+    TAILQ_ENTRY(request) hold_link; /* in its client's held list */
     int slot;                       /* -1: any master */
     int fixed_node;                 /* fan-out part: this master, else -1 */
     int ask_node;

@@ -206,6 +206,54 @@ static struct request *request_of(struct node_req *nr)
     return (struct request *)((char *)nr - offsetof(struct request, nreq));
 }
 
+/*
+ * Order of execution. A command waiting out a backoff has not run, and a
+ * later command of the same client must not overtake it (SET k then GET k
+ * must not run as GET k then SET k). So a client's retries wait together in
+ * its held_back list, in the order the client sent them, and while that
+ * list is not empty the client's next commands (and redirected ones) join
+ * it instead of going out; when the backoff ends, all go out in order.
+ * (A command already at a node when an earlier one was refused can still
+ * run first: the cluster refused the earlier one, not the proxy.)
+ */
+static struct client *request_owner(const struct request *r)
+{
+    return r->parent ? r->parent->client : r->client;
+}
+
+static void hold_insert(struct client *c, struct request *r)
+{
+    struct request *after = TAILQ_LAST(&c->held_back, request_queue);
+    while (after && after->seq > r->seq)
+        after = TAILQ_PREV(after, request_queue, hold_link);
+    if (after)
+        TAILQ_INSERT_AFTER(&c->held_back, after, r, hold_link);
+    else
+        TAILQ_INSERT_HEAD(&c->held_back, r, hold_link);
+}
+
+/* The backoff is over: send the held requests in order, and stop if one of
+ * them has to wait again (the rest stay behind it). */
+static void held_release_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+    struct request_queue batch = TAILQ_HEAD_INITIALIZER(batch);
+    struct request *r;
+    (void)fd;
+    (void)what;
+    TAILQ_CONCAT(&batch, &c->held_back, hold_link);
+    while ((r = TAILQ_FIRST(&batch)) != NULL) {
+        TAILQ_REMOVE(&batch, r, hold_link);
+        r->releasing = 1;
+        router_send(r);
+        r->releasing = 0;
+        if (!TAILQ_EMPTY(&c->held_back)) {
+            TAILQ_CONCAT(&c->held_back, &batch, hold_link);
+            break;
+        }
+    }
+}
+
 static void retry_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -228,6 +276,17 @@ static int router_retry_later(struct request *r)
     r->redirects = 0;
     r->asking = 0;
     w->stats.retries++;
+    struct client *owner = request_owner(r);
+    if (owner) {
+        if (!owner->retry_timer)
+            owner->retry_timer = evtimer_new(w->base, held_release_cb, owner);
+        if (!owner->retry_timer)
+            return 0;
+        hold_insert(owner, r);
+        if (!evtimer_pending(owner->retry_timer, NULL))
+            evtimer_add(owner->retry_timer, &tv);
+        return 1;
+    }
     if (!r->retry_timer)
         r->retry_timer = evtimer_new(w->base, retry_cb, r);
     if (!r->retry_timer)
@@ -239,6 +298,11 @@ static int router_retry_later(struct request *r)
 void router_send(struct request *r)
 {
     struct worker *w = r->worker;
+    struct client *owner = request_owner(r);
+    if (owner && !r->releasing && !TAILQ_EMPTY(&owner->held_back)) {
+        hold_insert(owner, r);     /* behind the client's earlier commands */
+        return;
+    }
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
@@ -412,6 +476,7 @@ static struct request *split_part(struct request *r, const int *idx, int nkeys, 
     free(argv);
     free(lens);
     part->parent = r;
+    part->seq = r->seq;
     part->positions = pos;
     part->npositions = nkeys;
     return part;
@@ -508,6 +573,7 @@ void router_fanout(struct request *parent, enum merge_kind merge, int argc,
             break;
         }
         part->parent = parent;
+        part->seq = parent->seq;
         part->fixed_node = i;
         parent->parts[parent->nparts++] = part;
         parent->parts_left++;

@@ -558,6 +558,59 @@ END_TEST
 
 /* More failures than retry-attempts: the node's last error, after
  * 1 + retry-attempts tries. */
+/* How many times cmd was logged before the last later_cmd. */
+static int count_before_last(struct fake_node *f, const char *cmd, const char *later_cmd)
+{
+    int last = -1, n = 0;
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nlog; i++)
+        if (strcmp(f->log[i].cmd, later_cmd) == 0)
+            last = i;
+    for (int i = 0; i < last; i++)
+        if (strcmp(f->log[i].cmd, cmd) == 0)
+            n++;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/*
+ * Regression: a command sent while an earlier one of the same client waited
+ * out a CLUSTERDOWN backoff went out at once, and ran before the earlier
+ * one's retry (SET k then GET k ran as GET k then SET k). It must wait
+ * behind the retry: the node sees the retry, then the later command.
+ */
+START_TEST(test_retry_keeps_client_order)
+{
+    static const char *const slow_retry[] = { "--retry-base-ms", "400", NULL };
+    redisContext *c;
+    redisReply *r;
+
+    world_single("order", slow_retry);
+    c = client();
+    redisAppendCommand(c, "GET clusterdown:1");
+    int done = 0;
+    while (!done)
+        ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+    /* the refusal is back and the proxy waits 400 ms before the retry */
+    for (long long end = h_now_ms() + 2000; fn_count(&W.a, "GET clusterdown:1") < 1 &&
+                                            h_now_ms() < end;)
+        h_sleep_ms(5);
+    h_sleep_ms(100);
+    ck_assert_int_eq(fn_count(&W.a, "GET clusterdown:1"), 1);
+    redisAppendCommand(c, "GET ok");
+    ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+    H_EXPECT_BULK(r, "done");
+    freeReplyObject(r);
+    ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+    H_EXPECT_BULK(r, "ok");
+    freeReplyObject(r);
+    ck_assert_int_eq(fn_count(&W.a, "GET clusterdown:1"), 2);
+    ck_assert_msg(count_before_last(&W.a, "GET clusterdown:1", "GET ok") == 2,
+                  "the later GET reached the node before the earlier one's retry");
+    redisFree(c);
+}
+END_TEST
+
 START_TEST(test_retries_exhausted)
 {
     static const struct {
@@ -693,6 +746,7 @@ static Suite *fakenode_suite(void)
     tcase_add_test(tc, test_node_timeout);
     tcase_add_test(tc, test_retry_then_success);
     tcase_add_test(tc, test_retries_exhausted);
+    tcase_add_test(tc, test_retry_keeps_client_order);
     tcase_add_test(tc, test_moved_to_known_node);
     tcase_add_test(tc, test_ask_to_known_node);
     tcase_add_test(tc, test_lost_after_write_not_resent);
