@@ -145,6 +145,11 @@ void client_flush(struct client *c)
     while ((r = TAILQ_FIRST(&c->queue)) != NULL && r->done) {
         TAILQ_REMOVE(&c->queue, r, link);
         c->nqueued--;
+        if (r->inline_reply_len) {
+            c->held -= r->inline_reply_len;
+            if (out)
+                io_out_add(&c->io, r->inline_data, r->inline_reply_len);
+        }
         if (r->reply) {
             c->held -= evbuffer_get_length(r->reply);
             if (out)

@@ -129,6 +129,7 @@ void request_finish(struct request *r)
         return;
     }
     if (r->client) {
+        r->client->held += r->inline_reply_len;
         if (r->reply)
             r->client->held += evbuffer_get_length(r->reply);
         client_flush(r->client);
@@ -159,6 +160,15 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
             client_flush(c);
             return;
         }
+    }
+    if (!in && !r->parent && !r->nparts && len <= sizeof r->inline_data) {
+        if (r->data != r->inline_data)
+            free(r->data);
+        r->data = NULL;             /* the command is done with */
+        memcpy(r->inline_data, bytes, len);
+        r->inline_reply_len = len;
+        request_finish(r);
+        return;
     }
     reply_move(request_reply_buffer(r), in, bytes, len);
     request_finish(r);

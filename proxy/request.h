@@ -14,7 +14,9 @@
  *
  * Requests come from a per-worker free list: steady-state traffic allocates
  * nothing. A command of up to REQUEST_INLINE_BYTES bytes and
- * REQUEST_INLINE_ARGS arguments lives inside the request itself.
+ * REQUEST_INLINE_ARGS arguments lives inside the request itself, and so
+ * does a small reply that must wait for its turn (the command's bytes are
+ * no longer needed once its reply is in).
  */
 #ifndef TAGPROXY_REQUEST_H
 #define TAGPROXY_REQUEST_H
@@ -60,6 +62,7 @@ struct request {
     int argc;
 
     struct evbuffer *reply;         /* reply kept until it is the head's turn */
+    size_t inline_reply_len;        /* or, when small, kept in inline_data */
     unsigned done : 1;
     unsigned asking : 1;            /* next send follows an ASK redirect */
     unsigned releasing : 1;         /* being sent from its client's held list */
