@@ -657,6 +657,8 @@ void local_dispatch(struct request *r)
         fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
     } else if (strcmp(name, "randomkey") == 0) {
         fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
+    } else if (strcmp(name, "scan") == 0) {
+        router_scan(r);
     } else if (strcmp(name, "keys") == 0) {
         size_t len;
         const char *pattern = request_arg(r, 1, &len);

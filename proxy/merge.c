@@ -1,6 +1,8 @@
 #include "proxy/merge.h"
 
 #include <event2/buffer.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +10,7 @@
 #include "proxy/local.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
+#include "proxy/worker.h"
 
 /* A part's whole reply as contiguous bytes. */
 static const char *part_bytes(struct request *part, size_t *len)
@@ -160,6 +163,37 @@ static void merge_random(struct request *p, struct evbuffer *out)
     evbuffer_add_buffer(out, request_reply_buffer(p->parts[found[rand() % n]]));
 }
 
+/* The master's [cursor, keys] with the proxy's cursor in its place. */
+static void merge_scan(struct request *p, struct evbuffer *out)
+{
+    const char *elems[2];
+    size_t lens[2], len;
+    const char *b = part_bytes(p->parts[0], &len);
+    if (array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
+        resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+        return;
+    }
+    const char *digits = memchr(elems[0], '\n', lens[0]);
+    unsigned long long node_cursor = digits ? strtoull(digits + 1, NULL, 10) : 0;
+    int nnodes = p->worker->topo->nnodes;
+    unsigned long long next;
+    if (node_cursor > ULLONG_MAX / 256) {
+        resp_add_error(out, "ERR a master's SCAN cursor is too large for the proxy's cursor");
+        return;
+    }
+    if (node_cursor != 0)
+        next = node_cursor * 256 + (unsigned long long)p->scan_node;
+    else if (p->scan_node + 1 < nnodes)
+        next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
+    else
+        next = 0;                                         /* every master done */
+    char cursor[24];
+    snprintf(cursor, sizeof cursor, "%llu", next);
+    resp_add_array(out, 2);
+    resp_add_bulk_str(out, cursor);
+    evbuffer_add(out, elems[1], lens[1]);
+}
+
 void merge_replies(struct request *p)
 {
     struct evbuffer *out = request_reply_buffer(p);
@@ -174,6 +208,7 @@ void merge_replies(struct request *p)
     }
     switch (p->merge) {
     case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
+    case MERGE_SCAN:   merge_scan(p, out); break;
     case MERGE_MGET:   merge_mget(p, out); break;
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;

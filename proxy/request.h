@@ -46,6 +46,7 @@ enum merge_kind {
     MERGE_CONCAT,       /* arrays concatenated (KEYS) */
     MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
     MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
+    MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 
@@ -81,6 +82,7 @@ struct request {
     int nparts, parts_left;
     enum merge_kind merge;
     int *positions;                 /* part: indexes of its keys in the parent's */
+    int scan_node;                  /* SCAN: the master this step asked */
     int npositions;
 
     struct request *next_free;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -37,7 +38,6 @@ static const char later_scripts[] = "scripts and functions are not routed by thi
 static const char later_tx[] = "transactions are not routed by this proxy yet";
 static const char later_pubsub[] = "pub/sub is not routed by this proxy yet";
 static const char later_block[] = "blocking commands are not routed by this proxy yet";
-static const char later_scan[] = "SCAN across the cluster is not supported by this proxy yet";
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
 
 static const struct policy_entry policy_names[] = {
@@ -88,7 +88,7 @@ static const struct policy_entry policy_names[] = {
     { "blmove", POLICY_LATER, later_block }, { "brpoplpush", POLICY_LATER, later_block },
     { "blmpop", POLICY_LATER, later_block }, { "bzpopmin", POLICY_LATER, later_block },
     { "bzpopmax", POLICY_LATER, later_block }, { "bzmpop", POLICY_LATER, later_block },
-    { "wait", POLICY_LATER, later_block }, { "scan", POLICY_LATER, later_scan },
+    { "wait", POLICY_LATER, later_block }, { "scan", POLICY_LOCAL, NULL },
     { "monitor", POLICY_REFUSED, "MONITOR is not supported through the proxy" },
     { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
     { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
@@ -580,6 +580,63 @@ void router_fanout(struct request *parent, enum merge_kind merge, int argc,
         router_send(part);
     }
     request_parts_sent(parent);
+}
+
+/*
+ * SCAN across the cluster: the proxy's cursor is (master's cursor) * 256 +
+ * (master index), so 0 starts at the first master, and a master's scan
+ * that ends moves on to the next one; the last one's end is 0. Each call
+ * asks one master, with the client's own options (MATCH, COUNT, TYPE).
+ */
+#define SCAN_NODES_MAX 256
+
+void router_scan(struct request *r)
+{
+    struct worker *w = r->worker;
+    size_t len;
+    const char *arg = request_arg(r, 1, &len);
+    char buf[32], *end;
+    /* read as Redis reads it: strtoull, no leading blank, "" is 0 */
+    if (len >= sizeof buf || (len > 0 && (arg[0] == ' ' || arg[0] == '\t'))) {
+        request_fail(r, "ERR invalid cursor");
+        return;
+    }
+    memcpy(buf, arg, len);
+    buf[len] = '\0';
+    errno = 0;
+    unsigned long long cursor = strtoull(buf, &end, 10);
+    int node = (int)(cursor % SCAN_NODES_MAX);
+    if (*end || errno || node >= w->topo->nnodes || w->topo->nnodes > SCAN_NODES_MAX) {
+        request_fail(r, w->topo->nnodes > SCAN_NODES_MAX
+                            ? "ERR SCAN through the proxy supports at most 256 masters"
+                            : "ERR invalid cursor");
+        return;
+    }
+    char node_cursor[24];
+    snprintf(node_cursor, sizeof node_cursor, "%llu", cursor / SCAN_NODES_MAX);
+    const char *argv[r->argc];
+    size_t lens[r->argc];
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    argv[1] = node_cursor;
+    lens[1] = strlen(node_cursor);
+    struct request *part = request_new(w);
+    r->parts = calloc(1, sizeof *r->parts);
+    if (!part || !r->parts || request_build(part, r->argc, argv, lens) < 0) {
+        if (part)
+            request_free(part);
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    r->merge = MERGE_SCAN;
+    r->scan_node = node;
+    r->parts[r->nparts++] = part;
+    r->parts_left = 2;
+    part->parent = r;
+    part->seq = r->seq;
+    part->fixed_node = node;
+    router_send(part);
+    request_parts_sent(r);
 }
 
 /* Run r's own bytes on every master. */

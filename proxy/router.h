@@ -8,6 +8,7 @@
  *                 keyless commands go to one master chosen consistently
  *   split         MGET MSET DEL UNLINK EXISTS TOUCH: one part per slot,
  *                 merged in the client's argument order
+ *   SCAN          one master per call, its cursor folded into the proxy's
  *   fan-out       one part per master (DBSIZE, KEYS, RANDOMKEY, INFO; and
  *                 FLUSHALL, FLUSHDB, CONFIG SET, SAVE, ACL SETUSER, ...
  *                 when dangerous commands are enabled; other admin
@@ -42,5 +43,9 @@ void router_send(struct request *r);
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);
+
+/* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
+ * master per call, with a cursor that encodes which master and where. */
+void router_scan(struct request *r);
 
 #endif
