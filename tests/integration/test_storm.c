@@ -832,10 +832,6 @@ START_TEST(test_storm_leaves_proxy_serving)
     g_seed = storm_seed();
     fprintf(stderr, "storm seed %llu (replay: TAGPROXY_STORM_SEED=%llu)\n", g_seed, g_seed);
     g_prefix = h_prefix();
-    /* A proxy built with ASan keeps 256 MB of freed memory in quarantine by
-     * default, which the RSS bound would count; a smaller one still catches
-     * use after free. A caller's ASAN_OPTIONS wins. */
-    setenv("ASAN_OPTIONS", "quarantine_size_mb=16", 0);
     h_proxy_start(&px, args);
     g_addr = px.addr;
     rss_base = rss_peak = proxy_rss_kb(px.pid);
