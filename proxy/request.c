@@ -176,9 +176,6 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
 
 void request_fail(struct request *r, const char *msg)
 {
-    struct evbuffer *b = request_reply_buffer(r);
-    evbuffer_add(b, "-", 1);
-    evbuffer_add(b, msg, strlen(msg));
-    evbuffer_add(b, "\r\n", 2);
+    resp_add_error(request_reply_buffer(r), msg);     /* CR and LF become blanks */
     request_finish(r);
 }

@@ -126,7 +126,8 @@ void request_finish(struct request *r);
  * at bytes when in is NULL (copied). */
 void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
 
-/* Reply with an error line (without '-' and CRLF) and finish. */
+/* Reply with an error line (without '-' and CRLF; CR and LF in it become
+ * blanks, as Redis does) and finish. */
 void request_fail(struct request *r, const char *msg);
 
 #endif

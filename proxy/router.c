@@ -171,9 +171,6 @@ static void reply_unknown_command(struct request *r)
     const char *name = request_arg(r, 0, &len);
     snprintf(msg, sizeof msg, "ERR unknown command '%.*s', with args beginning with: %s",
              (int)(len < 128 ? len : 128), name, args);
-    for (char *p = msg; *p; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
     request_fail(r, msg);
 }
 
@@ -189,9 +186,6 @@ static void reply_unknown_subcommand(struct request *r)
     upper[i] = '\0';
     snprintf(msg, sizeof msg, "ERR unknown subcommand '%.*s'. Try %s HELP.",
              (int)(slen < 128 ? slen : 128), sub, upper);
-    for (char *p = msg; *p; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
     request_fail(r, msg);
 }
 
