@@ -1,7 +1,7 @@
 #include "proxy/request.h"
 
 #include <event2/buffer.h>
-#include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,8 +99,6 @@ void request_free(struct request *r)
         free(r->data);
     if (r->args && r->args != r->inline_args)
         free(r->args);
-    if (r->retry_timer)
-        event_free(r->retry_timer);
     if (r->reply)
         evbuffer_drain(r->reply, evbuffer_get_length(r->reply));
     if (w->nfree_requests < REQUEST_POOL_MAX) {

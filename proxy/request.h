@@ -32,7 +32,6 @@ struct client;
 struct command;
 struct worker;
 struct evbuffer;
-struct event;
 
 #define REQUEST_INLINE_BYTES 224
 #define REQUEST_INLINE_ARGS  8
@@ -74,7 +73,6 @@ struct request {
     int ask_node;
     int redirects;
     int retries;
-    struct event *retry_timer;
 
     /* split and fan-out */
     struct request *parent;

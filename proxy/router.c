@@ -248,14 +248,8 @@ static void held_release_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void retry_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    router_send(arg);
-}
-
-/* Resend r after a backoff. 0 when its retries are used up. */
+/* Resend r after a backoff, in its client's order (every routed request
+ * has a client: its own, or its parent's). 0 when its retries are used up. */
 static int router_retry_later(struct request *r)
 {
     struct worker *w = r->worker;
@@ -271,21 +265,13 @@ static int router_retry_later(struct request *r)
     r->asking = 0;
     w->stats.retries++;
     struct client *owner = request_owner(r);
-    if (owner) {
-        if (!owner->retry_timer)
-            owner->retry_timer = evtimer_new(w->base, held_release_cb, owner);
-        if (!owner->retry_timer)
-            return 0;
-        hold_insert(owner, r);
-        if (!evtimer_pending(owner->retry_timer, NULL))
-            evtimer_add(owner->retry_timer, &tv);
-        return 1;
-    }
-    if (!r->retry_timer)
-        r->retry_timer = evtimer_new(w->base, retry_cb, r);
-    if (!r->retry_timer)
+    if (!owner->retry_timer)
+        owner->retry_timer = evtimer_new(w->base, held_release_cb, owner);
+    if (!owner->retry_timer)
         return 0;
-    evtimer_add(r->retry_timer, &tv);
+    hold_insert(owner, r);
+    if (!evtimer_pending(owner->retry_timer, NULL))
+        evtimer_add(owner->retry_timer, &tv);
     return 1;
 }
 
