@@ -557,6 +557,22 @@ enum layout_result layout_index_to_legacy(const struct layout *l, const char *in
     return LAYOUT_PASS;
 }
 
+bool layout_is_index(const struct layout *l, const char *key, size_t len)
+{
+    size_t rest;
+    int p = prefix_find(l, key, len, &rest);
+    if (p < 0)
+        return false;
+    for (size_t i = 0; i < l->rules->nrule; i++) {
+        const struct rules_rule *r = &l->rules->rule[i];
+        struct layout_match m;
+        m.bucket = -1;
+        if (r->indexed && template_match(r, &r->index, key, len, rest, &m))
+            return true;
+    }
+    return false;
+}
+
 /* ---- building a layout ---- */
 
 int layout_check_prefix(const char *prefix, char *err, size_t errlen)

@@ -102,6 +102,10 @@ enum layout_result layout_index_to_legacy(const struct layout *l, const char *in
                                           char *out, size_t cap, size_t *outlen,
                                           struct layout_match *m);
 
+/* Whether key is the index sorted set of an indexed rule (for any bucket,
+ * any values: the name has that rule's index template's shape). */
+bool layout_is_index(const struct layout *l, const char *key, size_t len);
+
 /* Build names from a match of a rule (not a keep). The index functions need
  * m->rule->indexed. A match filled by hand with rule, prefix and bucket only
  * builds the index key of that bucket (for rules whose index is per bucket). */

@@ -7,6 +7,8 @@
  */
 #include "proxy/config.h"
 
+#include "keylayout/layout.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +29,7 @@ struct loader {
     int source;                 /* the source being applied (enum source) */
     int cluster_source;         /* who filled c.cluster; -1: nobody yet */
     int address_map_source;
+    int layout_prefix_source;
     char log_file_where[WHERE_MAX];   /* where log-file was last set */
     char why[WHY_MAX];          /* a setter's complaint, without the WHERE */
 };
@@ -317,6 +320,43 @@ oom:
     return -1;
 }
 
+static void free_layout_prefix(struct config *c)
+{
+    for (int i = 0; i < c->nlayout_prefix; i++)
+        free(c->layout_prefix[i]);
+    free(c->layout_prefix);
+    c->layout_prefix = NULL;
+    c->nlayout_prefix = 0;
+}
+
+/* Repeatable as cluster; each prefix checked as keylayout will use it. */
+static int set_layout_prefix(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    char **grown;
+
+    (void)d;
+    for (int i = 0; i < argc; i++)
+        if (layout_check_prefix(argv[i], l->why, sizeof l->why) < 0)
+            return -1;
+    if (l->layout_prefix_source != l->source)
+        free_layout_prefix(&l->c);
+    l->layout_prefix_source = l->source;
+    grown = realloc(l->c.layout_prefix, sizeof *grown * (size_t)(l->c.nlayout_prefix + argc));
+    if (!grown)
+        goto oom;
+    l->c.layout_prefix = grown;
+    for (int i = 0; i < argc; i++) {
+        grown[l->c.nlayout_prefix] = strdup(argv[i]);
+        if (!grown[l->c.nlayout_prefix])
+            goto oom;
+        l->c.nlayout_prefix++;
+    }
+    return 0;
+oom:
+    snprintf(l->why, sizeof l->why, "out of memory");
+    return -1;
+}
+
 static int set_output_limit(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     long long hard, soft, secs;
@@ -384,6 +424,9 @@ static const struct directive directives[] = {
     { "retry-max-ms",              1,  1, set_int,          AT(retry_max_ms), 1, 600000 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
+    { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
+    { "layout-prefix",             1, -1, set_layout_prefix, 0, 0, 0 },
+    { "layout-allow-legacy-data",  1,  1, set_yesno,        AT(layout_allow_legacy_data), 0, 0 },
     { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
     { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
 };
@@ -784,6 +827,8 @@ void config_free(struct config *c)
     free(c->cluster_user);
     free(c->cluster_password);
     free_address_map(c);
+    free(c->layout_rules);
+    free_layout_prefix(c);
     free(c->log_file);
     free(c->path);
     config_defaults(c);
@@ -797,7 +842,7 @@ int config_load(struct config *c, const char *path, char **envp,
 
     memset(&l, 0, sizeof l);
     config_defaults(&l.c);
-    l.cluster_source = l.address_map_source = -1;
+    l.cluster_source = l.address_map_source = l.layout_prefix_source = -1;
     if (path)
         rc = load_file(&l, path, err, errlen);
     if (rc == 0)
@@ -837,6 +882,16 @@ int config_validate(const struct config *c, char *err, size_t errlen)
 {
     if (c->ncluster == 0) {
         snprintf(err, errlen, "no cluster seed given (directive: cluster HOST:PORT)");
+        return -1;
+    }
+    if (c->layout_rules && c->nlayout_prefix == 0) {
+        snprintf(err, errlen, "layout-rules is set but no layout-prefix is given "
+                 "(directive: layout-prefix P, one per prefix the rules serve)");
+        return -1;
+    }
+    if (!c->layout_rules && c->nlayout_prefix > 0) {
+        snprintf(err, errlen, "layout-prefix is set but no layout-rules file is given "
+                 "(directive: layout-rules PATH)");
         return -1;
     }
     return 0;

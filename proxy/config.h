@@ -28,7 +28,9 @@
  * the first word after --name is always an argument (so a value may start
  * with "--", as in redis-server 7), later ones up to the next "--" word.
  *
- * Empty requirepass, cluster-user, cluster-password and log-file mean unset.
+ * Empty requirepass, cluster-user, cluster-password, log-file and
+ * layout-rules mean unset. layout-prefix is repeatable like cluster (several
+ * on one line too); each is checked by layout_check_prefix().
  */
 #ifndef TAGPROXY_CONFIG_H
 #define TAGPROXY_CONFIG_H
@@ -66,6 +68,10 @@ struct config {
     struct config_address_map *address_map;
     int    naddress_map;
     int    enable_dangerous_commands;   /* default 0 */
+    char  *layout_rules;                /* rules file; NULL: no key rewriting */
+    char **layout_prefix;               /* prefixes the rules serve, in the order given */
+    int    nlayout_prefix;
+    int    layout_allow_legacy_data;    /* default 0: refuse a prefix holding legacy keys */
     enum log_level log_level;           /* default notice */
     char  *log_file;                    /* NULL: stderr */
     char  *path;                        /* the config file, NULL if none */
@@ -102,7 +108,8 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
 
 /*
  * What a loaded config still needs before the proxy may start: at least one
- * cluster seed. Returns 0, or -1 with the reason in err.
+ * cluster seed; layout-rules and layout-prefix given together or not at all.
+ * Returns 0, or -1 with the reason in err.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
 

@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "cluster/node.h"
+#include "keylayout/layout.h"
 #include "proxy/log.h"
+#include "proxy/rewrite.h"
 #include "proxy/worker.h"
 
 /* Refreshes closer together than this are merged into one. */
@@ -114,6 +116,26 @@ static void source_from_config(struct proxy *p)
     };
 }
 
+/* The key layout of layout-rules and layout-prefix, if set. A rules file
+ * error reads FILE:LINE: what is wrong. */
+static int proxy_load_layout(struct proxy *p, char *err, size_t errlen)
+{
+    const struct config *c = &p->cfg;
+    if (!c->layout_rules)
+        return 0;
+    struct layout *l = layout_load_file(c->layout_rules, (const char *const *)c->layout_prefix,
+                                        (size_t)c->nlayout_prefix, err, errlen);
+    if (!l)
+        return -1;
+    p->layout = layout_ref_new(l);
+    if (!p->layout) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    log_notice("layout", "key layout %s for %d prefix(es)", c->layout_rules, c->nlayout_prefix);
+    return 0;
+}
+
 int proxy_start(struct proxy *p, char *err, size_t errlen)
 {
     char *host = NULL;
@@ -127,6 +149,8 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
+    if (proxy_load_layout(p, err, errlen) < 0)
+        return -1;
     source_from_config(p);
     char why[900];
     p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);

@@ -12,6 +12,7 @@
 #include "proxy/config.h"
 
 struct worker;
+struct layout_ref;
 struct event_base;
 struct event;
 
@@ -25,6 +26,7 @@ struct proxy {
     struct worker *workers;
     int nworkers;
     struct topology *topo;              /* control thread's reference */
+    struct layout_ref *layout;          /* key layout (rewrite.h), NULL: none */
     uint64_t last_refresh_ms;
     time_t started;
     char id[41];                        /* CLUSTER MYID */

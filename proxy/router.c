@@ -16,6 +16,7 @@
 #include "proxy/command.h"
 #include "proxy/local.h"
 #include "proxy/log.h"
+#include "proxy/rewrite.h"
 #include "proxy/worker.h"
 
 enum policy {
@@ -702,6 +703,13 @@ void router_dispatch(struct request *r)
     }
     const struct policy_entry *e = policy_get(cmd);
     enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
+    /* legacy key names become cluster names before anything is planned by
+     * them (slots, splits); local commands have no key arguments */
+    const struct layout *layout = worker_layout(r->worker);
+    if (layout && pol != POLICY_LOCAL && rewrite_request(r, layout) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
     switch (pol) {
     case POLICY_FORWARD:
         if (request_is_blocking_read(r)) {

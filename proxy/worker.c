@@ -102,9 +102,17 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     struct topology *t = w->mailbox_topo;
     int stop = w->mailbox_stop;
     w->mailbox_topo = NULL;
+    struct layout_ref *layout = w->mailbox_layout;
+    int layout_set = w->mailbox_layout_set;
+    w->mailbox_layout = NULL;
+    w->mailbox_layout_set = 0;
     pthread_mutex_unlock(&w->mailbox_lock);
     if (t)
         worker_take_topology(w, t);
+    if (layout_set) {
+        layout_ref_put(w->layout);
+        w->layout = layout;
+    }
     if (stop)
         event_base_loopexit(w->base, NULL);
 }
@@ -125,6 +133,16 @@ void worker_post_topology(struct worker *w, struct topology *t)
     if (w->mailbox_topo)
         topology_unref(w->mailbox_topo);
     w->mailbox_topo = topology_ref(t);
+    pthread_mutex_unlock(&w->mailbox_lock);
+    mailbox_ring(w);
+}
+
+void worker_post_layout(struct worker *w, struct layout_ref *ref)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    layout_ref_put(w->mailbox_layout);
+    w->mailbox_layout = layout_ref_get(ref);
+    w->mailbox_layout_set = 1;
     pthread_mutex_unlock(&w->mailbox_lock);
     mailbox_ring(w);
 }
@@ -181,6 +199,7 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     w->node_opts.user = p->cfg.cluster_user;
     w->node_opts.password = p->cfg.cluster_password;
     worker_take_topology(w, topology_ref(t));
+    w->layout = layout_ref_get(p->layout);
     return w->mailbox_event ? 0 : -1;
 }
 

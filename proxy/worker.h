@@ -6,7 +6,9 @@
  * The control thread (control.h) hands a worker a new topology through its
  * mailbox, the one place a lock is taken; the worker takes it on its own loop
  * and drops its reference to the old one. A worker's slot map starts as the
- * topology's and is patched by MOVED until the next topology arrives.
+ * topology's and is patched by MOVED until the next topology arrives. The
+ * key layout (rewrite.h) is published the same way: each request reads
+ * worker_layout() once, so a new one takes effect from the next request.
  */
 #ifndef TAGPROXY_WORKER_H
 #define TAGPROXY_WORKER_H
@@ -21,6 +23,7 @@
 #include "proxy/client.h"
 #include "proxy/config.h"
 #include "proxy/io.h"
+#include "proxy/rewrite.h"
 
 struct proxy;
 
@@ -46,8 +49,11 @@ struct worker {
     pthread_mutex_t mailbox_lock;
     struct topology *mailbox_topo;      /* under mailbox_lock */
     int mailbox_stop;                   /* under mailbox_lock */
+    struct layout_ref *mailbox_layout;  /* under mailbox_lock */
+    int mailbox_layout_set;             /* under mailbox_lock: mailbox_layout is news */
 
     struct topology *topo;
+    struct layout_ref *layout;          /* NULL: no key rewriting */
     int16_t slot_node[SLOT_COUNT];
     struct node_conn **conns;           /* per topo node, NULL until used */
     struct node_opts node_opts;
@@ -70,6 +76,16 @@ void worker_join(struct worker *w);
 /* From the control thread: publish t (a reference is taken for w), or stop. */
 void worker_post_topology(struct worker *w, struct topology *t);
 void worker_post_stop(struct worker *w);
+
+/* From the control thread: publish ref (NULL: no rewriting from now on; a
+ * reference is taken for w). */
+void worker_post_layout(struct worker *w, struct layout_ref *ref);
+
+/* The key layout requests use now, or NULL. */
+static inline const struct layout *worker_layout(const struct worker *w)
+{
+    return w->layout ? w->layout->layout : NULL;
+}
 
 /* The connection to master `node` of the current topology, made on demand. */
 struct node_conn *worker_conn(struct worker *w, int node);

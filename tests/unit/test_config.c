@@ -80,6 +80,11 @@ static void assert_config_eq(const struct config *a, const struct config *b)
         ck_assert_str_eq(a->address_map[i].to, b->address_map[i].to);
     }
     ck_assert_int_eq(a->enable_dangerous_commands, b->enable_dangerous_commands);
+    assert_str_eq_null(a->layout_rules, b->layout_rules);
+    ck_assert_int_eq(a->nlayout_prefix, b->nlayout_prefix);
+    for (int i = 0; i < a->nlayout_prefix; i++)
+        ck_assert_str_eq(a->layout_prefix[i], b->layout_prefix[i]);
+    ck_assert_int_eq(a->layout_allow_legacy_data, b->layout_allow_legacy_data);
     ck_assert_int_eq(a->log_level, b->log_level);
     assert_str_eq_null(a->log_file, b->log_file);
 }
@@ -113,6 +118,10 @@ START_TEST(test_defaults)
     ck_assert_int_eq(d.retry_max_ms, 500);
     ck_assert_int_eq(d.naddress_map, 0);
     ck_assert_int_eq(d.enable_dangerous_commands, 0);
+    ck_assert_ptr_null(d.layout_rules);
+    ck_assert_int_eq(d.nlayout_prefix, 0);
+    ck_assert_ptr_null(d.layout_prefix);
+    ck_assert_int_eq(d.layout_allow_legacy_data, 0);
     ck_assert_int_eq(d.log_level, LOG_NOTICE);
     ck_assert_ptr_null(d.log_file);
     ck_assert_ptr_null(d.path);
@@ -508,6 +517,18 @@ static const struct { const char *text; const char *message; } error_vectors[] =
     { "requirepass 'ab'c\n", "%s:1: a closing quote must be followed by a space" },
     { "requirepass \"a\\x00b\"\n", "%s:1: an argument contains a NUL byte" },
     { "threads 2\nthreads 3\nbogus\nthreads 4\n", "%s:3: unknown directive 'bogus'" },
+    { "layout-prefix\n",
+      "%s:1: wrong number of arguments for 'layout-prefix' (expected at least 1, got 0)" },
+    { "layout-prefix bot\nlayout-prefix {bot}\n",
+      "%s:2: layout-prefix \"{bot}\": a prefix may not contain { or } (it would break the hash tags)" },
+    { "layout-prefix bo}t\n",
+      "%s:1: layout-prefix \"bo}t\": a prefix may not contain { or } (it would break the hash tags)" },
+    { "layout-prefix a b:c\n",
+      "%s:1: layout-prefix \"b:c\": a prefix is one segment: it may not contain :" },
+    { "layout-prefix \"\"\n", "%s:1: layout-prefix \"\": a prefix may not be empty" },
+    { "layout-rules a b\n",
+      "%s:1: wrong number of arguments for 'layout-rules' (expected 1, got 2)" },
+    { "layout-allow-legacy-data maybe\n", "%s:1: 'layout-allow-legacy-data' must be yes or no" },
 };
 
 START_TEST(test_errors)
@@ -762,6 +783,54 @@ START_TEST(test_validate)
     ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\n"), 0);
     ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
     config_free(&c);
+
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
+    ck_assert_str_eq(err, "layout-rules is set but no layout-prefix is given "
+                          "(directive: layout-prefix P, one per prefix the rules serve)");
+    config_free(&c);
+
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-prefix bot\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
+    ck_assert_str_eq(err, "layout-prefix is set but no layout-rules file is given "
+                          "(directive: layout-rules PATH)");
+    config_free(&c);
+}
+END_TEST
+
+/* layout-prefix appends within a source (several a line too); a later source
+ * replaces the list; an empty layout-rules is unset. */
+START_TEST(test_layout_directives)
+{
+    struct config c;
+    char *env[] = { "TAGPROXY_LAYOUT_PREFIX=env1 env2", NULL };
+    char *argv[] = { "--layout-prefix", "cli", "--layout-allow-legacy-data", "yes" };
+
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules conf/x.rules\n"
+                                   "layout-prefix bot\nlayout-prefix a b\n"
+                                   "layout-allow-legacy-data yes\n"), 0);
+    ck_assert_str_eq(c.layout_rules, "conf/x.rules");
+    ck_assert_int_eq(c.nlayout_prefix, 3);
+    ck_assert_str_eq(c.layout_prefix[0], "bot");
+    ck_assert_str_eq(c.layout_prefix[1], "a");
+    ck_assert_str_eq(c.layout_prefix[2], "b");
+    ck_assert_int_eq(c.layout_allow_legacy_data, 1);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
+    config_free(&c);
+
+    ck_assert_int_eq(config_load(&c, write_file("l.conf", "layout-prefix bot\nlayout-rules \"\"\n"),
+                                 env, 0, NULL, err, sizeof err), 0);
+    ck_assert_ptr_null(c.layout_rules);
+    ck_assert_int_eq(c.nlayout_prefix, 2);
+    ck_assert_str_eq(c.layout_prefix[0], "env1");
+    ck_assert_str_eq(c.layout_prefix[1], "env2");
+    config_free(&c);
+
+    ck_assert_int_eq(config_load(&c, NULL, env, 4, argv, err, sizeof err), 0);
+    ck_assert_int_eq(c.nlayout_prefix, 1);
+    ck_assert_str_eq(c.layout_prefix[0], "cli");
+    ck_assert_int_eq(c.layout_allow_legacy_data, 1);
+    config_free(&c);
 }
 END_TEST
 
@@ -793,7 +862,8 @@ START_TEST(test_shipped_conf_mentions_every_directive)
         "max-clients", "client-query-buffer-limit", "proto-max-bulk-len",
         "client-output-buffer-limit", "node-connect-timeout-ms", "node-timeout-ms",
         "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
-        "retry-max-ms", "address-map", "enable-dangerous-commands", "log-level", "log-file",
+        "retry-max-ms", "address-map", "enable-dangerous-commands", "layout-rules",
+        "layout-prefix", "layout-allow-legacy-data", "log-level", "log-file",
     };
     char buf[65536], needle[80], needle2[80];
     FILE *f = fopen("conf/tagproxy.conf", "r");
@@ -840,6 +910,7 @@ static Suite *config_suite(void)
                         sizeof argv_error_vectors / sizeof argv_error_vectors[0]);
     tcase_add_test(t, test_load_main);
     tcase_add_test(t, test_validate);
+    tcase_add_test(t, test_layout_directives);
     tcase_add_test(t, test_shipped_conf);
     tcase_add_test(t, test_shipped_conf_mentions_every_directive);
     suite_add_tcase(s, t);

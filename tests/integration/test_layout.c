@@ -1,0 +1,156 @@
+/*
+ * Key layout through the proxy: a proxy started with layout-rules
+ * conf/layouts/botmesh-v1.rules and a run-unique layout-prefix rewrites the
+ * legacy names of every key argument to cluster names before routing
+ * (single keys, split commands, movable keys), and the keys land on the
+ * cluster under their cluster names only (read directly from the owning
+ * master). Keys no rule rewrites keep their names.
+ */
+#include "harness.h"
+
+static struct h_proxy proxy;
+static char prefix[64];        /* one segment: no ':' */
+static struct h_topo topo;
+
+static void setup(void)
+{
+    H_FMT(prefix, sizeof prefix, "lay%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-prefix", prefix, NULL };
+    h_proxy_start(&proxy, args);
+    h_topo_load(&topo);
+}
+
+static void teardown(void)
+{
+    h_proxy_stop(&proxy);
+}
+
+/* "PREFIX" + rest, in a ring of static buffers. */
+static const char *P(const char *rest)
+{
+    static char ring[16][256];
+    static int next;
+    char *b = ring[next++ % 16];
+    H_FMT(b, sizeof ring[0], "%s%s", prefix, rest);
+    return b;
+}
+
+/* GET name directly on the master that owns it. */
+static redisReply *direct_get(const char *name)
+{
+    redisContext *c = h_connect_owner(&topo, name);
+    redisReply *r = h_cmd(c, "GET %s", name);
+    redisFree(c);
+    return r;
+}
+
+static void expect_direct(const char *name, const char *value)
+{
+    redisReply *r = direct_get(name);
+    if (value) {
+        H_EXPECT_BULK(r, value);
+    } else {
+        H_EXPECT_NIL(r);
+    }
+    freeReplyObject(r);
+}
+
+START_TEST(test_single_keys)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    H_OK(c, "SET %s v1", P(":chat:tg:42"));
+    H_OK(c, "SET %s v2", P(":lock:a:b:fence"));
+    H_OK(c, "SET %s v3", P(":co:turn:c1:seq"));
+    H_OK(c, "SET %s v4", P(":conv:1"));          /* a keep: same name */
+    redisReply *r = h_cmd(c, "GET %s", P(":chat:tg:42"));
+    H_EXPECT_BULK(r, "v1");
+    freeReplyObject(r);
+    expect_direct(P(":{ch:16}:r:tg%3A42"), "v1");
+    expect_direct(P(":chat:tg:42"), NULL);
+    expect_direct(P(":{lk:a%3Ab}:f"), "v2");
+    expect_direct(P(":co:{t:c1}:seq"), "v3");
+    expect_direct(P(":conv:1"), "v4");
+    /* a cluster name sent by a client is no legacy name: used as it is */
+    r = h_cmd(c, "GET %s", P(":{ch:16}:r:tg%3A42"));
+    H_EXPECT_BULK(r, "v1");
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
+/* Split commands are split by the slots of the rewritten names. */
+START_TEST(test_split_keys)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    H_OK(c, "MSET %s a %s b %s c", P(":msgs:m1"), P(":chat:x"), P(":cursor:z"));
+    redisReply *r = h_cmd(c, "MGET %s %s %s %s", P(":chat:x"), P(":msgs:m1"), P(":cursor:z"),
+                          P(":chat:none"));
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 4);
+    H_EXPECT_BULK(r->element[0], "b");
+    H_EXPECT_BULK(r->element[1], "a");
+    H_EXPECT_BULK(r->element[2], "c");
+    H_EXPECT_NIL(r->element[3]);
+    freeReplyObject(r);
+    expect_direct(P(":{m:m1}:z"), "a");
+    expect_direct(P(":{ch:7}:r:x"), "b");
+    r = h_cmd(c, "EXISTS %s %s %s", P(":chat:x"), P(":msgs:m1"), P(":chat:none"));
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    r = h_cmd(c, "DEL %s %s %s", P(":chat:x"), P(":msgs:m1"), P(":cursor:z"));
+    H_EXPECT_INT(r, 3);
+    freeReplyObject(r);
+    expect_direct(P(":{ch:7}:r:x"), NULL);
+    redisFree(c);
+}
+END_TEST
+
+/* Keys found by a command's own rule (XREAD ... STREAMS, numkeys) and two
+ * keys of one family that share a slot only in the cluster layout. */
+START_TEST(test_movable_keys)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    redisReply *r = h_cmd(c, "XADD %s 1-1 f v", P(":msgs:s1"));
+    H_EXPECT_BULK(r, "1-1");
+    freeReplyObject(r);
+    r = h_cmd(c, "XREAD COUNT 5 STREAMS %s 0", P(":msgs:s1"));
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1);
+    freeReplyObject(r);
+    /* the log and an item of one chat share {m:chat}: one slot */
+    H_OK(c, "SET %s body", P(":msg:s1:item1"));
+    r = h_cmd(c, "ZADD %s 1 item1", P(":msgs:s2"));
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    H_OK(c, "SET %s body", P(":msg:s2:item1"));
+    r = h_cmd(c, "ZUNIONSTORE %s 1 %s", P(":msgs:s2"), P(":msgs:s2"));
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    /* turn counters of one chat share a slot: a multi-key command works */
+    H_OK(c, "SET %s 1", P(":co:turn:c9:seq"));
+    r = h_cmd(c, "RENAME %s %s", P(":co:turn:c9:seq"), P(":co:turn:c9:last"));
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    expect_direct(P(":co:{t:c9}:last"), "1");
+    redisFree(c);
+}
+END_TEST
+
+static Suite *layout_suite(void)
+{
+    Suite *s = suite_create("layout");
+    TCase *t = tcase_create("rewrite");
+    tcase_set_timeout(t, 60);
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, test_single_keys);
+    tcase_add_test(t, test_split_keys);
+    tcase_add_test(t, test_movable_keys);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(layout_suite());
+}
