@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proxy/acl.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/router.h"
@@ -299,7 +300,8 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
     c->io.rmax = (size_t)w->cfg->client_query_buffer_limit + RESP_INLINE_MAX;
     c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
     c->created = c->last_active = time(NULL);
-    c->authenticated = w->cfg->requirepass == NULL;
+    c->user = acl_default_user(p->acl);
+    c->authenticated = c->user->nopass;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);
     sockaddr_format(sa, c->addr, sizeof c->addr);
@@ -323,10 +325,10 @@ void client_describe(const struct client *c, char *buf, size_t len)
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 "
              "sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
-             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "
+             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s "
              "redir=-1 resp=2",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             c->lastcmd ? c->lastcmd : "NULL");
+             c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

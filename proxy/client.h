@@ -22,6 +22,7 @@
 #include "proxy/io.h"
 
 struct worker;
+struct acl_user;
 struct event;
 
 enum client_state {
@@ -44,6 +45,7 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
+    const struct acl_user *user;    /* who it runs as (acl.h) */
     struct resp_parser parser;
     struct request_queue queue;
     int nqueued;

@@ -8,6 +8,7 @@
 #include "proxy/config.h"
 
 #include "keylayout/layout.h"
+#include "proxy/acl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,6 +31,7 @@ struct loader {
     int cluster_source;         /* who filled c.cluster; -1: nobody yet */
     int address_map_source;
     int layout_prefix_source;
+    int users_source;
     char log_file_where[WHERE_MAX];   /* where log-file was last set */
     char why[WHY_MAX];          /* a setter's complaint, without the WHERE */
 };
@@ -357,6 +359,70 @@ oom:
     return -1;
 }
 
+static void free_users(struct config *c)
+{
+    for (int i = 0; i < c->nusers; i++) {
+        for (int j = 0; j < c->users[i].argc; j++)
+            free(c->users[i].argv[j]);
+        free(c->users[i].argv);
+    }
+    free(c->users);
+    c->users = NULL;
+    c->nusers = 0;
+}
+
+static int user_name_ok(const char *name)
+{
+    if (!*name)
+        return 0;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* user NAME PASSWORD [RULE ...]: the rules are checked here (acl.h) so a
+ * typo is a FILE:LINE error; the bitmaps are built at start (acl_build). */
+static int set_user(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    struct config_user *grown, *u;
+
+    (void)d;
+    if (!user_name_ok(argv[0])) {
+        snprintf(l->why, sizeof l->why, "'user' name must be non-empty, without blanks");
+        return -1;
+    }
+    for (int i = 2; i < argc; i++)
+        if (acl_rule_check(argv[i], l->why, sizeof l->why) < 0)
+            return -1;
+    if (l->users_source != l->source)
+        free_users(&l->c);
+    l->users_source = l->source;
+    for (int i = 0; i < l->c.nusers; i++)
+        if (strcmp(l->c.users[i].argv[0], argv[0]) == 0) {
+            snprintf(l->why, sizeof l->why, "user '%.64s' is defined twice", argv[0]);
+            return -1;
+        }
+    grown = realloc(l->c.users, sizeof *grown * (size_t)(l->c.nusers + 1));
+    if (!grown)
+        goto oom;
+    l->c.users = grown;
+    u = &grown[l->c.nusers++];
+    u->argc = 0;
+    u->argv = calloc((size_t)argc, sizeof *u->argv);
+    if (!u->argv)
+        goto oom;
+    for (int i = 0; i < argc; i++) {
+        if (!(u->argv[i] = strdup(argv[i])))
+            goto oom;
+        u->argc++;
+    }
+    return 0;
+oom:
+    snprintf(l->why, sizeof l->why, "out of memory");
+    return -1;
+}
+
 static int set_output_limit(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     long long hard, soft, secs;
@@ -409,6 +475,7 @@ static const struct directive directives[] = {
     { "cluster",                   1, -1, set_cluster,      0, 0, 0 },
     { "threads",                   1,  1, set_int,          AT(threads), 1, 64 },
     { "requirepass",               1,  1, set_string,       AT(requirepass), 0, 0 },
+    { "user",                      2, -1, set_user,         0, 0, 0 },
     { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },
     { "cluster-password",          1,  1, set_string,       AT(cluster_password), 0, 0 },
     { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
@@ -824,6 +891,7 @@ void config_free(struct config *c)
     free_string(c->listen);
     free_cluster(c);
     free(c->requirepass);
+    free_users(c);
     free(c->cluster_user);
     free(c->cluster_password);
     free_address_map(c);
@@ -842,7 +910,7 @@ int config_load(struct config *c, const char *path, char **envp,
 
     memset(&l, 0, sizeof l);
     config_defaults(&l.c);
-    l.cluster_source = l.address_map_source = l.layout_prefix_source = -1;
+    l.cluster_source = l.address_map_source = l.layout_prefix_source = l.users_source = -1;
     if (path)
         rc = load_file(&l, path, err, errlen);
     if (rc == 0)

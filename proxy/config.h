@@ -31,6 +31,8 @@
  * Empty requirepass, cluster-user, cluster-password, log-file and
  * layout-rules mean unset. layout-prefix is repeatable like cluster (several
  * on one line too); each is checked by layout_check_prefix().
+ * `user` lines are repeatable like cluster (append within a source); a name
+ * given twice is an error.
  */
 #ifndef TAGPROXY_CONFIG_H
 #define TAGPROXY_CONFIG_H
@@ -44,12 +46,21 @@ struct config_address_map {
     char *to;       /* "host:port" the proxy connects to instead */
 };
 
+/* One `user NAME PASSWORD [RULE ...]` line (acl.h): argv[0] the name,
+ * argv[1] the password or "nopass", the rest the rules, checked at load. */
+struct config_user {
+    char **argv;
+    int argc;
+};
+
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
     char **cluster;                     /* seed host:port, in the order given */
     int    ncluster;
     int    threads;                     /* workers, default 1 */
     char  *requirepass;                 /* NULL: no password */
+    struct config_user *users;          /* user lines, in the order given */
+    int    nusers;
     char  *cluster_user;                /* NULL: AUTH password only */
     char  *cluster_password;            /* NULL: no AUTH to nodes */
     int    max_clients;                 /* default 10000 */

@@ -1,7 +1,6 @@
 #include "proxy/local.h"
 
 #include <event2/buffer.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cluster/slot.h"
+#include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
 #include "proxy/proxy.h"
@@ -53,36 +53,31 @@ static void reply_arg_bulk(struct request *r, int i)
     resp_add_bulk(out(r), a, len);
 }
 
-/* Compare secrets without leaking where they differ. */
-static int secret_equal(const char *given, size_t glen, const char *expected)
-{
-    size_t elen = strlen(expected);
-    return glen == elen && CRYPTO_memcmp(given, expected, elen) == 0;
-}
-
-/* AUTH / HELLO AUTH: 0 ok, -1 error already replied. */
+/* AUTH / HELLO AUTH: 0 ok (the client now runs as that user), -1 error
+ * already replied. The check costs the same for any name (acl.h). */
 static int check_auth(struct request *r, int user_arg, int pass_arg)
 {
-    const struct config *cfg = r->worker->cfg;
+    const struct acl *acl = r->worker->proxy->acl;
     struct client *c = r->client;
-    size_t plen;
+    size_t ulen = 7, plen;
+    const char *user = "default";
     const char *pass = request_arg(r, pass_arg, &plen);
-    int user_ok = user_arg < 0 || arg_is(r, user_arg, "default");
-    if (!cfg->requirepass) {
-        if (user_arg < 0) {
-            request_fail(r, "ERR AUTH <password> called without any password configured for "
-                            "the default user. Are you sure your configuration is correct?");
-            return -1;
-        }
-        if (user_ok)
-            return 0;
-    } else if (user_ok && secret_equal(pass, plen, cfg->requirepass)) {
-        c->authenticated = 1;
-        c->parser.unauthenticated = 0;
-        return 0;
+    if (user_arg >= 0)
+        user = request_arg(r, user_arg, &ulen);
+    else if (acl_default_user(acl)->nopass) {
+        request_fail(r, "ERR AUTH <password> called without any password configured for "
+                        "the default user. Are you sure your configuration is correct?");
+        return -1;
     }
-    request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
-    return -1;
+    const struct acl_user *u = acl_authenticate(acl, user, ulen, pass, plen);
+    if (!u) {
+        request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
+        return -1;
+    }
+    c->user = u;
+    c->authenticated = 1;
+    c->parser.unauthenticated = 0;
+    return 0;
 }
 
 /* ---- connection commands ---- */
@@ -217,7 +212,8 @@ static void cmd_reset(struct request *r)
     free(c->name);
     c->name = NULL;
     pthread_mutex_unlock(&r->worker->clients_lock);
-    c->authenticated = r->worker->cfg->requirepass == NULL;
+    c->user = acl_default_user(r->worker->proxy->acl);
+    c->authenticated = c->user->nopass;
     c->parser.unauthenticated = !c->authenticated;
     resp_add_simple(out(r), "RESET");
     request_finish(r);

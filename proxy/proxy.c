@@ -11,6 +11,7 @@
 
 #include "cluster/node.h"
 #include "keylayout/layout.h"
+#include "proxy/acl.h"
 #include "proxy/log.h"
 #include "proxy/rewrite.h"
 #include "proxy/worker.h"
@@ -152,6 +153,9 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
     if (proxy_load_layout(p, err, errlen) < 0)
         return -1;
     source_from_config(p);
+    p->acl = acl_build(&p->cfg, err, errlen);
+    if (!p->acl)
+        return -1;
     char why[900];
     p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
     if (!p->topo) {

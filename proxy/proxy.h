@@ -13,11 +13,13 @@
 
 struct worker;
 struct layout_ref;
+struct acl;
 struct event_base;
 struct event;
 
 struct proxy {
     struct config cfg;
+    struct acl *acl;                    /* client users (acl.h) */
     struct topology_source source;
     struct event_base *base;            /* the control thread's loop */
     struct event *refresh_event;        /* woken by workers */

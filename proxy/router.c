@@ -12,6 +12,7 @@
 #include "cluster/backoff.h"
 #include "cluster/reply.h"
 #include "cluster/slot.h"
+#include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
 #include "proxy/local.h"
@@ -699,6 +700,13 @@ void router_dispatch(struct request *r)
     }
     if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
         request_fail(r, "NOAUTH Authentication required.");
+        return;
+    }
+    /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
+    if (!acl_allows(c->user, cmd) && !(cmd->flags & CMD_NO_AUTH)) {
+        snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
+                 cmd->fullname);
+        request_fail(r, msg);
         return;
     }
     const struct policy_entry *e = policy_get(cmd);

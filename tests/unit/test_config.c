@@ -75,6 +75,12 @@ static void assert_config_eq(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->retry_base_ms, b->retry_base_ms);
     ck_assert_int_eq(a->retry_max_ms, b->retry_max_ms);
     ck_assert_int_eq(a->naddress_map, b->naddress_map);
+    ck_assert_int_eq(a->nusers, b->nusers);
+    for (int i = 0; i < a->nusers; i++) {
+        ck_assert_int_eq(a->users[i].argc, b->users[i].argc);
+        for (int j = 0; j < a->users[i].argc; j++)
+            ck_assert_str_eq(a->users[i].argv[j], b->users[i].argv[j]);
+    }
     for (int i = 0; i < a->naddress_map; i++) {
         ck_assert_str_eq(a->address_map[i].from, b->address_map[i].from);
         ck_assert_str_eq(a->address_map[i].to, b->address_map[i].to);
@@ -148,6 +154,8 @@ START_TEST(test_every_directive)
              "cluster [::1]:7002\n"
              "THREADS 4\n"
              "requirepass s3cret\n"
+             "user bob bobpw +get -@dangerous +client|id\n"
+             "user carl nopass allcommands\n"
              "cluster-user proxyuser\n"
              "cluster-password nodepass\n"
              "max-clients 123\n"
@@ -174,6 +182,12 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.cluster[2], "[::1]:7002");
     ck_assert_int_eq(c.threads, 4);
     ck_assert_str_eq(c.requirepass, "s3cret");
+    ck_assert_int_eq(c.nusers, 2);
+    ck_assert_int_eq(c.users[0].argc, 5);
+    ck_assert_str_eq(c.users[0].argv[0], "bob");
+    ck_assert_str_eq(c.users[0].argv[1], "bobpw");
+    ck_assert_str_eq(c.users[0].argv[4], "+client|id");
+    ck_assert_str_eq(c.users[1].argv[1], "nopass");
     ck_assert_str_eq(c.cluster_user, "proxyuser");
     ck_assert_str_eq(c.cluster_password, "nodepass");
     ck_assert_int_eq(c.max_clients, 123);
@@ -474,6 +488,12 @@ static const struct { const char *text; const char *message; } error_vectors[] =
       "%s:1: 'address-map' wants host:port with a port from 1 to 65535, not 'b:0'" },
     { "requirepass\n",
       "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 0)" },
+    { "user bob\n", "%s:1: wrong number of arguments for 'user' (expected at least 2, got 1)" },
+    { "user bob pw +nosuchcmd\n", "%s:1: unknown command 'nosuchcmd' in ACL rule" },
+    { "user bob pw +@nosuchcat\n", "%s:1: unknown ACL category 'nosuchcat' (see ACL CAT)" },
+    { "user bob pw ~*\n", "%s:1: unknown ACL rule '~*' (expected +cmd, -cmd, +cmd|sub, "
+      "+@category, -@category, allcommands or nocommands)" },
+    { "user bob pw\nuser bob pw2\n", "%s:2: user 'bob' is defined twice" },
     { "requirepass a b\n",
       "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 2)" },
     { "cluster-user a b\n",
@@ -858,7 +878,7 @@ END_TEST
 START_TEST(test_shipped_conf_mentions_every_directive)
 {
     static const char *names[] = {
-        "listen", "cluster", "threads", "requirepass", "cluster-user", "cluster-password",
+        "listen", "cluster", "threads", "requirepass", "user", "cluster-user", "cluster-password",
         "max-clients", "client-query-buffer-limit", "proto-max-bulk-len",
         "client-output-buffer-limit", "node-connect-timeout-ms", "node-timeout-ms",
         "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
