@@ -22,7 +22,8 @@ endif
 
 B         = build
 SRCS      = $(wildcard proxy/*.c cluster/*.c keylayout/*.c)
-OBJS      = $(SRCS:%.c=$(B)/%.o)
+LUA       = $(wildcard keylayout/lua/*.lua)
+OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o
 LIB_OBJS  = $(filter-out $(B)/proxy/main.o,$(OBJS))
 UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
@@ -39,6 +40,14 @@ $(B)/tagproxy: $(OBJS)
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c -o $@ $<
+
+# keylayout/lua/*.lua, embedded as C arrays (keylayout/index_lua.h)
+$(B)/gen/keylayout_lua.c: $(LUA) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(LUA)
+
+$(B)/gen/%.o: $(B)/gen/%.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)

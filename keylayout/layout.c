@@ -688,3 +688,23 @@ size_t layout_max_len(const struct layout *l, size_t len)
     /* values at most triple when encoded; plus literals, a prefix, 2 digits */
     return 3 * len + l->rules->literal_max + l->prefix_max + 2;
 }
+
+/* ---- listings ---- */
+
+enum layout_result layout_member_to_legacy(const struct layout *l, struct layout_match *m,
+                                           const char *member, size_t mlen,
+                                           char *out, size_t cap, size_t *outlen)
+{
+    const struct rules_rule *r = m->rule;
+    if (!r || !r->indexed || !pattern_match(r, &r->member, member, mlen, m->cap))
+        return LAYOUT_PASS;
+    if (r->bucket) {
+        int b = value_bucket(&m->cap[r->id_cap]);
+        if (m->bucket >= 0 && b != m->bucket)
+            return LAYOUT_PASS;
+        m->bucket = b;
+    }
+    size_t need = layout_legacy_key(l, m, out, cap);
+    *outlen = need;
+    return need <= cap ? LAYOUT_MAPPED : LAYOUT_SHORT;
+}

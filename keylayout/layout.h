@@ -118,6 +118,16 @@ size_t layout_index_key(const struct layout *l, const struct layout_match *m,
 size_t layout_index_member(const struct layout *l, const struct layout_match *m,
                            char *out, size_t cap);
 
+/* The legacy name of index member member[0..mlen) for a match filled by
+ * hand with rule (indexed), prefix, the captures the index key holds (raw)
+ * and the bucket of that index (-1: any). The member's captures are read
+ * into m. MAPPED / SHORT as layout_to_cluster; PASS when the member is not
+ * of the rule's member shape or belongs to another bucket. For listings
+ * (keylayout/listing.h), which know the rule and index they read. */
+enum layout_result layout_member_to_legacy(const struct layout *l, struct layout_match *m,
+                                           const char *member, size_t mlen,
+                                           char *out, size_t cap, size_t *outlen);
+
 /* 32-bit FNV-1a (basis 0x811c9dc5, prime 0x01000193). */
 uint32_t layout_fnv1a(const char *s, size_t len);
 

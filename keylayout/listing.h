@@ -1,0 +1,66 @@
+/*
+ * listing: which KEYS / SCAN MATCH patterns the index sorted sets can
+ * answer, and the names they answer with. Pure code over byte strings.
+ *
+ *   KEYS bot:chat:*       every name it can match is a record of `chat`
+ *     listing_plan  ->    rule chat, prefix bot, 32 indexes (one per bucket)
+ *     listing_index_key(i) bot:{ch:<i>}:idx        (one read per index)
+ *     member "tg:42" -> listing_legacy -> bot:chat:tg:42   (then the glob)
+ *
+ *   KEYS bot:user:u1:ns:*   a user-data index per user: 1 index, {ud:u1}
+ *
+ * A pattern qualifies when the bytes it starts with (glob_literal_prefix)
+ * fix a prefix and every segment of an indexed rule before its greedy last
+ * capture, so that every name starting so is matched by that rule, and no
+ * earlier rule or keep (the first match wins) can match any such name. The
+ * index key may use the captures the pattern fixes and the bucket; with a
+ * bucket there are RULES_BUCKETS indexes, else one. Anything else (`*`,
+ * `bot:*`, `bot:cha[t]:*`) is not a plan: it is listed on every master.
+ */
+#ifndef TAGPROXY_LISTING_H
+#define TAGPROXY_LISTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "keylayout/layout.h"
+
+#define LISTING_LITERAL_MAX 512   /* the literal start looked at (a shorter one is sound) */
+
+struct listing {
+    struct layout_match fixed;    /* rule, prefix, the captures the pattern fixes */
+    int nindex;                   /* RULES_BUCKETS or 1 */
+    char literal[LISTING_LITERAL_MAX];   /* the values in fixed point here */
+    size_t literal_len;
+};
+
+/* Whether every name that pattern[0..plen) can match is a record of one
+ * indexed rule; if so fills ls (which must not move while used: fixed points
+ * into it). */
+bool listing_plan(const struct layout *l, const char *pattern, size_t plen, struct listing *ls);
+
+/* The key of index i (0..ls->nindex-1); snprintf-style, as layout.h. */
+size_t listing_index_key(const struct layout *l, const struct listing *ls, int i,
+                         char *out, size_t cap);
+
+/*
+ * The legacy name of member of index i. MAPPED (the name in out, its length
+ * in *outlen), SHORT (retry with *outlen bytes), or PASS when the member
+ * cannot belong there (not of the member's shape, or of another bucket):
+ * such an entry is no record of the family and is left out.
+ */
+enum layout_result listing_legacy(const struct layout *l, const struct listing *ls, int i,
+                                  const char *member, size_t mlen,
+                                  char *out, size_t cap, size_t *outlen);
+
+/*
+ * For a rule whose member is one capture (the bucket families): the cluster
+ * name of the record of member m in index i is before + layout_encode(m) +
+ * after. Writes both (snprintf-style lengths in *blen, *alen). false when
+ * the member is more than one capture (user data): no such split exists.
+ */
+bool listing_record_affixes(const struct layout *l, const struct listing *ls, int i,
+                            char *before, size_t bcap, size_t *blen,
+                            char *after, size_t acap, size_t *alen);
+
+#endif
