@@ -13,6 +13,7 @@
 #include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
+#include "proxy/index.h"
 #include "proxy/proxy.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
@@ -654,8 +655,11 @@ void local_dispatch(struct request *r)
     } else if (strcmp(name, "randomkey") == 0) {
         fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
     } else if (strcmp(name, "scan") == 0) {
-        router_scan(r);
+        if (!index_scan(r, worker_layout(r->worker)))
+            router_scan(r);
     } else if (strcmp(name, "keys") == 0) {
+        if (index_keys(r, worker_layout(r->worker)))
+            return;
         size_t len;
         const char *pattern = request_arg(r, 1, &len);
         const char *argv[2] = { "KEYS", pattern };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster/reply.h"
+#include "proxy/index.h"
 #include "proxy/local.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
@@ -209,6 +210,7 @@ void merge_replies(struct request *p)
     switch (p->merge) {
     case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
     case MERGE_SCAN:   merge_scan(p, out); break;
+    case MERGE_INDEX:  index_merge(p, out); break;
     case MERGE_MGET:   merge_mget(p, out); break;
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proxy/client.h"
+#include "proxy/index.h"
 #include "proxy/merge.h"
 #include "proxy/worker.h"
 
@@ -79,6 +80,45 @@ int request_build(struct request *r, int argc, const char *const *argv, const si
     return 0;
 }
 
+int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens)
+{
+    struct request *tmp = request_new(r->worker);
+    if (!tmp || request_build(tmp, argc, argv, lens) < 0) {
+        if (tmp)
+            request_free(tmp);
+        return -1;
+    }
+    /* tmp holds the new bytes: take them over, leave r's old ones to tmp */
+    char *old_data = r->data;
+    struct resp_arg *old_args = r->args;
+    if (tmp->data == tmp->inline_data) {
+        if (old_data != r->inline_data)
+            free(old_data);
+        memcpy(r->inline_data, tmp->inline_data, tmp->len);
+        r->data = r->inline_data;
+    } else {
+        r->data = tmp->data;
+        tmp->data = old_data == r->inline_data ? NULL : old_data;
+    }
+    if (tmp->args == tmp->inline_args) {
+        if (old_args != r->inline_args)
+            free(old_args);
+        memcpy(r->inline_args, tmp->inline_args, sizeof *r->args * (size_t)argc);
+        r->args = r->inline_args;
+    } else {
+        r->args = tmp->args;
+        tmp->args = old_args == r->inline_args ? NULL : old_args;
+    }
+    if (tmp->data == tmp->inline_data)
+        tmp->data = NULL;
+    if (tmp->args == tmp->inline_args)
+        tmp->args = NULL;
+    r->len = tmp->len;
+    r->argc = argc;
+    request_free(tmp);
+    return 0;
+}
+
 void request_parts_sent(struct request *p)
 {
     if (--p->parts_left == 0) {
@@ -95,6 +135,7 @@ void request_free(struct request *r)
             request_free(r->parts[i]);
     free(r->parts);
     free(r->positions);
+    index_listing_free(r);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

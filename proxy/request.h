@@ -46,6 +46,7 @@ enum merge_kind {
     MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
     MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
     MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
+    MERGE_INDEX,        /* KEYS / SCAN read from index sorted sets (index.h) */
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 
@@ -82,6 +83,7 @@ struct request {
     int *positions;                 /* part: indexes of its keys in the parent's */
     int scan_node;                  /* SCAN: the master this step asked */
     int npositions;
+    struct index_listing *listing;  /* KEYS / SCAN from the indexes (index.h) */
 
     struct request *next_free;
     char inline_data[REQUEST_INLINE_BYTES];
@@ -99,6 +101,10 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
 
 /* Build a multibulk command from argv into r (for parts and fan-outs). */
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
+
+/* Replace r's command by one built from argv, which may point into r's own
+ * bytes. 0, or -1 when out of memory (r unchanged). */
+int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens);
 
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */

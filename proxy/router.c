@@ -15,6 +15,7 @@
 #include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
+#include "proxy/index.h"
 #include "proxy/local.h"
 #include "proxy/log.h"
 #include "proxy/rewrite.h"
@@ -134,6 +135,7 @@ static const struct policy_entry *policy_get(const struct command *cmd)
 /* "cluster" alone names every subcommand not listed on its own. */
 void router_init(void)
 {
+    index_init();
     const int n = (int)(sizeof policy_names / sizeof policy_names[0]);
     for (int i = 0; i < n; i++) {
         const struct policy_entry *e = &policy_names[i];
@@ -362,6 +364,12 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
     struct request *r = request_of(nr);
     if (s->type == '-') {
         char c = s->errline[0];
+        /* an index script the node does not have: nothing ran, send the body */
+        if (c == 'N' && strncmp(s->errline, "NOSCRIPT", 8) == 0 && index_on_noscript(r)) {
+            if (in)
+                evbuffer_drain(in, len);
+            return;
+        }
         if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
             int slot;
             char addr[128];
@@ -434,6 +442,10 @@ static void plan_forward(struct request *r)
         return;
     }
     r->slot = slot;
+    if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
     router_send(r);
 }
 
@@ -497,6 +509,10 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     }
     if (single) {               /* the common case: nothing to split */
         r->slot = first;
+        if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
+            request_fail(r, "ERR out of memory");
+            goto out;
+        }
         router_send(r);
         goto out;
     }
@@ -520,6 +536,11 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
             break;
         }
         part->slot = slots[k];
+        if (index_wrap_write(part, r->cmd, worker_layout(r->worker)) < 0) {
+            request_free(part);
+            r->merge = MERGE_FAILED;
+            break;
+        }
         r->parts[r->nparts++] = part;
         r->parts_left++;
         router_send(part);

@@ -8,33 +8,36 @@
 --       ARGV[2] .. encode(member) .. ARGV[3]
 --
 -- Entries whose score is at or below the server's now are expired records:
--- they are removed (pruned on read) before the rest are returned. With a
--- TYPE, a record the index names but this node cannot read because its slot
--- is being migrated answers TRYAGAIN (the proxy retries until the move ends).
+-- the rest are returned, and the expired ones removed (pruned on read). The
+-- removal comes last: it may delete the index, which a node migrating this
+-- slot would then refuse to let the script name again.
+--
+-- With a TYPE, a live entry whose record this node cannot read, or does not
+-- hold, is a record whose slot is being migrated (the index moved before or
+-- after it): the answer is TRYAGAIN, which the proxy retries until the move
+-- ends, rather than a listing that misses the record.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local members = redis.call('ZRANGE', KEYS[1], '(' .. now, '+inf', 'BYSCORE')
+local out = members
+if ARGV[1] ~= nil and ARGV[1] ~= '' then
+    -- layout_encode: % : { } * ? [ ] \ blank, control bytes and 0x7F as %XX
+    local function encode(s)
+        return (string.gsub(s, '[%%:{}%*%?%[%]\\%c ]', function(c)
+            return string.format('%%%02X', string.byte(c))
+        end))
+    end
+    local want = string.lower(ARGV[1])
+    out = {}
+    for _, m in ipairs(members) do
+        local r = redis.pcall('TYPE', ARGV[2] .. encode(m) .. ARGV[3])
+        if type(r) ~= 'table' or r.err or r.ok == 'none' then
+            return redis.error_reply('TRYAGAIN an indexed record is not on this node (slot being migrated)')
+        end
+        if r.ok == want then
+            out[#out + 1] = m
+        end
+    end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local members = redis.call('ZRANGE', KEYS[1], 0, -1)
-if ARGV[1] == nil or ARGV[1] == '' then
-    return members
-end
-
--- layout_encode: % : { } * ? [ ] \ blank, control bytes and 0x7F as %XX
-local function encode(s)
-    return (string.gsub(s, '[%%:{}%*%?%[%]\\%c ]', function(c)
-        return string.format('%%%02X', string.byte(c))
-    end))
-end
-
-local want = string.lower(ARGV[1])
-local out = {}
-for _, m in ipairs(members) do
-    local r = redis.pcall('TYPE', ARGV[2] .. encode(m) .. ARGV[3])
-    if type(r) == 'table' and r.err then
-        return redis.error_reply('TRYAGAIN the index lists a record this node does not hold (slot being migrated)')
-    end
-    if r.ok == want then
-        out[#out + 1] = m
-    end
-end
 return out

@@ -11,16 +11,34 @@
 -- score = its absolute expiry in Unix ms (PEXPIRETIME), or +inf when it has
 -- none; a record that does not exist has no member. The command's reply is
 -- returned as redis.pcall gave it, so errors come back as the command's own.
+--
+-- On a node migrating this slot away, a script may not name a key that is
+-- not there (Redis answers "non local key"), and the cluster only runs the
+-- script when every declared key is there. So a record the command deleted
+-- reads as such an error: it is gone. And every member is added before any
+-- is removed, since a removal may delete an index another record still
+-- needs to be added to.
 local n = tonumber(ARGV[1])
 local reply = redis.pcall(unpack(ARGV, n + 2))
+local at = {}
 for i = 1, n do
-    local at = redis.call('PEXPIRETIME', KEYS[i])
-    if at == -2 then
-        redis.call('ZREM', KEYS[n + i], ARGV[i + 1])
-    elseif at == -1 then
+    local t = redis.pcall('PEXPIRETIME', KEYS[i])
+    if type(t) ~= 'number' then
+        t = -2
+    end
+    at[i] = t
+end
+for i = 1, n do
+    if at[i] == -1 then
         redis.call('ZADD', KEYS[n + i], '+inf', ARGV[i + 1])
-    else
-        redis.call('ZADD', KEYS[n + i], at, ARGV[i + 1])
+    elseif at[i] ~= -2 then
+        redis.call('ZADD', KEYS[n + i], at[i], ARGV[i + 1])
+    end
+end
+for i = 1, n do
+    if at[i] == -2 then
+        -- an error here is an index the removal of an earlier member deleted
+        redis.pcall('ZREM', KEYS[n + i], ARGV[i + 1])
     end
 end
 return reply

@@ -1,0 +1,550 @@
+#include "proxy/index.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster/slot.h"
+#include "keylayout/glob.h"
+#include "keylayout/index_lua.h"
+#include "keylayout/layout.h"
+#include "keylayout/listing.h"
+#include "proxy/command.h"
+#include "proxy/request.h"
+#include "proxy/resp.h"
+#include "proxy/rewrite.h"
+#include "proxy/router.h"
+#include "proxy/worker.h"
+
+/* ---- the scripts ---- */
+
+struct script {
+    const char *body;
+    const size_t *len;
+    char sha[41];
+};
+
+static struct script script_write = { embed_index_write, &embed_index_write_len, "" };
+static struct script script_read = { embed_index_read, &embed_index_read_len, "" };
+
+static void script_hash(struct script *s)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (!EVP_Digest(s->body, *s->len, md, &n, EVP_sha1(), NULL) || n != 20)
+        abort();        /* SHA-1 is always there in OpenSSL 3's default provider */
+    for (unsigned int i = 0; i < n; i++)
+        snprintf(s->sha + 2 * i, 3, "%02x", md[i]);
+}
+
+void index_init(void)
+{
+    script_hash(&script_write);
+    script_hash(&script_read);
+}
+
+/* ---- writes ---- */
+
+/* Lua's unpack() stops at about 8000 values (LUAI_MAXCSTACK): a longer
+ * command cannot be run by index_write. */
+#define INDEX_MAX_ARGS 7900
+#define INDEX_KEYS_FIXED 16
+#define INDEX_SCRATCH 1024
+
+/* What the keys of one write are: records (with their index and member in
+ * scratch) first, the other keys after. */
+struct write_plan {
+    int fixed_keys[INDEX_KEYS_FIXED], *keys;
+    int nkeys;
+    bool fixed_rec[INDEX_KEYS_FIXED], *rec;
+    size_t fixed_at[INDEX_KEYS_FIXED * 4], *at;   /* index off, len, member off, len */
+    int nrec;
+    char fixed_scratch[INDEX_SCRATCH], *scratch;
+    size_t used, cap;
+};
+
+static void write_plan_release(struct write_plan *p)
+{
+    if (p->keys != p->fixed_keys)
+        free(p->keys);
+    if (p->rec != p->fixed_rec)
+        free(p->rec);
+    if (p->at != p->fixed_at)
+        free(p->at);
+    if (p->scratch != p->fixed_scratch)
+        free(p->scratch);
+}
+
+static int write_plan_keys(struct write_plan *p, const struct request *r, const struct command *cmd)
+{
+    p->keys = p->fixed_keys;
+    p->rec = p->fixed_rec;
+    p->at = p->fixed_at;
+    p->scratch = p->fixed_scratch;
+    p->used = 0;
+    p->cap = sizeof p->fixed_scratch;
+    p->nrec = 0;
+    int n = command_keys(cmd, r->data, r->args, r->argc, p->keys, INDEX_KEYS_FIXED);
+    p->nkeys = n < 0 ? 0 : n;
+    if (n <= INDEX_KEYS_FIXED)
+        return 0;
+    p->keys = malloc(sizeof *p->keys * (size_t)n);
+    p->rec = malloc(sizeof *p->rec * (size_t)n);
+    p->at = malloc(sizeof *p->at * 4 * (size_t)n);
+    if (!p->keys || !p->rec || !p->at)
+        return -1;
+    command_keys(cmd, r->data, r->args, r->argc, p->keys, n);
+    return 0;
+}
+
+/* Room for need more bytes of scratch. */
+static int write_plan_reserve(struct write_plan *p, size_t need)
+{
+    if (p->used + need <= p->cap)
+        return 0;
+    size_t grown = (p->used + need) * 2;
+    char *s = p->scratch == p->fixed_scratch ? malloc(grown) : realloc(p->scratch, grown);
+    if (!s)
+        return -1;
+    if (p->scratch == p->fixed_scratch)
+        memcpy(s, p->fixed_scratch, p->used);
+    p->scratch = s;
+    p->cap = grown;
+    return 0;
+}
+
+/* Whether key (a cluster name) is a record of an indexed family; if so its
+ * index and member are appended to the scratch. -1 out of memory. */
+static int write_plan_record(struct write_plan *p, const struct layout *l, int i,
+                             const char *key, size_t len)
+{
+    struct layout_match m;
+    size_t legacy_len, need = layout_max_len(l, len);
+    char legacy[256], *lbuf = legacy;
+    p->rec[i] = false;
+    enum layout_result res = layout_to_legacy(l, key, len, legacy, sizeof legacy, &legacy_len, &m);
+    if (res == LAYOUT_SHORT) {
+        lbuf = malloc(legacy_len);
+        if (!lbuf)
+            return -1;
+        res = layout_to_legacy(l, key, len, lbuf, legacy_len, &legacy_len, &m);
+    }
+    int rc = 0;
+    if (res == LAYOUT_MAPPED && m.rule->indexed) {
+        if (write_plan_reserve(p, 2 * need) < 0) {
+            rc = -1;
+        } else {
+            size_t *at = &p->at[4 * i];
+            at[0] = p->used;
+            at[1] = layout_index_key(l, &m, p->scratch + p->used, need);
+            p->used += at[1];
+            at[2] = p->used;
+            at[3] = layout_index_member(l, &m, p->scratch + p->used, need);
+            p->used += at[3];
+            p->rec[i] = true;
+            p->nrec++;
+        }
+    }
+    if (lbuf != legacy)
+        free(lbuf);
+    return rc;
+}
+
+/* r's arguments as argv (pointing into r) */
+static void request_argv(const struct request *r, const char **argv, size_t *lens)
+{
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+}
+
+/* EVALSHA sha nkeys records.. indexes.. others.. n members.. command.. */
+static int write_wrap(struct request *r, const struct write_plan *p)
+{
+    int nother = p->nkeys - p->nrec, argc = 3 + 2 * p->nrec + nother + 1 + p->nrec + r->argc;
+    const char **argv = malloc(sizeof *argv * (size_t)argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)argc);
+    char nkeys[16], nrec[16];
+    int rc = -1, a = 0;
+    if (!argv || !lens)
+        goto out;
+    argv[a] = "EVALSHA", lens[a++] = 7;
+    argv[a] = script_write.sha, lens[a++] = 40;
+    argv[a] = nkeys, lens[a++] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", 2 * p->nrec + nother);
+    for (int i = 0; i < p->nkeys; i++)
+        if (p->rec[i])
+            argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
+    for (int i = 0; i < p->nkeys; i++)
+        if (p->rec[i])
+            argv[a] = p->scratch + p->at[4 * i], lens[a++] = p->at[4 * i + 1];
+    for (int i = 0; i < p->nkeys; i++)
+        if (!p->rec[i])
+            argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
+    argv[a] = nrec, lens[a++] = (size_t)snprintf(nrec, sizeof nrec, "%d", p->nrec);
+    for (int i = 0; i < p->nkeys; i++)
+        if (p->rec[i])
+            argv[a] = p->scratch + p->at[4 * i + 2], lens[a++] = p->at[4 * i + 3];
+    request_argv(r, argv + a, lens + a);
+    rc = request_rebuild(r, argc, argv, lens);
+out:
+    free(argv);
+    free(lens);
+    return rc;
+}
+
+int index_wrap_write(struct request *r, const struct command *cmd, const struct layout *l)
+{
+    if (!l || !cmd || !(cmd->flags & CMD_WRITE) || (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)) ||
+        r->argc > INDEX_MAX_ARGS)
+        return 0;
+    struct write_plan p;
+    int rc = -1;
+    if (write_plan_keys(&p, r, cmd) < 0)
+        goto out;
+    for (int i = 0; i < p.nkeys; i++) {
+        size_t len;
+        const char *key = request_arg(r, p.keys[i], &len);
+        if (write_plan_record(&p, l, i, key, len) < 0)
+            goto out;
+    }
+    rc = p.nrec == 0 ? 0 : write_wrap(r, &p) < 0 ? -1 : 1;
+out:
+    write_plan_release(&p);
+    return rc;
+}
+
+/* ---- NOSCRIPT ---- */
+
+static const struct script *script_of(const struct request *r)
+{
+    size_t len;
+    if (r->argc < 2)
+        return NULL;
+    const char *name = request_arg(r, 0, &len);
+    if (len != 7 || strncasecmp(name, "evalsha", 7) != 0)
+        return NULL;
+    const char *sha = request_arg(r, 1, &len);
+    if (len == 40 && memcmp(sha, script_write.sha, 40) == 0)
+        return &script_write;
+    if (len == 40 && memcmp(sha, script_read.sha, 40) == 0)
+        return &script_read;
+    return NULL;
+}
+
+int index_on_noscript(struct request *r)
+{
+    const struct script *s = script_of(r);
+    if (!s)
+        return 0;
+    const char **argv = malloc(sizeof *argv * (size_t)r->argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)r->argc);
+    int rc = 0;
+    if (argv && lens) {
+        request_argv(r, argv, lens);
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = s->body, lens[1] = *s->len;
+        rc = request_rebuild(r, r->argc, argv, lens) == 0;
+    }
+    free(argv);
+    free(lens);
+    if (rc)
+        router_send(r);     /* nothing ran: NOSCRIPT comes before the script */
+    return rc;
+}
+
+/* ---- listings ---- */
+
+enum listing_kind { LISTING_KEYS, LISTING_SCAN };
+
+struct index_listing {
+    struct listing ls;
+    struct layout_ref *ref;         /* the layout the plan was made with */
+    enum listing_kind kind;
+    const char *pattern;            /* in the parent's arguments */
+    size_t plen;
+    int first;                      /* the index of the first part */
+};
+
+void index_listing_free(struct request *r)
+{
+    if (r->listing) {
+        layout_ref_put(r->listing->ref);
+        free(r->listing);
+        r->listing = NULL;
+    }
+}
+
+/* Hang a plan for pattern on r; NULL when the indexes cannot answer it. */
+static struct index_listing *listing_new(struct request *r, const struct layout *l,
+                                         const char *pattern, size_t plen, enum listing_kind kind)
+{
+    struct index_listing *il = malloc(sizeof *il);
+    if (!il)
+        return NULL;
+    if (!listing_plan(l, pattern, plen, &il->ls)) {
+        free(il);
+        return NULL;
+    }
+    il->ref = layout_ref_get(r->worker->layout);
+    il->kind = kind;
+    il->pattern = pattern;
+    il->plen = plen;
+    il->first = 0;
+    r->listing = il;
+    return il;
+}
+
+/* One read of index i of r's listing, as a part of r. */
+static struct request *read_part(struct request *r, int i, const char *type, size_t tlen)
+{
+    struct index_listing *il = r->listing;
+    const struct layout *l = il->ref->layout;
+    char key[512], before[512], after[256];
+    size_t klen = listing_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
+    const char *argv[7] = { "EVALSHA", script_read.sha, "1", key, "", before, after };
+    size_t lens[7] = { 7, 40, 1, klen, 0, 0, 0 };
+    int argc = 4;
+    if (klen > sizeof key)
+        return NULL;
+    if (type) {
+        if (!listing_record_affixes(l, &il->ls, i, before, sizeof before, &blen, after,
+                                    sizeof after, &alen) ||
+            blen > sizeof before || alen > sizeof after)
+            return NULL;
+        argv[4] = type, lens[4] = tlen;
+        lens[5] = blen, lens[6] = alen;
+        argc = 7;
+    }
+    struct request *part = request_new(r->worker);
+    if (!part || request_build(part, argc, argv, lens) < 0) {
+        if (part)
+            request_free(part);
+        return NULL;
+    }
+    part->parent = r;
+    part->seq = r->seq;
+    part->slot = slot_of(key, klen);
+    return part;
+}
+
+/* Send reads of indexes [first, first + n) as r's parts. */
+static void listing_send(struct request *r, int first, int n, const char *type, size_t tlen)
+{
+    r->parts = calloc((size_t)n, sizeof *r->parts);
+    if (!r->parts) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    r->merge = MERGE_INDEX;
+    r->listing->first = first;
+    r->parts_left = 1;
+    for (int i = 0; i < n; i++) {
+        struct request *part = read_part(r, first + i, type, tlen);
+        if (!part) {
+            r->merge = MERGE_FAILED;
+            break;
+        }
+        r->parts[r->nparts++] = part;
+        r->parts_left++;
+        router_send(part);
+    }
+    request_parts_sent(r);
+}
+
+int index_keys(struct request *r, const struct layout *l)
+{
+    size_t plen;
+    const char *pattern = request_arg(r, 1, &plen);
+    if (!l || !listing_new(r, l, pattern, plen, LISTING_KEYS))
+        return 0;
+    listing_send(r, 0, r->listing->ls.nindex, NULL, 0);
+    return 1;
+}
+
+struct scan_args {
+    unsigned long long cursor;
+    const char *pattern, *type;
+    size_t plen, tlen;
+};
+
+static bool arg_is(const char *a, size_t len, const char *word)
+{
+    return len == strlen(word) && strncasecmp(a, word, len) == 0;
+}
+
+/* SCAN's cursor and options, as Redis reads them; false for anything it
+ * would refuse (then the every-master path lets a node say so). */
+static bool scan_parse(const struct request *r, struct scan_args *sa)
+{
+    size_t len;
+    const char *arg = request_arg(r, 1, &len);
+    char buf[32], *end;
+    if (len >= sizeof buf || (len > 0 && (arg[0] == ' ' || arg[0] == '\t')))
+        return false;
+    memcpy(buf, arg, len);
+    buf[len] = '\0';
+    errno = 0;
+    sa->cursor = strtoull(buf, &end, 10);
+    if (*end || errno)
+        return false;
+    sa->pattern = sa->type = NULL;
+    sa->plen = sa->tlen = 0;
+    for (int i = 2; i < r->argc; i += 2) {
+        const char *opt = request_arg(r, i, &len);
+        if (i + 1 >= r->argc)
+            return false;
+        if (arg_is(opt, len, "match")) {
+            sa->pattern = request_arg(r, i + 1, &sa->plen);
+        } else if (arg_is(opt, len, "type")) {
+            sa->type = request_arg(r, i + 1, &sa->tlen);
+        } else if (arg_is(opt, len, "count")) {
+            const char *n = request_arg(r, i + 1, &len);
+            long long count;
+            if (len == 0 || len >= sizeof buf)
+                return false;
+            memcpy(buf, n, len);
+            buf[len] = '\0';
+            errno = 0;
+            count = strtoll(buf, &end, 10);
+            if (*end || errno || count < 1 || buf[0] == ' ' || buf[0] == '+')
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return sa->pattern != NULL;
+}
+
+int index_scan(struct request *r, const struct layout *l)
+{
+    struct scan_args sa;
+    if (!l || !scan_parse(r, &sa))
+        return 0;
+    struct index_listing *il = listing_new(r, l, sa.pattern, sa.plen, LISTING_SCAN);
+    if (!il)
+        return 0;
+    if (sa.type) {
+        char b[8], a[8];
+        size_t bl, al;
+        if (!listing_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al)) {
+            index_listing_free(r);      /* user data with TYPE: every master */
+            return 0;
+        }
+    }
+    if (sa.cursor >= (unsigned long long)il->ls.nindex) {
+        request_fail(r, "ERR invalid cursor");
+        return 1;
+    }
+    listing_send(r, (int)sa.cursor, 1, sa.type, sa.tlen);
+    return 1;
+}
+
+/* ---- merging the reads ---- */
+
+/* Cursor over the bulk strings of an array reply. */
+struct bulks {
+    const char *p, *end;
+    long left;
+};
+
+static bool bulks_open(struct bulks *b, const char *buf, size_t len)
+{
+    const char *eol = memchr(buf, '\n', len);
+    if (len < 4 || buf[0] != '*' || !eol)
+        return false;
+    b->left = strtol(buf + 1, NULL, 10);
+    b->p = eol + 1;
+    b->end = buf + len;
+    return b->left >= 0;
+}
+
+/* The next element: 1 with it in *s and *n, 0 at the end, -1 malformed. */
+static int bulks_next(struct bulks *b, const char **s, size_t *n)
+{
+    if (b->left == 0)
+        return 0;
+    const char *eol = memchr(b->p, '\n', (size_t)(b->end - b->p));
+    if (b->p >= b->end || b->p[0] != '$' || !eol)
+        return -1;
+    long long len = strtoll(b->p + 1, NULL, 10);
+    if (len < 0 || (long long)(b->end - eol - 1) < len + 2)
+        return -1;
+    *s = eol + 1;
+    *n = (size_t)len;
+    b->p = eol + 1 + len + 2;
+    b->left--;
+    return 1;
+}
+
+/* Append to body the legacy names of index i's members that the glob
+ * matches; their count, or -1 when the reply is not an array of bulks. */
+static long merge_part(struct request *part, const struct index_listing *il, int i,
+                       struct evbuffer *body)
+{
+    const struct layout *l = il->ref->layout;
+    struct evbuffer *rb = request_reply_buffer(part);
+    size_t len = evbuffer_get_length(rb);
+    const char *buf = len ? (const char *)evbuffer_pullup(rb, -1) : "";
+    struct bulks b;
+    const char *m;
+    size_t mlen;
+    long count = 0;
+    int more;
+    char fixed[512], *name = fixed;
+    size_t cap = sizeof fixed;
+    if (!bulks_open(&b, buf, len))
+        return -1;
+    while ((more = bulks_next(&b, &m, &mlen)) > 0) {
+        size_t nlen;
+        enum layout_result res = listing_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
+        if (res == LAYOUT_SHORT) {
+            char *grown = name == fixed ? malloc(nlen) : realloc(name, nlen);
+            if (!grown)
+                break;
+            name = grown;
+            cap = nlen;
+            res = listing_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
+        }
+        if (res != LAYOUT_MAPPED || !glob_match(il->pattern, il->plen, name, nlen))
+            continue;
+        resp_add_bulk(body, name, nlen);
+        count++;
+    }
+    if (name != fixed)
+        free(name);
+    return more < 0 ? -1 : count;
+}
+
+void index_merge(struct request *p, struct evbuffer *out)
+{
+    const struct index_listing *il = p->listing;
+    struct evbuffer *body = evbuffer_new();
+    long total = 0;
+    if (!body) {
+        resp_add_error(out, "ERR out of memory");
+        return;
+    }
+    for (int k = 0; k < p->nparts; k++) {
+        long n = merge_part(p->parts[k], il, il->first + k, body);
+        if (n < 0) {
+            evbuffer_free(body);
+            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            return;
+        }
+        total += n;
+    }
+    if (il->kind == LISTING_SCAN) {
+        char cursor[24];
+        int next = il->first + 1 < il->ls.nindex ? il->first + 1 : 0;
+        snprintf(cursor, sizeof cursor, "%d", next);
+        resp_add_array(out, 2);
+        resp_add_bulk_str(out, cursor);
+    }
+    resp_add_array(out, total);
+    evbuffer_add_buffer(out, body);
+    evbuffer_free(body);
+}

@@ -1,0 +1,78 @@
+/*
+ * index: the index sorted sets of indexed families (LAYOUT.md "Indexes"),
+ * kept exact on every write and read by listings. The Lua is
+ * keylayout/lua/ (keylayout/index_lua.h); which patterns a listing can
+ * answer, and the names it answers with, are keylayout/listing.h.
+ *
+ * Writes. A write command (CMD_WRITE) one of whose keys, after the rewrite
+ * (rewrite.h), is a record of an indexed family is sent as
+ *
+ *   EVALSHA <index_write> <nkeys> <records> <their indexes> <other keys>
+ *           <n> <members> <the command as it was>
+ *
+ * in the records' slot (a command whose keys span slots is CROSSSLOT, as on
+ * a cluster; DEL, UNLINK and MSET are split by slot first, each part wrapped
+ * on its own). The script runs the command, then sets each record's member
+ * to its expiry (PEXPIRETIME, +inf for none) or removes it, and returns the
+ * command's reply.
+ *
+ * Listings. KEYS pattern and SCAN cursor MATCH pattern [COUNT n] [TYPE t]
+ * whose pattern only one indexed family can match read that family's
+ * indexes, one EVALSHA <index_read> per index (32 for a bucket family),
+ * sent to each index's master at once (they pipeline on its connection).
+ * The script prunes entries whose score is at or below the node's now and
+ * returns the rest; the proxy maps each member to its legacy name, keeps
+ * those the glob matches (keylayout/glob.h) and answers:
+ *   KEYS   every index, concatenated
+ *   SCAN   one index per call: cursor i reads index i and answers i+1, or 0
+ *          after the last; COUNT is a hint only (a whole index per call);
+ *          TYPE is checked by the script on each record (a record it cannot
+ *          see because its slot is being migrated answers TRYAGAIN, which is
+ *          retried), for families whose member is one capture; user data
+ *          with TYPE is listed on every master instead.
+ * Other patterns are not the indexes' business: the every-master path.
+ *
+ * Scripts are called by SHA; a node that answers NOSCRIPT gets the body
+ * (EVAL, which also loads it) and the command is sent again: NOSCRIPT proves
+ * nothing ran.
+ */
+#ifndef TAGPROXY_INDEX_H
+#define TAGPROXY_INDEX_H
+
+#include <event2/buffer.h>
+
+struct command;
+struct layout;
+struct request;
+
+/* Hash the embedded scripts. Once, before the workers start. */
+void index_init(void);
+
+/*
+ * If r (arguments already rewritten) is a write of cmd to indexed records,
+ * rebuild r as the index_write EVALSHA. cmd is r's command (a split part
+ * has the parent's). Returns 0 when r is left as it is (no layout, not a
+ * write, no indexed key, a command Lua cannot run), 1 when rebuilt, -1 out
+ * of memory (r unchanged).
+ */
+int index_wrap_write(struct request *r, const struct command *cmd, const struct layout *l);
+
+/* KEYS r->args[1] from the indexes: 1 when under way (r is answered), 0
+ * when the pattern is not one indexed family's (r is untouched). */
+int index_keys(struct request *r, const struct layout *l);
+
+/* SCAN from the indexes, as index_keys. Options Redis would refuse leave r
+ * untouched (0), for the every-master path to answer as the node does. */
+int index_scan(struct request *r, const struct layout *l);
+
+/* r got NOSCRIPT: if r is one of the index scripts, it is sent again with
+ * the body (1); else 0. */
+int index_on_noscript(struct request *r);
+
+/* The reply of a listing parent whose parts are index reads (merge.c). */
+void index_merge(struct request *p, struct evbuffer *out);
+
+/* Release what a listing hung on r (request_free). */
+void index_listing_free(struct request *r);
+
+#endif
