@@ -30,6 +30,20 @@
 #   BENCH_ROUNDS         runs of every case; the median is shown (default 3)
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
+#   BENCH_ONLY           "layout": only the key layout rows (below)    (default: all)
+#   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
+#   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
+#
+# Key layout rows (issue 3), against a second proxy on the same cluster with
+# the shipped rules (conf/layouts/botmesh-v1.rules, layout-prefix "bench"):
+#   SET and GET on legacy names a rule rewrites (bench:lock:<n>, sent as
+#     bench:{lk:<n>}:l), against the same commands on plain names, both
+#     through that proxy (goal: at least 0.9);
+#   an indexed write (SET bench:contact:<n>: the record and its index
+#     entry, one script in their slot) against a plain SET through it;
+#   KEYS bench:chat:* over BENCH_CHATS chats, answered from the 32 chat
+#     indexes, against KEYS on the standalone redis-server holding the same
+#     legacy names alone (in its db 1) (goal: no slower than 2x, ratio 0.5).
 #   TAGPROXY             the proxy binary                  (default build/tagproxy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,6 +64,13 @@ for v in "$requests" "$requests16" "$clients" "$keyspace" "$threads" "$run_timeo
     [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
 [[ $replicas =~ ^[0-9]+$ ]] || die "not a number: $replicas"
+only=${BENCH_ONLY:-}
+chats=${BENCH_CHATS:-100000}
+keys_requests=${BENCH_KEYS_REQUESTS:-20}
+case $only in '' | layout) ;; *) die "BENCH_ONLY: 'layout' or nothing, not '$only'" ;; esac
+for v in "$chats" "$keys_requests"; do
+    [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
+done
 for tool in redis-server redis-cli redis-benchmark timeout; do
     command -v "$tool" >/dev/null || die "$tool is not installed (make deps)"
 done
@@ -291,8 +312,8 @@ bench() {
 
 # ---- run -------------------------------------------------------------------
 
-cd "$top"
-start_direct
+# The proxy and nutcracker against the direct server: SET and GET, pipeline 1 and 16.
+standard_rows() {
 start_tagproxy || log "${tnote[tagproxy]}"
 start_nutcracker || log "${tnote[nutcracker]}"
 
@@ -364,3 +385,116 @@ for t in "${targets[@]}"; do
          "and SET -P 1 $(ratio "${rps[$t SET 1]:-}" "${rps[direct SET 1]:-}") (goal >= 0.8)"
 done
 [ -n "${rps[direct GET 16]:-}" ] || die "the direct runs failed"
+}
+
+# ---- key layout rows -------------------------------------------------------
+
+start_layout_proxy() {
+    local port pid
+    [ -x "$proxy_bin" ] || die "$proxy_bin is not built (run make)"
+    if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
+    pick_port port
+    "$proxy_bin" --listen "127.0.0.1:$port" --cluster "$cluster_seed" --threads "$threads" \
+        --layout-rules "$top/conf/layouts/botmesh-v1.rules" --layout-prefix bench \
+        > "$tmp/layout.log" 2>&1 &
+    pid=$!
+    started+=("$pid ${proxy_bin##*/}")
+    if ! wait_ready "$port" "$pid" 15; then
+        tail -n 20 "$tmp/layout.log" >&2
+        die "the key layout proxy did not answer PING within 15 s"
+    fi
+    tport[layout]=$port tpid[layout]=$pid tlog[layout]=$tmp/layout.log
+}
+
+# bench_cmd LABEL TARGET PIPE N CLIENTS DB CMD...: one redis-benchmark run of
+# a command; appends "LABEL rps p50 p99" to $tmp/lruns.
+bench_cmd() {
+    local label=$1 t=$2 pipe=$3 n=$4 c=$5 db=$6 line
+    local -a f
+    shift 6
+    timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" -c "$c" -n "$n" \
+        -r "$keyspace" -P "$pipe" --dbnum "$db" --csv "$@" > "$tmp/lbench.csv" 2> "$tmp/lbench.err" &
+    bench_pid=$!
+    if ! wait "$bench_pid"; then
+        bench_pid=''
+        log "$label: redis-benchmark failed: $(tail -n 3 "$tmp/lbench.err" "$tmp/lbench.csv" | tr '\n' ' ')"
+        tail -n 10 "${tlog[$t]}" >&2
+        return 1
+    fi
+    bench_pid=''
+    line=$(tail -n 1 "$tmp/lbench.csv" | tr -d '"')
+    IFS=, read -r -a f <<< "$line"
+    [ ${#f[@]} -ge 7 ] || { log "$label: no CSV result in: $(cat "$tmp/lbench.csv")"; return 1; }
+    echo "$label ${f[1]} ${f[4]} ${f[6]}" >> "$tmp/lruns"
+    log "$(printf '%-24s %10s req/s  p50 %s ms  p99 %s ms' "$label" "${f[1]}" "${f[4]}" "${f[6]}")"
+}
+
+# fill_chats PORT DB: SET bench:chat:0 .. bench:chat:<chats-1> through redis-cli --pipe.
+fill_chats() {
+    awk -v n="$chats" 'BEGIN {
+        for (i = 0; i < n; i++) {
+            k = "bench:chat:" i
+            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n", length(k), k
+        }
+    }' | redis-cli -p "$1" -n "$2" --pipe > "$tmp/fill.log" 2>&1 ||
+        { cat "$tmp/fill.log" >&2; die "could not write the chats through port $1"; }
+}
+
+layout_rows() {
+    local round label r l50 l99 lc
+    declare -A lrps lp50 lp99
+    start_layout_proxy
+    fill_chats "${tport[layout]}" 0
+    fill_chats "${tport[direct]}" 1
+    local -a lcases=(
+        "set-plain-P1|layout|1|$requests|$clients|0|SET key:__rand_int__ xyz"
+        "set-legacy-P1|layout|1|$requests|$clients|0|SET bench:lock:__rand_int__ xyz"
+        "get-plain-P1|layout|1|$requests|$clients|0|GET key:__rand_int__"
+        "get-legacy-P1|layout|1|$requests|$clients|0|GET bench:lock:__rand_int__"
+        "set-plain-P16|layout|16|$requests16|$clients|0|SET key:__rand_int__ xyz"
+        "set-legacy-P16|layout|16|$requests16|$clients|0|SET bench:lock:__rand_int__ xyz"
+        "get-plain-P16|layout|16|$requests16|$clients|0|GET key:__rand_int__"
+        "get-legacy-P16|layout|16|$requests16|$clients|0|GET bench:lock:__rand_int__"
+        "set-indexed-P1|layout|1|$requests|$clients|0|SET bench:contact:__rand_int__ xyz"
+        "set-indexed-P16|layout|16|$requests16|$clients|0|SET bench:contact:__rand_int__ xyz"
+        "keys-chats-proxy|layout|1|$keys_requests|1|0|KEYS bench:chat:*"
+        "keys-chats-direct|direct|1|$keys_requests|1|1|KEYS bench:chat:*"
+    )
+    : > "$tmp/lruns"
+    for ((round = 1; round <= rounds; round++)); do
+        if [ "$rounds" -gt 1 ]; then log "key layout rows: round $round of $rounds"; fi
+        for lc in "${lcases[@]}"; do
+            IFS='|' read -r label t pipe n c db cmd <<< "$lc"
+            # shellcheck disable=SC2086 # the command is split into its words on purpose
+            bench_cmd "$label" "$t" "$pipe" "$n" "$c" "$db" $cmd || log "$label failed"
+        done
+    done
+    while read -r label r l50 l99; do
+        lrps[$label]=$r lp50[$label]=$l50 lp99[$label]=$l99
+    done < <(sort -k1,1 -k2,2g "$tmp/lruns" |
+             awk '{ n[$1]++; line[$1, n[$1]] = $0 } END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
+    echo
+    echo "Key layout: a proxy with conf/layouts/botmesh-v1.rules (prefix bench) on the same cluster;" \
+         "$clients clients, -r $keyspace; KEYS: 1 client, $keys_requests calls over $chats chats;" \
+         "median of $rounds rounds."
+    echo
+    echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
+    echo "| - | -: | - | -: | -: | -: | -: | -: |"
+    local row a b goal
+    for row in "SET -P 1 legacy name|set-legacy-P1|plain name|set-plain-P1|>= 0.9" \
+               "GET -P 1 legacy name|get-legacy-P1|plain name|get-plain-P1|>= 0.9" \
+               "SET -P 16 legacy name|set-legacy-P16|plain name|set-plain-P16|>= 0.9" \
+               "GET -P 16 legacy name|get-legacy-P16|plain name|get-plain-P16|>= 0.9" \
+               "SET -P 1 indexed record|set-indexed-P1|plain SET|set-plain-P1|-" \
+               "SET -P 16 indexed record|set-indexed-P16|plain SET|set-plain-P16|-" \
+               "KEYS bench:chat:* through the proxy|keys-chats-proxy|KEYS on redis-server|keys-chats-direct|>= 0.5"; do
+        IFS='|' read -r label a against b goal <<< "$row"
+        echo "| $label | ${lrps[$a]:-failed} | $against | ${lrps[$b]:-failed}" \
+             "| $(ratio "${lrps[$a]:-}" "${lrps[$b]:-}") | $goal | ${lp50[$a]:--} | ${lp99[$a]:--} |"
+    done
+}
+
+cd "$top"
+start_direct
+if [ -z "$only" ]; then standard_rows; fi
+layout_rows
