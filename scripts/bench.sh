@@ -312,6 +312,8 @@ bench() {
 
 # ---- run -------------------------------------------------------------------
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+
 # The proxy and nutcracker against the direct server: SET and GET, pipeline 1 and 16.
 standard_rows() {
 start_tagproxy || log "${tnote[tagproxy]}"
@@ -347,7 +349,6 @@ done < <(sort -k1,3 -k4,4g "$tmp/runs" |
 
 # ---- report ----------------------------------------------------------------
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 
 echo
 echo "redis-benchmark: $clients clients, -r $keyspace, 3-byte values;" \
