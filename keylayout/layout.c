@@ -708,3 +708,18 @@ enum layout_result layout_member_to_legacy(const struct layout *l, struct layout
     *outlen = need;
     return need <= cap ? LAYOUT_MAPPED : LAYOUT_SHORT;
 }
+
+bool layout_may_be_record(const struct layout *l, const char *key, size_t len)
+{
+    size_t rest;
+    if (prefix_find(l, key, len, &rest) < 0)
+        return false;
+    for (size_t i = 0; i < l->rules->nrule; i++) {
+        const struct rules_rule *r = &l->rules->rule[i];
+        struct layout_match m;
+        m.bucket = -1;
+        if (r->indexed && template_match(r, &r->cluster, key, len, rest, &m))
+            return true;
+    }
+    return false;
+}

@@ -128,6 +128,11 @@ enum layout_result layout_member_to_legacy(const struct layout *l, struct layout
                                            const char *member, size_t mlen,
                                            char *out, size_t cap, size_t *outlen);
 
+/* Whether cluster name key has the shape of a record of an indexed rule (a
+ * quick look before layout_to_legacy, which checks it fully: most keys a
+ * write names are not, and this costs them little). */
+bool layout_may_be_record(const struct layout *l, const char *key, size_t len);
+
 /* 32-bit FNV-1a (basis 0x811c9dc5, prime 0x01000193). */
 uint32_t layout_fnv1a(const char *s, size_t len);
 

@@ -127,6 +127,8 @@ static int write_plan_record(struct write_plan *p, const struct layout *l, int i
     size_t legacy_len, need = layout_max_len(l, len);
     char legacy[256], *lbuf = legacy;
     p->rec[i] = false;
+    if (!layout_may_be_record(l, key, len))
+        return 0;
     enum layout_result res = layout_to_legacy(l, key, len, legacy, sizeof legacy, &legacy_len, &m);
     if (res == LAYOUT_SHORT) {
         lbuf = malloc(legacy_len);
