@@ -258,6 +258,44 @@ int index_on_noscript(struct request *r)
     return rc;
 }
 
+/* Argument i of r as a non-negative count (strict digits), or -1. */
+static long arg_count(const struct request *r, int i)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    long v = 0;
+    if (len == 0 || len > 9)
+        return -1;
+    for (size_t k = 0; k < len; k++) {
+        if (a[k] < '0' || a[k] > '9')
+            return -1;
+        v = v * 10 + (a[k] - '0');
+    }
+    return v;
+}
+
+int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len)
+{
+    char head[5];
+    if (len != 5 || script_of(r) != &script_write)
+        return 0;
+    if (in)
+        evbuffer_copyout(in, head, 5);
+    else
+        memcpy(head, bytes, 5);
+    if (memcmp(head, "$-1\r\n", 5) != 0)
+        return 0;
+    long nkeys = arg_count(r, 2), n = nkeys >= 0 && 3 + nkeys < r->argc ? arg_count(r, 3 + (int)nkeys) : -1;
+    if (n < 0 || 4 + nkeys + n >= r->argc)
+        return 0;
+    int at = (int)(4 + nkeys + n), argc = r->argc - at;
+    size_t nlen;
+    const char *name = request_arg(r, at, &nlen);
+    if (nlen == 4 && (strncasecmp(name, "lpop", 4) == 0 || strncasecmp(name, "rpop", 4) == 0))
+        return argc == 3;
+    return nlen == 5 && (strncasecmp(name, "lmpop", 5) == 0 || strncasecmp(name, "zmpop", 5) == 0);
+}
+
 /* ---- listings ---- */
 
 enum listing_kind { LISTING_KEYS, LISTING_SCAN };

@@ -69,6 +69,14 @@ int index_scan(struct request *r, const struct layout *l);
  * the body (1); else 0. */
 int index_on_noscript(struct request *r);
 
+/*
+ * Lua turns a null array reply into false, which comes back as a null bulk:
+ * whether reply[0..5) (at the front of in, or at bytes) is such a "$-1" of
+ * a wrapped command whose own answer is a null array (LPOP/RPOP with a
+ * count, LMPOP, ZMPOP on a missing key); the caller then answers "*-1".
+ */
+int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+
 /* The reply of a listing parent whose parts are index reads (merge.c). */
 void index_merge(struct request *p, struct evbuffer *out);
 

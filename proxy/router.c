@@ -382,6 +382,12 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
             }
         }
     }
+    if (len == 5 && index_null_array(r, in, bytes, len)) {
+        if (in)
+            evbuffer_drain(in, len);
+        request_deliver(r, NULL, "*-1\r\n", 5);
+        return;
+    }
     request_deliver(r, in, bytes, len);
 }
 
