@@ -32,6 +32,7 @@ struct loader {
     int address_map_source;
     int layout_prefix_source;
     int users_source;
+    int script_map_source;
     char log_file_where[WHERE_MAX];   /* where log-file was last set */
     char why[WHY_MAX];          /* a setter's complaint, without the WHERE */
 };
@@ -423,6 +424,90 @@ oom:
     return -1;
 }
 
+static void free_script_map(struct config *c)
+{
+    for (int i = 0; i < c->nscript_map; i++) {
+        free(c->script_map[i].sha);
+        free(c->script_map[i].path);
+        free(c->script_map[i].body);
+    }
+    free(c->script_map);
+    c->script_map = NULL;
+    c->nscript_map = 0;
+}
+
+/* A script-map file: its whole content, at most SCRIPT_MAP_MAX_BYTES. */
+#define SCRIPT_MAP_MAX_BYTES (16 * 1024 * 1024)
+
+static int read_script_file(struct loader *l, const char *path, char **body, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    if (!f) {
+        snprintf(l->why, sizeof l->why, "'script-map' cannot read '%.200s': %s", path, strerror(errno));
+        return -1;
+    }
+    buf = malloc(SCRIPT_MAP_MAX_BYTES + 1);
+    if (buf)
+        n = fread(buf, 1, SCRIPT_MAP_MAX_BYTES + 1, f);
+    int bad = !buf || ferror(f);
+    fclose(f);
+    if (bad || n == 0 || n > SCRIPT_MAP_MAX_BYTES) {
+        snprintf(l->why, sizeof l->why, "'script-map' cannot read '%.200s': %s", path,
+                 !buf ? "out of memory" : n > SCRIPT_MAP_MAX_BYTES ? "larger than 16mb"
+                 : n == 0 && !bad ? "the file is empty" : "read error");
+        free(buf);
+        return -1;
+    }
+    *body = realloc(buf, n);
+    if (!*body)
+        *body = buf;
+    *len = n;
+    return 0;
+}
+
+/* SHA1 PATH: the legacy script whose SHA1 it is gets PATH's script instead. */
+static int set_script_map(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    struct config_script_map *grown, *m;
+    char sha[41], *body;
+    size_t len;
+
+    (void)d;
+    (void)argc;
+    for (int i = 0; i < 40; i++)
+        sha[i] = (char)tolower((unsigned char)argv[0][i]);
+    sha[40] = '\0';
+    if (strlen(argv[0]) != 40 || strspn(sha, "0123456789abcdef") != 40) {
+        snprintf(l->why, sizeof l->why,
+                 "'script-map' wants the SHA1 of a script (40 hex digits), not '%.64s'", argv[0]);
+        return -1;
+    }
+    if (read_script_file(l, argv[1], &body, &len) < 0)
+        return -1;
+    if (l->script_map_source != l->source)
+        free_script_map(&l->c);
+    l->script_map_source = l->source;
+    grown = realloc(l->c.script_map, sizeof *grown * (size_t)(l->c.nscript_map + 1));
+    if (!grown) {
+        free(body);
+        snprintf(l->why, sizeof l->why, "out of memory");
+        return -1;
+    }
+    l->c.script_map = grown;
+    m = &grown[l->c.nscript_map++];
+    m->body = body;
+    m->len = len;
+    m->sha = strdup(sha);
+    m->path = strdup(argv[1]);
+    if (!m->sha || !m->path) {
+        snprintf(l->why, sizeof l->why, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int set_output_limit(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     long long hard, soft, secs;
@@ -494,6 +579,8 @@ static const struct directive directives[] = {
     { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
     { "layout-prefix",             1, -1, set_layout_prefix, 0, 0, 0 },
     { "layout-allow-legacy-data",  1,  1, set_yesno,        AT(layout_allow_legacy_data), 0, 0 },
+    { "script-cache-max-bytes",    1,  1, set_memory,       AT(script_cache_max_bytes), 0, LLONG_MAX },
+    { "script-map",                2,  2, set_script_map,   0, 0, 0 },
     { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
     { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
 };
@@ -883,6 +970,7 @@ void config_defaults(struct config *c)
     c->retry_base_ms = 10;
     c->retry_max_ms = 500;
     c->enable_dangerous_commands = 0;
+    c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;
 }
 
@@ -897,6 +985,7 @@ void config_free(struct config *c)
     free_address_map(c);
     free(c->layout_rules);
     free_layout_prefix(c);
+    free_script_map(c);
     free(c->log_file);
     free(c->path);
     config_defaults(c);
@@ -911,6 +1000,7 @@ int config_load(struct config *c, const char *path, char **envp,
     memset(&l, 0, sizeof l);
     config_defaults(&l.c);
     l.cluster_source = l.address_map_source = l.layout_prefix_source = l.users_source = -1;
+    l.script_map_source = -1;
     if (path)
         rc = load_file(&l, path, err, errlen);
     if (rc == 0)

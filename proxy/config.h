@@ -6,7 +6,7 @@
  * be given as TAGPROXY_<NAME> in the environment (dashes become underscores,
  * upper case) and as --name value on the command line. Sources are applied in
  * that order, so a later one wins: file, then environment, then command line.
- * Repeatable directives (cluster, address-map) append within one source, and
+ * Repeatable directives (cluster, address-map, script-map) append within one source, and
  * a later source that gives them replaces the earlier list as a whole. One
  * line may carry several seeds ("cluster a:1 b:2") or several address-map
  * FROM TO pairs, so that one environment variable can hold a whole list.
@@ -53,6 +53,14 @@ struct config_user {
     int argc;
 };
 
+/* script-map SHA1 PATH: the file is read when the config loads. */
+struct config_script_map {
+    char  *sha;     /* the legacy script's SHA1, 40 lowercase hex digits */
+    char  *path;
+    char  *body;    /* PATH's bytes */
+    size_t len;
+};
+
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
     char **cluster;                     /* seed host:port, in the order given */
@@ -83,6 +91,9 @@ struct config {
     char **layout_prefix;               /* prefixes the rules serve, in the order given */
     int    nlayout_prefix;
     int    layout_allow_legacy_data;    /* default 0: refuse a prefix holding legacy keys */
+    long long script_cache_max_bytes;   /* client script bodies kept, default 16mb */
+    struct config_script_map *script_map;
+    int    nscript_map;
     enum log_level log_level;           /* default notice */
     char  *log_file;                    /* NULL: stderr */
     char  *path;                        /* the config file, NULL if none */

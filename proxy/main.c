@@ -13,6 +13,7 @@
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/router.h"
+#include "proxy/scripts.h"
 
 extern char **environ;
 
@@ -32,6 +33,13 @@ int main(int argc, char **argv)
         return 1;
     }
     router_init();
+    scripts_init((size_t)p.cfg.script_cache_max_bytes);
+    for (int i = 0; i < p.cfg.nscript_map; i++)
+        if (scripts_map_add(p.cfg.script_map[i].sha, p.cfg.script_map[i].body,
+                            p.cfg.script_map[i].len) < 0) {
+            fprintf(stderr, "out of memory\n");
+            return 1;
+        }
     if (proxy_start(&p, err, sizeof err) < 0) {
         log_warning("main", "cannot start: %s", err);
         return 1;

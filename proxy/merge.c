@@ -11,6 +11,7 @@
 #include "proxy/local.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
+#include "proxy/scripts.h"
 #include "proxy/worker.h"
 
 /* A part's whole reply as contiguous bytes. */
@@ -195,9 +196,115 @@ static void merge_scan(struct request *p, struct evbuffer *out)
     evbuffer_add(out, elems[1], lens[1]);
 }
 
+static const char cannot_merge[] = "ERR a cluster node sent a reply the proxy could not merge";
+
+/* SCRIPT LOAD: every master answered the same SHA (the script's, or under
+ * script-map its replacement's); the client gets its own body's SHA1, as
+ * one server would answer it. */
+static void merge_script_load(struct request *p, struct evbuffer *out)
+{
+    size_t first_len, len;
+    const char *first = part_bytes(p->parts[0], &first_len);
+    for (int i = 1; i < p->nparts; i++) {
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len != first_len || memcmp(b, first, len) != 0) {
+            resp_add_error(out, "ERR the cluster's masters answered SCRIPT LOAD with different SHA1s");
+            return;
+        }
+    }
+    if (first_len == 0 || first[0] != '$' || p->argc < 3) {
+        resp_add_error(out, cannot_merge);
+        return;
+    }
+    char sha[SCRIPTS_SHA_HEX];
+    size_t blen;
+    const char *body = request_arg(p, 2, &blen);
+    scripts_sha1_hex(body, blen, sha);
+    resp_add_bulk_str(out, sha);
+}
+
+/* SCRIPT EXISTS: 1 at a position only where every master has the script. */
+static void merge_and(struct request *p, struct evbuffer *out)
+{
+    size_t len;
+    const char *b = part_bytes(p->parts[0], &len);
+    long n = array_elements(b, len, NULL, NULL, -1);
+    if (n < 0) {
+        resp_add_error(out, cannot_merge);
+        return;
+    }
+    size_t cap = n > 0 ? (size_t)n : 1;
+    char *all = malloc(cap);
+    const char **elems = malloc(sizeof *elems * cap);
+    size_t *lens = malloc(sizeof *lens * cap);
+    if (!all || !elems || !lens) {
+        free(all);
+        free(elems);
+        free(lens);
+        resp_add_error(out, "ERR out of memory");
+        return;
+    }
+    memset(all, 1, cap);
+    for (int i = 0; i < p->nparts; i++) {
+        b = part_bytes(p->parts[i], &len);
+        if (array_elements(b, len, elems, lens, n) != n)
+            goto bad;
+        for (long k = 0; k < n; k++) {
+            if (lens[k] < 4 || elems[k][0] != ':')
+                goto bad;
+            if (elems[k][1] == '0')
+                all[k] = 0;
+        }
+    }
+    resp_add_array(out, n);
+    for (long k = 0; k < n; k++)
+        resp_add_integer(out, all[k]);
+    free(all);
+    free(elems);
+    free(lens);
+    return;
+bad:
+    free(all);
+    free(elems);
+    free(lens);
+    resp_add_error(out, cannot_merge);
+}
+
+/* SCRIPT KILL, FUNCTION KILL: a script runs on at most the masters that
+ * say OK; when none does, the first error other than NOTBUSY, else NOTBUSY. */
+static int part_is_notbusy(struct request *part)
+{
+    size_t len;
+    const char *b = part_bytes(part, &len);
+    return len >= 8 && memcmp(b, "-NOTBUSY", 8) == 0;
+}
+
+static void merge_any_ok(struct request *p, struct evbuffer *out)
+{
+    struct request *pick = NULL;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len > 0 && b[0] == '+') {
+            resp_add_simple(out, "OK");
+            return;
+        }
+        if (!pick || (part_is_notbusy(pick) && !part_is_notbusy(p->parts[i])))
+            pick = p->parts[i];
+    }
+    if (!pick || evbuffer_get_length(request_reply_buffer(pick)) == 0)
+        resp_add_error(out, "ERR a cluster node sent no reply");
+    else
+        evbuffer_add_buffer(out, request_reply_buffer(pick));
+}
+
 void merge_replies(struct request *p)
 {
     struct evbuffer *out = request_reply_buffer(p);
+    if (p->merge == MERGE_ANY_OK) {
+        merge_any_ok(p, out);
+        return;
+    }
     struct request *err = first_error(p);
     if (err) {
         struct evbuffer *b = request_reply_buffer(err);
@@ -215,6 +322,8 @@ void merge_replies(struct request *p)
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;
     case MERGE_RANDOM: merge_random(p, out); break;
+    case MERGE_SCRIPT_LOAD: merge_script_load(p, out); break;
+    case MERGE_AND:    merge_and(p, out); break;
     case MERGE_KEYSPACE: {
         const char *texts[p->nparts > 0 ? p->nparts : 1];
         for (int i = 0; i < p->nparts; i++) {

@@ -47,6 +47,10 @@ enum merge_kind {
     MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
     MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
     MERGE_INDEX,        /* KEYS / SCAN read from index sorted sets (index.h) */
+    MERGE_SCRIPT_LOAD,  /* SCRIPT LOAD: the masters agree; the client's body's SHA1 */
+    MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
+    MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
+                           (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 
@@ -74,6 +78,7 @@ struct request {
     int ask_node;
     int redirects;
     int retries;
+    int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
 
     /* split and fan-out */
     struct request *parent;

@@ -19,6 +19,8 @@
 #include "proxy/local.h"
 #include "proxy/log.h"
 #include "proxy/rewrite.h"
+#include "proxy/scriptcmd.h"
+#include "proxy/scripts.h"
 #include "proxy/worker.h"
 
 enum policy {
@@ -28,6 +30,7 @@ enum policy {
     POLICY_EVERYWHERE,      /* every master, when dangerous commands are on */
     POLICY_DANGEROUS,       /* one master, when dangerous commands are on */
     POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
+    POLICY_SCRIPT,          /* EVAL*, FCALL*, SCRIPT, FUNCTION: scriptcmd.h */
     POLICY_LATER            /* not routed yet */
 };
 
@@ -37,7 +40,6 @@ struct policy_entry {
     const char *why;        /* for REFUSED and LATER */
 };
 
-static const char later_scripts[] = "scripts and functions are not routed by this proxy yet";
 static const char later_tx[] = "transactions are not routed by this proxy yet";
 static const char later_pubsub[] = "pub/sub is not routed by this proxy yet";
 static const char later_block[] = "blocking commands are not routed by this proxy yet";
@@ -75,10 +77,10 @@ static const struct policy_entry policy_names[] = {
     { "slowlog|reset", POLICY_EVERYWHERE, NULL }, { "latency|reset", POLICY_EVERYWHERE, NULL },
     { "memory|purge", POLICY_EVERYWHERE, NULL },
     { "config|get", POLICY_FORWARD, NULL },
-    { "eval", POLICY_LATER, later_scripts }, { "eval_ro", POLICY_LATER, later_scripts },
-    { "evalsha", POLICY_LATER, later_scripts }, { "evalsha_ro", POLICY_LATER, later_scripts },
-    { "fcall", POLICY_LATER, later_scripts }, { "fcall_ro", POLICY_LATER, later_scripts },
-    { "script", POLICY_LATER, later_scripts }, { "function", POLICY_LATER, later_scripts },
+    { "eval", POLICY_SCRIPT, NULL }, { "eval_ro", POLICY_SCRIPT, NULL },
+    { "evalsha", POLICY_SCRIPT, NULL }, { "evalsha_ro", POLICY_SCRIPT, NULL },
+    { "fcall", POLICY_SCRIPT, NULL }, { "fcall_ro", POLICY_SCRIPT, NULL },
+    { "script", POLICY_SCRIPT, NULL }, { "function", POLICY_SCRIPT, NULL },
     { "multi", POLICY_LATER, later_tx }, { "exec", POLICY_LATER, later_tx },
     { "discard", POLICY_LATER, later_tx }, { "watch", POLICY_LATER, later_tx },
     { "unwatch", POLICY_LATER, later_tx },
@@ -312,6 +314,50 @@ void router_send(struct request *r)
         client_pause_for(top->client, conn);
 }
 
+/* The connection r goes out on next (router_send's choice), or NULL. */
+static struct node_conn *router_next_conn(struct request *r)
+{
+    struct worker *w = r->worker;
+    int node = r->asking ? r->ask_node
+             : r->fixed_node >= 0 ? r->fixed_node
+             : worker_node_for_slot(w, r->slot);
+    return node >= 0 ? worker_conn(w, node) : NULL;
+}
+
+/*
+ * An EVALSHA (a client's, or the proxy's own) answered NOSCRIPT: load the
+ * body the proxy knows (scripts.h) on the node that answered and on the one
+ * the resend goes to, then resend. NOSCRIPT proves the script did not run,
+ * and the load is ahead of the resend on the connection. Twice at most per
+ * command. 0: the client gets the NOSCRIPT.
+ */
+static int router_noscript(struct request *r, struct node_conn *answered)
+{
+    char sha[SCRIPTS_SHA_HEX];
+    size_t len, body_len;
+    if (r->noscript_retries >= 2 || r->argc < 2)
+        return 0;
+    const char *name = request_arg(r, 0, &len);
+    if (!((len == 7 && strncasecmp(name, "evalsha", 7) == 0) ||
+          (len == 10 && strncasecmp(name, "evalsha_ro", 10) == 0)))
+        return 0;
+    const char *arg = request_arg(r, 1, &len);
+    char *body = scripts_sha_parse(arg, len, sha) == 0 ? scripts_body_copy(sha, &body_len) : NULL;
+    if (!body)
+        return 0;
+    r->noscript_retries++;
+    if (answered && node_conn_usable(answered))
+        scriptcmd_load_on(answered, body, body_len);
+    struct node_conn *next = router_next_conn(r);
+    if (next && next != answered && node_conn_usable(next))
+        scriptcmd_load_on(next, body, body_len);
+    free(body);
+    log_verbose("scripts", "NOSCRIPT for %s from %s: body loaded, EVALSHA resent", sha,
+                answered ? answered->addr : "?");
+    router_send(r);
+    return 1;
+}
+
 /* Follow a redirect or schedule a retry. 0: give the error to the client. */
 static int router_redirect(struct request *r, enum reply_redirect kind, int slot,
                            const char *addr)
@@ -380,6 +426,11 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
                     evbuffer_drain(in, len);
                 return;
             }
+        } else if (c == 'N' && strncmp(s->errline, "NOSCRIPT", 8) == 0 &&
+                   router_noscript(r, nr->conn)) {
+            if (in)
+                evbuffer_drain(in, len);
+            return;
         }
     }
     if (len == 5 && index_null_array(r, in, bytes, len)) {
@@ -411,8 +462,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
 
 /* ---- plans ---- */
 
-/* The one slot of all of r's keys; -1 keyless, -2 CROSSSLOT. */
-static int router_slot(struct request *r)
+int router_key_slot(struct request *r)
 {
     int fixed[16], *keys = fixed;
     int n = command_keys(r->cmd, r->data, r->args, r->argc, keys, 16);
@@ -442,7 +492,7 @@ static int router_slot(struct request *r)
 
 static void plan_forward(struct request *r)
 {
-    int slot = router_slot(r);
+    int slot = router_key_slot(r);
     if (slot == -2) {
         request_fail(r, "CROSSSLOT Keys in request don't hash to the same slot");
         return;
@@ -756,6 +806,9 @@ void router_dispatch(struct request *r)
         return;
     case POLICY_LOCAL:
         local_dispatch(r);
+        return;
+    case POLICY_SCRIPT:
+        scriptcmd_dispatch(r);
         return;
     case POLICY_SPLIT:
         if (strcmp(cmd->name, "mget") == 0)

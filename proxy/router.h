@@ -13,6 +13,8 @@
  *                 FLUSHALL, FLUSHDB, CONFIG SET, SAVE, ACL SETUSER, ...
  *                 when dangerous commands are enabled; other admin
  *                 commands then go to one master)
+ *   scripts       EVAL, EVALSHA, FCALL (by their keys), SCRIPT, FUNCTION
+ *                 (every master or one): scriptcmd.h
  *   refused       a clear error that says why
  *
  * Replies are checked for redirects before they reach the client:
@@ -22,6 +24,8 @@
  *              could not be reached before the command was written:
  *              resent after an exponential backoff, retry-attempts times,
  *              then the last error goes to the client
+ *   NOSCRIPT   to an EVALSHA whose body the proxy knows (scripts.h): the
+ *              body loaded on that node, the EVALSHA resent (twice at most)
  *   a redirect to an address the topology does not know is followed only
  *   after a refresh has confirmed it.
  * A command whose connection failed after it was written is never resent.
@@ -39,6 +43,11 @@ void router_dispatch(struct request *r);
 
 /* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
 void router_send(struct request *r);
+
+/* The one slot of all of r's keys (command_keys): the slot, -1 when it has
+ * none (or its arguments are malformed: the node will say so), -2 when they
+ * are in different slots (CROSSSLOT). */
+int router_key_slot(struct request *r);
 
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
