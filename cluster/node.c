@@ -286,6 +286,8 @@ static void free_later_cb(evutil_socket_t fd, short what, void *arg)
     struct node_conn *c = arg;
     (void)fd;
     (void)what;
+    if (c->ext_free)
+        c->ext_free(c->ext);
     evbuffer_free(c->partial);
     free(c);
 }

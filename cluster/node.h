@@ -88,6 +88,8 @@ struct node_conn {
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
     void *down_arg;                 /* for both */
+    void *ext;                      /* another module's state for this connection */
+    void (*ext_free)(void *ext);    /* frees it with the connection */
 };
 
 /* Start connecting (non-blocking) to sa; requests may be sent at once.

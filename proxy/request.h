@@ -71,6 +71,8 @@ struct request {
     unsigned done : 1;
     unsigned asking : 1;            /* next send follows an ASK redirect */
     unsigned releasing : 1;         /* being sent from its client's held list */
+    unsigned evalsha : 1;           /* EVALSHA/EVALSHA_RO sha ...: its body is loaded
+                                       first on a connection that has not seen it */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
     int slot;                       /* -1: any master */

@@ -301,6 +301,8 @@ void router_send(struct request *r)
                                      : "ERR cannot connect to the node that serves this key");
         return;
     }
+    if (r->evalsha)
+        scriptcmd_before_send(r, conn);     /* before ASKING: it must precede the command */
     if (r->asking) {
         node_send_asking(conn);
         r->asking = 0;

@@ -1,6 +1,7 @@
 #include "proxy/scriptcmd.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,7 @@ static void plan_call(struct request *r)
     if (strncmp(name, "evalsha", 7) == 0) {
         if (evalsha_sha(r) < 0)
             return;
+        r->evalsha = 1;
     } else if (strncmp(name, "eval", 4) == 0) {
         if (eval_body(r) < 0)
             return;
@@ -297,6 +299,66 @@ void scriptcmd_dispatch(struct request *r)
             return;
         }
     to_one_master(r);      /* a subcommand of a later Redis: one master says what it is */
+}
+
+/* ---- SHAs a connection has seen ---- */
+
+#define SEEN_SLOTS 128
+
+struct conn_seen {
+    uint64_t epoch;             /* scripts_epoch() when last emptied */
+    int n;
+    unsigned char used[SEEN_SLOTS];
+    char sha[SEEN_SLOTS][SCRIPTS_SHA_HEX - 1];
+};
+
+/* 1 if c's set has sha; else adds it and returns 0. */
+static int conn_seen_add(struct node_conn *c, const char *sha)
+{
+    struct conn_seen *k = c->ext;
+    uint64_t epoch = scripts_epoch();
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k)
+            return 1;           /* no memory: NOSCRIPT recovery still works */
+        c->ext = k;
+        c->ext_free = free;
+        k->epoch = epoch;
+    }
+    if (k->epoch != epoch || k->n >= SEEN_SLOTS * 3 / 4) {
+        memset(k->used, 0, sizeof k->used);
+        k->n = 0;
+        k->epoch = epoch;
+    }
+    size_t i = 0;
+    for (int j = 0; j < 8; j++)     /* SHAs are uniform: a few digits hash well */
+        i = i * 31 + (unsigned char)sha[j];
+    i %= SEEN_SLOTS;
+    while (k->used[i]) {
+        if (memcmp(k->sha[i], sha, SCRIPTS_SHA_HEX - 1) == 0)
+            return 1;
+        i = (i + 1) % SEEN_SLOTS;
+    }
+    k->used[i] = 1;
+    memcpy(k->sha[i], sha, SCRIPTS_SHA_HEX - 1);
+    k->n++;
+    return 0;
+}
+
+void scriptcmd_before_send(struct request *r, struct node_conn *c)
+{
+    char sha[SCRIPTS_SHA_HEX];
+    size_t len;
+    if (r->argc < 2)
+        return;
+    const char *arg = request_arg(r, 1, &len);
+    if (scripts_sha_parse(arg, len, sha) < 0 || conn_seen_add(c, sha))
+        return;
+    char *body = scripts_body_copy(sha, &len);
+    if (body) {
+        scriptcmd_load_on(c, body, len);
+        free(body);
+    }
 }
 
 /* ---- loading a body for NOSCRIPT recovery ---- */

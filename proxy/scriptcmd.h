@@ -33,6 +33,17 @@ struct node_conn;
 /* Plan and start r, whose command is one of the above. */
 void scriptcmd_dispatch(struct request *r);
 
+/*
+ * r (flagged evalsha: EVALSHA or EVALSHA_RO sha ...) is about to go out on
+ * c: if c has not seen sha yet and the proxy knows its body, SCRIPT LOAD it
+ * first on c. A connection to a master that lacks the script (a new master
+ * after a failover, one added by resharding) then never answers NOSCRIPT,
+ * so a pipeline's later commands cannot overtake a resent EVALSHA. Each
+ * connection keeps the SHAs it has seen (bounded, emptied when the
+ * proxy's bodies change): no lock but on a connection's first sight of a SHA.
+ */
+void scriptcmd_before_send(struct request *r, struct node_conn *c);
+
 /* Queue SCRIPT LOAD body on c; its reply is consumed (a refusal is
  * logged, by its error code only). */
 void scriptcmd_load_on(struct node_conn *c, const char *body, size_t len);

@@ -340,6 +340,11 @@ void scripts_forget(void)
     pthread_mutex_unlock(&cache.lock);
 }
 
+uint64_t scripts_epoch(void)
+{
+    return atomic_load_explicit(&cache_epoch, memory_order_relaxed);
+}
+
 void scripts_stats(size_t *count, size_t *bytes)
 {
     pthread_mutex_lock(&cache.lock);

@@ -11,8 +11,9 @@
  *                the targets of script-map; before the workers start; never
  *                evicted, not counted in the bound
  *   remembered   scripts_remember(): bodies clients sent (EVAL, SCRIPT
- *                LOAD); at most script-cache-max-bytes in all, the least
- *                recently remembered evicted first
+ *                LOAD); at most script-cache-max-bytes in all, the oldest
+ *                evicted first (a body seen again after an eviction counts
+ *                as new: the threads' sets are emptied by it)
  *   mapped       scripts_map_add(): script-map SHA1 PATH, a legacy script
  *                replaced by a cluster-aware one (itself registered)
  *
@@ -37,6 +38,7 @@
 #define TAGPROXY_SCRIPTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define SCRIPTS_SHA_HEX 41      /* 40 hex digits and a NUL */
 
@@ -85,6 +87,10 @@ char *scripts_body_copy(const char *sha, size_t *len);
 /* Forget every remembered body (SCRIPT FLUSH through the proxy: a later
  * EVALSHA gets NOSCRIPT as from one server). Registered bodies stay. */
 void scripts_forget(void);
+
+/* Moves whenever remembered bodies leave (evicted, forgotten): state
+ * derived from them (which SHAs a connection has loaded) is then stale. */
+uint64_t scripts_epoch(void);
 
 /* How many remembered bodies, and their bytes. */
 void scripts_stats(size_t *count, size_t *bytes);

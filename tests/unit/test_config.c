@@ -596,6 +596,58 @@ START_TEST(test_error_unreadable_file)
 }
 END_TEST
 
+/* script-cache-max-bytes; script-map SHA1 PATH reads PATH at load, keeps
+ * the SHA in lower case, repeats, and names FILE:LINE when it cannot. */
+START_TEST(test_script_directives)
+{
+    char text[2048], expected[1024];
+    struct config c;
+    const char *lua = write_file("aware.lua", "return redis.call('INCR', KEYS[1])");
+    char aware[512];
+
+    snprintf(aware, sizeof aware, "%s", lua);
+    ck_assert_int_eq(load_text(&c, "listen 127.0.0.1:1\n"), 0);
+    ck_assert_int_eq(c.script_cache_max_bytes, 16 * MB);
+    ck_assert_int_eq(c.nscript_map, 0);
+    config_free(&c);
+
+    snprintf(text, sizeof text,
+             "script-cache-max-bytes 0\n"
+             "script-map 0123456789ABCDEF0123456789abcdef01234567 %s\n"
+             "script-map ffffffffffffffffffffffffffffffffffffffff \"%s\"\n", aware, aware);
+    ck_assert_msg(load_text(&c, text) == 0, "%s", err);
+    ck_assert_int_eq(c.script_cache_max_bytes, 0);
+    ck_assert_int_eq(c.nscript_map, 2);
+    ck_assert_str_eq(c.script_map[0].sha, "0123456789abcdef0123456789abcdef01234567");
+    ck_assert_str_eq(c.script_map[0].path, aware);
+    ck_assert_uint_eq(c.script_map[0].len, strlen("return redis.call('INCR', KEYS[1])"));
+    ck_assert_int_eq(memcmp(c.script_map[0].body, "return redis.call('INCR', KEYS[1])",
+                            c.script_map[0].len), 0);
+    ck_assert_str_eq(c.script_map[1].sha, "ffffffffffffffffffffffffffffffffffffffff");
+    config_free(&c);
+
+    ck_assert_int_eq(load_text(&c, "\nscript-map 0123 /x.lua\n"), -1);
+    snprintf(expected, sizeof expected, "%s/t.conf:2: 'script-map' wants the SHA1 of a script "
+             "(40 hex digits), not '0123'", tmpdir);
+    ck_assert_str_eq(err, expected);
+    ck_assert_int_eq(load_text(&c, "script-map ffffffffffffffffffffffffffffffffffffffff "
+                                   "/nonexistent/x.lua\n"), -1);
+    snprintf(expected, sizeof expected, "%s/t.conf:1: 'script-map' cannot read "
+             "'/nonexistent/x.lua': No such file or directory", tmpdir);
+    ck_assert_str_eq(err, expected);
+    write_file("empty.lua", "");
+    snprintf(text, sizeof text, "script-map ffffffffffffffffffffffffffffffffffffffff %s/empty.lua\n",
+             tmpdir);
+    ck_assert_int_eq(load_text(&c, text), -1);
+    ck_assert_msg(strstr(err, "t.conf:1: 'script-map' cannot read") && strstr(err, "the file is empty"),
+                  "%s", err);
+    ck_assert_int_eq(load_text(&c, "script-map ffffffffffffffffffffffffffffffffffffffff\n"), -1);
+    ck_assert_msg(strstr(err, "wrong number of arguments for 'script-map'"), "%s", err);
+    ck_assert_int_eq(load_text(&c, "script-cache-max-bytes lots\n"), -1);
+    ck_assert_msg(strstr(err, "'script-cache-max-bytes' must be a memory size"), "%s", err);
+}
+END_TEST
+
 /* A failed load leaves a loaded config exactly as it was (nothing half-applied). */
 START_TEST(test_error_applies_nothing)
 {
@@ -884,6 +936,7 @@ START_TEST(test_shipped_conf_mentions_every_directive)
         "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
         "retry-max-ms", "address-map", "enable-dangerous-commands", "layout-rules",
         "layout-prefix", "layout-allow-legacy-data", "log-level", "log-file",
+        "script-cache-max-bytes", "script-map",
     };
     char buf[65536], needle[80], needle2[80];
     FILE *f = fopen("conf/tagproxy.conf", "r");
@@ -921,6 +974,7 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_error_nul_in_line);
     tcase_add_test(t, test_error_unreadable_file);
     tcase_add_test(t, test_error_applies_nothing);
+    tcase_add_test(t, test_script_directives);
     tcase_add_test(t, test_env_overrides_file);
     tcase_add_loop_test(t, test_env_errors, 0,
                         sizeof env_error_vectors / sizeof env_error_vectors[0]);
@@ -940,7 +994,7 @@ static Suite *config_suite(void)
 static void remove_tmpdir(void)
 {
     static const char *files[] = { "t.conf", "e.conf", "nul.conf", "env.conf", "argv.conf",
-                                   "k.conf", "main.conf", "every.log" };
+                                   "k.conf", "main.conf", "every.log", "aware.lua", "empty.lua" };
     char path[512];
 
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

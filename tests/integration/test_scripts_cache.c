@@ -1,0 +1,424 @@
+/*
+ * SCRIPT and FUNCTION across the masters, and the proxy's script bodies:
+ * SCRIPT LOAD reaches every master, SCRIPT EXISTS is 1 only where every
+ * master has the script, SCRIPT FLUSH empties them all (and a later EVALSHA
+ * gets NOSCRIPT, as from one server); an EVALSHA that meets NOSCRIPT on one
+ * master (flushed directly on that node) is recovered, runs exactly once and
+ * the client never sees the NOSCRIPT; FUNCTION LOAD/DELETE reach every
+ * master and FCALL runs by its keys; SCRIPT KILL stops a busy script on the
+ * master that runs it; script-map replaces a legacy script. Every check of
+ * the masters' state is made on the nodes directly.
+ */
+#include "harness.h"
+
+/* EXISTS sha on master m, directly: 0 or 1. */
+static long long master_has(const struct h_topo *t, int m, const char *sha)
+{
+    redisContext *c = h_connect_node(&t->masters[m]);
+    redisReply *r = h_cmd(c, "SCRIPT EXISTS %s", sha);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    long long v = r->element[0]->integer;
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+static void master_flush_scripts(const struct h_topo *t, int m)
+{
+    redisContext *c = h_connect_node(&t->masters[m]);
+    H_OK(c, "SCRIPT FLUSH");
+    redisFree(c);
+}
+
+/* SCRIPT LOAD through the proxy; the SHA into sha (41 bytes). */
+static void proxy_load(redisContext *p, const char *body, char *sha)
+{
+    redisReply *r = h_cmd(p, "SCRIPT LOAD %s", body);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_uint_eq(r->len, 40);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+}
+
+/* A script body unique to this run and tag (so no earlier test loaded it). */
+static void unique_body(char *buf, size_t size, const char *tag, const char *lua)
+{
+    H_FMT(buf, size, "-- %s %s\n%s", h_prefix(), tag, lua);
+}
+
+START_TEST(test_script_load_exists_flush_everywhere)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+    char body[256], sha[41];
+    const char *unknown = "0123456789abcdef0123456789abcdef01234567";
+
+    h_topo_load(&t);
+    unique_body(body, sizeof(body), "load", "return 'loaded'");
+    proxy_load(p, body, sha);
+    for (int m = 0; m < t.nmasters; m++)
+        ck_assert_msg(master_has(&t, m, sha) == 1, "master %d lacks the script", m);
+
+    r = h_cmd(p, "SCRIPT EXISTS %s %s %s", sha, unknown, sha);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 3);
+    H_EXPECT_INT(r->element[0], 1);
+    H_EXPECT_INT(r->element[1], 0);
+    H_EXPECT_INT(r->element[2], 1);
+    freeReplyObject(r);
+
+    /* one master without it: no longer "exists" through the proxy */
+    master_flush_scripts(&t, t.nmasters - 1);
+    r = h_cmd(p, "SCRIPT EXISTS %s", sha);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_INT(r->element[0], 0);
+    freeReplyObject(r);
+
+    /* a script that does not compile: the masters' error */
+    r = h_cmd(p, "SCRIPT LOAD %s", "return (");
+    H_EXPECT_ERR(r, "ERR Error compiling script");
+    freeReplyObject(r);
+
+    /* SCRIPT FLUSH through the proxy: gone everywhere, and EVALSHA now
+     * gets NOSCRIPT as from one server */
+    proxy_load(p, body, sha);
+    H_OK(p, "SCRIPT FLUSH ASYNC");
+    for (int m = 0; m < t.nmasters; m++)
+        ck_assert_msg(master_has(&t, m, sha) == 0, "master %d still has the script", m);
+    r = h_cmd(p, "EVALSHA %s 0", sha);
+    H_EXPECT_ERR(r, "NOSCRIPT");
+    freeReplyObject(r);
+    r = h_cmd(p, "SCRIPT FLUSH BOGUS");
+    H_EXPECT_ERR(r, "ERR");
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* SHA1 of body as a node computes it (SCRIPT LOAD on master m directly). */
+static void node_sha(const struct h_topo *t, int m, const char *body, char *sha)
+{
+    redisContext *c = h_connect_node(&t->masters[m]);
+    redisReply *r = h_cmd(c, "SCRIPT LOAD %s", body);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* A master loses its scripts while the proxy's connection to it has run
+ * them already (flushed on that node only): the EVALSHA meets NOSCRIPT, and
+ * the proxy loads the body there and resends it. EVALSHA and EVALSHA_RO
+ * still answer, the body is back on that master, and a write ran once. */
+START_TEST(test_evalsha_recovered_after_flush_on_one_master)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+    char body[256], ro_body[256], sha[41], ro_sha[41], key[128], prefix[128];
+
+    h_topo_load(&t);
+    unique_body(body, sizeof(body), "incr", "return redis.call('INCR', KEYS[1])");
+    unique_body(ro_body, sizeof(ro_body), "get", "return redis.call('GET', KEYS[1])");
+    proxy_load(p, body, sha);
+    node_sha(&t, 0, ro_body, ro_sha);
+    for (int i = 0; i < 40; i++)            /* Redis takes SHAs in any case */
+        if (ro_sha[i] >= 'a' && ro_sha[i] <= 'f')
+            ro_sha[i] = (char)(ro_sha[i] - 'a' + 'A');
+    H_FMT(prefix, sizeof(prefix), "%s:recover", h_prefix());
+    for (int m = 0; m < t.nmasters; m++) {
+        h_key_on_master(&t, m, prefix, 0, key, sizeof(key));
+        r = h_cmd(p, "EVAL %s 1 %s", ro_body, key);  /* the proxy sees this body in an EVAL */
+        H_EXPECT_NIL(r);
+        freeReplyObject(r);
+        r = h_cmd(p, "EVALSHA %s 1 %s", sha, key);     /* the connection runs it once */
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        r = h_cmd(p, "EVALSHA_RO %s 1 %s", ro_sha, key);
+        H_EXPECT_BULK(r, "1");
+        freeReplyObject(r);
+        master_flush_scripts(&t, m);
+        ck_assert_int_eq(master_has(&t, m, sha), 0);
+        r = h_cmd(p, "EVALSHA %s 1 %s", sha, key);
+        H_EXPECT_INT(r, 2);                     /* ran exactly once more */
+        freeReplyObject(r);
+        ck_assert_int_eq(master_has(&t, m, sha), 1);
+        r = h_cmd(p, "EVALSHA_RO %s 1 %s", ro_sha, key);
+        H_EXPECT_BULK(r, "2");
+        freeReplyObject(r);
+        r = h_cmd(p, "GET %s", key);
+        H_EXPECT_BULK(r, "2");
+        freeReplyObject(r);
+    }
+    /* a SHA the proxy never saw: NOSCRIPT, as one server answers */
+    r = h_cmd(p, "EVALSHA %s 0", "ffffffffffffffffffffffffffffffffffffffff");
+    H_EXPECT_ERR(r, "NOSCRIPT No matching script");
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA %s 0", "not-a-sha");
+    H_EXPECT_ERR(r, "NOSCRIPT");
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* Masters without the script (as a new master after a failover), and a
+ * pipeline of EVALSHAs each followed by a write of the same key: the proxy
+ * loads the body on each connection before its first EVALSHA of it, so
+ * nothing meets NOSCRIPT and every command runs once, in the client's order. */
+START_TEST(test_evalsha_recovery_pipelined)
+{
+    enum { N = 30 };
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    char body[256], sha[41], keys[N][128], prefix[128];
+
+    h_topo_load(&t);
+    unique_body(body, sizeof(body), "pipe", "return redis.call('INCRBY', KEYS[1], ARGV[1])");
+    proxy_load(p, body, sha);
+    for (int m = 0; m < t.nmasters; m++)
+        master_flush_scripts(&t, m);
+    H_FMT(prefix, sizeof(prefix), "%s:rpipe", h_prefix());
+    for (int i = 0; i < N; i++) {
+        h_key_on_master(&t, i % t.nmasters, prefix, i / t.nmasters, keys[i], sizeof(keys[i]));
+        redisAppendCommand(p, "EVALSHA %s 1 %s %d", sha, keys[i], i + 1);
+        redisAppendCommand(p, "INCR %s", keys[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        redisReply *r = h_get_reply(p);
+        H_EXPECT_INT(r, i + 1);
+        freeReplyObject(r);
+        r = h_get_reply(p);
+        H_EXPECT_INT(r, i + 2);
+        freeReplyObject(r);
+    }
+    redisFree(p);
+}
+END_TEST
+
+/* FUNCTION LOAD reaches every master; FCALL runs by its keys on each; LIST
+ * answers from one; DELETE removes it everywhere. */
+START_TEST(test_function_load_fcall_delete)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+    char lib[64], code[512], fn[64], key[128], prefix[128];
+
+    h_topo_load(&t);
+    H_FMT(lib, sizeof(lib), "tp%d", (int)getpid());
+    H_FMT(fn, sizeof(fn), "tp%d_bump", (int)getpid());
+    H_FMT(code, sizeof(code),
+          "#!lua name=%s\n"
+          "redis.register_function('%s', function(keys, args) "
+          "return redis.call('INCRBY', keys[1], args[1]) end)\n"
+          "redis.register_function{function_name='%s_get', callback=function(keys) "
+          "return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n",
+          lib, fn, fn);
+    r = h_cmd(p, "FUNCTION LOAD %s", code);
+    H_EXPECT_BULK(r, lib);
+    freeReplyObject(r);
+    for (int m = 0; m < t.nmasters; m++) {
+        redisContext *c = h_connect_node(&t.masters[m]);
+        r = h_cmd(c, "FUNCTION LIST LIBRARYNAME %s", lib);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        ck_assert_msg(r->elements == 1, "master %d does not have the library", m);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    r = h_cmd(p, "FUNCTION LOAD %s", code);         /* exists: the masters say so */
+    H_EXPECT_ERR(r, "ERR Library");
+    freeReplyObject(r);
+
+    H_FMT(prefix, sizeof(prefix), "%s:fcall", h_prefix());
+    for (int m = 0; m < t.nmasters; m++) {
+        h_key_on_master(&t, m, prefix, 0, key, sizeof(key));
+        r = h_cmd(p, "FCALL %s 1 %s 5", fn, key);
+        H_EXPECT_INT(r, 5);
+        freeReplyObject(r);
+        r = h_cmd(p, "FCALL_RO %s_get 1 %s", fn, key);
+        H_EXPECT_BULK(r, "5");
+        freeReplyObject(r);
+    }
+    r = h_cmd(p, "FUNCTION LIST LIBRARYNAME %s", lib);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    freeReplyObject(r);
+    r = h_cmd(p, "FUNCTION STATS");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+
+    r = h_cmd(p, "FUNCTION DELETE %s", lib);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    for (int m = 0; m < t.nmasters; m++) {
+        redisContext *c = h_connect_node(&t.masters[m]);
+        r = h_cmd(c, "FUNCTION LIST LIBRARYNAME %s", lib);
+        ck_assert_msg(r->elements == 0, "master %d still has the library", m);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    r = h_cmd(p, "FCALL %s 1 %s 5", fn, key);
+    H_EXPECT_ERR(r, "ERR Function not found");
+    freeReplyObject(r);
+    r = h_cmd(p, "SCRIPT DEBUG YES");
+    H_EXPECT_ERR(r, "ERR 'script|debug' is refused");
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* SCRIPT KILL reaches the master whose script is busy, on a connection of
+ * its own; the script's caller gets Redis's error; nothing busy: NOTBUSY.
+ * (busy-reply-threshold is lowered on the masters for the test.) */
+static void masters_busy_threshold(const struct h_topo *t, const char *ms)
+{
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *c = h_connect_node(&t->masters[m]);
+        H_OK(c, "CONFIG SET busy-reply-threshold %s", ms);
+        redisFree(c);
+    }
+}
+
+START_TEST(test_script_kill)
+{
+    struct h_topo t;
+    struct h_proxy px;
+    redisReply *r;
+    char spin[256];
+
+    h_topo_load(&t);
+    h_proxy_start(&px, NULL);
+    redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
+    r = h_cmd(b, "SCRIPT KILL");
+    H_EXPECT_ERR(r, "NOTBUSY");
+    freeReplyObject(r);
+
+    masters_busy_threshold(&t, "100");
+    unique_body(spin, sizeof(spin), "spin", "local i = 0 while true do i = i + 1 end");
+    redisAppendCommand(a, "EVAL %s 0", spin);
+    redisBufferWrite(a, &(int){ 0 });
+    h_sleep_ms(300);
+    r = h_cmd(b, "SCRIPT KILL");
+    masters_busy_threshold(&t, "5000");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_get_reply(a);
+    H_EXPECT_ERR(r, "ERR Script killed by user with SCRIPT KILL");
+    freeReplyObject(r);
+    r = h_cmd(a, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(a);
+    redisFree(b);
+    h_proxy_stop(&px);
+}
+END_TEST
+
+/* script-map: a legacy script that touches an undeclared key (refused by a
+ * cluster) is replaced by its cluster-aware version read at start, in EVAL,
+ * EVALSHA, SCRIPT LOAD and SCRIPT EXISTS. */
+START_TEST(test_script_map)
+{
+    static const char legacy[] =
+        "redis.call('INCR', 'legacy-global-calls') return redis.call('INCR', KEYS[1])";
+    static const char aware[] = "return redis.call('INCR', KEYS[1])";
+    struct h_topo t;
+    struct h_proxy px;
+    redisReply *r;
+    char path[512], legacy_sha[41], key[128], prefix[128];
+    FILE *f;
+
+    h_topo_load(&t);
+    node_sha(&t, 0, legacy, legacy_sha);
+    H_FMT(path, sizeof(path), "%s/script-map-%d.lua", h_env("TAGPROXY_TEST_DIR"), (int)getpid());
+    f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fputs(aware, f);
+    fclose(f);
+    const char *args[] = { "--script-map", legacy_sha, path, NULL };
+    h_proxy_start(&px, args);
+    redisContext *p = h_connect_extra(&px), *shared = h_connect_proxy();
+
+    /* a key in another slot than the undeclared one: the legacy script
+     * fails on a cluster, the mapped one runs */
+    H_FMT(prefix, sizeof(prefix), "%s:map", h_prefix());
+    int other = (h_topo_owner(&t, h_slot("legacy-global-calls")) + 1) % t.nmasters;
+    h_key_on_master(&t, other, prefix, 0, key, sizeof(key));
+    r = h_cmd(shared, "EVAL %s 1 %s", legacy, key);
+    H_EXPECT_ERR(r, "ERR Script attempted to access a non local key");
+    freeReplyObject(r);
+    r = h_cmd(p, "EVAL %s 1 %s", legacy, key);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA %s 1 %s", legacy_sha, key);    /* recovered: never loaded */
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    r = h_cmd(p, "SCRIPT LOAD %s", legacy);
+    H_EXPECT_BULK(r, legacy_sha);
+    freeReplyObject(r);
+    r = h_cmd(p, "SCRIPT EXISTS %s", legacy_sha);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_INT(r->element[0], 1);
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA_RO %s 1 %s", legacy_sha, key);    /* the aware one writes */
+    H_EXPECT_ERR(r, "ERR Write commands are not allowed from read-only scripts");
+    freeReplyObject(r);
+    redisContext *c = h_connect_owner(&t, "legacy-global-calls");
+    r = h_cmd(c, "EXISTS legacy-global-calls");
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    redisFree(c);
+    redisFree(p);
+    redisFree(shared);
+    h_proxy_stop(&px);
+    unlink(path);
+}
+END_TEST
+
+/* An unreadable script-map file stops the start, naming where and why. */
+START_TEST(test_script_map_unreadable)
+{
+    struct h_proxy px;
+    char seed[128], buf[2048];
+    int status;
+
+    h_seed(seed, sizeof(seed));
+    h_proxy_place(&px);
+    H_FMT(px.log, sizeof(px.log), "%s/proxy-map-%d.log", h_env("TAGPROXY_TEST_DIR"), px.addr.port);
+    const char *args[] = { "--script-map", "0123456789abcdef0123456789abcdef01234567",
+                           "/nonexistent/legacy.lua", NULL };
+    h_proxy_launch(&px, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    ck_assert_int_eq(waitpid(px.pid, &status, 0), px.pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "the proxy started");
+    FILE *f = fopen(px.log, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(buf, "argv --script-map: 'script-map' cannot read '/nonexistent/legacy.lua'"),
+                  "log: %s", buf);
+}
+END_TEST
+
+static Suite *scripts_cache_suite(void)
+{
+    Suite *s = suite_create("scripts_cache");
+    TCase *tc = tcase_create("scripts_cache");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_script_load_exists_flush_everywhere);
+    tcase_add_test(tc, test_evalsha_recovered_after_flush_on_one_master);
+    tcase_add_test(tc, test_evalsha_recovery_pipelined);
+    tcase_add_test(tc, test_function_load_fcall_delete);
+    tcase_add_test(tc, test_script_kill);
+    tcase_add_test(tc, test_script_map);
+    tcase_add_test(tc, test_script_map_unreadable);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(scripts_cache_suite());
+}
