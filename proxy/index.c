@@ -200,8 +200,7 @@ out:
 
 int index_wrap_write(struct request *r, const struct command *cmd, const struct layout *l)
 {
-    if (!l || !cmd || !(cmd->flags & CMD_WRITE) || (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)) ||
-        r->argc > INDEX_MAX_ARGS)
+    if (!l || !cmd || !(cmd->flags & CMD_WRITE) || (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)))
         return 0;
     struct write_plan p;
     int rc = -1;
@@ -213,10 +212,21 @@ int index_wrap_write(struct request *r, const struct command *cmd, const struct 
         if (write_plan_record(&p, l, i, key, len) < 0)
             goto out;
     }
-    rc = p.nrec == 0 ? 0 : write_wrap(r, &p) < 0 ? -1 : 1;
+    if (p.nrec > 0 && r->argc > INDEX_MAX_ARGS)
+        rc = INDEX_TOO_LONG;
+    else
+        rc = p.nrec == 0 ? 0 : write_wrap(r, &p) < 0 ? -1 : 1;
 out:
     write_plan_release(&p);
     return rc;
+}
+
+const char *index_wrap_error(int rc)
+{
+    return rc == INDEX_TOO_LONG
+        ? "ERR a write to indexed records with more than 7900 arguments cannot keep its "
+          "index exact (the index script's limit): split it"
+        : "ERR out of memory";
 }
 
 /* ---- NOSCRIPT ---- */
@@ -343,7 +353,7 @@ static struct request *read_part(struct request *r, int i, const char *type, siz
 {
     struct index_listing *il = r->listing;
     const struct layout *l = il->ref->layout;
-    char key[512], before[512], after[256];
+    char key[512], before[512], after[512];
     size_t klen = listing_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
     const char *argv[7] = { "EVALSHA", script_read.sha, "1", key, "", before, after };
     size_t lens[7] = { 7, 40, 1, klen, 0, 0, 0 };

@@ -52,10 +52,14 @@ void index_init(void);
  * If r (arguments already rewritten) is a write of cmd to indexed records,
  * rebuild r as the index_write EVALSHA. cmd is r's command (a split part
  * has the parent's). Returns 0 when r is left as it is (no layout, not a
- * write, no indexed key, a command Lua cannot run), 1 when rebuilt, -1 out
- * of memory (r unchanged).
+ * write, no indexed key, a blocking or no-script command: Lua cannot run
+ * it), 1 when rebuilt; below 0 r is unchanged and must be answered
+ * index_wrap_error(rc): -1 out of memory, INDEX_TOO_LONG more arguments
+ * than the script can take.
  */
+#define INDEX_TOO_LONG (-2)
 int index_wrap_write(struct request *r, const struct command *cmd, const struct layout *l);
+const char *index_wrap_error(int rc);
 
 /* KEYS r->args[1] from the indexes: 1 when under way (r is answered), 0
  * when the pattern is not one indexed family's (r is untouched). */

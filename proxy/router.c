@@ -500,8 +500,9 @@ static void plan_forward(struct request *r)
         return;
     }
     r->slot = slot;
-    if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
-        request_fail(r, "ERR out of memory");
+    int wrapped = index_wrap_write(r, r->cmd, worker_layout(r->worker));
+    if (wrapped < 0) {
+        request_fail(r, index_wrap_error(wrapped));
         return;
     }
     router_send(r);
@@ -567,8 +568,9 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     }
     if (single) {               /* the common case: nothing to split */
         r->slot = first;
-        if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
-            request_fail(r, "ERR out of memory");
+        int wrapped = index_wrap_write(r, r->cmd, worker_layout(r->worker));
+        if (wrapped < 0) {
+            request_fail(r, index_wrap_error(wrapped));
             goto out;
         }
         router_send(r);

@@ -928,6 +928,47 @@ START_TEST(test_scan_errors_as_redis)
 }
 END_TEST
 
+/* A write the index script cannot take (more arguments than Lua's unpack)
+ * is refused, not sent without its index; other keys are not limited. */
+START_TEST(test_too_long_refused)
+{
+    enum { FIELDS = 4000 };
+    static const char *argv[2 + 2 * FIELDS];
+    static char fields[FIELDS][16];
+    char name[256], plain[128];
+    redisContext *c = h_connect_extra(&proxy);
+    legacy_name(&F_CHAT, "long", name, sizeof name);
+    H_FMT(plain, sizeof plain, "%s-plain", prefix);
+    argv[0] = "HSET";
+    for (int i = 0; i < FIELDS; i++) {
+        snprintf(fields[i], sizeof fields[i], "f%d", i);
+        argv[2 + 2 * i] = fields[i];
+        argv[3 + 2 * i] = "v";
+    }
+    argv[1] = name;
+    redisReply *r = h_cmd_argv(c, 2 + 2 * FIELDS, argv);
+    H_EXPECT_ERR(r, "ERR a write to indexed records with more than 7900 arguments");
+    freeReplyObject(r);
+    r = h_cmd(c, "EXISTS %s", name);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    argv[1] = plain;
+    r = h_cmd_argv(c, 2 + 2 * FIELDS, argv);
+    H_EXPECT_INT(r, FIELDS);
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(c, "DEL %s", plain));
+    /* just under the limit: wrapped, and indexed */
+    argv[1] = name;
+    r = h_cmd_argv(c, 2 + 2 * 3949, argv);
+    H_EXPECT_INT(r, 3949);
+    freeReplyObject(r);
+    struct model m = { .n = 0 };
+    model_set(&m, &F_CHAT, "long", true, false);
+    expect_indexes_exact(&m, &F_CHAT);
+    redisFree(c);
+}
+END_TEST
+
 /* ---------- the glob, against a node's KEYS ---------- */
 
 START_TEST(test_glob_as_node)
@@ -996,6 +1037,7 @@ static Suite *index_suite(void)
     tcase_add_test(tc, test_listing_during_migration);
     tcase_add_test(tc, test_scan_type_during_migration);
     tcase_add_test(tc, test_scan_errors_as_redis);
+    tcase_add_test(tc, test_too_long_refused);
     tcase_add_test(tc, test_glob_as_node);
     suite_add_tcase(s, tc);
     return s;
