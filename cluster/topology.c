@@ -16,8 +16,7 @@ static void timeval_from_ms(struct timeval *tv, int ms)
     tv->tv_usec = (ms % 1000) * 1000;
 }
 
-/* Connect and log in to one node. NULL with a reason in why. */
-static redisContext *node_dial(const struct topology_source *src, const char *addr,
+redisContext *topology_dial(const struct topology_source *src, const char *addr,
                                char *why, size_t whylen)
 {
     char *host = NULL;
@@ -178,7 +177,7 @@ fail:
 static struct topology *topology_ask(const struct topology_source *src, const char *addr,
                                      char *why, size_t whylen)
 {
-    redisContext *c = node_dial(src, addr, why, whylen);
+    redisContext *c = topology_dial(src, addr, why, whylen);
     if (!c)
         return NULL;
     struct topology *t = NULL;

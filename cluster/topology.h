@@ -12,6 +12,7 @@
 #ifndef TAGPROXY_TOPOLOGY_H
 #define TAGPROXY_TOPOLOGY_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -58,6 +59,15 @@ struct topology_source {
 struct topology *topology_fetch(const struct topology_source *src,
                                 const char *const *extra, int nextra,
                                 char *err, size_t errlen);
+
+/*
+ * A blocking hiredis connection to addr ("host:port"), logged in as src
+ * says, with src's timeouts: for the control thread's own questions to a
+ * node (topology_fetch, the layout marker check). NULL with a reason in why
+ * (never the password). Free with redisFree.
+ */
+struct redisContext *topology_dial(const struct topology_source *src, const char *addr,
+                                   char *why, size_t whylen);
 
 struct topology *topology_ref(struct topology *t);
 void topology_unref(struct topology *t);

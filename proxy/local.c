@@ -14,6 +14,7 @@
 #include "proxy/client.h"
 #include "proxy/command.h"
 #include "proxy/index.h"
+#include "proxy/listing.h"
 #include "proxy/proxy.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
@@ -655,16 +656,9 @@ void local_dispatch(struct request *r)
     } else if (strcmp(name, "randomkey") == 0) {
         fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
     } else if (strcmp(name, "scan") == 0) {
-        if (!index_scan(r, worker_layout(r->worker)))
-            router_scan(r);
+        listing_scan(r);
     } else if (strcmp(name, "keys") == 0) {
-        if (index_keys(r, worker_layout(r->worker)))
-            return;
-        size_t len;
-        const char *pattern = request_arg(r, 1, &len);
-        const char *argv[2] = { "KEYS", pattern };
-        size_t lens[2] = { 4, len };
-        router_fanout(r, MERGE_CONCAT, 2, argv, lens);
+        listing_keys(r);
     } else {
         request_fail(r, "ERR the proxy has no local handler for this command");
     }

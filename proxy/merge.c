@@ -8,6 +8,7 @@
 
 #include "cluster/reply.h"
 #include "proxy/index.h"
+#include "proxy/listing.h"
 #include "proxy/local.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
@@ -341,4 +342,5 @@ void merge_replies(struct request *p)
         evbuffer_add_buffer(out, request_reply_buffer(p->parts[0]));
         break;
     }
+    listing_after_merge(p, out);     /* key names back to legacy ones */
 }

@@ -13,6 +13,7 @@
 #include "keylayout/layout.h"
 #include "proxy/acl.h"
 #include "proxy/log.h"
+#include "proxy/marker.h"
 #include "proxy/rewrite.h"
 #include "proxy/worker.h"
 
@@ -163,6 +164,9 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
         return -1;
     }
     topology_log(NULL, p->topo);
+    if (p->layout && marker_check(p->layout->layout, p->topo, &p->source,
+                                  p->cfg.layout_allow_legacy_data, err, errlen) < 0)
+        return -1;
     if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
         return -1;

@@ -653,7 +653,7 @@ void router_fanout(struct request *parent, enum merge_kind merge, int argc,
  */
 #define SCAN_NODES_MAX 256
 
-void router_scan(struct request *r)
+void router_scan(struct request *r, int match_arg, const char *match, size_t match_len)
 {
     struct worker *w = r->worker;
     size_t len;
@@ -683,6 +683,10 @@ void router_scan(struct request *r)
         argv[i] = request_arg(r, i, &lens[i]);
     argv[1] = node_cursor;
     lens[1] = strlen(node_cursor);
+    if (match_arg > 1 && match_arg < r->argc) {
+        argv[match_arg] = match;
+        lens[match_arg] = match_len;
+    }
     struct request *part = request_new(w);
     r->parts = calloc(1, sizeof *r->parts);
     if (!part || !r->parts || request_build(part, r->argc, argv, lens) < 0) {

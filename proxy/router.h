@@ -54,7 +54,9 @@ void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);
 
 /* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
- * master per call, with a cursor that encodes which master and where. */
-void router_scan(struct request *r);
+ * master per call, with a cursor that encodes which master and where.
+ * match_arg >= 0: argument match_arg (a MATCH pattern) is sent as
+ * match[0..match_len) instead (listing.h: a key layout's wider pattern). */
+void router_scan(struct request *r, int match_arg, const char *match, size_t match_len);
 
 #endif

@@ -4,8 +4,12 @@
  * legacy names of every key argument to cluster names before routing
  * (single keys, split commands, movable keys), and the keys land on the
  * cluster under their cluster names only (read directly from the owning
- * master). Keys no rule rewrites keep their names.
+ * master). Keys no rule rewrites keep their names. Listings (KEYS, SCAN,
+ * RANDOMKEY) return legacy names, filtered by the client's pattern, without
+ * the layout's own keys (indexes, the marker).
  */
+#include <stdbool.h>
+
 #include "harness.h"
 
 static struct h_proxy proxy;
@@ -137,6 +141,116 @@ START_TEST(test_movable_keys)
 }
 END_TEST
 
+/* ---- listings ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* names (n, sorted here) are exactly want (NULL-terminated, any order). */
+static void expect_names(char **names, size_t n, const char *const *want, const char *what)
+{
+    size_t nwant = 0;
+    while (want[nwant])
+        nwant++;
+    const char **w = calloc(nwant + 1, sizeof *w);
+    memcpy(w, want, nwant * sizeof *w);
+    qsort(names, n, sizeof *names, cmp_str);
+    qsort(w, nwant, sizeof *w, cmp_str);
+    for (size_t i = 0; i < n || i < nwant; i++)
+        ck_assert_msg(i < n && i < nwant && strcmp(names[i], w[i]) == 0,
+                      "%s: entry %zu: got '%s', want '%s' (%zu names, %zu wanted)", what, i,
+                      i < n ? names[i] : "(none)", i < nwant ? w[i] : "(none)", n, nwant);
+    free(w);
+}
+
+static void expect_keys(redisContext *c, const char *pattern, const char *const *want)
+{
+    redisReply *r = h_cmd(c, "KEYS %s", pattern);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    char **names = calloc(r->elements + 1, sizeof *names);
+    for (size_t i = 0; i < r->elements; i++)
+        names[i] = r->element[i]->str;
+    expect_names(names, r->elements, want, pattern);
+    free(names);
+    freeReplyObject(r);
+}
+
+/* A whole SCAN MATCH pattern COUNT count: every name once. */
+static void expect_scan(redisContext *c, const char *pattern, const char *const *want)
+{
+    char cursor[64] = "0";
+    char **names = NULL;
+    size_t n = 0;
+    int calls = 0;
+    do {
+        redisReply *r = h_cmd(c, "SCAN %s MATCH %s COUNT 3", cursor, pattern);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        ck_assert_int_eq(r->elements, 2);
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        names = realloc(names, (n + r->element[1]->elements + 1) * sizeof *names);
+        for (size_t i = 0; i < r->element[1]->elements; i++)
+            names[n++] = strdup(r->element[1]->element[i]->str);
+        freeReplyObject(r);
+        ck_assert_msg(++calls < 100000, "SCAN does not end");
+    } while (strcmp(cursor, "0") != 0);
+    expect_names(names, n, want, pattern);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+START_TEST(test_listings)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    const char *chats[] = { P(":chat:a"), P(":chat:tg:42"), P(":chat:{x}*"), NULL };
+    const char *others[] = { P(":msgs:m"), P(":lock:l:fence"), P(":co:leader:n"),
+                             P(":user:u:ns:k"), P(":conv:1"), NULL };
+    for (int i = 0; chats[i]; i++)
+        H_OK(c, "SET %s 1", chats[i]);
+    for (int i = 0; others[i]; i++)
+        H_OK(c, "SET %s 1", others[i]);
+    /* the layout's own keys: an index, written directly, and the marker */
+    redisContext *m = h_connect_owner(&topo, P(":{ch:3}:idx"));
+    redisReply *r = h_cmd(m, "ZADD %s 1 x", P(":{ch:3}:idx"));
+    freeReplyObject(r);
+    redisFree(m);
+    const char *all[] = { chats[0], chats[1], chats[2], others[0], others[1], others[2],
+                          others[3], others[4], NULL };
+    char pattern[128];
+    H_FMT(pattern, sizeof pattern, "%s:*", prefix);
+    expect_keys(c, pattern, all);
+    expect_scan(c, pattern, all);
+    H_FMT(pattern, sizeof pattern, "%s:chat:*", prefix);
+    expect_keys(c, pattern, chats);
+    expect_scan(c, pattern, chats);
+    H_FMT(pattern, sizeof pattern, "%s:chat:\\{x}\\*", prefix);     /* escapes */
+    const char *one[] = { chats[2], NULL };
+    expect_keys(c, pattern, one);
+    H_FMT(pattern, sizeof pattern, "%s:[lm]*", prefix);
+    const char *lm[] = { others[0], others[1], NULL };
+    expect_keys(c, pattern, lm);
+    expect_scan(c, pattern, lm);
+    H_FMT(pattern, sizeof pattern, "%s:{*", prefix);        /* only cluster names match */
+    const char *none[] = { NULL };
+    expect_keys(c, pattern, none);
+    /* RANDOMKEY: a name of this prefix it returns is a legacy one */
+    for (int i = 0; i < 200; i++) {
+        r = h_cmd(c, "RANDOMKEY");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        if (strncmp(r->str, prefix, strlen(prefix)) == 0 && r->str[strlen(prefix)] == ':') {
+            bool known = false;
+            for (int k = 0; all[k]; k++)
+                known |= strcmp(all[k], r->str) == 0;
+            ck_assert_msg(known, "RANDOMKEY gave %s", r->str);
+        }
+        freeReplyObject(r);
+    }
+    redisFree(c);
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
     Suite *s = suite_create("layout");
@@ -146,6 +260,7 @@ static Suite *layout_suite(void)
     tcase_add_test(t, test_single_keys);
     tcase_add_test(t, test_split_keys);
     tcase_add_test(t, test_movable_keys);
+    tcase_add_test(t, test_listings);
     suite_add_tcase(s, t);
     return s;
 }

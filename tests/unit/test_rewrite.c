@@ -1,7 +1,8 @@
 /*
  * rewrite (proxy/rewrite.h): key arguments of requests legacy -> cluster by
- * the shipped conf/layouts/botmesh-v1.rules (prefix "bot"), and key names in
- * replies back.
+ * the shipped conf/layouts/botmesh-v1.rules (prefixes "bot" and "other"),
+ * key names in replies back, and the wider patterns listings send to the
+ * masters (proxy/listing.h).
  *
  * A request is built from argv, rewritten, and compared byte for byte with
  * the same command built from the expected argv (offsets included). What no
@@ -18,6 +19,7 @@
 
 #include "keylayout/layout.h"
 #include "proxy/command.h"
+#include "proxy/listing.h"
 #include "proxy/request.h"
 #include "proxy/rewrite.h"
 #include "proxy/worker.h"
@@ -271,6 +273,40 @@ START_TEST(test_layout_ref)
 }
 END_TEST
 
+/* The pattern KEYS/SCAN send to the masters for a legacy pattern: wide
+ * enough for every cluster name it can stand for (prefixes bot, other). */
+START_TEST(test_node_pattern)
+{
+    static const struct { const char *in, *out; bool same; } v[] = {
+        { "bot:chat:*", "bot:*", false },
+        { "bot:*", "bot:*", false },
+        { "bot:", "bot:*", false },
+        { "other:lock:a?", "other:*", false },
+        { "*", "*", false },
+        { "bo*", "bo*", false },
+        { "b?t:chat:*", "b*", false },
+        { "[bo]ot:*", "*", false },
+        { "o*", "o*", false },
+        { "plain*", "plain*", true },     /* no prefix's name matches: as it is */
+        { "botx:*", "botx:*", true },
+        { "x?", "x?", true },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char buf[64];
+        size_t len;
+        const char *got = listing_node_pattern(layout, v[i].in, strlen(v[i].in), buf, sizeof buf,
+                                               &len);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_msg(len == strlen(v[i].out) && memcmp(got, v[i].out, len) == 0,
+                      "%s: got %.*s", v[i].in, (int)len, got);
+        ck_assert_msg((got == v[i].in) == v[i].same, "%s", v[i].in);
+    }
+    char small[3];
+    size_t len;
+    ck_assert_ptr_null(listing_node_pattern(layout, "bot:x*", 6, small, sizeof small, &len));
+}
+END_TEST
+
 static Suite *rewrite_suite(void)
 {
     Suite *s = suite_create("rewrite");
@@ -282,6 +318,7 @@ static Suite *rewrite_suite(void)
     tcase_add_test(t, test_key_to_legacy);
     tcase_add_test(t, test_internal_names);
     tcase_add_test(t, test_layout_ref);
+    tcase_add_test(t, test_node_pattern);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,0 +1,62 @@
+/*
+ * listing: KEYS, SCAN and RANDOMKEY, the commands whose replies are key
+ * names, over every master of the cluster.
+ *
+ *   KEYS pattern         every master, replies concatenated (MERGE_CONCAT)
+ *   SCAN cursor [...]    one master per call (router_scan, MERGE_SCAN)
+ *   RANDOMKEY            every master, one non-null reply (MERGE_RANDOM)
+ *
+ * Without a key layout the masters' replies pass as they are. With one
+ * (worker_layout()), the client's pattern is about legacy names, which the
+ * cluster does not hold, so:
+ *   - the masters are asked with a pattern wide enough for every cluster
+ *     name the legacy pattern can stand for (listing_node_pattern: `P:*`
+ *     for a pattern that starts with a configured prefix `P:`, the literal
+ *     head followed by `*` when that head could still be a prefix's start,
+ *     the pattern itself when it cannot match any prefix's names);
+ *   - every returned name is mapped back to its legacy name
+ *     (rewrite_key_to_legacy), the layout's own keys (indexes, markers:
+ *     rewrite_is_internal) are left out, and the client's pattern is
+ *     applied to the legacy name (glob_match), so a listing holds what a
+ *     single redis-server holding the legacy names would list.
+ * A SCAN call may then return fewer keys than COUNT, or none, with a
+ * cursor that is not 0: SCAN's contract allows it.
+ *
+ * An index-backed listing (a pattern that can only match one indexed
+ * family, answered from that family's bucket indexes) plugs in at one
+ * place: listing_from_index() in listing.c, asked first by listing_keys()
+ * and listing_scan().
+ */
+#ifndef TAGPROXY_LISTING_H
+#define TAGPROXY_LISTING_H
+
+#include <stddef.h>
+
+struct evbuffer;
+struct layout;
+struct request;
+
+/* KEYS pattern (r local, arity checked). */
+void listing_keys(struct request *r);
+
+/* SCAN cursor [MATCH pattern] [COUNT n] [TYPE t] (r local, arity checked). */
+void listing_scan(struct request *r);
+
+/*
+ * The pattern to send to the masters for a client's legacy pattern
+ * pat[0..len): pat itself, or a wider one written into buf (cap bytes;
+ * len + 2 * the longest prefix + 4 suffice; NULL when too small).
+ * *outlen gets its length.
+ */
+const char *listing_node_pattern(const struct layout *l, const char *pat, size_t len,
+                                 char *buf, size_t cap, size_t *outlen);
+
+/*
+ * After merge.c merged the replies of a KEYS, SCAN or RANDOMKEY parent into
+ * out: with a key layout, replace out by the same reply with names mapped
+ * back, the layout's own keys left out and the client's pattern applied.
+ * Does nothing for other parents or without a layout.
+ */
+void listing_after_merge(struct request *p, struct evbuffer *out);
+
+#endif
