@@ -136,12 +136,12 @@ static int plan_rewrite(struct rewrite_plan *p, const struct request *r, const s
     return rewritten;
 }
 
-/* Rebuild r from its arguments with the planned names in place of its keys. */
+/* Rebuild r from its arguments with the planned names in place of its keys
+ * (request_rebuild: inline storage for small commands). */
 static int rebuild(struct request *r, const struct rewrite_plan *p)
 {
     const char *fixed_argv[REWRITE_ARGS_FIXED], **argv = fixed_argv;
     size_t fixed_lens[REWRITE_ARGS_FIXED], *lens = fixed_lens;
-    char old_inline[REQUEST_INLINE_BYTES];
     int rc = -1;
     if (r->argc > REWRITE_ARGS_FIXED) {
         argv = malloc(sizeof *argv * (size_t)r->argc);
@@ -149,41 +149,14 @@ static int rebuild(struct request *r, const struct rewrite_plan *p)
         if (!argv || !lens)
             goto out;
     }
-    /* request_build may write into the inline storage the old bytes are in */
-    char *old_data = r->data;
-    struct resp_arg *old_args = r->args;
-    const char *src = old_data;
-    if (old_data == r->inline_data) {
-        memcpy(old_inline, r->inline_data, r->len);
-        src = old_inline;
-    }
-    for (int i = 0; i < r->argc; i++) {
-        argv[i] = src + old_args[i].off;
-        lens[i] = old_args[i].len;
-    }
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
     for (int i = 0; i < p->nkeys; i++)
         if (p->off[i] != SIZE_MAX) {
             argv[p->keys[i]] = p->scratch + p->off[i];
             lens[p->keys[i]] = p->len[i];
         }
-    if (request_build(r, r->argc, argv, lens) < 0) {
-        /* r->data and r->args may point to fresh storage or be NULL: give r
-         * back what it had (request_free frees what is not inline) */
-        if (r->data && r->data != r->inline_data && r->data != old_data)
-            free(r->data);
-        if (r->args && r->args != r->inline_args && r->args != old_args)
-            free(r->args);
-        if (old_data == r->inline_data)
-            memcpy(r->inline_data, old_inline, sizeof old_inline);
-        r->data = old_data;
-        r->args = old_args;
-        goto out;
-    }
-    if (old_data != r->inline_data && old_data != r->data)
-        free(old_data);
-    if (old_args != r->inline_args && old_args != r->args)
-        free(old_args);
-    rc = 0;
+    rc = request_rebuild(r, r->argc, argv, lens);
 out:
     if (argv != fixed_argv)
         free(argv);
