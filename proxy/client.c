@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/router.h"
+#include "proxy/snapshot.h"
 #include "proxy/worker.h"
 
 /* Commands handled per read event before yielding to other connections. */
@@ -46,8 +48,22 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     if (c->retry_timer)
         event_free(c->retry_timer);
     resp_parser_free(&c->parser);
+    snapshot_unref(c->user_snap);
     free(c->name);
     free(c);
+}
+
+void client_set_user(struct client *c, const struct acl_user *u)
+{
+    struct worker *w = c->worker;
+    struct config_snapshot *old = c->user_snap;
+    /* CLIENT LIST on another worker reads c->user under this lock */
+    pthread_mutex_lock(&w->clients_lock);
+    c->user = u;
+    c->user_snap = old == w->snap ? old : snapshot_ref(w->snap);
+    pthread_mutex_unlock(&w->clients_lock);
+    if (old != c->user_snap)
+        snapshot_unref(old);
 }
 
 /* Unlisted now, freed on the next round: never under its own callback. */
@@ -252,6 +268,26 @@ static void client_read_cb(struct io_conn *io, void *arg)
     if (c->state == CLIENT_ACTIVE && !c->paused_on && handled == CLIENT_COMMANDS_PER_EVENT &&
         (io_input(io, &have), have > 0))
         io_conn_read_again(io);     /* the rest after the others' turn */
+    else if (handled == 0)
+        client_drain_check(c);      /* bytes that made no command ("*0", blanks) */
+}
+
+/* Bytes the client sent that the kernel holds and the proxy has not read. */
+static int client_unread_in_kernel(const struct client *c)
+{
+    int n = 0;
+    return ioctl(c->io.fd, FIONREAD, &n) < 0 || n > 0;
+}
+
+void client_drain_check(struct client *c)
+{
+    size_t have;
+    if (!c->worker->draining || c->state != CLIENT_ACTIVE || c->paused_on ||
+        !TAILQ_EMPTY(&c->queue) || !TAILQ_EMPTY(&c->held_back) ||
+        io_conn_pending(&c->io) > 0 || (io_input(&c->io, &have), have > 0) ||
+        client_unread_in_kernel(c))
+        return;
+    client_close(c, "shutting down");
 }
 
 static void client_drained_cb(struct io_conn *io, void *arg)
@@ -260,6 +296,8 @@ static void client_drained_cb(struct io_conn *io, void *arg)
     (void)io;
     if (c->state == CLIENT_CLOSING)
         client_flush(c);
+    else
+        client_drain_check(c);
 }
 
 static void client_error_cb(struct io_conn *io, int err, void *arg)
@@ -300,7 +338,8 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
     c->io.rmax = (size_t)w->cfg->client_query_buffer_limit + RESP_INLINE_MAX;
     c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
     c->created = c->last_active = time(NULL);
-    c->user = acl_default_user(p->acl);
+    c->user = acl_default_user(w->snap->acl);
+    c->user_snap = snapshot_ref(w->snap);
     c->authenticated = c->user->nopass;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);

@@ -23,6 +23,7 @@
 
 struct worker;
 struct acl_user;
+struct config_snapshot;
 struct event;
 
 enum client_state {
@@ -45,7 +46,8 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
-    const struct acl_user *user;    /* who it runs as (acl.h) */
+    const struct acl_user *user;    /* who it runs as (acl.h), in user_snap's ACL */
+    struct config_snapshot *user_snap;  /* a reference: keeps user alive */
     struct resp_parser parser;
     struct request_queue queue;
     int nqueued;
@@ -65,6 +67,10 @@ void client_flush(struct client *c);
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);
 
+/* c runs as u from now on; u is a user of the worker's current snapshot,
+ * which c keeps (a reference) as long as it runs as u. */
+void client_set_user(struct client *c, const struct acl_user *u);
+
 /* Close now. The struct lives until its last request ends. */
 void client_close(struct client *c, const char *why);
 
@@ -76,6 +82,15 @@ void client_pause_for(struct client *c, struct node_conn *node);
 
 /* node caught up (or closed): read its paused clients again. */
 void client_resume_paused(struct worker *w, struct node_conn *node);
+
+/*
+ * While its worker drains (SIGTERM): close c if it is idle, that is nothing
+ * is owed to it, nothing waits to be written to it, and it has sent nothing
+ * the proxy has not answered (in the proxy's input or still in the kernel's
+ * socket buffer). Else nothing happens; it is checked again whenever its
+ * output drains.
+ */
+void client_drain_check(struct client *c);
 
 /* One CLIENT LIST line (without the newline) into buf. */
 void client_describe(const struct client *c, char *buf, size_t len);

@@ -583,6 +583,9 @@ static const struct directive directives[] = {
     { "script-map",                2,  2, set_script_map,   0, 0, 0 },
     { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
     { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
+    { "shutdown-timeout-ms",       1,  1, set_int,          AT(shutdown_timeout_ms), 0, 3600000 },
+    { "daemonize",                 1,  1, set_yesno,        AT(daemonize), 0, 0 },
+    { "pidfile",                   1,  1, set_string,       AT(pidfile), 0, 0 },
 };
 
 #define NDIRECTIVES (sizeof directives / sizeof directives[0])
@@ -972,6 +975,8 @@ void config_defaults(struct config *c)
     c->enable_dangerous_commands = 0;
     c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;
+    c->shutdown_timeout_ms = 5000;
+    c->daemonize = 0;
 }
 
 void config_free(struct config *c)
@@ -987,6 +992,7 @@ void config_free(struct config *c)
     free_layout_prefix(c);
     free_script_map(c);
     free(c->log_file);
+    free(c->pidfile);
     free(c->path);
     config_defaults(c);
 }

@@ -28,11 +28,16 @@
  * the first word after --name is always an argument (so a value may start
  * with "--", as in redis-server 7), later ones up to the next "--" word.
  *
- * Empty requirepass, cluster-user, cluster-password, log-file and
+ * Empty requirepass, cluster-user, cluster-password, log-file, pidfile and
  * layout-rules mean unset. layout-prefix is repeatable like cluster (several
  * on one line too); each is checked by layout_check_prefix().
  * `user` lines are repeatable like cluster (append within a source); a name
  * given twice is an error.
+ *
+ * Once running, the proxy reads the same sources again on SIGHUP
+ * (lifecycle.h): what a worker uses per command or per new connection
+ * applies from then on; listen, threads, cluster, daemonize, pidfile and
+ * log-file need a restart.
  */
 #ifndef TAGPROXY_CONFIG_H
 #define TAGPROXY_CONFIG_H
@@ -96,6 +101,9 @@ struct config {
     int    nscript_map;
     enum log_level log_level;           /* default notice */
     char  *log_file;                    /* NULL: stderr */
+    int    shutdown_timeout_ms;         /* SIGTERM: longest drain, default 5000 */
+    int    daemonize;                   /* default 0: run in the foreground */
+    char  *pidfile;                     /* NULL: none */
     char  *path;                        /* the config file, NULL if none */
 };
 

@@ -19,6 +19,7 @@
 #include "proxy/request.h"
 #include "proxy/resp.h"
 #include "proxy/router.h"
+#include "proxy/snapshot.h"
 #include "proxy/worker.h"
 
 /* ---- helpers ---- */
@@ -59,7 +60,7 @@ static void reply_arg_bulk(struct request *r, int i)
  * already replied. The check costs the same for any name (acl.h). */
 static int check_auth(struct request *r, int user_arg, int pass_arg)
 {
-    const struct acl *acl = r->worker->proxy->acl;
+    const struct acl *acl = r->worker->snap->acl;     /* the current config's users */
     struct client *c = r->client;
     size_t ulen = 7, plen;
     const char *user = "default";
@@ -76,7 +77,7 @@ static int check_auth(struct request *r, int user_arg, int pass_arg)
         request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }
-    c->user = u;
+    client_set_user(c, u);
     c->authenticated = 1;
     c->parser.unauthenticated = 0;
     return 0;
@@ -214,7 +215,7 @@ static void cmd_reset(struct request *r)
     free(c->name);
     c->name = NULL;
     pthread_mutex_unlock(&r->worker->clients_lock);
-    c->user = acl_default_user(r->worker->proxy->acl);
+    client_set_user(c, acl_default_user(r->worker->snap->acl));
     c->authenticated = c->user->nopass;
     c->parser.unauthenticated = !c->authenticated;
     resp_add_simple(out(r), "RESET");
@@ -580,7 +581,7 @@ void local_info_render(struct request *r, const char *const *texts, int n)
                             (long long)(time(NULL) - p->started), p->nworkers);
     if (section_wanted(r, "clients"))
         evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n\r\n",
-                            clients, p->cfg.max_clients);
+                            clients, r->worker->cfg->max_clients);
     if (section_wanted(r, "stats"))
         evbuffer_add_printf(t, "# Stats\r\ntotal_connections_received:%llu\r\n"
                             "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"

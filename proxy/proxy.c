@@ -3,7 +3,6 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <openssl/rand.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +10,11 @@
 
 #include "cluster/node.h"
 #include "keylayout/layout.h"
-#include "proxy/acl.h"
+#include "proxy/lifecycle.h"
 #include "proxy/log.h"
 #include "proxy/marker.h"
 #include "proxy/rewrite.h"
+#include "proxy/snapshot.h"
 #include "proxy/worker.h"
 
 /* Refreshes closer together than this are merged into one. */
@@ -92,50 +92,60 @@ void proxy_want_refresh(struct proxy *p)
     event_active(p->refresh_event, EV_TIMEOUT, 0);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+void proxy_source_update(struct proxy *p)
 {
-    struct proxy *p = arg;
-    (void)what;
-    log_notice("main", "received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    event_base_loopexit(p->base, NULL);
-}
-
-static void source_from_config(struct proxy *p)
-{
-    struct config *c = &p->cfg;
-    static const char **from, **to;
-    from = calloc((size_t)c->naddress_map + 1, sizeof *from);
-    to = calloc((size_t)c->naddress_map + 1, sizeof *to);
+    const struct config *c = p->snap->cfg;
+    const char **from = calloc((size_t)c->naddress_map + 1, sizeof *from);
+    const char **to = calloc((size_t)c->naddress_map + 1, sizeof *to);
     for (int i = 0; from && to && i < c->naddress_map; i++) {
         from[i] = c->address_map[i].from;
         to[i] = c->address_map[i].to;
     }
+    free(p->map_from);
+    free(p->map_to);
+    p->map_from = from;
+    p->map_to = to;
+    /* the seeds are the start-up ones: cluster needs a restart */
     p->source = (struct topology_source){
-        .seeds = (const char *const *)c->cluster, .nseeds = c->ncluster,
+        .seeds = (const char *const *)p->cfg.cluster, .nseeds = p->cfg.ncluster,
         .map_from = from, .map_to = to, .nmap = from && to ? c->naddress_map : 0,
         .user = c->cluster_user, .password = c->cluster_password,
         .connect_timeout_ms = c->node_connect_timeout_ms, .timeout_ms = c->node_timeout_ms,
     };
 }
 
-/* The key layout of layout-rules and layout-prefix, if set. A rules file
- * error reads FILE:LINE: what is wrong. */
-static int proxy_load_layout(struct proxy *p, char *err, size_t errlen)
+int proxy_layout_build(const char *rules, const struct config *c, struct layout_ref **out,
+                       char *err, size_t errlen)
 {
-    const struct config *c = &p->cfg;
-    if (!c->layout_rules)
+    *out = NULL;
+    if (!rules)
         return 0;
-    struct layout *l = layout_load_file(c->layout_rules, (const char *const *)c->layout_prefix,
+    struct layout *l = layout_load_file(rules, (const char *const *)c->layout_prefix,
                                         (size_t)c->nlayout_prefix, err, errlen);
     if (!l)
         return -1;
-    p->layout = layout_ref_new(l);
-    if (!p->layout) {
+    *out = layout_ref_new(l);
+    if (!*out) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    log_notice("layout", "key layout %s for %d prefix(es)", c->layout_rules, c->nlayout_prefix);
+    log_notice("layout", "key layout %s for %d prefix(es)", rules, c->nlayout_prefix);
     return 0;
+}
+
+void proxy_refresh_timer_update(struct proxy *p)
+{
+    int ms = p->snap->cfg->topology_refresh_ms;
+    event_del(p->refresh_timer);
+    if (ms > 0) {
+        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+        event_add(p->refresh_timer, &tv);
+    }
+}
+
+int proxy_draining(void)
+{
+    return proxy_instance && __atomic_load_n(&proxy_instance->draining, __ATOMIC_RELAXED);
 }
 
 int proxy_start(struct proxy *p, char *err, size_t errlen)
@@ -151,12 +161,12 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
-    if (proxy_load_layout(p, err, errlen) < 0)
+    p->snap = snapshot_new(&p->cfg, 0, 0, err, errlen);
+    if (!p->snap)
         return -1;
-    source_from_config(p);
-    p->acl = acl_build(&p->cfg, err, errlen);
-    if (!p->acl)
+    if (proxy_layout_build(p->cfg.layout_rules, &p->cfg, &p->layout, err, errlen) < 0)
         return -1;
+    proxy_source_update(p);
     char why[900];
     p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
     if (!p->topo) {
@@ -186,16 +196,8 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
     }
     p->refresh_event = event_new(p->base, -1, 0, refresh_cb, p);
     p->refresh_timer = event_new(p->base, -1, EV_PERSIST, refresh_timer_cb, p);
-    if (p->cfg.topology_refresh_ms > 0) {
-        struct timeval tv = { p->cfg.topology_refresh_ms / 1000,
-                              (p->cfg.topology_refresh_ms % 1000) * 1000 };
-        event_add(p->refresh_timer, &tv);
-    }
-    p->sigs[0] = evsignal_new(p->base, SIGTERM, signal_cb, p);
-    p->sigs[1] = evsignal_new(p->base, SIGINT, signal_cb, p);
-    event_add(p->sigs[0], NULL);
-    event_add(p->sigs[1], NULL);
-    return 0;
+    proxy_refresh_timer_update(p);
+    return lifecycle_install(p, err, errlen);
 }
 
 int proxy_run(struct proxy *p)

@@ -12,6 +12,7 @@
 
 #include "proxy/log.h"
 #include "proxy/proxy.h"
+#include "proxy/snapshot.h"
 
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
@@ -91,28 +92,67 @@ static void worker_take_topology(struct worker *w, struct topology *t)
     memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);
 }
 
+/* Take a new config snapshot (a reference passed to w). Connections keep
+ * what they were opened with; new ones, new clients and new commands see
+ * the new values. */
+static void worker_take_config(struct worker *w, struct config_snapshot *s)
+{
+    struct config_snapshot *old = w->snap;
+    w->snap = s;
+    w->cfg = s->cfg;
+    w->node_opts.connect_timeout_ms = s->cfg->node_connect_timeout_ms;
+    w->node_opts.timeout_ms = s->cfg->node_timeout_ms;
+    w->node_opts.user = s->cfg->cluster_user;
+    w->node_opts.password = s->cfg->cluster_password;
+    snapshot_unref(old);
+}
+
+/* Stop accepting; close each client once it is idle. */
+static void worker_start_drain(struct worker *w)
+{
+    struct client *c, *next;
+    if (w->draining)
+        return;
+    w->draining = 1;
+    if (w->listener) {
+        evconnlistener_free(w->listener);
+        w->listener = NULL;
+    }
+    for (c = TAILQ_FIRST(&w->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        client_drain_check(c);
+    }
+}
+
 static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    char drain[64];
+    char bytes[64];
     (void)what;
-    while (read(fd, drain, sizeof drain) > 0)
+    while (read(fd, bytes, sizeof bytes) > 0)
         ;
     pthread_mutex_lock(&w->mailbox_lock);
     struct topology *t = w->mailbox_topo;
+    struct config_snapshot *s = w->mailbox_snap;
+    int drain = w->mailbox_drain;
     int stop = w->mailbox_stop;
     w->mailbox_topo = NULL;
     struct layout_ref *layout = w->mailbox_layout;
     int layout_set = w->mailbox_layout_set;
     w->mailbox_layout = NULL;
     w->mailbox_layout_set = 0;
+    w->mailbox_snap = NULL;
     pthread_mutex_unlock(&w->mailbox_lock);
+    if (s)
+        worker_take_config(w, s);
     if (t)
         worker_take_topology(w, t);
     if (layout_set) {
         layout_ref_put(w->layout);
         w->layout = layout;
     }
+    if (drain)
+        worker_start_drain(w);
     if (stop)
         event_base_loopexit(w->base, NULL);
 }
@@ -147,6 +187,23 @@ void worker_post_layout(struct worker *w, struct layout_ref *ref)
     mailbox_ring(w);
 }
 
+void worker_post_config(struct worker *w, struct config_snapshot *s)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    snapshot_unref(w->mailbox_snap);    /* never taken: superseded */
+    w->mailbox_snap = snapshot_ref(s);
+    pthread_mutex_unlock(&w->mailbox_lock);
+    mailbox_ring(w);
+}
+
+void worker_post_drain(struct worker *w)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    w->mailbox_drain = 1;
+    pthread_mutex_unlock(&w->mailbox_lock);
+    mailbox_ring(w);
+}
+
 void worker_post_stop(struct worker *w)
 {
     pthread_mutex_lock(&w->mailbox_lock);
@@ -175,7 +232,6 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     memset(w, 0, sizeof *w);
     w->id = id;
     w->proxy = p;
-    w->cfg = &p->cfg;
     struct event_config *ec = event_config_new();
     if (!ec)
         return -1;
@@ -194,10 +250,7 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->paused);
-    w->node_opts.connect_timeout_ms = p->cfg.node_connect_timeout_ms;
-    w->node_opts.timeout_ms = p->cfg.node_timeout_ms;
-    w->node_opts.user = p->cfg.cluster_user;
-    w->node_opts.password = p->cfg.cluster_password;
+    worker_take_config(w, snapshot_ref(p->snap));
     worker_take_topology(w, topology_ref(t));
     w->layout = layout_ref_get(p->layout);
     return w->mailbox_event ? 0 : -1;

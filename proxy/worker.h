@@ -3,12 +3,17 @@
  * node connections and request pool. Nothing on the request path is shared
  * with another thread, so nothing on it takes a lock.
  *
- * The control thread (control.h) hands a worker a new topology through its
- * mailbox, the one place a lock is taken; the worker takes it on its own loop
- * and drops its reference to the old one. A worker's slot map starts as the
- * topology's and is patched by MOVED until the next topology arrives. The
- * key layout (rewrite.h) is published the same way: each request reads
+ * The control thread (proxy.h) hands a worker a new topology, config
+ * snapshot or key layout through its mailbox, the one place a lock is
+ * taken; the worker takes it on its own loop and drops its reference to the
+ * old one. A worker's slot map starts as the topology's and is patched by
+ * MOVED until the next topology arrives. Its config is w->cfg, the
+ * snapshot's (snapshot.h). The key layout (rewrite.h): each request reads
  * worker_layout() once, so a new one takes effect from the next request.
+ *
+ * Drain (SIGTERM): the mailbox says so; the worker closes its listener and
+ * then each client as soon as it is idle: nothing owed, nothing written,
+ * nothing unread in the proxy or in the kernel (client_drain_check).
  */
 #ifndef TAGPROXY_WORKER_H
 #define TAGPROXY_WORKER_H
@@ -26,6 +31,7 @@
 #include "proxy/rewrite.h"
 
 struct proxy;
+struct config_snapshot;
 
 struct worker_stats {
     uint64_t connections;
@@ -38,7 +44,8 @@ struct worker_stats {
 struct worker {
     int id;
     struct proxy *proxy;
-    const struct config *cfg;
+    const struct config *cfg;           /* snap's: read freely on this thread */
+    struct config_snapshot *snap;
     pthread_t thread;
     struct event_base *base;            /* without locks: only this thread uses it */
     struct io_loop loop;
@@ -48,9 +55,12 @@ struct worker {
     int mailbox_pipe[2];
     pthread_mutex_t mailbox_lock;
     struct topology *mailbox_topo;      /* under mailbox_lock */
+    struct config_snapshot *mailbox_snap;  /* under mailbox_lock */
+    int mailbox_drain;                  /* under mailbox_lock */
     int mailbox_stop;                   /* under mailbox_lock */
     struct layout_ref *mailbox_layout;  /* under mailbox_lock */
     int mailbox_layout_set;             /* under mailbox_lock: mailbox_layout is news */
+    int draining;                       /* this thread's copy of the drain */
 
     struct topology *topo;
     struct layout_ref *layout;          /* NULL: no key rewriting */
@@ -73,8 +83,11 @@ int worker_listen(struct worker *w, const char *host, int port, char *err, size_
 int worker_start(struct worker *w);
 void worker_join(struct worker *w);
 
-/* From the control thread: publish t (a reference is taken for w), or stop. */
+/* From the control thread: publish t or s (a reference is taken for w),
+ * start draining, or stop. */
 void worker_post_topology(struct worker *w, struct topology *t);
+void worker_post_config(struct worker *w, struct config_snapshot *s);
+void worker_post_drain(struct worker *w);
 void worker_post_stop(struct worker *w);
 
 /* From the control thread: publish ref (NULL: no rewriting from now on; a

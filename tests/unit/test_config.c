@@ -93,6 +93,9 @@ static void assert_config_eq(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->layout_allow_legacy_data, b->layout_allow_legacy_data);
     ck_assert_int_eq(a->log_level, b->log_level);
     assert_str_eq_null(a->log_file, b->log_file);
+    ck_assert_int_eq(a->shutdown_timeout_ms, b->shutdown_timeout_ms);
+    ck_assert_int_eq(a->daemonize, b->daemonize);
+    assert_str_eq_null(a->pidfile, b->pidfile);
 }
 
 /* ---- defaults ---- */
@@ -130,6 +133,9 @@ START_TEST(test_defaults)
     ck_assert_int_eq(d.layout_allow_legacy_data, 0);
     ck_assert_int_eq(d.log_level, LOG_NOTICE);
     ck_assert_ptr_null(d.log_file);
+    ck_assert_int_eq(d.shutdown_timeout_ms, 5000);
+    ck_assert_int_eq(d.daemonize, 0);
+    ck_assert_ptr_null(d.pidfile);
     ck_assert_ptr_null(d.path);
 
     ck_assert_int_eq(config_load(&c, NULL, NULL, 0, NULL, err, sizeof err), 0);
@@ -173,6 +179,9 @@ START_TEST(test_every_directive)
              "Address-Map 172.18.0.3:6379 127.0.0.1:7001 172.18.0.4:6379 127.0.0.1:7002\n"
              "enable-dangerous-commands YES\n"
              "log-level Debug\n"
+             "shutdown-timeout-ms 0\n"
+             "daemonize yes\n"
+             "pidfile /run/tp.pid\n"
              "log-file %s/every.log\n", tmpdir);
     ck_assert_msg(load_text(&c, text) == 0, "%s", err);
     ck_assert_str_eq(c.listen, "0.0.0.0:7777");
@@ -213,6 +222,9 @@ START_TEST(test_every_directive)
     ck_assert_int_eq(c.enable_dangerous_commands, 1);
     ck_assert_int_eq(c.log_level, LOG_DEBUG);
     ck_assert_str_eq(c.log_file + strlen(tmpdir), "/every.log");
+    ck_assert_int_eq(c.shutdown_timeout_ms, 0);
+    ck_assert_int_eq(c.daemonize, 1);
+    ck_assert_str_eq(c.pidfile, "/run/tp.pid");
     ck_assert_ptr_nonnull(c.path);
     ck_assert_int_eq(access(c.log_file, F_OK), 0);     /* opened for append */
     config_free(&c);
@@ -387,6 +399,9 @@ static const struct { const char *line; int ok; } int_vectors[] = {
     { "retry-base-ms 60000", 1 }, { "retry-base-ms 60001", 0 },
     { "retry-max-ms 1", 1 }, { "retry-max-ms 0", 0 },
     { "retry-max-ms 600000", 1 }, { "retry-max-ms 600001", 0 },
+    { "shutdown-timeout-ms 0", 1 }, { "shutdown-timeout-ms -1", 0 },
+    { "shutdown-timeout-ms 3600000", 1 }, { "shutdown-timeout-ms 3600001", 0 },
+    { "daemonize no", 1 }, { "daemonize maybe", 0 },
     { "client-query-buffer-limit 1mb", 1 }, { "client-query-buffer-limit 1048576", 1 },
     { "client-query-buffer-limit 1048575", 0 }, { "client-query-buffer-limit 1m", 0 },
     { "proto-max-bulk-len 1mb", 1 }, { "proto-max-bulk-len 1048575", 0 },
@@ -937,6 +952,7 @@ START_TEST(test_shipped_conf_mentions_every_directive)
         "retry-max-ms", "address-map", "enable-dangerous-commands", "layout-rules",
         "layout-prefix", "layout-allow-legacy-data", "log-level", "log-file",
         "script-cache-max-bytes", "script-map",
+        "shutdown-timeout-ms", "daemonize", "pidfile",
     };
     char buf[65536], needle[80], needle2[80];
     FILE *f = fopen("conf/tagproxy.conf", "r");

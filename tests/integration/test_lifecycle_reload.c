@@ -1,0 +1,237 @@
+/*
+ * SIGHUP reloads the config file (lifecycle.h), against an extra proxy
+ * started from a file this test rewrites:
+ *  - a changed requirepass: a client logged in before stays connected and
+ *    keeps working; a new one needs the new password, the old one is refused;
+ *  - a broken file: the reload is refused with FILE:LINE in the log and the
+ *    running config (the old password) stays; a fixed file then loads;
+ *  - a restart-only change (threads) is logged as needing a restart and not
+ *    applied, while the rest of the same file is;
+ *  - a lowered max-clients applies to new connections, not to open ones;
+ *  - the layout-rules file is read again: new rules rewrite the next
+ *    command's keys; a broken rules file is refused with its FILE:LINE.
+ * No password ever reaches the log.
+ */
+#include "lifecycle.h"
+
+static struct h_proxy proxy;
+static char conf[600];
+
+static void teardown(void)
+{
+    h_proxy_stop(&proxy);
+}
+
+static redisContext *connect_proxy(void)
+{
+    return h_connect_node(&proxy.addr);
+}
+
+/* AUTH pass on c: the reply (caller frees). */
+static redisReply *auth(redisContext *c, const char *pass)
+{
+    return h_cmd(c, "AUTH %s", pass);
+}
+
+static void expect_works(redisContext *c, const char *key, const char *value)
+{
+    H_OK(c, "SET %s %s", key, value);
+    redisReply *r = h_cmd(c, "GET %s", key);
+    H_EXPECT_BULK(r, value);
+    freeReplyObject(r);
+}
+
+/* The log never shows a password this test used. */
+static void expect_no_secret_logged(void)
+{
+    static const char *const secrets[] = { "old-secret-1", "new-secret-2", "third-secret-3" };
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        ck_assert_msg(lc_count(proxy.log, secrets[i]) == 0, "the log shows a password");
+}
+
+START_TEST(reload_requirepass)
+{
+    char key[128];
+    redisReply *r;
+
+    lc_start(&proxy, "requirepass old-secret-1\n", conf, sizeof(conf), NULL);
+    H_FMT(key, sizeof(key), "%s:reload:a", h_prefix());
+    redisContext *old = connect_proxy();
+    r = auth(old, "old-secret-1");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    expect_works(old, key, "before");
+
+    lc_write(conf, "requirepass new-secret-2\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+
+    /* the client logged in before: same connection, still served */
+    expect_works(old, key, "after");
+
+    redisContext *fresh = connect_proxy();
+    r = h_cmd(fresh, "GET %s", key);
+    H_EXPECT_ERR(r, "NOAUTH");
+    freeReplyObject(r);
+    r = auth(fresh, "old-secret-1");
+    H_EXPECT_ERR(r, "WRONGPASS");
+    freeReplyObject(r);
+    r = auth(fresh, "new-secret-2");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(fresh, "GET %s", key);
+    H_EXPECT_BULK(r, "after");
+    freeReplyObject(r);
+
+    /* and the old connection is still the same one, not a reconnect */
+    r = h_cmd(old, "CLIENT ID");
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    ck_assert_int_eq(old->err, 0);
+    expect_no_secret_logged();
+    redisFree(fresh);
+    redisFree(old);
+}
+END_TEST
+
+START_TEST(reload_broken_file_keeps_old)
+{
+    char where[700];
+    redisReply *r;
+
+    lc_start(&proxy, "requirepass old-secret-1\n", conf, sizeof(conf), NULL);
+    /* line 3 is wrong: nothing of this file may apply, not even line 1 */
+    lc_write(conf, "requirepass new-secret-2\n# a comment\nmax-clients lots\n");
+    lc_signal(&proxy, SIGHUP, "running config is kept", 1);
+    H_FMT(where, sizeof(where), "%s:3: 'max-clients' must be an integer", conf);
+    ck_assert_msg(lc_count(proxy.log, where) == 1, "the log does not name %s", where);
+
+    redisContext *c = connect_proxy();
+    r = auth(c, "new-secret-2");
+    H_EXPECT_ERR(r, "WRONGPASS");
+    freeReplyObject(r);
+    r = auth(c, "old-secret-1");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+
+    /* an unreadable file is refused the same way */
+    ck_assert_int_eq(unlink(conf), 0);
+    lc_signal(&proxy, SIGHUP, "running config is kept", 2);
+    ck_assert_msg(lc_count(proxy.log, "cannot open config file") == 1,
+                  "the log does not say the file is missing");
+
+    /* fixed: the next SIGHUP loads it */
+    lc_write(conf, "requirepass third-secret-3\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    redisContext *d = connect_proxy();
+    r = auth(d, "third-secret-3");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(c, "PING");           /* logged in under the first password: stays */
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    expect_no_secret_logged();
+    redisFree(d);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(reload_restart_only_logged)
+{
+    redisReply *r;
+
+    lc_start(&proxy, "threads 1\nmax-clients 100\n", conf, sizeof(conf), NULL);
+    redisContext *a = connect_proxy();
+    redisContext *b = connect_proxy();
+    lc_write(conf, "threads 2\nmax-clients 2\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    ck_assert_msg(lc_count(proxy.log, "'threads' changed: it needs a restart") == 1,
+                  "the threads change is not logged as needing a restart");
+    /* listen and cluster come from the command line, which still wins */
+    ck_assert_int_eq(lc_count(proxy.log, "'listen' changed"), 0);
+    ck_assert_int_eq(lc_count(proxy.log, "'cluster' changed"), 0);
+
+    r = h_cmd(a, "INFO server");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(strstr(r->str, "threads:1\r\n") != NULL, "threads changed without a restart");
+    freeReplyObject(r);
+
+    /* max-clients 2 applied: a and b stay, a third is turned away */
+    redisContext *c = connect_proxy();
+    r = redisCommand(c, "PING");
+    ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ERROR &&
+                  strstr(r->str, "max number of clients") != NULL,
+                  "a third client was not refused: %s", h_show(r));
+    freeReplyObject(r);
+    redisFree(c);
+    r = h_cmd(b, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(b);
+    redisFree(a);
+}
+END_TEST
+
+/* GET name on the master that owns it: whether it holds value. */
+static void expect_on_node(const char *name, const char *value)
+{
+    struct h_topo t;
+    h_topo_load(&t);
+    redisContext *n = h_connect_owner(&t, name);
+    redisReply *r = h_cmd(n, "GET %s", name);
+    H_EXPECT_BULK(r, value);
+    freeReplyObject(r);
+    redisFree(n);
+}
+
+START_TEST(reload_layout_rules)
+{
+    char rules[600], text[1400], prefix[64], key[128], where[700];
+
+    H_FMT(prefix, sizeof(prefix), "lc%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    H_FMT(rules, sizeof(rules), "%s/lifecycle-%s.rules", h_env("TAGPROXY_TEST_DIR"), prefix);
+    lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:one\n");
+    H_FMT(text, sizeof(text), "layout-rules %s\nlayout-prefix %s\n", rules, prefix);
+    lc_start(&proxy, text, conf, sizeof(conf), NULL);
+    redisContext *c = connect_proxy();
+    H_FMT(key, sizeof(key), "%s:thing:1", prefix);
+    H_OK(c, "SET %s first", key);
+    H_FMT(key, sizeof(key), "%s:{t:1}:one", prefix);
+    expect_on_node(key, "first");
+
+    lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:two\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    H_FMT(key, sizeof(key), "%s:thing:2", prefix);
+    H_OK(c, "SET %s second", key);                      /* same connection */
+    H_FMT(key, sizeof(key), "%s:{t:2}:two", prefix);
+    expect_on_node(key, "second");
+
+    lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:two\nrule broken\n");
+    lc_signal(&proxy, SIGHUP, "running config is kept", 1);
+    H_FMT(where, sizeof(where), "running config is kept: %s:2:", rules);
+    ck_assert_msg(lc_count(proxy.log, where) == 1, "the log does not name %s:2", rules);
+    H_FMT(key, sizeof(key), "%s:thing:3", prefix);
+    H_OK(c, "SET %s third", key);
+    H_FMT(key, sizeof(key), "%s:{t:3}:two", prefix);
+    expect_on_node(key, "third");
+    redisFree(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("lifecycle_reload");
+    TCase *tc = tcase_create("sighup");
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, reload_requirepass);
+    tcase_add_test(tc, reload_broken_file_keeps_old);
+    tcase_add_test(tc, reload_restart_only_logged);
+    tcase_add_test(tc, reload_layout_rules);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(suite());
+}
