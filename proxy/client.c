@@ -66,6 +66,22 @@ void client_set_user(struct client *c, const struct acl_user *u)
         snapshot_unref(old);
 }
 
+int client_user_refresh(struct client *c)
+{
+    const struct acl *acl = c->worker->snap->acl;
+    for (int i = 0; i < acl->nusers; i++) {
+        if (strcmp(acl->users[i].name, c->user->name) != 0)
+            continue;
+        client_set_user(c, &acl->users[i]);
+        if (c->user->nopass && !c->authenticated) {     /* requirepass was removed */
+            c->authenticated = 1;
+            c->parser.unauthenticated = 0;
+        }
+        return 0;
+    }
+    return -1;
+}
+
 /* Unlisted now, freed on the next round: never under its own callback. */
 static void client_free(struct client *c)
 {

@@ -71,6 +71,14 @@ void client_close_after_replies(struct client *c);
  * which c keeps (a reference) as long as it runs as u. */
 void client_set_user(struct client *c, const struct acl_user *u);
 
+/*
+ * After a reload (c->user_snap is not its worker's snapshot): c runs as the
+ * user of the same name in the current config, with its new rules; a login
+ * stays a login, as in Redis, whatever the new password. -1 when the
+ * current config has no such user (c->user unchanged).
+ */
+int client_user_refresh(struct client *c);
+
 /* Close now. The struct lives until its last request ends. */
 void client_close(struct client *c, const char *why);
 

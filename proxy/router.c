@@ -783,6 +783,14 @@ void router_dispatch(struct request *r)
         request_fail(r, msg);
         return;
     }
+    if (c->user_snap != r->worker->snap && client_user_refresh(c) < 0) {
+        /* as Redis closes the connections of a deleted user */
+        snprintf(msg, sizeof msg, "NOAUTH user '%s' was removed by a config reload",
+                 c->user->name);
+        request_fail(r, msg);
+        client_close_after_replies(c);
+        return;
+    }
     if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
         request_fail(r, "NOAUTH Authentication required.");
         return;

@@ -19,8 +19,9 @@
  * snapshot is valid while the worker holds that snapshot, which is until
  * the worker's loop takes the next one; whatever keeps such a pointer
  * longer takes its own reference: a client keeps the snapshot of the user
- * it runs as (client_set_user), so a client logged in before a reload
- * keeps its login and its rules until it logs in again.
+ * it runs as (client_set_user). After a reload a client stays logged in
+ * and runs, from its next command, with its user's new rules
+ * (client_user_refresh); a user the new config removed is logged out.
  */
 #ifndef TAGPROXY_SNAPSHOT_H
 #define TAGPROXY_SNAPSHOT_H

@@ -8,6 +8,9 @@
  *  - a restart-only change (threads) is logged as needing a restart and not
  *    applied, while the rest of the same file is;
  *  - a lowered max-clients applies to new connections, not to open ones;
+ *  - user lines: a logged-in user stays logged in and gets its new rules
+ *    at its next command; a new password applies to new logins; a user
+ *    removed from the file is logged out (NOAUTH, connection closed);
  *  - the layout-rules file is read again: new rules rewrite the next
  *    command's keys; a broken rules file is refused with its FILE:LINE.
  * No password ever reaches the log.
@@ -171,6 +174,51 @@ START_TEST(reload_restart_only_logged)
 }
 END_TEST
 
+START_TEST(reload_users)
+{
+    char key[128];
+    redisReply *r;
+
+    H_FMT(key, sizeof(key), "%s:reload:users", h_prefix());
+    lc_start(&proxy, "user bob old-secret-1 +get +ping\nuser eve third-secret-3 +ping\n",
+             conf, sizeof(conf), NULL);
+    redisContext *bob = connect_proxy();
+    r = h_cmd(bob, "AUTH bob old-secret-1");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    redisContext *eve = connect_proxy();
+    r = h_cmd(eve, "AUTH eve third-secret-3");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(bob, "SET %s x", key);
+    H_EXPECT_ERR(r, "NOPERM");
+    freeReplyObject(r);
+
+    lc_write(conf, "user bob new-secret-2 +get +set +ping\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    H_OK(bob, "SET %s y", key);                 /* still logged in, new rules */
+    r = h_cmd(bob, "GET %s", key);
+    H_EXPECT_BULK(r, "y");
+    freeReplyObject(r);
+    r = h_cmd(eve, "PING");                     /* eve is gone from the file */
+    H_EXPECT_ERR(r, "NOAUTH");
+    freeReplyObject(r);
+    ck_assert_msg(redisCommand(eve, "PING") == NULL, "eve's connection stays open");
+
+    redisContext *fresh = connect_proxy();
+    r = h_cmd(fresh, "AUTH bob old-secret-1");
+    H_EXPECT_ERR(r, "WRONGPASS");
+    freeReplyObject(r);
+    r = h_cmd(fresh, "AUTH bob new-secret-2");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    expect_no_secret_logged();
+    redisFree(fresh);
+    redisFree(eve);
+    redisFree(bob);
+}
+END_TEST
+
 /* GET name on the master that owns it: whether it holds value. */
 static void expect_on_node(const char *name, const char *value)
 {
@@ -227,6 +275,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reload_broken_file_keeps_old);
     tcase_add_test(tc, reload_restart_only_logged);
     tcase_add_test(tc, reload_layout_rules);
+    tcase_add_test(tc, reload_users);
     suite_add_tcase(s, tc);
     return s;
 }
