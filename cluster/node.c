@@ -132,6 +132,11 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
 {
     struct node_req *r = TAILQ_FIRST(&c->inflight);
+    if (!r) {                   /* only with on_push: read_cb checked */
+        c->on_push(c, in, bytes, len, &c->scan, c->push_arg);
+        reply_scanner_init(&c->scan);
+        return;
+    }
     TAILQ_REMOVE(&c->inflight, r, link);
     c->ninflight--;
     r->on_reply(r, in, bytes, len, &c->scan);
@@ -162,7 +167,7 @@ static void read_cb(struct io_conn *io, void *arg)
             protocol_broken(c, "malformed reply");
             return;
         }
-        if (st == REPLY_SCAN_DONE && TAILQ_EMPTY(&c->inflight)) {
+        if (st == REPLY_SCAN_DONE && TAILQ_EMPTY(&c->inflight) && !c->on_push) {
             protocol_broken(c, "reply to no request");
             return;
         }
@@ -279,6 +284,15 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
     c->ninflight++;
     io_out_add(&c->io, bytes, len);
     io_conn_want_write(&c->io);
+}
+
+int node_send_raw(struct node_conn *c, const void *bytes, size_t len)
+{
+    if (c->state == NODE_CLOSED)
+        return -1;
+    io_out_add(&c->io, bytes, len);
+    io_conn_want_write(&c->io);
+    return 0;
 }
 
 static void free_later_cb(evutil_socket_t fd, short what, void *arg)

@@ -24,6 +24,10 @@
  * on_fail() says whether the request may have run: a request whose bytes
  * never left the output buffer did not run and may be retried; one that was
  * written may have run and must not be.
+ *
+ * A subscriber connection (pub/sub) has replies no request asked for: its
+ * owner sets on_push, writes its commands with node_send_raw() (outside the
+ * FIFO), and gets every reply that no request in the FIFO waits for.
  */
 #ifndef TAGPROXY_NODE_H
 #define TAGPROXY_NODE_H
@@ -46,6 +50,9 @@ struct node_req;
 typedef void node_reply_fn(struct node_req *r, struct evbuffer *in, const char *bytes,
                            size_t len, const struct reply_scanner *s);
 typedef void node_fail_fn(struct node_req *r, int may_have_run, const char *why);
+/* A reply with no request in the FIFO (subscriber connections), as above. */
+typedef void node_push_fn(struct node_conn *c, struct evbuffer *in, const char *bytes,
+                          size_t len, const struct reply_scanner *s, void *arg);
 
 /* Embedded in whatever the caller sends; the caller owns its memory and must
  * keep it alive until on_reply or on_fail has been called. */
@@ -90,6 +97,8 @@ struct node_conn {
     void *down_arg;                 /* for both */
     void *ext;                      /* another module's state for this connection */
     void (*ext_free)(void *ext);    /* frees it with the connection */
+    node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol */
+    void *push_arg;
 };
 
 /* Start connecting (non-blocking) to sa; requests may be sent at once.
@@ -100,6 +109,9 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
 
 /* Queue len bytes of command for r. The bytes are copied. */
 void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_t len);
+
+/* Queue bytes whose replies go to on_push (not the FIFO). -1 when closed. */
+int node_send_raw(struct node_conn *c, const void *bytes, size_t len);
 
 /* Queue ASKING (its +OK is consumed here) right before the next command. */
 void node_send_asking(struct node_conn *c);

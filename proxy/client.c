@@ -14,6 +14,7 @@
 #include "proxy/acl.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
+#include "proxy/pubsub.h"
 #include "proxy/router.h"
 #include "proxy/snapshot.h"
 #include "proxy/worker.h"
@@ -141,6 +142,7 @@ void client_close(struct client *c, const char *why)
                     (unsigned long long)c->id, c->addr, why);
     c->state = CLIENT_GONE;
     io_conn_close(&c->io);
+    pubsub_client_gone(c);      /* its subscriber connections close now */
     /* Requests still at a node keep the client until they end. */
     client_flush(c);
 }
@@ -159,13 +161,18 @@ void client_close_after_replies(struct client *c)
 static int client_over_limits(struct client *c, size_t held)
 {
     const struct config *cfg = c->worker->cfg;
-    if (cfg->client_output_hard_limit && held > (size_t)cfg->client_output_hard_limit)
+    /* a subscriber has the pubsub class's limits, as in Redis */
+    int sub = pubsub_subscribed(c);
+    long long hard = sub ? cfg->client_output_pubsub_hard_limit : cfg->client_output_hard_limit;
+    long long soft = sub ? cfg->client_output_pubsub_soft_limit : cfg->client_output_soft_limit;
+    int secs = sub ? cfg->client_output_pubsub_soft_seconds : cfg->client_output_soft_seconds;
+    if (hard && held > (size_t)hard)
         return 1;
-    if (cfg->client_output_soft_limit && held > (size_t)cfg->client_output_soft_limit) {
+    if (soft && held > (size_t)soft) {
         time_t now = time(NULL);
         if (!c->soft_limit_since)
             c->soft_limit_since = now;
-        return now - c->soft_limit_since >= cfg->client_output_soft_seconds;
+        return now - c->soft_limit_since >= secs;
     }
     c->soft_limit_since = 0;
     return 0;
@@ -377,13 +384,16 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
 void client_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
+    int sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
     snprintf(buf, len,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 "
-             "sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
+             "sub=%d psub=%d ssub=%d multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s "
              "redir=-1 resp=2",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
+             sub + psub + ssub ? "P" : "N", sub, psub, ssub,
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

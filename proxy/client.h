@@ -56,6 +56,7 @@ struct client {
     struct event *retry_timer;      /* sends held_back when the backoff ends */
     uint64_t next_seq;
     time_t soft_limit_since;        /* 0: output under the soft limit */
+    struct pubsub *pubsub;          /* subscriptions (pubsub.h), NULL until one */
 };
 
 /* Take over an accepted socket. */

@@ -524,9 +524,15 @@ static int set_output_limit(struct loader *l, const struct directive *d, int arg
                  d->name, d->min, d->max);
         return -1;
     }
-    l->c.client_output_hard_limit = hard;
-    l->c.client_output_soft_limit = soft;
-    l->c.client_output_soft_seconds = (int)secs;
+    if (strcmp(d->name, "client-output-buffer-limit-pubsub") == 0) {
+        l->c.client_output_pubsub_hard_limit = hard;
+        l->c.client_output_pubsub_soft_limit = soft;
+        l->c.client_output_pubsub_soft_seconds = (int)secs;
+    } else {
+        l->c.client_output_hard_limit = hard;
+        l->c.client_output_soft_limit = soft;
+        l->c.client_output_soft_seconds = (int)secs;
+    }
     return 0;
 }
 
@@ -567,6 +573,7 @@ static const struct directive directives[] = {
     { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
     { "proto-max-bulk-len",        1,  1, set_memory,       AT(proto_max_bulk_len), MB, LLONG_MAX },
     { "client-output-buffer-limit", 3, 3, set_output_limit, 0, 0, 86400 },
+    { "client-output-buffer-limit-pubsub", 3, 3, set_output_limit, 0, 0, 86400 },
     { "node-connect-timeout-ms",   1,  1, set_int,          AT(node_connect_timeout_ms), 1, 3600000 },
     { "node-timeout-ms",           1,  1, set_int,          AT(node_timeout_ms), 1, 3600000 },
     { "topology-refresh-ms",       1,  1, set_int,          AT(topology_refresh_ms), 0, 86400000 },
@@ -965,6 +972,9 @@ void config_defaults(struct config *c)
     c->client_output_hard_limit = 256 * MB;
     c->client_output_soft_limit = 64 * MB;
     c->client_output_soft_seconds = 60;
+    c->client_output_pubsub_hard_limit = 32 * MB;
+    c->client_output_pubsub_soft_limit = 8 * MB;
+    c->client_output_pubsub_soft_seconds = 60;
     c->node_connect_timeout_ms = 1000;
     c->node_timeout_ms = 5000;
     c->topology_refresh_ms = 10000;

@@ -82,6 +82,9 @@ struct config {
     long long client_output_hard_limit;    /* bytes, 0 = none; default 256mb */
     long long client_output_soft_limit;    /* bytes, 0 = none; default 64mb */
     int       client_output_soft_seconds;  /* default 60 */
+    long long client_output_pubsub_hard_limit;  /* subscribed clients; default 32mb */
+    long long client_output_pubsub_soft_limit;  /* default 8mb */
+    int       client_output_pubsub_soft_seconds; /* default 60 */
     int    node_connect_timeout_ms;     /* default 1000 */
     int    node_timeout_ms;             /* default 5000 */
     int    topology_refresh_ms;         /* default 10000; 0 disables the timer */

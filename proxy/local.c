@@ -16,6 +16,7 @@
 #include "proxy/index.h"
 #include "proxy/listing.h"
 #include "proxy/proxy.h"
+#include "proxy/pubsub.h"
 #include "proxy/request.h"
 #include "proxy/resp.h"
 #include "proxy/router.h"
@@ -218,6 +219,7 @@ static void cmd_reset(struct request *r)
     client_set_user(c, acl_default_user(r->worker->snap->acl));
     c->authenticated = c->user->nopass;
     c->parser.unauthenticated = !c->authenticated;
+    pubsub_reset(c);
     resp_add_simple(out(r), "RESET");
     request_finish(r);
 }

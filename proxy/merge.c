@@ -299,6 +299,108 @@ static void merge_any_ok(struct request *p, struct evbuffer *out)
         evbuffer_add_buffer(out, request_reply_buffer(pick));
 }
 
+struct elem {
+    const char *p;
+    size_t len;
+};
+
+static int elem_cmp(const void *a, const void *b)
+{
+    const struct elem *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->p, y->p, x->len);
+}
+
+/* Every part's array elements, each distinct one once (sorted: the order of
+ * a node's answer is its dict's, which no client can rely on). */
+static void merge_union(struct request *p, struct evbuffer *out)
+{
+    long total = 0, n;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if ((n = array_elements(b, len, NULL, NULL, -1)) < 0) {
+            resp_add_error(out, cannot_merge);
+            return;
+        }
+        total += n;
+    }
+    struct elem *all = malloc(sizeof *all * (size_t)(total ? total : 1));
+    const char **pe = malloc(sizeof *pe * (size_t)(total ? total : 1));
+    size_t *pl = malloc(sizeof *pl * (size_t)(total ? total : 1));
+    long k = 0, uniq = 0;
+    if (!all || !pe || !pl) {
+        resp_add_error(out, "ERR out of memory");
+        goto out;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        n = array_elements(b, len, pe, pl, -1);
+        for (long j = 0; j < n; j++, k++) {
+            all[k].p = pe[j];
+            all[k].len = pl[j];
+        }
+    }
+    qsort(all, (size_t)k, sizeof *all, elem_cmp);
+    for (long j = 0; j < k; j++)
+        if (j == 0 || elem_cmp(&all[j], &all[j - 1]) != 0)
+            all[uniq++] = all[j];
+    resp_add_array(out, uniq);
+    for (long j = 0; j < uniq; j++)
+        evbuffer_add(out, all[j].p, all[j].len);
+out:
+    free(all);
+    free(pe);
+    free(pl);
+}
+
+/* [name, count, name, count, ...] from every part, in the same order: the
+ * first part's names with every part's counts added. */
+static void merge_numsub(struct request *p, struct evbuffer *out)
+{
+    size_t len0;
+    const char *b0 = part_bytes(p->parts[0], &len0);
+    long n = array_elements(b0, len0, NULL, NULL, -1);
+    const char **pe = n > 0 ? malloc(sizeof *pe * (size_t)n) : NULL;
+    size_t *pl = n > 0 ? malloc(sizeof *pl * (size_t)n) : NULL;
+    long long *sums = n > 0 ? calloc((size_t)n, sizeof *sums) : NULL;
+    if (n < 0 || n % 2) {
+        resp_add_error(out, cannot_merge);
+        return;
+    }
+    if (n > 0 && (!pe || !pl || !sums)) {
+        resp_add_error(out, "ERR out of memory");
+        goto out;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (array_elements(b, len, pe, pl, n) != n) {
+            resp_add_error(out, cannot_merge);
+            goto out;
+        }
+        for (long j = 1; j < n; j += 2) {
+            if (pe[j][0] != ':') {
+                resp_add_error(out, cannot_merge);
+                goto out;
+            }
+            sums[j] += strtoll(pe[j] + 1, NULL, 10);
+        }
+    }
+    array_elements(b0, len0, pe, pl, n);
+    resp_add_array(out, n);
+    for (long j = 0; j < n; j += 2) {
+        evbuffer_add(out, pe[j], pl[j]);
+        resp_add_integer(out, sums[j + 1]);
+    }
+out:
+    free(pe);
+    free(pl);
+    free(sums);
+}
+
 void merge_replies(struct request *p)
 {
     struct evbuffer *out = request_reply_buffer(p);
@@ -325,6 +427,8 @@ void merge_replies(struct request *p)
     case MERGE_RANDOM: merge_random(p, out); break;
     case MERGE_SCRIPT_LOAD: merge_script_load(p, out); break;
     case MERGE_AND:    merge_and(p, out); break;
+    case MERGE_UNION:  merge_union(p, out); break;
+    case MERGE_NUMSUB: merge_numsub(p, out); break;
     case MERGE_KEYSPACE: {
         const char *texts[p->nparts > 0 ? p->nparts : 1];
         for (int i = 0; i < p->nparts; i++) {

@@ -51,6 +51,8 @@ enum merge_kind {
     MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
     MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
                            (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
+    MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
+    MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 

@@ -18,6 +18,7 @@
 #include "proxy/index.h"
 #include "proxy/local.h"
 #include "proxy/log.h"
+#include "proxy/pubsub.h"
 #include "proxy/rewrite.h"
 #include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
@@ -31,6 +32,7 @@ enum policy {
     POLICY_DANGEROUS,       /* one master, when dangerous commands are on */
     POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
     POLICY_SCRIPT,          /* EVAL*, FCALL*, SCRIPT, FUNCTION: scriptcmd.h */
+    POLICY_PUBSUB,          /* pubsub.h */
     POLICY_LATER            /* not routed yet */
 };
 
@@ -41,7 +43,6 @@ struct policy_entry {
 };
 
 static const char later_tx[] = "transactions are not routed by this proxy yet";
-static const char later_pubsub[] = "pub/sub is not routed by this proxy yet";
 static const char later_block[] = "blocking commands are not routed by this proxy yet";
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
 
@@ -84,11 +85,11 @@ static const struct policy_entry policy_names[] = {
     { "multi", POLICY_LATER, later_tx }, { "exec", POLICY_LATER, later_tx },
     { "discard", POLICY_LATER, later_tx }, { "watch", POLICY_LATER, later_tx },
     { "unwatch", POLICY_LATER, later_tx },
-    { "subscribe", POLICY_LATER, later_pubsub }, { "psubscribe", POLICY_LATER, later_pubsub },
-    { "unsubscribe", POLICY_LATER, later_pubsub }, { "punsubscribe", POLICY_LATER, later_pubsub },
-    { "ssubscribe", POLICY_LATER, later_pubsub }, { "sunsubscribe", POLICY_LATER, later_pubsub },
-    { "publish", POLICY_LATER, later_pubsub }, { "spublish", POLICY_LATER, later_pubsub },
-    { "pubsub", POLICY_LATER, later_pubsub },
+    { "subscribe", POLICY_PUBSUB, NULL }, { "psubscribe", POLICY_PUBSUB, NULL },
+    { "unsubscribe", POLICY_PUBSUB, NULL }, { "punsubscribe", POLICY_PUBSUB, NULL },
+    { "ssubscribe", POLICY_PUBSUB, NULL }, { "sunsubscribe", POLICY_PUBSUB, NULL },
+    { "publish", POLICY_FORWARD, NULL }, { "spublish", POLICY_PUBSUB, NULL },
+    { "pubsub", POLICY_PUBSUB, NULL },
     { "blpop", POLICY_LATER, later_block }, { "brpop", POLICY_LATER, later_block },
     { "blmove", POLICY_LATER, later_block }, { "brpoplpush", POLICY_LATER, later_block },
     { "blmpop", POLICY_LATER, later_block }, { "bzpopmin", POLICY_LATER, later_block },
@@ -802,6 +803,8 @@ void router_dispatch(struct request *r)
         request_fail(r, msg);
         return;
     }
+    if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */
+        return;
     const struct policy_entry *e = policy_get(cmd);
     enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
     /* legacy key names become cluster names before anything is planned by
@@ -825,6 +828,9 @@ void router_dispatch(struct request *r)
         return;
     case POLICY_SCRIPT:
         scriptcmd_dispatch(r);
+        return;
+    case POLICY_PUBSUB:
+        pubsub_dispatch(r);
         return;
     case POLICY_SPLIT:
         if (strcmp(cmd->name, "mget") == 0)

@@ -1,0 +1,60 @@
+/*
+ * pubsub: SUBSCRIBE and friends through the proxy.
+ *
+ * A client's subscriptions live here (struct pubsub, made on its first
+ * subscribe): the channels, patterns and shard channels it holds, which is
+ * what every confirmation's count and the subscribed-mode check (only
+ * (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET) are answered from,
+ * as one redis-server answers them.
+ *
+ * Messages come over dedicated subscriber connections (node.h's on_push):
+ *
+ *   channels + patterns ──► one connection to one master (spread by client
+ *                           id); PUBLISH reaches it from any node, as the
+ *                           cluster propagates it
+ *   shard channels      ──► one connection per shard that owns their slots
+ *
+ *   node ── message/pmessage/smessage ──► client output (or, behind replies
+ *                                         still owed, a done request in the
+ *                                         client's queue), if the client
+ *                                         still holds the channel/pattern
+ *   node ── (un)subscribe confirmations ──► complete the client's waiting
+ *                                           SUBSCRIBE, whose reply the proxy
+ *                                           built with its own counts
+ *
+ * A SUBSCRIBE's reply goes out only once the node has confirmed it, so a
+ * message published after the client saw the confirmation is delivered.
+ * UNSUBSCRIBE is answered at once: messages of what the client no longer
+ * holds are dropped. A connection that fails, or that does not answer its
+ * keepalive PING within node-timeout-ms, is replaced: all channels and
+ * patterns are subscribed again on the next master (shard channels on their
+ * slot's master), after a backoff; messages published meanwhile are lost.
+ * When the client's count returns to 0, or it leaves, its connections close.
+ */
+#ifndef TAGPROXY_PUBSUB_H
+#define TAGPROXY_PUBSUB_H
+
+struct client;
+struct request;
+
+/* The client holds at least one channel, pattern or shard channel. */
+int pubsub_subscribed(const struct client *c);
+
+/* For a subscribed client: refuse what Redis refuses in that context, and
+ * answer PING. 1 when r was handled (answered) here. */
+int pubsub_intercept(struct request *r);
+
+/* SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
+ * SUNSUBSCRIBE, SPUBLISH and PUBSUB subcommands. */
+void pubsub_dispatch(struct request *r);
+
+/* RESET: drop every subscription and connection. */
+void pubsub_reset(struct client *c);
+
+/* The client is gone: close its connections (freed late). */
+void pubsub_client_gone(struct client *c);
+
+/* Counts for CLIENT LIST (0 without subscriptions). */
+void pubsub_counts(const struct client *c, int *sub, int *psub, int *ssub);
+
+#endif
