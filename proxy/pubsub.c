@@ -299,15 +299,16 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
     if (!nc || nc->state != NODE_READY)
         return;         /* connecting: node.c times the connect out */
     uint64_t now = node_now_ms();
-    if (sc->ping_ms > nc->last_read_ms && now - sc->ping_ms >= (uint64_t)timeout) {
-        char why[200];
-        snprintf(why, sizeof why, "subscriber connection to node %s did not answer within %d ms",
-                 nc->addr, timeout);
-        node_conn_close(nc, why);     /* conn_down() takes it from here */
+    if (sc->ping_ms > nc->last_read_ms) {       /* a PING is unanswered */
+        if (now - sc->ping_ms >= (uint64_t)timeout) {
+            char why[200];
+            snprintf(why, sizeof why, "subscriber connection to node %s did not answer "
+                     "within %d ms", nc->addr, timeout);
+            node_conn_close(nc, why);     /* conn_down() takes it from here */
+        }
         return;
     }
-    uint64_t quiet = now - (sc->ping_ms > nc->last_read_ms ? sc->ping_ms : nc->last_read_ms);
-    if (quiet >= (uint64_t)(timeout / 2)) {
+    if (now - nc->last_read_ms >= (uint64_t)(timeout / 2)) {
         static const char ping[] = "*1\r\n$4\r\nPING\r\n";
         node_send_raw(nc, ping, sizeof ping - 1);
         sc->ping_ms = now;
