@@ -2,6 +2,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +209,9 @@ static struct pubsub *ps_get(struct client *c)
         free(ps);
         return NULL;
     }
+    pthread_mutex_lock(&c->worker->clients_lock);     /* CLIENT LIST reads it */
     c->pubsub = ps;
+    pthread_mutex_unlock(&c->worker->clients_lock);
     return ps;
 }
 
@@ -665,8 +668,8 @@ static const char *push_name(struct evbuffer *in, const char *bytes, size_t len,
 static void deliver(struct pubsub *ps, struct evbuffer *in, const char *bytes, size_t len)
 {
     struct client *c = ps->client;
-    struct evbuffer *out = client_output(c);
-    if (!out) {
+    struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
+    if (!out) {                 /* nothing after QUIT's +OK */
         if (in)
             evbuffer_drain(in, len);
         return;
@@ -1222,7 +1225,11 @@ static void teardown(struct client *c)
     struct sub_conn *sc;
     if (!ps)
         return;
+    /* CLIENT LIST, on any thread, reads c->pubsub under this lock: once it
+     * is cleared no reader holds ps */
+    pthread_mutex_lock(&c->worker->clients_lock);
     c->pubsub = NULL;
+    pthread_mutex_unlock(&c->worker->clients_lock);
     ps->gone = 1;
     evtimer_del(ps->resub_timer);
     if (ps->main)
