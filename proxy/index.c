@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "proxy/resp.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
+#include "proxy/scripts.h"
 #include "proxy/worker.h"
 
 /* ---- the scripts ---- */
@@ -26,20 +26,19 @@
 struct script {
     const char *body;
     const size_t *len;
-    char sha[41];
+    char sha[SCRIPTS_SHA_HEX];
 };
 
 static struct script script_write = { embed_index_write, &embed_index_write_len, "" };
 static struct script script_read = { embed_index_read, &embed_index_read_len, "" };
 
+/* Registered with scripts.h, whose NOSCRIPT recovery (SCRIPT LOAD on that
+ * master, then the EVALSHA again) then covers them; out of memory at start,
+ * only the SHA is known and a NOSCRIPT reaches the client. */
 static void script_hash(struct script *s)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (!EVP_Digest(s->body, *s->len, md, &n, EVP_sha1(), NULL) || n != 20)
-        abort();        /* SHA-1 is always there in OpenSSL 3's default provider */
-    for (unsigned int i = 0; i < n; i++)
-        snprintf(s->sha + 2 * i, 3, "%02x", md[i]);
+    if (scripts_register(s->body, *s->len, s->sha) < 0)
+        scripts_sha1_hex(s->body, *s->len, s->sha);
 }
 
 void index_init(void)
@@ -229,7 +228,7 @@ const char *index_wrap_error(int rc)
         : "ERR out of memory";
 }
 
-/* ---- NOSCRIPT ---- */
+/* ---- replies ---- */
 
 static const struct script *script_of(const struct request *r)
 {
@@ -245,27 +244,6 @@ static const struct script *script_of(const struct request *r)
     if (len == 40 && memcmp(sha, script_read.sha, 40) == 0)
         return &script_read;
     return NULL;
-}
-
-int index_on_noscript(struct request *r)
-{
-    const struct script *s = script_of(r);
-    if (!s)
-        return 0;
-    const char **argv = malloc(sizeof *argv * (size_t)r->argc);
-    size_t *lens = malloc(sizeof *lens * (size_t)r->argc);
-    int rc = 0;
-    if (argv && lens) {
-        request_argv(r, argv, lens);
-        argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = s->body, lens[1] = *s->len;
-        rc = request_rebuild(r, r->argc, argv, lens) == 0;
-    }
-    free(argv);
-    free(lens);
-    if (rc)
-        router_send(r);     /* nothing ran: NOSCRIPT comes before the script */
-    return rc;
 }
 
 /* Argument i of r as a non-negative count (strict digits), or -1. */

@@ -32,9 +32,10 @@
  *          with TYPE is listed on every master instead.
  * Other patterns are not the indexes' business: the every-master path.
  *
- * Scripts are called by SHA; a node that answers NOSCRIPT gets the body
- * (EVAL, which also loads it) and the command is sent again: NOSCRIPT proves
- * nothing ran.
+ * Scripts are called by SHA. They are registered with scripts.h, which
+ * loads them on a master ahead of a connection's first EVALSHA, and when a
+ * master answers NOSCRIPT (restarted, flushed) loads them there and sends
+ * the EVALSHA again: NOSCRIPT proves nothing ran.
  */
 #ifndef TAGPROXY_INDEX_H
 #define TAGPROXY_INDEX_H
@@ -45,7 +46,7 @@ struct command;
 struct layout;
 struct request;
 
-/* Hash the embedded scripts. Once, before the workers start. */
+/* Register the embedded scripts (scripts.h). Once, before the workers start. */
 void index_init(void);
 
 /*
@@ -68,10 +69,6 @@ int index_keys(struct request *r, const struct layout *l);
 /* SCAN from the indexes, as index_keys. Options Redis would refuse leave r
  * untouched (0), for the every-master path to answer as the node does. */
 int index_scan(struct request *r, const struct layout *l);
-
-/* r got NOSCRIPT: if r is one of the index scripts, it is sent again with
- * the body (1); else 0. */
-int index_on_noscript(struct request *r);
 
 /*
  * Lua turns a null array reply into false, which comes back as a null bulk:

@@ -413,12 +413,6 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
     struct request *r = request_of(nr);
     if (s->type == '-') {
         char c = s->errline[0];
-        /* an index script the node does not have: nothing ran, send the body */
-        if (c == 'N' && strncmp(s->errline, "NOSCRIPT", 8) == 0 && index_on_noscript(r)) {
-            if (in)
-                evbuffer_drain(in, len);
-            return;
-        }
         if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
             int slot;
             char addr[128];
