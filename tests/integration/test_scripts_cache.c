@@ -300,12 +300,12 @@ START_TEST(test_script_kill)
     redisBufferWrite(a, &(int){ 0 });
     h_sleep_ms(300);
     r = h_cmd(b, "SCRIPT KILL");
-    masters_busy_threshold(&t, "5000");
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
-    r = h_get_reply(a);
+    r = h_get_reply(a);                 /* the script has ended */
     H_EXPECT_ERR(r, "ERR Script killed by user with SCRIPT KILL");
     freeReplyObject(r);
+    masters_busy_threshold(&t, "5000");
     r = h_cmd(a, "PING");
     H_EXPECT_STATUS(r, "PONG");
     freeReplyObject(r);
@@ -401,6 +401,91 @@ START_TEST(test_script_map_unreadable)
 }
 END_TEST
 
+/* cmd on master m directly, expecting OK. */
+static void master_ok(const struct h_topo *t, int m, const char *fmt, const char *a,
+                      const char *b)
+{
+    redisContext *c = h_connect_node(&t->masters[m]);
+    redisReply *r = h_cmd(c, fmt, a, b);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* A slot half-way through a migration (IMPORTING on the target, MIGRATING
+ * on the source, one of its two keys moved): scripts on the moved key are
+ * answered ASK by the source and run on the target with ASKING; an EVALSHA
+ * whose body the target lacks is loaded there ahead of ASKING (which must
+ * stay right before its command), and after a NOSCRIPT from the target it
+ * is loaded and resent through the same ASK. The slot is then left as found. */
+START_TEST(test_scripts_follow_ask)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+    char tag[64], kept[128], moved[128], slot[16], body[256], sha[41];
+
+    h_topo_load(&t);
+    H_FMT(tag, sizeof(tag), "%s:ask", h_prefix());
+    H_FMT(kept, sizeof(kept), "{%s}:kept", tag);
+    H_FMT(moved, sizeof(moved), "{%s}:moved", tag);
+    H_FMT(slot, sizeof(slot), "%d", h_slot(kept));
+    int src = h_topo_owner(&t, h_slot(kept)), dst = (src + 1) % t.nmasters;
+    unique_body(body, sizeof(body), "ask", "return redis.call('INCR', KEYS[1])");
+    proxy_load(p, body, sha);
+    H_OK(p, "SET %s 10", kept);
+    H_OK(p, "SET %s 20", moved);
+
+    master_ok(&t, dst, "CLUSTER SETSLOT %s IMPORTING %s", slot, t.master_id[src]);
+    master_ok(&t, src, "CLUSTER SETSLOT %s MIGRATING %s", slot, t.master_id[dst]);
+    redisContext *s = h_connect_node(&t.masters[src]);
+    char port[16];
+    H_FMT(port, sizeof(port), "%d", t.masters[dst].port);
+    const char *mig[] = { "MIGRATE", t.masters[dst].host, port, "", "0", "5000", "KEYS", moved };
+    r = h_cmd_argv(s, 8, mig);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    master_flush_scripts(&t, dst);
+
+    r = h_cmd(p, "EVAL %s 1 %s", "return redis.call('GET', KEYS[1])", moved);
+    H_EXPECT_BULK(r, "20");
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA %s 1 %s", sha, moved);       /* loaded ahead, then ASKING */
+    H_EXPECT_INT(r, 21);
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA %s 1 %s", sha, kept);        /* still on the source */
+    H_EXPECT_INT(r, 11);
+    freeReplyObject(r);
+    master_flush_scripts(&t, dst);                     /* behind the proxy's back */
+    r = h_cmd(p, "EVALSHA %s 1 %s", sha, moved);       /* NOSCRIPT, loaded, resent */
+    H_EXPECT_INT(r, 22);
+    freeReplyObject(r);
+
+    /* back as found: the moved key read and removed on the target (with
+     * ASKING, as the slot is importing there), the slot stable on both */
+    redisContext *d = h_connect_node(&t.masters[dst]);
+    redisAppendCommand(d, "ASKING");
+    redisAppendCommand(d, "GET %s", moved);
+    redisAppendCommand(d, "ASKING");
+    redisAppendCommand(d, "DEL %s", moved);
+    r = h_get_reply(d);
+    freeReplyObject(r);
+    r = h_get_reply(d);
+    H_EXPECT_BULK(r, "22");
+    freeReplyObject(r);
+    r = h_get_reply(d);
+    freeReplyObject(r);
+    r = h_get_reply(d);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    master_ok(&t, src, "CLUSTER SETSLOT %s STABLE", slot, NULL);
+    master_ok(&t, dst, "CLUSTER SETSLOT %s STABLE", slot, NULL);
+    redisFree(s);
+    redisFree(d);
+    redisFree(p);
+}
+END_TEST
+
 static Suite *scripts_cache_suite(void)
 {
     Suite *s = suite_create("scripts_cache");
@@ -411,6 +496,7 @@ static Suite *scripts_cache_suite(void)
     tcase_add_test(tc, test_evalsha_recovered_after_flush_on_one_master);
     tcase_add_test(tc, test_evalsha_recovery_pipelined);
     tcase_add_test(tc, test_function_load_fcall_delete);
+    tcase_add_test(tc, test_scripts_follow_ask);
     tcase_add_test(tc, test_script_kill);
     tcase_add_test(tc, test_script_map);
     tcase_add_test(tc, test_script_map_unreadable);
