@@ -265,13 +265,13 @@ static long arg_count(const struct request *r, int i)
 int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len)
 {
     char head[5];
-    if (len != 5 || script_of(r) != &script_write)
+    if (len != 5)
         return 0;
     if (in)
         evbuffer_copyout(in, head, 5);
     else
         memcpy(head, bytes, 5);
-    if (memcmp(head, "$-1\r\n", 5) != 0)
+    if (memcmp(head, "$-1\r\n", 5) != 0 || script_of(r) != &script_write)
         return 0;
     long nkeys = arg_count(r, 2), n = nkeys >= 0 && 3 + nkeys < r->argc ? arg_count(r, 3 + (int)nkeys) : -1;
     if (n < 0 || 4 + nkeys + n >= r->argc)
