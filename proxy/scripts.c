@@ -71,13 +71,43 @@ static _Thread_local struct {
 
 /* ---- SHA1 ---- */
 
+/* SHA1 fetched once and one digest context per thread, reused: no implicit
+ * fetch (a lock in libcrypto's method store) and no allocation per EVAL. */
+static pthread_once_t sha1_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha1_md;
+static pthread_key_t sha1_ctx_key;
+
+static void sha1_ctx_free(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+static void sha1_setup(void)
+{
+    sha1_md = EVP_MD_fetch(NULL, "SHA1", NULL);
+    pthread_key_create(&sha1_ctx_key, sha1_ctx_free);
+}
+
+static int sha1_raw(const char *body, size_t len, unsigned char md[EVP_MAX_MD_SIZE])
+{
+    unsigned int mdlen = 0;
+    pthread_once(&sha1_once, sha1_setup);
+    EVP_MD_CTX *ctx = sha1_md ? pthread_getspecific(sha1_ctx_key) : NULL;
+    if (sha1_md && !ctx && (ctx = EVP_MD_CTX_new()) != NULL)
+        pthread_setspecific(sha1_ctx_key, ctx);
+    if (!ctx)       /* no context: the one-shot form */
+        return EVP_Digest(body, len, md, &mdlen, EVP_sha1(), NULL) == 1 && mdlen == 20;
+    return EVP_DigestInit_ex2(ctx, sha1_md, NULL) == 1 &&
+           EVP_DigestUpdate(ctx, body, len) == 1 &&
+           EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 20;
+}
+
 void scripts_sha1_hex(const char *body, size_t len, char sha[SCRIPTS_SHA_HEX])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
 
-    if (EVP_Digest(body, len, md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20) {
+    if (!sha1_raw(body, len, md)) {
         memset(sha, '0', SHA_LEN);      /* cannot happen with a working libcrypto */
         sha[SHA_LEN] = '\0';
         return;
