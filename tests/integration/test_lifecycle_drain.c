@@ -2,7 +2,8 @@
  * SIGTERM drains (lifecycle.h), against extra proxies:
  *  - pipelined load: a client writes 25,000 of its 50,000 commands, SIGTERM
  *    arrives, it writes the other 25,000; replies it has not read yet hold
- *    the proxy's output, so commands are surely in flight at the signal.
+ *    the proxy's output, so commands are surely in flight at the signal
+ *    (two worker threads: both stop accepting).
  *    Every command gets its reply, in order (INCR counts 1, 2, 3, ... per
  *    counter; GETs return their value), each INCR ran once (the counters on
  *    the nodes), then the connection closes and the process exits 0. New
@@ -175,7 +176,8 @@ START_TEST(drain_pipelined_load)
         redisFree(n);
     }
     build_stream(&s, counters, values);
-    lc_start(&proxy, NULL, NULL, 0, NULL);
+    static const char *const two_workers[] = { "--threads", "2", NULL };
+    lc_start(&proxy, NULL, NULL, 0, two_workers);      /* both listeners must close */
 
     int fd = h_raw_connect(&proxy.addr);
     send_until(fd, &s, s.mark);
