@@ -563,13 +563,39 @@ START_TEST(test_session_indexes_exact)
     H_FMT(ud, sizeof ud, "%s:user:u1:cart:1", prefix);
     run(c, NULL, "HSET %s item a", ud);
     run(c, NULL, "DEL %s", ud);
+    H_FMT(ud, sizeof ud, "%s:user:u1:cart:2", prefix);
+    run(c, NULL, "HSET %s item b", ud);
+    run(c, NULL, "PEXPIRE %s 900000", ud);
+    H_FMT(ud, sizeof ud, "%s:user:u2:prefs:lang", prefix);    /* another user, another index */
+    run(c, "OK", "SET %s en EX 100", ud);
+    run(c, NULL, "PERSIST %s", ud);
     H_FMT(udidx, sizeof udidx, "%s:{ud:u1}:idx", prefix);
     redisReply *z = index_read(udidx);
-    ck_assert_int_eq(z->elements, 4);
+    /* by score: 500 s, 900 s, none */
+    static const char *const u1[] = { "prefs:lang", "cart:2", "prefs:tz:x" };
+    static const char *const u1_keys[] = { "prefs:lang", "cart:2", "prefs:tz%3Ax" };
+    ck_assert_int_eq(z->elements, 6);
+    for (int i = 0; i < 3; i++) {
+        char rk[256];
+        H_FMT(rk, sizeof rk, "%s:{ud:u1}:e:%s", prefix, u1_keys[i]);
+        ck_assert_str_eq(z->element[2 * i]->str, u1[i]);
+        redisReply *t = direct(rk, "PEXPIRETIME %s", rk);
+        H_EXPECT_TYPE(t, REDIS_REPLY_INTEGER);
+        if (t->integer == -1) {
+            ck_assert_str_eq(z->element[2 * i + 1]->str, "inf");
+        } else {
+            ck_assert_int_gt(t->integer, 0);
+            ck_assert_int_eq(atoll(z->element[2 * i + 1]->str), t->integer);
+        }
+        ck_assert_int_eq(t->integer == -1, i == 2);      /* only tz:x has no TTL */
+        freeReplyObject(t);
+    }
+    freeReplyObject(z);
+    H_FMT(udidx, sizeof udidx, "%s:{ud:u2}:idx", prefix);
+    z = index_read(udidx);
+    ck_assert_int_eq(z->elements, 2);
     ck_assert_str_eq(z->element[0]->str, "prefs:lang");
-    ck_assert_str_ne(z->element[1]->str, "inf");
-    ck_assert_str_eq(z->element[2]->str, "prefs:tz:x");
-    ck_assert_str_eq(z->element[3]->str, "inf");
+    ck_assert_str_eq(z->element[1]->str, "inf");
     freeReplyObject(z);
 
     /* the listings */
