@@ -82,9 +82,10 @@ bool rewrite_is_internal(const struct layout *l, const char *key, size_t len);
  *                            [key, member, score], BLMPOP/BZMPOP
  *                            [key, [elements]]; a null reply passes
  *   REWRITE_REPLY_EACH_FIRST an array of arrays whose first elements are
- *                            keys: XREAD/XREADGROUP [[stream, entries], ...]
- *                            (a RESP3 map: its keys), null passes
- * Everything else in the reply is copied byte for byte.
+ *                            keys: XREAD/XREADGROUP [[stream, entries], ...];
+ *                            a null passes
+ * RESP2 only (what nodes send the proxy). Everything else in the reply is
+ * copied byte for byte.
  */
 enum rewrite_reply_shape {
     REWRITE_REPLY_KEY,
@@ -96,9 +97,15 @@ enum rewrite_reply_shape {
 /*
  * Append to out the whole RESP reply reply[0..len) with its key names (at
  * the places shape says) mapped back to legacy names. Returns 0; -1 when
- * the reply is not one whole RESP reply of that shape (nothing is appended:
- * the caller forwards the reply as it is, or answers an error), -2 when out
- * of memory.
+ * the reply is not one whole RESP reply of that shape, an error reply
+ * included (nothing is appended: the caller forwards the reply as it is),
+ * -2 when out of memory (nothing appended).
+ *
+ * For blocking pops and XREAD (when they are routed): on the node's reply
+ * bytes before they go to the client, e.g.
+ *     if (rewrite_reply_keys(l, bytes, len, REWRITE_REPLY_FIRST, out) == -1)
+ *         forward bytes unchanged;
+ * with l = worker_layout(r->worker), only when it is not NULL.
  */
 int rewrite_reply_keys(const struct layout *l, const char *reply, size_t len,
                        enum rewrite_reply_shape shape, struct evbuffer *out);
