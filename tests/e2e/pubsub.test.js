@@ -132,6 +132,19 @@ describe('pub/sub with node-redis 4', { timeout: 60000 }, () => {
     assert.equal(await pub.publish(`${prefix}t0`, 'late'), 0);
   });
 
+  test('sharded: sSubscribe and sPublish', async () => {
+    const pub = await client();
+    const sub = await client();
+    const ch = `{nrshard${run}}:a`;
+    const seen = collect(2, 10000);
+    await sub.sSubscribe(ch, (message, channel) => seen.push([channel, message]));
+    assert.equal(await pub.sPublish(ch, 'x'), 1);
+    assert.equal(await pub.sPublish(ch, 'y'), 1);
+    assert.deepEqual(await seen.done, [[ch, 'x'], [ch, 'y']]);
+    await sub.sUnsubscribe(ch);
+    assert.equal(await pub.sPublish(ch, 'z'), 0);
+  });
+
   test('channel subscriber, PUBSUB CHANNELS and NUMPAT', async () => {
     const pub = await client();
     const sub = await client();
