@@ -167,12 +167,16 @@ static void request_argv(const struct request *r, const char **argv, size_t *len
 static int write_wrap(struct request *r, const struct write_plan *p)
 {
     int nother = p->nkeys - p->nrec, argc = 3 + 2 * p->nrec + nother + 1 + p->nrec + r->argc;
-    const char **argv = malloc(sizeof *argv * (size_t)argc);
-    size_t *lens = malloc(sizeof *lens * (size_t)argc);
+    const char *fixed_argv[32], **argv = fixed_argv;
+    size_t fixed_lens[32], *lens = fixed_lens;
     char nkeys[16], nrec[16];
     int rc = -1, a = 0;
-    if (!argv || !lens)
-        goto out;
+    if (argc > 32) {
+        argv = malloc(sizeof *argv * (size_t)argc);
+        lens = malloc(sizeof *lens * (size_t)argc);
+        if (!argv || !lens)
+            goto out;
+    }
     argv[a] = "EVALSHA", lens[a++] = 7;
     argv[a] = script_write.sha, lens[a++] = 40;
     argv[a] = nkeys, lens[a++] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", 2 * p->nrec + nother);
@@ -192,8 +196,10 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     request_argv(r, argv + a, lens + a);
     rc = request_rebuild(r, argc, argv, lens);
 out:
-    free(argv);
-    free(lens);
+    if (argv != fixed_argv)
+        free(argv);
+    if (lens != fixed_lens)
+        free(lens);
     return rc;
 }
 
