@@ -547,8 +547,10 @@ static void conn_down(struct node_conn *nc, void *arg)
     sc->node = NULL;
     event_del(sc->keepalive);
     worker_want_refresh(ps->worker);
-    log_notice("pubsub", "subscriber connection of client id=%llu to node %s lost; "
-               "subscribing again", (unsigned long long)ps->client->id, sc->addr);
+    /* once per outage: attempts that keep failing log at verbose */
+    log_at(ps->resub_attempts ? LOG_VERBOSE : LOG_NOTICE, "pubsub",
+           "subscriber connection of client id=%llu to node %s lost; subscribing again",
+           (unsigned long long)ps->client->id, sc->addr);
     if (sc == ps->main) {
         struct sub_wait *wt;
         TAILQ_FOREACH(wt, &sc->waits, link)
@@ -592,8 +594,16 @@ static void resub_cb(evutil_socket_t fd, short what, void *arg)
             main_close(ps);
             if (ps->gone)
                 return;
-        } else if (main_connect(ps) < 0) {
-            resub_schedule(ps);
+        } else {
+            /* no master to be had for retry-attempts tries: the
+             * (P)SUBSCRIBEs waiting are answered (messages until the
+             * subscription is made are lost, as after a failure), and the
+             * attempts go on */
+            if (ps->resub_attempts > ps->worker->cfg->retry_attempts &&
+                waits_settle(ps->main) < 0)
+                return;
+            if (main_connect(ps) < 0)
+                resub_schedule(ps);
         }
     }
     shard_place_orphans(ps);
