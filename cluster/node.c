@@ -92,6 +92,11 @@ void node_send_asking(struct node_conn *c)
     send_internal(c, asking_reply, 1, argv);
 }
 
+void node_send_quiet(struct node_conn *c, int argc, const char **argv)
+{
+    send_internal(c, asking_reply, argc > 4 ? 4 : argc, argv);
+}
+
 /* ---- timeouts ---- */
 
 static void timer_arm(struct node_conn *c, uint64_t after_ms)
@@ -115,8 +120,15 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     struct node_req *head = TAILQ_FIRST(&c->inflight);
     if (!head)
         return;
+    if (head->wait_ms == NODE_WAIT_FOREVER) {
+        /* blocked with no timeout: only a failure ends it; look again
+         * later for whatever follows it */
+        timer_arm(c, (uint64_t)c->opts->timeout_ms);
+        return;
+    }
     uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
-    uint64_t now = node_now_ms(), deadline = since + (uint64_t)c->opts->timeout_ms;
+    uint64_t now = node_now_ms();
+    uint64_t deadline = since + (uint64_t)c->opts->timeout_ms + head->wait_ms;
     if (now >= deadline) {
         snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
                  c->opts->timeout_ms);
@@ -134,6 +146,12 @@ static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *byt
     struct node_req *r = TAILQ_FIRST(&c->inflight);
     if (!r) {                   /* only with on_push: read_cb checked */
         c->on_push(c, in, bytes, len, &c->scan, c->push_arg);
+        reply_scanner_init(&c->scan);
+        return;
+    }
+    if (r->extra_replies > 0) {     /* a reply inside a transaction block */
+        r->extra_replies--;
+        r->on_part(r, in, bytes, len, &c->scan);
         reply_scanner_init(&c->scan);
         return;
     }

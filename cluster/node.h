@@ -63,7 +63,18 @@ struct node_req {
     struct node_conn *conn;     /* set while in a FIFO */
     size_t   len;               /* bytes this request put in the output */
     uint64_t sent_ms;
+    /* A transaction block (MULTI, commands, EXEC) is one request with one
+     * reply per command: the first extra_replies go to on_part, the last
+     * to on_reply. */
+    int extra_replies;
+    node_reply_fn *on_part;
+    /* How long the node may legitimately stay silent on this request on top
+     * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
+     * no silence limit while it is the oldest request. */
+    uint64_t wait_ms;
 };
+
+#define NODE_WAIT_FOREVER UINT64_MAX
 
 enum node_state {
     NODE_CONNECTING,    /* connect() issued, requests buffered */
@@ -115,6 +126,10 @@ int node_send_raw(struct node_conn *c, const void *bytes, size_t len);
 
 /* Queue ASKING (its +OK is consumed here) right before the next command. */
 void node_send_asking(struct node_conn *c);
+
+/* Queue a command of up to 4 arguments whose reply is consumed here
+ * (UNWATCH on a dedicated connection). */
+void node_send_quiet(struct node_conn *c, int argc, const char **argv);
 
 /* No more requests will come: close once nothing is in flight. */
 void node_conn_retire(struct node_conn *c);

@@ -17,6 +17,7 @@
 #include "proxy/pubsub.h"
 #include "proxy/router.h"
 #include "proxy/snapshot.h"
+#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 /* Commands handled per read event before yielding to other connections. */
@@ -48,6 +49,7 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->retry_timer)
         event_free(c->retry_timer);
+    tx_client_free(c);
     resp_parser_free(&c->parser);
     snapshot_unref(c->user_snap);
     free(c->name);
@@ -145,6 +147,9 @@ void client_close(struct client *c, const char *why)
     pubsub_client_gone(c);      /* its subscriber connections close now */
     /* Requests still at a node keep the client until they end. */
     client_flush(c);
+    /* then its parked requests fail and its dedicated connection closes (each
+     * flushes again: the flush that empties the queue frees the client) */
+    tx_client_gone(c);
 }
 
 void client_close_after_replies(struct client *c)
@@ -212,8 +217,12 @@ void client_flush(struct client *c)
         client_close(c, NULL);
         return;
     }
-    if (c->state == CLIENT_CLOSING && TAILQ_EMPTY(&c->queue) && unread == 0)
+    if (c->state == CLIENT_CLOSING && TAILQ_EMPTY(&c->queue) && unread == 0) {
         client_close(c, NULL);
+        return;
+    }
+    if (c->tx)
+        tx_client_flushed(c);
 }
 
 /* A parse error: owed replies first, then the error, then the close. */
@@ -388,12 +397,12 @@ void client_describe(const struct client *c, char *buf, size_t len)
     pubsub_counts(c, &sub, &psub, &ssub);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-             "sub=%d psub=%d ssub=%d multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+             "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s "
              "redir=-1 resp=2",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             sub + psub + ssub ? "P" : "N", sub, psub, ssub,
+             sub + psub + ssub ? "P" : "N", sub, psub, ssub, tx_multi_count(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

@@ -25,6 +25,7 @@ struct worker;
 struct acl_user;
 struct config_snapshot;
 struct event;
+struct tx_state;
 
 enum client_state {
     CLIENT_ACTIVE,      /* reading and answering */
@@ -57,6 +58,7 @@ struct client {
     uint64_t next_seq;
     time_t soft_limit_since;        /* 0: output under the soft limit */
     struct pubsub *pubsub;          /* subscriptions (pubsub.h), NULL until one */
+    struct tx_state *tx;            /* MULTI, WATCH, blocking (tx.h); NULL until used */
 };
 
 /* Take over an accepted socket. */

@@ -581,6 +581,7 @@ static const struct directive directives[] = {
     { "retry-attempts",            1,  1, set_int,          AT(retry_attempts), 0, 1000 },
     { "retry-base-ms",             1,  1, set_int,          AT(retry_base_ms), 1, 60000 },
     { "retry-max-ms",              1,  1, set_int,          AT(retry_max_ms), 1, 600000 },
+    { "dedicated-connections-max", 1,  1, set_int,          AT(dedicated_connections_max), 1, 100000 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
     { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
@@ -982,6 +983,7 @@ void config_defaults(struct config *c)
     c->retry_attempts = 10;
     c->retry_base_ms = 10;
     c->retry_max_ms = 500;
+    c->dedicated_connections_max = 256;
     c->enable_dangerous_commands = 0;
     c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;

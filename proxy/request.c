@@ -136,6 +136,7 @@ void request_free(struct request *r)
     free(r->parts);
     free(r->positions);
     index_listing_free(r);
+    free(r->block_redirect);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

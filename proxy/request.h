@@ -56,6 +56,14 @@ enum merge_kind {
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 
+/* Which node connection a request goes on (tx.h). */
+enum request_conn {
+    REQ_CONN_SHARED = 0,        /* the worker's multiplexed connection */
+    REQ_CONN_PREFER_PINNED,     /* the client's WATCH connection if it serves the slot */
+    REQ_CONN_DEDICATED,         /* a dedicated one (WATCH, blocking commands) */
+    REQ_CONN_PINNED_EXEC        /* a transaction after WATCH: that connection only */
+};
+
 struct request {
     struct node_req nreq;           /* what a node connection sees */
     TAILQ_ENTRY(request) link;      /* in the client's queue */
@@ -75,6 +83,8 @@ struct request {
     unsigned releasing : 1;         /* being sent from its client's held list */
     unsigned evalsha : 1;           /* EVALSHA/EVALSHA_RO sha ...: its body is loaded
                                        first on a connection that has not seen it */
+    unsigned conn_kind : 2;         /* enum request_conn */
+    unsigned rewritten : 1;         /* its keys have their cluster names */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
     int slot;                       /* -1: any master */
@@ -83,6 +93,8 @@ struct request {
     int redirects;
     int retries;
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
+    int block_parts;                /* MULTI..EXEC block: replies before EXEC's */
+    char *block_redirect;           /* the first redirect error among them */
 
     /* split and fan-out */
     struct request *parent;

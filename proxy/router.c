@@ -22,6 +22,7 @@
 #include "proxy/rewrite.h"
 #include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
+#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 enum policy {
@@ -33,6 +34,8 @@ enum policy {
     POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
     POLICY_SCRIPT,          /* EVAL*, FCALL*, SCRIPT, FUNCTION: scriptcmd.h */
     POLICY_PUBSUB,          /* pubsub.h */
+    POLICY_TX,              /* MULTI EXEC DISCARD WATCH UNWATCH (tx.h) */
+    POLICY_BLOCKING,        /* on a dedicated connection (tx.h) */
     POLICY_LATER            /* not routed yet */
 };
 
@@ -42,8 +45,10 @@ struct policy_entry {
     const char *why;        /* for REFUSED and LATER */
 };
 
-static const char later_tx[] = "transactions are not routed by this proxy yet";
-static const char later_block[] = "blocking commands are not routed by this proxy yet";
+static const char refused_wait[] =
+    "a client's writes go out on node connections shared with other clients, to "
+    "whichever masters own their keys, so no master can tell which writes WAIT "
+    "should wait for";
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
 
 static const struct policy_entry policy_names[] = {
@@ -82,19 +87,19 @@ static const struct policy_entry policy_names[] = {
     { "evalsha", POLICY_SCRIPT, NULL }, { "evalsha_ro", POLICY_SCRIPT, NULL },
     { "fcall", POLICY_SCRIPT, NULL }, { "fcall_ro", POLICY_SCRIPT, NULL },
     { "script", POLICY_SCRIPT, NULL }, { "function", POLICY_SCRIPT, NULL },
-    { "multi", POLICY_LATER, later_tx }, { "exec", POLICY_LATER, later_tx },
-    { "discard", POLICY_LATER, later_tx }, { "watch", POLICY_LATER, later_tx },
-    { "unwatch", POLICY_LATER, later_tx },
+    { "multi", POLICY_TX, NULL }, { "exec", POLICY_TX, NULL },
+    { "discard", POLICY_TX, NULL }, { "watch", POLICY_TX, NULL },
+    { "unwatch", POLICY_TX, NULL },
     { "subscribe", POLICY_PUBSUB, NULL }, { "psubscribe", POLICY_PUBSUB, NULL },
     { "unsubscribe", POLICY_PUBSUB, NULL }, { "punsubscribe", POLICY_PUBSUB, NULL },
     { "ssubscribe", POLICY_PUBSUB, NULL }, { "sunsubscribe", POLICY_PUBSUB, NULL },
     { "publish", POLICY_FORWARD, NULL }, { "spublish", POLICY_PUBSUB, NULL },
     { "pubsub", POLICY_PUBSUB, NULL },
-    { "blpop", POLICY_LATER, later_block }, { "brpop", POLICY_LATER, later_block },
-    { "blmove", POLICY_LATER, later_block }, { "brpoplpush", POLICY_LATER, later_block },
-    { "blmpop", POLICY_LATER, later_block }, { "bzpopmin", POLICY_LATER, later_block },
-    { "bzpopmax", POLICY_LATER, later_block }, { "bzmpop", POLICY_LATER, later_block },
-    { "wait", POLICY_LATER, later_block }, { "scan", POLICY_LOCAL, NULL },
+    { "blpop", POLICY_BLOCKING, NULL }, { "brpop", POLICY_BLOCKING, NULL },
+    { "blmove", POLICY_BLOCKING, NULL }, { "brpoplpush", POLICY_BLOCKING, NULL },
+    { "blmpop", POLICY_BLOCKING, NULL }, { "bzpopmin", POLICY_BLOCKING, NULL },
+    { "bzpopmax", POLICY_BLOCKING, NULL }, { "bzmpop", POLICY_BLOCKING, NULL },
+    { "wait", POLICY_REFUSED, refused_wait }, { "scan", POLICY_LOCAL, NULL },
     { "monitor", POLICY_REFUSED, "MONITOR is not supported through the proxy" },
     { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
     { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
@@ -201,6 +206,8 @@ static void reply_unknown_subcommand(struct request *r)
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
                             size_t len, const struct reply_scanner *s);
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why);
+static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                           size_t len, const struct reply_scanner *s);
 
 static struct request *request_of(struct node_req *nr)
 {
@@ -293,7 +300,14 @@ void router_send(struct request *r)
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
-    struct node_conn *conn = node >= 0 ? worker_conn(w, node) : NULL;
+    const char *why = NULL;
+    struct node_conn *conn = node < 0 ? NULL
+                           : r->conn_kind ? tx_dedicated_conn(r, node, &why)
+                           : worker_conn(w, node);
+    if (!conn && why) {         /* no dedicated connection to be had */
+        request_fail(r, why);
+        return;
+    }
     if (!conn) {
         if (node < 0)
             worker_want_refresh(w);
@@ -302,19 +316,27 @@ void router_send(struct request *r)
                                      : "ERR cannot connect to the node that serves this key");
         return;
     }
+    router_send_on(r, conn);
+    /* a node that does not keep up stops the clients that feed it */
+    struct request *top = r->parent ? r->parent : r;
+    if (top->client && node_conn_usable(conn) && node_conn_congested(conn))
+        client_pause_for(top->client, conn);
+}
+
+void router_send_on(struct request *r, struct node_conn *conn)
+{
     if (r->evalsha)
         scriptcmd_before_send(r, conn);     /* before ASKING: it must precede the command */
-    if (r->asking) {
+    if (r->asking) {        /* before a MULTI block too: it holds until EXEC */
         node_send_asking(conn);
         r->asking = 0;
     }
     r->nreq.on_reply = router_on_reply;
     r->nreq.on_fail = router_on_fail;
+    r->nreq.on_part = router_on_part;
+    r->nreq.extra_replies = r->block_parts;
+    r->nreq.wait_ms = r->conn_kind == REQ_CONN_DEDICATED ? tx_wait_ms(r) : 0;
     node_send(conn, &r->nreq, r->data, r->len);
-    /* a node that does not keep up stops the clients that feed it */
-    struct request *top = r->parent ? r->parent : r;
-    if (top->client && node_conn_usable(conn) && node_conn_congested(conn))
-        client_pause_for(top->client, conn);
 }
 
 /* The connection r goes out on next (router_send's choice), or NULL. */
@@ -407,11 +429,66 @@ static int router_redirect(struct request *r, enum reply_redirect kind, int slot
     }
 }
 
+/* A reply inside a MULTI..EXEC block (+OK, +QUEUED, or an error that makes
+ * EXEC abort): the client sees only EXEC's; the first redirect is kept. */
+static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                           size_t len, const struct reply_scanner *s)
+{
+    struct request *r = request_of(nr);
+    int slot;
+    char addr[128];
+    (void)bytes;
+    if (s->type == '-' && !r->block_redirect &&
+        reply_classify(s->errline, strlen(s->errline), &slot, addr, sizeof addr) != REPLY_PLAIN)
+        r->block_redirect = strdup(s->errline);
+    if (in)
+        evbuffer_drain(in, len);
+}
+
+/* EXEC's reply to a block. An error to EXEC means nothing ran: after a
+ * redirect the whole block goes to the right node; after WATCH it cannot
+ * (the watch lives on this connection), so EXEC answers null, as when a
+ * watched key changed, and the client retries. 1: handled here. */
+static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
+                            const struct reply_scanner *s)
+{
+    char *line = r->block_redirect;
+    int slot, handled = 0;
+    char addr[128];
+    r->block_redirect = NULL;
+    if (s->type != '-') {
+        free(line);
+        return 0;
+    }
+    const char *err = line ? line : s->errline;
+    enum reply_redirect kind = reply_classify(err, strlen(err), &slot, addr, sizeof addr);
+    if (kind != REPLY_PLAIN) {
+        if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
+            resp_add_null_array(request_reply_buffer(r));
+            handled = 1;
+        } else if (router_redirect(r, kind, slot, addr)) {
+            handled = 2;
+        } else {
+            resp_add_error(request_reply_buffer(r), err);
+            handled = 1;
+        }
+        if (in)
+            evbuffer_drain(in, len);
+        if (handled == 1)
+            request_finish(r);
+    }
+    free(line);
+    return handled;
+}
+
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
                             size_t len, const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    if (s->type == '-') {
+    if (r->block_parts) {
+        if (block_redirected(r, in, len, s))
+            return;
+    } else if (s->type == '-') {
         char c = s->errline[0];
         if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
             int slot;
@@ -445,6 +522,12 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct worker *w = r->worker;
     char msg[400];
     worker_want_refresh(w);
+    if (!may_have_run && r->conn_kind == REQ_CONN_PINNED_EXEC) {
+        /* the watch went with the connection: nothing ran, retry the WATCH */
+        resp_add_null_array(request_reply_buffer(r));
+        request_finish(r);
+        return;
+    }
     if (!may_have_run && router_retry_later(r))
         return;
     if (may_have_run) {
@@ -750,6 +833,34 @@ static int request_is_blocking_read(const struct request *r)
     return 0;
 }
 
+/* What the tx module needs to know of a command's plan. */
+static enum tx_class tx_class_of(const struct request *r, enum policy pol)
+{
+    const char *name = r->cmd->name;
+    switch (pol) {
+    case POLICY_TX:
+        return TXC_TX;
+    case POLICY_BLOCKING:
+        return TXC_BLOCKING;
+    case POLICY_FORWARD:
+        return TXC_FORWARD;
+    case POLICY_SPLIT:
+        return TXC_SPLIT;
+    case POLICY_SCRIPT:
+        return r->cmd->parent ? TXC_OTHER : TXC_SCRIPT;    /* not SCRIPT x, FUNCTION x */
+    case POLICY_LOCAL:
+        if (strcmp(name, "ping") == 0 || strcmp(name, "echo") == 0 || strcmp(name, "time") == 0)
+            return TXC_NODE_LOCAL;
+        if (strcmp(name, "quit") == 0)
+            return TXC_IMMEDIATE;
+        if (strcmp(name, "reset") == 0)
+            return TXC_RESET;
+        return TXC_OTHER;
+    default:
+        return TXC_OTHER;
+    }
+}
+
 void router_dispatch(struct request *r)
 {
     size_t len;
@@ -758,7 +869,10 @@ void router_dispatch(struct request *r)
     struct client *c = r->client;
     char msg[200];
 
+    if (c->tx && tx_park_if_waiting(r))
+        return;
     if (!cmd) {
+        tx_note_error(c);
         reply_unknown_command(r);
         return;
     }
@@ -766,6 +880,7 @@ void router_dispatch(struct request *r)
         const char *sub = request_arg(r, 1, &len);
         const struct command *sc = command_lookup_sub(cmd, sub, len);
         if (!sc) {
+            tx_note_error(c);
             reply_unknown_subcommand(r);
             return;
         }
@@ -774,6 +889,7 @@ void router_dispatch(struct request *r)
     r->cmd = cmd;
     c->lastcmd = cmd->fullname;
     if (!command_arity_ok(cmd, r->argc)) {
+        tx_note_error(c);
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
         request_fail(r, msg);
         return;
@@ -787,6 +903,7 @@ void router_dispatch(struct request *r)
         return;
     }
     if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
+        tx_note_error(c);
         request_fail(r, "NOAUTH Authentication required.");
         return;
     }
@@ -802,19 +919,25 @@ void router_dispatch(struct request *r)
     const struct policy_entry *e = policy_get(cmd);
     enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
     /* legacy key names become cluster names before anything is planned by
-     * them (slots, splits); local commands have no key arguments */
+     * them (slots, splits); local commands have no key arguments. Once: a
+     * request parked by tx.h comes through here again. */
     const struct layout *layout = worker_layout(r->worker);
-    if (layout && pol != POLICY_LOCAL && rewrite_request(r, layout) < 0) {
-        request_fail(r, "ERR out of memory");
-        return;
-    }
-    switch (pol) {
-    case POLICY_FORWARD:
-        if (request_is_blocking_read(r)) {
-            snprintf(msg, sizeof msg, "ERR '%s' with BLOCK is refused: %s", cmd->fullname, later_block);
-            request_fail(r, msg);
+    if (layout && pol != POLICY_LOCAL && !r->rewritten) {
+        if (rewrite_request(r, layout) < 0) {
+            request_fail(r, "ERR out of memory");
             return;
         }
+        r->rewritten = 1;
+    }
+    if (pol == POLICY_FORWARD && request_is_blocking_read(r))
+        pol = POLICY_BLOCKING;
+    if ((c->tx || pol == POLICY_TX || pol == POLICY_BLOCKING) && tx_dispatch(r, tx_class_of(r, pol)))
+        return;
+    switch (pol) {
+    case POLICY_TX:
+    case POLICY_BLOCKING:       /* tx_dispatch took them */
+        return;
+    case POLICY_FORWARD:
         plan_forward(r);
         return;
     case POLICY_LOCAL:

@@ -16,6 +16,8 @@
  *   scripts       EVAL, EVALSHA, FCALL (by their keys), SCRIPT, FUNCTION
  *                 (every master or one): scriptcmd.h
  *   refused       a clear error that says why
+ *   tx            MULTI/EXEC/WATCH and blocking commands: tx.h, which may
+ *                 also hold a client's later commands back to keep their order
  *
  * Replies are checked for redirects before they reach the client:
  *   MOVED      slot map patched, resent, topology refresh asked for
@@ -43,6 +45,9 @@ void router_dispatch(struct request *r);
 
 /* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
 void router_send(struct request *r);
+
+/* Send r on conn, with the router's handling of its reply. */
+void router_send_on(struct request *r, struct node_conn *conn);
 
 /* The one slot of all of r's keys (command_keys): the slot, -1 when it has
  * none (or its arguments are malformed: the node will say so), -2 when they

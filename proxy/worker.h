@@ -32,6 +32,7 @@
 
 struct proxy;
 struct config_snapshot;
+struct dedicated_pool;
 
 struct worker_stats {
     uint64_t connections;
@@ -72,6 +73,8 @@ struct worker {
     TAILQ_HEAD(, client) clients;
     int nclients;
     TAILQ_HEAD(, client) paused;        /* clients waiting for a congested node */
+
+    struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
 
     struct request *free_requests;
     int nfree_requests;

@@ -1,0 +1,144 @@
+#include "proxy/dedicated.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/node.h"
+#include "proxy/client.h"
+#include "proxy/log.h"
+#include "proxy/worker.h"
+
+static const char pool_full[] =
+    "ERR all dedicated node connections of this proxy thread are in use by blocking "
+    "commands and WATCH (dedicated-connections-max): retry later, or raise "
+    "dedicated-connections-max";
+static const char no_connect[] = "ERR cannot connect to the node that serves this key";
+
+static struct dedicated_pool *pool_of(struct worker *w)
+{
+    if (!w->dedicated) {
+        w->dedicated = calloc(1, sizeof *w->dedicated);
+        if (w->dedicated)
+            TAILQ_INIT(&w->dedicated->idle);
+    }
+    return w->dedicated;
+}
+
+/* The node closed or failed it: what was in flight has failed already. */
+static void dedicated_down(struct node_conn *c, void *arg)
+{
+    struct dedicated *d = arg;
+    struct dedicated_pool *pool = d->worker->dedicated;
+    client_resume_paused(d->worker, c);
+    if (d->owner) {
+        *d->owner = NULL;
+    } else {
+        TAILQ_REMOVE(&pool->idle, d, link);
+        pool->nidle--;
+    }
+    pool->open--;
+    free(d);
+}
+
+static void dedicated_drained(struct node_conn *c, void *arg)
+{
+    struct dedicated *d = arg;
+    client_resume_paused(d->worker, c);
+}
+
+int dedicated_serves(const struct dedicated *d, int node)
+{
+    const struct topology *t = d->worker->topo;
+    return node >= 0 && node < t->nnodes && node_conn_usable(d->conn) &&
+           strcmp(d->conn->addr, t->nodes[node].announced) == 0;
+}
+
+static struct dedicated *idle_take(struct dedicated_pool *pool, struct dedicated *d)
+{
+    TAILQ_REMOVE(&pool->idle, d, link);
+    pool->nidle--;
+    return d;
+}
+
+static struct dedicated *dedicated_open(struct worker *w, int node)
+{
+    struct dedicated_pool *pool = w->dedicated;
+    const struct topology_node *n = &w->topo->nodes[node];
+    struct dedicated *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->worker = w;
+    d->conn = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
+                            n->salen, &w->node_opts);
+    if (!d->conn) {
+        free(d);
+        return NULL;
+    }
+    d->conn->on_down = dedicated_down;
+    d->conn->on_drained = dedicated_drained;
+    d->conn->down_arg = d;
+    pool->open++;
+    return d;
+}
+
+struct dedicated *dedicated_acquire(struct worker *w, int node, struct dedicated **owner,
+                                    const char **why)
+{
+    struct dedicated_pool *pool = pool_of(w);
+    struct dedicated *d, *spare = NULL;
+    *why = no_connect;
+    if (!pool || node < 0 || node >= w->topo->nnodes)
+        return NULL;
+    TAILQ_FOREACH(d, &pool->idle, link) {
+        /* only once it has answered all it was sent: no stray reply */
+        if (d->conn->ninflight == 0 && dedicated_serves(d, node))
+            break;
+        if (!spare && d->conn->ninflight == 0)
+            spare = d;
+    }
+    if (d) {
+        idle_take(pool, d);
+    } else {
+        if (pool->open >= w->cfg->dedicated_connections_max) {
+            if (!spare) {
+                *why = pool_full;
+                return NULL;
+            }
+            dedicated_close(spare, "making room in the dedicated connection pool");
+        }
+        d = dedicated_open(w, node);
+        if (!d)
+            return NULL;
+    }
+    d->owner = owner;
+    *owner = d;
+    return d;
+}
+
+void dedicated_release(struct dedicated *d)
+{
+    struct dedicated_pool *pool = d->worker->dedicated;
+    int keep = pool->nidle < DEDICATED_IDLE_MAX;
+    *d->owner = NULL;
+    d->owner = NULL;
+    /* in the idle list either way: dedicated_down takes it off there */
+    TAILQ_INSERT_TAIL(&pool->idle, d, link);
+    pool->nidle++;
+    if (!keep)      /* closed once its last reply is in */
+        node_conn_retire(d->conn);
+}
+
+void dedicated_close(struct dedicated *d, const char *why)
+{
+    node_conn_close(d->conn, why);      /* dedicated_down frees d */
+}
+
+int dedicated_open_count(const struct worker *w)
+{
+    return w->dedicated ? w->dedicated->open : 0;
+}
+
+int dedicated_idle_count(const struct worker *w)
+{
+    return w->dedicated ? w->dedicated->nidle : 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * dedicated: a bounded per-worker pool of node connections that serve one
+ * client at a time, for what must not share the multiplexed connections
+ * (node.h): a WATCH (its watched keys belong to the connection), and a
+ * blocking command (BLPOP, XREAD BLOCK, ...: the node answers nothing else
+ * on that connection until it unblocks).
+ *
+ *   client ──acquire──► in use ──release──► idle (reused, at most
+ *                          │                 DEDICATED_IDLE_MAX per worker)
+ *                          └── close: the client left, the node failed
+ *
+ * At most dedicated-connections-max are open per worker (idle ones
+ * included); when all are in use, acquiring fails with a clear error rather
+ * than waiting (a client queued behind blocked ones could wait forever).
+ * An idle connection is handed out again only once it has answered
+ * everything sent on it, so one client's replies never reach another.
+ */
+#ifndef TAGPROXY_DEDICATED_H
+#define TAGPROXY_DEDICATED_H
+
+#include <sys/queue.h>
+
+struct worker;
+struct node_conn;
+
+struct dedicated {
+    struct node_conn *conn;
+    struct worker *worker;
+    struct dedicated **owner;       /* the user's pointer to it, cleared on
+                                     * failure; NULL while idle */
+    TAILQ_ENTRY(dedicated) link;    /* in the idle list */
+};
+
+struct dedicated_pool {
+    int open;                       /* idle + in use */
+    int nidle;
+    TAILQ_HEAD(, dedicated) idle;
+};
+
+#define DEDICATED_IDLE_MAX 16
+
+/* A connection to master `node` of w's topology for *owner (set to it);
+ * NULL with *why set when the pool is exhausted or it cannot connect. */
+struct dedicated *dedicated_acquire(struct worker *w, int node, struct dedicated **owner,
+                                    const char **why);
+
+/* Is d connected to master `node` of its worker's topology? */
+int dedicated_serves(const struct dedicated *d, int node);
+
+/* Done with d: kept idle for reuse, or closed when the pool has enough. */
+void dedicated_release(struct dedicated *d);
+
+/* Close d now (what is in flight on it fails). */
+void dedicated_close(struct dedicated *d, const char *why);
+
+/* How many dedicated connections w has open, and how many of them idle. */
+int dedicated_open_count(const struct worker *w);
+int dedicated_idle_count(const struct worker *w);
+
+#endif

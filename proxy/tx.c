@@ -1,0 +1,604 @@
+#include "proxy/tx.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster/node.h"
+#include "proxy/client.h"
+#include "proxy/command.h"
+#include "proxy/dedicated.h"
+#include "proxy/resp.h"
+#include "proxy/router.h"
+#include "proxy/worker.h"
+
+/* A request that needs a dedicated connection not yet taken: no lane is it. */
+#define LANE_NEW ((const void *)1)
+
+static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
+
+struct tx_state {
+    /* MULTI */
+    unsigned in_multi : 1;
+    unsigned dirty : 1;             /* a command was refused: EXEC aborts */
+    unsigned watching : 1;
+    int nqueued;
+    int slot;                       /* of the queued keys; -1 none yet */
+    struct evbuffer *queued;        /* the queued commands' bytes */
+    char crossslot_why[200];        /* empty: the keys share a slot */
+    /* WATCH and blocking commands */
+    int watch_slot;
+    struct dedicated *dconn;        /* pinned by WATCH, or running a blocking command */
+    /* order across lanes */
+    const void *lane;               /* NULL: the multiplexed connections */
+    struct request_queue parked;    /* through hold_link, in the client's order */
+    struct request *releasing;      /* being dispatched out of parked */
+    struct event *release_event;
+};
+
+static struct tx_state *tx_get(struct client *c)
+{
+    if (c->tx)
+        return c->tx;
+    struct tx_state *tx = calloc(1, sizeof *tx);
+    if (!tx)
+        return NULL;
+    tx->queued = evbuffer_new();
+    if (!tx->queued) {
+        free(tx);
+        return NULL;
+    }
+    tx->slot = -1;
+    tx->watch_slot = -1;
+    TAILQ_INIT(&tx->parked);
+    c->tx = tx;
+    return tx;
+}
+
+/* ---- lanes and parking ---- */
+
+static void park(struct tx_state *tx, struct request *r)
+{
+    struct request *after = TAILQ_LAST(&tx->parked, request_queue);
+    while (after && after->seq > r->seq)
+        after = TAILQ_PREV(after, request_queue, hold_link);
+    if (after)
+        TAILQ_INSERT_AFTER(&tx->parked, after, r, hold_link);
+    else
+        TAILQ_INSERT_HEAD(&tx->parked, r, hold_link);
+}
+
+/* May r go out on lane now? Every earlier request answered (r heads its
+ * client's queue) means nothing can overtake; else it waits. */
+static int lane_ready(struct tx_state *tx, struct request *r, const void *lane)
+{
+    if (lane != LANE_NEW && lane == tx->lane)
+        return 1;
+    if (TAILQ_FIRST(&r->client->queue) == r)
+        return 1;
+    park(tx, r);
+    return 0;
+}
+
+static void release_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+    struct tx_state *tx = c->tx;
+    struct request *r;
+    (void)fd;
+    (void)what;
+    while (c->state != CLIENT_GONE && (r = TAILQ_FIRST(&tx->parked)) != NULL) {
+        TAILQ_REMOVE(&tx->parked, r, hold_link);
+        tx->releasing = r;
+        router_dispatch(r);
+        tx->releasing = NULL;
+        if (TAILQ_FIRST(&tx->parked) == r)
+            break;              /* it waits again: the rest stay behind it */
+    }
+}
+
+int tx_park_if_waiting(struct request *r)
+{
+    struct tx_state *tx = r->client->tx;
+    if (TAILQ_EMPTY(&tx->parked) || tx->releasing == r)
+        return 0;
+    park(tx, r);
+    return 1;
+}
+
+void tx_note_error(struct client *c)
+{
+    if (c->tx && c->tx->in_multi)
+        c->tx->dirty = 1;
+}
+
+/* ---- dedicated connections ---- */
+
+/* Give the dedicated connection back (clearing a watch first). */
+static void drop_dconn(struct tx_state *tx)
+{
+    if (!tx->dconn)
+        return;
+    if (tx->watching) {
+        const char *argv[] = { "UNWATCH" };
+        node_send_quiet(tx->dconn->conn, 1, argv);
+    }
+    tx->watching = 0;
+    dedicated_release(tx->dconn);
+}
+
+struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **why)
+{
+    struct client *c = r->client;
+    struct tx_state *tx = c ? c->tx : NULL;
+    *why = NULL;
+    if (!tx || c->state == CLIENT_GONE) {
+        *why = "ERR the client has gone";
+        return NULL;
+    }
+    if (tx->dconn && dedicated_serves(tx->dconn, node))
+        return tx->dconn->conn;
+    if (r->conn_kind == REQ_CONN_PREFER_PINNED)
+        return worker_conn(r->worker, node);
+    if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
+        *why = "ERR the WATCHed connection was lost";
+        return NULL;
+    }
+    /* a watch on another node is lost by moving (the slot moved) */
+    drop_dconn(tx);
+    struct dedicated *d = dedicated_acquire(r->worker, node, &tx->dconn, why);
+    return d ? d->conn : NULL;
+}
+
+static const void *dconn_lane(const struct tx_state *tx)
+{
+    return tx->dconn ? (const void *)tx->dconn->conn : LANE_NEW;
+}
+
+/* ---- MULTI ---- */
+
+static void reset_multi(struct tx_state *tx)
+{
+    tx->in_multi = 0;
+    tx->dirty = 0;
+    tx->nqueued = 0;
+    tx->slot = -1;
+    tx->crossslot_why[0] = '\0';
+    evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
+}
+
+static void reply_simple(struct request *r, const char *s)
+{
+    resp_add_simple(request_reply_buffer(r), s);
+    request_finish(r);
+}
+
+static void refuse_queued(struct tx_state *tx, struct request *r, const char *msg)
+{
+    tx->dirty = 1;
+    request_fail(r, msg);
+}
+
+static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
+{
+    char msg[300];
+    if (cls == TXC_OTHER) {
+        snprintf(msg, sizeof msg,
+                 "ERR Command not allowed inside a transaction through the proxy: a "
+                 "transaction runs as one block on one master, and '%s' does not (the proxy "
+                 "answers it, or it needs every master or a connection of its own)",
+                 r->cmd->fullname);
+        refuse_queued(tx, r, msg);
+        return;
+    }
+    size_t limit = (size_t)r->worker->cfg->client_query_buffer_limit;
+    if (evbuffer_get_length(tx->queued) + r->len > limit) {
+        refuse_queued(tx, r, "ERR transaction too large: its queued commands exceed "
+                             "client-query-buffer-limit");
+        return;
+    }
+    int slot = cls == TXC_NODE_LOCAL ? -1 : router_key_slot(r);
+    if (!tx->crossslot_why[0]) {
+        if (slot == -2)
+            snprintf(tx->crossslot_why, sizeof tx->crossslot_why,
+                     "'%s' names keys of several slots", r->cmd->fullname);
+        else if (slot >= 0 && tx->slot >= 0 && slot != tx->slot)
+            snprintf(tx->crossslot_why, sizeof tx->crossslot_why,
+                     "'%s' names a key of slot %d, earlier commands keys of slot %d",
+                     r->cmd->fullname, slot, tx->slot);
+        else if (slot >= 0)
+            tx->slot = slot;
+    }
+    if (evbuffer_add(tx->queued, r->data, r->len) < 0) {
+        refuse_queued(tx, r, "ERR out of memory");
+        return;
+    }
+    tx->nqueued++;
+    reply_simple(r, "QUEUED");
+}
+
+/* EXEC for a transaction that will not run: end MULTI and WATCH. */
+static void exec_refuse(struct tx_state *tx, struct request *r, const char *msg)
+{
+    reset_multi(tx);
+    drop_dconn(tx);
+    request_fail(r, msg);
+}
+
+/* Make r's bytes MULTI, the queued commands, EXEC. */
+static int exec_build_block(struct tx_state *tx, struct request *r)
+{
+    static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    struct evbuffer *b = evbuffer_new();
+    if (!b || evbuffer_add(b, multi, sizeof multi - 1) < 0 ||
+        evbuffer_add_buffer(b, tx->queued) < 0 || evbuffer_add(b, exec, sizeof exec - 1) < 0) {
+        if (b)
+            evbuffer_free(b);
+        return -1;
+    }
+    size_t len = evbuffer_get_length(b);
+    struct resp_arg arg = { .off = 8, .len = 5 };
+    const char *old = r->data;
+    int rc = request_set_command(r, (const char *)evbuffer_pullup(b, -1), len, &arg, 1);
+    if (old && old != r->inline_data && old != r->data)
+        free((void *)old);
+    evbuffer_free(b);
+    r->block_parts = tx->nqueued + 1;
+    return rc;
+}
+
+static void cmd_exec(struct tx_state *tx, struct request *r)
+{
+    char msg[400];
+    if (!tx->in_multi) {
+        request_fail(r, "ERR EXEC without MULTI");
+        return;
+    }
+    const void *lane = tx->watching ? dconn_lane(tx) : NULL;
+    if (!lane_ready(tx, r, lane))
+        return;
+    if (tx->dirty) {
+        exec_refuse(tx, r, "EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    if (tx->watching && !tx->dconn) {       /* the watched connection was lost */
+        reset_multi(tx);
+        tx->watching = 0;
+        resp_add_null_array(request_reply_buffer(r));
+        request_finish(r);
+        return;
+    }
+    if (tx->crossslot_why[0]) {
+        snprintf(msg, sizeof msg, "%s (a transaction runs on one master, so all its keys "
+                 "must hash to one slot: %s); nothing ran", crossslot, tx->crossslot_why);
+        exec_refuse(tx, r, msg);
+        return;
+    }
+    if (tx->watching && tx->slot >= 0 && tx->slot != tx->watch_slot) {
+        snprintf(msg, sizeof msg, "%s (a transaction after WATCH runs on the master of the "
+                 "WATCHed keys: its keys, of slot %d, must hash to their slot %d); nothing ran",
+                 crossslot, tx->slot, tx->watch_slot);
+        exec_refuse(tx, r, msg);
+        return;
+    }
+    if (exec_build_block(tx, r) < 0) {
+        exec_refuse(tx, r, "ERR out of memory");
+        return;
+    }
+    int slot = tx->slot;
+    reset_multi(tx);
+    if (tx->watching) {
+        struct node_conn *conn = tx->dconn->conn;
+        r->conn_kind = REQ_CONN_PINNED_EXEC;
+        r->slot = tx->watch_slot;
+        router_send_on(r, conn);
+        tx->lane = conn;
+        tx->watching = 0;           /* EXEC ends the watch on the node too */
+        dedicated_release(tx->dconn);
+    } else {
+        r->slot = slot;
+        tx->lane = NULL;
+        router_send(r);
+    }
+}
+
+static void cmd_discard(struct tx_state *tx, struct request *r)
+{
+    if (!tx->in_multi) {
+        request_fail(r, "ERR DISCARD without MULTI");
+        return;
+    }
+    if (tx->watching && tx->dconn) {
+        /* DISCARD also unwatches: UNWATCH on the pinned connection, whose
+         * +OK is DISCARD's */
+        struct node_conn *conn = tx->dconn->conn;
+        if (!lane_ready(tx, r, conn))
+            return;
+        static const char *const argv[] = { "UNWATCH" };
+        static const size_t lens[] = { 7 };
+        reset_multi(tx);
+        const char *old = r->data;
+        if (request_build(r, 1, argv, lens) < 0) {
+            request_fail(r, "ERR out of memory");
+            return;
+        }
+        if (old && old != r->inline_data && old != r->data)
+            free((void *)old);
+        router_send_on(r, conn);
+        tx->lane = conn;
+        tx->watching = 0;
+        dedicated_release(tx->dconn);
+        return;
+    }
+    reset_multi(tx);
+    tx->watching = 0;
+    reply_simple(r, "OK");
+}
+
+static void cmd_multi(struct tx_state *tx, struct request *r)
+{
+    if (tx->in_multi) {
+        request_fail(r, "ERR MULTI calls can not be nested");
+        return;
+    }
+    reset_multi(tx);
+    tx->in_multi = 1;
+    reply_simple(r, "OK");
+}
+
+static void cmd_watch(struct tx_state *tx, struct request *r)
+{
+    char msg[300];
+    if (tx->in_multi) {
+        request_fail(r, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    int slot = router_key_slot(r);
+    if (slot == -2) {
+        snprintf(msg, sizeof msg, "%s (WATCHed keys must hash to one slot: the proxy "
+                 "watches them on that slot's master)", crossslot);
+        request_fail(r, msg);
+        return;
+    }
+    if (tx->watching && slot != tx->watch_slot) {
+        snprintf(msg, sizeof msg, "%s (already WATCHing keys of slot %d: WATCHed keys must "
+                 "hash to one slot)", crossslot, tx->watch_slot);
+        request_fail(r, msg);
+        return;
+    }
+    int node = worker_node_for_slot(r->worker, slot);
+    const void *lane = tx->dconn && dedicated_serves(tx->dconn, node) ? dconn_lane(tx) : LANE_NEW;
+    if (!lane_ready(tx, r, lane))
+        return;
+    r->slot = slot;
+    r->conn_kind = REQ_CONN_DEDICATED;
+    router_send(r);
+    if (tx->dconn) {
+        tx->watching = 1;
+        tx->watch_slot = slot;
+        tx->lane = tx->dconn->conn;
+    }
+}
+
+static void cmd_unwatch(struct tx_state *tx, struct request *r)
+{
+    if (tx->in_multi) {
+        queue_command(tx, r, TXC_FORWARD);
+        return;
+    }
+    if (!tx->watching || !tx->dconn) {
+        tx->watching = 0;
+        reply_simple(r, "OK");
+        return;
+    }
+    struct node_conn *conn = tx->dconn->conn;
+    if (!lane_ready(tx, r, conn))
+        return;
+    router_send_on(r, conn);
+    tx->lane = conn;
+    tx->watching = 0;
+    dedicated_release(tx->dconn);
+}
+
+static void tx_command(struct tx_state *tx, struct request *r)
+{
+    const char *name = r->cmd->name;
+    if (strcmp(name, "exec") == 0)
+        cmd_exec(tx, r);
+    else if (strcmp(name, "multi") == 0)
+        cmd_multi(tx, r);
+    else if (strcmp(name, "discard") == 0)
+        cmd_discard(tx, r);
+    else if (strcmp(name, "watch") == 0)
+        cmd_watch(tx, r);
+    else
+        cmd_unwatch(tx, r);
+}
+
+/* ---- blocking commands ---- */
+
+static void blocking_dispatch(struct tx_state *tx, struct request *r)
+{
+    char msg[300];
+    int slot = router_key_slot(r);
+    if (slot == -2) {
+        snprintf(msg, sizeof msg, "%s (the keys of a blocking command must hash to one "
+                 "slot: it blocks on that slot's master)", crossslot);
+        request_fail(r, msg);
+        return;
+    }
+    int node = worker_node_for_slot(r->worker, slot);
+    int serves = tx->dconn && dedicated_serves(tx->dconn, node);
+    if (tx->watching && !serves) {
+        request_fail(r, "ERR a blocking command on keys of another master than the WATCHed "
+                        "keys is not supported through the proxy (UNWATCH first)");
+        return;
+    }
+    if (!lane_ready(tx, r, serves ? dconn_lane(tx) : LANE_NEW))
+        return;
+    r->slot = slot;
+    r->conn_kind = REQ_CONN_DEDICATED;
+    router_send(r);
+    tx->lane = tx->dconn ? (const void *)tx->dconn->conn : NULL;
+}
+
+/* Seconds as Redis reads a blocking timeout, to milliseconds. */
+static uint64_t seconds_ms(const char *s, size_t len)
+{
+    char buf[64], *end;
+    if (len == 0 || len >= sizeof buf)
+        return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    double v = strtod(buf, &end);
+    if (*end || !(v >= 0) || v > 1e12)
+        return 0;       /* the node refuses it at once */
+    return v == 0 ? NODE_WAIT_FOREVER : (uint64_t)ceil(v * 1000);
+}
+
+static uint64_t millis(const char *s, size_t len)
+{
+    char buf[32], *end;
+    if (len == 0 || len >= sizeof buf)
+        return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    long long v = strtoll(buf, &end, 10);
+    if (*end || v < 0)
+        return 0;
+    return v == 0 ? NODE_WAIT_FOREVER : (uint64_t)v;
+}
+
+uint64_t tx_wait_ms(const struct request *r)
+{
+    size_t len;
+    const char *a, *name = r->cmd->name;
+    if (!(r->cmd->flags & CMD_BLOCKING) || r->argc < 2)
+        return 0;
+    if (strcmp(name, "xread") == 0 || strcmp(name, "xreadgroup") == 0) {
+        for (int i = 1; i + 1 < r->argc; i++) {
+            a = request_arg(r, i, &len);
+            if (len == 7 && strncasecmp(a, "streams", 7) == 0)
+                break;
+            if (len == 5 && strncasecmp(a, "block", 5) == 0) {
+                a = request_arg(r, i + 1, &len);
+                return millis(a, len);
+            }
+        }
+        return 0;
+    }
+    if (strcmp(name, "blmpop") == 0 || strcmp(name, "bzmpop") == 0)
+        a = request_arg(r, 1, &len);
+    else
+        a = request_arg(r, r->argc - 1, &len);
+    return seconds_ms(a, len);
+}
+
+/* ---- dispatch ---- */
+
+/* A plain command while WATCHing: on the pinned connection when it is about
+ * the watched slot (what it reads is what EXEC will be judged on). */
+static int send_pinned(struct tx_state *tx, struct request *r)
+{
+    int slot = router_key_slot(r);
+    int node = worker_node_for_slot(r->worker, slot);
+    if (slot < 0 || slot != tx->watch_slot || !tx->dconn || !dedicated_serves(tx->dconn, node))
+        return 0;
+    struct node_conn *conn = tx->dconn->conn;
+    if (!lane_ready(tx, r, conn))
+        return 1;
+    r->slot = slot;
+    r->conn_kind = REQ_CONN_PREFER_PINNED;
+    tx->lane = conn;
+    router_send(r);
+    return 1;
+}
+
+int tx_dispatch(struct request *r, enum tx_class cls)
+{
+    struct client *c = r->client;
+    struct tx_state *tx = tx_get(c);
+    if (!tx) {
+        request_fail(r, "ERR out of memory");
+        return 1;
+    }
+    if (cls == TXC_TX) {
+        tx_command(tx, r);
+        return 1;
+    }
+    if (tx->in_multi && cls != TXC_IMMEDIATE && cls != TXC_RESET) {
+        queue_command(tx, r, cls);
+        return 1;
+    }
+    if (cls == TXC_BLOCKING) {
+        blocking_dispatch(tx, r);
+        return 1;
+    }
+    if (tx->watching && cls == TXC_FORWARD && send_pinned(tx, r))
+        return 1;
+    if (!lane_ready(tx, r, NULL))
+        return 1;
+    tx->lane = NULL;
+    if (cls == TXC_RESET) {         /* RESET ends MULTI and WATCH, then the router's part */
+        reset_multi(tx);
+        drop_dconn(tx);
+    }
+    return 0;
+}
+
+/* ---- the client's life ---- */
+
+void tx_client_flushed(struct client *c)
+{
+    struct tx_state *tx = c->tx;
+    if (!tx || c->state == CLIENT_GONE)
+        return;
+    /* a blocking command answered: its connection goes back */
+    if (tx->dconn && !tx->watching && tx->dconn->conn->ninflight == 0)
+        dedicated_release(tx->dconn);
+    struct request *first = TAILQ_FIRST(&tx->parked);
+    if (first && TAILQ_FIRST(&c->queue) == first && !tx->releasing) {
+        if (!tx->release_event)
+            tx->release_event = event_new(c->worker->base, -1, 0, release_cb, c);
+        if (tx->release_event)
+            event_active(tx->release_event, EV_TIMEOUT, 1);
+    }
+}
+
+void tx_client_gone(struct client *c)
+{
+    struct tx_state *tx = c->tx;
+    struct request *r;
+    if (!tx)
+        return;
+    while ((r = TAILQ_FIRST(&tx->parked)) != NULL) {
+        TAILQ_REMOVE(&tx->parked, r, hold_link);
+        request_fail(r, "ERR the client has gone");
+    }
+    reset_multi(tx);
+    tx->watching = 0;
+    /* what is blocked or watched on it ends now, not when the node answers */
+    if (tx->dconn)
+        dedicated_close(tx->dconn, "the client has gone");
+}
+
+void tx_client_free(struct client *c)
+{
+    struct tx_state *tx = c->tx;
+    if (!tx)
+        return;
+    if (tx->release_event)
+        event_free(tx->release_event);
+    evbuffer_free(tx->queued);
+    free(tx);
+    c->tx = NULL;
+}
+
+int tx_multi_count(const struct client *c)
+{
+    return c->tx && c->tx->in_multi ? c->tx->nqueued : -1;
+}

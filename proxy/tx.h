@@ -1,0 +1,84 @@
+/*
+ * tx: what a client does beyond independent commands: MULTI/EXEC/DISCARD
+ * transactions, WATCH/UNWATCH, and blocking commands (BLPOP, BRPOP, BLMOVE,
+ * BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, XREAD/XREADGROUP BLOCK).
+ * A client gets this state (client->tx) the first time it uses one of them.
+ *
+ * MULTI    The proxy queues the commands itself (+QUEUED; arity and unknown
+ *          commands answered as Redis does, which makes EXEC answer
+ *          EXECABORT). At EXEC, if every key hashes to one slot, the block
+ *          MULTI, commands, EXEC is written at once to that slot's master
+ *          (keyless blocks: one master) and only EXEC's reply reaches the
+ *          client; otherwise EXEC answers CROSSSLOT and nothing runs. A
+ *          redirect inside the block (the node then answers EXECABORT:
+ *          nothing ran) sends the whole block to the right node.
+ * WATCH    Pins the client to a dedicated connection (dedicated.h) to the
+ *          master of the watched keys' slot until EXEC, DISCARD, UNWATCH or
+ *          the client leaving. Commands on that slot meanwhile go on it too
+ *          (a consistent view); EXEC goes on it, so the node's null reply
+ *          says a watched key changed. A watch the proxy cannot keep (the
+ *          connection dropped, the slot moved) also makes EXEC null: nothing
+ *          ran, the client retries, as after any lost race.
+ * blocking A blocking command runs on a dedicated connection, so the node
+ *          blocking does not stall the multiplexed ones; the node's silence
+ *          limit grows by the command's own timeout (none for 0).
+ *
+ * Order. A client's requests go out on "lanes": the multiplexed connections
+ * or one dedicated connection. A request whose lane is not the one the
+ * client's unanswered requests are on waits ("parked", with everything the
+ * client sends after it) until they are all answered, so SET k then WATCH k,
+ * or BLPOP then GET, run in the order sent, as on one server.
+ */
+#ifndef TAGPROXY_TX_H
+#define TAGPROXY_TX_H
+
+#include <stdint.h>
+
+#include "proxy/request.h"
+
+struct client;
+struct node_conn;
+
+/* What the router makes of a command, for tx_dispatch(). */
+enum tx_class {
+    TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
+    TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
+    TXC_FORWARD,        /* keys of one slot, to one master: queueable */
+    TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
+    TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */
+    TXC_SCRIPT,         /* EVAL* FCALL*: queueable (EVALSHA as EVAL when the body is known) */
+    TXC_IMMEDIATE,      /* QUIT: runs even inside MULTI */
+    TXC_RESET,          /* RESET: also ends MULTI and WATCH */
+    TXC_OTHER           /* answered by the proxy or on every master: not in MULTI */
+};
+
+/* At the start of router_dispatch for a client with tx state: 1 when r was
+ * parked behind the client's earlier parked requests. */
+int tx_park_if_waiting(struct request *r);
+
+/* The router refused r's command (unknown, arity, NOAUTH): inside MULTI
+ * that makes EXEC answer EXECABORT, as Redis does. */
+void tx_note_error(struct client *c);
+
+/* Take r if it is the tx module's business (1), or let the router plan it
+ * (0; r may then go out on the multiplexed connections). */
+int tx_dispatch(struct request *r, enum tx_class cls);
+
+/* router_send() for a request marked dedicated: the connection it must go
+ * on, or NULL with *why set (pool exhausted, client gone) or left NULL
+ * (unreachable: the router's usual retry). */
+struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **why);
+
+/* How long a blocking command may legitimately keep the node silent (its
+ * timeout), NODE_WAIT_FOREVER for 0; 0 for other commands. */
+uint64_t tx_wait_ms(const struct request *r);
+
+/* client.c's hooks. */
+void tx_client_flushed(struct client *c);      /* replies were written */
+void tx_client_gone(struct client *c);         /* socket closed */
+void tx_client_free(struct client *c);         /* struct about to be freed */
+
+/* For CLIENT LIST: queued commands inside MULTI, -1 outside. */
+int tx_multi_count(const struct client *c);
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * Transactions through the proxy against the real cluster: MULTI/EXEC
+ * queued by the proxy and run as one block on the keys' master, WATCH on a
+ * pinned connection (a balance transfer that retries after a concurrent
+ * change), CROSSSLOT with nothing run, EXECABORT and Redis's own errors,
+ * and a block resent whole after a MOVED.
+ */
+#include "harness.h"
+
+#define CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
+
+/* GET key on its master, directly; NULL-safe copy of the value or NULL. */
+static char *owner_get(const struct h_topo *t, const char *key)
+{
+    redisContext *c = h_connect_owner(t, key);
+    redisReply *r = h_cmd(c, "GET %s", key);
+    char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+    ck_assert_msg(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL,
+                  "GET %s on its master: %s", key, h_show(r));
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+static void expect_owner_value(const struct h_topo *t, const char *key, const char *want)
+{
+    char *v = owner_get(t, key);
+    if (want == NULL)
+        ck_assert_msg(v == NULL, "%s should not exist, holds '%s'", key, v);
+    else
+        ck_assert_msg(v && strcmp(v, want) == 0, "%s: want '%s', have '%s'", key, want,
+                      v ? v : "(nil)");
+    free(v);
+}
+
+/* One try of a transfer of amount from a to b: WATCH, read, MULTI/EXEC.
+ * meddle (may be NULL) runs between the read and the EXEC. 1: done, 0: EXEC
+ * answered null (a watched key changed). */
+static int transfer_once(redisContext *p, const char *from, const char *to, int amount,
+                         void (*meddle)(void))
+{
+    redisReply *r = h_cmd(p, "WATCH %s", from);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(p, "GET %s", from);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    long balance = atol(r->str);
+    freeReplyObject(r);
+    ck_assert_int_ge(balance, amount);
+    if (meddle)
+        meddle();
+    r = h_cmd(p, "MULTI");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(p, "DECRBY %s %d", from, amount);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "INCRBY %s %d", to, amount);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    if (r->type == REDIS_REPLY_NIL) {
+        freeReplyObject(r);
+        return 0;
+    }
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_INT(r->element[0], balance - amount);
+    freeReplyObject(r);
+    return 1;
+}
+
+static char meddle_key[128];
+
+/* A second client changes the watched key between WATCH and EXEC. */
+static void meddle_incr(void)
+{
+    redisContext *other = h_connect_proxy();
+    redisReply *r = h_cmd(other, "INCRBY %s 5", meddle_key);
+    H_EXPECT_INT(r, 105);
+    freeReplyObject(r);
+    redisFree(other);
+}
+
+START_TEST(test_watch_transfer_retries_after_concurrent_change)
+{
+    struct h_topo t;
+    char from[128], to[128];
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(from, sizeof from, "%s:{acct}:balance:alice", h_prefix());
+    H_FMT(to, sizeof to, "%s:{acct}:balance:bob", h_prefix());
+    snprintf(meddle_key, sizeof meddle_key, "%s", from);
+    r = h_cmd(p, "MSET %s 100 %s 0", from, to);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+
+    /* first try: a concurrent deposit makes EXEC null, nothing ran */
+    ck_assert_int_eq(transfer_once(p, from, to, 30, meddle_incr), 0);
+    expect_owner_value(&t, from, "105");
+    expect_owner_value(&t, to, "0");
+    /* the retry sees the new balance and succeeds */
+    ck_assert_int_eq(transfer_once(p, from, to, 30, NULL), 1);
+    expect_owner_value(&t, from, "75");
+    expect_owner_value(&t, to, "30");
+
+    /* the client's own write after WATCH also counts, as on one server */
+    r = h_cmd(p, "WATCH %s", from);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(p, "SET %s 75", from);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "INCR %s", to);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    expect_owner_value(&t, to, "30");
+
+    /* UNWATCH and DISCARD end the watch: a later change is not seen */
+    r = h_cmd(p, "WATCH %s", from);
+    freeReplyObject(r);
+    r = h_cmd(p, "UNWATCH");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    {
+        redisContext *other = h_connect_proxy();
+        r = h_cmd(other, "INCRBY %s 1", from);
+        H_EXPECT_INT(r, 76);
+        freeReplyObject(r);
+        redisFree(other);
+    }
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "INCR %s", to);
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_INT(r->element[0], 31);
+    freeReplyObject(r);
+    r = h_cmd(p, "WATCH %s", from);
+    freeReplyObject(r);
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "DISCARD");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "ERR EXEC without MULTI");
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* Keys of two masters in one transaction: refused at EXEC, nothing ran. */
+START_TEST(test_transaction_across_slots_refused_nothing_runs)
+{
+    struct h_topo t;
+    char prefix[128], k0[128], k1[128];
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "%s:txcross", h_prefix());
+    h_key_on_master(&t, 0, prefix, 0, k0, sizeof k0);
+    h_key_on_master(&t, 1, prefix, 0, k1, sizeof k1);
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SET %s one", k0);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "SET %s two", k1);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, CROSSSLOT);
+    ck_assert_msg(strstr(r->str, "nothing ran") && strstr(r->str, "one slot"),
+                  "the error should say why: %s", r->str);
+    freeReplyObject(r);
+    expect_owner_value(&t, k0, NULL);
+    expect_owner_value(&t, k1, NULL);
+
+    /* one multi-key command naming both: the same */
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "MSET %s one %s two", k0, k1);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, CROSSSLOT);
+    freeReplyObject(r);
+    expect_owner_value(&t, k0, NULL);
+    expect_owner_value(&t, k1, NULL);
+
+    /* the client is out of MULTI and served normally */
+    r = h_cmd(p, "SET %s after", k0);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    expect_owner_value(&t, k0, "after");
+
+    /* WATCH of keys of two slots */
+    r = h_cmd(p, "WATCH %s %s", k0, k1);
+    H_EXPECT_ERR(r, CROSSSLOT);
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* An arity error inside MULTI: EXECABORT, nothing ran. And Redis's other
+ * transaction errors, word for word. */
+START_TEST(test_execabort_and_redis_errors)
+{
+    struct h_topo t;
+    char k[128];
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(k, sizeof k, "%s:{abort}:k", h_prefix());
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SET %s v", k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "GET");
+    H_EXPECT_ERR(r, "ERR wrong number of arguments for 'get' command");
+    freeReplyObject(r);
+    r = h_cmd(p, "INCR %s:{abort}:n", h_prefix());
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "EXECABORT Transaction discarded because of previous errors.");
+    freeReplyObject(r);
+    expect_owner_value(&t, k, NULL);
+
+    /* an unknown command does the same */
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "NOSUCHCOMMAND x");
+    H_EXPECT_ERR(r, "ERR unknown command 'NOSUCHCOMMAND'");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "EXECABORT");
+    freeReplyObject(r);
+
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "ERR EXEC without MULTI");
+    freeReplyObject(r);
+    r = h_cmd(p, "DISCARD");
+    H_EXPECT_ERR(r, "ERR DISCARD without MULTI");
+    freeReplyObject(r);
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "MULTI");
+    H_EXPECT_ERR(r, "ERR MULTI calls can not be nested");
+    freeReplyObject(r);
+    r = h_cmd(p, "WATCH %s", k);
+    H_EXPECT_ERR(r, "ERR WATCH inside MULTI is not allowed");
+    freeReplyObject(r);
+    /* neither aborts the transaction (as in Redis) */
+    r = h_cmd(p, "SET %s v2", k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    /* a command the proxy answers itself cannot be queued: refused, aborts */
+    r = h_cmd(p, "KEYS *");
+    H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "EXECABORT");
+    freeReplyObject(r);
+    expect_owner_value(&t, k, NULL);
+    redisFree(p);
+}
+END_TEST
+
+/* Pipelined: the block's replies come back as EXEC's array, in order with
+ * what surrounds it; PING/ECHO inside run on the node. */
+START_TEST(test_pipelined_transaction)
+{
+    struct h_topo t;
+    char k[128];
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(k, sizeof k, "%s:{pipe}:ctr", h_prefix());
+    redisAppendCommand(p, "SET %s 10", k);
+    redisAppendCommand(p, "MULTI");
+    redisAppendCommand(p, "INCR %s", k);
+    redisAppendCommand(p, "PING");
+    redisAppendCommand(p, "ECHO hello");
+    redisAppendCommand(p, "INCRBY %s 5", k);
+    redisAppendCommand(p, "EXEC");
+    redisAppendCommand(p, "GET %s", k);
+    redisAppendCommand(p, "MULTI");
+    redisAppendCommand(p, "EXEC");
+    r = h_get_reply(p);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    for (int i = 0; i < 4; i++) {
+        r = h_get_reply(p);
+        H_EXPECT_STATUS(r, "QUEUED");
+        freeReplyObject(r);
+    }
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 4);
+    H_EXPECT_INT(r->element[0], 11);
+    H_EXPECT_STATUS(r->element[1], "PONG");
+    H_EXPECT_BULK(r->element[2], "hello");
+    H_EXPECT_INT(r->element[3], 16);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_BULK(r, "16");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 0);
+    freeReplyObject(r);
+    expect_owner_value(&t, k, "16");
+    redisFree(p);
+}
+END_TEST
+
+static void setslot_everywhere(const struct h_topo *t, int slot, int to)
+{
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *c = h_connect_node(&t->masters[m]);
+        redisReply *r = h_cmd(c, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+        H_EXPECT_STATUS(r, "OK");
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+static long long info_field(redisContext *c, const char *name)
+{
+    redisReply *r = h_cmd(c, "INFO");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, name);
+    ck_assert_msg(at != NULL, "INFO has no %s", name);
+    long long v = atoll(at + strlen(name) + 1);
+    freeReplyObject(r);
+    return v;
+}
+
+/* A slot moves after the proxy read the map: the node answers MOVED to the
+ * queued command and EXECABORT; the proxy resends the whole block to the
+ * new owner, where it runs once. */
+START_TEST(test_moved_during_transaction_resends_block)
+{
+    struct h_topo t;
+    struct h_proxy extra;
+    char tag[32], k[128], prefix[128], probe[128];
+    static const char *const args[] = { "--topology-refresh-ms", "0", NULL };
+    redisReply *r;
+
+    h_topo_load(&t);
+    /* an empty slot of master 0 (our own tag: nobody else's keys) */
+    H_FMT(prefix, sizeof prefix, "%s:moved", h_prefix());
+    h_key_on_master(&t, 0, prefix, 0, probe, sizeof probe);
+    int slot = h_slot(probe);
+    h_tag_for_slot(slot, tag, sizeof tag);
+    H_FMT(k, sizeof k, "%s:{%s}:k", h_prefix(), tag);
+    ck_assert_int_eq(h_slot(k), slot);
+    redisContext *owner = h_connect_node(&t.masters[0]);
+    r = h_cmd(owner, "CLUSTER COUNTKEYSINSLOT %d", slot);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    redisFree(owner);
+
+    h_proxy_start(&extra, args);
+    redisContext *p = h_connect_extra(&extra);
+    long long moved0 = info_field(p, "cluster_moved");
+    setslot_everywhere(&t, slot, 1);
+
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SET %s moved-once", k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "INCR %s:{%s}:n", h_prefix(), tag);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_INT(r->element[1], 1);
+    freeReplyObject(r);
+    ck_assert_int_gt(info_field(p, "cluster_moved"), moved0);
+
+    redisContext *n1 = h_connect_node(&t.masters[1]);
+    r = h_cmd(n1, "GET %s", k);
+    H_EXPECT_BULK(r, "moved-once");
+    freeReplyObject(r);
+    r = h_cmd(n1, "DEL %s %s:{%s}:n", k, h_prefix(), tag);
+    freeReplyObject(r);
+    redisFree(n1);
+    setslot_everywhere(&t, slot, 0);
+    redisFree(p);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
+static Suite *tx_suite(void)
+{
+    Suite *s = suite_create("tx");
+    TCase *tc = tcase_create("tx");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_watch_transfer_retries_after_concurrent_change);
+    tcase_add_test(tc, test_transaction_across_slots_refused_nothing_runs);
+    tcase_add_test(tc, test_execabort_and_redis_errors);
+    tcase_add_test(tc, test_pipelined_transaction);
+    tcase_add_test(tc, test_moved_during_transaction_resends_block);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(tx_suite());
+}
