@@ -1,0 +1,444 @@
+/*
+ * Blocking commands through the proxy against the real cluster: each runs
+ * on a dedicated node connection, so a hundred blocked BLPOPs do not slow a
+ * 100,000-GET pipeline; timeouts behave as on one server (also past
+ * node-timeout-ms, and 0 blocks for good); a client that leaves while
+ * blocked frees its node connection at once; the pool is bounded.
+ */
+#include "harness.h"
+
+#define CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
+
+/* INFO field summed over the masters, read on the nodes directly. */
+static long long masters_info_sum(const struct h_topo *t, const char *field)
+{
+    long long sum = 0;
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *c = h_connect_node(&t->masters[m]);
+        redisReply *r = h_cmd(c, "INFO clients");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, field);
+        ck_assert_msg(at != NULL, "INFO clients has no %s", field);
+        sum += atoll(at + strlen(field) + 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return sum;
+}
+
+/* Wait (up to ms) until the masters' blocked_clients is want. */
+static long long wait_blocked(const struct h_topo *t, long long want, long ms)
+{
+    long long deadline = h_now_ms() + ms, have;
+    while ((have = masters_info_sum(t, "blocked_clients")) != want && h_now_ms() < deadline)
+        h_sleep_ms(20);
+    return have;
+}
+
+static void send_only(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    int done = 0;
+    va_start(ap, fmt);
+    ck_assert_int_eq(redisvAppendCommand(c, fmt, ap), REDIS_OK);
+    va_end(ap);
+    while (!done)
+        ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+}
+
+/* No reply has arrived on c (nothing readable right now). */
+static void expect_no_reply_yet(redisContext *c)
+{
+    struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+    ck_assert_msg(poll(&pfd, 1, 0) == 0, "a reply arrived while the command should block");
+}
+
+START_TEST(test_100_blpop_while_100k_pipelined_gets)
+{
+    enum { CLIENTS = 100, GETS = 100000, GETTERS = 4 };
+    struct h_topo t;
+    static redisContext *blockers[CLIENTS];
+    char key[128], list[CLIENTS][128], val[64];
+    redisReply *r;
+
+    h_topo_load(&t);
+    long long blocked0 = masters_info_sum(&t, "blocked_clients");
+    for (int i = 0; i < CLIENTS; i++) {
+        H_FMT(list[i], sizeof list[i], "%s:queue:%d", h_prefix(), i);
+        blockers[i] = h_connect_proxy();
+        send_only(blockers[i], "BLPOP %s 0", list[i]);
+    }
+    ck_assert_int_eq(wait_blocked(&t, blocked0 + CLIENTS, 10000), blocked0 + CLIENTS);
+
+    /* other clients' pipelines go through while all of them block */
+    H_FMT(key, sizeof key, "%s:getme", h_prefix());
+    redisContext *setter = h_connect_proxy();
+    H_OK(setter, "SET %s fine", key);
+    redisContext *getters[GETTERS];
+    for (int g = 0; g < GETTERS; g++) {
+        getters[g] = h_connect_proxy();
+        for (int i = 0; i < GETS / GETTERS; i++)
+            ck_assert_int_eq(redisAppendCommand(getters[g], "GET %s", key), REDIS_OK);
+    }
+    for (int g = 0; g < GETTERS; g++) {
+        for (int i = 0; i < GETS / GETTERS; i++) {
+            r = h_get_reply(getters[g]);
+            H_EXPECT_BULK(r, "fine");
+            freeReplyObject(r);
+        }
+        redisFree(getters[g]);
+    }
+    /* ... and they were all still blocked when it completed */
+    ck_assert_int_eq(masters_info_sum(&t, "blocked_clients"), blocked0 + CLIENTS);
+    for (int i = 0; i < CLIENTS; i++)
+        expect_no_reply_yet(blockers[i]);
+
+    for (int i = 0; i < CLIENTS; i++) {
+        r = h_cmd(setter, "RPUSH %s item-%d", list[i], i);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+    }
+    for (int i = 0; i < CLIENTS; i++) {
+        r = h_get_reply(blockers[i]);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        ck_assert_uint_eq(r->elements, 2);
+        H_EXPECT_BULK(r->element[0], list[i]);
+        snprintf(val, sizeof val, "item-%d", i);
+        H_EXPECT_BULK(r->element[1], val);
+        freeReplyObject(r);
+        redisFree(blockers[i]);
+    }
+    ck_assert_int_eq(wait_blocked(&t, blocked0, 5000), blocked0);
+    redisFree(setter);
+}
+END_TEST
+
+START_TEST(test_stream_consumer_group_xreadgroup_block_xack)
+{
+    char stream[128];
+    redisContext *consumer = h_connect_proxy(), *producer = h_connect_proxy();
+    redisReply *r;
+
+    H_FMT(stream, sizeof stream, "%s:{jobs}:stream", h_prefix());
+    H_OK(producer, "XGROUP CREATE %s workers $ MKSTREAM", stream);
+    send_only(consumer, "XREADGROUP GROUP workers w1 COUNT 10 BLOCK 5000 STREAMS %s >", stream);
+    h_sleep_ms(200);
+    expect_no_reply_yet(consumer);
+    /* the producer is not held up by the blocked consumer */
+    r = h_cmd(producer, "XADD %s * job build", stream);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    char id[64];
+    snprintf(id, sizeof id, "%s", r->str);
+    freeReplyObject(r);
+
+    r = h_get_reply(consumer);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    H_EXPECT_BULK(r->element[0]->element[0], stream);
+    redisReply *entries = r->element[0]->element[1];
+    ck_assert_uint_eq(entries->elements, 1);
+    H_EXPECT_BULK(entries->element[0]->element[0], id);
+    H_EXPECT_BULK(entries->element[0]->element[1]->element[1], "build");
+    freeReplyObject(r);
+
+    r = h_cmd(consumer, "XPENDING %s workers", stream);
+    H_EXPECT_INT(r->element[0], 1);
+    freeReplyObject(r);
+    r = h_cmd(consumer, "XACK %s workers %s", stream, id);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_cmd(consumer, "XPENDING %s workers", stream);
+    H_EXPECT_INT(r->element[0], 0);
+    freeReplyObject(r);
+
+    /* BLOCK with nothing new: null after the timeout, as on one server */
+    long long t0 = h_now_ms();
+    r = h_cmd(consumer, "XREADGROUP GROUP workers w1 BLOCK 300 STREAMS %s >", stream);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    ck_assert_int_ge(h_now_ms() - t0, 250);
+    /* XREAD without BLOCK stays a plain command */
+    r = h_cmd(consumer, "XREAD COUNT 1 STREAMS %s 0", stream);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    redisFree(consumer);
+    redisFree(producer);
+}
+END_TEST
+
+/* The node-side ids (CLIENT LIST "id=") of the master of key's clients
+ * whose line holds needle, into ids; how many. */
+static int owner_client_ids(const struct h_topo *t, const char *key, const char *needle,
+                            long long *ids, int max)
+{
+    redisContext *c = h_connect_owner(t, key);
+    redisReply *r = h_cmd(c, "CLIENT LIST");
+    int n = 0;
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    for (const char *line = r->str; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (memmem(line, len, needle, strlen(needle)) && n < max)
+            ids[n++] = atoll(line + 3);     /* lines start "id=" */
+        line = end ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* A client closed while blocked: its node connection closes at once (the
+ * node's client of that id is gone, and nothing is left blocked). */
+START_TEST(test_client_closed_while_blocked_frees_connection)
+{
+    struct h_topo t;
+    char list[128];
+    long long before[256], during[256], after[256];
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(list, sizeof list, "%s:leaver", h_prefix());
+    redisContext *warm = h_connect_proxy();
+    for (int round = 0; round < 3; round++) {
+        int n0 = owner_client_ids(&t, list, "flags=b", before, 256);
+        redisContext *c = h_connect_proxy();
+        send_only(c, "BLPOP %s 0", list);
+        long long deadline = h_now_ms() + 5000;
+        int n1;
+        while ((n1 = owner_client_ids(&t, list, "flags=b", during, 256)) != n0 + 1 &&
+               h_now_ms() < deadline)
+            h_sleep_ms(20);
+        ck_assert_int_eq(n1, n0 + 1);
+        long long mine = -1;        /* the blocked one that was not there before */
+        for (int i = 0; i < n1; i++) {
+            int old = 0;
+            for (int j = 0; j < n0; j++)
+                old |= before[j] == during[i];
+            if (!old)
+                mine = during[i];
+        }
+        ck_assert_int_ge(mine, 0);
+        redisFree(c);
+        deadline = h_now_ms() + 2000;
+        int still;
+        do {
+            int n = owner_client_ids(&t, list, "id=", after, 256);
+            still = 0;
+            for (int i = 0; i < n; i++)
+                still |= after[i] == mine;
+            if (still)
+                h_sleep_ms(20);
+        } while (still && h_now_ms() < deadline);
+        ck_assert_msg(!still, "node client id=%lld still open after its client left", mine);
+        ck_assert_int_eq(owner_client_ids(&t, list, "flags=b", after, 256), n0);
+    }
+    /* nothing was popped by a connection left behind */
+    r = h_cmd(warm, "RPUSH %s x", list);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    h_sleep_ms(100);
+    r = h_cmd(warm, "LLEN %s", list);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    redisFree(warm);
+}
+END_TEST
+
+/* Keys of one blocking command must share a slot; WAIT is refused. */
+START_TEST(test_blocking_crossslot_and_wait)
+{
+    struct h_topo t;
+    char prefix[128], k0[128], k1[128];
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "%s:bx", h_prefix());
+    h_key_on_master(&t, 0, prefix, 0, k0, sizeof k0);
+    h_key_on_master(&t, 1, prefix, 0, k1, sizeof k1);
+    r = h_cmd(p, "BLPOP %s %s 1", k0, k1);
+    H_EXPECT_ERR(r, CROSSSLOT);
+    freeReplyObject(r);
+    r = h_cmd(p, "BLMOVE %s %s LEFT RIGHT 1", k0, k1);
+    H_EXPECT_ERR(r, CROSSSLOT);
+    freeReplyObject(r);
+    r = h_cmd(p, "XREAD BLOCK 100 STREAMS %s %s $ $", k0, k1);
+    H_EXPECT_ERR(r, CROSSSLOT);
+    freeReplyObject(r);
+    r = h_cmd(p, "WAIT 1 100");
+    H_EXPECT_ERR(r, "ERR 'wait' is refused");
+    freeReplyObject(r);
+    r = h_cmd(p, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(p);
+}
+END_TEST
+
+/* Each blocking command, served at once and after blocking. */
+START_TEST(test_each_blocking_command)
+{
+    char a[128], b[128], z[128];
+    redisContext *p = h_connect_proxy(), *q = h_connect_proxy();
+    redisReply *r;
+
+    H_FMT(a, sizeof a, "%s:{each}:a", h_prefix());
+    H_FMT(b, sizeof b, "%s:{each}:b", h_prefix());
+    H_FMT(z, sizeof z, "%s:{each}:z", h_prefix());
+    r = h_cmd(q, "RPUSH %s 1 2 3 4 5", a);
+    freeReplyObject(r);
+    r = h_cmd(p, "BRPOP %s %s 1", b, a);
+    H_EXPECT_BULK(r->element[1], "5");
+    freeReplyObject(r);
+    r = h_cmd(p, "BLMOVE %s %s LEFT RIGHT 1", a, b);
+    H_EXPECT_BULK(r, "1");
+    freeReplyObject(r);
+    r = h_cmd(p, "BRPOPLPUSH %s %s 1", a, b);
+    H_EXPECT_BULK(r, "4");
+    freeReplyObject(r);
+    r = h_cmd(p, "BLMPOP 1 2 %s %s LEFT COUNT 2", z, a);
+    H_EXPECT_BULK(r->element[0], a);
+    ck_assert_uint_eq(r->element[1]->elements, 2);
+    freeReplyObject(r);
+    r = h_cmd(q, "ZADD %s 1 one 2 two 3 three", z);
+    freeReplyObject(r);
+    r = h_cmd(p, "BZPOPMIN %s 1", z);
+    H_EXPECT_BULK(r->element[1], "one");
+    freeReplyObject(r);
+    r = h_cmd(p, "BZPOPMAX %s 1", z);
+    H_EXPECT_BULK(r->element[1], "three");
+    freeReplyObject(r);
+    r = h_cmd(p, "BZMPOP 1 1 %s MIN", z);
+    H_EXPECT_BULK(r->element[0], z);
+    freeReplyObject(r);
+    /* empty now: each times out with its null */
+    r = h_cmd(p, "BZPOPMIN %s 0.2", z);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    r = h_cmd(p, "BLMOVE %s %s LEFT RIGHT 0.2", z, b);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+
+    /* blocked, then fed; a command sent after it waits its turn (as on one
+     * server, the client's next command runs once it is unblocked) */
+    send_only(p, "BZPOPMAX %s 0", z);
+    send_only(p, "SET %s:{each}:after done", h_prefix());
+    h_sleep_ms(200);
+    expect_no_reply_yet(p);
+    r = h_cmd(q, "GET %s:{each}:after", h_prefix());
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    r = h_cmd(q, "ZADD %s 7 seven", z);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_BULK(r->element[1], "seven");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    redisFree(p);
+    redisFree(q);
+}
+END_TEST
+
+/* node-timeout-ms counts silence, but a blocked node is silent on purpose:
+ * timeouts longer than it work, and 0 blocks until data comes. */
+START_TEST(test_block_longer_than_node_timeout)
+{
+    struct h_proxy extra;
+    static const char *const args[] = { "--node-timeout-ms", "200", NULL };
+    char list[128];
+    redisReply *r;
+
+    H_FMT(list, sizeof list, "%s:slowq", h_prefix());
+    h_proxy_start(&extra, args);
+    redisContext *p = h_connect_extra(&extra), *q = h_connect_extra(&extra);
+    long long t0 = h_now_ms();
+    r = h_cmd(p, "BLPOP %s 0.8", list);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    ck_assert_int_ge(h_now_ms() - t0, 700);
+
+    send_only(p, "BLPOP %s 0", list);
+    h_sleep_ms(1000);
+    expect_no_reply_yet(p);
+    r = h_cmd(q, "RPUSH %s late", list);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[1], "late");
+    freeReplyObject(r);
+    /* and a command after it still gets the silence check */
+    r = h_cmd(p, "PING");
+    H_EXPECT_STATUS(r, "PONG");
+    freeReplyObject(r);
+    redisFree(p);
+    redisFree(q);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
+/* dedicated-connections-max: the next blocking command gets a clear error,
+ * and a freed connection serves again. */
+START_TEST(test_pool_exhausted_clear_error)
+{
+    struct h_proxy extra;
+    static const char *const args[] = { "--dedicated-connections-max", "2", NULL };
+    char list[2][128];
+    redisContext *b[2];
+    redisReply *r;
+
+    h_proxy_start(&extra, args);
+    for (int i = 0; i < 2; i++) {
+        H_FMT(list[i], sizeof list[i], "%s:pool:%d", h_prefix(), i);
+        b[i] = h_connect_extra(&extra);
+        send_only(b[i], "BLPOP %s 0", list[i]);
+    }
+    h_sleep_ms(200);
+    redisContext *p = h_connect_extra(&extra);
+    r = h_cmd(p, "BLPOP %s:pool:x 0", h_prefix());
+    H_EXPECT_ERR(r, "ERR all dedicated node connections");
+    ck_assert_msg(strstr(r->str, "dedicated-connections-max") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    r = h_cmd(p, "WATCH %s:pool:x", h_prefix());
+    H_EXPECT_ERR(r, "ERR all dedicated node connections");
+    freeReplyObject(r);
+    /* others are served meanwhile */
+    r = h_cmd(p, "RPUSH %s one", list[0]);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_get_reply(b[0]);
+    H_EXPECT_BULK(r->element[1], "one");
+    freeReplyObject(r);
+    r = h_cmd(p, "BLPOP %s:pool:x 0.1", h_prefix());
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    redisFree(b[0]);
+    redisFree(b[1]);
+    redisFree(p);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
+static Suite *blocking_suite(void)
+{
+    Suite *s = suite_create("blocking");
+    TCase *tc = tcase_create("blocking");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_100_blpop_while_100k_pipelined_gets);
+    tcase_add_test(tc, test_stream_consumer_group_xreadgroup_block_xack);
+    tcase_add_test(tc, test_client_closed_while_blocked_frees_connection);
+    tcase_add_test(tc, test_blocking_crossslot_and_wait);
+    tcase_add_test(tc, test_each_blocking_command);
+    tcase_add_test(tc, test_block_longer_than_node_timeout);
+    tcase_add_test(tc, test_pool_exhausted_clear_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(blocking_suite());
+}
