@@ -481,6 +481,53 @@ static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
     return handled;
 }
 
+/* Which replies carry key names the layout maps back: a blocking pop's
+ * [key, ...], XREAD/XREADGROUP's [[stream, entries], ...]. */
+static int reply_key_shape(const struct command *cmd, enum rewrite_reply_shape *shape)
+{
+    const char *n = cmd->name;
+    if (!(cmd->flags & CMD_BLOCKING))
+        return 0;
+    if (strcmp(n, "xread") == 0 || strcmp(n, "xreadgroup") == 0) {
+        *shape = REWRITE_REPLY_EACH_FIRST;
+        return 1;
+    }
+    if (strcmp(n, "blpop") == 0 || strcmp(n, "brpop") == 0 || strcmp(n, "blmpop") == 0 ||
+        strcmp(n, "bzpopmin") == 0 || strcmp(n, "bzpopmax") == 0 || strcmp(n, "bzmpop") == 0) {
+        *shape = REWRITE_REPLY_FIRST;
+        return 1;
+    }
+    return 0;
+}
+
+/* With a key layout, give r its reply with the key names mapped back to
+ * legacy names. 1: answered here; 0: forward the reply as it is (no
+ * layout, no key names in it, or not of the expected shape). */
+static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const char *bytes,
+                               size_t len, const struct reply_scanner *s)
+{
+    enum rewrite_reply_shape shape;
+    const struct layout *layout = worker_layout(r->worker);
+    if (!layout || s->type != '*' || r->block_parts || r->parent ||
+        !reply_key_shape(r->cmd, &shape))
+        return 0;
+    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    struct evbuffer *out = request_reply_buffer(r);
+    if (!reply || !out)
+        return 0;
+    int rc = rewrite_reply_keys(layout, reply, len, shape, out);
+    if (rc == -2) {
+        evbuffer_drain(out, evbuffer_get_length(out));
+        resp_add_error(out, "ERR out of memory");
+    } else if (rc < 0) {
+        return 0;
+    }
+    if (in)
+        evbuffer_drain(in, len);
+    request_finish(r);
+    return 1;
+}
+
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
                             size_t len, const struct reply_scanner *s)
 {
@@ -513,6 +560,8 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
         request_deliver(r, NULL, "*-1\r\n", 5);
         return;
     }
+    if (deliver_legacy_keys(r, in, bytes, len, s))
+        return;
     request_deliver(r, in, bytes, len);
 }
 

@@ -421,6 +421,69 @@ START_TEST(test_pool_exhausted_clear_error)
 }
 END_TEST
 
+/* With a key layout, the key of a blocking pop's reply and XREAD's stream
+ * names come back as the legacy names the client used. */
+START_TEST(test_layout_maps_reply_keys_back)
+{
+    struct h_proxy extra;
+    char prefix[64], list[128], zset[128], stream[128];
+    redisReply *r;
+
+    H_FMT(prefix, sizeof prefix, "bl%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-prefix", prefix, NULL };
+    h_proxy_start(&extra, args);
+    H_FMT(list, sizeof list, "%s:chat:tg:7", prefix);      /* -> PREFIX:{ch:N}:r:tg%3A7 */
+    H_FMT(zset, sizeof zset, "%s:chat:tg:8", prefix);
+    H_FMT(stream, sizeof stream, "%s:chat:tg:9", prefix);
+    redisContext *p = h_connect_extra(&extra), *q = h_connect_extra(&extra);
+
+    send_only(p, "BLPOP %s 5", list);
+    h_sleep_ms(100);
+    r = h_cmd(q, "RPUSH %s hello", list);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[0], list);
+    H_EXPECT_BULK(r->element[1], "hello");
+    freeReplyObject(r);
+
+    r = h_cmd(q, "ZADD %s 1 a 2 b", zset);
+    freeReplyObject(r);
+    r = h_cmd(p, "BZPOPMIN %s 1", zset);
+    H_EXPECT_BULK(r->element[0], zset);
+    freeReplyObject(r);
+    r = h_cmd(p, "BZMPOP 1 1 %s MAX", zset);
+    H_EXPECT_BULK(r->element[0], zset);
+    freeReplyObject(r);
+    r = h_cmd(q, "RPUSH %s x", list);
+    freeReplyObject(r);
+    r = h_cmd(p, "BLMPOP 1 1 %s LEFT", list);
+    H_EXPECT_BULK(r->element[0], list);
+    freeReplyObject(r);
+
+    r = h_cmd(q, "XADD %s * f v", stream);
+    freeReplyObject(r);
+    r = h_cmd(p, "XREAD BLOCK 1000 STREAMS %s 0", stream);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[0]->element[0], stream);
+    freeReplyObject(r);
+    r = h_cmd(p, "XREAD STREAMS %s 0", stream);
+    H_EXPECT_BULK(r->element[0]->element[0], stream);
+    freeReplyObject(r);
+    /* a timeout's null passes */
+    r = h_cmd(p, "BLPOP %s 0.1", list);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    r = h_cmd(p, "DEL %s %s %s", list, zset, stream);
+    freeReplyObject(r);
+    redisFree(p);
+    redisFree(q);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
 static Suite *blocking_suite(void)
 {
     Suite *s = suite_create("blocking");
@@ -434,6 +497,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_pool_exhausted_clear_error);
+    tcase_add_test(tc, test_layout_maps_reply_keys_back);
     suite_add_tcase(s, tc);
     return s;
 }
