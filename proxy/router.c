@@ -958,6 +958,7 @@ void router_dispatch(struct request *r)
     }
     /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
     if (!acl_allows(c->user, cmd) && !(cmd->flags & CMD_NO_AUTH)) {
+        tx_note_error(c);
         snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
                  cmd->fullname);
         request_fail(r, msg);
