@@ -9,9 +9,11 @@
 #include <strings.h>
 
 #include "cluster/node.h"
+#include "keylayout/index_lua.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
 #include "proxy/dedicated.h"
+#include "proxy/index.h"
 #include "proxy/resp.h"
 #include "proxy/router.h"
 #include "proxy/worker.h"
@@ -26,6 +28,7 @@ struct tx_state {
     unsigned in_multi : 1;
     unsigned dirty : 1;             /* a command was refused: EXEC aborts */
     unsigned watching : 1;
+    unsigned index_script : 1;      /* a queued write runs the index_write script */
     int nqueued;
     int slot;                       /* of the queued keys; -1 none yet */
     struct evbuffer *queued;        /* the queued commands' bytes */
@@ -166,6 +169,7 @@ static void reset_multi(struct tx_state *tx)
     tx->in_multi = 0;
     tx->dirty = 0;
     tx->nqueued = 0;
+    tx->index_script = 0;
     tx->slot = -1;
     tx->crossslot_why[0] = '\0';
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
@@ -213,6 +217,14 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         else if (slot >= 0)
             tx->slot = slot;
     }
+    /* a write to indexed records keeps their indexes exact, in MULTI too */
+    int wrapped = cls == TXC_NODE_LOCAL ? 0
+                : index_wrap_write(r, r->cmd, worker_layout(r->worker));
+    if (wrapped < 0) {
+        refuse_queued(tx, r, "ERR out of memory");
+        return;
+    }
+    tx->index_script |= wrapped;
     if (evbuffer_add(tx->queued, r->data, r->len) < 0) {
         refuse_queued(tx, r, "ERR out of memory");
         return;
@@ -229,11 +241,20 @@ static void exec_refuse(struct tx_state *tx, struct request *r, const char *msg)
     request_fail(r, msg);
 }
 
-/* Make r's bytes MULTI, the queued commands, EXEC. */
+/* Make r's bytes MULTI, the queued commands, EXEC; preceded by SCRIPT LOAD
+ * of the index script when a queued write calls it by SHA (a NOSCRIPT
+ * inside EXEC could not be recovered: the rest would have run). */
 static int exec_build_block(struct tx_state *tx, struct request *r)
 {
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     struct evbuffer *b = evbuffer_new();
+    if (b && tx->index_script) {
+        const char *argv[] = { "SCRIPT", "LOAD", embed_index_write };
+        const size_t lens[] = { 6, 4, embed_index_write_len };
+        resp_add_command(b, 3, argv, lens);
+    }
+    int loads = tx->index_script;
+    size_t at = b ? evbuffer_get_length(b) : 0;
     if (!b || evbuffer_add(b, multi, sizeof multi - 1) < 0 ||
         evbuffer_add_buffer(b, tx->queued) < 0 || evbuffer_add(b, exec, sizeof exec - 1) < 0) {
         if (b)
@@ -241,13 +262,13 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
         return -1;
     }
     size_t len = evbuffer_get_length(b);
-    struct resp_arg arg = { .off = 8, .len = 5 };
+    struct resp_arg arg = { .off = (uint32_t)(at + 8), .len = 5 };     /* MULTI */
     const char *old = r->data;
     int rc = request_set_command(r, (const char *)evbuffer_pullup(b, -1), len, &arg, 1);
     if (old && old != r->inline_data && old != r->data)
         free((void *)old);
     evbuffer_free(b);
-    r->block_parts = tx->nqueued + 1;
+    r->block_parts = loads + tx->nqueued + 1;
     return rc;
 }
 
@@ -511,6 +532,10 @@ static int send_pinned(struct tx_state *tx, struct request *r)
     struct node_conn *conn = tx->dconn->conn;
     if (!lane_ready(tx, r, conn))
         return 1;
+    if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
+        request_fail(r, "ERR out of memory");
+        return 1;
+    }
     r->slot = slot;
     r->conn_kind = REQ_CONN_PREFER_PINNED;
     tx->lane = conn;

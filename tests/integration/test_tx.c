@@ -412,6 +412,68 @@ START_TEST(test_moved_during_transaction_resends_block)
 }
 END_TEST
 
+/* With a key layout and indexed families, writes queued in MULTI (and
+ * written on the WATCH connection) keep the indexes exact: KEYS, answered
+ * from the indexes, lists them. Scripts flushed on the masters first: the
+ * block loads the index script itself (a NOSCRIPT inside EXEC could not be
+ * recovered). */
+START_TEST(test_indexed_writes_in_transactions)
+{
+    struct h_topo t;
+    struct h_proxy extra;
+    char prefix[64], k1[128], k2[128], glob[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "tx%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-prefix", prefix, NULL };
+    h_proxy_start(&extra, args);
+    for (int m = 0; m < t.nmasters; m++) {
+        redisContext *n = h_connect_node(&t.masters[m]);
+        H_OK(n, "SCRIPT FLUSH");
+        redisFree(n);
+    }
+    H_FMT(k1, sizeof k1, "%s:chat:txm1", prefix);
+    H_FMT(k2, sizeof k2, "%s:chat:txm2", prefix);
+    H_FMT(glob, sizeof glob, "%s:chat:txm*", prefix);
+    redisContext *p = h_connect_extra(&extra);
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SET %s v1", k1);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "GET %s", k1);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_BULK(r->element[1], "v1");
+    freeReplyObject(r);
+    r = h_cmd(p, "KEYS %s", glob);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    H_EXPECT_BULK(r->element[0], k1);
+    freeReplyObject(r);
+
+    r = h_cmd(p, "WATCH %s", k2);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    H_OK(p, "SET %s v2", k2);
+    H_OK(p, "UNWATCH");
+    r = h_cmd(p, "KEYS %s", glob);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    freeReplyObject(r);
+    r = h_cmd(p, "DEL %s %s", k1, k2);
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    redisFree(p);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
 static Suite *tx_suite(void)
 {
     Suite *s = suite_create("tx");
@@ -423,6 +485,7 @@ static Suite *tx_suite(void)
     tcase_add_test(tc, test_execabort_and_redis_errors);
     tcase_add_test(tc, test_pipelined_transaction);
     tcase_add_test(tc, test_moved_during_transaction_resends_block);
+    tcase_add_test(tc, test_indexed_writes_in_transactions);
     suite_add_tcase(s, tc);
     return s;
 }
