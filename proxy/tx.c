@@ -16,6 +16,7 @@
 #include "proxy/index.h"
 #include "proxy/resp.h"
 #include "proxy/router.h"
+#include "proxy/scripts.h"
 #include "proxy/worker.h"
 
 /* A request that needs a dedicated connection not yet taken: no lane is it. */
@@ -187,6 +188,46 @@ static void refuse_queued(struct tx_state *tx, struct request *r, const char *ms
     request_fail(r, msg);
 }
 
+/* A script queued in MULTI: an EVALSHA whose body the proxy knows goes as
+ * EVAL (a NOSCRIPT inside EXEC could not be recovered: the rest would have
+ * run); an EVAL's body is remembered, as outside MULTI. -1: out of memory. */
+static int queue_script(struct request *r)
+{
+    size_t len, body_len;
+    const char *name = r->cmd->name, *arg;
+    char sha[SCRIPTS_SHA_HEX];
+    if (r->argc < 3)
+        return 0;
+    arg = request_arg(r, 1, &len);
+    if (strcmp(name, "eval") == 0 || strcmp(name, "eval_ro") == 0) {
+        scripts_sha1_hex(arg, len, sha);
+        scripts_remember(arg, len, sha);
+        return 0;
+    }
+    if (strncmp(name, "evalsha", 7) != 0 || scripts_sha_parse(arg, len, sha) < 0)
+        return 0;
+    char *body = scripts_body_copy(sha, &body_len);
+    if (!body)
+        return 0;           /* not known here: the node may have it */
+    const char **argv = malloc(sizeof *argv * (size_t)r->argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)r->argc);
+    int rc = -1;
+    if (argv && lens) {
+        for (int i = 0; i < r->argc; i++)
+            argv[i] = request_arg(r, i, &lens[i]);
+        int ro = strcmp(name, "evalsha_ro") == 0;
+        argv[0] = ro ? "EVAL_RO" : "EVAL";
+        lens[0] = ro ? 7 : 4;
+        argv[1] = body;
+        lens[1] = body_len;
+        rc = request_rebuild(r, r->argc, argv, lens);
+    }
+    free(argv);
+    free(lens);
+    free(body);
+    return rc;
+}
+
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
@@ -219,12 +260,13 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     }
     /* a write to indexed records keeps their indexes exact, in MULTI too */
     int wrapped = cls == TXC_NODE_LOCAL ? 0
+                : cls == TXC_SCRIPT ? queue_script(r)
                 : index_wrap_write(r, r->cmd, worker_layout(r->worker));
     if (wrapped < 0) {
         refuse_queued(tx, r, "ERR out of memory");
         return;
     }
-    tx->index_script |= wrapped;
+    tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
     if (evbuffer_add(tx->queued, r->data, r->len) < 0) {
         refuse_queued(tx, r, "ERR out of memory");
         return;

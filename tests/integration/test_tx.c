@@ -474,6 +474,54 @@ START_TEST(test_indexed_writes_in_transactions)
 }
 END_TEST
 
+/* Scripts in MULTI: EVAL runs in the block; an EVALSHA the proxy knows is
+ * sent as EVAL, so a master that lost its scripts still runs it (a NOSCRIPT
+ * inside EXEC could not be recovered). */
+START_TEST(test_scripts_in_transaction)
+{
+    struct h_topo t;
+    char k[128];
+    static const char body[] = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(k, sizeof k, "%s:{txlua}:n", h_prefix());
+    r = h_cmd(p, "SCRIPT LOAD %s", body);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    char sha[64];
+    snprintf(sha, sizeof sha, "%s", r->str);
+    freeReplyObject(r);
+    redisContext *owner = h_connect_owner(&t, k);
+    H_OK(owner, "SCRIPT FLUSH");
+    redisFree(owner);
+
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "EVAL %s 1 %s 2", body, k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EVALSHA %s 1 %s 5", sha, k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_INT(r->element[0], 2);
+    H_EXPECT_INT(r->element[1], 7);
+    freeReplyObject(r);
+    /* SCRIPT subcommands cannot be queued: they go to every master */
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SCRIPT FLUSH");
+    H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
+    freeReplyObject(r);
+    r = h_cmd(p, "DISCARD");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    expect_owner_value(&t, k, "7");
+    redisFree(p);
+}
+END_TEST
+
 static Suite *tx_suite(void)
 {
     Suite *s = suite_create("tx");
@@ -486,6 +534,7 @@ static Suite *tx_suite(void)
     tcase_add_test(tc, test_pipelined_transaction);
     tcase_add_test(tc, test_moved_during_transaction_resends_block);
     tcase_add_test(tc, test_indexed_writes_in_transactions);
+    tcase_add_test(tc, test_scripts_in_transaction);
     suite_add_tcase(s, tc);
     return s;
 }
