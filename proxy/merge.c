@@ -198,6 +198,7 @@ static void merge_scan(struct request *p, struct evbuffer *out)
 }
 
 static const char cannot_merge[] = "ERR a cluster node sent a reply the proxy could not merge";
+static const char no_master[] = "CLUSTERDOWN the proxy knows no master to ask";
 
 /* SCRIPT LOAD: every master answered the same SHA (the script's, or under
  * script-map its replacement's); the client gets its own body's SHA1, as
@@ -205,6 +206,10 @@ static const char cannot_merge[] = "ERR a cluster node sent a reply the proxy co
 static void merge_script_load(struct request *p, struct evbuffer *out)
 {
     size_t first_len, len;
+    if (p->nparts == 0) {
+        resp_add_error(out, no_master);
+        return;
+    }
     const char *first = part_bytes(p->parts[0], &first_len);
     for (int i = 1; i < p->nparts; i++) {
         const char *b = part_bytes(p->parts[i], &len);
@@ -228,6 +233,10 @@ static void merge_script_load(struct request *p, struct evbuffer *out)
 static void merge_and(struct request *p, struct evbuffer *out)
 {
     size_t len;
+    if (p->nparts == 0) {
+        resp_add_error(out, no_master);
+        return;
+    }
     const char *b = part_bytes(p->parts[0], &len);
     long n = array_elements(b, len, NULL, NULL, -1);
     if (n < 0) {

@@ -298,8 +298,16 @@ START_TEST(test_script_kill)
     unique_body(spin, sizeof(spin), "spin", "local i = 0 while true do i = i + 1 end");
     redisAppendCommand(a, "EVAL %s 0", spin);
     redisBufferWrite(a, &(int){ 0 });
-    h_sleep_ms(300);
-    r = h_cmd(b, "SCRIPT KILL");
+    /* NOTBUSY until the script runs (a loaded machine may take a while) */
+    long long deadline = h_now_ms() + 10000;
+    for (;;) {
+        h_sleep_ms(100);
+        r = h_cmd(b, "SCRIPT KILL");
+        if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOTBUSY", 7) != 0 ||
+            h_now_ms() > deadline)
+            break;
+        freeReplyObject(r);
+    }
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
     r = h_get_reply(a);                 /* the script has ended */
