@@ -409,6 +409,43 @@ START_TEST(test_script_map_unreadable)
 }
 END_TEST
 
+/* Bodies are shared by the workers: a proxy with 4 threads, the script
+ * loaded through one connection, every master flushed directly, then 16
+ * connections (spread over the workers by SO_REUSEPORT) call EVALSHA on
+ * keys of every master: each is answered, and each ran once. */
+START_TEST(test_bodies_shared_by_workers)
+{
+    enum { NCONN = 16 };
+    struct h_topo t;
+    struct h_proxy px;
+    redisContext *c[NCONN];
+    char body[256], sha[41], key[128], prefix[128];
+    const char *args[] = { "--threads", "4", NULL };
+
+    h_topo_load(&t);
+    h_proxy_start(&px, args);
+    redisContext *loader = h_connect_extra(&px);
+    unique_body(body, sizeof(body), "workers", "return redis.call('INCR', KEYS[1])");
+    proxy_load(loader, body, sha);
+    redisFree(loader);
+    for (int m = 0; m < t.nmasters; m++)
+        master_flush_scripts(&t, m);
+    H_FMT(prefix, sizeof(prefix), "%s:workers", h_prefix());
+    for (int i = 0; i < NCONN; i++)
+        c[i] = h_connect_extra(&px);
+    for (int round = 1; round <= 2; round++)
+        for (int i = 0; i < NCONN; i++) {
+            h_key_on_master(&t, i % t.nmasters, prefix, i, key, sizeof(key));
+            redisReply *r = h_cmd(c[i], "EVALSHA %s 1 %s", sha, key);
+            H_EXPECT_INT(r, round);
+            freeReplyObject(r);
+        }
+    for (int i = 0; i < NCONN; i++)
+        redisFree(c[i]);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* cmd on master m directly, expecting OK. */
 static void master_ok(const struct h_topo *t, int m, const char *fmt, const char *a,
                       const char *b)
@@ -503,6 +540,7 @@ static Suite *scripts_cache_suite(void)
     tcase_add_test(tc, test_script_load_exists_flush_everywhere);
     tcase_add_test(tc, test_evalsha_recovered_after_flush_on_one_master);
     tcase_add_test(tc, test_evalsha_recovery_pipelined);
+    tcase_add_test(tc, test_bodies_shared_by_workers);
     tcase_add_test(tc, test_function_load_fcall_delete);
     tcase_add_test(tc, test_scripts_follow_ask);
     tcase_add_test(tc, test_script_kill);
