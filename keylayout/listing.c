@@ -177,21 +177,60 @@ static void affix_value(struct affix *a, const struct layout_value *v)
     }
 }
 
+/* Whether capture cap is one of the member's; its segment index or -1. */
+static int member_seg_of(const struct rules_pattern *mp, int cap)
+{
+    for (size_t j = 0; j < mp->nseg; j++)
+        if (mp->seg[j].kind != RULES_SEG_LITERAL && mp->seg[j].cap == cap)
+            return (int)j;
+    return -1;
+}
+
+/* A member of captures only, a greedy one last if any. */
+static bool member_splittable(const struct rules_pattern *mp)
+{
+    for (size_t j = 0; j < mp->nseg; j++) {
+        const struct rules_seg *seg = &mp->seg[j];
+        if (seg->kind == RULES_SEG_LITERAL || seg->kind == RULES_SEG_REST ||
+            (seg->kind == RULES_SEG_GREEDY && j + 1 != mp->nseg))
+            return false;
+    }
+    return mp->nseg > 0;
+}
+
 bool listing_record_affixes(const struct layout *l, const struct listing *ls, int i,
                             char *before, size_t bcap, size_t *blen,
-                            char *after, size_t acap, size_t *alen)
+                            char *after, size_t acap, size_t *alen, int *splits)
 {
     const struct rules_rule *r = ls->fixed.rule;
     const struct rules_pattern *mp = &r->member;
-    if (mp->nseg != 1 || mp->seg[0].kind == RULES_SEG_LITERAL)
+    if (!member_splittable(mp))
         return false;
-    int mcap = mp->seg[0].cap;
     struct affix a[2] = { { before, bcap, 0 }, { after, acap, 0 } };
     int side = 0;
+    size_t next = 0;     /* the member segment expected next in the template */
     for (size_t k = 0; k < r->cluster.npiece; k++) {
         const struct rules_piece *pc = &r->cluster.piece[k];
         char digits[3];
         size_t len = 0;
+        int seg = pc->kind == RULES_PIECE_CAPTURE ? member_seg_of(mp, pc->cap) : -1;
+        if (side == 1 && next > 0 && next < mp->nseg) {
+            /* between two member captures: exactly ":" then the next one */
+            if (pc->kind == RULES_PIECE_LITERAL && pc->len == 1 && pc->text[0] == ':' &&
+                k + 1 < r->cluster.npiece)
+                continue;
+            if (seg != (int)next)
+                return false;
+            next++;
+            continue;
+        }
+        if (seg >= 0) {
+            if (side == 1 || seg != 0)
+                return false;       /* out of order, or twice */
+            side = 1;
+            next = 1;
+            continue;
+        }
         switch (pc->kind) {
         case RULES_PIECE_PREFIX: {
             const char *p = layout_prefix(l, ls->fixed.prefix, &len);
@@ -207,17 +246,14 @@ bool listing_record_affixes(const struct layout *l, const struct listing *ls, in
             affix_put(&a[side], digits, (size_t)snprintf(digits, sizeof digits, "%d", i));
             break;
         case RULES_PIECE_CAPTURE:
-            if (pc->cap == mcap) {
-                if (side == 1)
-                    return false;
-                side = 1;
-            } else {
-                affix_value(&a[side], &ls->fixed.cap[pc->cap]);
-            }
+            affix_value(&a[side], &ls->fixed.cap[pc->cap]);
             break;
         }
     }
+    if (side != 1 || next != mp->nseg)
+        return false;
     *blen = a[0].len;
     *alen = a[1].len;
-    return side == 1;
+    *splits = (int)mp->nseg - 1;
+    return true;
 }

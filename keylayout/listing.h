@@ -54,13 +54,18 @@ enum layout_result listing_legacy(const struct layout *l, const struct listing *
                                   char *out, size_t cap, size_t *outlen);
 
 /*
- * For a rule whose member is one capture (the bucket families): the cluster
- * name of the record of member m in index i is before + layout_encode(m) +
- * after. Writes both (snprintf-style lengths in *blen, *alen). false when
- * the member is more than one capture (user data): no such split exists.
+ * The cluster name of the record of member m in index i, for the script
+ * that reads it (keylayout/lua/index_read.lua): before + the member's
+ * captures, each percent-encoded, joined by ':' + after, where the member's
+ * captures are its first *splits ':'-separated parts and the rest. Writes
+ * before and after (snprintf-style lengths in *blen, *alen). false when the
+ * rule's names are not built that way (a member with literals, or whose
+ * captures the cluster name holds in another order or apart).
+ *   chat       bot:{ch:7}:r: + enc(id) + ""                   splits 0
+ *   user data  bot:{ud:u1}:e: + enc(ns) ":" enc(key...) + ""   splits 1
  */
 bool listing_record_affixes(const struct layout *l, const struct listing *ls, int i,
                             char *before, size_t bcap, size_t *blen,
-                            char *after, size_t acap, size_t *alen);
+                            char *after, size_t acap, size_t *alen, int *splits);
 
 #endif

@@ -337,21 +337,22 @@ static struct request *read_part(struct request *r, int i, const char *type, siz
 {
     struct index_listing *il = r->listing;
     const struct layout *l = il->ref->layout;
-    char key[512], before[512], after[512];
+    char key[512], before[512], after[512], nsplit[16];
     size_t klen = listing_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
-    const char *argv[7] = { "EVALSHA", script_read.sha, "1", key, "", before, after };
-    size_t lens[7] = { 7, 40, 1, klen, 0, 0, 0 };
-    int argc = 4;
+    const char *argv[8] = { "EVALSHA", script_read.sha, "1", key, "", before, after, nsplit };
+    size_t lens[8] = { 7, 40, 1, klen, 0, 0, 0, 0 };
+    int argc = 4, splits;
     if (klen > sizeof key)
         return NULL;
     if (type) {
         if (!listing_record_affixes(l, &il->ls, i, before, sizeof before, &blen, after,
-                                    sizeof after, &alen) ||
+                                    sizeof after, &alen, &splits) ||
             blen > sizeof before || alen > sizeof after)
             return NULL;
         argv[4] = type, lens[4] = tlen;
         lens[5] = blen, lens[6] = alen;
-        argc = 7;
+        lens[7] = (size_t)snprintf(nsplit, sizeof nsplit, "%d", splits);
+        argc = 8;
     }
     struct request *part = request_new(r->worker);
     if (!part || request_build(part, argc, argv, lens) < 0) {
@@ -464,8 +465,9 @@ int index_scan(struct request *r, const struct layout *l)
     if (sa.type) {
         char b[8], a[8];
         size_t bl, al;
-        if (!listing_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al)) {
-            index_listing_free(r);      /* user data with TYPE: every master */
+        int splits;
+        if (!listing_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits)) {
+            index_listing_free(r);      /* the script cannot name the records: every master */
             return 0;
         }
     }

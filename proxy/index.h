@@ -28,8 +28,9 @@
  *          after the last; COUNT is a hint only (a whole index per call);
  *          TYPE is checked by the script on each record (a record it cannot
  *          see because its slot is being migrated answers TRYAGAIN, which is
- *          retried), for families whose member is one capture; user data
- *          with TYPE is listed on every master instead.
+ *          retried), when the script can build the record's name from its
+ *          member (listing_record_affixes: every family of botmesh-v1);
+ *          for other rules a SCAN with TYPE is listed on every master.
  * Other patterns are not the indexes' business: the every-master path.
  *
  * Scripts are called by SHA. They are registered with scripts.h, which

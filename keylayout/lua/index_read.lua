@@ -4,8 +4,10 @@
 -- KEYS  [1] the index (a sorted set: member = record, score = its expiry in
 --       Unix ms, +inf for none)
 -- ARGV  [1] a TYPE to filter by, or '' for every record
---       [2] [3] when filtering: the record's cluster name is
---       ARGV[2] .. encode(member) .. ARGV[3]
+--       [2] [3] [4] when filtering: the record's cluster name is
+--       ARGV[2] .. the member's parts, each encoded, joined by ':' .. ARGV[3],
+--       the parts being its first ARGV[4] ':'-separated pieces and the rest
+--       (0 for a bucket family: the whole member; 1 for user data: ns, key)
 --
 -- Entries whose score is at or below the server's now are expired records:
 -- the rest are returned, and the expired ones removed (pruned on read). The
@@ -27,11 +29,27 @@ if ARGV[1] ~= nil and ARGV[1] ~= '' then
             return string.format('%%%02X', string.byte(c))
         end))
     end
+    local splits = tonumber(ARGV[4]) or 0
+    local function record(m)
+        local parts, rest = {}, m
+        for _ = 1, splits do
+            local at = string.find(rest, ':', 1, true)
+            if not at then
+                return nil
+            end
+            parts[#parts + 1] = encode(string.sub(rest, 1, at - 1))
+            rest = string.sub(rest, at + 1)
+        end
+        parts[#parts + 1] = encode(rest)
+        return ARGV[2] .. table.concat(parts, ':') .. ARGV[3]
+    end
     local want = string.lower(ARGV[1])
     out = {}
     for _, m in ipairs(members) do
-        local r = redis.pcall('TYPE', ARGV[2] .. encode(m) .. ARGV[3])
-        if type(r) ~= 'table' or r.err or r.ok == 'none' then
+        local key = record(m)
+        -- a member of no record's shape is no record: the proxy drops it too
+        local r = key and redis.pcall('TYPE', key) or { ok = 'none-of-ours' }
+        if key and (type(r) ~= 'table' or r.err or r.ok == 'none') then
             return redis.error_reply('TRYAGAIN an indexed record is not on this node (slot being migrated)')
         end
         if r.ok == want then

@@ -277,9 +277,19 @@ static void expect_keys(redisContext *c, const char *glob, const char *want)
     freeReplyObject(r);
 }
 
+static void expect_scan_steps(redisContext *c, const char *glob, const char *type,
+                              const char *want, int nsteps);
+
 /* A whole SCAN MATCH glob [TYPE type]: each name once, the cursor walking
  * 1..31 and ending at 0. */
 static void expect_scan(redisContext *c, const char *glob, const char *type, const char *want)
+{
+    expect_scan_steps(c, glob, type, want, 32);
+}
+
+/* The same over nsteps indexes (1 for user data). */
+static void expect_scan_steps(redisContext *c, const char *glob, const char *type,
+                              const char *want, int nsteps)
 {
     const char *names[4096];
     static char store[4096][256];
@@ -301,9 +311,9 @@ static void expect_scan(redisContext *c, const char *glob, const char *type, con
             n++;
         }
         freeReplyObject(r);
-        ck_assert_msg(++steps <= 32, "SCAN did not end after 32 steps");
+        ck_assert_msg(++steps <= nsteps, "SCAN did not end after %d steps", nsteps);
     } while (strcmp(cursor, "0") != 0);
-    ck_assert_int_eq(steps, 32);
+    ck_assert_int_eq(steps, nsteps);
     join_sorted(names, n, got, sizeof got);
     ck_assert_msg(strcmp(got, want) == 0, "SCAN MATCH %s:\n%s\nexpected:\n%s", glob, got, want);
 }
@@ -625,6 +635,12 @@ START_TEST(test_session_indexes_exact)
     char expect_ud[512];
     H_FMT(expect_ud, sizeof expect_ud, "%s:user:u1:prefs:lang\n%s:user:u1:prefs:tz:x\n", prefix, prefix);
     ck_assert_str_eq(want, expect_ud);
+    expect_scan_steps(c, ud, NULL, expect_ud, 1);
+    expect_scan_steps(c, ud, "string", expect_ud, 1);
+    expect_scan_steps(c, ud, "hash", "", 1);
+    H_FMT(ud, sizeof ud, "%s:user:u1:cart:*", prefix);
+    H_FMT(expect_ud, sizeof expect_ud, "%s:user:u1:cart:2\n", prefix);
+    expect_scan_steps(c, ud, "hash", expect_ud, 1);
 
     /* SCAN TYPE: the chats that are hashes (every third) */
     {

@@ -160,6 +160,31 @@ END_TEST
 
 /* An earlier rule that may match names of the family keeps the indexes out:
  * `p:chat:<x>:pinned` before `chat` would own bot:chat:a:pinned. */
+/* Rules whose record names are not before + the member's captures + after:
+ * the indexes answer listings, but TYPE cannot be checked by the script. */
+START_TEST(test_affixes_refused)
+{
+    static const char text[] =
+        "rule swap  p:sw:<x>:<z>:<y...>  ->  p:{sw:<x>}:r:<y...>:<z>  index p:{sw:<x>}:idx  member <z>:<y...>\n"
+        "rule lit   p:li:<x>:<y...>  ->  p:{li:<x>}:r:<y...>  index p:{li:<x>}:idx  member x:<y...>\n"
+        "rule gap   p:gp:<x>:<z>:<y...>  ->  p:{gp:<x>}:r:<z>[<y...>  index p:{gp:<x>}:idx  member <z>:<y...>\n";
+    static const char *const pf[] = { "bot" };
+    char err[256] = "", b[64], a[64];
+    size_t bl, al;
+    int splits;
+    struct layout *l = layout_load_string("a.rules", text, strlen(text), pf, 1, err, sizeof err);
+    struct listing ls;
+    ck_assert_msg(l != NULL, "%s", err);
+    ck_assert(listing_plan(l, S("bot:sw:1:z:*"), &ls));
+    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    ck_assert(listing_plan(l, S("bot:li:1:*"), &ls));
+    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    ck_assert(listing_plan(l, S("bot:gp:1:c:*"), &ls));
+    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    layout_free(l);
+}
+END_TEST
+
 START_TEST(test_plan_earlier_rule)
 {
     static const char text[] =
@@ -200,13 +225,22 @@ START_TEST(test_plan_names)
     ck_assert(n == strlen("bot:user:u1:other:k:1") && memcmp(out, "bot:user:u1:other:k:1", n) == 0);
     ck_assert_int_eq(listing_legacy(l, &ls, 0, S("nocolon"), out, sizeof out, &n), LAYOUT_PASS);
     size_t alen;
-    ck_assert(!listing_record_affixes(l, &ls, 0, out, sizeof out, &n, key, sizeof key, &alen));
+    int splits;
+    /* user data: bot:{ud:u1}:e: + enc(ns) ":" enc(key...) */
+    ck_assert(listing_record_affixes(l, &ls, 0, out, sizeof out, &n, key, sizeof key, &alen,
+                                     &splits));
+    ck_assert_msg(n == strlen("bot:{ud:u1}:e:") && memcmp(out, "bot:{ud:u1}:e:", n) == 0, "%.*s",
+                  (int)n, out);
+    ck_assert_uint_eq(alen, 0);
+    ck_assert_int_eq(splits, 1);
 
     /* the record of member m in bucket 7: bot:{ch:7}:r: + encode(m) */
     ck_assert(listing_plan(l, S("bot:chat:*"), &ls));
-    ck_assert(listing_record_affixes(l, &ls, 7, out, sizeof out, &n, key, sizeof key, &alen));
+    ck_assert(listing_record_affixes(l, &ls, 7, out, sizeof out, &n, key, sizeof key, &alen,
+                                     &splits));
     ck_assert_msg(n == strlen("bot:{ch:7}:r:") && memcmp(out, "bot:{ch:7}:r:", n) == 0, "%.*s", (int)n, out);
     ck_assert_uint_eq(alen, 0);
+    ck_assert_int_eq(splits, 0);
     layout_free(l);
 }
 END_TEST
@@ -221,6 +255,7 @@ static Suite *listing_suite(void)
     tcase_add_test(tc, test_plan_refused);
     tcase_add_test(tc, test_plan_earlier_rule);
     tcase_add_test(tc, test_plan_names);
+    tcase_add_test(tc, test_affixes_refused);
     suite_add_tcase(s, tc);
     return s;
 }
