@@ -263,7 +263,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
                 : cls == TXC_SCRIPT ? queue_script(r)
                 : index_wrap_write(r, r->cmd, worker_layout(r->worker));
     if (wrapped < 0) {
-        refuse_queued(tx, r, "ERR out of memory");
+        refuse_queued(tx, r, cls == TXC_SCRIPT ? "ERR out of memory" : index_wrap_error(wrapped));
         return;
     }
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
@@ -574,8 +574,9 @@ static int send_pinned(struct tx_state *tx, struct request *r)
     struct node_conn *conn = tx->dconn->conn;
     if (!lane_ready(tx, r, conn))
         return 1;
-    if (index_wrap_write(r, r->cmd, worker_layout(r->worker)) < 0) {
-        request_fail(r, "ERR out of memory");
+    int wrapped = index_wrap_write(r, r->cmd, worker_layout(r->worker));
+    if (wrapped < 0) {
+        request_fail(r, index_wrap_error(wrapped));
         return 1;
     }
     r->slot = slot;
