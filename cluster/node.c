@@ -1,5 +1,6 @@
 #include "cluster/node.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/in.h>
@@ -9,7 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "proxy/config.h"
 #include "proxy/resp.h"
+#include "proxy/tls.h"
 
 uint64_t node_now_ms(void)
 {
@@ -227,6 +230,8 @@ static void error_cb(struct io_conn *io, int err, void *arg)
     (void)io;
     if (err == 0)
         snprintf(why, sizeof why, "node %s closed the connection", c->addr);
+    else if (err == EPROTO && c->io.ssl)
+        snprintf(why, sizeof why, "TLS error with node %s: %s", c->addr, io_tls_error());
     else
         snprintf(why, sizeof why, "%s node %s: %s",
                  c->state == NODE_CONNECTING ? "cannot connect to" : "connection error with",
@@ -248,6 +253,18 @@ static const struct io_handlers node_handlers = {
     .on_connected = connected_cb,
     .on_error = error_cb,
 };
+
+static int node_start_tls(struct node_conn *c)
+{
+    char *host = NULL;
+    int port;
+    if (config_parse_hostport(c->addr, &host, &port) < 0)
+        return -1;
+    SSL *ssl = tls_cluster_ssl(c->opts->tls, c->opts->tls_server_name, host,
+                               c->opts->tls_insecure);
+    free(host);
+    return ssl ? io_conn_start_tls(&c->io, ssl, 0) : -1;
+}
 
 struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
                                 const struct sockaddr *sa, socklen_t salen,
@@ -272,6 +289,10 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
             evbuffer_free(c->partial);
         free(c);
         return NULL;
+    }
+    if (opts->tls && node_start_tls(c) < 0) {
+        node_conn_close(c, "cannot set up TLS (out of memory)");
+        return c;
     }
     timer_arm(c, (uint64_t)opts->connect_timeout_ms);
     if (opts->password) {

@@ -87,6 +87,9 @@ struct node_opts {
     int timeout_ms;
     const char *user;           /* may be NULL */
     const char *password;       /* NULL: no AUTH */
+    struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (proxy/tls.h) */
+    const char *tls_server_name;/* NULL: verify the node's host */
+    int tls_insecure;           /* no certificate or name check */
 };
 
 struct node_conn {
@@ -112,7 +115,8 @@ struct node_conn {
     void *push_arg;
 };
 
-/* Start connecting (non-blocking) to sa; requests may be sent at once.
+/* Start connecting (non-blocking) to sa (addr is "host:port", the host is
+ * what TLS verifies without tls_server_name); requests may be sent at once.
  * NULL when not even the connect could be started. */
 struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
                                 const struct sockaddr *sa, socklen_t salen,

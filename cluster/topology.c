@@ -5,58 +5,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "cluster/reply.h"
+#include "cluster/syncconn.h"
 #include "proxy/config.h"
 
-static void timeval_from_ms(struct timeval *tv, int ms)
-{
-    tv->tv_sec = ms / 1000;
-    tv->tv_usec = (ms % 1000) * 1000;
-}
+/* Why a seed gave no map: a refused login is told apart, so that a wrong
+ * password is reported as such and not as an unreachable cluster. */
+enum ask_failure { ASK_FAILED, ASK_AUTH_REFUSED, ASK_AUTH_MISSING };
 
-redisContext *topology_dial(const struct topology_source *src, const char *addr,
-                               char *why, size_t whylen)
+/* Connect and log in to one node. NULL with a reason in why; *fail says
+ * whether the login was refused. */
+static struct syncconn *node_dial(const struct topology_source *src, const char *addr,
+                                  enum ask_failure *fail, char *why, size_t whylen)
 {
     char *host = NULL;
     int port;
-    struct timeval tv;
-
+    struct syncconn_opts o = {
+        .connect_timeout_ms = src->connect_timeout_ms, .timeout_ms = src->timeout_ms,
+        .tls = src->tls, .tls_server_name = src->tls_server_name,
+        .tls_insecure = src->tls_insecure,
+    };
     if (config_parse_hostport(addr, &host, &port) < 0) {
         snprintf(why, whylen, "bad address");
         return NULL;
     }
-    timeval_from_ms(&tv, src->connect_timeout_ms);
-    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    struct syncconn *c = syncconn_open(host, port, &o, why, whylen);
     free(host);
-    if (!c || c->err) {
-        snprintf(why, whylen, "%s", c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
-    }
-    timeval_from_ms(&tv, src->timeout_ms);
-    redisSetTimeout(c, tv);
-    if (src->password) {
-        redisReply *r = src->user
-            ? redisCommand(c, "AUTH %s %s", src->user, src->password)
-            : redisCommand(c, "AUTH %s", src->password);
-        int bad = !r || r->type == REDIS_REPLY_ERROR;
+    if (!c || !src->password)
+        return c;
+    const char *argv[3] = { "AUTH" };
+    int argc = 1;
+    if (src->user)
+        argv[argc++] = src->user;
+    argv[argc++] = src->password;
+    redisReply *r = syncconn_command(c, argc, argv, why, whylen);
+    if (r && r->type == REDIS_REPLY_ERROR) {
         char code[32];
         /* only the error's code: its text may quote the password */
-        reply_error_code(r && r->type == REDIS_REPLY_ERROR ? r->str : "", code, sizeof code);
-        if (r)
-            snprintf(why, whylen, "authentication failed: the node answered %s to the "
-                     "proxy's AUTH (check cluster-user and cluster-password)", code);
-        else
-            snprintf(why, whylen, "authentication failed: %s", c->errstr);
-        freeReplyObject(r);
-        if (bad) {
-            redisFree(c);
-            return NULL;
-        }
+        reply_error_code(r->str, code, sizeof code);
+        snprintf(why, whylen, "authentication failed: the node answered %s to the proxy's AUTH",
+                 code);
+        *fail = ASK_AUTH_REFUSED;
     }
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        syncconn_close(c);
+        return NULL;
+    }
+    freeReplyObject(r);
     return c;
+}
+
+struct syncconn *topology_dial(const struct topology_source *src, const char *addr,
+                               char *why, size_t whylen)
+{
+    enum ask_failure fail = ASK_FAILED;
+    return node_dial(src, addr, &fail, why, whylen);
 }
 
 /* Apply address-map to an announced address. */
@@ -175,18 +180,22 @@ fail:
 }
 
 static struct topology *topology_ask(const struct topology_source *src, const char *addr,
-                                     char *why, size_t whylen)
+                                     enum ask_failure *fail, char *why, size_t whylen)
 {
-    redisContext *c = topology_dial(src, addr, why, whylen);
+    *fail = ASK_FAILED;
+    struct syncconn *c = node_dial(src, addr, fail, why, whylen);
     if (!c)
         return NULL;
     struct topology *t = NULL;
-    redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+    const char *argv[] = { "CLUSTER", "SLOTS" };
+    redisReply *r = syncconn_command(c, 2, argv, why, whylen);
     if (!r)
-        snprintf(why, whylen, "%s", c->errstr);
-    else if (r->type == REDIS_REPLY_ERROR)
+        ;
+    else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(why, whylen, "%s", r->str);
-    else if (r->type != REDIS_REPLY_ARRAY)
+        if (strncmp(r->str, "NOAUTH", 6) == 0)
+            *fail = ASK_AUTH_MISSING;
+    } else if (r->type != REDIS_REPLY_ARRAY)
         snprintf(why, whylen, "malformed CLUSTER SLOTS reply");
     else {
         char *host = NULL;
@@ -196,8 +205,21 @@ static struct topology *topology_ask(const struct topology_source *src, const ch
         free(host);
     }
     freeReplyObject(r);
-    redisFree(c);
+    syncconn_close(c);
     return t;
+}
+
+/* The first words of err when the seeds refused the login. */
+static size_t fetch_error_head(enum ask_failure worst, char *err, size_t errlen)
+{
+    int n = 0;
+    if (worst == ASK_AUTH_REFUSED)
+        n = snprintf(err, errlen, "the cluster refused the proxy's credentials (check "
+                     "cluster-user and cluster-password): ");
+    else if (worst == ASK_AUTH_MISSING)
+        n = snprintf(err, errlen, "the cluster requires a password and none is configured "
+                     "(set cluster-password, and cluster-user for an ACL user): ");
+    return n > 0 && (size_t)n < errlen ? (size_t)n : 0;
 }
 
 struct topology *topology_fetch(const struct topology_source *src,
@@ -205,22 +227,28 @@ struct topology *topology_fetch(const struct topology_source *src,
                                 char *err, size_t errlen)
 {
     static uint64_t next_version;   /* only the control thread fetches */
+    char tried[2048];
     size_t used = 0;
-    err[0] = '\0';
+    enum ask_failure worst = ASK_FAILED;
+    tried[0] = '\0';
     for (int i = 0; i < nextra + src->nseeds; i++) {
         const char *addr = i < nextra ? extra[i] : src->seeds[i - nextra];
-        char why[256];
-        struct topology *t = topology_ask(src, addr, why, sizeof why);
+        char why[300];
+        enum ask_failure fail;
+        struct topology *t = topology_ask(src, addr, &fail, why, sizeof why);
         if (t) {
             t->version = ++next_version;
             return t;
         }
-        if (used < errlen) {
-            int n = snprintf(err + used, errlen - used, "%s%s: %s",
+        worst = fail > worst ? fail : worst;
+        if (used < sizeof tried) {
+            int n = snprintf(tried + used, sizeof tried - used, "%s%s: %s",
                              used ? "; " : "", addr, why);
             used += n > 0 ? (size_t)n : 0;
         }
     }
+    size_t head = fetch_error_head(worst, err, errlen);
+    snprintf(err + head, errlen - head, "%s", tried);
     return NULL;
 }
 

@@ -48,6 +48,9 @@ struct topology_source {
     const char *password;            /* may be NULL: no AUTH */
     int connect_timeout_ms;
     int timeout_ms;
+    struct ssl_ctx_st *tls;          /* NULL: plain TCP (proxy/tls.h) */
+    const char *tls_server_name;     /* NULL: verify the address's host */
+    int tls_insecure;
 };
 
 /*
@@ -61,13 +64,15 @@ struct topology *topology_fetch(const struct topology_source *src,
                                 char *err, size_t errlen);
 
 /*
- * A blocking hiredis connection to addr ("host:port"), logged in as src
- * says, with src's timeouts: for the control thread's own questions to a
- * node (topology_fetch, the layout marker check). NULL with a reason in why
- * (never the password). Free with redisFree.
+ * A blocking connection (cluster/syncconn.h: plain or TLS as src says) to
+ * addr ("host:port"), logged in as src says, with src's timeouts: for the
+ * control thread's own questions to a node (topology_fetch, the layout
+ * marker check). NULL with a reason in why (never the password). Ask with
+ * syncconn_command, free with syncconn_close.
  */
-struct redisContext *topology_dial(const struct topology_source *src, const char *addr,
-                                   char *why, size_t whylen);
+struct syncconn;
+struct syncconn *topology_dial(const struct topology_source *src, const char *addr,
+                               char *why, size_t whylen);
 
 struct topology *topology_ref(struct topology *t);
 void topology_unref(struct topology *t);

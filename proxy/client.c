@@ -1,10 +1,12 @@
 #include "proxy/client.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
@@ -336,7 +338,7 @@ static void client_error_cb(struct io_conn *io, int err, void *arg)
 {
     struct client *c = arg;
     (void)io;
-    client_close(c, err ? strerror(err) : NULL);
+    client_close(c, err == EPROTO && c->io.ssl ? io_tls_error() : err ? strerror(err) : NULL);
 }
 
 static const struct io_handlers client_handlers = {
@@ -345,7 +347,7 @@ static const struct io_handlers client_handlers = {
     .on_error = client_error_cb,
 };
 
-void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen)
+struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen)
 {
     struct proxy *p = w->proxy;
     (void)salen;
@@ -355,7 +357,7 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
         w->stats.rejected_clients++;
         if (write(fd, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
         evutil_closesocket(fd);
-        return;
+        return NULL;
     }
     struct client *c = calloc(1, sizeof *c);
     if (!c || io_conn_open(&c->io, &w->loop, fd, &client_handlers, c) < 0) {
@@ -363,7 +365,7 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
             evutil_closesocket(fd);
         free(c);
         __atomic_sub_fetch(&p->nclients, 1, __ATOMIC_RELAXED);
-        return;
+        return NULL;
     }
     c->worker = w;
     /* one command must fit whole in the input: up to the query buffer limit */
@@ -388,6 +390,14 @@ void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int sale
     w->nclients++;
     pthread_mutex_unlock(&w->clients_lock);
     w->stats.connections++;
+    return c;
+}
+
+void client_start_tls(struct client *c, struct ssl_ctx_st *ctx)
+{
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl || io_conn_start_tls(&c->io, ssl, 1) < 0)
+        client_close(c, "cannot set up TLS (out of memory)");
 }
 
 void client_describe(const struct client *c, char *buf, size_t len)

@@ -61,8 +61,13 @@ struct client {
     struct tx_state *tx;            /* MULTI, WATCH, blocking (tx.h); NULL until used */
 };
 
-/* Take over an accepted socket. */
-void client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
+/* Take over an accepted socket: the new client, or NULL when it was refused
+ * (max-clients) or could not be set up (the socket is closed then). */
+struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
+
+/* The client accepted on tls-listen speaks TLS with ctx (an SSL_CTX). A
+ * client that cannot is closed. */
+void client_start_tls(struct client *c, struct ssl_ctx_st *ctx);
 
 /* Write every finished reply at the head of the queue. */
 void client_flush(struct client *c);

@@ -536,6 +536,30 @@ static int set_output_limit(struct loader *l, const struct directive *d, int arg
     return 0;
 }
 
+static int set_tls_listen(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (*argv[0] && check_hostport(l, d, argv[0]) < 0)
+        return -1;
+    return replace_string(l, &l->c.tls_listen, argv[0], 1);
+}
+
+static int set_tls_auth(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (strcasecmp(argv[0], "yes") == 0)
+        l->c.tls_auth_clients = TLS_AUTH_YES;
+    else if (strcasecmp(argv[0], "no") == 0)
+        l->c.tls_auth_clients = TLS_AUTH_NO;
+    else if (strcasecmp(argv[0], "optional") == 0)
+        l->c.tls_auth_clients = TLS_AUTH_OPTIONAL;
+    else {
+        snprintf(l->why, sizeof l->why, "'%s' must be yes, no or optional", d->name);
+        return -1;
+    }
+    return 0;
+}
+
 static int set_log_level(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     (void)argc;
@@ -569,6 +593,17 @@ static const struct directive directives[] = {
     { "user",                      2, -1, set_user,         0, 0, 0 },
     { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },
     { "cluster-password",          1,  1, set_string,       AT(cluster_password), 0, 0 },
+    { "tls-listen",                1,  1, set_tls_listen,   0, 0, 0 },
+    { "tls-cert-file",             1,  1, set_string,       AT(tls_cert_file), 0, 0 },
+    { "tls-key-file",              1,  1, set_string,       AT(tls_key_file), 0, 0 },
+    { "tls-ca-cert-file",          1,  1, set_string,       AT(tls_ca_cert_file), 0, 0 },
+    { "tls-auth-clients",          1,  1, set_tls_auth,     0, 0, 0 },
+    { "cluster-tls",               1,  1, set_yesno,        AT(cluster_tls), 0, 0 },
+    { "cluster-tls-ca-cert-file",  1,  1, set_string,       AT(cluster_tls_ca_cert_file), 0, 0 },
+    { "cluster-tls-cert-file",     1,  1, set_string,       AT(cluster_tls_cert_file), 0, 0 },
+    { "cluster-tls-key-file",      1,  1, set_string,       AT(cluster_tls_key_file), 0, 0 },
+    { "cluster-tls-server-name",   1,  1, set_string,       AT(cluster_tls_server_name), 0, 0 },
+    { "cluster-tls-insecure",      1,  1, set_yesno,        AT(cluster_tls_insecure), 0, 0 },
     { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
     { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
     { "proto-max-bulk-len",        1,  1, set_memory,       AT(proto_max_bulk_len), MB, LLONG_MAX },
@@ -989,6 +1024,7 @@ void config_defaults(struct config *c)
     c->log_level = LOG_NOTICE;
     c->shutdown_timeout_ms = 5000;
     c->daemonize = 0;
+    c->tls_auth_clients = TLS_AUTH_YES;
 }
 
 void config_free(struct config *c)
@@ -997,6 +1033,14 @@ void config_free(struct config *c)
     free_cluster(c);
     free(c->requirepass);
     free_users(c);
+    free(c->tls_listen);
+    free(c->tls_cert_file);
+    free(c->tls_key_file);
+    free(c->tls_ca_cert_file);
+    free(c->cluster_tls_ca_cert_file);
+    free(c->cluster_tls_cert_file);
+    free(c->cluster_tls_key_file);
+    free(c->cluster_tls_server_name);
     free(c->cluster_user);
     free(c->cluster_password);
     free_address_map(c);
@@ -1068,6 +1112,20 @@ int config_validate(const struct config *c, char *err, size_t errlen)
     if (!c->layout_rules && c->nlayout_prefix > 0) {
         snprintf(err, errlen, "layout-prefix is set but no layout-rules file is given "
                  "(directive: layout-rules PATH)");
+        return -1;
+    }
+    if (c->tls_listen && (!c->tls_cert_file || !c->tls_key_file)) {
+        snprintf(err, errlen, "tls-listen needs tls-cert-file and tls-key-file");
+        return -1;
+    }
+    if (c->tls_listen && c->tls_auth_clients != TLS_AUTH_NO && !c->tls_ca_cert_file) {
+        snprintf(err, errlen, "tls-auth-clients %s needs tls-ca-cert-file (the CA that signs "
+                 "client certificates); or set tls-auth-clients no",
+                 c->tls_auth_clients == TLS_AUTH_YES ? "yes" : "optional");
+        return -1;
+    }
+    if (!c->cluster_tls_cert_file != !c->cluster_tls_key_file) {
+        snprintf(err, errlen, "cluster-tls-cert-file and cluster-tls-key-file go together");
         return -1;
     }
     return 0;

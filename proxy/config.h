@@ -44,6 +44,8 @@
 
 #include <stddef.h>
 
+enum tls_auth { TLS_AUTH_NO = 0, TLS_AUTH_YES, TLS_AUTH_OPTIONAL };
+
 enum log_level { LOG_DEBUG = 0, LOG_VERBOSE, LOG_NOTICE, LOG_WARNING };
 
 struct config_address_map {
@@ -74,6 +76,14 @@ struct config {
     char  *requirepass;                 /* NULL: no password */
     struct config_user *users;          /* user lines, in the order given */
     int    nusers;
+    char  *tls_listen;                  /* host:port for TLS clients, NULL: none */
+    char  *tls_cert_file, *tls_key_file, *tls_ca_cert_file;
+    enum tls_auth tls_auth_clients;     /* default yes, as Redis */
+    int    cluster_tls;                 /* default no */
+    char  *cluster_tls_ca_cert_file;    /* NULL: the system's CAs */
+    char  *cluster_tls_cert_file, *cluster_tls_key_file;  /* client certificate */
+    char  *cluster_tls_server_name;     /* NULL: the node's host */
+    int    cluster_tls_insecure;        /* default no */
     char  *cluster_user;                /* NULL: AUTH password only */
     char  *cluster_password;            /* NULL: no AUTH to nodes */
     int    max_clients;                 /* default 10000 */
@@ -142,8 +152,11 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
 
 /*
  * What a loaded config still needs before the proxy may start: at least one
- * cluster seed; layout-rules and layout-prefix given together or not at all.
- * Returns 0, or -1 with the reason in err.
+ * cluster seed; layout-rules and layout-prefix given together or not at all;
+ * with tls-listen, tls-cert-file and tls-key-file (and tls-ca-cert-file
+ * unless tls-auth-clients is no); cluster-tls-cert-file and
+ * cluster-tls-key-file given together. Returns 0, or -1 with the reason in
+ * err.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
 

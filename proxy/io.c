@@ -1,18 +1,109 @@
 #include "proxy/io.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "proxy/tls.h"
+
 #define IO_SPARE_MAX 256
 
 static void io_flush_one(struct io_conn *c);
+static void io_read_cb(evutil_socket_t fd, short what, void *arg);
+
+/* ---- TLS: SSL_read/SSL_write as read()/write() with errno ---- */
+
+static __thread char io_tls_why[256];
+
+const char *io_tls_error(void)
+{
+    return io_tls_why;
+}
+
+/* errno for an SSL call that returned n <= 0: EAGAIN to wait (and which
+ * way, in the flags), 0 for the peer's close, EPROTO for a TLS failure. */
+static int io_ssl_errno(struct io_conn *c, int n, int reading)
+{
+    switch (SSL_get_error(c->ssl, n)) {
+    case SSL_ERROR_WANT_READ:
+        if (!reading)
+            c->ssl_write_wants_read = 1;
+        return EAGAIN;
+    case SSL_ERROR_WANT_WRITE:
+        if (reading && !c->ssl_read_wants_write) {
+            c->ssl_read_wants_write = 1;
+            event_add(c->write_event, NULL);
+        }
+        return EAGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        if (errno && errno != EAGAIN)
+            return errno;
+        if (ERR_peek_error() == 0)
+            return 0;               /* closed without close_notify */
+        /* fall through */
+    default:
+        tls_error_text(c->ssl, io_tls_why, sizeof io_tls_why);
+        return EPROTO;
+    }
+}
+
+/* Like read(): bytes, 0 at the peer's close, -1 with errno. */
+static ssize_t io_ssl_read(struct io_conn *c, char *buf, size_t len)
+{
+    size_t got = 0;
+    ERR_clear_error();
+    do {
+        int n = SSL_read(c->ssl, buf + got, (int)(len - got));
+        if (n <= 0) {
+            if (got > 0)
+                break;
+            int err = io_ssl_errno(c, n, 1);
+            if (err == 0)
+                return 0;
+            errno = err;
+            return -1;
+        }
+        got += (size_t)n;
+    } while (got < len && SSL_pending(c->ssl) > 0);
+    return (ssize_t)got;
+}
+
+/* Like write(): bytes written, -1 with errno (EAGAIN: wait). */
+static ssize_t io_ssl_write(struct io_conn *c, const void *buf, size_t len)
+{
+    ERR_clear_error();
+    int n = SSL_write(c->ssl, buf, (int)(len > INT_MAX ? INT_MAX : len));
+    if (n > 0)
+        return n;
+    int err = io_ssl_errno(c, n, 0);
+    errno = err ? err : EPIPE;
+    return -1;
+}
+
+int io_conn_start_tls(struct io_conn *c, SSL *ssl, int server)
+{
+    if (SSL_set_fd(ssl, c->fd) != 1) {
+        SSL_free(ssl);
+        return -1;
+    }
+    if (server)
+        SSL_set_accept_state(ssl);
+    else
+        SSL_set_connect_state(ssl);
+    c->ssl = ssl;
+    return 0;
+}
 
 static void io_mark_dirty(struct io_conn *c)
 {
@@ -129,6 +220,15 @@ static void io_input_release(struct io_conn *c)
     c->rbuf = NULL;
 }
 
+/* A write that waited for the socket to be readable may go on now. */
+static void io_ssl_write_resume(struct io_conn *c)
+{
+    if (c->ssl_write_wants_read && c->state == IO_OPEN) {
+        c->ssl_write_wants_read = 0;
+        io_mark_dirty(c);
+    }
+}
+
 /* Readable, or asked to look again (io_conn_read_again) at input that is
  * already here: the owner is called whenever unconsumed bytes exist. */
 static void io_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -142,7 +242,8 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
     } else {
-        ssize_t got = read(fd, c->rbuf + c->rend, c->rcap - c->rend);
+        ssize_t got = c->ssl ? io_ssl_read(c, c->rbuf + c->rend, c->rcap - c->rend)
+                             : read(fd, c->rbuf + c->rend, c->rcap - c->rend);
         if (got > 0)
             c->rend += (size_t)got;
         else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -154,12 +255,18 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
             return;
         } else if (!had) {
             io_input_release(c);
+            io_ssl_write_resume(c);
             return;
         }
     }
     c->h->on_read(c, c->arg);
     if (c->state != IO_CLOSED)
         io_input_release(c);
+    if (c->ssl && c->state != IO_CLOSED) {
+        if (SSL_pending(c->ssl) > 0)    /* decrypted, not yet taken: no event will say */
+            io_conn_read_again(c);
+        io_ssl_write_resume(c);
+    }
 }
 
 void io_out_add(struct io_conn *c, const void *bytes, size_t len)
@@ -181,14 +288,28 @@ void io_out_add(struct io_conn *c, const void *bytes, size_t len)
     evbuffer_add(c->out, bytes, len);
 }
 
+/* One TLS record's worth of c->out (made contiguous), as evbuffer_write. */
+static int io_ssl_write_out(struct io_conn *c)
+{
+    size_t len = evbuffer_get_length(c->out);
+    if (len > IO_READ_SIZE)
+        len = IO_READ_SIZE;
+    ssize_t n = io_ssl_write(c, evbuffer_pullup(c->out, (ssize_t)len), len);
+    if (n > 0)
+        evbuffer_drain(c->out, (size_t)n);
+    return (int)n;
+}
+
 /* Write the flat part, then the evbuffer. 0: all written, 1: the socket is
- * full, -1: the connection failed (already reported). */
+ * full, 2: TLS waits for the socket to be readable, -1: the connection
+ * failed (already reported). */
 static int io_write_out(struct io_conn *c)
 {
     while (c->wend > c->wstart) {
-        ssize_t n = write(c->fd, c->wbuf + c->wstart, c->wend - c->wstart);
+        ssize_t n = c->ssl ? io_ssl_write(c, c->wbuf + c->wstart, c->wend - c->wstart)
+                           : write(c->fd, c->wbuf + c->wstart, c->wend - c->wstart);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return 1;
+            return c->ssl_write_wants_read ? 2 : 1;
         if (n <= 0) {
             io_fail(c, n < 0 ? errno : EPIPE);
             return -1;
@@ -201,9 +322,9 @@ static int io_write_out(struct io_conn *c)
         c->wstart = c->wend = 0;
     }
     while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
+        int n = c->ssl ? io_ssl_write_out(c) : evbuffer_write(c->out, c->fd);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return 1;
+            return c->ssl_write_wants_read ? 2 : 1;
         if (n <= 0) {
             io_fail(c, n < 0 ? errno : EPIPE);
             return -1;
@@ -219,6 +340,13 @@ static void io_flush_one(struct io_conn *c)
     int rc = io_write_out(c);
     if (rc < 0)
         return;
+    if (rc == 2) {                  /* the next read event resumes it */
+        if (c->write_blocked) {
+            c->write_blocked = 0;
+            event_del(c->write_event);
+        }
+        return;
+    }
     if (rc > 0) {
         if (!c->write_blocked) {
             c->write_blocked = 1;
@@ -237,8 +365,15 @@ static void io_flush_one(struct io_conn *c)
 static void io_write_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct io_conn *c = arg;
-    (void)fd;
     (void)what;
+    if (c->ssl_read_wants_write && c->state == IO_OPEN) {
+        c->ssl_read_wants_write = 0;
+        if (!c->write_blocked)
+            event_del(c->write_event);
+        io_read_cb(fd, EV_READ, c);
+        if (c->state != IO_OPEN || !c->write_blocked)
+            return;
+    }
     if (c->state == IO_CONNECTING) {
         int err = 0;
         socklen_t len = sizeof err;
@@ -327,6 +462,9 @@ void io_conn_read(struct io_conn *c, int on)
         event_add(c->read_event, NULL);
     else
         event_del(c->read_event);
+    /* bytes OpenSSL already decrypted make no socket event */
+    if (on && c->ssl && SSL_pending(c->ssl) > 0)
+        event_active(c->read_event, EV_READ, 0);
 }
 
 void io_conn_read_again(struct io_conn *c)
@@ -355,6 +493,9 @@ void io_conn_close(struct io_conn *c)
         io_buffer_give(c->loop, c->wbuf);
     c->wbuf = NULL;
     c->wstart = c->wend = 0;
+    if (c->ssl)
+        SSL_free(c->ssl);
+    c->ssl = NULL;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;

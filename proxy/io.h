@@ -17,6 +17,17 @@
  *   socket ──readv──► in ──on_read()──► ...       ... ──► out ──(flush)──writev──► socket
  *
  * An io_loop belongs to one thread; nothing here takes a lock.
+ *
+ * TLS (io_conn_start_tls): the same flow with SSL_read/SSL_write in place
+ * of read/writev, one branch on c->ssl per read and per write; the plain
+ * path is unchanged. A read drains what OpenSSL already decrypted
+ * (SSL_pending) as far as the input has room, and looks again next round
+ * for the rest. The handshake happens inside the first reads and writes.
+ * OpenSSL may need the other direction to progress: a read that wants the
+ * socket writable waits on the write event, a write that wants it readable
+ * waits for the next read event (the write event is then not armed, so it
+ * cannot spin). A TLS failure is reported to on_error as EPROTO, its reason
+ * in io_tls_error().
  */
 #ifndef TAGPROXY_IO_H
 #define TAGPROXY_IO_H
@@ -25,6 +36,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+typedef struct ssl_st SSL;
 struct event_base;
 struct event;
 struct evbuffer;
@@ -68,10 +80,13 @@ struct io_conn {
     struct evbuffer *out;           /* output, second part: what did not fit */
     const struct io_handlers *h;
     void *arg;
+    SSL *ssl;                       /* NULL: plain TCP */
     TAILQ_ENTRY(io_conn) dirty_link;
     unsigned dirty : 1;
     unsigned reading : 1;
     unsigned write_blocked : 1;
+    unsigned ssl_read_wants_write : 1;  /* SSL_read said WANT_WRITE */
+    unsigned ssl_write_wants_read : 1;  /* SSL_write said WANT_READ */
 };
 
 int io_loop_init(struct io_loop *l, struct event_base *base);
@@ -85,6 +100,13 @@ int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,
  * it is up. -1 when the connect could not even be started. */
 int io_conn_connect(struct io_conn *c, struct io_loop *l, const struct sockaddr *sa,
                     socklen_t salen, const struct io_handlers *h, void *arg);
+
+/* Speak TLS on c from now on (before any byte was exchanged): c owns ssl.
+ * server: accept a handshake, else start one. 0, or -1 (ssl freed). */
+int io_conn_start_tls(struct io_conn *c, SSL *ssl, int server);
+
+/* Why the last EPROTO of this thread happened (a TLS failure). */
+const char *io_tls_error(void);
 
 /* Queue output: copied into the flat buffer while it fits and nothing waits
  * in c->out, else added to c->out (so order is kept). Output may also be

@@ -65,6 +65,22 @@ static void report_restart_only(const struct config *running, const struct confi
         { "daemonize", running->daemonize == c->daemonize },
         { "pidfile", same_string(running->pidfile, c->pidfile) },
         { "log-file", same_string(running->log_file, c->log_file) },
+        /* TLS contexts are built once, at start (tls.h) */
+        { "tls-listen", same_string(running->tls_listen, c->tls_listen) },
+        { "tls-cert-file", same_string(running->tls_cert_file, c->tls_cert_file) },
+        { "tls-key-file", same_string(running->tls_key_file, c->tls_key_file) },
+        { "tls-ca-cert-file", same_string(running->tls_ca_cert_file, c->tls_ca_cert_file) },
+        { "tls-auth-clients", running->tls_auth_clients == c->tls_auth_clients },
+        { "cluster-tls", running->cluster_tls == c->cluster_tls },
+        { "cluster-tls-ca-cert-file", same_string(running->cluster_tls_ca_cert_file,
+                                                  c->cluster_tls_ca_cert_file) },
+        { "cluster-tls-cert-file", same_string(running->cluster_tls_cert_file,
+                                               c->cluster_tls_cert_file) },
+        { "cluster-tls-key-file", same_string(running->cluster_tls_key_file,
+                                              c->cluster_tls_key_file) },
+        { "cluster-tls-server-name", same_string(running->cluster_tls_server_name,
+                                                 c->cluster_tls_server_name) },
+        { "cluster-tls-insecure", running->cluster_tls_insecure == c->cluster_tls_insecure },
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (!checks[i].same)

@@ -14,7 +14,7 @@
  * reload like a config error. Directives read only at start (listen,
  * threads, cluster, daemonize, pidfile, log-file, layout-prefix,
  * layout-allow-legacy-data, whether layout-rules is set at all,
- * script-cache-max-bytes and script-map) keep
+ * script-cache-max-bytes, script-map, tls-* and cluster-tls-*) keep
  * their running value; a change to one is logged as needing a restart.
  *
  * SIGTERM or SIGINT, drain: proxy_draining() turns true at once, every

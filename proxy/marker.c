@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cluster/slot.h"
+#include "cluster/syncconn.h"
 #include "cluster/topology.h"
 #include "keylayout/layout.h"
 #include "proxy/log.h"
@@ -20,17 +21,17 @@ static redisReply *ask_master(const struct topology *t, const struct topology_so
 {
     const char *addr = t->nodes[node].target;
     char dial[256];
-    redisContext *c = topology_dial(src, addr, dial, sizeof dial);
+    struct syncconn *c = topology_dial(src, addr, dial, sizeof dial);
     if (!c) {
         snprintf(why, whylen, "cannot reach master %s: %s", addr, dial);
         return NULL;
     }
-    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    redisReply *r = syncconn_command(c, argc, argv, dial, sizeof dial);
     if (!r)
-        snprintf(why, whylen, "master %s: %s", addr, c->errstr);
+        snprintf(why, whylen, "master %s: %s", addr, dial);
     else if (r->type == REDIS_REPLY_ERROR)
         snprintf(why, whylen, "master %s answered %.200s", addr, r->str);
-    redisFree(c);
+    syncconn_close(c);
     if (r && r->type == REDIS_REPLY_ERROR) {
         freeReplyObject(r);
         return NULL;

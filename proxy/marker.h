@@ -12,7 +12,7 @@
  *                                      serve, and write nothing)
  *   anything else                      refuse to start
  *
- * Blocking hiredis calls (topology_dial): the control thread only.
+ * Blocking calls (topology_dial, plain or TLS): the control thread only.
  */
 #ifndef TAGPROXY_MARKER_H
 #define TAGPROXY_MARKER_H

@@ -11,6 +11,7 @@
 #include "cluster/node.h"
 #include "keylayout/layout.h"
 #include "proxy/lifecycle.h"
+#include "proxy/tls.h"
 #include "proxy/log.h"
 #include "proxy/marker.h"
 #include "proxy/rewrite.h"
@@ -111,6 +112,9 @@ void proxy_source_update(struct proxy *p)
         .map_from = from, .map_to = to, .nmap = from && to ? c->naddress_map : 0,
         .user = c->cluster_user, .password = c->cluster_password,
         .connect_timeout_ms = c->node_connect_timeout_ms, .timeout_ms = c->node_timeout_ms,
+        /* TLS as started: cluster-tls needs a restart */
+        .tls = p->tls_cluster, .tls_server_name = p->cfg.cluster_tls_server_name,
+        .tls_insecure = p->cfg.cluster_tls_insecure,
     };
 }
 
@@ -148,10 +152,48 @@ int proxy_draining(void)
     return proxy_instance && __atomic_load_n(&proxy_instance->draining, __ATOMIC_RELAXED);
 }
 
+/* The TLS contexts the config asks for (at start only); the topology reads
+ * use the cluster's too (proxy_source_update). */
+static int proxy_tls_setup(struct proxy *p, char *err, size_t errlen)
+{
+    char why[600];
+    if (p->cfg.tls_listen && !(p->tls_server = tls_server_ctx(&p->cfg, why, sizeof why))) {
+        snprintf(err, errlen, "tls-listen: %s", why);
+        return -1;
+    }
+    if (p->cfg.cluster_tls && !(p->tls_cluster = tls_cluster_ctx(&p->cfg, why, sizeof why))) {
+        snprintf(err, errlen, "cluster-tls: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every worker listens on listen, and on tls-listen when set. */
+static int proxy_listen(struct proxy *p, char *err, size_t errlen)
+{
+    char *host = NULL, *tls_host = NULL;
+    int port, tls_port = 0, rc = 0;
+    if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
+        snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
+        return -1;
+    }
+    if (p->cfg.tls_listen && config_parse_hostport(p->cfg.tls_listen, &tls_host, &tls_port) < 0) {
+        snprintf(err, errlen, "bad tls-listen address '%s'", p->cfg.tls_listen);
+        free(host);
+        return -1;
+    }
+    for (int i = 0; rc == 0 && i < p->nworkers; i++)
+        if (worker_init(&p->workers[i], p, i, p->topo) < 0 ||
+            worker_listen(&p->workers[i], host, port, err, errlen) < 0 ||
+            (tls_host && worker_listen_tls(&p->workers[i], tls_host, tls_port, err, errlen) < 0))
+            rc = -1;
+    free(host);
+    free(tls_host);
+    return rc;
+}
+
 int proxy_start(struct proxy *p, char *err, size_t errlen)
 {
-    char *host = NULL;
-    int port;
     proxy_instance = p;
     p->started = time(NULL);
     proxy_make_id(p);
@@ -163,6 +205,8 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
     }
     p->snap = snapshot_new(&p->cfg, 0, 0, err, errlen);
     if (!p->snap)
+        return -1;
+    if (proxy_tls_setup(p, err, errlen) < 0)
         return -1;
     if (proxy_layout_build(p->cfg.layout_rules, &p->cfg, &p->layout, err, errlen) < 0)
         return -1;
@@ -177,23 +221,14 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
     if (p->layout && marker_check(p->layout->layout, p->topo, &p->source,
                                   p->cfg.layout_allow_legacy_data, err, errlen) < 0)
         return -1;
-    if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
-        snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
-        return -1;
-    }
     p->nworkers = p->cfg.threads;
     p->workers = calloc((size_t)p->nworkers, sizeof *p->workers);
-    for (int i = 0; p->workers && i < p->nworkers; i++)
-        if (worker_init(&p->workers[i], p, i, p->topo) < 0 ||
-            worker_listen(&p->workers[i], host, port, err, errlen) < 0) {
-            free(host);
-            return -1;
-        }
-    free(host);
     if (!p->workers) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (proxy_listen(p, err, errlen) < 0)
+        return -1;
     p->refresh_event = event_new(p->base, -1, 0, refresh_cb, p);
     p->refresh_timer = event_new(p->base, -1, EV_PERSIST, refresh_timer_cb, p);
     proxy_refresh_timer_update(p);
@@ -207,7 +242,9 @@ int proxy_run(struct proxy *p)
             log_warning("main", "cannot start worker thread %d", i);
             return 1;
         }
-    log_notice("main", "tagproxy ready on %s with %d thread(s)", p->cfg.listen, p->nworkers);
+    log_notice("main", "tagproxy ready on %s%s%s with %d thread(s)", p->cfg.listen,
+               p->cfg.tls_listen ? " and TLS on " : "", p->cfg.tls_listen ? p->cfg.tls_listen : "",
+               p->nworkers);
     event_base_dispatch(p->base);
     for (int i = 0; i < p->nworkers; i++)
         worker_post_stop(&p->workers[i]);

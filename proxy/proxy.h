@@ -29,6 +29,8 @@ struct proxy {
     int argc;                           /* main's, to read the sources again */
     char **argv;
     char **envp;
+    struct ssl_ctx_st *tls_server;      /* tls-listen's context, or NULL */
+    struct ssl_ctx_st *tls_cluster;     /* cluster-tls's context, or NULL */
     struct topology_source source;
     const char **map_from, **map_to;    /* source's address-map arrays */
     struct event_base *base;            /* the control thread's loop */

@@ -104,6 +104,10 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->node_opts.timeout_ms = s->cfg->node_timeout_ms;
     w->node_opts.user = s->cfg->cluster_user;
     w->node_opts.password = s->cfg->cluster_password;
+    /* TLS as started: cluster-tls needs a restart */
+    w->node_opts.tls = w->proxy->tls_cluster;
+    w->node_opts.tls_server_name = w->proxy->cfg.cluster_tls_server_name;
+    w->node_opts.tls_insecure = w->proxy->cfg.cluster_tls_insecure;
     snapshot_unref(old);
 }
 
@@ -219,6 +223,16 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     client_accept(arg, fd, sa, salen);
 }
 
+static void accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                          int salen, void *arg)
+{
+    struct worker *w = arg;
+    (void)l;
+    struct client *c = client_accept(w, fd, sa, salen);
+    if (c)
+        client_start_tls(c, w->proxy->tls_server);
+}
+
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
     (void)l;
@@ -256,7 +270,8 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     return w->mailbox_event ? 0 : -1;
 }
 
-int worker_listen(struct worker *w, const char *host, int port, char *err, size_t errlen)
+static struct evconnlistener *listen_on(struct worker *w, const char *host, int port,
+                                        evconnlistener_cb cb, char *err, size_t errlen)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *res = NULL;
@@ -265,20 +280,32 @@ int worker_listen(struct worker *w, const char *host, int port, char *err, size_
     int rc = getaddrinfo(host, portstr, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
-        return -1;
+        return NULL;
     }
-    w->listener = evconnlistener_new_bind(w->base, accept_cb, w,
+    struct evconnlistener *listener = evconnlistener_new_bind(w->base, cb, w,
                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                           LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC,
                                           511, res->ai_addr, (int)res->ai_addrlen);
     freeaddrinfo(res);
-    if (!w->listener) {
+    if (!listener) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-        return -1;
+        return NULL;
     }
-    evconnlistener_set_error_cb(w->listener, accept_error_cb);
-    return 0;
+    evconnlistener_set_error_cb(listener, accept_error_cb);
+    return listener;
+}
+
+int worker_listen(struct worker *w, const char *host, int port, char *err, size_t errlen)
+{
+    w->listener = listen_on(w, host, port, accept_cb, err, errlen);
+    return w->listener ? 0 : -1;
+}
+
+int worker_listen_tls(struct worker *w, const char *host, int port, char *err, size_t errlen)
+{
+    w->tls_listener = listen_on(w, host, port, accept_tls_cb, err, errlen);
+    return w->tls_listener ? 0 : -1;
 }
 
 static void *worker_main(void *arg)

@@ -51,6 +51,7 @@ struct worker {
     struct event_base *base;            /* without locks: only this thread uses it */
     struct io_loop loop;
     struct evconnlistener *listener;
+    struct evconnlistener *tls_listener;   /* tls-listen, NULL without */
 
     struct event *mailbox_event;        /* reads mailbox_pipe[0] */
     int mailbox_pipe[2];
@@ -83,6 +84,9 @@ struct worker {
 
 int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t);
 int worker_listen(struct worker *w, const char *host, int port, char *err, size_t errlen);
+/* The tls-listen listener: clients accepted there speak TLS
+ * (proxy->tls_server). */
+int worker_listen_tls(struct worker *w, const char *host, int port, char *err, size_t errlen);
 int worker_start(struct worker *w);
 void worker_join(struct worker *w);
 

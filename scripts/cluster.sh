@@ -2,7 +2,8 @@
 # A local Redis Cluster on loopback, for `make run` and the tests.
 #
 #   scripts/cluster.sh start  [--base-port N] [--masters M] [--replicas R]
-#                             [--dir D] [--node-timeout MS]
+#                             [--dir D] [--node-timeout MS] [--tls CERTDIR]
+#                             [--requirepass PASS]
 #   scripts/cluster.sh stop   [--base-port N | --dir D]
 #   scripts/cluster.sh status [--base-port N | --dir D]
 #
@@ -13,6 +14,13 @@
 # cluster_state:ok and all nodes agree on the slot map. D/pids lists
 # "PORT PID" per node. If start fails, it stops what it started.
 #
+# --tls CERTDIR: the nodes speak only TLS (--port 0 --tls-port N.., the
+# cluster bus too), with CERTDIR/ca.crt, CERTDIR/server.crt and
+# CERTDIR/server.key; clients need a certificate only if they offer one
+# (tls-auth-clients optional). --requirepass PASS: every node wants PASS
+# (and replicas log in with it, masterauth). Both are remembered in D, so
+# stop and status need neither.
+#
 # stop kills exactly the PIDs in D/pids (TERM, then KILL) and removes D.
 # Without --dir, D is found through the state file of the base port
 # (${TMPDIR:-/tmp}/tagproxy-cluster-N.dir), written by start.
@@ -22,10 +30,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-usage() { sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '2,30s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-base=7000 masters=3 replicas=1 dir= node_timeout=5000
+base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass=
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -34,6 +42,8 @@ while [ $# -gt 0 ]; do
         --replicas)     replicas=$2 ;;
         --dir)          dir=$2 ;;
         --node-timeout) node_timeout=$2 ;;
+        --tls)          tls=$2 ;;
+        --requirepass)  pass=$2 ;;
         *) usage ;;
     esac
     shift 2
@@ -50,12 +60,27 @@ MARKER=.tagproxy-cluster
 
 ports() { seq "$base" $((base + nodes - 1)); }
 
+# redis-cli with what the nodes need (TLS, password), from D/access once
+# the cluster exists.
+cli_args=()
+set_cli_args() {
+    cli_args=()
+    if [ -n "$tls" ]; then cli_args+=(--tls --cacert "$tls/ca.crt"); fi
+    if [ -n "$pass" ]; then cli_args+=(-a "$pass" --no-auth-warning); fi
+}
+cli() { redis-cli "${cli_args[@]}" "$@"; }
+node_ping() { [ "$(cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+
 # Finds D (from the state file unless --dir was given) and the layout the
 # cluster in D was started with.
 resolve_dir() {
     if [ -z "$dir" ] && [ -f "$statefile" ]; then
         dir=$(cat "$statefile")
     fi
+    if [ -n "$dir" ] && [ -f "$dir/access" ]; then
+        { read -r tls; read -r pass; } < "$dir/access" || true
+    fi
+    set_cli_args
     if [ -n "$dir" ] && [ -f "$dir/layout" ]; then
         read -r base masters replicas < "$dir/layout" || true
         nodes=$((masters * (1 + replicas)))
@@ -111,7 +136,7 @@ do_stop() {
 # view PORT: the node's CLUSTER NODES reduced to what must agree everywhere:
 # id, role, master id, link state and slots, sorted.
 view() {
-    redis-cli -h 127.0.0.1 -p "$1" cluster nodes 2>/dev/null |
+    cli -h 127.0.0.1 -p "$1" cluster nodes 2>/dev/null |
         awk '{ role = ($3 ~ /master/) ? "master" : (($3 ~ /slave/) ? "slave" : $3)
                if ($3 ~ /fail|handshake|noaddr/) role = role "!" $3
                s = $1 " " role " " $4 " " $8
@@ -122,7 +147,7 @@ view() {
 cluster_ready() {
     local p first= v
     for p in $(ports); do
-        redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null |
+        cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null |
             grep -q '^cluster_state:ok' || return 1
         v=$(view "$p")
         [ "$(printf '%s\n' "$v" | grep -c .)" -eq "$nodes" ] || return 1
@@ -135,8 +160,8 @@ cluster_ready() {
     done
     # every replica has finished its first sync
     for p in $(ports); do
-        if redis-cli -h 127.0.0.1 -p "$p" info replication 2>/dev/null | grep -q '^role:slave'; then
-            redis-cli -h 127.0.0.1 -p "$p" info replication | grep -q '^master_link_status:up' || return 1
+        if cli -h 127.0.0.1 -p "$p" info replication 2>/dev/null | grep -q '^role:slave'; then
+            cli -h 127.0.0.1 -p "$p" info replication | grep -q '^master_link_status:up' || return 1
         fi
     done
     return 0
@@ -200,6 +225,17 @@ do_start() {
     : > "$dir/$MARKER"
     : > "$dir/pids"
     echo "$base $masters $replicas" > "$dir/layout"
+    if [ -n "$tls" ]; then tls=$(cd "$tls" && pwd); fi
+    printf '%s\n%s\n' "$tls" "$pass" > "$dir/access"
+    chmod 600 "$dir/access"
+    set_cli_args
+    node_args=()
+    if [ -n "$tls" ]; then
+        node_args+=(--tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key"
+                    --tls-ca-cert-file "$tls/ca.crt" --tls-cluster yes --tls-replication yes
+                    --tls-auth-clients optional)
+    fi
+    if [ -n "$pass" ]; then node_args+=(--requirepass "$pass" --masterauth "$pass"); fi
     echo "$dir" > "$statefile"
     started=0
     trap start_exit EXIT
@@ -210,10 +246,12 @@ do_start() {
         mkdir -p "$dir/$p"
         # daemonized: the nodes do not get the terminal's Ctrl-C; whoever
         # started them stops them with `stop`, by PID
-        redis-server --port "$p" --bind 127.0.0.1 --daemonize yes \
+        if [ -n "$tls" ]; then port_args=(--port 0 --tls-port "$p"); else port_args=(--port "$p"); fi
+        redis-server "${port_args[@]}" --bind 127.0.0.1 --daemonize yes \
             --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" \
             --dir "$dir/$p" --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout "$node_timeout" --save '' --appendonly no >/dev/null
+            --cluster-node-timeout "$node_timeout" --save '' --appendonly no \
+            "${node_args[@]}" >/dev/null
     done
     for p in $(ports); do
         for ((i = 0; i < 100; i++)); do
@@ -226,14 +264,14 @@ do_start() {
     done
     for p in $(ports); do
         for ((i = 0; i < 100; i++)); do
-            redis_ping "$p" && break
+            node_ping "$p" && break
             sleep 0.1
         done
-        redis_ping "$p" || { log "node $p does not answer"; false; }
+        node_ping "$p" || { log "node $p does not answer"; false; }
         addrs+=("127.0.0.1:$p")
     done
 
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" \
+    cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" \
         --cluster-yes > "$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; false; }
 
     for ((i = 0; i < 600; i++)); do

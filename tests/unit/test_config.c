@@ -59,6 +59,10 @@ static void assert_config_eq(const struct config *a, const struct config *b)
         ck_assert_str_eq(a->cluster[i], b->cluster[i]);
     ck_assert_int_eq(a->threads, b->threads);
     assert_str_eq_null(a->requirepass, b->requirepass);
+    assert_str_eq_null(a->tls_listen, b->tls_listen);
+    ck_assert_int_eq(a->tls_auth_clients, b->tls_auth_clients);
+    ck_assert_int_eq(a->cluster_tls, b->cluster_tls);
+    ck_assert_int_eq(a->cluster_tls_insecure, b->cluster_tls_insecure);
     assert_str_eq_null(a->cluster_user, b->cluster_user);
     assert_str_eq_null(a->cluster_password, b->cluster_password);
     ck_assert_int_eq(a->max_clients, b->max_clients);
@@ -151,7 +155,7 @@ END_TEST
 
 START_TEST(test_every_directive)
 {
-    char text[2048];
+    char text[4096];
     struct config c;
 
     snprintf(text, sizeof text,
@@ -162,6 +166,17 @@ START_TEST(test_every_directive)
              "requirepass s3cret\n"
              "user bob bobpw +get -@dangerous +client|id\n"
              "user carl nopass allcommands\n"
+             "tls-listen 0.0.0.0:6390\n"
+             "tls-cert-file /c.crt\n"
+             "tls-key-file /c.key\n"
+             "tls-ca-cert-file /ca.crt\n"
+             "tls-auth-clients optional\n"
+             "cluster-tls yes\n"
+             "cluster-tls-ca-cert-file /cca.crt\n"
+             "cluster-tls-cert-file /cc.crt\n"
+             "cluster-tls-key-file /cc.key\n"
+             "cluster-tls-server-name redis.internal\n"
+             "cluster-tls-insecure yes\n"
              "cluster-user proxyuser\n"
              "cluster-password nodepass\n"
              "max-clients 123\n"
@@ -197,6 +212,17 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.users[0].argv[1], "bobpw");
     ck_assert_str_eq(c.users[0].argv[4], "+client|id");
     ck_assert_str_eq(c.users[1].argv[1], "nopass");
+    ck_assert_str_eq(c.tls_listen, "0.0.0.0:6390");
+    ck_assert_str_eq(c.tls_cert_file, "/c.crt");
+    ck_assert_str_eq(c.tls_key_file, "/c.key");
+    ck_assert_str_eq(c.tls_ca_cert_file, "/ca.crt");
+    ck_assert_int_eq(c.tls_auth_clients, TLS_AUTH_OPTIONAL);
+    ck_assert_int_eq(c.cluster_tls, 1);
+    ck_assert_str_eq(c.cluster_tls_ca_cert_file, "/cca.crt");
+    ck_assert_str_eq(c.cluster_tls_cert_file, "/cc.crt");
+    ck_assert_str_eq(c.cluster_tls_key_file, "/cc.key");
+    ck_assert_str_eq(c.cluster_tls_server_name, "redis.internal");
+    ck_assert_int_eq(c.cluster_tls_insecure, 1);
     ck_assert_str_eq(c.cluster_user, "proxyuser");
     ck_assert_str_eq(c.cluster_password, "nodepass");
     ck_assert_int_eq(c.max_clients, 123);
@@ -503,6 +529,10 @@ static const struct { const char *text; const char *message; } error_vectors[] =
       "%s:1: 'address-map' wants host:port with a port from 1 to 65535, not 'b:0'" },
     { "requirepass\n",
       "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 0)" },
+    { "tls-auth-clients maybe\n", "%s:1: 'tls-auth-clients' must be yes, no or optional" },
+    { "tls-listen 6390\n",
+      "%s:1: 'tls-listen' wants host:port with a port from 1 to 65535, not '6390'" },
+    { "cluster-tls on\n", "%s:1: 'cluster-tls' must be yes or no" },
     { "user bob\n", "%s:1: wrong number of arguments for 'user' (expected at least 2, got 1)" },
     { "user bob pw +nosuchcmd\n", "%s:1: unknown command 'nosuchcmd' in ACL rule" },
     { "user bob pw +@nosuchcat\n", "%s:1: unknown ACL category 'nosuchcat' (see ACL CAT)" },
@@ -945,7 +975,10 @@ END_TEST
 START_TEST(test_shipped_conf_mentions_every_directive)
 {
     static const char *names[] = {
-        "listen", "cluster", "threads", "requirepass", "user", "cluster-user", "cluster-password",
+        "listen", "cluster", "threads", "requirepass", "user", "cluster-user",
+        "tls-listen", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
+        "cluster-tls", "cluster-tls-ca-cert-file", "cluster-tls-cert-file",
+        "cluster-tls-key-file", "cluster-tls-server-name", "cluster-tls-insecure", "cluster-password",
         "max-clients", "client-query-buffer-limit", "proto-max-bulk-len",
         "client-output-buffer-limit", "node-connect-timeout-ms", "node-timeout-ms",
         "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
@@ -970,6 +1003,35 @@ START_TEST(test_shipped_conf_mentions_every_directive)
 }
 END_TEST
 
+/* What config_validate() asks of the TLS directives. */
+static const struct { const char *text, *err; } tls_validate_vectors[] = {
+    { "cluster a:1\ntls-listen 127.0.0.1:6390\n",
+      "tls-listen needs tls-cert-file and tls-key-file" },
+    { "cluster a:1\ntls-listen 127.0.0.1:6390\ntls-cert-file c\ntls-key-file k\n",
+      "tls-auth-clients yes needs tls-ca-cert-file (the CA that signs client certificates); "
+      "or set tls-auth-clients no" },
+    { "cluster a:1\ntls-listen 127.0.0.1:6390\ntls-cert-file c\ntls-key-file k\n"
+      "tls-auth-clients no\n", NULL },
+    { "cluster a:1\ncluster-tls yes\ncluster-tls-cert-file c\n",
+      "cluster-tls-cert-file and cluster-tls-key-file go together" },
+    { "cluster a:1\ncluster-tls yes\n", NULL },
+};
+
+START_TEST(test_tls_validate)
+{
+    struct config c;
+    ck_assert_msg(load_text(&c, tls_validate_vectors[_i].text) == 0, "%s", err);
+    int rc = config_validate(&c, err, sizeof err);
+    if (tls_validate_vectors[_i].err) {
+        ck_assert_int_eq(rc, -1);
+        ck_assert_str_eq(err, tls_validate_vectors[_i].err);
+    } else {
+        ck_assert_msg(rc == 0, "%s", err);
+    }
+    config_free(&c);
+}
+END_TEST
+
 /* ---- runner ---- */
 
 static Suite *config_suite(void)
@@ -979,6 +1041,8 @@ static Suite *config_suite(void)
 
     tcase_add_test(t, test_defaults);
     tcase_add_test(t, test_every_directive);
+    tcase_add_loop_test(t, test_tls_validate, 0,
+                        sizeof tls_validate_vectors / sizeof tls_validate_vectors[0]);
     tcase_add_test(t, test_file_layout);
     tcase_add_test(t, test_log_levels);
     tcase_add_loop_test(t, test_memory_units, 0, sizeof memory_vectors / sizeof memory_vectors[0]);

@@ -1,0 +1,220 @@
+/*
+ * syncconn: blocking socket (+ SSL) and hiredis's reader. See syncconn.h.
+ */
+#include "cluster/syncconn.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "proxy/resp.h"
+#include "proxy/tls.h"
+
+struct syncconn {
+    int fd;
+    SSL *ssl;
+    redisReader *reader;
+};
+
+/* Non-blocking connect bounded by ms, then back to blocking. 0 or -1. */
+static int connect_within(int fd, const struct sockaddr *sa, socklen_t len, int ms)
+{
+    int flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    int rc = connect(fd, sa, len);
+    if (rc < 0 && errno == EINPROGRESS) {
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        int err = 0;
+        socklen_t elen = sizeof err;
+        rc = poll(&p, 1, ms);
+        if (rc == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err) {
+            errno = err;
+            rc = -1;
+        }
+        rc = rc > 0 ? 0 : -1;
+    }
+    fcntl(fd, F_SETFL, flags);
+    return rc;
+}
+
+static void set_timeouts(int fd, int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static int dial(const char *host, int port, int ms, char *why, size_t whylen)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        snprintf(why, whylen, "cannot resolve %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, err = 0;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect_within(fd, a->ai_addr, a->ai_addrlen, ms) < 0) {
+            err = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        snprintf(why, whylen, "%s", err == ETIMEDOUT ? "Connection timed out" : strerror(err));
+    return fd;
+}
+
+static int tls_handshake(struct syncconn *c, const char *host, const struct syncconn_opts *o,
+                         char *why, size_t whylen)
+{
+    c->ssl = tls_cluster_ssl(o->tls, o->tls_server_name, host, o->tls_insecure);
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+        snprintf(why, whylen, "cannot set up TLS");
+        return -1;
+    }
+    ERR_clear_error();
+    if (SSL_connect(c->ssl) != 1) {
+        char reason[256];
+        tls_error_text(c->ssl, reason, sizeof reason);
+        snprintf(why, whylen, "TLS handshake failed: %s", reason);
+        return -1;
+    }
+    return 0;
+}
+
+struct syncconn *syncconn_open(const char *host, int port, const struct syncconn_opts *o,
+                               char *why, size_t whylen)
+{
+    struct syncconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    c->fd = dial(host, port, o->connect_timeout_ms, why, whylen);
+    if (c->fd < 0)
+        goto fail;
+    set_timeouts(c->fd, o->timeout_ms);
+    c->reader = redisReaderCreate();
+    if (!c->reader) {
+        snprintf(why, whylen, "out of memory");
+        goto fail;
+    }
+    if (o->tls && tls_handshake(c, host, o, why, whylen) < 0)
+        goto fail;
+    return c;
+fail:
+    syncconn_close(c);
+    return NULL;
+}
+
+static int write_all(struct syncconn *c, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n;
+        if (c->ssl) {
+            ERR_clear_error();
+            int k = SSL_write(c->ssl, p, (int)len);
+            n = k > 0 ? k : -1;
+        } else {
+            n = write(c->fd, p, len);
+        }
+        if (n < 0 && errno == EINTR && !c->ssl)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Some bytes, 0 at the peer's close, -1 on an error or timeout. */
+static ssize_t read_some(struct syncconn *c, char *buf, size_t len)
+{
+    if (!c->ssl) {
+        ssize_t n;
+        do
+            n = read(c->fd, buf, len);
+        while (n < 0 && errno == EINTR);
+        return n;
+    }
+    ERR_clear_error();
+    int k = SSL_read(c->ssl, buf, (int)len);
+    if (k > 0)
+        return k;
+    return SSL_get_error(c->ssl, k) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+}
+
+redisReply *syncconn_command(struct syncconn *c, int argc, const char **argv,
+                             char *why, size_t whylen)
+{
+    size_t lens[8];
+    struct evbuffer *out = evbuffer_new();
+    if (!out || argc > 8) {
+        snprintf(why, whylen, "out of memory");
+        if (out)
+            evbuffer_free(out);
+        return NULL;
+    }
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    resp_add_command(out, argc, argv, lens);
+    size_t len = evbuffer_get_length(out);
+    int rc = write_all(c, (const char *)evbuffer_pullup(out, -1), len);
+    evbuffer_free(out);
+    if (rc < 0) {
+        snprintf(why, whylen, "cannot send: %s", errno == EAGAIN ? "timed out" : strerror(errno));
+        return NULL;
+    }
+    void *reply = NULL;
+    char buf[16384];
+    while (redisReaderGetReply(c->reader, &reply) == REDIS_OK && !reply) {
+        ssize_t n = read_some(c, buf, sizeof buf);
+        if (n <= 0) {
+            snprintf(why, whylen, "%s", n == 0 ? "the node closed the connection"
+                     : errno == EAGAIN ? "Resource temporarily unavailable (timed out)"
+                     : strerror(errno));
+            return NULL;
+        }
+        redisReaderFeed(c->reader, buf, (size_t)n);
+    }
+    if (!reply)
+        snprintf(why, whylen, "malformed reply: %s", c->reader->errstr);
+    return reply;
+}
+
+void syncconn_close(struct syncconn *c)
+{
+    if (!c)
+        return;
+    if (c->ssl)
+        SSL_free(c->ssl);
+    if (c->fd >= 0)
+        close(c->fd);
+    if (c->reader)
+        redisReaderFree(c->reader);
+    free(c);
+}

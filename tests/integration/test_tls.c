@@ -1,0 +1,409 @@
+/*
+ * TLS on both sides, and the cluster's login.
+ *
+ * Certificates are made here with the openssl CLI in the run's folder: a CA,
+ * a server certificate for 127.0.0.1 and localhost, a client certificate.
+ *
+ * Clients: an extra proxy (on the suite's plain cluster) with tls-listen,
+ * spoken to with `redis-cli --tls`: commands and a 1 MB value round trip;
+ * tls-auth-clients yes refuses a client without a certificate, no accepts
+ * it; the plain listen keeps working beside it.
+ *
+ * Cluster: a separate cluster of 3 masters started here with
+ * scripts/cluster.sh --tls (nodes on --tls-port only) and --requirepass.
+ * A proxy with cluster-tls, the CA and the password serves keys on every
+ * master (checked on the nodes themselves with redis-cli --tls); the node's
+ * name is checked (cluster-tls-server-name localhost passes, another name
+ * stops the start with "hostname mismatch"); a wrong cluster-password stops
+ * the start with exit 1 and a message saying the cluster refused the
+ * credentials, never the password; no password says one is needed.
+ */
+#include "harness.h"
+
+#define CLUSTER_PASS "tp-tls-cluster-secret"
+
+static char certs[512];         /* ca.crt server.* client.* */
+static char cdir[512];          /* the TLS cluster's folder */
+static int cbase;               /* its first port */
+
+/* ---------- helpers ---------- */
+
+/* Runs a shell command; its output (stdout and stderr) in out; exit status. */
+static int run(char *out, size_t size, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *f = popen(cmd, "r");
+    ck_assert_msg(f != NULL, "popen %s", cmd);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    int status = pclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void make_certs(void)
+{
+    char out[4096];
+    H_FMT(certs, sizeof certs, "%s/tls-certs-%d", h_env("TAGPROXY_TEST_DIR"), (int)getpid());
+    int rc = run(out, sizeof out,
+        "set -e; mkdir -p '%s'; cd '%s';"
+        "openssl req -x509 -new -nodes -newkey rsa:2048 -keyout ca.key -out ca.crt -days 2"
+        "  -subj '/CN=tagproxy test CA' 2>&1;"
+        "mk() { openssl req -new -nodes -newkey rsa:2048 -keyout $1.key -out $1.csr"
+        "  -subj \"/CN=$2\" 2>&1;"
+        "  printf 'subjectAltName=%%s\\nextendedKeyUsage=serverAuth,clientAuth\\n' \"$3\" > $1.ext;"
+        "  openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $1.crt"
+        "  -days 2 -extfile $1.ext 2>&1; };"
+        "mk server localhost 'IP:127.0.0.1,DNS:localhost';"
+        "mk client 'tagproxy test client' 'DNS:client'",
+        certs, certs);
+    ck_assert_msg(rc == 0, "openssl failed: %s", out);
+}
+
+static int port_free(int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+    ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* A base whose 3 ports and their bus ports (+10000) are free. */
+static int pick_base(void)
+{
+    srand((unsigned)getpid() ^ (unsigned)h_now_ms());
+    for (int i = 0; i < 500; i++) {
+        int b = 20000 + rand() % 9000, ok = 1;
+        for (int p = b; p < b + 3 && ok; p++)
+            ok = port_free(p) && port_free(p + 10000);
+        if (ok)
+            return b;
+    }
+    ck_abort_msg("no free ports for the TLS cluster");
+    return -1;
+}
+
+static void start_tls_cluster(void)
+{
+    char out[8192];
+    make_certs();
+    for (int attempt = 0; attempt < 3; attempt++) {
+        cbase = pick_base();
+        H_FMT(cdir, sizeof cdir, "%s/tls-cluster-%d", h_env("TAGPROXY_TEST_DIR"), cbase);
+        if (run(out, sizeof out, "scripts/cluster.sh start --base-port %d --masters 3 "
+                "--replicas 0 --node-timeout 30000 --dir '%s' --tls '%s' --requirepass '%s' 2>&1",
+                cbase, cdir, certs, CLUSTER_PASS) == 0)
+            return;
+    }
+    ck_abort_msg("cannot start the TLS cluster: %s", out);
+}
+
+static void stop_tls_cluster(void)
+{
+    char out[4096];
+    if (cdir[0])
+        run(out, sizeof out, "scripts/cluster.sh stop --dir '%s' 2>&1", cdir);
+    if (certs[0])
+        run(out, sizeof out, "rm -rf '%s'", certs);
+}
+
+static void place(struct h_proxy *p, const char *what)
+{
+    h_proxy_place(p);
+    H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
+          p->addr.port);
+}
+
+static char tls_port[16];
+
+/* A proxy on the suite's cluster with tls-listen on a second free port. */
+static void start_tls_proxy(struct h_proxy *p, const char *auth_clients)
+{
+    char seed[128], cert[600], key[600], ca[600];
+    h_seed(seed, sizeof seed);
+    H_FMT(cert, sizeof cert, "%s/server.crt", certs);
+    H_FMT(key, sizeof key, "%s/server.key", certs);
+    H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
+    char listen[64];
+    place(p, "proxy-tls");
+    snprintf(tls_port, sizeof tls_port, "%d", h_free_port());
+    H_FMT(listen, sizeof listen, "127.0.0.1:%s", tls_port);
+    const char *const args[] = { "--tls-listen", listen, "--tls-cert-file", cert,
+                                 "--tls-key-file", key, "--tls-ca-cert-file", ca,
+                                 "--tls-auth-clients", auth_clients, NULL };
+    h_proxy_launch(p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(p, h_pings, 20000, "TLS proxy");
+}
+
+/* redis-cli --tls to the proxy's tls-listen; with_cert: the client's. */
+static int tls_cli(char *out, size_t size, int with_cert, const char *cmd)
+{
+    return run(out, size, "redis-cli -h 127.0.0.1 -p %s --tls --cacert '%s/ca.crt' %s%s%s%s%s %s 2>&1",
+               tls_port, certs, with_cert ? "--cert '" : "", with_cert ? certs : "",
+               with_cert ? "/client.crt' --key '" : "", with_cert ? certs : "",
+               with_cert ? "/client.key'" : "", cmd);
+}
+
+/* The proxy exits with 1 before serving; its log. */
+static void expect_start_fails(const char *const *args, char *log, size_t size)
+{
+    struct h_proxy p;
+    char seed[64];
+    int status = 0;
+    place(&p, "proxy-tls-fail");
+    H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
+    h_proxy_launch(&p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    long long deadline = h_now_ms() + 20000;
+    while (waitpid(p.pid, &status, WNOHANG) == 0) {
+        if (h_now_ms() > deadline) {
+            kill(p.pid, SIGKILL);
+            waitpid(p.pid, &status, 0);
+            ck_abort_msg("the proxy did not stop at start (a retry loop?)");
+        }
+        h_sleep_ms(20);
+    }
+    FILE *f = fopen(p.log, "r");
+    ck_assert_ptr_nonnull(f);
+    log[fread(log, 1, size - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d, log: %s", status,
+                  log);
+}
+
+/* ---------- clients over TLS ---------- */
+
+START_TEST(test_client_tls)
+{
+    struct h_proxy p;
+    char out[4096], cmd[256];
+    start_tls_proxy(&p, "yes");
+    H_FMT(cmd, sizeof cmd, "SET {%s}:tls hello", h_prefix());
+    ck_assert_msg(tls_cli(out, sizeof out, 1, cmd) == 0 && strcmp(out, "OK\n") == 0, "%s", out);
+    H_FMT(cmd, sizeof cmd, "GET {%s}:tls", h_prefix());
+    ck_assert_msg(tls_cli(out, sizeof out, 1, cmd) == 0 && strcmp(out, "hello\n") == 0, "%s", out);
+    ck_assert_msg(tls_cli(out, sizeof out, 1, "PING") == 0 && strcmp(out, "PONG\n") == 0, "%s",
+                  out);
+    /* no client certificate: refused, nothing answered */
+    int rc = tls_cli(out, sizeof out, 0, cmd);
+    ck_assert_msg(rc != 0 && strstr(out, "hello") == NULL, "without a certificate: rc %d, %s",
+                  rc, out);
+    /* the plain listen still serves, the same data */
+    redisContext *c = h_connect_extra(&p);
+    redisReply *r = h_cmd(c, "GET {%s}:tls", h_prefix());
+    H_EXPECT_BULK(r, "hello");
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* A value far bigger than a TLS record and the read buffer, both ways. */
+START_TEST(test_client_tls_big_value)
+{
+    struct h_proxy p;
+    char out[4096], path[600], cmd[2048];
+    start_tls_proxy(&p, "optional");
+    H_FMT(path, sizeof path, "%s/big", certs);
+    ck_assert_int_eq(run(out, sizeof out, "head -c 750000 /dev/urandom | base64 -w0 > '%s'",
+                         path), 0);
+    H_FMT(cmd, sizeof cmd, "-x SET {%s}:big < '%s'", h_prefix(), path);
+    ck_assert_msg(tls_cli(out, sizeof out, 1, cmd) == 0 && strcmp(out, "OK\n") == 0, "%s", out);
+    /* redis-cli ends the value with a newline of its own */
+    H_FMT(cmd, sizeof cmd, "GET {%s}:big | head -c -1 | cmp - '%s' && echo SAME", h_prefix(),
+          path);
+    tls_cli(out, sizeof out, 1, cmd);
+    ck_assert_msg(strcmp(out, "SAME\n") == 0, "%s", out);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* tls-auth-clients no: a client without a certificate is served. */
+START_TEST(test_client_tls_no_auth)
+{
+    struct h_proxy p;
+    char out[4096];
+    start_tls_proxy(&p, "no");
+    ck_assert_msg(tls_cli(out, sizeof out, 0, "PING") == 0 && strcmp(out, "PONG\n") == 0, "%s",
+                  out);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* ---------- the proxy to a TLS cluster ---------- */
+
+static void start_cluster_proxy(struct h_proxy *p, const char *const *extra)
+{
+    char seed[64], ca[600];
+    const char *args[32] = { "--cluster-tls", "yes", "--cluster-tls-ca-cert-file", ca,
+                             "--cluster-password", CLUSTER_PASS };
+    int n = 6;
+    H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
+    H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
+    for (int i = 0; extra && extra[i]; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    place(p, "proxy-tlscluster");
+    h_proxy_launch(p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(p, h_pings, 20000, "proxy of the TLS cluster");
+}
+
+/* Keys on every master through the proxy; each read on its node itself. */
+static void check_every_master(struct h_proxy *p)
+{
+    redisContext *c = h_connect_extra(p);
+    int seen[3] = { 0 };
+    char out[4096];
+    for (int i = 0; i < 60 && !(seen[0] && seen[1] && seen[2]); i++) {
+        char key[64];
+        H_FMT(key, sizeof key, "%s:k%d", h_prefix(), i);
+        H_OK(c, "SET %s v%d", key, i);
+        /* which node has it: ask each one over TLS */
+        for (int n = 0; n < 3; n++) {
+            run(out, sizeof out, "redis-cli -h 127.0.0.1 -p %d --tls --cacert '%s/ca.crt' "
+                "-a '%s' --no-auth-warning GET %s 2>&1", cbase + n, certs, CLUSTER_PASS, key);
+            char want[32];
+            snprintf(want, sizeof want, "v%d\n", i);
+            if (strcmp(out, want) == 0)
+                seen[n] = 1;
+        }
+        redisReply *r = h_cmd(c, "GET %s", key);
+        char want[32];
+        snprintf(want, sizeof want, "v%d", i);
+        H_EXPECT_BULK(r, want);
+        freeReplyObject(r);
+    }
+    ck_assert_msg(seen[0] && seen[1] && seen[2], "not every master got a key: %d %d %d",
+                  seen[0], seen[1], seen[2]);
+    redisFree(c);
+}
+
+/* Bytes far past a TLS record both ways, and a deep pipeline whose replies
+ * arrive many per record (what OpenSSL holds decrypted must be read too). */
+static void check_big_and_pipelined(struct h_proxy *p)
+{
+    redisContext *c = h_connect_extra(p);
+    size_t big = 3 * 1024 * 1024 + 17;
+    char *v = malloc(big), key[64];
+    for (size_t i = 0; i < big; i++)
+        v[i] = (char)('a' + (i * 7919) % 26);
+    H_FMT(key, sizeof key, "%s:big", h_prefix());
+    redisReply *r = redisCommand(c, "SET %s %b", key, v, big);
+    ck_assert_ptr_nonnull(r);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_cmd(c, "GET %s", key);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(r->len == big && memcmp(r->str, v, big) == 0, "big value differs (%zu bytes)",
+                  (size_t)r->len);
+    freeReplyObject(r);
+    free(v);
+    enum { N = 5000 };
+    for (int i = 0; i < N; i++)
+        redisAppendCommand(c, "INCR %s:n%d", h_prefix(), i % 50);
+    for (int i = 0; i < N; i++) {
+        r = h_get_reply(c);
+        H_EXPECT_INT(r, i / 50 + 1);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+}
+
+START_TEST(test_cluster_tls)
+{
+    struct h_proxy p;
+    start_cluster_proxy(&p, NULL);
+    check_every_master(&p);
+    check_big_and_pipelined(&p);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+START_TEST(test_cluster_tls_server_name)
+{
+    struct h_proxy p;
+    char cert[600], key[600];
+    H_FMT(cert, sizeof cert, "%s/client.crt", certs);
+    H_FMT(key, sizeof key, "%s/client.key", certs);
+    const char *const extra[] = { "--cluster-tls-server-name", "localhost",
+                                  "--cluster-tls-cert-file", cert, "--cluster-tls-key-file", key,
+                                  NULL };
+    start_cluster_proxy(&p, extra);
+    check_every_master(&p);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+START_TEST(test_cluster_tls_wrong_name_fails_start)
+{
+    char ca[600], log[8192];
+    H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
+    const char *const args[] = { "--cluster-tls", "yes", "--cluster-tls-ca-cert-file", ca,
+                                 "--cluster-password", CLUSTER_PASS,
+                                 "--cluster-tls-server-name", "not-this-node.example", NULL };
+    expect_start_fails(args, log, sizeof log);
+    ck_assert_msg(strstr(log, "hostname mismatch"), "log: %s", log);
+}
+END_TEST
+
+/* Without the CA the node's certificate cannot be trusted: no start. */
+START_TEST(test_cluster_tls_unknown_ca_fails_start)
+{
+    char log[8192];
+    const char *const args[] = { "--cluster-tls", "yes", "--cluster-password", CLUSTER_PASS,
+                                 NULL };
+    expect_start_fails(args, log, sizeof log);
+    ck_assert_msg(strstr(log, "certificate verify failed"), "log: %s", log);
+}
+END_TEST
+
+START_TEST(test_wrong_cluster_password_fails_start)
+{
+    char ca[600], log[8192];
+    H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
+    const char *const args[] = { "--cluster-tls", "yes", "--cluster-tls-ca-cert-file", ca,
+                                 "--cluster-password", "tp-not-the-password", NULL };
+    expect_start_fails(args, log, sizeof log);
+    ck_assert_msg(strstr(log, "the cluster refused the proxy's credentials"), "log: %s", log);
+    ck_assert_msg(strstr(log, "WRONGPASS"), "log: %s", log);
+    ck_assert_msg(strstr(log, "tp-not-the-password") == NULL, "the password is logged: %s", log);
+}
+END_TEST
+
+START_TEST(test_missing_cluster_password_fails_start)
+{
+    char ca[600], log[8192];
+    H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
+    const char *const args[] = { "--cluster-tls", "yes", "--cluster-tls-ca-cert-file", ca, NULL };
+    expect_start_fails(args, log, sizeof log);
+    ck_assert_msg(strstr(log, "the cluster requires a password"), "log: %s", log);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tls");
+    TCase *clients = tcase_create("clients");
+    tcase_add_unchecked_fixture(clients, make_certs, stop_tls_cluster);
+    tcase_set_timeout(clients, 60);
+    tcase_add_test(clients, test_client_tls);
+    tcase_add_test(clients, test_client_tls_big_value);
+    tcase_add_test(clients, test_client_tls_no_auth);
+    suite_add_tcase(s, clients);
+    TCase *cluster = tcase_create("cluster");
+    tcase_add_unchecked_fixture(cluster, start_tls_cluster, stop_tls_cluster);
+    tcase_set_timeout(cluster, 60);
+    tcase_add_test(cluster, test_cluster_tls);
+    tcase_add_test(cluster, test_cluster_tls_server_name);
+    tcase_add_test(cluster, test_cluster_tls_wrong_name_fails_start);
+    tcase_add_test(cluster, test_cluster_tls_unknown_ca_fails_start);
+    tcase_add_test(cluster, test_wrong_cluster_password_fails_start);
+    tcase_add_test(cluster, test_missing_cluster_password_fails_start);
+    suite_add_tcase(s, cluster);
+    return h_run(s);
+}
