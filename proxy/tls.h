@@ -11,8 +11,8 @@
  * The cluster side verifies every node's certificate against
  * cluster-tls-ca-cert-file (else the system's CAs) and checks the name in it:
  * cluster-tls-server-name when set (also sent as SNI), else the node's host
- * as the cluster announces it (a seed's as configured; an IP address is
- * checked against the certificate's IP entries). cluster-tls-insecure yes turns both checks off,
+ * as the cluster announces it (a seed's, and a topology refresh's, the host
+ * dialled; an IP address is checked against the certificate's IP entries). cluster-tls-insecure yes turns both checks off,
  * only when asked for explicitly. cluster-tls-cert-file/-key-file give the
  * proxy a client certificate for nodes that require one.
  *
