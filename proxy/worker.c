@@ -122,6 +122,10 @@ static void worker_start_drain(struct worker *w)
         evconnlistener_free(w->listener);
         w->listener = NULL;
     }
+    if (w->tls_listener) {
+        evconnlistener_free(w->tls_listener);
+        w->tls_listener = NULL;
+    }
     for (c = TAILQ_FIRST(&w->clients); c; c = next) {
         next = TAILQ_NEXT(c, link);
         client_drain_check(c);
