@@ -15,7 +15,8 @@
  *    every channel and pattern is subscribed again on another master and the
  *    stream goes on, without an error;
  *  - sharded pub/sub: one connection per shard, CROSSSLOT as a node says
- *    it, SPUBLISH, SUNSUBSCRIBE closing the shard's connection;
+ *    it, SPUBLISH, SUNSUBSCRIBE closing the shard's connection, and a shard
+ *    channel following its slot to another master and back;
  *  - no leak: clients that subscribe and leave (closed socket, QUIT,
  *    UNSUBSCRIBE, RESET) leave the nodes' connection count at its baseline;
  *  - a subscriber that does not read is disconnected past the pubsub class's
@@ -735,6 +736,136 @@ START_TEST(subscribe_answered_when_no_master)
 }
 END_TEST
 
+/* ---------- a shard channel's slot moves ---------- */
+
+static char mig_tag[64];
+static int mig_slot = -1;
+
+/* Moves an empty slot from master `from` to `to`, as redis-cli does it
+ * (IMPORTING, MIGRATING, then NODE on every master). */
+static void move_empty_slot(const struct h_topo *t, int slot, int from, int to)
+{
+    redisContext *src = h_connect_node(&t->masters[from]);
+    redisContext *dst = h_connect_node(&t->masters[to]);
+    redisReply *r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", slot);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t->master_id[from]);
+    H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t->master_id[to]);
+    H_OK(dst, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+    H_OK(src, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+    for (int m = 0; m < t->nmasters; m++)
+        if (m != from && m != to) {
+            redisContext *o = h_connect_node(&t->masters[m]);
+            H_OK(o, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+            redisFree(o);
+        }
+    redisFree(src);
+    redisFree(dst);
+}
+
+/* SPUBLISHes (through the proxy) until sub gets the smessage. */
+static void spublish_until_seen(redisContext *pub, redisContext *sub, const char *channel)
+{
+    struct timeval quick = { 0, 200000 }, normal = { H_IO_TIMEOUT_S, 0 };
+    int seen = 0;
+    redisSetTimeout(sub, quick);
+    for (int tries = 1; tries <= 50 && !seen; tries++) {
+        freeReplyObject(h_cmd(pub, "SPUBLISH %s probe%d", channel, tries));
+        void *r = NULL;
+        if (redisGetReply(sub, &r) == REDIS_OK && r != NULL) {
+            redisReply *m = r;
+            ck_assert_msg(m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+                          strcmp(m->element[0]->str, "smessage") == 0,
+                          "expected an smessage, got %s", h_show(m));
+            freeReplyObject(m);
+            seen = 1;
+            break;
+        }
+        ck_assert_msg(sub->err == REDIS_ERR_IO, "subscriber: %s", sub->errstr);
+        sub->err = 0;
+        sub->errstr[0] = '\0';
+    }
+    redisSetTimeout(sub, normal);
+    ck_assert_msg(seen, "no smessage reached the subscriber in 50 tries");
+}
+
+/* The node that loses a slot unsubscribes its shard channels' subscribers
+ * (a "sunsubscribe" push); the proxy subscribes them again on the slot's
+ * new master, and the client sees nothing of it. Moved there and back. */
+START_TEST(shard_channel_follows_its_slot)
+{
+    struct h_topo t;
+    char ch[128];
+    h_topo_load(&t);
+    ck_assert_int_ge(mig_slot, 0);
+    snprintf(ch, sizeof(ch), "{%s}ch", mig_tag);
+    int home = h_topo_owner(&t, mig_slot), away = (home + 1) % t.nmasters;
+    redisContext *sub = h_connect_proxy(), *pub = h_connect_proxy();
+    freeReplyObject(h_cmd(sub, "SSUBSCRIBE %s", ch));
+    spublish_until_seen(pub, sub, ch);
+
+    move_empty_slot(&t, mig_slot, home, away);
+    wait_conns(&t.masters[away], "ssub=1", 1);
+    spublish_until_seen(pub, sub, ch);
+    move_empty_slot(&t, mig_slot, away, home);
+    wait_conns(&t.masters[home], "ssub=1", 1);
+    spublish_until_seen(pub, sub, ch);
+    redisReply *r = h_cmd(sub, "PING");         /* still subscribed, error-free */
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "PING: %s", h_show(r));
+    freeReplyObject(r);
+    redisFree(sub);
+    redisFree(pub);
+}
+END_TEST
+
+/* In Check's parent: a slot no other test uses, and, whatever happened, the
+ * slot back on its master and stable for the tests after us. */
+static int mig_home = -1;
+static struct h_topo mig_topo;
+
+static void mig_setup(void)
+{
+    h_topo_load(&mig_topo);
+    mig_slot = -1;
+    /* a slot without keys (other tests leave some): nothing to MIGRATE */
+    for (int i = 0; i < 1000 && mig_slot < 0; i++) {
+        snprintf(mig_tag, sizeof(mig_tag), "psmig:%ld:%d", (long)getpid(), i);
+        int slot = h_slot(mig_tag);
+        mig_home = h_topo_owner(&mig_topo, slot);
+        redisContext *c = mig_home >= 0 ? h_connect_try(mig_topo.masters[mig_home].host,
+                                                        mig_topo.masters[mig_home].port) : NULL;
+        redisReply *r = c ? redisCommand(c, "CLUSTER COUNTKEYSINSLOT %d", slot) : NULL;
+        if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+            mig_slot = slot;
+        if (r)
+            freeReplyObject(r);
+        if (c)
+            redisFree(c);
+    }
+}
+
+static void mig_teardown(void)
+{
+    struct h_node nodes[H_MAX_NODES];
+    int n = h_nodes(nodes, H_MAX_NODES);
+    if (mig_slot < 0 || mig_home < 0)
+        return;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            redisContext *c = h_connect_try(nodes[i].host, nodes[i].port);
+            if (c == NULL)
+                continue;
+            redisReply *r = pass == 0
+                ? redisCommand(c, "CLUSTER SETSLOT %d STABLE", mig_slot)
+                : redisCommand(c, "CLUSTER SETSLOT %d NODE %s", mig_slot,
+                               mig_topo.master_id[mig_home]);
+            if (r != NULL)
+                freeReplyObject(r);
+            redisFree(c);
+        }
+}
+
 static Suite *pubsub_suite(void)
 {
     Suite *s = suite_create("pubsub");
@@ -749,6 +880,11 @@ static Suite *pubsub_suite(void)
     tcase_add_test(tc, slow_subscriber_disconnected);
     tcase_add_test(tc, subscribe_answered_when_no_master);
     suite_add_tcase(s, tc);
+    TCase *mig = tcase_create("slot moves");
+    tcase_set_timeout(mig, 90);
+    tcase_add_unchecked_fixture(mig, mig_setup, mig_teardown);
+    tcase_add_test(mig, shard_channel_follows_its_slot);
+    suite_add_tcase(s, mig);
     return s;
 }
 
