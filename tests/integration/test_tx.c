@@ -412,6 +412,71 @@ START_TEST(test_moved_during_transaction_resends_block)
 }
 END_TEST
 
+/* A slot half migrated: the source answers ASK to the queued command of a
+ * key it no longer has, then EXECABORT; the proxy sends ASKING and the whole
+ * block to the importing node (ASKING holds through MULTI), once. */
+START_TEST(test_ask_during_transaction_resends_block)
+{
+    struct h_topo t;
+    struct h_proxy extra;
+    char tag[32], k[128], prefix[128], probe[128];
+    static const char *const args[] = { "--topology-refresh-ms", "0", NULL };
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "%s:ask", h_prefix());
+    redisContext *src = h_connect_node(&t.masters[0]);
+    redisContext *dst = h_connect_node(&t.masters[1]);
+    int slot = -1;
+    for (int nth = 0; slot < 0 && nth < 200; nth++) {
+        h_key_on_master(&t, 0, prefix, nth, probe, sizeof probe);
+        r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", h_slot(probe));
+        if (r->integer == 0)
+            slot = h_slot(probe);
+        freeReplyObject(r);
+    }
+    ck_assert_int_ge(slot, 0);
+    h_tag_for_slot(slot, tag, sizeof tag);
+    H_FMT(k, sizeof k, "%s:{%s}:k", h_prefix(), tag);
+
+    h_proxy_start(&extra, args);
+    redisContext *p = h_connect_extra(&extra);
+    long long ask0 = info_field(p, "cluster_ask");
+    H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t.master_id[0]);
+    H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
+
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "SET %s asked", k);
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    freeReplyObject(r);
+    ck_assert_int_gt(info_field(p, "cluster_ask"), ask0);
+
+    /* it ran on the importing node, once, and not on the source */
+    H_OK(dst, "ASKING");
+    r = h_cmd(dst, "GET %s", k);
+    H_EXPECT_BULK(r, "asked");
+    freeReplyObject(r);
+    r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", slot);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    H_OK(dst, "ASKING");
+    r = h_cmd(dst, "DEL %s", k);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    H_OK(src, "CLUSTER SETSLOT %d STABLE", slot);
+    H_OK(dst, "CLUSTER SETSLOT %d STABLE", slot);
+    redisFree(src);
+    redisFree(dst);
+    redisFree(p);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
 /* With a key layout and indexed families, writes queued in MULTI (and
  * written on the WATCH connection) keep the indexes exact: KEYS, answered
  * from the indexes, lists them. Scripts flushed on the masters first: the
@@ -533,6 +598,7 @@ static Suite *tx_suite(void)
     tcase_add_test(tc, test_execabort_and_redis_errors);
     tcase_add_test(tc, test_pipelined_transaction);
     tcase_add_test(tc, test_moved_during_transaction_resends_block);
+    tcase_add_test(tc, test_ask_during_transaction_resends_block);
     tcase_add_test(tc, test_indexed_writes_in_transactions);
     tcase_add_test(tc, test_scripts_in_transaction);
     suite_add_tcase(s, tc);
