@@ -100,6 +100,27 @@ void node_send_quiet(struct node_conn *c, int argc, const char **argv)
     send_internal(c, asking_reply, argc > 4 ? 4 : argc, argv);
 }
 
+/* ---- counters (the owner's stats_nodes, when it has one) ---- */
+
+#define NODE_COUNT(c, field) \
+    do { if ((c)->opts->stats) stat_inc(&(c)->opts->stats->field); } while (0)
+
+/* The connection moves from state `from` to `to` (NODE_CLOSED: gone). */
+static void node_count_state(struct node_conn *c, enum node_state from, enum node_state to)
+{
+    struct stats_nodes *s = c->opts->stats;
+    if (!s)
+        return;
+    if (from == NODE_CONNECTING)
+        gauge_add(&s->connecting, -1);
+    else if (from == NODE_READY)
+        gauge_add(&s->ready, -1);
+    if (to == NODE_CONNECTING)
+        gauge_add(&s->connecting, 1);
+    else if (to == NODE_READY)
+        gauge_add(&s->ready, 1);
+}
+
 /* ---- timeouts ---- */
 
 static void timer_arm(struct node_conn *c, uint64_t after_ms)
@@ -117,6 +138,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     if (c->state == NODE_CONNECTING) {
         snprintf(why, sizeof why, "cannot connect to node %s: timed out after %d ms",
                  c->addr, c->opts->connect_timeout_ms);
+        NODE_COUNT(c, timeouts);
         node_conn_close(c, why);
         return;
     }
@@ -135,6 +157,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     if (now >= deadline) {
         snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
                  c->opts->timeout_ms);
+        NODE_COUNT(c, timeouts);
         node_conn_close(c, why);
     } else {
         timer_arm(c, deadline - now);
@@ -217,6 +240,7 @@ static void connected_cb(struct io_conn *io, void *arg)
 {
     struct node_conn *c = arg;
     (void)io;
+    node_count_state(c, c->state, NODE_READY);
     c->state = NODE_READY;
     evtimer_del(c->timer);
     if (!TAILQ_EMPTY(&c->inflight))
@@ -290,6 +314,10 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
         free(c);
         return NULL;
     }
+    if (opts->stats)
+        c->io.bytes = &opts->stats->bytes;
+    NODE_COUNT(c, connects);
+    node_count_state(c, NODE_CLOSED, NODE_CONNECTING);
     if (opts->tls && node_start_tls(c) < 0) {
         node_conn_close(c, "cannot set up TLS (out of memory)");
         return c;
@@ -352,6 +380,11 @@ void node_conn_close(struct node_conn *c, const char *why)
     int never_connected = c->state == NODE_CONNECTING || c->refused_login;
     /* bytes still in our output buffer never reached the node */
     size_t unsent = io_conn_pending(&c->io);
+    if (c->state == NODE_CONNECTING)
+        NODE_COUNT(c, connect_failures);
+    else
+        NODE_COUNT(c, closed);
+    node_count_state(c, c->state, NODE_CLOSED);
     c->state = NODE_CLOSED;
     io_conn_close(&c->io);
     event_free(c->timer);
@@ -375,7 +408,9 @@ void node_conn_close(struct node_conn *c, const char *why)
         written = written > r->len ? written - r->len : 0;
         r->on_fail(r, may_have_run, why);
     }
+    c->down_why = why;
     if (c->on_down)
         c->on_down(c, c->down_arg);
+    c->down_why = NULL;
     event_base_once(c->base, -1, EV_TIMEOUT, free_later_cb, c, NULL);
 }

@@ -39,6 +39,7 @@
 
 #include "cluster/reply.h"
 #include "proxy/io.h"
+#include "proxy/stats.h"
 
 struct event_base;
 struct evbuffer;
@@ -90,6 +91,7 @@ struct node_opts {
     struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (proxy/tls.h) */
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
+    struct stats_nodes *stats;  /* the owner's counters (stats.h); may be NULL */
 };
 
 struct node_conn {
@@ -107,6 +109,7 @@ struct node_conn {
     int retiring;               /* close once the last reply is in */
     int refused_login;          /* AUTH failed: nothing sent after it ran */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
+    const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
     void *down_arg;                 /* for both */
     void *ext;                      /* another module's state for this connection */

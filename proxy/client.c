@@ -185,13 +185,34 @@ static int client_over_limits(struct client *c, size_t held)
     return 0;
 }
 
+/* r's reply is going out (or to nobody, the client gone): count it. The
+ * first byte of its reply says whether it is an error. */
+static void client_count_reply(struct client *c, struct request *r, uint64_t now_us)
+{
+    struct worker *w = c->worker;
+    char first = '\0';
+    if (r->inline_reply_len)
+        first = r->inline_data[0];
+    else if (r->reply && evbuffer_get_length(r->reply) > 0)
+        evbuffer_copyout(r->reply, &first, 1);
+    else
+        first = r->error_reply ? '-' : '\0';
+    if (r->cmd)
+        stats_command_done(&w->stats, r->cmd, now_us > r->start_us ? now_us - r->start_us : 0,
+                           first == '-');
+}
+
 void client_flush(struct client *c)
 {
     struct evbuffer *out = client_output(c);
     struct request *r;
+    uint64_t now_us = 0;
     while ((r = TAILQ_FIRST(&c->queue)) != NULL && r->done) {
         TAILQ_REMOVE(&c->queue, r, link);
         c->nqueued--;
+        if (!now_us)
+            now_us = io_loop_now_us(&c->worker->loop);
+        client_count_reply(c, r, now_us);
         if (r->inline_reply_len) {
             c->held -= r->inline_reply_len;
             if (out)
@@ -233,6 +254,7 @@ static void client_protocol_error(struct client *c, const char *err)
     struct request *r = request_new(c->worker);
     log_verbose("client", "protocol error from client id=%llu addr=%s: %s",
                 (unsigned long long)c->id, c->addr, err);
+    stat_inc(&c->worker->stats.protocol_errors);
     if (r) {
         r->client = c;
         TAILQ_INSERT_TAIL(&c->queue, r, link);
@@ -258,6 +280,7 @@ static int client_take_command(struct client *c, const char *bytes)
         return -1;
     r->client = c;
     r->seq = c->next_seq++;
+    r->start_us = io_loop_now_us(&c->worker->loop);
     int rc = p->is_inline
         ? request_set_command(r, p->inline_mb, p->inline_mb_len, p->args, p->argc)
         : request_set_command(r, bytes, p->cmd_len, p->args, p->argc);
@@ -268,7 +291,7 @@ static int client_take_command(struct client *c, const char *bytes)
     }
     TAILQ_INSERT_TAIL(&c->queue, r, link);
     c->nqueued++;
-    c->worker->stats.commands++;
+    stat_inc(&c->worker->stats.commands);
     router_dispatch(r);
     return 0;
 }
@@ -354,7 +377,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     if (__atomic_add_fetch(&p->nclients, 1, __ATOMIC_RELAXED) > w->cfg->max_clients) {
         static const char msg[] = "-ERR max number of clients reached\r\n";
         __atomic_sub_fetch(&p->nclients, 1, __ATOMIC_RELAXED);
-        w->stats.rejected_clients++;
+        stat_inc(&w->stats.rejected_clients);
         if (write(fd, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
         evutil_closesocket(fd);
         return NULL;
@@ -368,6 +391,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
         return NULL;
     }
     c->worker = w;
+    c->io.bytes = &w->stats.clients;
     /* one command must fit whole in the input: up to the query buffer limit */
     c->io.rmax = (size_t)w->cfg->client_query_buffer_limit + RESP_INLINE_MAX;
     c->id = __atomic_add_fetch(&p->next_client_id, 1, __ATOMIC_RELAXED);
@@ -389,7 +413,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
     pthread_mutex_unlock(&w->clients_lock);
-    w->stats.connections++;
+    stat_inc(&w->stats.connections);
     return c;
 }
 

@@ -69,6 +69,48 @@ const struct command *command_lookup_sub(const struct command *parent,
     return find_sorted(parent->subcommands, parent->nsubcommands, name, len);
 }
 
+/* ---- indexes ---- */
+
+#define COMMAND_TOP_MAX 1024
+
+/* sub_base[i]: index of the first subcommand of command_table[i] */
+static int sub_base[COMMAND_TOP_MAX];
+static int index_count;
+
+void command_index_init(void)
+{
+    int next = command_table_size;
+    for (int i = 0; i < command_table_size && i < COMMAND_TOP_MAX; i++) {
+        sub_base[i] = next;
+        next += command_table[i].nsubcommands;
+    }
+    index_count = next;
+}
+
+int command_index_count(void)
+{
+    return index_count;
+}
+
+int command_index(const struct command *cmd)
+{
+    if (!cmd->parent)
+        return (int)(cmd - command_table);
+    return sub_base[cmd->parent - command_table] + (int)(cmd - cmd->parent->subcommands);
+}
+
+const struct command *command_by_index(int i)
+{
+    if (i < 0 || i >= index_count)
+        return NULL;
+    if (i < command_table_size)
+        return &command_table[i];
+    for (int t = command_table_size - 1; t >= 0; t--)   /* not on a request path */
+        if (command_table[t].nsubcommands && sub_base[t] <= i)
+            return &command_table[t].subcommands[i - sub_base[t]];
+    return NULL;
+}
+
 int command_arity_ok(const struct command *cmd, int argc)
 {
     if (cmd->arity >= 0)

@@ -121,6 +121,18 @@ extern const int command_table_size;
 extern const char *const command_acl_category_names[];
 extern const int command_acl_category_count;
 
+/*
+ * Every command and subcommand has an index, 0 to command_index_count() - 1
+ * (top-level commands in table order, then each container's subcommands),
+ * for per-command arrays such as the stats' counters. command_index_init()
+ * builds the table once (call it before threads start; it may be called
+ * again); the rest is arithmetic on the entry's address.
+ */
+void command_index_init(void);
+int command_index_count(void);
+int command_index(const struct command *cmd);
+const struct command *command_by_index(int i);
+
 /* Case-insensitive lookup of a top-level command; NULL if unknown. */
 const struct command *command_lookup(const char *name, size_t len);
 

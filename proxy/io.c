@@ -229,6 +229,27 @@ static void io_ssl_write_resume(struct io_conn *c)
     }
 }
 
+uint64_t io_loop_now_us(struct io_loop *l)
+{
+    if (l->now_us)
+        return l->now_us;
+    uint64_t now = stats_now_us();
+    if (l->in_read)
+        l->now_us = now;
+    return now;
+}
+
+/* The owner's on_read, with the loop's clock reading shared within it. */
+static void io_call_read(struct io_conn *c)
+{
+    struct io_loop *l = c->loop;
+    l->in_read = 1;
+    l->now_us = 0;
+    c->h->on_read(c, c->arg);
+    l->in_read = 0;
+    l->now_us = 0;
+}
+
 /* Readable, or asked to look again (io_conn_read_again) at input that is
  * already here: the owner is called whenever unconsumed bytes exist. */
 static void io_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -244,12 +265,14 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
     } else {
         ssize_t got = c->ssl ? io_ssl_read(c, c->rbuf + c->rend, c->rcap - c->rend)
                              : read(fd, c->rbuf + c->rend, c->rcap - c->rend);
-        if (got > 0)
+        if (got > 0) {
             c->rend += (size_t)got;
-        else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+            if (c->bytes)
+                stat_add(&c->bytes->in, (uint64_t)got);
+        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
             int err = got == 0 ? 0 : errno;
             if (had)                    /* what came before the close still counts */
-                c->h->on_read(c, c->arg);
+                io_call_read(c);
             if (c->state != IO_CLOSED)
                 io_fail(c, err);
             return;
@@ -259,7 +282,7 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
     }
-    c->h->on_read(c, c->arg);
+    io_call_read(c);
     if (c->state != IO_CLOSED)
         io_input_release(c);
     if (c->ssl && c->state != IO_CLOSED) {
@@ -315,6 +338,8 @@ static int io_write_out(struct io_conn *c)
             return -1;
         }
         c->wstart += (size_t)n;
+        if (c->bytes)
+            stat_add(&c->bytes->out, (uint64_t)n);
     }
     if (c->wbuf) {                  /* empty: back to the pool */
         io_buffer_give(c->loop, c->wbuf);
@@ -329,6 +354,8 @@ static int io_write_out(struct io_conn *c)
             io_fail(c, n < 0 ? errno : EPIPE);
             return -1;
         }
+        if (c->bytes)
+            stat_add(&c->bytes->out, (uint64_t)n);
     }
     return 0;
 }

@@ -37,6 +37,8 @@
 #include <sys/socket.h>
 
 typedef struct ssl_st SSL;
+#include "proxy/stats.h"
+
 struct event_base;
 struct event;
 struct evbuffer;
@@ -50,6 +52,8 @@ struct io_loop {
     TAILQ_HEAD(, io_conn) dirty;
     char **spare;                   /* pool of IO_READ_SIZE read buffers */
     int nspare;
+    int in_read;                    /* inside a connection's on_read */
+    uint64_t now_us;                /* the clock as read in this on_read; 0: not yet */
 };
 
 /* What happened to a connection, for its owner. */
@@ -81,6 +85,7 @@ struct io_conn {
     const struct io_handlers *h;
     void *arg;
     SSL *ssl;                       /* NULL: plain TCP */
+    struct stats_bytes *bytes;      /* counts bytes read and written; may be NULL */
     TAILQ_ENTRY(io_conn) dirty_link;
     unsigned dirty : 1;
     unsigned reading : 1;
@@ -142,6 +147,11 @@ static inline void io_consume(struct io_conn *c, size_t n)
     if (c->rstart == c->rend)
         c->rstart = c->rend = 0;
 }
+
+/* Monotonic microseconds (stats_now_us), read at most once per read event:
+ * everything done within one on_read shares that reading (the commands a
+ * read brought, the replies it delivered). Outside on_read, read each time. */
+uint64_t io_loop_now_us(struct io_loop *l);
 
 /* Bytes in out not yet written. */
 size_t io_conn_pending(const struct io_conn *c);

@@ -192,10 +192,15 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
     if (c && !r->parent && TAILQ_FIRST(&c->queue) == r) {
         struct evbuffer *out = client_output(c);
         if (out) {
-            if (in)
+            char first = '\0';
+            if (in) {
+                evbuffer_copyout(in, &first, 1);
                 evbuffer_remove_buffer(in, out, len);
-            else
+            } else {
+                first = bytes[0];
                 io_out_add(&c->io, bytes, len);
+            }
+            r->error_reply = first == '-';
             r->done = 1;
             client_flush(c);
             return;

@@ -85,6 +85,8 @@ struct request {
                                        first on a connection that has not seen it */
     unsigned conn_kind : 2;         /* enum request_conn */
     unsigned rewritten : 1;         /* its keys have their cluster names */
+    unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
+    uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
     int slot;                       /* -1: any master */

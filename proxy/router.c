@@ -170,6 +170,7 @@ void router_init(void)
 
 static void reply_unknown_command(struct request *r)
 {
+    stat_inc(&r->worker->stats.unknown_commands);
     char msg[512], args[200] = "";
     size_t used = 0, len;
     for (int i = 1; i < r->argc && used < 128; i++) {
@@ -269,7 +270,7 @@ static int router_retry_later(struct request *r)
     struct worker *w = r->worker;
     const struct config *cfg = w->cfg;
     if (r->retries >= cfg->retry_attempts) {
-        w->stats.retries_exhausted++;
+        stat_inc(&w->stats.retries_exhausted);
         return 0;
     }
     int delay = backoff_delay_ms(r->retries, cfg->retry_base_ms, cfg->retry_max_ms);
@@ -277,7 +278,7 @@ static int router_retry_later(struct request *r)
     r->retries++;
     r->redirects = 0;
     r->asking = 0;
-    w->stats.retries++;
+    stat_inc(&w->stats.retries);
     struct client *owner = request_owner(r);
     if (!owner->retry_timer)
         owner->retry_timer = evtimer_new(w->base, held_release_cb, owner);
@@ -401,10 +402,10 @@ static int router_redirect(struct request *r, enum reply_redirect kind, int slot
     case REPLY_MOVED:
     case REPLY_ASK:
         if (kind == REPLY_MOVED) {
-            w->stats.moved++;
+            stat_inc(&w->stats.moved);
             worker_want_refresh(w);
         } else {
-            w->stats.ask++;
+            stat_inc(&w->stats.ask);
         }
         node = topology_find(w->topo, addr);
         if (node < 0)       /* not announced: follow only once a refresh says so */
@@ -580,7 +581,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     if (!may_have_run && router_retry_later(r))
         return;
     if (may_have_run) {
-        w->stats.lost_replies++;
+        stat_inc(&w->stats.lost_replies);
         snprintf(msg, sizeof msg,
                  "ERR %s: connection to the node was lost; the command may have run", why);
     } else {

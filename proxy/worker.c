@@ -21,8 +21,8 @@ static void worker_conn_down(struct node_conn *c, void *arg)
     for (int i = 0; i < w->topo->nnodes; i++)
         if (w->conns[i] == c) {
             w->conns[i] = NULL;
-            log_notice("node", "connection to master %s closed; topology refresh requested",
-                       c->addr);
+            log_notice("node", "worker %d: connection to master %s closed (%s); topology "
+                       "refresh requested", w->id, c->addr, c->down_why ? c->down_why : "?");
             worker_want_refresh(w);
         }
 }
@@ -268,6 +268,9 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->paused);
+    w->node_opts.stats = &w->stats.nodes;
+    if (stats_init(&w->stats) < 0)
+        return -1;
     worker_take_config(w, snapshot_ref(p->snap));
     worker_take_topology(w, topology_ref(t));
     w->layout = layout_ref_get(p->layout);

@@ -29,18 +29,11 @@
 #include "proxy/config.h"
 #include "proxy/io.h"
 #include "proxy/rewrite.h"
+#include "proxy/stats.h"
 
 struct proxy;
 struct config_snapshot;
 struct dedicated_pool;
-
-struct worker_stats {
-    uint64_t connections;
-    uint64_t commands;
-    uint64_t moved, ask, retries, retries_exhausted, lost_replies;
-    uint64_t net_in, net_out;
-    uint64_t rejected_clients;
-};
 
 struct worker {
     int id;
@@ -79,7 +72,7 @@ struct worker {
 
     struct request *free_requests;
     int nfree_requests;
-    struct worker_stats stats;
+    struct worker_stats stats;          /* written by this thread only (stats.h) */
 };
 
 int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t);
