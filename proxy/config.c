@@ -22,6 +22,7 @@
 #define WHERE_MAX 1024
 
 static const char default_listen[] = "127.0.0.1:6380";
+static const char default_admin_listen[] = "127.0.0.1:9121";
 
 enum source { SOURCE_FILE, SOURCE_ENV, SOURCE_ARGV };
 
@@ -156,7 +157,7 @@ static void *field(struct loader *l, const struct directive *d)
 
 static void free_string(char *s)
 {
-    if (s != default_listen)
+    if (s != default_listen && s != default_admin_listen)
         free(s);
 }
 
@@ -243,6 +244,24 @@ static int set_listen(struct loader *l, const struct directive *d, int argc, cha
     if (check_hostport(l, d, argv[0]) < 0)
         return -1;
     return replace_string(l, &l->c.listen, argv[0], 0);
+}
+
+/* host:port, or "off" (NULL) */
+static int set_admin_listen(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (strcasecmp(argv[0], "off") == 0) {
+        free_string(l->c.admin_listen);
+        l->c.admin_listen = NULL;
+        return 0;
+    }
+    if (config_parse_hostport(argv[0], NULL, &(int){ 0 }) < 0) {
+        snprintf(l->why, sizeof l->why,
+                 "'%s' wants host:port with a port from 1 to 65535, or off, not '%.64s'",
+                 d->name, argv[0]);
+        return -1;
+    }
+    return replace_string(l, &l->c.admin_listen, argv[0], 0);
 }
 
 static void free_cluster(struct config *c)
@@ -587,6 +606,7 @@ static int set_log_file(struct loader *l, const struct directive *d, int argc, c
 
 static const struct directive directives[] = {
     { "listen",                    1,  1, set_listen,       0, 0, 0 },
+    { "admin-listen",              1,  1, set_admin_listen, 0, 0, 0 },
     { "cluster",                   1, -1, set_cluster,      0, 0, 0 },
     { "threads",                   1,  1, set_int,          AT(threads), 1, 64 },
     { "requirepass",               1,  1, set_string,       AT(requirepass), 0, 0 },
@@ -1001,6 +1021,7 @@ void config_defaults(struct config *c)
 {
     memset(c, 0, sizeof *c);
     c->listen = (char *)default_listen;
+    c->admin_listen = (char *)default_admin_listen;
     c->threads = 1;
     c->max_clients = 10000;
     c->client_query_buffer_limit = 1024 * MB;
@@ -1030,6 +1051,7 @@ void config_defaults(struct config *c)
 void config_free(struct config *c)
 {
     free_string(c->listen);
+    free_string(c->admin_listen);
     free_cluster(c);
     free(c->requirepass);
     free_users(c);

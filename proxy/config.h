@@ -38,6 +38,7 @@
  * (lifecycle.h): what a worker uses per command or per new connection
  * applies from then on; listen, threads, cluster, daemonize, pidfile and
  * log-file need a restart.
+ * admin-listen "off" turns the admin endpoint off (admin_listen NULL).
  */
 #ifndef TAGPROXY_CONFIG_H
 #define TAGPROXY_CONFIG_H
@@ -70,6 +71,8 @@ struct config_script_map {
 
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
+    char  *admin_listen;                /* host:port of /healthz /readyz /metrics,
+                                           default 127.0.0.1:9121; NULL: off */
     char **cluster;                     /* seed host:port, in the order given */
     int    ncluster;
     int    threads;                     /* workers, default 1 */
@@ -122,9 +125,9 @@ struct config {
 };
 
 /*
- * Fill c with the defaults (no file). c->listen then points to static
- * storage, which config_free() knows and does not free; nothing else is
- * allocated.
+ * Fill c with the defaults (no file). c->listen and c->admin_listen then
+ * point to static storage, which config_free() knows and does not free;
+ * nothing else is allocated.
  */
 void config_defaults(struct config *c);
 

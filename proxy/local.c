@@ -15,6 +15,7 @@
 #include "proxy/command.h"
 #include "proxy/index.h"
 #include "proxy/listing.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/request.h"
@@ -530,13 +531,18 @@ static void cmd_cluster(struct request *r)
 
 /* ---- INFO ---- */
 
-static int section_wanted(const struct request *r, const char *name)
+/*
+ * Does INFO's argument list ask for section `name`? As Redis 7.0: no
+ * argument or "default" gives the default sections, "all" and "everything"
+ * every section, and a section can be named (case-insensitive).
+ */
+static int info_wants(const struct request *r, const char *name, int in_default)
 {
     if (r->argc < 2)
-        return 1;
+        return in_default;
     for (int i = 1; i < r->argc; i++)
         if (arg_is(r, i, name) || arg_is(r, i, "all") || arg_is(r, i, "everything") ||
-            arg_is(r, i, "default"))
+            (in_default && arg_is(r, i, "default")))
             return 1;
     return 0;
 }
@@ -556,48 +562,58 @@ static void info_sum_keyspace(const char *const *texts, int n, long long *keys,
     }
 }
 
-void local_info_render(struct request *r, const char *const *texts, int n)
+static void info_server(struct request *r, const struct metrics *m, struct evbuffer *t)
 {
     struct proxy *p = r->worker->proxy;
-    struct evbuffer *t = evbuffer_new();
-    struct worker_stats sum = { 0 };
-    int clients = 0;
-    for (int i = 0; i < p->nworkers; i++) {
-        const struct worker_stats *s = &p->workers[i].stats;
-        sum.connections += s->connections;
-        sum.commands += s->commands;
-        sum.moved += s->moved;
-        sum.ask += s->ask;
-        sum.retries += s->retries;
-        sum.retries_exhausted += s->retries_exhausted;
-        sum.lost_replies += s->lost_replies;
-        sum.rejected_clients += s->rejected_clients;
-        clients += p->workers[i].nclients;
+    evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\ntagproxy_version:%s\r\n"
+                        "redis_mode:standalone\r\nos:Linux\r\nprocess_id:%d\r\n"
+                        "tcp_port:%s\r\nuptime_in_seconds:%llu\r\nthreads:%d\r\n\r\n",
+                        LOCAL_REDIS_VERSION, TAGPROXY_VERSION, (int)getpid(),
+                        strrchr(p->cfg.listen, ':') + 1, (unsigned long long)m->uptime_s,
+                        m->threads);
+}
+
+static void info_stats(const struct metrics *m, struct evbuffer *t)
+{
+    const struct worker_stats *s = &m->sum;
+    evbuffer_add_printf(t, "# Stats\r\ntotal_connections_received:%llu\r\n"
+                        "total_commands_processed:%llu\r\ntotal_net_input_bytes:%llu\r\n"
+                        "total_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
+                        "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_retries:%llu\r\n"
+                        "cluster_retries_exhausted:%llu\r\nlost_replies:%llu\r\n"
+                        "topology_refreshes:%llu\r\n\r\n",
+                        (unsigned long long)s->connections, (unsigned long long)s->commands,
+                        (unsigned long long)s->clients.in, (unsigned long long)s->clients.out,
+                        (unsigned long long)s->rejected_clients,
+                        (unsigned long long)s->moved, (unsigned long long)s->ask,
+                        (unsigned long long)s->retries,
+                        (unsigned long long)s->retries_exhausted,
+                        (unsigned long long)s->lost_replies, (unsigned long long)m->refreshes);
+}
+
+void local_info_render(struct request *r, const char *const *texts, int n)
+{
+    struct metrics m;
+    if (metrics_collect(&m, r->worker->proxy) < 0) {
+        resp_add_error(out(r), "ERR out of memory");
+        return;
     }
-    if (section_wanted(r, "server"))
-        evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\ntagproxy_version:%s\r\n"
-                            "redis_mode:standalone\r\nos:Linux\r\nprocess_id:%d\r\n"
-                            "tcp_port:%s\r\nuptime_in_seconds:%lld\r\nthreads:%d\r\n\r\n",
-                            LOCAL_REDIS_VERSION, TAGPROXY_VERSION, (int)getpid(),
-                            strrchr(p->cfg.listen, ':') + 1,
-                            (long long)(time(NULL) - p->started), p->nworkers);
-    if (section_wanted(r, "clients"))
-        evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n\r\n",
-                            clients, r->worker->cfg->max_clients);
-    if (section_wanted(r, "stats"))
-        evbuffer_add_printf(t, "# Stats\r\ntotal_connections_received:%llu\r\n"
-                            "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
-                            "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_retries:%llu\r\n"
-                            "cluster_retries_exhausted:%llu\r\nlost_replies:%llu\r\n"
-                            "topology_refreshes:%llu\r\n\r\n",
-                            (unsigned long long)sum.connections, (unsigned long long)sum.commands,
-                            (unsigned long long)sum.rejected_clients,
-                            (unsigned long long)sum.moved, (unsigned long long)sum.ask,
-                            (unsigned long long)sum.retries,
-                            (unsigned long long)sum.retries_exhausted,
-                            (unsigned long long)sum.lost_replies,
-                            (unsigned long long)p->refreshes);
-    if (section_wanted(r, "keyspace")) {
+    m.max_clients = r->worker->cfg->max_clients;    /* as reloaded */
+    struct evbuffer *t = evbuffer_new();
+    if (info_wants(r, "server", 1))
+        info_server(r, &m, t);
+    if (info_wants(r, "clients", 1))
+        evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%lld\r\nmaxclients:%d\r\n\r\n",
+                            (long long)m.clients, m.max_clients);
+    if (info_wants(r, "stats", 1))
+        info_stats(&m, t);
+    if (info_wants(r, "proxy", 1))
+        metrics_info_proxy(&m, t);
+    if (info_wants(r, "nodes", 1))
+        metrics_info_nodes(&m, t);
+    if (info_wants(r, "commandstats", 0))
+        metrics_info_commandstats(&m, t);
+    if (info_wants(r, "keyspace", 1)) {
         long long keys, expires, ttlw;
         info_sum_keyspace(texts, n, &keys, &expires, &ttlw);
         evbuffer_add_printf(t, "# Keyspace\r\n");
@@ -605,9 +621,23 @@ void local_info_render(struct request *r, const char *const *texts, int n)
             evbuffer_add_printf(t, "db0:keys=%lld,expires=%lld,avg_ttl=%lld\r\n", keys, expires,
                                 expires ? ttlw / expires : 0);
     }
+    metrics_free(&m);
     size_t len = evbuffer_get_length(t);
     resp_add_bulk(out(r), (const char *)evbuffer_pullup(t, -1), len);
     evbuffer_free(t);
+}
+
+/* INFO: the keyspace needs every master's; the proxy's own sections do not. */
+static void cmd_info(struct request *r)
+{
+    if (info_wants(r, "keyspace", 1)) {
+        const char *argv[2] = { "INFO", "keyspace" };
+        size_t lens[2] = { 4, 8 };
+        router_fanout(r, MERGE_KEYSPACE, 2, argv, lens);
+        return;
+    }
+    local_info_render(r, NULL, 0);
+    request_finish(r);
 }
 
 static void fanout_simple(struct request *r, enum merge_kind merge, const char *cmd,
@@ -653,7 +683,7 @@ void local_dispatch(struct request *r)
         resp_add_simple(out(r), "OK");
         request_finish(r);
     } else if (strcmp(name, "info") == 0) {
-        fanout_simple(r, MERGE_KEYSPACE, "INFO", "keyspace");
+        cmd_info(r);
     } else if (strcmp(name, "dbsize") == 0) {
         fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
     } else if (strcmp(name, "randomkey") == 0) {

@@ -10,6 +10,7 @@
 
 #include "cluster/node.h"
 #include "keylayout/layout.h"
+#include "proxy/admin.h"
 #include "proxy/lifecycle.h"
 #include "proxy/tls.h"
 #include "proxy/log.h"
@@ -55,14 +56,16 @@ static void proxy_refresh(struct proxy *p)
     struct topology *t = topology_fetch(&p->source, known, known ? n : 0, err, sizeof err);
     free(known);
     p->last_refresh_ms = node_now_ms();
-    p->refreshes++;
+    stat_inc(&p->refreshes);
     if (!t) {
+        stat_inc(&p->refresh_failures);
         log_warning("topology", "refresh failed: %s", err);
         return;
     }
     topology_log(p->topo, t);
     for (int i = 0; i < p->nworkers; i++)
         worker_post_topology(&p->workers[i], t);
+    admin_post_topology(t);
     topology_unref(p->topo);
     p->topo = t;
 }
@@ -232,7 +235,9 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
     p->refresh_event = event_new(p->base, -1, 0, refresh_cb, p);
     p->refresh_timer = event_new(p->base, -1, EV_PERSIST, refresh_timer_cb, p);
     proxy_refresh_timer_update(p);
-    return lifecycle_install(p, err, errlen);
+    if (lifecycle_install(p, err, errlen) < 0)
+        return -1;
+    return admin_start(p, err, errlen);
 }
 
 int proxy_run(struct proxy *p)
@@ -250,6 +255,7 @@ int proxy_run(struct proxy *p)
         worker_post_stop(&p->workers[i]);
     for (int i = 0; i < p->nworkers; i++)
         worker_join(&p->workers[i]);
+    admin_stop();
     log_notice("main", "stopped");
     return 0;
 }

@@ -49,7 +49,8 @@ struct proxy {
     char id[41];                        /* CLUSTER MYID */
     int nclients;                       /* atomic: for max-clients */
     uint64_t next_client_id;            /* atomic */
-    uint64_t refreshes;
+    uint64_t refreshes;                 /* stat_inc by the control thread */
+    uint64_t refresh_failures;          /* the same */
 };
 
 /* The running proxy (one per process). */

@@ -5,10 +5,13 @@
 # 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
 #    on free ports (base in 20000-29000, each port and port+10000 free) in a
 #    temporary folder, and build/tagproxy on another free port (its log in
-#    that folder, its tail printed when a test fails); runs every
-#    build/tests/integration/test_* with
+#    that folder, its tail printed when a test fails), its admin endpoint on
+#    a third free port; runs every build/tests/integration/test_* with
 #      TAGPROXY_TEST_PROXY=127.0.0.1:PORT   TAGPROXY_TEST_NODES="127.0.0.1:P ..."
 #      TAGPROXY_TEST_BIN=$PWD/build/tagproxy TAGPROXY_TEST_DIR=<the folder>
+#      TAGPROXY_TEST_ADMIN=127.0.0.1:APORT  (the proxy's admin-listen)
+#      TAGPROXY_ADMIN_LISTEN=off            (so the extra proxies tests start
+#                                            never fight over the default port)
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
 #    at the proxy) when tests/e2e/package.json exists.
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
@@ -64,7 +67,7 @@ if [ "$unit_only" = 1 ]; then
 fi
 
 bin=$PWD/build/tagproxy
-dir= proxy_pid= proxy_port= base=
+dir= proxy_pid= proxy_port= admin_port= base=
 
 # Processes started by tests (extra proxies) have their output in $dir:
 # whatever still writes there at the end is ours to stop.
@@ -156,9 +159,13 @@ start_proxy() {
     local i seeds=()
     for ((i = 0; i < 6; i++)); do seeds+=("127.0.0.1:$((base + i))"); done
     proxy_port=$(pick_proxy_port) || { log "no free proxy port"; return 1; }
-    echo "== proxy: $bin on 127.0.0.1:$proxy_port"
+    for ((i = 0; i < 20; i++)); do
+        admin_port=$(pick_proxy_port) || { log "no free admin port"; return 1; }
+        [ "$admin_port" != "$proxy_port" ] && break
+    done
+    echo "== proxy: $bin on 127.0.0.1:$proxy_port (admin 127.0.0.1:$admin_port)"
     env "${clean_env[@]}" "$bin" --listen "127.0.0.1:$proxy_port" --cluster "${seeds[@]}" \
-        >> "$dir/proxy.log" 2>&1 &
+        --admin-listen "127.0.0.1:$admin_port" >> "$dir/proxy.log" 2>&1 &
     proxy_pid=$!
     for ((i = 0; i < 200; i++)); do
         redis_ping "$proxy_port" && return 0
@@ -188,7 +195,8 @@ for ((i = 0; i < 6; i++)); do nodes+="${nodes:+ }127.0.0.1:$((base + i))"; done
 
 set_test_env() {
     test_env=("${clean_env[@]}" TAGPROXY_TEST_PROXY="127.0.0.1:$proxy_port"
-              TAGPROXY_TEST_NODES="$nodes" TAGPROXY_TEST_BIN="$bin" TAGPROXY_TEST_DIR="$dir")
+              TAGPROXY_TEST_NODES="$nodes" TAGPROXY_TEST_BIN="$bin" TAGPROXY_TEST_DIR="$dir"
+              TAGPROXY_TEST_ADMIN="127.0.0.1:$admin_port" TAGPROXY_ADMIN_LISTEN=off)
 }
 
 if start_proxy; then

@@ -669,6 +669,125 @@ H_UNUSED static void h_proxy_stop(struct h_proxy *p)
     p->pid = 0;
 }
 
+/* ---------- stopping a node (SIGSTOP) safely ---------- */
+
+/* 'T' while stopped, from /proc/PID/stat. */
+H_UNUSED static char h_proc_state(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return '?';
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p != NULL && p[1] == ' ' ? p[2] : '?';
+}
+
+struct h_guard {
+    pid_t guard_pid;
+    pid_t node_pid;
+    int fd;          /* closing it makes the guard send SIGCONT */
+};
+
+/*
+ * SIGSTOP node_pid (a redis-server of the test cluster) and wait until it is
+ * stopped. A guard process, in its own session so that Check's kill of the
+ * test's process group spares it, sends SIGCONT when g->fd closes (h_thaw,
+ * or the test process ends for any reason) or after deadline_ms: keep that
+ * well under the cluster's cluster-node-timeout, so no failover happens.
+ */
+H_UNUSED static void h_freeze(struct h_guard *g, pid_t node_pid, int deadline_ms)
+{
+    int fds[2];
+
+    ck_assert_int_eq(pipe(fds), 0);
+    g->node_pid = node_pid;
+    fflush(NULL);
+    g->guard_pid = fork();
+    ck_assert_int_ge(g->guard_pid, 0);
+    if (g->guard_pid == 0) {
+        struct pollfd pfd = { fds[0], POLLIN, 0 };
+        char b;
+        close(fds[1]);
+        setsid();
+        /* EOF (the test closed the pipe or died) or the deadline */
+        while (poll(&pfd, 1, deadline_ms) < 0 && errno == EINTR)
+            ;
+        (void)!read(fds[0], &b, 1);
+        kill(node_pid, SIGCONT);
+        _exit(0);
+    }
+    close(fds[0]);
+    g->fd = fds[1];
+    ck_assert_int_eq(kill(node_pid, SIGSTOP), 0);
+    for (int i = 0; i < 100 && h_proc_state(node_pid) != 'T'; i++)
+        h_sleep_ms(10);
+}
+
+/* SIGCONT now (and end the guard). */
+H_UNUSED static void h_thaw(struct h_guard *g)
+{
+    int status;
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
+    if (g->guard_pid > 0)
+        waitpid(g->guard_pid, &status, 0);
+    g->guard_pid = 0;
+    kill(g->node_pid, SIGCONT);
+}
+
+/* SIGCONT to every node of $TAGPROXY_TEST_DIR/pids still stopped: for
+ * tcase_add_unchecked_fixture (Check's parent process, after the tests,
+ * whatever their outcome). */
+H_UNUSED static void h_thaw_all_nodes(void)
+{
+    char path[512], line[128];
+    const char *dir = getenv("TAGPROXY_TEST_DIR");
+    FILE *f;
+
+    if (dir == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s/pids", dir);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int port;
+        long pid;
+        char cmd[64], state;
+        if (sscanf(line, "%d %ld", &port, &pid) != 2 || pid <= 0)
+            continue;
+        /* only a process that is still a redis-server */
+        snprintf(cmd, sizeof(cmd), "/proc/%ld/cmdline", pid);
+        {
+            FILE *cf = fopen(cmd, "r");
+            char exe[256] = "";
+            size_t n;
+            if (cf == NULL)
+                continue;
+            n = fread(exe, 1, sizeof(exe) - 1, cf);
+            fclose(cf);
+            exe[n] = '\0';
+            if (strstr(exe, "redis-server") == NULL)
+                continue;
+        }
+        /* the guard process thaws it as the test ends: give it a moment */
+        for (int i = 0; i < 20 && (state = h_proc_state((pid_t)pid)) == 'T'; i++)
+            h_sleep_ms(50);
+        if (state == 'T')
+            fprintf(stderr, "node %d was left stopped; sending SIGCONT\n", port);
+        kill((pid_t)pid, SIGCONT);
+    }
+    fclose(f);
+}
+
 /* ---------- raw sockets, for bytes no client library would send ---------- */
 
 H_UNUSED static int h_raw_connect(const struct h_node *n)

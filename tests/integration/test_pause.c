@@ -5,10 +5,10 @@
  * plus slack instead of hanging, keys on the other masters must keep working
  * meanwhile, and after SIGCONT the node serves again.
  *
- * The node always gets SIGCONT: a guard process (in its own session, so that
- * Check's kill of the test's process group spares it) sends it as soon as the
- * test process goes away for any reason, or after a deadline; and Check's
- * parent process sends SIGCONT to every node after the test.
+ * The node always gets SIGCONT: h_freeze's guard process sends it as soon as
+ * the test process goes away for any reason, or after a deadline; and
+ * Check's parent process sends SIGCONT to every node after the test
+ * (h_thaw_all_nodes).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,71 +24,6 @@ enum {
     GUARD_DEADLINE_MS = 12000,                  /* well under cluster-node-timeout */
     RESUME_WITHIN_MS = 10000,
 };
-
-/* 'T' while stopped, from /proc/PID/stat. */
-static char proc_state(pid_t pid)
-{
-    char path[64], buf[512], *p;
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return '?';
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' ? p[2] : '?';
-}
-
-struct guard {
-    pid_t guard_pid;
-    pid_t node_pid;
-    int fd;          /* closing it makes the guard send SIGCONT */
-};
-
-/* Freeze node_pid; the guard thaws it when g->fd closes or at the deadline. */
-static void freeze(struct guard *g, pid_t node_pid)
-{
-    int fds[2];
-
-    ck_assert_int_eq(pipe(fds), 0);
-    g->node_pid = node_pid;
-    fflush(NULL);
-    g->guard_pid = fork();
-    ck_assert_int_ge(g->guard_pid, 0);
-    if (g->guard_pid == 0) {
-        struct pollfd pfd = { fds[0], POLLIN, 0 };
-        char b;
-        close(fds[1]);
-        setsid();
-        /* EOF (the test closed the pipe or died) or the deadline */
-        while (poll(&pfd, 1, GUARD_DEADLINE_MS) < 0 && errno == EINTR)
-            ;
-        (void)!read(fds[0], &b, 1);
-        kill(node_pid, SIGCONT);
-        _exit(0);
-    }
-    close(fds[0]);
-    g->fd = fds[1];
-    ck_assert_int_eq(kill(node_pid, SIGSTOP), 0);
-    for (int i = 0; i < 100 && proc_state(node_pid) != 'T'; i++)
-        h_sleep_ms(10);
-}
-
-static void thaw(struct guard *g)
-{
-    int status;
-    if (g->fd >= 0)
-        close(g->fd);
-    g->fd = -1;
-    if (g->guard_pid > 0)
-        waitpid(g->guard_pid, &status, 0);
-    g->guard_pid = 0;
-    kill(g->node_pid, SIGCONT);
-}
 
 struct other_load {
     pthread_t thread;
@@ -158,7 +93,7 @@ START_TEST(test_paused_master)
     static const char *args[] = { "--node-timeout-ms", "3000", NULL };
     struct h_topo t;
     struct h_proxy px;
-    struct guard g = { 0, 0, -1 };
+    struct h_guard g = { 0, 0, -1 };
     struct other_load o;
     atomic_int stop = 0;
     struct h_node seed;
@@ -200,8 +135,8 @@ START_TEST(test_paused_master)
     }
     H_OK(c, "SET %s warm", o.keys[0]);
 
-    freeze(&g, h_node_pid(t.masters[m].port));
-    ck_assert_msg(proc_state(g.node_pid) == 'T', "node %d not stopped", t.masters[m].port);
+    h_freeze(&g, h_node_pid(t.masters[m].port), GUARD_DEADLINE_MS);
+    ck_assert_msg(h_proc_state(g.node_pid) == 'T', "node %d not stopped", t.masters[m].port);
     ck_assert_int_eq(pthread_create(&o.thread, NULL, other_main, &o), 0);
 
     /* a read, then a pipeline mixing the frozen master and another one */
@@ -221,8 +156,8 @@ START_TEST(test_paused_master)
 
     atomic_store(&stop, 1);
     pthread_join(o.thread, NULL);
-    ck_assert_msg(proc_state(g.node_pid) == 'T', "node resumed too early: the test is void");
-    thaw(&g);
+    ck_assert_msg(h_proc_state(g.node_pid) == 'T', "node resumed too early: the test is void");
+    h_thaw(&g);
 
     ck_assert_msg(o.errors == 0, "other masters: %ld errors of %ld; first: %s", o.errors, o.ops,
                   o.first_error);
@@ -254,56 +189,13 @@ START_TEST(test_paused_master)
 }
 END_TEST
 
-/* Runs in Check's parent process after the test, whatever its outcome. */
-static void thaw_all_nodes(void)
-{
-    char path[512], line[128];
-    const char *dir = getenv("TAGPROXY_TEST_DIR");
-    FILE *f;
-
-    if (dir == NULL)
-        return;
-    snprintf(path, sizeof(path), "%s/pids", dir);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        int port;
-        long pid;
-        char cmd[64], state;
-        if (sscanf(line, "%d %ld", &port, &pid) != 2 || pid <= 0)
-            continue;
-        /* only a process that is still a redis-server */
-        snprintf(cmd, sizeof(cmd), "/proc/%ld/cmdline", pid);
-        {
-            FILE *cf = fopen(cmd, "r");
-            char exe[256] = "";
-            size_t n;
-            if (cf == NULL)
-                continue;
-            n = fread(exe, 1, sizeof(exe) - 1, cf);
-            fclose(cf);
-            exe[n] = '\0';
-            if (strstr(exe, "redis-server") == NULL)
-                continue;
-        }
-        /* the guard process thaws it as the test ends: give it a moment */
-        for (int i = 0; i < 20 && (state = proc_state((pid_t)pid)) == 'T'; i++)
-            h_sleep_ms(50);
-        if (state == 'T')
-            fprintf(stderr, "test_pause: node %d was left stopped; sending SIGCONT\n", port);
-        kill((pid_t)pid, SIGCONT);
-    }
-    fclose(f);
-}
-
 static Suite *pause_suite(void)
 {
     Suite *s = suite_create("pause");
     TCase *tc = tcase_create("pause");
 
     tcase_set_timeout(tc, 60);
-    tcase_add_unchecked_fixture(tc, NULL, thaw_all_nodes);
+    tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
     tcase_add_test(tc, test_paused_master);
     suite_add_tcase(s, tc);
     return s;

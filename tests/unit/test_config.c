@@ -54,6 +54,7 @@ static void assert_str_eq_null(const char *a, const char *b)
 static void assert_config_eq(const struct config *a, const struct config *b)
 {
     ck_assert_str_eq(a->listen, b->listen);
+    assert_str_eq_null(a->admin_listen, b->admin_listen);
     ck_assert_int_eq(a->ncluster, b->ncluster);
     for (int i = 0; i < a->ncluster; i++)
         ck_assert_str_eq(a->cluster[i], b->cluster[i]);
@@ -110,6 +111,7 @@ START_TEST(test_defaults)
 
     config_defaults(&d);
     ck_assert_str_eq(d.listen, "127.0.0.1:6380");
+    ck_assert_str_eq(d.admin_listen, "127.0.0.1:9121");
     ck_assert_int_eq(d.ncluster, 0);
     ck_assert_ptr_null(d.cluster);
     ck_assert_int_eq(d.threads, 1);
@@ -160,6 +162,7 @@ START_TEST(test_every_directive)
 
     snprintf(text, sizeof text,
              "listen 0.0.0.0:7777\n"
+             "admin-listen 0.0.0.0:9122\n"
              "cluster 10.0.0.1:7000 10.0.0.2:7001\n"
              "cluster [::1]:7002\n"
              "THREADS 4\n"
@@ -200,6 +203,7 @@ START_TEST(test_every_directive)
              "log-file %s/every.log\n", tmpdir);
     ck_assert_msg(load_text(&c, text) == 0, "%s", err);
     ck_assert_str_eq(c.listen, "0.0.0.0:7777");
+    ck_assert_str_eq(c.admin_listen, "0.0.0.0:9122");
     ck_assert_int_eq(c.ncluster, 3);
     ck_assert_str_eq(c.cluster[0], "10.0.0.1:7000");
     ck_assert_str_eq(c.cluster[1], "10.0.0.2:7001");
@@ -975,7 +979,7 @@ END_TEST
 START_TEST(test_shipped_conf_mentions_every_directive)
 {
     static const char *names[] = {
-        "listen", "cluster", "threads", "requirepass", "user", "cluster-user",
+        "listen", "admin-listen", "cluster", "threads", "requirepass", "user", "cluster-user",
         "tls-listen", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
         "cluster-tls", "cluster-tls-ca-cert-file", "cluster-tls-cert-file",
         "cluster-tls-key-file", "cluster-tls-server-name", "cluster-tls-insecure", "cluster-password",
@@ -1034,6 +1038,38 @@ END_TEST
 
 /* ---- runner ---- */
 
+/* admin-listen: host:port or off, from each source; later wins. */
+START_TEST(test_admin_listen)
+{
+    char *env_on[] = { "TAGPROXY_ADMIN_LISTEN=127.0.0.1:1", NULL };
+    char *env_off[] = { "TAGPROXY_ADMIN_LISTEN=off", NULL };
+    char *argv_off[] = { "--admin-listen", "OFF" };
+    char *argv_on[] = { "--admin-listen", "[::1]:9121" };
+    struct config c;
+
+    ck_assert_msg(load_text(&c, "admin-listen off\n") == 0, "%s", err);
+    ck_assert_ptr_null(c.admin_listen);
+    config_free(&c);
+    ck_assert_int_eq(config_load(&c, write_file("a.conf", "admin-listen off\n"), env_on, 0, NULL,
+                                 err, sizeof err), 0);
+    ck_assert_str_eq(c.admin_listen, "127.0.0.1:1");
+    config_free(&c);
+    ck_assert_int_eq(config_load(&c, NULL, env_on, 2, argv_off, err, sizeof err), 0);
+    ck_assert_ptr_null(c.admin_listen);
+    config_free(&c);
+    ck_assert_int_eq(config_load(&c, NULL, env_off, 2, argv_on, err, sizeof err), 0);
+    ck_assert_str_eq(c.admin_listen, "[::1]:9121");
+    config_free(&c);
+    ck_assert_int_eq(config_load(&c, NULL, env_off, 0, NULL, err, sizeof err), 0);
+    ck_assert_ptr_null(c.admin_listen);
+    config_free(&c);
+    ck_assert_int_eq(load_text(&c, "admin-listen 9121\n"), -1);
+    ck_assert_msg(strstr(err, ":1: 'admin-listen' wants host:port with a port from 1 to 65535, "
+                              "or off, not '9121'") != NULL, "%s", err);
+    ck_assert_int_eq(load_text(&c, "admin-listen\n"), -1);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1043,6 +1079,7 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_every_directive);
     tcase_add_loop_test(t, test_tls_validate, 0,
                         sizeof tls_validate_vectors / sizeof tls_validate_vectors[0]);
+    tcase_add_test(t, test_admin_listen);
     tcase_add_test(t, test_file_layout);
     tcase_add_test(t, test_log_levels);
     tcase_add_loop_test(t, test_memory_units, 0, sizeof memory_vectors / sizeof memory_vectors[0]);

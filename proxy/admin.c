@@ -1,0 +1,367 @@
+#include "proxy/admin.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/health.h"
+#include "proxy/config.h"
+#include "proxy/io.h"
+#include "proxy/log.h"
+#include "proxy/metrics.h"
+#include "proxy/proxy.h"
+
+/* How often each master is probed. */
+#define ADMIN_PROBE_INTERVAL_MS 1000
+/* An HTTP client that sends nothing for this long is dropped. */
+#define ADMIN_HTTP_TIMEOUT_S 10
+
+static struct admin {
+    struct proxy *p;
+    int running;                    /* the thread exists */
+    pthread_t thread;
+    struct event_base *base;        /* with locks: other threads activate its events */
+    struct evhttp *http;
+    struct io_loop loop;            /* for the probe connections */
+    struct health health;
+    struct stats_nodes probe_stats;
+    struct event *mailbox_event;
+
+    pthread_mutex_t lock;           /* guards what follows */
+    struct topology *mailbox_topo;  /* posted, not yet taken by the admin thread */
+    int have_topo;
+    int covered;
+    uint64_t version;
+    struct metrics_master *masters; /* the snapshot */
+    int nmasters;
+} admin = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int draining;                /* atomic */
+
+void admin_set_draining(void)
+{
+    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
+}
+
+int admin_draining(void)
+{
+    return __atomic_load_n(&draining, __ATOMIC_RELAXED);
+}
+
+/* ---- the snapshot (any thread, under admin.lock) ---- */
+
+static struct metrics_master *snapshot_find(struct metrics_master *ms, int n, const char *addr)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(ms[i].addr, addr) == 0)
+            return &ms[i];
+    return NULL;
+}
+
+/* t's masters; a master already known keeps its state, so a refresh of
+ * the same map never makes /readyz blink. */
+static struct metrics_master *snapshot_build(const struct topology *t)
+{
+    struct metrics_master *ms = calloc((size_t)t->nnodes + 1, sizeof *ms);
+    if (!ms)
+        return NULL;
+    for (int i = 0; i < t->nnodes; i++) {
+        struct metrics_master *old = snapshot_find(admin.masters, admin.nmasters,
+                                                   t->nodes[i].announced);
+        snprintf(ms[i].addr, sizeof ms[i].addr, "%s", t->nodes[i].announced);
+        if (old) {
+            ms[i].up = old->up;
+            snprintf(ms[i].why, sizeof ms[i].why, "%s", old->why);
+        } else if (admin.running) {
+            snprintf(ms[i].why, sizeof ms[i].why, "master %s has not answered PING yet",
+                     ms[i].addr);
+        } else {
+            ms[i].up = -1;
+        }
+    }
+    for (int s = 0; s < SLOT_COUNT; s++)
+        if (t->slot_node[s] >= 0 && t->slot_node[s] < t->nnodes)
+            ms[t->slot_node[s]].slots++;
+    return ms;
+}
+
+void admin_post_topology(struct topology *t)
+{
+    pthread_mutex_lock(&admin.lock);
+    struct metrics_master *ms = snapshot_build(t);
+    if (ms) {
+        free(admin.masters);
+        admin.masters = ms;
+        admin.nmasters = t->nnodes;
+    }
+    admin.have_topo = 1;
+    admin.covered = t->covered;
+    admin.version = t->version;
+    if (admin.running) {
+        topology_unref(admin.mailbox_topo);
+        admin.mailbox_topo = topology_ref(t);
+    }
+    pthread_mutex_unlock(&admin.lock);
+    if (admin.running)
+        event_active(admin.mailbox_event, EV_READ, 0);
+}
+
+/* The first reason not to be ready, or NULL. Under admin.lock. */
+static const char *readiness_locked(char *why, size_t len)
+{
+    if (admin_draining())
+        return "draining: the proxy is shutting down";
+    if (!admin.have_topo)
+        return "no slot map yet";
+    if (admin.covered < SLOT_COUNT) {
+        snprintf(why, len, "the slot map covers %d of %d slots", admin.covered, SLOT_COUNT);
+        return why;
+    }
+    for (int i = 0; i < admin.nmasters; i++)
+        if (admin.masters[i].up == 0) {
+            snprintf(why, len, "master %s is not connected: %s", admin.masters[i].addr,
+                     admin.masters[i].why);
+            return why;
+        }
+    return NULL;
+}
+
+int admin_collect(struct metrics *m)
+{
+    char why[sizeof m->not_ready];
+    pthread_mutex_lock(&admin.lock);
+    m->masters = calloc((size_t)admin.nmasters + 1, sizeof *m->masters);
+    if (m->masters) {
+        memcpy(m->masters, admin.masters, sizeof *m->masters * (size_t)admin.nmasters);
+        m->nmasters = admin.nmasters;
+    }
+    m->slots_covered = admin.covered;
+    m->topology_version = admin.version;
+    const char *not_ready = readiness_locked(why, sizeof why);
+    m->ready = not_ready == NULL;
+    snprintf(m->not_ready, sizeof m->not_ready, "%s", not_ready ? not_ready : "");
+    pthread_mutex_unlock(&admin.lock);
+    m->draining = admin_draining();
+    return m->masters ? 0 : -1;
+}
+
+/* ---- the admin thread: probes ---- */
+
+/* A probe changed: copy the states into the snapshot, log what changed. */
+static void health_changed(struct health *h, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&admin.lock);
+    for (int i = 0; i < h->nprobes; i++) {
+        const struct health_probe *pr = h->probes[i];
+        struct metrics_master *m = pr ? snapshot_find(admin.masters, admin.nmasters, pr->addr)
+                                      : NULL;
+        if (!m)
+            continue;
+        if (m->up != pr->up) {
+            if (pr->up)
+                log_notice("health", "master %s answers PING", pr->addr);
+            else
+                log_notice("health", "master %s is not connected: %s", pr->addr, pr->why);
+        }
+        m->up = pr->up;
+        snprintf(m->why, sizeof m->why, "%s", pr->why);
+    }
+    pthread_mutex_unlock(&admin.lock);
+}
+
+static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    pthread_mutex_lock(&admin.lock);
+    struct topology *t = admin.mailbox_topo;
+    admin.mailbox_topo = NULL;
+    pthread_mutex_unlock(&admin.lock);
+    if (t) {
+        health_set_topology(&admin.health, t);
+        topology_unref(t);
+    }
+}
+
+/* ---- the admin thread: HTTP ---- */
+
+static void http_send(struct evhttp_request *req, int code, const char *reason,
+                      const char *type, struct evbuffer *body)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", type);
+    evhttp_add_header(h, "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason, body);
+}
+
+static void http_text(struct evhttp_request *req, int code, const char *reason,
+                      const char *text)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add_printf(b, "%s\n", text);
+    http_send(req, code, reason, "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
+static void serve_readyz(struct evhttp_request *req)
+{
+    char why[320];
+    pthread_mutex_lock(&admin.lock);
+    const char *not_ready = readiness_locked(why, sizeof why);
+    char copy[320];
+    snprintf(copy, sizeof copy, "%s", not_ready ? not_ready : "");
+    pthread_mutex_unlock(&admin.lock);
+    if (not_ready)
+        http_text(req, 503, "Service Unavailable", copy);
+    else
+        http_text(req, 200, "OK", "ready");
+}
+
+static void serve_metrics(struct evhttp_request *req)
+{
+    struct metrics m;
+    struct evbuffer *b = evbuffer_new();
+    if (!b || metrics_collect(&m, admin.p) < 0) {
+        if (b)
+            evbuffer_free(b);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    metrics_prometheus(&m, b);
+    metrics_free(&m);
+    http_send(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
+/* The path of the request URI, without a query. */
+static int path_is(const char *uri, const char *path)
+{
+    size_t n = strlen(path);
+    return strncmp(uri, path, n) == 0 && (uri[n] == '\0' || uri[n] == '?');
+}
+
+static void http_cb(struct evhttp_request *req, void *arg)
+{
+    const char *uri = evhttp_request_get_uri(req);
+    (void)arg;
+    if (!uri)
+        evhttp_send_error(req, 400, "Bad Request");
+    else if (path_is(uri, "/healthz"))
+        http_text(req, 200, "OK", "ok");
+    else if (path_is(uri, "/readyz"))
+        serve_readyz(req);
+    else if (path_is(uri, "/metrics"))
+        serve_metrics(req);
+    else
+        http_text(req, 404, "Not Found", "not found: try /healthz, /readyz or /metrics");
+}
+
+static int http_bind(const char *listen, char *err, size_t errlen)
+{
+    char *host = NULL;
+    int port;
+    if (config_parse_hostport(listen, &host, &port) < 0) {
+        snprintf(err, errlen, "bad admin-listen address '%s'", listen);
+        return -1;
+    }
+    admin.http = evhttp_new(admin.base);
+    if (!admin.http || evhttp_bind_socket(admin.http, host, (ev_uint16_t)port) < 0) {
+        snprintf(err, errlen, "cannot listen on admin-listen %s (in use? set admin-listen to "
+                 "another host:port, or off)", listen);
+        free(host);
+        return -1;
+    }
+    free(host);
+    evhttp_set_allowed_methods(admin.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    evhttp_set_timeout(admin.http, ADMIN_HTTP_TIMEOUT_S);
+    evhttp_set_max_headers_size(admin.http, 16384);
+    evhttp_set_max_body_size(admin.http, 0);
+    evhttp_set_gencb(admin.http, http_cb, NULL);
+    return 0;
+}
+
+static void *admin_main(void *arg)
+{
+    (void)arg;
+    event_base_dispatch(admin.base);
+    return NULL;
+}
+
+static void admin_cleanup(void)
+{
+    health_free(&admin.health);
+    if (admin.http)
+        evhttp_free(admin.http);
+    if (admin.mailbox_event)
+        event_free(admin.mailbox_event);
+    io_loop_free(&admin.loop);
+    if (admin.base)
+        event_base_free(admin.base);
+    admin.http = NULL;
+    admin.mailbox_event = NULL;
+    admin.base = NULL;
+}
+
+int admin_start(struct proxy *p, char *err, size_t errlen)
+{
+    const struct config *cfg = &p->cfg;
+    admin.p = p;
+    if (!cfg->admin_listen) {
+        admin_post_topology(p->topo);
+        return 0;
+    }
+    struct node_opts opts = {
+        .connect_timeout_ms = cfg->node_connect_timeout_ms, .timeout_ms = cfg->node_timeout_ms,
+        .user = cfg->cluster_user, .password = cfg->cluster_password,
+        .stats = &admin.probe_stats,
+    };
+    admin.base = event_base_new();
+    if (!admin.base || io_loop_init(&admin.loop, admin.base) < 0 ||
+        health_init(&admin.health, &admin.loop, &opts, ADMIN_PROBE_INTERVAL_MS,
+                    health_changed, NULL) < 0 ||
+        !(admin.mailbox_event = event_new(admin.base, -1, 0, mailbox_cb, NULL))) {
+        snprintf(err, errlen, "cannot set up the admin endpoint: out of memory");
+        admin_cleanup();
+        return -1;
+    }
+    if (http_bind(cfg->admin_listen, err, errlen) < 0) {
+        admin_cleanup();
+        return -1;
+    }
+    admin.running = 1;
+    admin_post_topology(p->topo);
+    if (pthread_create(&admin.thread, NULL, admin_main, NULL) != 0) {
+        admin.running = 0;
+        snprintf(err, errlen, "cannot start the admin thread");
+        admin_cleanup();
+        return -1;
+    }
+    log_notice("admin", "admin endpoint on http://%s (/healthz /readyz /metrics)",
+               cfg->admin_listen);
+    return 0;
+}
+
+void admin_stop(void)
+{
+    if (!admin.running)
+        return;
+    event_base_loopexit(admin.base, NULL);
+    pthread_join(admin.thread, NULL);
+    admin.running = 0;
+    admin_cleanup();
+    pthread_mutex_lock(&admin.lock);
+    topology_unref(admin.mailbox_topo);
+    admin.mailbox_topo = NULL;
+    pthread_mutex_unlock(&admin.lock);
+}

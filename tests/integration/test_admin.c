@@ -1,0 +1,534 @@
+/*
+ * The admin endpoint (admin-listen) and INFO's proxy sections:
+ *
+ *  - /healthz answers 200, an unknown path 404;
+ *  - /readyz answers 200 while every master answers, 503 naming the master
+ *    while one is stopped (SIGSTOP, longer than the extra proxy's small
+ *    node-timeout-ms, far shorter than the cluster's cluster-node-timeout,
+ *    so no failover), and 200 again after SIGCONT;
+ *  - /metrics counters move by exactly what the test sent: commands by
+ *    name (calls, errors, histogram count), unknown commands, clients,
+ *    bytes in and out (counted on a raw socket);
+ *  - INFO proxy / INFO nodes / INFO commandstats as sections of their own,
+ *    with the same figures;
+ *  - an admin port already taken stops the start with a clear message.
+ *
+ * Each test that counts uses its own extra proxy, so no other traffic moves
+ * its counters. HTTP is spoken over a plain socket (HTTP/1.0: the server
+ * closes after the reply).
+ */
+#include "harness.h"
+
+enum {
+    NODE_TIMEOUT_MS = 500,          /* the extra proxy's: a stopped master is seen fast */
+    GUARD_DEADLINE_MS = 15000,      /* well under the cluster's cluster-node-timeout 30000 */
+    STATE_WITHIN_MS = 8000,         /* probe interval + node timeout + slack */
+};
+
+/* ---------- a tiny HTTP client ---------- */
+
+struct http_reply {
+    int status;
+    char body[65536 * 4];
+};
+
+/* GET path from host:port; fills rep; 0, or -1 when nothing valid came back. */
+static int http_get(const struct h_node *n, const char *path, struct http_reply *rep)
+{
+    static char buf[65536 * 4 + 4096];
+    char req[512];
+    int fd = h_raw_connect(n), closed = 0;
+    const char *body;
+
+    H_FMT(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\n\r\n", path, n->host, n->port);
+    h_raw_sends(fd, req);
+    h_raw_recv(fd, buf, sizeof(buf), NULL, H_IO_TIMEOUT_S * 1000, &closed);
+    close(fd);
+    rep->status = 0;
+    rep->body[0] = '\0';
+    if (sscanf(buf, "HTTP/1.%*d %d", &rep->status) != 1)
+        return -1;
+    body = strstr(buf, "\r\n\r\n");
+    if (body == NULL)
+        return -1;
+    snprintf(rep->body, sizeof(rep->body), "%s", body + 4);
+    return 0;
+}
+
+static struct h_node main_admin(void)
+{
+    struct h_node n;
+    const char *s = h_env("TAGPROXY_TEST_ADMIN");
+    ck_assert_msg(h_parse_addr(s, &n) == 0, "bad TAGPROXY_TEST_ADMIN '%s'", s);
+    return n;
+}
+
+/* Polls path until it answers status (body containing want, if not NULL);
+ * the last reply stays in rep. 1 on success, 0 after within_ms. */
+static int http_wait(const struct h_node *n, const char *path, int status, const char *want,
+                     long within_ms, struct http_reply *rep)
+{
+    long long deadline = h_now_ms() + within_ms;
+    for (;;) {
+        if (http_get(n, path, rep) == 0 && rep->status == status &&
+            (want == NULL || strstr(rep->body, want) != NULL))
+            return 1;
+        if (h_now_ms() > deadline)
+            return 0;
+        h_sleep_ms(50);
+    }
+}
+
+/* ---------- an extra proxy with its admin endpoint ---------- */
+
+struct admin_proxy {
+    struct h_proxy px;
+    struct h_node admin;
+};
+
+static void admin_proxy_start(struct admin_proxy *a, const char *node_timeout)
+{
+    static char listen[64];
+    const char *args[] = { "--admin-listen", listen, "--node-timeout-ms", node_timeout, NULL };
+
+    snprintf(a->admin.host, sizeof(a->admin.host), "127.0.0.1");
+    a->admin.port = h_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", a->admin.port);
+    h_proxy_start(&a->px, args);
+}
+
+/* ---------- reading Prometheus text ---------- */
+
+/* The value of the sample whose name and labels are exactly `series`
+ * ("name" or "name{l=\"v\"}"), or -1 when absent. */
+static long long metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return atoll(p + n + 1);
+    return -1;
+}
+
+static void scrape(const struct h_node *admin, struct http_reply *rep)
+{
+    ck_assert_msg(http_get(admin, "/metrics", rep) == 0, "no reply from /metrics");
+    ck_assert_msg(rep->status == 200, "/metrics answered %d", rep->status);
+}
+
+/* INFO's "name:value" as a number, -1 when absent. */
+static long long info_field(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ':')
+            return atoll(p + n + 1);
+    return -1;
+}
+
+/* ---------- /healthz, /readyz ---------- */
+
+START_TEST(test_healthz_and_unknown_paths)
+{
+    static struct http_reply rep;
+    struct h_node admin = main_admin();
+
+    ck_assert_int_eq(http_get(&admin, "/healthz", &rep), 0);
+    ck_assert_msg(rep.status == 200 && strcmp(rep.body, "ok\n") == 0,
+                  "/healthz: %d '%s'", rep.status, h_esc_str(rep.body));
+    ck_assert_int_eq(http_get(&admin, "/healthz?verbose=1", &rep), 0);
+    ck_assert_int_eq(rep.status, 200);
+    ck_assert_int_eq(http_get(&admin, "/nosuch", &rep), 0);
+    ck_assert_int_eq(rep.status, 404);
+    ck_assert_int_eq(http_get(&admin, "/", &rep), 0);
+    ck_assert_int_eq(rep.status, 404);
+    ck_assert_msg(http_wait(&admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
+                  "/readyz of the test proxy: %d '%s'", rep.status, h_esc_str(rep.body));
+}
+END_TEST
+
+/* The pid of a redis-server, from its own INFO server. */
+static pid_t node_pid_by_info(const struct h_node *n)
+{
+    redisContext *c = h_connect_node(n);
+    redisReply *r = h_cmd(c, "INFO server");
+    long long pid;
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    pid = info_field(r->str, "process_id");
+    ck_assert_msg(pid > 0, "no process_id in INFO server of %s:%d", n->host, n->port);
+    freeReplyObject(r);
+    redisFree(c);
+    return (pid_t)pid;
+}
+
+START_TEST(test_readyz_while_a_master_is_stopped)
+{
+    static struct http_reply rep, during, after;
+    struct admin_proxy a;
+    struct h_guard g = { 0, 0, -1 };
+    struct h_topo t;
+    char want[128];
+    int saw_503, saw_200;
+    long long t0, stopped_ms;
+
+    h_topo_load(&t);
+    admin_proxy_start(&a, "500");
+    ck_assert_msg(http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
+                  "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
+
+    /* the last master: not the first node, which seeds the extra proxy */
+    const struct h_node *m = &t.masters[t.nmasters - 1];
+    H_FMT(want, sizeof(want), "master %s:%d is not connected", m->host, m->port);
+    h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
+    t0 = h_now_ms();
+    saw_503 = http_wait(&a.admin, "/readyz", 503, want, STATE_WITHIN_MS, &during);
+    stopped_ms = h_now_ms() - t0;
+    h_thaw(&g);         /* before any assertion: the node must not stay stopped */
+    saw_200 = http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &after);
+
+    ck_assert_msg(saw_503, "/readyz with %s:%d stopped for %lld ms: %d '%s'", m->host, m->port,
+                  stopped_ms, during.status, h_esc_str(during.body));
+    ck_assert_msg(strchr(during.body, '\n') == during.body + strlen(during.body) - 1,
+                  "the reason is not one line: '%s'", h_esc_str(during.body));
+    ck_assert_msg(saw_200, "/readyz after SIGCONT: %d '%s'", after.status,
+                  h_esc_str(after.body));
+    /* liveness never depended on the master */
+    ck_assert_int_eq(http_get(&a.admin, "/healthz", &rep), 0);
+    ck_assert_int_eq(rep.status, 200);
+    h_proxy_stop(&a.px);
+}
+END_TEST
+
+/* ---------- /metrics ---------- */
+
+/* Sends bytes on fd and reads n complete replies; returns the bytes read. */
+static size_t raw_exchange(int fd, const char *bytes, int n, char *out, size_t size)
+{
+    size_t got = 0, at = 0;
+    int replies = 0;
+    long long deadline = h_now_ms() + H_IO_TIMEOUT_S * 1000;
+
+    h_raw_sends(fd, bytes);
+    while (replies < n) {
+        size_t one = h_resp_complete(out + at, got - at);
+        if (one > 0) {
+            at += one;
+            replies++;
+            continue;
+        }
+        ck_assert_msg(h_now_ms() < deadline, "only %d of %d replies", replies, n);
+        got += h_raw_recv(fd, out + got, size - got, NULL, 200, NULL);
+    }
+    ck_assert_msg(at == got, "more bytes than %d replies: '%s'", n, h_esc(out, got));
+    return got;
+}
+
+struct counts {
+    long long set_calls, get_calls, get_errors, incr_calls, incr_errors, set_count;
+    long long commands, unknown, accepted, connected, bytes_in, bytes_out, inf_set;
+};
+
+static void read_counts(const char *text, struct counts *c)
+{
+    c->set_calls = metric(text, "tagproxy_command_calls_total{cmd=\"set\"}");
+    c->get_calls = metric(text, "tagproxy_command_calls_total{cmd=\"get\"}");
+    c->get_errors = metric(text, "tagproxy_command_errors_total{cmd=\"get\"}");
+    c->incr_calls = metric(text, "tagproxy_command_calls_total{cmd=\"incr\"}");
+    c->incr_errors = metric(text, "tagproxy_command_errors_total{cmd=\"incr\"}");
+    c->set_count = metric(text, "tagproxy_command_duration_seconds_count{cmd=\"set\"}");
+    c->inf_set = metric(text, "tagproxy_command_duration_seconds_bucket{cmd=\"set\",le=\"+Inf\"}");
+    c->commands = metric(text, "tagproxy_commands_total");
+    c->unknown = metric(text, "tagproxy_commands_unknown_total");
+    c->accepted = metric(text, "tagproxy_clients_accepted_total");
+    c->connected = metric(text, "tagproxy_clients_connected");
+    c->bytes_in = metric(text, "tagproxy_client_bytes_received_total");
+    c->bytes_out = metric(text, "tagproxy_client_bytes_sent_total");
+}
+
+/* A counter absent before (never counted) is 0. */
+static long long delta(long long after, long long before)
+{
+    return after - (before < 0 ? 0 : before);
+}
+
+START_TEST(test_metrics_move_with_traffic)
+{
+    static struct http_reply before_rep, after_rep;
+    static char out[65536], cmds[16384];
+    struct admin_proxy a;
+    struct counts b, c;
+    struct h_topo t;
+    const char *k = h_prefix();
+    size_t sent = 0, got;
+    int fd, n = 0;
+
+    h_topo_load(&t);
+    admin_proxy_start(&a, "5000");
+    scrape(&a.admin, &before_rep);
+    read_counts(before_rep.body, &b);
+
+    /* 7 SET, 5 GET (one of them on a list: WRONGTYPE), 2 INCR (one fails),
+     * 1 unknown command, pipelined in one write */
+    for (int i = 0; i < 7; i++)
+        sent += (size_t)snprintf(cmds + sent, sizeof(cmds) - sent,
+                                 "*3\r\n$3\r\nSET\r\n$%zu\r\n%s:%d\r\n$1\r\nv\r\n",
+                                 strlen(k) + 2, k, i);
+    n += 7;
+    for (int i = 0; i < 4; i++)
+        sent += (size_t)snprintf(cmds + sent, sizeof(cmds) - sent,
+                                 "*2\r\n$3\r\nget\r\n$%zu\r\n%s:%d\r\n", strlen(k) + 2, k, i);
+    n += 4;
+    sent += (size_t)snprintf(cmds + sent, sizeof(cmds) - sent,
+                             "*3\r\n$5\r\nRPUSH\r\n$%zu\r\n%s:l\r\n$1\r\nx\r\n"
+                             "*2\r\n$3\r\nGET\r\n$%zu\r\n%s:l\r\n"
+                             "*2\r\n$4\r\nINCR\r\n$%zu\r\n%s:n\r\n"
+                             "*2\r\n$4\r\nINCR\r\n$%zu\r\n%s:0\r\n"
+                             "*1\r\n$9\r\nNOSUCHCMD\r\n",
+                             strlen(k) + 2, k, strlen(k) + 2, k, strlen(k) + 2, k,
+                             strlen(k) + 2, k);
+    n += 5;
+    fd = h_raw_connect(&a.px.addr);
+    got = raw_exchange(fd, cmds, n, out, sizeof(out));
+    ck_assert_msg(strstr(out, "-WRONGTYPE") != NULL && strstr(out, "-ERR value is not") != NULL
+                  && strstr(out, "-ERR unknown command 'NOSUCHCMD'") != NULL,
+                  "replies: '%s'", h_esc(out, got));
+
+    scrape(&a.admin, &after_rep);
+    read_counts(after_rep.body, &c);
+    ck_assert_int_eq(delta(c.set_calls, b.set_calls), 7);
+    ck_assert_int_eq(delta(c.set_count, b.set_count), 7);
+    ck_assert_int_eq(delta(c.inf_set, b.inf_set), 7);
+    ck_assert_int_eq(delta(c.get_calls, b.get_calls), 5);
+    ck_assert_int_eq(delta(c.get_errors, b.get_errors), 1);
+    ck_assert_int_eq(delta(c.incr_calls, b.incr_calls), 2);
+    ck_assert_int_eq(delta(c.incr_errors, b.incr_errors), 1);
+    ck_assert_int_eq(delta(c.commands, b.commands), n);
+    ck_assert_int_eq(delta(c.unknown, b.unknown), 1);
+    ck_assert_int_eq(delta(c.accepted, b.accepted), 1);
+    ck_assert_int_eq(c.connected, 1);
+    ck_assert_msg(delta(c.bytes_in, b.bytes_in) == (long long)sent,
+                  "bytes received: %lld, the test sent %zu", delta(c.bytes_in, b.bytes_in), sent);
+    ck_assert_msg(delta(c.bytes_out, b.bytes_out) == (long long)got,
+                  "bytes sent: %lld, the test read %zu", delta(c.bytes_out, b.bytes_out), got);
+    /* the histogram's buckets are cumulative and end at the count */
+    {
+        long long prev = 0;
+        const char *p = after_rep.body, *name = "tagproxy_command_duration_seconds_bucket{cmd=\"set\",le=\"";
+        int buckets = 0;
+        while ((p = strstr(p, name)) != NULL) {
+            const char *v = strstr(p, "} ");
+            long long cur = atoll(v + 2);
+            ck_assert_msg(cur >= prev, "bucket counts go down: %lld then %lld", prev, cur);
+            prev = cur;
+            buckets++;
+            p = v;
+        }
+        ck_assert_int_ge(buckets, 2);
+        ck_assert_int_eq(prev, c.set_count);
+    }
+    /* every master probed and up; the map covers every slot */
+    ck_assert_int_eq(metric(after_rep.body, "tagproxy_masters"), t.nmasters);
+    ck_assert_int_eq(metric(after_rep.body, "tagproxy_slots_covered"), H_SLOTS);
+    for (int i = 0; i < t.nmasters; i++) {
+        char series[160];
+        H_FMT(series, sizeof(series), "tagproxy_master_up{master=\"%s:%d\"}", t.masters[i].host,
+              t.masters[i].port);
+        long long up = metric(after_rep.body, series);
+        for (long long t0 = h_now_ms(); up != 1 && h_now_ms() - t0 < STATE_WITHIN_MS;) {
+            h_sleep_ms(100);
+            scrape(&a.admin, &after_rep);
+            up = metric(after_rep.body, series);
+        }
+        ck_assert_msg(up == 1, "%s is %lld", series, up);
+    }
+    ck_assert_msg(metric(after_rep.body, "tagproxy_node_connections{state=\"ready\"}") >= 1,
+                  "no node connection ready after traffic");
+    ck_assert_msg(strstr(after_rep.body, "# TYPE tagproxy_command_duration_seconds histogram\n"),
+                  "no histogram TYPE line");
+
+    /* the connection closes: the gauge comes down */
+    close(fd);
+    for (long long t0 = h_now_ms(); c.connected != 0 && h_now_ms() - t0 < 5000;) {
+        h_sleep_ms(20);
+        scrape(&a.admin, &after_rep);
+        read_counts(after_rep.body, &c);
+    }
+    ck_assert_int_eq(c.connected, 0);
+    h_proxy_stop(&a.px);
+}
+END_TEST
+
+/* ---------- INFO ---------- */
+
+static redisReply *info(redisContext *c, const char *section)
+{
+    redisReply *r = section ? h_cmd(c, "INFO %s", section) : h_cmd(c, "INFO");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    return r;
+}
+
+START_TEST(test_info_sections)
+{
+    struct admin_proxy a;
+    struct h_topo t;
+    redisContext *c;
+    redisReply *r, *r2;
+    char key[128];
+    long long before, after, calls_before;
+
+    h_topo_load(&t);
+    admin_proxy_start(&a, "5000");
+    c = h_connect_extra(&a.px);
+
+    /* INFO proxy: that section only, every figure there */
+    r = info(c, "proxy");
+    ck_assert_msg(strncmp(r->str, "# Proxy\r\n", 9) == 0 && strstr(r->str, "# Nodes") == NULL &&
+                  strstr(r->str, "# Keyspace") == NULL && strstr(r->str, "# Server") == NULL,
+                  "INFO proxy: '%s'", h_esc(r->str, r->len));
+    static const char *fields[] = {
+        "clients_connected", "clients_refused", "commands", "command_errors",
+        "redirects_moved", "redirects_ask", "retries", "retries_exhausted", "lost_replies",
+        "client_bytes_received", "client_bytes_sent", "index_sync_scripts", "listing_fanouts",
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        ck_assert_msg(info_field(r->str, fields[i]) >= 0, "INFO proxy without %s", fields[i]);
+    ck_assert_int_eq(info_field(r->str, "clients_connected"), 1);
+    before = info_field(r->str, "commands");
+    freeReplyObject(r);
+
+    /* counts move by exactly what was sent (the second INFO counts itself) */
+    H_FMT(key, sizeof(key), "%s:info", h_prefix());
+    r = info(c, "commandstats");
+    calls_before = 0;
+    if (strstr(r->str, "cmdstat_set:calls=") != NULL)
+        calls_before = atoll(strstr(r->str, "cmdstat_set:calls=") + 18);
+    freeReplyObject(r);
+    for (int i = 0; i < 3; i++)
+        H_OK(c, "SET %s %d", key, i);
+    r = info(c, "PROXY");       /* section names are case-insensitive */
+    after = info_field(r->str, "commands");
+    freeReplyObject(r);
+    ck_assert_msg(after - before == 1 + 3 + 1, "commands went from %lld to %lld", before, after);
+    r = info(c, "commandstats");
+    ck_assert_msg(strncmp(r->str, "# Commandstats\r\n", 16) == 0, "'%s'", h_esc(r->str, r->len));
+    ck_assert_msg(strstr(r->str, "cmdstat_set:calls=") != NULL, "'%s'", h_esc(r->str, r->len));
+    ck_assert_int_eq(atoll(strstr(r->str, "cmdstat_set:calls=") + 18) - calls_before, 3);
+    ck_assert_msg(strstr(r->str, "cmdstat_info:calls=") != NULL, "'%s'", h_esc(r->str, r->len));
+    freeReplyObject(r);
+
+    /* INFO nodes: every master of the map, with its slots and state */
+    r = info(c, "nodes");
+    ck_assert_msg(strncmp(r->str, "# Nodes\r\n", 9) == 0 && strstr(r->str, "# Proxy") == NULL,
+                  "INFO nodes: '%s'", h_esc(r->str, r->len));
+    ck_assert_int_eq(info_field(r->str, "masters"), t.nmasters);
+    ck_assert_int_eq(info_field(r->str, "slots_covered"), H_SLOTS);
+    ck_assert_int_ge(info_field(r->str, "node_connections_ready"), 1);
+    for (int i = 0; i < t.nmasters; i++) {
+        char want[160];
+        int slots = 0;
+        for (int k = 0; k < t.nranges; k++)
+            if (t.r[k].master == i)
+                slots += t.r[k].end - t.r[k].start + 1;
+        H_FMT(want, sizeof(want), "addr=%s:%d,slots=%d,state=up", t.masters[i].host,
+              t.masters[i].port, slots);
+        for (long long t0 = h_now_ms(); !strstr(r->str, want) && h_now_ms() - t0 < STATE_WITHIN_MS;) {
+            freeReplyObject(r);
+            h_sleep_ms(100);
+            r = info(c, "nodes");
+        }
+        ck_assert_msg(strstr(r->str, want) != NULL, "INFO nodes without '%s': '%s'", want,
+                      h_esc(r->str, r->len));
+    }
+    freeReplyObject(r);
+
+    /* the default INFO has them too, with the keyspace; "all" adds commandstats */
+    r = info(c, NULL);
+    ck_assert_msg(strstr(r->str, "# Proxy\r\n") && strstr(r->str, "# Nodes\r\n") &&
+                  strstr(r->str, "# Keyspace\r\n") && !strstr(r->str, "# Commandstats"),
+                  "INFO: '%s'", h_esc(r->str, r->len));
+    r2 = info(c, "all");
+    ck_assert_msg(strstr(r2->str, "# Proxy\r\n") && strstr(r2->str, "# Commandstats\r\n"),
+                  "INFO all: '%s'", h_esc(r2->str, r2->len));
+    freeReplyObject(r);
+    freeReplyObject(r2);
+    r = h_cmd(c, "INFO proxy nodes");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(strstr(r->str, "# Proxy\r\n") && strstr(r->str, "# Nodes\r\n") &&
+                  !strstr(r->str, "# Server"), "INFO proxy nodes: '%s'", h_esc(r->str, r->len));
+    freeReplyObject(r);
+    r = h_cmd(c, "DEL %s", key);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&a.px);
+}
+END_TEST
+
+/* ---------- start-up ---------- */
+
+START_TEST(test_admin_port_taken_stops_the_start)
+{
+    struct h_proxy p;
+    struct sockaddr_in sa;
+    char taken[64], seed[128], log[8192] = "";
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, status = 0;
+    socklen_t len = sizeof(sa);
+    FILE *f;
+
+    /* hold a port */
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(taken, sizeof(taken), "127.0.0.1:%d", ntohs(sa.sin_port));
+
+    h_proxy_place(&p);
+    snprintf(p.log, sizeof(p.log), "%s/proxy-admin-taken-%d.log", h_env("TAGPROXY_TEST_DIR"),
+             p.addr.port);
+    h_seed(seed, sizeof(seed));
+    {
+        const char *args[] = { "--admin-listen", taken, NULL };
+        h_proxy_launch(&p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    }
+    for (long long t0 = h_now_ms(); waitpid(p.pid, &status, WNOHANG) == 0;) {
+        if (h_now_ms() - t0 > 10000) {
+            kill(p.pid, SIGKILL);
+            waitpid(p.pid, &status, 0);
+            ck_abort_msg("the proxy runs with its admin port taken");
+        }
+        h_sleep_ms(20);
+    }
+    close(fd);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "exit status %d", status);
+    f = fopen(p.log, "r");
+    ck_assert_ptr_nonnull(f);
+    log[fread(log, 1, sizeof(log) - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(log, "admin-listen") != NULL && strstr(log, taken) != NULL,
+                  "the message does not name admin-listen %s: '%s'", taken, log);
+}
+END_TEST
+
+static Suite *admin_suite(void)
+{
+    Suite *s = suite_create("admin");
+    TCase *tc = tcase_create("admin");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
+    tcase_add_test(tc, test_healthz_and_unknown_paths);
+    tcase_add_test(tc, test_metrics_move_with_traffic);
+    tcase_add_test(tc, test_info_sections);
+    tcase_add_test(tc, test_readyz_while_a_master_is_stopped);
+    tcase_add_test(tc, test_admin_port_taken_stops_the_start);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(admin_suite());
+}
