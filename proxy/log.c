@@ -40,6 +40,11 @@ void log_write(enum log_level level, const char *component, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    /* one event, one line: whatever a message quotes (a node's error text,
+     * an address) cannot break the line or inject another */
+    for (char *p = line; *p; p++)
+        if ((unsigned char)*p < ' ' || *p == 0x7f)
+            *p = ' ';
     /* one fprintf call: lines from different threads do not interleave */
     fprintf(log_stream ? log_stream : stderr, "%d:%s.%03d %c %s: %s\n", (int)getpid(),
             stamp, (int)(tv.tv_usec / 1000), mark[level], component, line);

@@ -1,7 +1,16 @@
 /*
- * log: one line per event, "time level component: message", to stderr or a
- * file. The macros check the level before formatting anything. Never pass a
- * password, an AUTH argument or a value to them.
+ * log: one line per event, to stderr or a file:
+ *
+ *   PID:DD Mon YYYY HH:MM:SS.mmm L component: message
+ *
+ * as redis-server writes its log (local time, milliseconds), where L is the
+ * level: '.' debug, '-' verbose, '*' notice, '#' warning. Control characters
+ * in a message become blanks, so an event is always exactly one line.
+ * Components: main, topology, node, health, client, listen, admin.
+ * Connection errors and topology changes are logged at notice.
+ *
+ * The macros check the level before formatting anything. Never pass a
+ * password, an AUTH argument, a command's arguments or a value to them.
  */
 #ifndef TAGPROXY_LOG_H
 #define TAGPROXY_LOG_H
