@@ -13,12 +13,13 @@
  *                    fallback rule (SORT, MIGRATE, GEORADIUS*, XREAD*,
  *                    numkeys commands) ──► keys, 0, or -1
  *
- * Nothing here allocates, locks or does I/O: the table is const and sorted,
- * and lookups are binary searches over it.
+ * Nothing here allocates, locks or does I/O (command_index_init aside, once):
+ * the table is const and sorted, and lookups are binary searches over it.
  */
 #include "proxy/command.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -77,7 +78,7 @@ const struct command *command_lookup_sub(const struct command *parent,
 static int sub_base[COMMAND_TOP_MAX];
 static int index_count;
 
-void command_index_init(void)
+static void index_build(void)
 {
     int next = command_table_size;
     for (int i = 0; i < command_table_size && i < COMMAND_TOP_MAX; i++) {
@@ -85,6 +86,12 @@ void command_index_init(void)
         next += command_table[i].nsubcommands;
     }
     index_count = next;
+}
+
+void command_index_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, index_build);
 }
 
 int command_index_count(void)

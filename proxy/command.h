@@ -125,8 +125,8 @@ extern const int command_acl_category_count;
  * Every command and subcommand has an index, 0 to command_index_count() - 1
  * (top-level commands in table order, then each container's subcommands),
  * for per-command arrays such as the stats' counters. command_index_init()
- * builds the table once (call it before threads start; it may be called
- * again); the rest is arithmetic on the entry's address.
+ * builds the table the first time it is called (from any thread, any number
+ * of times); the rest is arithmetic on the entry's address.
  */
 void command_index_init(void);
 int command_index_count(void);
