@@ -15,6 +15,7 @@
 #include "proxy/log.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
+#include "proxy/worker.h"
 
 /* How often each master is probed. */
 #define ADMIN_PROBE_INTERVAL_MS 1000
@@ -29,7 +30,6 @@ static struct admin {
     struct evhttp *http;
     struct io_loop loop;            /* for the probe connections */
     struct health health;
-    struct stats_nodes probe_stats;
     struct event *mailbox_event;
 
     pthread_mutex_t lock;           /* guards what follows */
@@ -321,11 +321,10 @@ int admin_start(struct proxy *p, char *err, size_t errlen)
         admin_post_topology(p->topo);
         return 0;
     }
-    struct node_opts opts = {
-        .connect_timeout_ms = cfg->node_connect_timeout_ms, .timeout_ms = cfg->node_timeout_ms,
-        .user = cfg->cluster_user, .password = cfg->cluster_password,
-        .stats = &admin.probe_stats,
-    };
+    /* the workers' own connection settings (timeouts, login, and whatever
+     * else they connect with); the probes' traffic is not the workers' */
+    struct node_opts opts = p->workers[0].node_opts;
+    opts.stats = NULL;
     admin.base = event_base_new();
     if (!admin.base || io_loop_init(&admin.loop, admin.base) < 0 ||
         health_init(&admin.health, &admin.loop, &opts, ADMIN_PROBE_INTERVAL_MS,
