@@ -221,6 +221,8 @@ int index_wrap_write(struct request *r, const struct command *cmd, const struct 
         rc = INDEX_TOO_LONG;
     else
         rc = p.nrec == 0 ? 0 : write_wrap(r, &p) < 0 ? -1 : 1;
+    if (rc == 1)
+        stat_inc(&r->worker->stats.index_syncs);
 out:
     write_plan_release(&p);
     return rc;
@@ -396,6 +398,7 @@ int index_keys(struct request *r, const struct layout *l)
     const char *pattern = request_arg(r, 1, &plen);
     if (!l || !listing_new(r, l, pattern, plen, LISTING_KEYS))
         return 0;
+    stat_inc(&r->worker->stats.listing_fanouts);
     listing_send(r, 0, r->listing->ls.nindex, NULL, 0);
     return 1;
 }
@@ -475,6 +478,7 @@ int index_scan(struct request *r, const struct layout *l)
         request_fail(r, "ERR invalid cursor");
         return 1;
     }
+    stat_inc(&r->worker->stats.listing_fanouts);
     listing_send(r, (int)sa.cursor, 1, sa.type, sa.tlen);
     return 1;
 }

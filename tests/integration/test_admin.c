@@ -371,6 +371,54 @@ START_TEST(test_metrics_move_with_traffic)
 }
 END_TEST
 
+/* Index-sync scripts and listings from the indexes (proxy/index.h) count
+ * once per wrapped write and once per listing; plain reads count neither. */
+START_TEST(test_index_counters)
+{
+    static struct http_reply rep;
+    static char listen[64], prefix[64];
+    struct h_proxy px;
+    struct h_node admin = { "127.0.0.1", 0 };
+    struct counts q;
+    redisContext *c;
+    redisReply *r;
+    long long syncs, fanouts;
+
+    admin.port = h_free_port();
+    H_FMT(listen, sizeof(listen), "127.0.0.1:%d", admin.port);
+    H_FMT(prefix, sizeof(prefix), "ad%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    const char *args[] = { "--admin-listen", listen, "--layout-rules",
+                           "conf/layouts/botmesh-v1.rules", "--layout-prefix", prefix, NULL };
+    h_proxy_start(&px, args);
+    scrape_quiet(&admin, &rep, &q);
+    syncs = metric(rep.body, "tagproxy_index_sync_scripts_total");
+    fanouts = metric(rep.body, "tagproxy_listing_fanouts_total");
+    ck_assert_msg(syncs >= 0 && fanouts >= 0, "no index counters: '%s'", h_esc_str(rep.body));
+
+    c = h_connect_extra(&px);
+    H_OK(c, "SET %s:chat:a 1", prefix);
+    H_OK(c, "SET %s:chat:b 2", prefix);
+    r = h_cmd(c, "GET %s:chat:a", prefix);
+    H_EXPECT_BULK(r, "1");
+    freeReplyObject(r);
+    r = h_cmd(c, "KEYS %s:chat:*", prefix);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    freeReplyObject(r);
+    r = h_cmd(c, "SCAN 0 MATCH %s:chat:*", prefix);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    scrape(&admin, &rep);
+    ck_assert_int_eq(metric(rep.body, "tagproxy_index_sync_scripts_total") - syncs, 2);
+    ck_assert_int_eq(metric(rep.body, "tagproxy_listing_fanouts_total") - fanouts, 2);
+    r = h_cmd(c, "DEL %s:chat:a %s:chat:b", prefix, prefix);
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* ---------- INFO ---------- */
 
 static redisReply *info(redisContext *c, const char *section)
@@ -542,6 +590,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_healthz_and_unknown_paths);
     tcase_add_test(tc, test_metrics_move_with_traffic);
     tcase_add_test(tc, test_info_sections);
+    tcase_add_test(tc, test_index_counters);
     tcase_add_test(tc, test_readyz_while_a_master_is_stopped);
     tcase_add_test(tc, test_admin_port_taken_stops_the_start);
     suite_add_tcase(s, tc);
