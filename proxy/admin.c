@@ -41,18 +41,6 @@ static struct admin {
     int nmasters;
 } admin = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int draining;                /* atomic */
-
-void admin_set_draining(void)
-{
-    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
-}
-
-int admin_draining(void)
-{
-    return __atomic_load_n(&draining, __ATOMIC_RELAXED);
-}
-
 /* ---- the snapshot (any thread, under admin.lock) ---- */
 
 static struct metrics_master *snapshot_find(struct metrics_master *ms, int n, const char *addr)
@@ -114,7 +102,7 @@ void admin_post_topology(struct topology *t)
 /* The first reason not to be ready, or NULL. Under admin.lock. */
 static const char *readiness_locked(char *why, size_t len)
 {
-    if (admin_draining())
+    if (proxy_draining())
         return "draining: the proxy is shutting down";
     if (!admin.have_topo)
         return "no slot map yet";
@@ -146,7 +134,7 @@ int admin_collect(struct metrics *m)
     m->ready = not_ready == NULL;
     snprintf(m->not_ready, sizeof m->not_ready, "%s", not_ready ? not_ready : "");
     pthread_mutex_unlock(&admin.lock);
-    m->draining = admin_draining();
+    m->draining = proxy_draining();
     return m->masters ? 0 : -1;
 }
 

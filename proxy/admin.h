@@ -5,7 +5,8 @@
  *   GET /healthz  200 "ok" while the process serves (draining included)
  *   GET /readyz   200 "ready" only when all of these hold, else 503 and a
  *                 one-line reason (the first that fails):
- *                   1. no drain has started (admin_set_draining());
+ *                   1. no drain has started (proxy_draining(): SIGTERM,
+ *                      SIGINT, lifecycle.h);
  *                   2. the control thread's slot map covers all 16384 slots;
  *                   3. every master of that map is connected, as the admin
  *                      thread's health probes see it (cluster/health.h):
@@ -25,9 +26,8 @@
  * admin-listen off: no thread, no probes, no endpoint; the snapshot still
  * has the masters and slots (their state unknown) for INFO.
  *
- * Drain (for SIGTERM handling): admin_set_draining() may be called from any
- * thread or a signal handler; /readyz answers 503 "draining" from that
- * moment on, and /healthz still 200 until the process exits.
+ * During a drain /readyz answers 503 "draining" from its first moment, and
+ * /healthz 200 until the process exits.
  */
 #ifndef TAGPROXY_ADMIN_H
 #define TAGPROXY_ADMIN_H
@@ -48,10 +48,6 @@ void admin_stop(void);
 
 /* From the control thread: t is the slot map from now on. */
 void admin_post_topology(struct topology *t);
-
-/* A drain has started: /readyz answers 503 from now on. Async-signal-safe. */
-void admin_set_draining(void);
-int admin_draining(void);
 
 /* Fill m's masters, slots, readiness and draining from the snapshot. */
 int admin_collect(struct metrics *m);

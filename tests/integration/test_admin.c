@@ -200,6 +200,53 @@ START_TEST(test_readyz_while_a_master_is_stopped)
 }
 END_TEST
 
+/* A drain (SIGTERM) makes /readyz 503 "draining" from its first moment,
+ * while a command is still in flight (its master stopped, so the drain
+ * lasts); /healthz stays 200; the proxy exits 0 once the reply is out. */
+START_TEST(test_readyz_during_a_drain)
+{
+    static struct http_reply rep, ready, live;
+    static char out[4096];
+    struct admin_proxy a;
+    struct h_guard g = { 0, 0, -1 };
+    struct h_topo t;
+    char key[128], cmd[256];
+    int fd, draining, alive, status = 0, exited = 0;
+
+    h_topo_load(&t);
+    admin_proxy_start(&a, "3000");
+    ck_assert_msg(http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
+                  "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
+    const struct h_node *m = &t.masters[t.nmasters - 1];
+    h_key_on_master(&t, t.nmasters - 1, h_prefix(), 0, key, sizeof(key));
+    H_FMT(cmd, sizeof(cmd), "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n", strlen(key), key);
+    fd = h_raw_connect(&a.px.addr);
+
+    h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
+    h_raw_sends(fd, cmd);                   /* in flight until the master answers */
+    h_sleep_ms(200);
+    kill(a.px.pid, SIGTERM);
+    draining = http_wait(&a.admin, "/readyz", 503, "draining", 2000, &ready);
+    alive = http_get(&a.admin, "/healthz", &live) == 0 && live.status == 200;
+    h_thaw(&g);
+    h_raw_recv(fd, out, sizeof(out), "\r\n", H_IO_TIMEOUT_S * 1000, NULL);
+    close(fd);
+    for (long long t0 = h_now_ms(); h_now_ms() - t0 < 10000; h_sleep_ms(20))
+        if (waitpid(a.px.pid, &status, WNOHANG) == a.px.pid) {
+            exited = 1;
+            a.px.pid = 0;
+            break;
+        }
+
+    ck_assert_msg(draining, "/readyz while draining: %d '%s'", ready.status,
+                  h_esc_str(ready.body));
+    ck_assert_msg(alive, "/healthz while draining: %d '%s'", live.status, h_esc_str(live.body));
+    ck_assert_msg(out[0] == '$', "the command in flight got '%s'", h_esc_str(out));
+    ck_assert_msg(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the proxy did not exit 0 after the drain (status %d)", status);
+}
+END_TEST
+
 /* ---------- /metrics ---------- */
 
 /* Sends bytes on fd and reads n complete replies; returns the bytes read. */
@@ -592,6 +639,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_info_sections);
     tcase_add_test(tc, test_index_counters);
     tcase_add_test(tc, test_readyz_while_a_master_is_stopped);
+    tcase_add_test(tc, test_readyz_during_a_drain);
     tcase_add_test(tc, test_admin_port_taken_stops_the_start);
     suite_add_tcase(s, tc);
     return s;
