@@ -561,6 +561,8 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
         request_deliver(r, NULL, "*-1\r\n", 5);
         return;
     }
+    if (r->conn_kind == REQ_CONN_DEDICATED && (r->cmd->flags & CMD_BLOCKING) && s->type != '-')
+        tx_index_upkeep(r);
     if (deliver_legacy_keys(r, in, bytes, len, s))
         return;
     request_deliver(r, in, bytes, len);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "cluster/node.h"
+#include "cluster/slot.h"
 #include "keylayout/index_lua.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
@@ -559,6 +560,75 @@ uint64_t tx_wait_ms(const struct request *r)
     else
         a = request_arg(r, r->argc - 1, &len);
     return seconds_ms(a, len);
+}
+
+/* ---- indexes after a blocking command ---- */
+
+static void quiet_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                        size_t len, const struct reply_scanner *s)
+{
+    (void)bytes;
+    (void)s;
+    if (in)
+        evbuffer_drain(in, len);
+    free(nr);
+}
+
+static void quiet_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    (void)may_have_run;
+    (void)why;
+    free(nr);
+}
+
+/* The index script around RENAME key key (a write that changes nothing),
+ * sent with its body (EVAL: no NOSCRIPT to recover), its reply dropped. */
+static void index_upkeep_key(struct worker *w, const struct layout *l,
+                             const struct command *rename, const char *key, size_t len)
+{
+    const char *argv[3] = { "RENAME", key, key };
+    const size_t lens[3] = { 6, len, len };
+    struct request *u = request_new(w);
+    if (!u)
+        return;
+    if (request_build(u, 3, argv, lens) == 0 && index_wrap_write(u, rename, l) == 1 &&
+        u->argc >= 2) {
+        const char **uargv = malloc(sizeof *uargv * (size_t)u->argc);
+        size_t *ulens = malloc(sizeof *ulens * (size_t)u->argc);
+        struct node_conn *conn = worker_conn(w, worker_node_for_slot(w, slot_of(key, len)));
+        struct node_req *q = calloc(1, sizeof *q);
+        if (uargv && ulens && conn && q) {
+            for (int i = 0; i < u->argc; i++)
+                uargv[i] = request_arg(u, i, &ulens[i]);
+            uargv[0] = "EVAL", ulens[0] = 4;
+            uargv[1] = embed_index_write, ulens[1] = embed_index_write_len;
+            if (request_rebuild(u, u->argc, uargv, ulens) == 0) {
+                q->on_reply = quiet_reply;
+                q->on_fail = quiet_fail;
+                node_send(conn, q, u->data, u->len);
+                q = NULL;
+            }
+        }
+        free(q);
+        free(uargv);
+        free(ulens);
+    }
+    request_free(u);
+}
+
+void tx_index_upkeep(struct request *r)
+{
+    const struct layout *l = worker_layout(r->worker);
+    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
+    int keys[16];
+    if (!rename)
+        return;
+    int n = command_keys(r->cmd, r->data, r->args, r->argc, keys, 16);
+    for (int i = 0; i < n && i < 16; i++) {
+        size_t len;
+        const char *key = request_arg(r, keys[i], &len);
+        index_upkeep_key(r->worker, l, rename, key, len);
+    }
 }
 
 /* ---- dispatch ---- */

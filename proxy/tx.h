@@ -73,6 +73,12 @@ struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **wh
  * timeout), NODE_WAIT_FOREVER for 0; 0 for other commands. */
 uint64_t tx_wait_ms(const struct request *r);
 
+/* A blocking command answered (not with an error). It ran outside the
+ * index script (Lua does not block): bring the indexes of those of its keys
+ * that are indexed records up to date now (the index script around a write
+ * that changes nothing, on the shared connection; its reply dropped). */
+void tx_index_upkeep(struct request *r);
+
 /* client.c's hooks. */
 void tx_client_flushed(struct client *c);      /* replies were written */
 void tx_client_gone(struct client *c);         /* socket closed */

@@ -484,6 +484,92 @@ START_TEST(test_layout_maps_reply_keys_back)
 }
 END_TEST
 
+/* Members of a user's data index (PREFIX:{ud:USER}:idx), read on its
+ * master directly, joined with blanks in order. */
+static void ud_index(const struct h_topo *t, const char *prefix, const char *user, char *out,
+                     size_t cap)
+{
+    char idx[128];
+    H_FMT(idx, sizeof idx, "%s:{ud:%s}:idx", prefix, user);
+    redisContext *c = h_connect_owner(t, idx);
+    redisReply *r = h_cmd(c, "ZRANGE %s 0 -1", idx);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    out[0] = '\0';
+    for (size_t i = 0; i < r->elements; i++) {
+        strncat(out, r->element[i]->str, cap - strlen(out) - 2);
+        strcat(out, " ");
+    }
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* Wait (up to 2 s) until the index holds exactly want. */
+static void expect_index_soon(const struct h_topo *t, const char *prefix, const char *want)
+{
+    char have[1024];
+    long long deadline = h_now_ms() + 2000;
+    do {
+        ud_index(t, prefix, "u1", have, sizeof have);
+        if (strcmp(have, want) == 0)
+            return;
+        h_sleep_ms(20);
+    } while (h_now_ms() < deadline);
+    ck_abort_msg("user data index: want '%s', have '%s'", want, have);
+}
+
+/* Indexed records (user data) popped or moved by blocking commands: their
+ * index entries follow (a list emptied by BLPOP leaves the index, BLMOVE's
+ * new list enters it), although Lua cannot run a blocking command. */
+START_TEST(test_blocking_pops_keep_indexes)
+{
+    struct h_topo t;
+    struct h_proxy extra;
+    char prefix[64], q[128], dst[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "bi%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-prefix", prefix, NULL };
+    h_proxy_start(&extra, args);
+    H_FMT(q, sizeof q, "%s:user:u1:jobs:q", prefix);
+    H_FMT(dst, sizeof dst, "%s:user:u1:jobs:done", prefix);
+    redisContext *p = h_connect_extra(&extra), *o = h_connect_extra(&extra);
+
+    r = h_cmd(o, "RPUSH %s a b", q);
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    expect_index_soon(&t, prefix, "jobs:q ");
+
+    r = h_cmd(p, "BLMOVE %s %s LEFT RIGHT 1", q, dst);
+    H_EXPECT_BULK(r, "a");
+    freeReplyObject(r);
+    expect_index_soon(&t, prefix, "jobs:done jobs:q ");
+
+    r = h_cmd(p, "BLPOP %s 1", q);
+    H_EXPECT_BULK(r->element[0], q);
+    H_EXPECT_BULK(r->element[1], "b");
+    freeReplyObject(r);
+    expect_index_soon(&t, prefix, "jobs:done ");
+
+    /* blocked first, then fed and emptied */
+    send_only(p, "BRPOP %s 0", q);
+    h_sleep_ms(100);
+    r = h_cmd(o, "RPUSH %s c", q);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_BULK(r->element[1], "c");
+    freeReplyObject(r);
+    r = h_cmd(p, "BRPOP %s 1", dst);
+    H_EXPECT_BULK(r->element[1], "a");
+    freeReplyObject(r);
+    expect_index_soon(&t, prefix, "");
+    redisFree(p);
+    redisFree(o);
+    h_proxy_stop(&extra);
+}
+END_TEST
+
 static Suite *blocking_suite(void)
 {
     Suite *s = suite_create("blocking");
@@ -498,6 +584,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_pool_exhausted_clear_error);
     tcase_add_test(tc, test_layout_maps_reply_keys_back);
+    tcase_add_test(tc, test_blocking_pops_keep_indexes);
     suite_add_tcase(s, tc);
     return s;
 }
