@@ -7,7 +7,8 @@
  * Clients: an extra proxy (on the suite's plain cluster) with tls-listen,
  * spoken to with `redis-cli --tls`: commands and a 1 MB value round trip;
  * tls-auth-clients yes refuses a client without a certificate, no accepts
- * it; the plain listen keeps working beside it.
+ * it; the plain listen keeps working beside it; TLS 1.1 is refused
+ * (openssl s_client).
  *
  * Cluster: a separate cluster of 3 masters started here with
  * scripts/cluster.sh --tls (nodes on --tls-port only) and --requirepass.
@@ -235,6 +236,26 @@ START_TEST(test_client_tls_no_auth)
 }
 END_TEST
 
+/* TLS 1.2 is the oldest accepted: a TLS 1.1 hello gets the server's
+ * "protocol version" alert (the client's own security level is lowered so
+ * that it does offer 1.1), a TLS 1.2 one completes. */
+START_TEST(test_client_tls_min_version)
+{
+    struct h_proxy p;
+    char out[8192];
+    start_tls_proxy(&p, "no");
+    run(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_1 "
+        "-cipher 'DEFAULT@SECLEVEL=0' 2>&1", tls_port);
+    ck_assert_msg(strstr(out, "alert protocol version"), "TLS 1.1 not refused by the proxy: %s",
+                  out);
+    run(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_2 "
+        "-CAfile '%s/ca.crt' 2>&1", tls_port, certs);
+    ck_assert_msg(strstr(out, "Protocol  : TLSv1.2") && strstr(out, "Verify return code: 0 (ok)"),
+                  "TLS 1.2 with the CA: %s", out);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 /* ---------- the proxy to a TLS cluster ---------- */
 
 static void start_cluster_proxy(struct h_proxy *p, const char *const *extra)
@@ -394,6 +415,7 @@ int main(void)
     tcase_add_test(clients, test_client_tls);
     tcase_add_test(clients, test_client_tls_big_value);
     tcase_add_test(clients, test_client_tls_no_auth);
+    tcase_add_test(clients, test_client_tls_min_version);
     suite_add_tcase(s, clients);
     TCase *cluster = tcase_create("cluster");
     tcase_add_unchecked_fixture(cluster, start_tls_cluster, stop_tls_cluster);
