@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct command;
 struct evbuffer;
 struct layout;
 struct request;
@@ -95,17 +96,20 @@ enum rewrite_reply_shape {
 };
 
 /*
+ * The shape of cmd's reply when it carries key names that must map back,
+ * as 1 + enum rewrite_reply_shape, or 0: LMPOP, ZMPOP, BLPOP, BRPOP,
+ * BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP (the first element), XREAD, XREADGROUP
+ * (each stream's name). The router's deliver_legacy_keys() maps such
+ * replies with rewrite_reply_keys() when a layout is on.
+ */
+unsigned rewrite_reply_map_of(const struct command *cmd);
+
+/*
  * Append to out the whole RESP reply reply[0..len) with its key names (at
  * the places shape says) mapped back to legacy names. Returns 0; -1 when
  * the reply is not one whole RESP reply of that shape, an error reply
  * included (nothing is appended: the caller forwards the reply as it is),
  * -2 when out of memory (nothing appended).
- *
- * For blocking pops and XREAD (when they are routed): on the node's reply
- * bytes before they go to the client, e.g.
- *     if (rewrite_reply_keys(l, bytes, len, REWRITE_REPLY_FIRST, out) == -1)
- *         forward bytes unchanged;
- * with l = worker_layout(r->worker), only when it is not NULL.
  */
 int rewrite_reply_keys(const struct layout *l, const char *reply, size_t len,
                        enum rewrite_reply_shape shape, struct evbuffer *out);

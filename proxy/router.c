@@ -482,23 +482,16 @@ static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
     return handled;
 }
 
-/* Which replies carry key names the layout maps back: a blocking pop's
- * [key, ...], XREAD/XREADGROUP's [[stream, entries], ...]. */
+/* Which replies carry key names the layout maps back (rewrite.h): a pop's
+ * [key, ...] (LMPOP, ZMPOP, the blocking pops), XREAD/XREADGROUP's
+ * [[stream, entries], ...]. */
 static int reply_key_shape(const struct command *cmd, enum rewrite_reply_shape *shape)
 {
-    const char *n = cmd->name;
-    if (!(cmd->flags & CMD_BLOCKING))
+    unsigned map = rewrite_reply_map_of(cmd);
+    if (!map)
         return 0;
-    if (strcmp(n, "xread") == 0 || strcmp(n, "xreadgroup") == 0) {
-        *shape = REWRITE_REPLY_EACH_FIRST;
-        return 1;
-    }
-    if (strcmp(n, "blpop") == 0 || strcmp(n, "brpop") == 0 || strcmp(n, "blmpop") == 0 ||
-        strcmp(n, "bzpopmin") == 0 || strcmp(n, "bzpopmax") == 0 || strcmp(n, "bzmpop") == 0) {
-        *shape = REWRITE_REPLY_FIRST;
-        return 1;
-    }
-    return 0;
+    *shape = (enum rewrite_reply_shape)(map - 1);
+    return 1;
 }
 
 /* With a key layout, give r its reply with the key names mapped back to

@@ -7,8 +7,8 @@
  * family of LAYOUT.md: the message log and items; chats, contacts,
  * checkpoints (with TTLs, one expiring during the session), schedules; user
  * data with TTLs; locks and fences; turn counters; leaderships; the
- * unchanged families; and multi-key commands, a script's KEYS[], KEYS and
- * SCAN over them.
+ * unchanged families; and multi-key commands, a script's KEYS[], replies
+ * that name keys (XREAD, XREADGROUP, LMPOP, ZMPOP), KEYS and SCAN.
  *
  * Afterwards the cluster (read with SCAN on every master directly) holds
  * exactly the cluster names of the keys the reference holds, plus the
@@ -131,6 +131,22 @@ static const char *const session[] = {
     "DEL|$P:chat:tg:99|$P:lock:x|$P:nothing",
     "TYPE|$P:msgs:tg:42",
     "TYPE|$P:schedule:daily",
+    /* replies that name keys: a stream log and an item of one chat (one
+     * slot), a chat's turn counters used as lists, an indexed record */
+    "XADD|$P:msgs:s1|1-1|f|v1",
+    "XADD|$P:msg:s1:side|1-2|f|v2",
+    "XREAD|COUNT|10|STREAMS|$P:msgs:s1|$P:msg:s1:side|0|0",
+    "XGROUP|CREATE|$P:msgs:s1|g|0",
+    "XREADGROUP|GROUP|g|c1|COUNT|5|STREAMS|$P:msgs:s1|>",
+    "XREAD|STREAMS|$P:msgs:s1|9-9",
+    "RPUSH|$P:co:turn:q1:owner|a|b|c",
+    "LMPOP|2|$P:co:turn:q1:last|$P:co:turn:q1:owner|LEFT|COUNT|2",
+    "LMPOP|1|$P:co:turn:q1:last|LEFT",
+    "ZMPOP|1|$P:msgs:tg:42|MIN",
+    "RPUSH|$P:chat:list1|x|y",
+    "LMPOP|1|$P:chat:list1|RIGHT",
+    "LMPOP|1|$P:chat:list1|RIGHT|COUNT|3",
+    "EXISTS|$P:chat:list1",
     /* listings over everything */
     "~KEYS|$P:*",
     "~KEYS|$P:c*",

@@ -307,6 +307,28 @@ START_TEST(test_node_pattern)
 }
 END_TEST
 
+/* Which commands' replies name keys, and where. */
+START_TEST(test_reply_map_of)
+{
+    static const struct { const char *name; unsigned map; } v[] = {
+        { "lmpop", 1 + REWRITE_REPLY_FIRST }, { "zmpop", 1 + REWRITE_REPLY_FIRST },
+        { "blpop", 1 + REWRITE_REPLY_FIRST }, { "brpop", 1 + REWRITE_REPLY_FIRST },
+        { "blmpop", 1 + REWRITE_REPLY_FIRST }, { "bzpopmin", 1 + REWRITE_REPLY_FIRST },
+        { "bzpopmax", 1 + REWRITE_REPLY_FIRST }, { "bzmpop", 1 + REWRITE_REPLY_FIRST },
+        { "xread", 1 + REWRITE_REPLY_EACH_FIRST }, { "xreadgroup", 1 + REWRITE_REPLY_EACH_FIRST },
+        { "get", 0 }, { "lpop", 0 }, { "zpopmin", 0 }, { "xrange", 0 }, { "blmove", 0 },
+        { "keys", 0 }, { "brpoplpush", 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        const struct command *cmd = command_lookup(v[i].name, strlen(v[i].name));
+        ck_assert_ptr_nonnull(cmd);
+        ck_assert_msg(rewrite_reply_map_of(cmd) == v[i].map, "%s", v[i].name);
+    }
+    const struct command *xinfo = command_lookup("xinfo", 5);
+    ck_assert_uint_eq(rewrite_reply_map_of(command_lookup_sub(xinfo, "stream", 6)), 0);
+}
+END_TEST
+
 static Suite *rewrite_suite(void)
 {
     Suite *s = suite_create("rewrite");
@@ -319,6 +341,7 @@ static Suite *rewrite_suite(void)
     tcase_add_test(t, test_internal_names);
     tcase_add_test(t, test_layout_ref);
     tcase_add_test(t, test_node_pattern);
+    tcase_add_test(t, test_reply_map_of);
     suite_add_tcase(s, t);
     return s;
 }
