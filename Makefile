@@ -39,7 +39,7 @@ $(B)/tagproxy: $(OBJS)
 
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # keylayout/lua/*.lua, embedded as C arrays (keylayout/index_lua.h)
 $(B)/gen/keylayout_lua.c: $(LUA) scripts/embed.sh

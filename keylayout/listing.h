@@ -16,9 +16,12 @@
  * index key may use the captures the pattern fixes and the bucket; with a
  * bucket there are RULES_BUCKETS indexes, else one. Anything else (`*`,
  * `bot:*`, `bot:cha[t]:*`) is not a plan: it is listed on every master.
+ *
+ * (proxy/listing.h is the proxy's KEYS/SCAN, which asks proxy/index.h, the
+ * user of this module, first.)
  */
-#ifndef TAGPROXY_LISTING_H
-#define TAGPROXY_LISTING_H
+#ifndef TAGPROXY_KEYLAYOUT_LISTING_H
+#define TAGPROXY_KEYLAYOUT_LISTING_H
 
 #include <stdbool.h>
 #include <stddef.h>
