@@ -970,6 +970,37 @@ START_TEST(test_scan_errors_as_redis)
 }
 END_TEST
 
+/* LMPOP and ZMPOP answer [key, elements]: the key comes back as the legacy
+ * name, for an indexed record (through the index script) as for any
+ * rewritten name. */
+START_TEST(test_mpop_names_legacy)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    char chat[256], lock[256];
+    legacy_name(&F_CHAT, "mp", chat, sizeof chat);
+    H_FMT(lock, sizeof lock, "%s:lock:mp", prefix);
+    const char *const names[] = { chat, lock };
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(h_cmd(c, "RPUSH %s a b", names[i]));
+        redisReply *r = h_cmd(c, "LMPOP 1 %s LEFT", names[i]);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        ck_assert_int_eq(r->elements, 2);
+        H_EXPECT_BULK(r->element[0], names[i]);
+        freeReplyObject(r);
+        freeReplyObject(h_cmd(c, "DEL %s", names[i]));
+        freeReplyObject(h_cmd(c, "ZADD %s 1 a", names[i]));
+        r = h_cmd(c, "ZMPOP 1 %s MIN", names[i]);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        H_EXPECT_BULK(r->element[0], names[i]);
+        freeReplyObject(r);
+    }
+    struct model m = { .n = 0 };
+    model_set(&m, &F_CHAT, "mp", false, false);      /* popped empty: gone */
+    expect_indexes_exact(&m, &F_CHAT);
+    redisFree(c);
+}
+END_TEST
+
 /* A write the index script cannot take (more arguments than Lua's unpack)
  * is refused, not sent without its index; other keys are not limited. */
 START_TEST(test_too_long_refused)
@@ -1080,6 +1111,7 @@ static Suite *index_suite(void)
     tcase_add_test(tc, test_scan_type_during_migration);
     tcase_add_test(tc, test_scan_errors_as_redis);
     tcase_add_test(tc, test_too_long_refused);
+    tcase_add_test(tc, test_mpop_names_legacy);
     tcase_add_test(tc, test_glob_as_node);
     suite_add_tcase(s, tc);
     return s;
