@@ -203,8 +203,9 @@ start_tagproxy() {
     # shellcheck disable=SC2206 # BENCH_PROXY_ARGS is split on purpose
     extra=(${BENCH_PROXY_ARGS:-})
     pick_port port
+    # no admin endpoint: its fixed default port may be taken, and nothing here reads it
     "$proxy_bin" "${conf[@]}" --listen "127.0.0.1:$port" --cluster "$cluster_seed" \
-        --threads "$threads" "${extra[@]}" > "$tmp/tagproxy.log" 2>&1 &
+        --threads "$threads" --admin-listen off "${extra[@]}" > "$tmp/tagproxy.log" 2>&1 &
     pid=$!
     started+=("$pid ${proxy_bin##*/}")
     if ! wait_ready "$port" "$pid" 15; then
@@ -397,7 +398,7 @@ start_layout_proxy() {
     pick_port port
     "$proxy_bin" --listen "127.0.0.1:$port" --cluster "$cluster_seed" --threads "$threads" \
         --layout-rules "$top/conf/layouts/botmesh-v1.rules" --layout-prefix bench \
-        > "$tmp/layout.log" 2>&1 &
+        --admin-listen off > "$tmp/layout.log" 2>&1 &
     pid=$!
     started+=("$pid ${proxy_bin##*/}")
     if ! wait_ready "$port" "$pid" 15; then
