@@ -57,6 +57,18 @@ static void probe_down(struct node_conn *c, void *arg)
         pr->conn = NULL;
 }
 
+/* A PING out for longer than the current timeout fails its connection (the
+ * node's own timer was armed with the timeout of its time, maybe longer). */
+static void probe_expire(struct health *h, struct health_probe *pr)
+{
+    char why[TOPO_ADDR_MAX + 64];
+    if (node_now_ms() - pr->ping_sent_ms < (uint64_t)h->opts.timeout_ms)
+        return;
+    snprintf(why, sizeof why, "node %s did not answer within %d ms", pr->addr,
+             h->opts.timeout_ms);
+    node_conn_close(pr->conn, why);     /* fails the PING: down */
+}
+
 /* Open the probe's connection if it has none, and PING if none is out. */
 static void probe_run(struct health *h, struct health_probe *pr)
 {
@@ -73,9 +85,12 @@ static void probe_run(struct health *h, struct health_probe *pr)
         pr->conn->on_down = probe_down;
         pr->conn->down_arg = pr;
     }
-    if (pr->pinging)
+    if (pr->pinging) {
+        probe_expire(h, pr);
         return;
+    }
     pr->pinging = 1;
+    pr->ping_sent_ms = node_now_ms();
     pr->req.on_reply = probe_reply;
     pr->req.on_fail = probe_fail;
     node_send(pr->conn, &pr->req, ping_cmd, sizeof ping_cmd - 1);
@@ -104,6 +119,11 @@ int health_init(struct health *h, struct io_loop *loop, const struct node_opts *
         return -1;
     struct timeval tv = { interval_ms / 1000, (interval_ms % 1000) * 1000 };
     return event_add(h->timer, &tv);
+}
+
+void health_set_opts(struct health *h, const struct node_opts *opts)
+{
+    h->opts = *opts;        /* the probes' connections point at h->opts */
 }
 
 /* Closing fails its PING: the probe is unhooked first so nothing reports. */

@@ -13,6 +13,9 @@
  *     so only an unanswered PING shows it)
  *   a PING is answered with an error (LOADING, NOAUTH)  -> down
  *
+ * The wait for a PONG follows health_set_opts (a reload's node-timeout-ms):
+ * each tick also gives up on a PING older than the current timeout.
+ *
  * A master starts down ("no answer yet") until its first PONG. Masters that
  * stay in a new topology (same announced and connected address) keep their
  * probe and state. on_change is called whenever a master's state changes.
@@ -35,6 +38,7 @@ struct health_probe {
     struct node_conn *conn;
     struct node_req req;            /* the outstanding PING */
     int pinging;
+    uint64_t ping_sent_ms;          /* node_now_ms() when it went out */
     int up;
     char why[200];                  /* when down: why */
 };
@@ -57,6 +61,10 @@ int health_init(struct health *h, struct io_loop *loop, const struct node_opts *
 /* Probe t's masters from now on (a reference is taken); the first PINGs go
  * out at once. */
 void health_set_topology(struct health *h, struct topology *t);
+
+/* Timeouts and login for new connections and PINGs from now on; the
+ * strings must stay valid until the next call or health_free. */
+void health_set_opts(struct health *h, const struct node_opts *opts);
 
 /* Close every probe and free what h holds. */
 void health_free(struct health *h);

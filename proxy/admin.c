@@ -15,6 +15,7 @@
 #include "proxy/log.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
+#include "proxy/snapshot.h"
 #include "proxy/worker.h"
 
 /* How often each master is probed. */
@@ -32,8 +33,11 @@ static struct admin {
     struct health health;
     struct event *mailbox_event;
 
+    struct config_snapshot *snap;   /* the probes' login strings live here (admin thread) */
+
     pthread_mutex_t lock;           /* guards what follows */
     struct topology *mailbox_topo;  /* posted, not yet taken by the admin thread */
+    struct config_snapshot *mailbox_snap;
     int have_topo;
     int covered;
     uint64_t version;
@@ -163,6 +167,19 @@ static void health_changed(struct health *h, void *arg)
     pthread_mutex_unlock(&admin.lock);
 }
 
+/* A reloaded config: the probes' timeouts and login follow it. */
+static void take_config(struct config_snapshot *s)
+{
+    struct node_opts opts = admin.health.opts;
+    opts.connect_timeout_ms = s->cfg->node_connect_timeout_ms;
+    opts.timeout_ms = s->cfg->node_timeout_ms;
+    opts.user = s->cfg->cluster_user;
+    opts.password = s->cfg->cluster_password;
+    health_set_opts(&admin.health, &opts);
+    snapshot_unref(admin.snap);     /* after: the old strings are no longer used */
+    admin.snap = s;
+}
+
 static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -170,12 +187,27 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     (void)arg;
     pthread_mutex_lock(&admin.lock);
     struct topology *t = admin.mailbox_topo;
+    struct config_snapshot *s = admin.mailbox_snap;
     admin.mailbox_topo = NULL;
+    admin.mailbox_snap = NULL;
     pthread_mutex_unlock(&admin.lock);
+    if (s)
+        take_config(s);
     if (t) {
         health_set_topology(&admin.health, t);
         topology_unref(t);
     }
+}
+
+void admin_post_config(struct config_snapshot *s)
+{
+    if (!admin.running)
+        return;
+    pthread_mutex_lock(&admin.lock);
+    snapshot_unref(admin.mailbox_snap);
+    admin.mailbox_snap = snapshot_ref(s);
+    pthread_mutex_unlock(&admin.lock);
+    event_active(admin.mailbox_event, EV_READ, 0);
 }
 
 /* ---- the admin thread: HTTP ---- */
@@ -350,5 +382,9 @@ void admin_stop(void)
     pthread_mutex_lock(&admin.lock);
     topology_unref(admin.mailbox_topo);
     admin.mailbox_topo = NULL;
+    snapshot_unref(admin.mailbox_snap);
+    admin.mailbox_snap = NULL;
     pthread_mutex_unlock(&admin.lock);
+    snapshot_unref(admin.snap);
+    admin.snap = NULL;
 }

@@ -19,7 +19,8 @@
  *   GET /metrics  Prometheus text (metrics.h)
  *   anything else 404; methods other than GET and HEAD 501 (libevent).
  *
- * The control thread hands every new topology to admin_post_topology(); the
+ * The control thread hands every new topology to admin_post_topology() and
+ * every reloaded config to admin_post_config(); the
  * admin thread keeps a snapshot of the masters (address, slots, up or down
  * and why) under a lock that INFO and /metrics read.
  *
@@ -34,6 +35,7 @@
 
 #include <stddef.h>
 
+struct config_snapshot;
 struct proxy;
 struct topology;
 struct metrics;
@@ -45,6 +47,10 @@ int admin_start(struct proxy *p, char *err, size_t errlen);
 
 /* Stop the thread and close the endpoint (after the workers have stopped). */
 void admin_stop(void);
+
+/* From the control thread: s is the config from now on (a reload): the
+ * probes take its node timeouts and login (a reference is taken). */
+void admin_post_config(struct config_snapshot *s);
 
 /* From the control thread: t is the slot map from now on. */
 void admin_post_topology(struct topology *t);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster/node.h"
+#include "proxy/admin.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
@@ -97,6 +98,7 @@ static void publish(struct proxy *p, struct config_snapshot *s, struct layout_re
         worker_post_config(&p->workers[i], s);
         worker_post_layout(&p->workers[i], layout);
     }
+    admin_post_config(s);
     layout_ref_put(p->layout);
     p->layout = layout;
     log_min_level = s->cfg->log_level;

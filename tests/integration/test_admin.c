@@ -18,6 +18,7 @@
  * closes after the reply).
  */
 #include "harness.h"
+#include "lifecycle.h"
 
 enum {
     NODE_TIMEOUT_MS = 500,          /* the extra proxy's: a stopped master is seen fast */
@@ -244,6 +245,51 @@ START_TEST(test_readyz_during_a_drain)
     ck_assert_msg(out[0] == '$', "the command in flight got '%s'", h_esc_str(out));
     ck_assert_msg(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "the proxy did not exit 0 after the drain (status %d)", status);
+}
+END_TEST
+
+/* The probes follow a reload: with node-timeout-ms 20000 a stopped master
+ * still counts as connected after 2.5 s; after SIGHUP with 500, it does not. */
+START_TEST(test_readyz_follows_a_reloaded_node_timeout)
+{
+    static struct http_reply rep, still, during, after;
+    struct h_proxy px;
+    struct h_guard g = { 0, 0, -1 };
+    struct h_topo t;
+    struct h_node admin = { "127.0.0.1", 0 };
+    char conf[512], text[256], want[128], listen[64];
+    int still_ready, saw_503, saw_200;
+
+    h_topo_load(&t);
+    admin.port = h_free_port();
+    H_FMT(listen, sizeof(listen), "127.0.0.1:%d", admin.port);
+    const char *args[] = { "--admin-listen", listen, NULL };   /* the test env says off */
+    /* no periodic refresh: a CLUSTER SLOTS to the stopped master would
+     * hold the control thread (and the reload) for the node timeout */
+    H_FMT(text, sizeof(text), "node-timeout-ms 20000\ntopology-refresh-ms 0\n");
+    lc_start(&px, text, conf, sizeof(conf), args);
+    ck_assert_msg(http_wait(&admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
+                  "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
+
+    const struct h_node *m = &t.masters[t.nmasters - 1];
+    H_FMT(want, sizeof(want), "master %s:%d is not connected", m->host, m->port);
+    h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
+    h_sleep_ms(2500);
+    still_ready = http_get(&admin, "/readyz", &still) == 0 && still.status == 200;
+    H_FMT(text, sizeof(text), "node-timeout-ms 500\ntopology-refresh-ms 0\n");
+    lc_write(conf, text);
+    kill(px.pid, SIGHUP);
+    saw_503 = http_wait(&admin, "/readyz", 503, want, STATE_WITHIN_MS, &during);
+    h_thaw(&g);
+    saw_200 = http_wait(&admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &after);
+
+    ck_assert_msg(still_ready, "with node-timeout-ms 20000, 2.5 s stopped: %d '%s'",
+                  still.status, h_esc_str(still.body));
+    ck_assert_msg(saw_503, "after the reload to 500 ms: %d '%s'", during.status,
+                  h_esc_str(during.body));
+    ck_assert_msg(saw_200, "after SIGCONT: %d '%s'", after.status, h_esc_str(after.body));
+    ck_assert_int_eq(lc_count(px.log, "reloaded"), 1);
+    h_proxy_stop(&px);
 }
 END_TEST
 
@@ -640,6 +686,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_index_counters);
     tcase_add_test(tc, test_readyz_while_a_master_is_stopped);
     tcase_add_test(tc, test_readyz_during_a_drain);
+    tcase_add_test(tc, test_readyz_follows_a_reloaded_node_timeout);
     tcase_add_test(tc, test_admin_port_taken_stops_the_start);
     suite_add_tcase(s, tc);
     return s;
