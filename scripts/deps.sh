@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev check
-          redis-server redis-tools nodejs npm)
+          redis-server redis-tools nodejs npm python3-yaml)
 
 installed() {
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ] && return 0

@@ -13,7 +13,9 @@
 #      TAGPROXY_ADMIN_LISTEN=off            (so the extra proxies tests start
 #                                            never fight over the default port)
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
-#    at the proxy) when tests/e2e/package.json exists.
+#    at the proxy) when tests/e2e/package.json exists. Before the cluster:
+#    scripts/check-deploy.py, the deployment files (docker/) checked against
+#    the binary and the release build script.
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
 #    happens. Touches no Redis it did not start.
 #
@@ -28,7 +30,7 @@ units=()
 for a in "$@"; do
     case $a in
         --unit-only) unit_only=1 ;;
-        -h|--help) sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) units+=("$a") ;;
     esac
 done
@@ -65,6 +67,12 @@ if [ "$unit_only" = 1 ]; then
     [ "$failed" -eq 0 ]
     exit
 fi
+
+# The deployment files against the binary and the release build (no
+# container engine needed).
+echo "== deploy: scripts/check-deploy.py"
+env "${clean_env[@]}" python3 scripts/check-deploy.py "$PWD/build/tagproxy"
+record "scripts/check-deploy.py" $?
 
 bin=$PWD/build/tagproxy
 dir= proxy_pid= proxy_port= admin_port= base=
