@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check-deploy.py BINARY: what `make test` can check of the deployment files
+"""check-deploy.py BINARY [SEED]: what `make test` can check of the deployment files
 without a container engine (scripts/test.sh runs it).
 
 1. scripts/build-release.sh, the Dockerfile's build stage, runs on the host
@@ -23,6 +23,10 @@ without a container engine (scripts/test.sh runs it).
    /healthz and /readyz, the Secret holds the key the env refers to, the
    grace period outlasts preStop plus shutdown-timeout-ms, resources are
    requested, the user is the image's.
+5. With SEED (host:port of a cluster node): the release binary runs the
+   image's config (TAGPROXY_CLUSTER=SEED, its ports moved to free ones) and
+   the HEALTHCHECK probe passes against it; after SIGTERM it exits 0 and
+   the probe fails.
 Prints one line per check; exits 1 if any failed.
 """
 import http.server
@@ -35,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import yaml
 
@@ -198,6 +203,46 @@ def check_probe():
     check(status(["127.0.0.1:%d" % closed]) == 1, "healthcheck: 1 when nothing listens")
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def check_release_runs(dest, seed, tmp):
+    binary = os.path.join(dest, "usr/local/bin/tagproxy")
+    conf = os.path.join(dest, "etc/tagproxy/tagproxy.conf")
+    probe = os.path.join(dest, "usr/local/bin/tagproxy-healthcheck")
+    admin = "127.0.0.1:%d" % free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAGPROXY_")}
+    env.update(TAGPROXY_CLUSTER=seed, TAGPROXY_LISTEN="127.0.0.1:%d" % free_port(),
+               TAGPROXY_ADMIN_LISTEN=admin)
+    log = open(os.path.join(tmp, "release-proxy.log"), "w")
+    p = subprocess.Popen([binary, conf], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        ok = False
+        for _ in range(100):
+            if subprocess.run([probe], env=env).returncode == 0:
+                ok = True
+                break
+            if p.poll() is not None:
+                break
+            time.sleep(0.1)
+        check(ok, "the release binary serves the image's config; HEALTHCHECK passes")
+        p.terminate()
+        check(p.wait(timeout=10) == 0, "the release binary exits 0 on SIGTERM")
+        check(subprocess.run([probe], env=env).returncode == 1, "HEALTHCHECK fails once it stopped")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        log.close()
+    if failed:
+        print(open(os.path.join(tmp, "release-proxy.log")).read()[-2000:])
+
+
 # ---- 3. compose ----
 
 def check_compose(binary, image_conf):
@@ -309,6 +354,8 @@ def main():
         image_conf = open(os.path.join(ROOT, "docker/tagproxy.conf")).read()
         dest = os.path.join(tmp, "rel")
         if check_release(dest):
+            if len(sys.argv) > 2:
+                check_release_runs(dest, sys.argv[2], tmp)
             uid = check_dockerfile(dest, image_conf)
             check_probe()
             check_compose(binary, image_conf)

@@ -13,9 +13,9 @@
 #      TAGPROXY_ADMIN_LISTEN=off            (so the extra proxies tests start
 #                                            never fight over the default port)
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
-#    at the proxy) when tests/e2e/package.json exists. Before the cluster:
-#    scripts/check-deploy.py, the deployment files (docker/) checked against
-#    the binary and the release build script.
+#    at the proxy) when tests/e2e/package.json exists. Once the cluster is
+#    up, first: scripts/check-deploy.py, the deployment files (docker/)
+#    checked against the binary and the release build (run on the cluster).
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
 #    happens. Touches no Redis it did not start.
 #
@@ -67,12 +67,6 @@ if [ "$unit_only" = 1 ]; then
     [ "$failed" -eq 0 ]
     exit
 fi
-
-# The deployment files against the binary and the release build (no
-# container engine needed).
-echo "== deploy: scripts/check-deploy.py"
-env "${clean_env[@]}" python3 scripts/check-deploy.py "$PWD/build/tagproxy"
-record "scripts/check-deploy.py" $?
 
 bin=$PWD/build/tagproxy
 dir= proxy_pid= proxy_port= admin_port= base=
@@ -206,6 +200,12 @@ set_test_env() {
               TAGPROXY_TEST_NODES="$nodes" TAGPROXY_TEST_BIN="$bin" TAGPROXY_TEST_DIR="$dir"
               TAGPROXY_TEST_ADMIN="127.0.0.1:$admin_port" TAGPROXY_ADMIN_LISTEN=off)
 }
+
+# The deployment files against the binary and the release build, which
+# also runs against the cluster (no container engine needed).
+echo "== deploy: scripts/check-deploy.py"
+env "${clean_env[@]}" python3 scripts/check-deploy.py "$PWD/build/tagproxy" "127.0.0.1:$base"
+record "scripts/check-deploy.py" $?
 
 if start_proxy; then
     set_test_env
