@@ -146,10 +146,11 @@ def check_dockerfile(dest, image_conf):
     users = [rest for word, rest in ins if word == "USER"]
     check(users and users[-1].split(":")[0] not in ("root", "0"), "Dockerfile: a non-root USER")
     d = conf_directives(image_conf)
-    want = {port_of(d["listen"][0]), port_of(d["admin-listen"][0])}
+    tls = conf_directives(image_conf.replace("\n# tls-listen ", "\ntls-listen "))["tls-listen"]
+    want = {port_of(d["listen"][0]), port_of(d["admin-listen"][0]), port_of(tls[0])}
     exposed = {int(p.split("/")[0]) for word, rest in ins if word == "EXPOSE" for p in rest.split()}
-    check(exposed == want, "Dockerfile: EXPOSE %s = the config's listen and admin ports %s"
-          % (sorted(exposed), sorted(want)))
+    check(exposed == want, "Dockerfile: EXPOSE %s = the config's listen, admin and tls-listen "
+          "(commented out) ports %s" % (sorted(exposed), sorted(want)))
     hc = [rest for word, rest in ins if word == "HEALTHCHECK"]
     probe = re.search(r'CMD\s+\["([^"]+)"', hc[0]) if hc else None
     check(probe and os.access(os.path.join(dest, probe.group(1).lstrip("/")), os.X_OK),
