@@ -11,6 +11,7 @@
  *  - idle clients: closed at once, exit 0 well before shutdown-timeout-ms.
  *  - a client that never finishes its command: the drain ends at
  *    shutdown-timeout-ms, not before, and the process still exits 0.
+ *  - during a drain a second SIGTERM changes nothing; SIGINT stops at once.
  */
 #include "lifecycle.h"
 
@@ -257,6 +258,27 @@ START_TEST(drain_ends_at_shutdown_timeout)
 }
 END_TEST
 
+START_TEST(drain_second_signal)
+{
+    static const char *const args[] = { "--shutdown-timeout-ms", "20000", NULL };
+    int status;
+
+    lc_start(&proxy, NULL, NULL, 0, args);
+    int fd = h_raw_connect(&proxy.addr);
+    h_raw_sends(fd, "*2\r\n$3\r\nGET\r\n$5\r\nhal");     /* keeps the drain going */
+    h_sleep_ms(50);
+    lc_signal(&proxy, SIGTERM, "draining: no new connections", 1);
+    lc_signal(&proxy, SIGTERM, "received SIGTERM while draining: already stopping", 1);
+    ck_assert_msg(!lc_wait_exit(&proxy, 300, &status), "a second SIGTERM ended the drain");
+    long long t0 = h_now_ms();
+    ck_assert_int_eq(kill(proxy.pid, SIGINT), 0);
+    LC_EXPECT_EXIT_0(&proxy, 3000);
+    ck_assert_msg(h_now_ms() - t0 < 3000, "SIGINT did not stop the drain at once");
+    ck_assert_int_eq(lc_count(proxy.log, "received SIGINT while draining: stopping now"), 1);
+    close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lifecycle_drain");
@@ -266,6 +288,7 @@ static Suite *suite(void)
     tcase_add_test(tc, drain_pipelined_load);
     tcase_add_test(tc, drain_idle_clients_exit_promptly);
     tcase_add_test(tc, drain_ends_at_shutdown_timeout);
+    tcase_add_test(tc, drain_second_signal);
     suite_add_tcase(s, tc);
     return s;
 }
