@@ -94,6 +94,7 @@ static void report_restart_only(const struct config *running, const struct confi
 static void publish(struct proxy *p, struct config_snapshot *s, struct layout_ref *layout)
 {
     struct config_snapshot *old = p->snap;
+    s->workers_left = p->nworkers;
     for (int i = 0; i < p->nworkers; i++) {
         worker_post_config(&p->workers[i], s);
         worker_post_layout(&p->workers[i], layout);
@@ -149,10 +150,10 @@ int lifecycle_reload(struct proxy *p)
         layout_ref_put(layout);
         return refuse(NULL, err);
     }
-    publish(p, s, layout);
     log_notice("config", "reloaded %s (config generation %llu)",
                s->cfg->path ? s->cfg->path : "(no file: environment and arguments)",
                (unsigned long long)generation);
+    publish(p, s, layout);
     return 0;
 }
 

@@ -38,6 +38,7 @@ struct config_snapshot {
     struct acl *acl;                /* cfg's users (acl.h) */
     uint64_t generation;            /* 0 for the config the process started with */
     int refs;                       /* atomic */
+    int workers_left;               /* atomic: workers yet to take it (reloads) */
     int owns_cfg;                   /* cfg is freed with the snapshot */
 };
 

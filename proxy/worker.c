@@ -109,6 +109,11 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->node_opts.tls_server_name = w->proxy->cfg.cluster_tls_server_name;
     w->node_opts.tls_insecure = w->proxy->cfg.cluster_tls_insecure;
     snapshot_unref(old);
+    /* the last worker to take a reload says so: from then on every new
+     * command runs with it (scripts and operators wait for this line) */
+    if (s->workers_left > 0 && __atomic_sub_fetch(&s->workers_left, 1, __ATOMIC_ACQ_REL) == 0)
+        log_notice("config", "config generation %llu in use by every worker",
+                   (unsigned long long)s->generation);
 }
 
 /* Stop accepting; close each client once it is idle. */

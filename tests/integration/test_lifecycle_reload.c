@@ -66,7 +66,7 @@ START_TEST(reload_requirepass)
     expect_works(old, key, "before");
 
     lc_write(conf, "requirepass new-secret-2\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
 
     /* the client logged in before: same connection, still served */
     expect_works(old, key, "after");
@@ -124,7 +124,7 @@ START_TEST(reload_broken_file_keeps_old)
 
     /* fixed: the next SIGHUP loads it */
     lc_write(conf, "requirepass third-secret-3\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
     redisContext *d = connect_proxy();
     r = auth(d, "third-secret-3");
     H_EXPECT_STATUS(r, "OK");
@@ -146,7 +146,7 @@ START_TEST(reload_restart_only_logged)
     redisContext *a = connect_proxy();
     redisContext *b = connect_proxy();
     lc_write(conf, "threads 2\nmax-clients 2\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
     ck_assert_msg(lc_count(proxy.log, "'threads' changed: it needs a restart") == 1,
                   "the threads change is not logged as needing a restart");
     /* listen and cluster come from the command line, which still wins */
@@ -195,7 +195,7 @@ START_TEST(reload_users)
     freeReplyObject(r);
 
     lc_write(conf, "user bob new-secret-2 +get +set +ping\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
     H_OK(bob, "SET %s y", key);                 /* still logged in, new rules */
     r = h_cmd(bob, "GET %s", key);
     H_EXPECT_BULK(r, "y");
@@ -247,7 +247,7 @@ START_TEST(reload_layout_rules)
     expect_on_node(key, "first");
 
     lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:two\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1", 1);
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
     H_FMT(key, sizeof(key), "%s:thing:2", prefix);
     H_OK(c, "SET %s second", key);                      /* same connection */
     H_FMT(key, sizeof(key), "%s:{t:2}:two", prefix);
