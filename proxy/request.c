@@ -1,7 +1,6 @@
 #include "proxy/request.h"
 
 #include <event2/buffer.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,18 +57,44 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
     return 0;
 }
 
+/* Digits of n in decimal. */
+static size_t decimal_len(size_t n)
+{
+    size_t d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+/* Write the header "<tag><n>\r\n" at p; returns what follows it. The
+ * commands built here are on the hot path (every rewritten key, every
+ * indexed write): no printf. */
+static char *put_header(char *p, char tag, size_t n)
+{
+    size_t d = decimal_len(n);
+    *p++ = tag;
+    for (size_t i = d; i > 0; i--) {
+        p[i - 1] = (char)('0' + n % 10);
+        n /= 10;
+    }
+    p += d;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
 {
-    char head[32];
-    size_t len = (size_t)snprintf(head, sizeof head, "*%d\r\n", argc);
+    size_t len = decimal_len((size_t)argc) + 3;
     for (int i = 0; i < argc; i++)
-        len += (size_t)snprintf(head, sizeof head, "$%zu\r\n", lens[i]) + lens[i] + 2;
+        len += decimal_len(lens[i]) + 3 + lens[i] + 2;
     if (request_storage(r, len, argc) < 0)
         return -1;
-    char *p = r->data;
-    p += sprintf(p, "*%d\r\n", argc);
+    char *p = put_header(r->data, '*', (size_t)argc);
     for (int i = 0; i < argc; i++) {
-        p += sprintf(p, "$%zu\r\n", lens[i]);
+        p = put_header(p, '$', lens[i]);
         r->args[i].off = (uint32_t)(p - r->data);
         r->args[i].len = (uint32_t)lens[i];
         memcpy(p, argv[i], lens[i]);
