@@ -490,9 +490,11 @@ static enum layout_result legacy_checked(const struct layout *l, const struct ru
     return LAYOUT_MAPPED;
 }
 
-enum layout_result layout_to_legacy(const struct layout *l, const char *key, size_t len,
-                                    char *out, size_t cap, size_t *outlen,
-                                    struct layout_match *m)
+/* layout_to_legacy; with records_only, a name whose first match is not an
+ * indexed rule is answered PASS at once (before the costly check). */
+static enum layout_result cluster_to_legacy(const struct layout *l, const char *key, size_t len,
+                                            char *out, size_t cap, size_t *outlen,
+                                            struct layout_match *m, bool records_only)
 {
     struct layout_match local;
     if (!m)
@@ -514,6 +516,8 @@ enum layout_result layout_to_legacy(const struct layout *l, const char *key, siz
                        : template_match(r, &r->cluster, key, len, rest, m);
         if (!hit)
             continue;
+        if (records_only && !r->indexed)
+            return LAYOUT_PASS;
         m->rule = r;
         if (r->kind == RULES_KEEP)
             return LAYOUT_KEEP;
@@ -524,6 +528,20 @@ enum layout_result layout_to_legacy(const struct layout *l, const char *key, siz
         return res;
     }
     return LAYOUT_PASS;
+}
+
+enum layout_result layout_to_legacy(const struct layout *l, const char *key, size_t len,
+                                    char *out, size_t cap, size_t *outlen,
+                                    struct layout_match *m)
+{
+    return cluster_to_legacy(l, key, len, out, cap, outlen, m, false);
+}
+
+enum layout_result layout_record_to_legacy(const struct layout *l, const char *key, size_t len,
+                                           char *out, size_t cap, size_t *outlen,
+                                           struct layout_match *m)
+{
+    return cluster_to_legacy(l, key, len, out, cap, outlen, m, true);
 }
 
 enum layout_result layout_index_to_legacy(const struct layout *l, const char *index,
@@ -707,19 +725,4 @@ enum layout_result layout_member_to_legacy(const struct layout *l, struct layout
     size_t need = layout_legacy_key(l, m, out, cap);
     *outlen = need;
     return need <= cap ? LAYOUT_MAPPED : LAYOUT_SHORT;
-}
-
-bool layout_may_be_record(const struct layout *l, const char *key, size_t len)
-{
-    size_t rest;
-    if (prefix_find(l, key, len, &rest) < 0)
-        return false;
-    for (size_t i = 0; i < l->rules->nrule; i++) {
-        const struct rules_rule *r = &l->rules->rule[i];
-        struct layout_match m;
-        m.bucket = -1;
-        if (r->indexed && template_match(r, &r->cluster, key, len, rest, &m))
-            return true;
-    }
-    return false;
 }

@@ -128,10 +128,14 @@ enum layout_result layout_member_to_legacy(const struct layout *l, struct layout
                                            const char *member, size_t mlen,
                                            char *out, size_t cap, size_t *outlen);
 
-/* Whether cluster name key has the shape of a record of an indexed rule (a
- * quick look before layout_to_legacy, which checks it fully: most keys a
- * write names are not, and this costs them little). */
-bool layout_may_be_record(const struct layout *l, const char *key, size_t len);
+/* layout_to_legacy for a name that matters only if it is a record of an
+ * indexed rule (m->rule->indexed): PASS, with nothing checked, as soon as
+ * the first rule or keep the name matches is another one. Same MAPPED
+ * results as layout_to_legacy for records; most keys a write names are not
+ * records, and this costs them little. */
+enum layout_result layout_record_to_legacy(const struct layout *l, const char *key, size_t len,
+                                           char *out, size_t cap, size_t *outlen,
+                                           struct layout_match *m);
 
 /* 32-bit FNV-1a (basis 0x811c9dc5, prime 0x01000193). */
 uint32_t layout_fnv1a(const char *s, size_t len);

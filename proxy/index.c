@@ -126,14 +126,13 @@ static int write_plan_record(struct write_plan *p, const struct layout *l, int i
     size_t legacy_len, need = layout_max_len(l, len);
     char legacy[256], *lbuf = legacy;
     p->rec[i] = false;
-    if (!layout_may_be_record(l, key, len))
-        return 0;
-    enum layout_result res = layout_to_legacy(l, key, len, legacy, sizeof legacy, &legacy_len, &m);
+    enum layout_result res = layout_record_to_legacy(l, key, len, legacy, sizeof legacy,
+                                                     &legacy_len, &m);
     if (res == LAYOUT_SHORT) {
         lbuf = malloc(legacy_len);
         if (!lbuf)
             return -1;
-        res = layout_to_legacy(l, key, len, lbuf, legacy_len, &legacy_len, &m);
+        res = layout_record_to_legacy(l, key, len, lbuf, legacy_len, &legacy_len, &m);
     }
     int rc = 0;
     if (res == LAYOUT_MAPPED && m.rule->indexed) {
@@ -169,7 +168,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     int nother = p->nkeys - p->nrec, argc = 3 + 2 * p->nrec + nother + 1 + p->nrec + r->argc;
     const char *fixed_argv[32], **argv = fixed_argv;
     size_t fixed_lens[32], *lens = fixed_lens;
-    char nkeys[16], nrec[16];
+    char nkeys[24], nrec[24];
     int rc = -1, a = 0;
     if (argc > 32) {
         argv = malloc(sizeof *argv * (size_t)argc);
@@ -179,7 +178,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     }
     argv[a] = "EVALSHA", lens[a++] = 7;
     argv[a] = script_write.sha, lens[a++] = 40;
-    argv[a] = nkeys, lens[a++] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", 2 * p->nrec + nother);
+    argv[a] = nkeys, lens[a++] = request_put_decimal(nkeys, (size_t)(2 * p->nrec + nother));
     for (int i = 0; i < p->nkeys; i++)
         if (p->rec[i])
             argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
@@ -189,7 +188,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     for (int i = 0; i < p->nkeys; i++)
         if (!p->rec[i])
             argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
-    argv[a] = nrec, lens[a++] = (size_t)snprintf(nrec, sizeof nrec, "%d", p->nrec);
+    argv[a] = nrec, lens[a++] = request_put_decimal(nrec, (size_t)p->nrec);
     for (int i = 0; i < p->nkeys; i++)
         if (p->rec[i])
             argv[a] = p->scratch + p->at[4 * i + 2], lens[a++] = p->at[4 * i + 3];

@@ -68,18 +68,23 @@ static size_t decimal_len(size_t n)
     return d;
 }
 
+size_t request_put_decimal(char *out, size_t n)
+{
+    size_t d = decimal_len(n);
+    for (size_t i = d; i > 0; i--) {
+        out[i - 1] = (char)('0' + n % 10);
+        n /= 10;
+    }
+    return d;
+}
+
 /* Write the header "<tag><n>\r\n" at p; returns what follows it. The
  * commands built here are on the hot path (every rewritten key, every
  * indexed write): no printf. */
 static char *put_header(char *p, char tag, size_t n)
 {
-    size_t d = decimal_len(n);
     *p++ = tag;
-    for (size_t i = d; i > 0; i--) {
-        p[i - 1] = (char)('0' + n % 10);
-        n /= 10;
-    }
-    p += d;
+    p += request_put_decimal(p, n);
     *p++ = '\r';
     *p++ = '\n';
     return p;

@@ -617,6 +617,55 @@ START_TEST(test_cluster_names_map_back_exactly)
 }
 END_TEST
 
+/* layout_record_to_legacy is layout_to_legacy restricted to records: the
+ * same name for a record of an indexed family, PASS for anything else. */
+static void record_agrees(const struct layout *l, const char *key, size_t n)
+{
+    char full[512], rec[512];
+    size_t fn = 0, rn = 0;
+    struct layout_match fm, rm;
+    enum layout_result f = layout_to_legacy(l, key, n, full, sizeof full, &fn, &fm);
+    enum layout_result r = layout_record_to_legacy(l, key, n, rec, sizeof rec, &rn, &rm);
+    if (f == LAYOUT_MAPPED && fm.rule->indexed) {
+        ck_assert_msg(r == LAYOUT_MAPPED, "%.*s", (int)n, key);
+        ck_assert_ptr_eq(rm.rule, fm.rule);
+        ck_assert_int_eq(rm.bucket, fm.bucket);
+        ck_assert_uint_eq(rn, fn);
+        ck_assert_mem_eq(rec, full, fn);
+    } else {
+        ck_assert_msg(r == LAYOUT_PASS, "%.*s", (int)n, key);
+    }
+}
+
+START_TEST(test_record_to_legacy)
+{
+    static const char *const heads[] = {
+        "bot:{ch:", "bot:{ct:", "bot:{cp:", "bot:{sc:", "bot:{m:", "bot:{lk:", "bot:{ud:",
+        "bot:co:{ld:", "bot:conv:", "bot:{durable:", "bot:",
+    };
+    static const char *const tails[] = { "}:r:", "}:z", "}:i:", "}:e:", "}:l", "}:idx", ":", "" };
+    struct layout *l = layout_default();
+    size_t records = 0;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        const char *c = families[i].cluster;
+        record_agrees(l, c, strlen(c));
+        records += families[i].index != NULL;
+    }
+    ck_assert_uint_gt(records, 5);
+    srand(11);
+    for (int round = 0; round < 100000; round++) {
+        char key[256];
+        size_t n = 0;
+        n += pick(key + n, heads, sizeof heads / sizeof heads[0]);
+        n += random_value(key + n);
+        n += pick(key + n, tails, sizeof tails / sizeof tails[0]);
+        n += random_value(key + n);
+        record_agrees(l, key, n);
+    }
+    layout_free(l);
+}
+END_TEST
+
 START_TEST(test_other_rules)
 {
     /* the matcher beyond the shipped rules: captures after the greedy one, a constrained
@@ -769,6 +818,7 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_round_trip_every_family);
     tcase_add_test(tc, test_round_trip_random_ids);
     tcase_add_test(tc, test_cluster_names_map_back_exactly);
+    tcase_add_test(tc, test_record_to_legacy);
     tcase_add_test(tc, test_other_rules);
     tcase_add_test(tc, test_short_buffer);
     tcase_add_test(tc, test_index_entries);
