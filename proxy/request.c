@@ -90,62 +90,74 @@ static char *put_header(char *p, char tag, size_t n)
     return p;
 }
 
-int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
+/* The length of the multibulk command of argv. */
+static size_t command_len(int argc, const size_t *lens)
 {
     size_t len = decimal_len((size_t)argc) + 3;
     for (int i = 0; i < argc; i++)
         len += decimal_len(lens[i]) + 3 + lens[i] + 2;
-    if (request_storage(r, len, argc) < 0)
-        return -1;
-    char *p = put_header(r->data, '*', (size_t)argc);
+    return len;
+}
+
+/* Write the multibulk command of argv at data (command_len bytes), with
+ * its argument offsets in args. */
+static void command_write(char *data, struct resp_arg *args, int argc, const char *const *argv,
+                          const size_t *lens)
+{
+    char *p = put_header(data, '*', (size_t)argc);
     for (int i = 0; i < argc; i++) {
         p = put_header(p, '$', lens[i]);
-        r->args[i].off = (uint32_t)(p - r->data);
-        r->args[i].len = (uint32_t)lens[i];
+        args[i].off = (uint32_t)(p - data);
+        args[i].len = (uint32_t)lens[i];
         memcpy(p, argv[i], lens[i]);
         p += lens[i];
         *p++ = '\r';
         *p++ = '\n';
     }
+}
+
+int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
+{
+    if (request_storage(r, command_len(argc, lens), argc) < 0)
+        return -1;
+    command_write(r->data, r->args, argc, argv, lens);
     return 0;
 }
 
 int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens)
 {
-    struct request *tmp = request_new(r->worker);
-    if (!tmp || request_build(tmp, argc, argv, lens) < 0) {
-        if (tmp)
-            request_free(tmp);
+    /* argv may point into r's own bytes: write the new command aside (on
+     * the stack when it fits inline), then let r take it over */
+    size_t len = command_len(argc, lens);
+    char fixed_data[REQUEST_INLINE_BYTES];
+    struct resp_arg fixed_args[REQUEST_INLINE_ARGS];
+    char *data = len <= sizeof fixed_data ? fixed_data : malloc(len);
+    struct resp_arg *args = argc <= REQUEST_INLINE_ARGS ? fixed_args
+                                                        : malloc(sizeof *args * (size_t)argc);
+    if (!data || !args) {
+        if (data != fixed_data)
+            free(data);
+        if (args != fixed_args)
+            free(args);
         return -1;
     }
-    /* tmp holds the new bytes: take them over, leave r's old ones to tmp */
-    char *old_data = r->data;
-    struct resp_arg *old_args = r->args;
-    if (tmp->data == tmp->inline_data) {
-        if (old_data != r->inline_data)
-            free(old_data);
-        memcpy(r->inline_data, tmp->inline_data, tmp->len);
-        r->data = r->inline_data;
-    } else {
-        r->data = tmp->data;
-        tmp->data = old_data == r->inline_data ? NULL : old_data;
+    command_write(data, args, argc, argv, lens);
+    if (r->data != r->inline_data)
+        free(r->data);
+    if (r->args != r->inline_args)
+        free(r->args);
+    if (data == fixed_data) {
+        memcpy(r->inline_data, data, len);
+        data = r->inline_data;
     }
-    if (tmp->args == tmp->inline_args) {
-        if (old_args != r->inline_args)
-            free(old_args);
-        memcpy(r->inline_args, tmp->inline_args, sizeof *r->args * (size_t)argc);
-        r->args = r->inline_args;
-    } else {
-        r->args = tmp->args;
-        tmp->args = old_args == r->inline_args ? NULL : old_args;
+    if (args == fixed_args) {
+        memcpy(r->inline_args, args, sizeof *args * (size_t)argc);
+        args = r->inline_args;
     }
-    if (tmp->data == tmp->inline_data)
-        tmp->data = NULL;
-    if (tmp->args == tmp->inline_args)
-        tmp->args = NULL;
-    r->len = tmp->len;
+    r->data = data;
+    r->args = args;
+    r->len = len;
     r->argc = argc;
-    request_free(tmp);
     return 0;
 }
 
