@@ -25,8 +25,13 @@ struct out {
 
 static const char HEX[] = "0123456789ABCDEF";
 
-static void out_put(struct out *o, const char *s, size_t n)
+static inline void out_put(struct out *o, const char *s, size_t n)
 {
+    if (!o->cmp && o->len + n <= o->cap) {   /* the common case: it fits */
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+        return;
+    }
     if (o->cmp) {
         if (o->len + n > o->cmplen || memcmp(o->cmp + o->len, s, n) != 0)
             o->differ = true;
@@ -179,7 +184,7 @@ static void template_build(const struct layout *l, const struct layout_match *m,
 {
     for (size_t i = 0; i < t->npiece; i++) {
         const struct rules_piece *p = &t->piece[i];
-        char digits[2] = { (char)('0' + m->bucket / 10), (char)('0' + m->bucket % 10) };
+        char digits[2];
         switch (p->kind) {
         case RULES_PIECE_PREFIX:
             out_prefix(o, l, m);
@@ -192,6 +197,8 @@ static void template_build(const struct layout *l, const struct layout_match *m,
             break;
         case RULES_PIECE_BUCKET:
             /* 0..31, no leading zero */
+            digits[0] = (char)('0' + m->bucket / 10);
+            digits[1] = (char)('0' + m->bucket % 10);
             if (m->bucket >= 10)
                 out_put(o, digits, 2);
             else
