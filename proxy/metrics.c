@@ -19,8 +19,10 @@ int metrics_collect(struct metrics *m, struct proxy *p)
         each[i] = &p->workers[i].stats;
     if (stats_init(&m->sum) < 0)
         return -1;
+    /* clients first: a worker counts a client's bytes before it counts the
+     * client gone, so a snapshot without a client has all of its bytes */
+    m->clients = __atomic_load_n(&p->nclients, __ATOMIC_ACQUIRE);
     stats_sum(&m->sum, each, p->nworkers);
-    m->clients = __atomic_load_n(&p->nclients, __ATOMIC_RELAXED);
     m->max_clients = p->cfg.max_clients;
     m->threads = p->nworkers;
     m->uptime_s = (uint64_t)(time(NULL) - p->started);

@@ -344,7 +344,8 @@ static void read_counts(const char *text, struct counts *c)
  * write() or read() that moved them, so a peer may see them before the
  * counter does; the proxy sees a client's close only after it has written
  * and counted that client's replies, so with no client left nothing is
- * still to be counted.
+ * still to be counted. The scrape returned is one taken after a scrape
+ * that saw no client.
  */
 static void scrape_quiet(const struct h_node *admin, struct http_reply *rep, struct counts *c)
 {
@@ -353,10 +354,12 @@ static void scrape_quiet(const struct h_node *admin, struct http_reply *rep, str
         scrape(admin, rep);
         read_counts(rep->body, c);
         if (c->connected == 0)
-            return;
+            break;
         ck_assert_msg(h_now_ms() - t0 < 5000, "%lld clients still connected", c->connected);
         h_sleep_ms(20);
     }
+    scrape(admin, rep);
+    read_counts(rep->body, c);
 }
 
 /* A counter absent before (never counted) is 0. */
