@@ -79,7 +79,7 @@ static void write_plan_release(struct write_plan *p)
         free(p->scratch);
 }
 
-static int write_plan_keys(struct write_plan *p, const struct request *r, const struct command *cmd)
+static int write_plan_keys(struct write_plan *p, struct request *r, const struct command *cmd)
 {
     p->keys = p->fixed_keys;
     p->rec = p->fixed_rec;
@@ -88,7 +88,7 @@ static int write_plan_keys(struct write_plan *p, const struct request *r, const 
     p->used = 0;
     p->cap = sizeof p->fixed_scratch;
     p->nrec = 0;
-    int n = command_keys(cmd, r->data, r->args, r->argc, p->keys, INDEX_KEYS_FIXED);
+    int n = request_keys(r, cmd, p->keys, INDEX_KEYS_FIXED);
     p->nkeys = n < 0 ? 0 : n;
     if (n <= INDEX_KEYS_FIXED)
         return 0;
@@ -97,7 +97,7 @@ static int write_plan_keys(struct write_plan *p, const struct request *r, const 
     p->at = malloc(sizeof *p->at * 4 * (size_t)n);
     if (!p->keys || !p->rec || !p->at)
         return -1;
-    command_keys(cmd, r->data, r->args, r->argc, p->keys, n);
+    request_keys(r, cmd, p->keys, n);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "proxy/client.h"
+#include "proxy/command.h"
 #include "proxy/index.h"
 #include "proxy/merge.h"
 #include "proxy/worker.h"
@@ -37,6 +38,7 @@ struct request *request_new(struct worker *w)
 /* Point r at storage for len bytes and argc offsets. */
 static int request_storage(struct request *r, size_t len, int argc)
 {
+    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
     r->data = len <= sizeof r->inline_data ? r->inline_data : malloc(len);
     r->args = argc <= REQUEST_INLINE_ARGS ? r->inline_args
                                           : malloc(sizeof *r->args * (size_t)argc);
@@ -158,7 +160,22 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
     r->args = args;
     r->len = len;
     r->argc = argc;
+    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
     return 0;
+}
+
+int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
+{
+    if (r->keys_cmd != cmd) {
+        r->nkeys = command_keys(cmd, r->data, r->args, r->argc, r->cached_keys,
+                                REQUEST_CACHED_KEYS);
+        r->keys_cmd = cmd;
+    }
+    if (r->nkeys > REQUEST_CACHED_KEYS)     /* more than kept: find them again */
+        return command_keys(cmd, r->data, r->args, r->argc, keys, max);
+    for (int i = 0; i < r->nkeys && i < max; i++)
+        keys[i] = r->cached_keys[i];
+    return r->nkeys;
 }
 
 void request_parts_sent(struct request *p)

@@ -35,6 +35,7 @@ struct evbuffer;
 
 #define REQUEST_INLINE_BYTES 224
 #define REQUEST_INLINE_ARGS  8
+#define REQUEST_CACHED_KEYS  8
 
 /* How a parent combines its parts' replies. */
 enum merge_kind {
@@ -108,9 +109,17 @@ struct request {
     int npositions;
     struct index_listing *listing;  /* KEYS / SCAN from the indexes (index.h) */
 
+    /* Its key positions (request_keys), kept because the rewrite, the
+     * router and the index all need them and command_keys costs as much as
+     * the rest of a GET's routing: keys_cmd is the command they were found
+     * for, NULL until found and whenever the command's bytes change. */
+    const struct command *keys_cmd;
+    int nkeys;
+
     struct request *next_free;
     char inline_data[REQUEST_INLINE_BYTES];
     struct resp_arg inline_args[REQUEST_INLINE_ARGS];
+    int cached_keys[REQUEST_CACHED_KEYS];   /* not cleared by request_new */
 };
 
 TAILQ_HEAD(request_queue, request);
@@ -133,6 +142,10 @@ size_t request_put_decimal(char *out, size_t n);
 /* Replace r's command by one built from argv, which may point into r's own
  * bytes. 0, or -1 when out of memory (r unchanged). */
 int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens);
+
+/* command_keys(cmd, r's command, keys, max), found once per command and
+ * then copied: the same result, for callers that each need the keys. */
+int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
 
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */

@@ -72,14 +72,14 @@ static void plan_release(struct rewrite_plan *p)
 }
 
 /* The key arguments of r into p. 0 (p->nkeys may be 0), -1 out of memory. */
-static int plan_keys(struct rewrite_plan *p, const struct request *r)
+static int plan_keys(struct rewrite_plan *p, struct request *r)
 {
     p->keys = p->fixed_keys;
     p->off = p->fixed_off;
     p->len = p->fixed_len;
     p->scratch = p->fixed_scratch;
     p->used = 0;
-    int n = command_keys(r->cmd, r->data, r->args, r->argc, p->keys, REWRITE_KEYS_FIXED);
+    int n = request_keys(r, r->cmd, p->keys, REWRITE_KEYS_FIXED);
     p->nkeys = n < 0 ? 0 : n;   /* malformed: the node will say what is wrong */
     if (n <= REWRITE_KEYS_FIXED)
         return 0;
@@ -88,7 +88,7 @@ static int plan_keys(struct rewrite_plan *p, const struct request *r)
     p->len = malloc(sizeof *p->len * (size_t)n);
     if (!p->keys || !p->off || !p->len)
         return -1;
-    command_keys(r->cmd, r->data, r->args, r->argc, p->keys, n);
+    request_keys(r, r->cmd, p->keys, n);
     return 0;
 }
 

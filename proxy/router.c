@@ -590,14 +590,14 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
 int router_key_slot(struct request *r)
 {
     int fixed[16], *keys = fixed;
-    int n = command_keys(r->cmd, r->data, r->args, r->argc, keys, 16);
+    int n = request_keys(r, r->cmd, keys, 16);
     if (n < 0)          /* malformed: the node will say what is wrong */
         n = 0;
     if (n > 16) {
         keys = malloc(sizeof *keys * (size_t)n);
         if (!keys)
             return -1;
-        command_keys(r->cmd, r->data, r->args, r->argc, keys, n);
+        request_keys(r, r->cmd, keys, n);
     }
     int slot = -1;
     for (int i = 0; i < n; i++) {

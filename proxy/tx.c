@@ -623,7 +623,7 @@ void tx_index_upkeep(struct request *r)
     int keys[16];
     if (!rename)
         return;
-    int n = command_keys(r->cmd, r->data, r->args, r->argc, keys, 16);
+    int n = request_keys(r, r->cmd, keys, 16);
     for (int i = 0; i < n && i < 16; i++) {
         size_t len;
         const char *key = request_arg(r, keys[i], &len);

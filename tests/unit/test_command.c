@@ -99,6 +99,7 @@ START_TEST(test_lookup_unknown)
         "nosuchcommand", "ge", "gett", "getx", "g", "zzzz", "aaa", "client|setname",
         "setname", "get ", " get", "123",
         "a-name-much-longer-than-any-redis-command-name-so-it-is-refused-at-once",
+        "GETX", "Gett", "sett", "mget1", "GE", "s", "@et", "get\x80", "\xc7" "et",
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         ck_assert_msg(lookup(v[i]) == NULL, "%s found", v[i]);
@@ -140,17 +141,24 @@ static void check_level(const struct command *cmds, int n, const struct command 
 {
     for (int i = 0; i < n; i++) {
         const struct command *c = &cmds[i];
-        char up[64], full[128];
+        char up[64], mixed[64], full[128];
         size_t len = strlen(c->name);
 
         ck_assert_uint_lt(len, sizeof up);
-        for (size_t j = 0; j < len; j++)
-            up[j] = (char)(c->name[j] >= 'a' && c->name[j] <= 'z' ? c->name[j] - 32 : c->name[j]);
+        for (size_t j = 0; j < len; j++) {
+            char u = (char)(c->name[j] >= 'a' && c->name[j] <= 'z' ? c->name[j] - 32 : c->name[j]);
+            up[j] = u;
+            mixed[j] = j % 2 ? u : c->name[j];      /* "GeT", "cLiEnT" */
+        }
         if (parent) {
             ck_assert_ptr_eq(command_lookup_sub(parent, up, len), c);
+            ck_assert_ptr_eq(command_lookup_sub(parent, mixed, len), c);
+            ck_assert_ptr_eq(command_lookup_sub(parent, c->name, len), c);
             snprintf(full, sizeof full, "%s|%s", parent->name, c->name);
         } else {
             ck_assert_ptr_eq(command_lookup(up, len), c);
+            ck_assert_ptr_eq(command_lookup(mixed, len), c);
+            ck_assert_ptr_eq(command_lookup(c->name, len), c);
             snprintf(full, sizeof full, "%s", c->name);
         }
         ck_assert_str_eq(c->fullname, full);

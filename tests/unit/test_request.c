@@ -4,13 +4,16 @@
  * their bytes and argument offsets are compared with a multibulk written
  * here with snprintf, for lengths of every digit count, argument counts of
  * one and two digits, inline and heap storage, and a rebuild whose argv
- * points into the request's own bytes.
+ * points into the request's own bytes. request_keys, which keeps a
+ * request's key positions, answers as command_keys on the request's current
+ * bytes, before and after a rebuild, within and past what it keeps.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/command.h"
 #include "proxy/request.h"
 #include "proxy/worker.h"
 
@@ -134,6 +137,51 @@ START_TEST(test_rebuild_from_own_bytes)
 }
 END_TEST
 
+/* request_keys(r, cmd, keys, max) is command_keys on r's current command:
+ * the first time, from what it kept, and after r's bytes changed. */
+static void assert_keys_as_command_keys(struct request *r, const struct command *cmd)
+{
+    for (int max = 0; max <= 12; max++) {
+        int got[12], want[12];
+        for (int pass = 0; pass < 2; pass++) {      /* found, then kept */
+            int n = request_keys(r, cmd, got, max);
+            ck_assert_int_eq(n, command_keys(cmd, r->data, r->args, r->argc, want, max));
+            for (int i = 0; i < n && i < max; i++)
+                ck_assert_int_eq(got[i], want[i]);
+        }
+    }
+}
+
+START_TEST(test_keys_kept)
+{
+    static const struct { int argc; const char *argv[24]; } cmds[] = {
+        { 4, { "MGET", "a", "b", "c" } },
+        { 2, { "MGET", "x" } },                             /* same command, new keys */
+        { 2, { "GET", "k" } },
+        { 1, { "PING" } },
+        { 4, { "EVAL", "return 1", "x", "k" } },            /* numkeys malformed: -1 */
+        { 21, { "MSET", "k1", "v", "k2", "v", "k3", "v", "k4", "v", "k5", "v", "k6", "v",
+                "k7", "v", "k8", "v", "k9", "v", "k10", "v" } },    /* more than kept */
+    };
+    struct request *r = request_new(&worker);
+    ck_assert_ptr_nonnull(r);
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        size_t lens[24];
+        for (int i = 0; i < cmds[c].argc; i++)
+            lens[i] = strlen(cmds[c].argv[i]);
+        /* the first from scratch, the others rebuilt over the previous one:
+         * what was kept for it must not answer for the new bytes */
+        int rc = c == 0 ? request_build(r, cmds[c].argc, cmds[c].argv, lens)
+                        : request_rebuild(r, cmds[c].argc, cmds[c].argv, lens);
+        ck_assert_int_eq(rc, 0);
+        const struct command *cmd = command_lookup(cmds[c].argv[0], lens[0]);
+        ck_assert_ptr_nonnull(cmd);
+        assert_keys_as_command_keys(r, cmd);
+    }
+    request_free(r);
+}
+END_TEST
+
 START_TEST(test_put_decimal)
 {
     static const size_t values[] = { 0, 7, 10, 99, 4096, 1234567890, (size_t)-1 };
@@ -155,6 +203,7 @@ static Suite *request_suite(void)
     tcase_add_test(tc, test_build_many_args);
     tcase_add_test(tc, test_rebuild_from_own_bytes);
     tcase_add_test(tc, test_put_decimal);
+    tcase_add_test(tc, test_keys_kept);
     suite_add_tcase(s, tc);
     return s;
 }
