@@ -59,6 +59,9 @@ struct client {
     time_t soft_limit_since;        /* 0: output under the soft limit */
     struct pubsub *pubsub;          /* subscriptions (pubsub.h), NULL until one */
     struct tx_state *tx;            /* MULTI, WATCH, blocking (tx.h); NULL until used */
+    uint64_t written_masters;       /* masters it may have written to since its last
+                                     * WAIT (wait.h: wait_node_bit) */
+    struct wait_op *wait;           /* its WAIT under way, or NULL */
 };
 
 /* Take over an accepted socket: the new client, or NULL when it was refused

@@ -23,6 +23,7 @@
 #include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
 #include "proxy/tx.h"
+#include "proxy/wait.h"
 #include "proxy/worker.h"
 
 enum policy {
@@ -36,6 +37,7 @@ enum policy {
     POLICY_PUBSUB,          /* pubsub.h */
     POLICY_TX,              /* MULTI EXEC DISCARD WATCH UNWATCH (tx.h) */
     POLICY_BLOCKING,        /* on a dedicated connection (tx.h) */
+    POLICY_WAIT,            /* WAIT: wait.h, through tx.h */
     POLICY_LATER            /* not routed yet */
 };
 
@@ -45,10 +47,6 @@ struct policy_entry {
     const char *why;        /* for REFUSED and LATER */
 };
 
-static const char refused_wait[] =
-    "a client's writes go out on node connections shared with other clients, to "
-    "whichever masters own their keys, so no master can tell which writes WAIT "
-    "should wait for";
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
 
 static const struct policy_entry policy_names[] = {
@@ -99,7 +97,7 @@ static const struct policy_entry policy_names[] = {
     { "blmove", POLICY_BLOCKING, NULL }, { "brpoplpush", POLICY_BLOCKING, NULL },
     { "blmpop", POLICY_BLOCKING, NULL }, { "bzpopmin", POLICY_BLOCKING, NULL },
     { "bzpopmax", POLICY_BLOCKING, NULL }, { "bzmpop", POLICY_BLOCKING, NULL },
-    { "wait", POLICY_REFUSED, refused_wait }, { "scan", POLICY_LOCAL, NULL },
+    { "wait", POLICY_WAIT, NULL }, { "scan", POLICY_LOCAL, NULL },
     { "monitor", POLICY_REFUSED, "MONITOR is not supported through the proxy" },
     { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
     { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
@@ -317,9 +315,12 @@ void router_send(struct request *r)
                                      : "ERR cannot connect to the node that serves this key");
         return;
     }
+    /* what WAIT will have to wait for (wait.h); parts have their parent's command */
+    struct request *top = r->parent ? r->parent : r;
+    if (owner && top->cmd && (r->block_parts || wait_may_write(top->cmd)))
+        owner->written_masters |= wait_node_bit(node);
     router_send_on(r, conn);
     /* a node that does not keep up stops the clients that feed it */
-    struct request *top = r->parent ? r->parent : r;
     if (top->client && node_conn_usable(conn) && node_conn_congested(conn))
         client_pause_for(top->client, conn);
 }
@@ -887,6 +888,8 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
         return TXC_TX;
     case POLICY_BLOCKING:
         return TXC_BLOCKING;
+    case POLICY_WAIT:
+        return TXC_WAIT;
     case POLICY_FORWARD:
         return TXC_FORWARD;
     case POLICY_SPLIT:
@@ -977,11 +980,13 @@ void router_dispatch(struct request *r)
     }
     if (pol == POLICY_FORWARD && request_is_blocking_read(r))
         pol = POLICY_BLOCKING;
-    if ((c->tx || pol == POLICY_TX || pol == POLICY_BLOCKING) && tx_dispatch(r, tx_class_of(r, pol)))
+    if ((c->tx || pol == POLICY_TX || pol == POLICY_BLOCKING || pol == POLICY_WAIT) &&
+        tx_dispatch(r, tx_class_of(r, pol)))
         return;
     switch (pol) {
     case POLICY_TX:
     case POLICY_BLOCKING:       /* tx_dispatch took them */
+    case POLICY_WAIT:
         return;
     case POLICY_FORWARD:
         plan_forward(r);

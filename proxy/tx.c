@@ -18,6 +18,7 @@
 #include "proxy/resp.h"
 #include "proxy/router.h"
 #include "proxy/scripts.h"
+#include "proxy/wait.h"
 #include "proxy/worker.h"
 
 /* A request that needs a dedicated connection not yet taken: no lane is it. */
@@ -562,6 +563,26 @@ uint64_t tx_wait_ms(const struct request *r)
     return seconds_ms(a, len);
 }
 
+/* ---- WAIT ---- */
+
+static void cmd_wait(struct tx_state *tx, struct request *r)
+{
+    size_t len;
+    if (tx->in_multi) {
+        /* the block runs on a master's connection whose replication offset
+         * is not the client's: nothing honest to count */
+        tx->dirty = 1;
+        request_fail(r, "ERR WAIT inside MULTI is not supported through the proxy");
+        return;
+    }
+    if (!lane_ready(tx, r, LANE_NEW))
+        return;
+    /* on no lane: what the client sends next waits for WAIT's answer */
+    tx->lane = LANE_NEW;
+    const char *t = request_arg(r, 2, &len);
+    wait_dispatch(r, millis(t, len));
+}
+
 /* ---- indexes after a blocking command ---- */
 
 static void quiet_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
@@ -668,6 +689,10 @@ int tx_dispatch(struct request *r, enum tx_class cls)
         tx_command(tx, r);
         return 1;
     }
+    if (cls == TXC_WAIT) {
+        cmd_wait(tx, r);
+        return 1;
+    }
     if (tx->in_multi && cls != TXC_IMMEDIATE && cls != TXC_RESET) {
         queue_command(tx, r, cls);
         return 1;
@@ -722,6 +747,7 @@ void tx_client_gone(struct client *c)
     /* what is blocked or watched on it ends now, not when the node answers */
     if (tx->dconn)
         dedicated_close(tx->dconn, "the client has gone");
+    wait_client_gone(c);
 }
 
 void tx_client_free(struct client *c)

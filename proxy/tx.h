@@ -22,6 +22,9 @@
  * blocking A blocking command runs on a dedicated connection, so the node
  *          blocking does not stall the multiplexed ones; the node's silence
  *          limit grows by the command's own timeout (none for 0).
+ * WAIT     Once the client's earlier commands are answered, on dedicated
+ *          connections to the masters it wrote to (wait.h); what it sends
+ *          after waits for WAIT's answer. Refused inside MULTI.
  *
  * Order. A client's requests go out on "lanes": the multiplexed connections
  * or one dedicated connection. A request whose lane is not the one the
@@ -43,6 +46,7 @@ struct node_conn;
 enum tx_class {
     TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
     TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
+    TXC_WAIT,           /* WAIT (wait.h) */
     TXC_FORWARD,        /* keys of one slot, to one master: queueable */
     TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
     TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */

@@ -244,8 +244,8 @@ START_TEST(test_client_closed_while_blocked_frees_connection)
 }
 END_TEST
 
-/* Keys of one blocking command must share a slot; WAIT is refused. */
-START_TEST(test_blocking_crossslot_and_wait)
+/* Keys of one blocking command must share a slot. */
+START_TEST(test_blocking_crossslot)
 {
     struct h_topo t;
     char prefix[128], k0[128], k1[128];
@@ -264,9 +264,6 @@ START_TEST(test_blocking_crossslot_and_wait)
     freeReplyObject(r);
     r = h_cmd(p, "XREAD BLOCK 100 STREAMS %s %s $ $", k0, k1);
     H_EXPECT_ERR(r, CROSSSLOT);
-    freeReplyObject(r);
-    r = h_cmd(p, "WAIT 1 100");
-    H_EXPECT_ERR(r, "ERR 'wait' is refused");
     freeReplyObject(r);
     r = h_cmd(p, "PING");
     H_EXPECT_STATUS(r, "PONG");
@@ -579,7 +576,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_100_blpop_while_100k_pipelined_gets);
     tcase_add_test(tc, test_stream_consumer_group_xreadgroup_block_xack);
     tcase_add_test(tc, test_client_closed_while_blocked_frees_connection);
-    tcase_add_test(tc, test_blocking_crossslot_and_wait);
+    tcase_add_test(tc, test_blocking_crossslot);
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_pool_exhausted_clear_error);

@@ -1,0 +1,66 @@
+/*
+ * wait: WAIT numreplicas timeout through the proxy.
+ *
+ * On one redis-server, WAIT counts the replicas that acknowledged the
+ * replication offset of the connection's last write. Through the proxy a
+ * client's writes go out on connections shared with other clients, to the
+ * masters that own their keys, so the proxy remembers which masters (node
+ * indexes of the topology, client->written_masters) received a command of
+ * the client that may write (write-flagged, EVAL/FCALL, a MULTI block)
+ * since its last WAIT. For each of them, on a dedicated connection
+ * (dedicated.h), pipelined:
+ *
+ *   EVAL "redis.call('set',KEYS[1],'1') redis.call('del',KEYS[1])" 1
+ *        tagproxy:wait:{T}          a proxy-owned key of that master's slots
+ *   WAIT numreplicas timeout
+ *
+ * The script propagates, so the dedicated connection's offset is at or
+ * after everything the master executed before it, including the client's
+ * writes (answered before WAIT goes out: WAIT waits for the client's
+ * earlier commands, tx.h), and it leaves no key behind. The masters are
+ * asked in parallel; the answer is the smallest count: at least that many
+ * replicas of every master the client wrote to acknowledged its writes.
+ * A client that wrote nothing gets the count of one master (the slot 0
+ * owner), as Redis answers at once on a connection without writes. A
+ * node's error is the answer. WAIT inside MULTI is refused (the block runs
+ * on a master's connection whose offset is not the client's).
+ */
+#ifndef TAGPROXY_WAIT_H
+#define TAGPROXY_WAIT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "proxy/command.h"
+
+struct client;
+struct request;
+
+/* May cmd write (what WAIT waits for)? Write commands, those that may
+ * replicate, and EVAL/EVALSHA/FCALL (not their _RO forms: the table gives
+ * scripts no write flag, what they do is only known when they run). A read
+ * stops at the first test. */
+static inline int wait_may_write(const struct command *cmd)
+{
+    if (cmd->flags & (CMD_WRITE | CMD_MAY_REPLICATE))
+        return 1;
+    if ((cmd->flags & (CMD_NOSCRIPT | CMD_READONLY)) != CMD_NOSCRIPT)
+        return 0;
+    return strncmp(cmd->name, "eval", 4) == 0 || strncmp(cmd->name, "fcall", 5) == 0;
+}
+
+/* Bit of master `node` in client->written_masters; the last bit stands for
+ * every master from its index on (the set stays one word). */
+#define WAIT_NODE_BITS 64
+static inline uint64_t wait_node_bit(int node)
+{
+    return (uint64_t)1 << (node < WAIT_NODE_BITS - 1 ? node : WAIT_NODE_BITS - 1);
+}
+
+/* Run WAIT r (its client's earlier commands are all answered). */
+void wait_dispatch(struct request *r, uint64_t wait_ms);
+
+/* The client left: its WAIT's connections close now. */
+void wait_client_gone(struct client *c);
+
+#endif
