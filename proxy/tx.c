@@ -744,10 +744,13 @@ void tx_client_gone(struct client *c)
     }
     reset_multi(tx);
     tx->watching = 0;
-    /* what is blocked or watched on it ends now, not when the node answers */
+    /* what is blocked or watched on it ends now, not when the node answers;
+     * a WAIT under way keeps c alive until it ends (its request is queued) */
+    int waiting = c->wait != NULL;
     if (tx->dconn)
         dedicated_close(tx->dconn, "the client has gone");
-    wait_client_gone(c);
+    if (waiting)
+        wait_client_gone(c);    /* last: it may free c */
 }
 
 void tx_client_free(struct client *c)
