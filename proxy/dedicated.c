@@ -10,7 +10,7 @@
 
 static const char pool_full[] =
     "ERR all dedicated node connections of this proxy thread are in use by blocking "
-    "commands and WATCH (dedicated-connections-max): retry later, or raise "
+    "commands, WATCH and WAIT (dedicated-connections-max): retry later, or raise "
     "dedicated-connections-max";
 static const char no_connect[] = "ERR cannot connect to the node that serves this key";
 
