@@ -348,6 +348,26 @@ static long long info_field(redisContext *c, const char *name)
     return v;
 }
 
+/* A slot of master 0 (node: a connection to it) that holds no key, found
+ * among the slots of keys named after prefix: only an empty slot can be
+ * reassigned or migrated without moving keys. */
+static int empty_slot_of_master0(struct h_topo *t, redisContext *node, const char *prefix)
+{
+    char probe[128];
+    int slot = -1;
+
+    for (int nth = 0; slot < 0 && nth < 200; nth++) {
+        h_key_on_master(t, 0, prefix, nth, probe, sizeof probe);
+        redisReply *r = h_cmd(node, "CLUSTER COUNTKEYSINSLOT %d", h_slot(probe));
+        H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+        if (r->integer == 0)
+            slot = h_slot(probe);
+        freeReplyObject(r);
+    }
+    ck_assert_int_ge(slot, 0);
+    return slot;
+}
+
 /* A slot moves after the proxy read the map: the node answers MOVED to the
  * queued command and EXECABORT; the proxy resends the whole block to the
  * new owner, where it runs once. */
@@ -355,7 +375,7 @@ START_TEST(test_moved_during_transaction_resends_block)
 {
     struct h_topo t;
     struct h_proxy extra;
-    char tag[32], k[128], prefix[128], probe[128];
+    char tag[32], k[128], prefix[128];
     static const char *const args[] = { "--topology-refresh-ms", "0", NULL };
     redisReply *r;
 
@@ -364,17 +384,8 @@ START_TEST(test_moved_during_transaction_resends_block)
      * without moving them) */
     H_FMT(prefix, sizeof prefix, "%s:moved", h_prefix());
     redisContext *owner = h_connect_node(&t.masters[0]);
-    int slot = -1;
-    for (int nth = 0; slot < 0 && nth < 200; nth++) {
-        h_key_on_master(&t, 0, prefix, nth, probe, sizeof probe);
-        r = h_cmd(owner, "CLUSTER COUNTKEYSINSLOT %d", h_slot(probe));
-        H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
-        if (r->integer == 0)
-            slot = h_slot(probe);
-        freeReplyObject(r);
-    }
+    int slot = empty_slot_of_master0(&t, owner, prefix);
     redisFree(owner);
-    ck_assert_int_ge(slot, 0);
     h_tag_for_slot(slot, tag, sizeof tag);
     H_FMT(k, sizeof k, "%s:{%s}:k", h_prefix(), tag);
     ck_assert_int_eq(h_slot(k), slot);
@@ -419,7 +430,7 @@ START_TEST(test_ask_during_transaction_resends_block)
 {
     struct h_topo t;
     struct h_proxy extra;
-    char tag[32], k[128], prefix[128], probe[128];
+    char tag[32], k[128], prefix[128];
     static const char *const args[] = { "--topology-refresh-ms", "0", NULL };
     redisReply *r;
 
@@ -427,15 +438,7 @@ START_TEST(test_ask_during_transaction_resends_block)
     H_FMT(prefix, sizeof prefix, "%s:ask", h_prefix());
     redisContext *src = h_connect_node(&t.masters[0]);
     redisContext *dst = h_connect_node(&t.masters[1]);
-    int slot = -1;
-    for (int nth = 0; slot < 0 && nth < 200; nth++) {
-        h_key_on_master(&t, 0, prefix, nth, probe, sizeof probe);
-        r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", h_slot(probe));
-        if (r->integer == 0)
-            slot = h_slot(probe);
-        freeReplyObject(r);
-    }
-    ck_assert_int_ge(slot, 0);
+    int slot = empty_slot_of_master0(&t, src, prefix);
     h_tag_for_slot(slot, tag, sizeof tag);
     H_FMT(k, sizeof k, "%s:{%s}:k", h_prefix(), tag);
 
