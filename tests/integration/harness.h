@@ -644,6 +644,17 @@ H_UNUSED static void h_proxy_start(struct h_proxy *p, const char *const *args)
     h_spawn_wait(p, h_pings, 20000, "extra proxy");
 }
 
+/* An extra proxy serving conf/layouts/botmesh-v1.rules for a run-unique
+ * layout prefix TAG<pid><ms> (one segment, no ':'), written to prefix. */
+H_UNUSED static void h_layout_proxy_start(struct h_proxy *p, const char *tag, char *prefix,
+                                          size_t size)
+{
+    snprintf(prefix, size, "%s%ld%lld", tag, (long)getpid(), h_now_ms() % 1000000);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-prefix", prefix, NULL };
+    h_proxy_start(p, args);
+}
+
 H_UNUSED static redisContext *h_connect_extra(const struct h_proxy *p)
 {
     return h_connect_node(&p->addr);

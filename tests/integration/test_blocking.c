@@ -426,10 +426,7 @@ START_TEST(test_layout_maps_reply_keys_back)
     char prefix[64], list[128], zset[128], stream[128];
     redisReply *r;
 
-    H_FMT(prefix, sizeof prefix, "bl%ld%lld", (long)getpid(), h_now_ms() % 1000000);
-    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
-                                 "--layout-prefix", prefix, NULL };
-    h_proxy_start(&extra, args);
+    h_layout_proxy_start(&extra, "bl", prefix, sizeof prefix);
     H_FMT(list, sizeof list, "%s:chat:tg:7", prefix);      /* -> PREFIX:{ch:N}:r:tg%3A7 */
     H_FMT(zset, sizeof zset, "%s:chat:tg:8", prefix);
     H_FMT(stream, sizeof stream, "%s:chat:tg:9", prefix);
@@ -525,10 +522,7 @@ START_TEST(test_blocking_pops_keep_indexes)
     redisReply *r;
 
     h_topo_load(&t);
-    H_FMT(prefix, sizeof prefix, "bi%ld%lld", (long)getpid(), h_now_ms() % 1000000);
-    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
-                                 "--layout-prefix", prefix, NULL };
-    h_proxy_start(&extra, args);
+    h_layout_proxy_start(&extra, "bi", prefix, sizeof prefix);
     H_FMT(q, sizeof q, "%s:user:u1:jobs:q", prefix);
     H_FMT(dst, sizeof dst, "%s:user:u1:jobs:done", prefix);
     redisContext *p = h_connect_extra(&extra), *o = h_connect_extra(&extra);

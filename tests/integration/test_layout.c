@@ -18,10 +18,7 @@ static struct h_topo topo;
 
 static void setup(void)
 {
-    H_FMT(prefix, sizeof prefix, "lay%ld%lld", (long)getpid(), h_now_ms() % 1000000);
-    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
-                                 "--layout-prefix", prefix, NULL };
-    h_proxy_start(&proxy, args);
+    h_layout_proxy_start(&proxy, "lay", prefix, sizeof prefix);
     h_topo_load(&topo);
 }
 

@@ -493,10 +493,7 @@ START_TEST(test_indexed_writes_in_transactions)
     redisReply *r;
 
     h_topo_load(&t);
-    H_FMT(prefix, sizeof prefix, "tx%ld%lld", (long)getpid(), h_now_ms() % 1000000);
-    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
-                                 "--layout-prefix", prefix, NULL };
-    h_proxy_start(&extra, args);
+    h_layout_proxy_start(&extra, "tx", prefix, sizeof prefix);
     for (int m = 0; m < t.nmasters; m++) {
         redisContext *n = h_connect_node(&t.masters[m]);
         H_OK(n, "SCRIPT FLUSH");
