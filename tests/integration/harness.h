@@ -633,6 +633,26 @@ H_UNUSED static void h_proxy_launch(struct h_proxy *p, const char *bin, const ch
  * It dies with the test (Check kills the test's process group; and
  * PR_SET_PDEATHSIG should the test die otherwise).
  */
+/* True once host:port answers PING with anything (NOAUTH is an answer):
+ * for h_spawn_wait on servers that want a password. */
+H_UNUSED static int h_answers(const char *host, int port)
+{
+    redisReply *r = h_ping_once(host, port);
+    int ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return ok;
+}
+
+/* h_proxy_place, with the log named TAGPROXY_TEST_DIR/WHAT-PORT.log. */
+H_UNUSED static void h_place_named(struct h_proxy *p, const char *what)
+{
+    h_proxy_place(p);
+    H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
+          p->addr.port);
+}
+
 H_UNUSED static void h_proxy_start(struct h_proxy *p, const char *const *args)
 {
     char seed[128];

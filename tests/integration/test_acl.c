@@ -29,22 +29,6 @@ static const char *const rules[][4] = {
 
 static struct h_proxy proxy, ref;
 
-static int answers(const char *host, int port)
-{
-    redisReply *r = h_ping_once(host, port);
-    int ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
-    if (r != NULL)
-        freeReplyObject(r);
-    return ok;
-}
-
-static void place(struct h_proxy *p, const char *what)
-{
-    h_proxy_place(p);
-    H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
-          p->addr.port);
-}
-
 static void ref_users(void)
 {
     redisContext *c = h_connect_node(&ref.addr);
@@ -71,10 +55,10 @@ static void setup(void)
         "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
         "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"), "--requirepass", DEFPW, NULL,
     };
-    place(&ref, "redis-acl");
+    h_place_named(&ref, "redis-acl");
     snprintf(port, sizeof port, "%d", ref.addr.port);
     h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, answers, 20000, "redis-server");
+    h_spawn_wait(&ref, h_answers, 20000, "redis-server");
     ref_users();
 
     const char *args[64] = { "--requirepass", DEFPW };
@@ -87,10 +71,10 @@ static void setup(void)
             args[n++] = rules[u][i];
     }
     args[n] = NULL;
-    place(&proxy, "proxy-acl");
+    h_place_named(&proxy, "proxy-acl");
     h_seed(seed, sizeof seed);
     h_proxy_launch(&proxy, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
-    h_spawn_wait(&proxy, answers, 20000, "proxy");
+    h_spawn_wait(&proxy, h_answers, 20000, "proxy");
 }
 
 static void teardown(void)
@@ -207,7 +191,7 @@ START_TEST(test_wrong_passwords)
 }
 END_TEST
 
-/* HELLO 2 AUTH answers the HELLO map as the user; RESET goes back to the
+/* HELLO 2 AUTH h_answers the HELLO map as the user; RESET goes back to the
  * default user, unauthenticated again. CLIENT LIST names the user. */
 START_TEST(test_hello_reset_client_list)
 {
@@ -241,7 +225,7 @@ START_TEST(test_bad_rule_refused_at_start)
     struct h_proxy bad;
     int status;
     const char *const args[] = { "--user", "bob", "pw", "+nosuchcommand", NULL };
-    place(&bad, "proxy-acl-bad");
+    h_place_named(&bad, "proxy-acl-bad");
     h_proxy_launch(&bad, h_env("TAGPROXY_TEST_BIN"), "127.0.0.1:1", NULL, args, SIGTERM);
     ck_assert_int_eq(waitpid(bad.pid, &status, 0), bad.pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);

@@ -32,25 +32,7 @@ static struct h_proxy ref;      /* the reference redis-server, same password */
 
 /* ---------- processes ---------- */
 
-/* True once host:port answers PING with anything (NOAUTH is an answer). */
-static int answers(const char *host, int port)
-{
-    redisReply *r = h_ping_once(host, port);
-    int ok = r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
-
-    if (r != NULL)
-        freeReplyObject(r);
-    return ok;
-}
-
-static void place(struct h_proxy *p, const char *what)
-{
-    h_proxy_place(p);
-    H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
-          p->addr.port);
-}
-
-/* The reference redis-server; waited for with answers(), as is the proxy
+/* The reference redis-server; waited for with h_answers(), as is the proxy
  * (h_proxy_start waits for PONG, which a proxy with a password never says). */
 static void ref_start(const char *pass)
 {
@@ -61,10 +43,10 @@ static void ref_start(const char *pass)
         pass ? "--requirepass" : NULL, pass, NULL,
     };
 
-    place(&ref, "redis-ref");
+    h_place_named(&ref, "redis-ref");
     snprintf(port, sizeof(port), "%d", ref.addr.port);
     h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, answers, 20000, argv[0]);
+    h_spawn_wait(&ref, h_answers, 20000, argv[0]);
 }
 
 static void proxy_start(const char *pass)
@@ -72,10 +54,10 @@ static void proxy_start(const char *pass)
     char seed[128];
     const char *const args[] = { pass ? "--requirepass" : NULL, pass, NULL };
 
-    place(&proxy, "proxy-auth");
+    h_place_named(&proxy, "proxy-auth");
     h_seed(seed, sizeof(seed));
     h_proxy_launch(&proxy, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
-    h_spawn_wait(&proxy, answers, 20000, h_env("TAGPROXY_TEST_BIN"));
+    h_spawn_wait(&proxy, h_answers, 20000, h_env("TAGPROXY_TEST_BIN"));
 }
 
 static void setup_with_password(void)
@@ -444,7 +426,7 @@ START_TEST(test_hello_auth)
     a = h_cmd(px, "GET %s:hello:missing", h_prefix());
     H_EXPECT_NIL(a);
     freeReplyObject(a);
-    /* once authenticated, HELLO alone answers the map too */
+    /* once authenticated, HELLO alone h_answers the map too */
     a = h_cmd(px, "HELLO 2");
     b = h_cmd(rf, "HELLO 2");
     check_hello_map(a, b);

@@ -114,13 +114,6 @@ static void stop_tls_cluster(void)
         run(out, sizeof out, "rm -rf '%s'", certs);
 }
 
-static void place(struct h_proxy *p, const char *what)
-{
-    h_proxy_place(p);
-    H_FMT(p->log, sizeof(p->log), "%s/%s-%d.log", h_env("TAGPROXY_TEST_DIR"), what,
-          p->addr.port);
-}
-
 static char tls_port[16];
 
 /* A proxy on the suite's cluster with tls-listen on a second free port. */
@@ -132,7 +125,7 @@ static void start_tls_proxy(struct h_proxy *p, const char *auth_clients)
     H_FMT(key, sizeof key, "%s/server.key", certs);
     H_FMT(ca, sizeof ca, "%s/ca.crt", certs);
     char listen[64];
-    place(p, "proxy-tls");
+    h_place_named(p, "proxy-tls");
     snprintf(tls_port, sizeof tls_port, "%d", h_free_port());
     H_FMT(listen, sizeof listen, "127.0.0.1:%s", tls_port);
     const char *const args[] = { "--tls-listen", listen, "--tls-cert-file", cert,
@@ -157,7 +150,7 @@ static void expect_start_fails(const char *const *args, char *log, size_t size)
     struct h_proxy p;
     char seed[64];
     int status = 0;
-    place(&p, "proxy-tls-fail");
+    h_place_named(&p, "proxy-tls-fail");
     H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
     h_proxy_launch(&p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
     long long deadline = h_now_ms() + 20000;
@@ -269,7 +262,7 @@ static void start_cluster_proxy(struct h_proxy *p, const char *const *extra)
     for (int i = 0; extra && extra[i]; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    place(p, "proxy-tlscluster");
+    h_place_named(p, "proxy-tlscluster");
     h_proxy_launch(p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
     h_spawn_wait(p, h_pings, 20000, "proxy of the TLS cluster");
 }
