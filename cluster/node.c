@@ -166,6 +166,51 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- replies ---- */
 
+/* ---- write batching ---- */
+
+void node_conn_batch(struct node_conn *c, int window)
+{
+    c->batch_window = window < 0 ? 0 : window > NODE_BATCHES_MAX ? NODE_BATCHES_MAX : window;
+}
+
+static int *batch_at(struct node_conn *c, int i)
+{
+    return &c->batch[(c->batch_first + i) % NODE_BATCHES_MAX];
+}
+
+/* A request was queued: it joins the batch this round writes, starts a new
+ * one if the window has room, or waits. 1: have the output written. */
+static int batch_add(struct node_conn *c)
+{
+    if (c->batch_window == 0)
+        return 1;
+    if (c->nheld == 0 && c->nbatches > 0 && c->io.dirty) {
+        (*batch_at(c, c->nbatches - 1))++;      /* not written yet: same write */
+        return 1;
+    }
+    if (c->nheld == 0 && c->nbatches < c->batch_window) {
+        *batch_at(c, c->nbatches++) = 1;
+        return 1;
+    }
+    c->nheld++;
+    return 0;
+}
+
+/* The oldest request in flight got its last reply. When that ends the
+ * oldest batch, what waited leaves as the next one. */
+static void batch_answered(struct node_conn *c)
+{
+    if (c->batch_window == 0 || c->nbatches == 0 || --(*batch_at(c, 0)) > 0)
+        return;
+    c->batch_first = (c->batch_first + 1) % NODE_BATCHES_MAX;
+    c->nbatches--;
+    if (c->nheld > 0) {
+        *batch_at(c, c->nbatches++) = c->nheld;
+        c->nheld = 0;
+        io_conn_want_write(&c->io);
+    }
+}
+
 /* Hand the oldest request its reply. */
 static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
 {
@@ -183,6 +228,8 @@ static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *byt
     }
     TAILQ_REMOVE(&c->inflight, r, link);
     c->ninflight--;
+    r->answered = 1;
+    batch_answered(c);
     r->on_reply(r, in, bytes, len, &c->scan);
     reply_scanner_init(&c->scan);
 }
@@ -242,6 +289,13 @@ static void connected_cb(struct io_conn *io, void *arg)
     (void)io;
     node_count_state(c, c->state, NODE_READY);
     c->state = NODE_READY;
+    /* everything queued while connecting is written now, as one batch */
+    if (c->batch_window > 0 && c->ninflight > 0) {
+        c->batch_first = 0;
+        c->batch[0] = c->ninflight;
+        c->nbatches = 1;
+        c->nheld = 0;
+    }
     evtimer_del(c->timer);
     if (!TAILQ_EMPTY(&c->inflight))
         timer_arm(c, (uint64_t)c->opts->timeout_ms);
@@ -343,6 +397,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
         return;
     }
     r->conn = c;
+    r->answered = 0;
     r->len = len;
     r->sent_ms = node_now_ms();
     if (TAILQ_EMPTY(&c->inflight) && c->state == NODE_READY)
@@ -350,7 +405,8 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
     io_out_add(&c->io, bytes, len);
-    io_conn_want_write(&c->io);
+    if (batch_add(c))
+        io_conn_want_write(&c->io);
 }
 
 int node_send_raw(struct node_conn *c, const void *bytes, size_t len)

@@ -25,6 +25,16 @@
  * never left the output buffer did not run and may be retried; one that was
  * written may have run and must not be.
  *
+ * Write batching (node_conn_batch, for the shared connections): at most
+ * `window` batches may be written and unanswered at once. Requests sent
+ * while the window is full wait in the output buffer, in order, and leave
+ * together, as one write, when the oldest batch's last reply arrives. An
+ * idle connection writes a request in the round it came; a busy one sends
+ * the node few large batches instead of many small ones, so the node (and
+ * the proxy) make one read, one write and one wakeup per batch, not per
+ * round. Requests held back were never written: a failure lets them be
+ * retried.
+ *
  * A subscriber connection (pub/sub) has replies no request asked for: its
  * owner sets on_push, writes its commands with node_send_raw() (outside the
  * FIFO), and gets every reply that no request in the FIFO waits for.
@@ -73,9 +83,12 @@ struct node_req {
      * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
      * no silence limit while it is the oldest request. */
     uint64_t wait_ms;
+    unsigned answered : 1;      /* its reply came: conn is no longer its connection */
 };
 
 #define NODE_WAIT_FOREVER UINT64_MAX
+
+#define NODE_BATCHES_MAX 8
 
 enum node_state {
     NODE_CONNECTING,    /* connect() issued, requests buffered */
@@ -116,6 +129,12 @@ struct node_conn {
     void (*ext_free)(void *ext);    /* frees it with the connection */
     node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol */
     void *push_arg;
+    /* write batching (above); batch_window 0: every request leaves in the
+     * round it was sent */
+    int batch_window;
+    int nheld;                      /* requests waiting for the window */
+    int batch[NODE_BATCHES_MAX];    /* ring: requests of each batch in flight */
+    int batch_first, nbatches;
 };
 
 /* Start connecting (non-blocking) to sa (addr is "host:port", the host is
@@ -137,6 +156,16 @@ void node_send_asking(struct node_conn *c);
 /* Queue a command of up to 4 arguments whose reply is consumed here
  * (UNWATCH on a dedicated connection). */
 void node_send_quiet(struct node_conn *c, int argc, const char **argv);
+
+/* Batch c's writes: at most window (1..NODE_BATCHES_MAX) batches in flight. */
+void node_conn_batch(struct node_conn *c, int window);
+
+/* r was written (or waits for the window) on a batching connection and its
+ * reply has not come: it is due within about one round trip to the node. */
+static inline int node_req_due(const struct node_req *r)
+{
+    return r->conn && !r->answered && r->conn->batch_window > 0;
+}
 
 /* No more requests will come: close once nothing is in flight. */
 void node_conn_retire(struct node_conn *c);

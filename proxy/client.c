@@ -202,6 +202,21 @@ static void client_count_reply(struct client *c, struct request *r, uint64_t now
                            first == '-');
 }
 
+/*
+ * Finished replies may wait for the next one while it is due from a shared
+ * node connection (within a round trip), up to a flat buffer's worth: a
+ * pipeline spread over several masters then costs the client one write
+ * (and one wakeup), not one per master's answer. A reply behind anything
+ * slower (a blocking command, a retry's backoff, a split command) goes out
+ * in the round it was finished.
+ */
+static int client_output_can_wait(const struct client *c, size_t unread)
+{
+    const struct request *head = TAILQ_FIRST(&c->queue);
+    return c->state == CLIENT_ACTIVE && head && unread < IO_READ_SIZE &&
+           node_req_due(&head->nreq);
+}
+
 void client_flush(struct client *c)
 {
     struct evbuffer *out = client_output(c);
@@ -231,7 +246,7 @@ void client_flush(struct client *c)
         return;
     }
     size_t unread = io_conn_pending(&c->io);
-    if (unread > 0)
+    if (unread > 0 && !client_output_can_wait(c, unread))
         io_conn_want_write(&c->io);
     /* replies waiting behind a slow one count as much as unread ones */
     if (client_over_limits(c, unread + c->held)) {

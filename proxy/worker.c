@@ -46,6 +46,7 @@ struct node_conn *worker_conn(struct worker *w, int node)
         c->on_down = worker_conn_down;
         c->on_drained = worker_conn_drained;
         c->down_arg = w;
+        node_conn_batch(c, 1);
     }
     w->conns[node] = c;
     return c;

@@ -227,6 +227,14 @@ H_UNUSED static redisReply *h_cmd_argv(redisContext *c, int argc, const char **a
     return r;
 }
 
+/* Writes the commands appended to c (redisAppendCommand), reading nothing. */
+H_UNUSED static void h_flush(redisContext *c)
+{
+    int done = 0;
+    while (!done)
+        ck_assert_msg(redisBufferWrite(c, &done) == REDIS_OK, "write: %s", c->errstr);
+}
+
 H_UNUSED static redisReply *h_get_reply(redisContext *c)
 {
     void *r = NULL;

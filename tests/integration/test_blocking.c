@@ -376,6 +376,30 @@ START_TEST(test_block_longer_than_node_timeout)
 }
 END_TEST
 
+/* A reply ahead of a blocking command in a pipeline goes out at once: the
+ * proxy holds finished replies only while the next one is due from a shared
+ * node connection (proxy/client.c), never behind a command that blocks. */
+START_TEST(test_reply_before_blocking_command_not_held)
+{
+    struct h_node proxy = h_proxy_addr();
+    char key[128], list[128], cmd[512], buf[256];
+    int fd = h_raw_connect(&proxy);
+
+    H_FMT(key, sizeof key, "%s:before-block", h_prefix());
+    H_FMT(list, sizeof list, "%s:never-pushed", h_prefix());
+    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$1\r\nv\r\n"
+          "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s\r\n$1\r\n4\r\n",
+          strlen(key), key, strlen(list), list);
+    h_raw_sends(fd, cmd);
+    h_raw_recv(fd, buf, sizeof buf, "+OK\r\n", 3000, NULL);
+    ck_assert_msg(strcmp(buf, "+OK\r\n") == 0,
+                  "SET's reply was '%s', not +OK alone while BLPOP still blocks", buf);
+    h_raw_recv(fd, buf, sizeof buf, "*-1\r\n", 10000, NULL);
+    ck_assert_msg(strcmp(buf, "*-1\r\n") == 0, "BLPOP's reply was '%s', not a timeout", buf);
+    close(fd);
+}
+END_TEST
+
 /* dedicated-connections-max: the next blocking command gets a clear error,
  * and a freed connection serves again. */
 START_TEST(test_pool_exhausted_clear_error)
@@ -573,6 +597,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_blocking_crossslot);
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
+    tcase_add_test(tc, test_reply_before_blocking_command_not_held);
     tcase_add_test(tc, test_pool_exhausted_clear_error);
     tcase_add_test(tc, test_layout_maps_reply_keys_back);
     tcase_add_test(tc, test_blocking_pops_keep_indexes);
