@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proxy/tls.h"
@@ -123,7 +124,19 @@ static void io_unmark_dirty(struct io_conn *c)
     TAILQ_REMOVE(&c->loop->dirty, c, dirty_link);
 }
 
-/* End of a round: write every dirty connection once. */
+/* After a round that served a few sockets, let more become ready before the
+ * next one (io.h). The CPU goes to the processes this round fed meanwhile. */
+static void io_round_pause(struct io_loop *l)
+{
+    int served = l->round_reads;
+    l->round_reads = 0;
+    if (l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS) {
+        struct timespec ts = { 0, (long)l->pause_us * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* End of a round: write every dirty connection once, then maybe pause. */
 static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct io_loop *l = arg;
@@ -134,6 +147,7 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
         io_unmark_dirty(c);
         io_flush_one(c);        /* may close c */
     }
+    io_round_pause(l);
 }
 
 int io_loop_init(struct io_loop *l, struct event_base *base)
@@ -282,6 +296,7 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
     }
+    c->loop->round_reads++;
     io_call_read(c);
     if (c->state != IO_CLOSED)
         io_input_release(c);

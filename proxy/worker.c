@@ -101,6 +101,7 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     struct config_snapshot *old = w->snap;
     w->snap = s;
     w->cfg = s->cfg;
+    w->loop.pause_us = s->cfg->round_pause_us;
     w->node_opts.connect_timeout_ms = s->cfg->node_connect_timeout_ms;
     w->node_opts.timeout_ms = s->cfg->node_timeout_ms;
     w->node_opts.user = s->cfg->cluster_user;
