@@ -303,6 +303,13 @@ H_UNUSED static void fn_set_slots(struct fake_node *f, int n, const int (*ranges
     pthread_mutex_unlock(&f->mu);
 }
 
+/* f alone owns every slot. */
+H_UNUSED static void fn_own_all_slots(struct fake_node *f)
+{
+    const int all[1][3] = { { 0, H_SLOTS - 1, f->port } };
+    fn_set_slots(f, 1, all);
+}
+
 /* ---------- the request reader ---------- */
 
 /* More bytes into c->buf; -1 on EOF or error. */

@@ -231,12 +231,9 @@ static void world_common(long block_ms)
 /* Fake node A owning every slot, and a proxy in front of it. */
 static void world_single(const char *name, long block_ms, const char *const *args)
 {
-    int all[1][3] = { { 0, H_SLOTS - 1, 0 } };
-
     world_common(block_ms);
     node_start(&W.a, 'A');
-    all[0][2] = W.a.port;
-    fn_set_slots(&W.a, 1, (const int (*)[3])all);
+    fn_own_all_slots(&W.a);
     fn_proxy_start(&W.proxy, name, W.a.port, args);
 }
 

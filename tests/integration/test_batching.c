@@ -50,15 +50,10 @@ static int script_a(struct fn_conn *c, const char *key, size_t len)
 
 static void world_single(const char *name)
 {
-    int all[1][3];
-
     atomic_store(&g_gate_open, 0);
     atomic_store(&g_waiting_at_gate, -1);
     fn_start(&W.a, 'A', script_a, 0);
-    all[0][0] = 0;
-    all[0][1] = H_SLOTS - 1;
-    all[0][2] = W.a.port;
-    fn_set_slots(&W.a, 1, (const int (*)[3])all);
+    fn_own_all_slots(&W.a);
     fn_proxy_start(&W.proxy, name, W.a.port, NULL);
 }
 

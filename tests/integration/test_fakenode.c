@@ -179,13 +179,8 @@ static int script_b(struct fn_conn *c, const char *key, size_t len)
 /* Fake node A owning every slot, and a proxy in front of it. */
 static void world_single(const char *name, const char *const *args)
 {
-    int all[1][3];
-
     fn_start(&W.a, 'A', script_a, 0);
-    all[0][0] = 0;
-    all[0][1] = H_SLOTS - 1;
-    all[0][2] = W.a.port;
-    fn_set_slots(&W.a, 1, (const int (*)[3])all);
+    fn_own_all_slots(&W.a);
     fn_proxy_start(&W.proxy, name, W.a.port, args);
 }
 
@@ -470,13 +465,6 @@ END_TEST
 
 /* ---------- 6. node timeout ---------- */
 
-static void flush_out(redisContext *c)
-{
-    int done = 0;
-    while (!done)
-        ck_assert_msg(redisBufferWrite(c, &done) == REDIS_OK, "write: %s", c->errstr);
-}
-
 /*
  * GET slow gets no reply. A second client's GET ok is queued behind it on
  * the same node connection (one worker). After node-timeout-ms the first
@@ -495,11 +483,11 @@ START_TEST(test_node_timeout)
     a = client();
     b = client();
     redisAppendCommand(a, "GET slow");
-    flush_out(a);
+    h_flush(a);
     t0 = h_now_ms();
     h_sleep_ms(100);
     redisAppendCommand(b, "GET ok");
-    flush_out(b);
+    h_flush(b);
 
     r = h_get_reply(a);
     took = h_now_ms() - t0;
@@ -588,9 +576,7 @@ START_TEST(test_retry_keeps_client_order)
     world_single("order", slow_retry);
     c = client();
     redisAppendCommand(c, "GET clusterdown:1");
-    int done = 0;
-    while (!done)
-        ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+    h_flush(c);
     /* the refusal is back and the proxy waits 400 ms before the retry */
     for (long long end = h_now_ms() + 2000; fn_count(&W.a, "GET clusterdown:1") < 1 &&
                                             h_now_ms() < end;)

@@ -192,7 +192,6 @@ START_TEST(test_client_leaves_during_wait)
     char key[128];
     redisContext *p = h_connect_proxy();
     redisReply *r;
-    int done = 0;
 
     h_topo_load(&t);
     long long base = blocked_sum(&t);
@@ -200,8 +199,7 @@ START_TEST(test_client_leaves_during_wait)
     r = h_cmd(p, "SET %s x", key);
     freeReplyObject(r);
     ck_assert_int_eq(redisAppendCommand(p, "WAIT 2 0"), REDIS_OK);
-    while (!done)
-        ck_assert_int_eq(redisBufferWrite(p, &done), REDIS_OK);
+    h_flush(p);
     long long deadline = h_now_ms() + 5000, have;
     while ((have = blocked_sum(&t)) != base + 1 && h_now_ms() < deadline)
         h_sleep_ms(20);
