@@ -190,6 +190,7 @@ static int batch_add(struct node_conn *c)
     }
     if (c->nheld == 0 && c->nbatches < c->batch_window) {
         *batch_at(c, c->nbatches++) = 1;
+        NODE_COUNT(c, batches);
         return 1;
     }
     c->nheld++;
@@ -207,6 +208,7 @@ static void batch_answered(struct node_conn *c)
     if (c->nheld > 0) {
         *batch_at(c, c->nbatches++) = c->nheld;
         c->nheld = 0;
+        NODE_COUNT(c, batches);
         io_conn_want_write(&c->io);
     }
 }

@@ -133,6 +133,8 @@ static void io_round_pause(struct io_loop *l)
     if (l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS) {
         struct timespec ts = { 0, (long)l->pause_us * 1000 };
         nanosleep(&ts, NULL);
+        if (l->pauses)
+            stat_inc(l->pauses);
     }
 }
 

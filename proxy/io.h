@@ -67,6 +67,7 @@ struct io_loop {
     uint64_t now_us;                /* the clock as read in this on_read; 0: not yet */
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
+    uint64_t *pauses;               /* counts the pauses; may be NULL */
 };
 
 /* What happened to a connection, for its owner. */

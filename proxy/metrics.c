@@ -113,6 +113,8 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
              "Index-sync scripts run for writes to indexed key families.", s->index_syncs);
     prom_one(b, "tagproxy_listing_fanouts_total", "counter",
              "Listings (KEYS, SCAN) answered from the bucket indexes.", s->listing_fanouts);
+    prom_one(b, "tagproxy_round_pauses_total", "counter",
+             "Event-loop rounds followed by a pause (round-pause-us).", s->round_pauses);
 }
 
 static void prom_nodes(const struct metrics *m, struct evbuffer *b)
@@ -132,6 +134,9 @@ static void prom_nodes(const struct metrics *m, struct evbuffer *b)
              "Worker connections to masters closed after they were up.", n->closed);
     prom_one(b, "tagproxy_node_timeouts_total", "counter",
              "Worker connections closed because a node did not answer in time.", n->timeouts);
+    prom_one(b, "tagproxy_node_batches_total", "counter",
+             "Batches of commands written on the workers' shared master connections "
+             "(commands / batches: how many a master reads per wakeup).", n->batches);
     prom_gauge(b, "tagproxy_masters", "Masters in the slot map.", m->nmasters);
     prom_gauge(b, "tagproxy_slots_covered", "Slots the slot map assigns to a master.",
                m->slots_covered);
@@ -262,6 +267,7 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "node_bytes_received", s->nodes.bytes.in);
     info_line(b, "index_sync_scripts", s->index_syncs);
     info_line(b, "listing_fanouts", s->listing_fanouts);
+    info_line(b, "round_pauses", s->round_pauses);
     evbuffer_add(b, "\r\n", 2);
 }
 
@@ -285,6 +291,7 @@ void metrics_info_nodes(const struct metrics *m, struct evbuffer *b)
     info_line(b, "node_connect_failures", n->connect_failures);
     info_line(b, "node_disconnects", n->closed);
     info_line(b, "node_timeouts", n->timeouts);
+    info_line(b, "node_batches", n->batches);
     for (int i = 0; i < m->nmasters; i++)
         evbuffer_add_printf(b, "master%d:addr=%s,slots=%d,state=%s\r\n", i,
                             m->masters[i].addr, m->masters[i].slots,

@@ -60,6 +60,7 @@ void stats_nodes_add(struct stats_nodes *a, const struct stats_nodes *b)
     a->connect_failures += stat_get(&b->connect_failures);
     a->closed += stat_get(&b->closed);
     a->timeouts += stat_get(&b->timeouts);
+    a->batches += stat_get(&b->batches);
     a->connecting += gauge_get(&b->connecting);
     a->ready += gauge_get(&b->ready);
     sum_bytes(&a->bytes, &b->bytes);
@@ -91,6 +92,7 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->lost_replies += stat_get(&s->lost_replies);
         sum->index_syncs += stat_get(&s->index_syncs);
         sum->listing_fanouts += stat_get(&s->listing_fanouts);
+        sum->round_pauses += stat_get(&s->round_pauses);
         sum_bytes(&sum->clients, &s->clients);
         stats_nodes_add(&sum->nodes, &s->nodes);
         for (int i = 0; sum->cmds && s->cmds && i < ncmds; i++)

@@ -85,6 +85,7 @@ struct stats_nodes {
     uint64_t connect_failures;      /* closed before they were up */
     uint64_t closed;                /* closed after they were up */
     uint64_t timeouts;              /* closed because the node did not answer */
+    uint64_t batches;               /* batches written on batching connections (node.h) */
     int64_t  connecting;            /* now */
     int64_t  ready;                 /* now */
     struct stats_bytes bytes;
@@ -101,6 +102,7 @@ struct worker_stats {
     uint64_t lost_replies;          /* "the command may have run" */
     uint64_t index_syncs;           /* index-sync scripts run (keylayout) */
     uint64_t listing_fanouts;       /* listings answered from the indexes */
+    uint64_t round_pauses;          /* event-loop rounds followed by a pause (io.h) */
     struct stats_bytes clients;     /* bytes from and to clients */
     struct stats_nodes nodes;
     struct stats_command *cmds;     /* command_index_count() entries */

@@ -276,6 +276,7 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->paused);
     w->node_opts.stats = &w->stats.nodes;
+    w->loop.pauses = &w->stats.round_pauses;
     if (stats_init(&w->stats) < 0)
         return -1;
     worker_take_config(w, snapshot_ref(p->snap));

@@ -414,6 +414,13 @@ START_TEST(test_metrics_move_with_traffic)
     ck_assert_int_eq(c.connected, 1);
     ck_assert_msg(metric(after_rep.body, "tagproxy_node_connections{state=\"ready\"}") >= 1,
                   "no node connection ready after traffic");
+    /* the 15 known commands reached the masters in 1 to 15 batches */
+    long long batches = metric(after_rep.body, "tagproxy_node_batches_total") -
+                        metric(before_rep.body, "tagproxy_node_batches_total");
+    ck_assert_msg(batches >= 1 && batches <= n - 1, "%lld node batches for %d commands",
+                  batches, n - 1);
+    ck_assert_msg(metric(after_rep.body, "tagproxy_round_pauses_total") >= 0,
+                  "no tagproxy_round_pauses_total");
     close(fd);
     scrape_quiet(&a.admin, &after_rep, &c);
     ck_assert_int_eq(delta(c.set_calls, b.set_calls), 7);
