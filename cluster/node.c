@@ -164,8 +164,6 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* ---- replies ---- */
-
 /* ---- write batching ---- */
 
 void node_conn_batch(struct node_conn *c, int window)
@@ -212,6 +210,8 @@ static void batch_answered(struct node_conn *c)
         io_conn_want_write(&c->io);
     }
 }
+
+/* ---- replies ---- */
 
 /* Hand the oldest request its reply. */
 static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
