@@ -1,5 +1,6 @@
 #include "proxy/lifecycle.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,6 +204,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     const char *name = sig == SIGHUP ? "SIGHUP" : sig == SIGTERM ? "SIGTERM" : "SIGINT";
     (void)what;
     if (sig == SIGHUP) {
+        /* log rotation first: the reload's lines go to the new file */
+        if (log_reopen() < 0)
+            log_warning("main", "cannot reopen the log file %s: %s", p->cfg.log_file,
+                        strerror(errno));
         log_notice("config", "received SIGHUP: reloading the config");
         lifecycle_reload(p);
     } else if (!proxy_draining()) {

@@ -1,7 +1,9 @@
 #include "proxy/log.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -9,21 +11,40 @@
 
 volatile enum log_level log_min_level = LOG_NOTICE;
 static FILE *log_stream;
+static char *log_path;          /* NULL: stderr */
 
 int log_open(const char *path, enum log_level level)
 {
     FILE *f = stderr;
+    char *copy = NULL;
     if (path) {
-        f = fopen(path, "a");
-        if (!f)
+        copy = strdup(path);
+        f = copy ? fopen(path, "a") : NULL;
+        if (!f) {
+            free(copy);
             return -1;
+        }
         setvbuf(f, NULL, _IOLBF, 0);
     }
     if (log_stream && log_stream != stderr)
         fclose(log_stream);
+    free(log_path);
+    log_path = copy;
     log_stream = f;
     log_min_level = level;
     return 0;
+}
+
+int log_reopen(void)
+{
+    if (!log_path || !log_stream)
+        return 0;
+    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    int rc = dup2(fd, fileno(log_stream)) < 0 ? -1 : 0;
+    close(fd);
+    return rc;
 }
 
 void log_write(enum log_level level, const char *component, const char *fmt, ...)

@@ -21,6 +21,13 @@ extern volatile enum log_level log_min_level;
 
 /* Open the log (path NULL: stderr). Returns 0 or -1. Safe to call again. */
 int log_open(const char *path, enum log_level level);
+
+/* Open the log file again at its path, for log rotation (SIGHUP): a file
+ * renamed away stops getting lines, a new one at the path gets the next.
+ * The new file takes the old one's descriptor (dup2), so a line another
+ * thread writes meanwhile goes whole to one of the two. 0 (also on
+ * stderr: nothing to do), or -1 with errno (the old file stays). */
+int log_reopen(void);
 void log_write(enum log_level level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

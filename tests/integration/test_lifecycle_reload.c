@@ -12,7 +12,9 @@
  *    at its next command; a new password applies to new logins; a user
  *    removed from the file is logged out (NOAUTH, connection closed);
  *  - the layout-rules file is read again: new rules rewrite the next
- *    command's keys; a broken rules file is refused with its FILE:LINE.
+ *    command's keys; a broken rules file is refused with its FILE:LINE;
+ *  - log rotation: after the log file is renamed, SIGHUP makes the proxy
+ *    log to a new file at the same path.
  * No password ever reaches the log.
  */
 #include "lifecycle.h"
@@ -265,6 +267,35 @@ START_TEST(reload_layout_rules)
 }
 END_TEST
 
+/* Rotation: the file renamed away keeps what was logged before the SIGHUP;
+ * a new file at the path gets what comes after. */
+START_TEST(reload_reopens_log_file)
+{
+    char path[512], rotated[520];
+    const char *args[] = { "--log-file", path, NULL };
+
+    H_FMT(path, sizeof(path), "%s/lifecycle-rotate-%d.log", h_env("TAGPROXY_TEST_DIR"),
+          (int)getpid());
+    H_FMT(rotated, sizeof(rotated), "%s.1", path);
+    unlink(path);
+    unlink(rotated);
+    lc_start(&proxy, "max-clients 100\n", conf, sizeof(conf), args);
+    ck_assert_msg(lc_count(path, "tagproxy ready on") == 1, "the log file has no start line");
+    ck_assert_int_eq(rename(path, rotated), 0);
+    ck_assert_int_eq(kill(proxy.pid, SIGHUP), 0);
+    for (long long deadline = h_now_ms() + 5000;
+         lc_count(path, "config generation 1 in use by every worker") == 0;) {
+        ck_assert_msg(h_now_ms() < deadline, "no new log file at %s after SIGHUP", path);
+        h_sleep_ms(10);
+    }
+    ck_assert_int_eq(lc_count(path, "tagproxy ready on"), 0);
+    ck_assert_int_eq(lc_count(rotated, "tagproxy ready on"), 1);
+    ck_assert_int_eq(lc_count(rotated, "config generation 1"), 0);
+    unlink(path);
+    unlink(rotated);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lifecycle_reload");
@@ -276,6 +307,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reload_restart_only_logged);
     tcase_add_test(tc, reload_layout_rules);
     tcase_add_test(tc, reload_users);
+    tcase_add_test(tc, reload_reopens_log_file);
     suite_add_tcase(s, tc);
     return s;
 }
