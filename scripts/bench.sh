@@ -16,7 +16,9 @@
 # target process (utime+stime from /proc/PID/stat, before and after the run)
 # next to the standalone redis-server's in the direct run; what the servers
 # behind a proxy spent (the cluster masters' total, or the standalone server
-# behind nutcracker); p50 and p99 latency from redis-benchmark's CSV.
+# behind nutcracker); p50 and p99 latency from redis-benchmark's CSV. Then,
+# for each proxy, every round's throughput against the direct run of the same
+# round: the machine drifts between rounds, and this line shows by how much.
 #
 # Everything it starts is stopped by PID, and its folder removed, on exit.
 #
@@ -386,6 +388,25 @@ for t in "${targets[@]}"; do
          "(goal <= 1.2), GET -P 1 throughput $(ratio "${rps[$t GET 1]}" "${rps[direct GET 1]}")" \
          "and SET -P 1 $(ratio "${rps[$t SET 1]:-}" "${rps[direct SET 1]:-}") (goal >= 0.8)"
 done
+# The same ratios round by round, each run against the direct run of its own
+# round: the machine drifts between rounds, and this shows by how much.
+awk -v order="${cases[*]}" '
+    { k = $2 " " $3; n = ++runs[$1, k]; r[$1, k, n] = $4; if (!($1 in seen)) { seen[$1] = 1; t[++nt] = $1 } }
+    END {
+        nc = split(order, w, " ")
+        for (i = 1; i <= nt; i++) {
+            if (t[i] == "direct") continue
+            line = ""
+            for (j = 1; j + 2 <= nc; j += 3) {
+                k = w[j] " " w[j + 1]; part = ""
+                for (n = 1; n <= runs[t[i], k] && n <= runs["direct", k]; n++)
+                    if (r["direct", k, n] > 0)
+                        part = part sprintf(" %.2f", r[t[i], k, n] / r["direct", k, n])
+                if (part != "") line = line sprintf("%s%s -P %s%s", line == "" ? "" : "; ", w[j], w[j + 1], part)
+            }
+            if (line != "") print t[i] " vs direct, round by round: " line
+        }
+    }' "$tmp/runs"
 [ -n "${rps[direct GET 16]:-}" ] || die "the direct runs failed"
 }
 
