@@ -310,11 +310,14 @@ H_UNUSED static const char *h_show(const redisReply *r)
 } while (0)
 
 /* Run cmd, check the reply is status OK, free it. */
-#define H_OK(c, ...) do { \
+/* Send a command and expect the status reply `status` ("OK", "QUEUED"). */
+#define H_STATUS(c, status, ...) do { \
     redisReply *h_r_ = h_cmd((c), __VA_ARGS__); \
-    H_EXPECT_STATUS(h_r_, "OK"); \
+    H_EXPECT_STATUS(h_r_, (status)); \
     freeReplyObject(h_r_); \
 } while (0)
+
+#define H_OK(c, ...) H_STATUS((c), "OK", __VA_ARGS__)
 
 /* ---------- slots and topology ---------- */
 

@@ -100,15 +100,22 @@ static void admin_proxy_start(struct admin_proxy *a, const char *node_timeout)
 
 /* ---------- reading Prometheus text ---------- */
 
+/* The number after `name` and sep at the start of a line of text, or -1
+ * when no line has it. */
+static long long line_value(const char *text, const char *name, char sep)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == sep)
+            return atoll(p + n + 1);
+    return -1;
+}
+
 /* The value of the sample whose name and labels are exactly `series`
  * ("name" or "name{l=\"v\"}"), or -1 when absent. */
 static long long metric(const char *text, const char *series)
 {
-    size_t n = strlen(series);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return atoll(p + n + 1);
-    return -1;
+    return line_value(text, series, ' ');
 }
 
 static void scrape(const struct h_node *admin, struct http_reply *rep)
@@ -120,11 +127,7 @@ static void scrape(const struct h_node *admin, struct http_reply *rep)
 /* INFO's "name:value" as a number, -1 when absent. */
 static long long info_field(const char *text, const char *name)
 {
-    size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, name, n) == 0 && p[n] == ':')
-            return atoll(p + n + 1);
-    return -1;
+    return line_value(text, name, ':');
 }
 
 /* ---------- /healthz, /readyz ---------- */

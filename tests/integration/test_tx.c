@@ -52,12 +52,8 @@ static int transfer_once(redisContext *p, const char *from, const char *to, int 
     r = h_cmd(p, "MULTI");
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
-    r = h_cmd(p, "DECRBY %s %d", from, amount);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
-    r = h_cmd(p, "INCRBY %s %d", to, amount);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "DECRBY %s %d", from, amount);
+    H_STATUS(p, "QUEUED", "INCRBY %s %d", to, amount);
     r = h_cmd(p, "EXEC");
     if (r->type == REDIS_REPLY_NIL) {
         freeReplyObject(r);
@@ -114,9 +110,7 @@ START_TEST(test_watch_transfer_retries_after_concurrent_change)
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
     H_OK(p, "MULTI");
-    r = h_cmd(p, "INCR %s", to);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "INCR %s", to);
     r = h_cmd(p, "EXEC");
     H_EXPECT_NIL(r);
     freeReplyObject(r);
@@ -168,12 +162,8 @@ START_TEST(test_transaction_across_slots_refused_nothing_runs)
     h_key_on_master(&t, 0, prefix, 0, k0, sizeof k0);
     h_key_on_master(&t, 1, prefix, 0, k1, sizeof k1);
     H_OK(p, "MULTI");
-    r = h_cmd(p, "SET %s one", k0);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
-    r = h_cmd(p, "SET %s two", k1);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s one", k0);
+    H_STATUS(p, "QUEUED", "SET %s two", k1);
     r = h_cmd(p, "EXEC");
     H_EXPECT_ERR(r, CROSSSLOT);
     ck_assert_msg(strstr(r->str, "nothing ran") && strstr(r->str, "one slot"),
@@ -184,9 +174,7 @@ START_TEST(test_transaction_across_slots_refused_nothing_runs)
 
     /* one multi-key command naming both: the same */
     H_OK(p, "MULTI");
-    r = h_cmd(p, "MSET %s one %s two", k0, k1);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "MSET %s one %s two", k0, k1);
     r = h_cmd(p, "EXEC");
     H_EXPECT_ERR(r, CROSSSLOT);
     freeReplyObject(r);
@@ -219,15 +207,11 @@ START_TEST(test_execabort_and_redis_errors)
     h_topo_load(&t);
     H_FMT(k, sizeof k, "%s:{abort}:k", h_prefix());
     H_OK(p, "MULTI");
-    r = h_cmd(p, "SET %s v", k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s v", k);
     r = h_cmd(p, "GET");
     H_EXPECT_ERR(r, "ERR wrong number of arguments for 'get' command");
     freeReplyObject(r);
-    r = h_cmd(p, "INCR %s:{abort}:n", h_prefix());
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "INCR %s:{abort}:n", h_prefix());
     r = h_cmd(p, "EXEC");
     H_EXPECT_ERR(r, "EXECABORT Transaction discarded because of previous errors.");
     freeReplyObject(r);
@@ -256,9 +240,7 @@ START_TEST(test_execabort_and_redis_errors)
     H_EXPECT_ERR(r, "ERR WATCH inside MULTI is not allowed");
     freeReplyObject(r);
     /* neither aborts the transaction (as in Redis) */
-    r = h_cmd(p, "SET %s v2", k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s v2", k);
     /* a command the proxy answers itself cannot be queued: refused, aborts */
     r = h_cmd(p, "KEYS *");
     H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
@@ -396,12 +378,8 @@ START_TEST(test_moved_during_transaction_resends_block)
     setslot_everywhere(&t, slot, 1);
 
     H_OK(p, "MULTI");
-    r = h_cmd(p, "SET %s moved-once", k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
-    r = h_cmd(p, "INCR %s:{%s}:n", h_prefix(), tag);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s moved-once", k);
+    H_STATUS(p, "QUEUED", "INCR %s:{%s}:n", h_prefix(), tag);
     r = h_cmd(p, "EXEC");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_uint_eq(r->elements, 2);
@@ -449,9 +427,7 @@ START_TEST(test_ask_during_transaction_resends_block)
     H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
 
     H_OK(p, "MULTI");
-    r = h_cmd(p, "SET %s asked", k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s asked", k);
     r = h_cmd(p, "EXEC");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_uint_eq(r->elements, 1);
@@ -504,12 +480,8 @@ START_TEST(test_indexed_writes_in_transactions)
     H_FMT(glob, sizeof glob, "%s:chat:txm*", prefix);
     redisContext *p = h_connect_extra(&extra);
     H_OK(p, "MULTI");
-    r = h_cmd(p, "SET %s v1", k1);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
-    r = h_cmd(p, "GET %s", k1);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "SET %s v1", k1);
+    H_STATUS(p, "QUEUED", "GET %s", k1);
     r = h_cmd(p, "EXEC");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_uint_eq(r->elements, 2);
@@ -562,12 +534,8 @@ START_TEST(test_scripts_in_transaction)
     redisFree(owner);
 
     H_OK(p, "MULTI");
-    r = h_cmd(p, "EVAL %s 1 %s 2", body, k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
-    r = h_cmd(p, "EVALSHA %s 1 %s 5", sha, k);
-    H_EXPECT_STATUS(r, "QUEUED");
-    freeReplyObject(r);
+    H_STATUS(p, "QUEUED", "EVAL %s 1 %s 2", body, k);
+    H_STATUS(p, "QUEUED", "EVALSHA %s 1 %s 5", sha, k);
     r = h_cmd(p, "EXEC");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_uint_eq(r->elements, 2);
