@@ -16,7 +16,11 @@
 # target process (utime+stime from /proc/PID/stat, before and after the run)
 # next to the standalone redis-server's in the direct run; what the servers
 # behind a proxy spent (the cluster masters' total, or the standalone server
-# behind nutcracker); p50 and p99 latency from redis-benchmark's CSV. Then,
+# behind nutcracker); the whole machine's busy CPU per request and its idle
+# share (from /proc/stat); p50 and p99 latency from redis-benchmark's CSV.
+# Throughput is the busy CPUs divided by the machine's CPU per request, so
+# for GET -P 16 it prints the ratio to direct as the product of those two
+# ratios: the cost of the path, and how well the CPUs were kept busy. Then,
 # for each proxy, every round's throughput against the direct run of the same
 # round: the machine drifts between rounds, and this line shows by how much.
 #
@@ -267,13 +271,22 @@ cpu_ticks() {
     echo "$sum"
 }
 
-declare -A rps p50 p99 cpu backend_cpu
+# machine_ticks: the whole machine's busy and idle clock ticks so far (the
+# first line of /proc/stat: idle and iowait are idle, the rest busy).
+machine_ticks() {
+    local f
+    read -r -a f < /proc/stat
+    echo "$((f[1] + f[2] + f[3] + f[6] + f[7] + f[8])) $((f[4] + f[5]))"
+}
+
+declare -A rps p50 p99 cpu backend_cpu machine_cpu idle
 
 # bench TARGET TEST PIPELINE N: one redis-benchmark run; appends
-# "TARGET TEST PIPELINE rps p50 p99 cpu-ns backend-ns" to $tmp/runs.
+# "TARGET TEST PIPELINE rps p50 p99 cpu-ns backend-ns machine-ns idle-%"
+# to $tmp/runs.
 bench() {
     local t=$1 test=$2 pipe=$3 n=$4 key="$1 $2 $3" own0 own1 back0=0 back1=0 own back out line
-    local -a f
+    local -a f m0 m1
     out=$tmp/bench.csv
     if ! pid_alive "${tpid[$t]}"; then
         log "$t is not running any more; the end of its log:"
@@ -283,6 +296,7 @@ bench() {
     own0=$(cpu_ticks "${tpid[$t]}")
     # shellcheck disable=SC2086 # tbackend holds a list of PIDs
     if [ -n "${tbackend[$t]}" ]; then back0=$(cpu_ticks ${tbackend[$t]}); fi
+    read -r -a m0 <<< "$(machine_ticks)"
     # in the background, so that a signal to this script is handled at once
     timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
         -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv \
@@ -296,6 +310,7 @@ bench() {
         return 1
     fi
     bench_pid=''
+    read -r -a m1 <<< "$(machine_ticks)"
     own1=$(cpu_ticks "${tpid[$t]}") || { log "$t exited during the run"; return 1; }
     if [ -n "${tbackend[$t]}" ]; then
         # shellcheck disable=SC2086
@@ -309,7 +324,10 @@ bench() {
     if [ -n "${tbackend[$t]}" ]; then
         back=$(awk -v d=$((back1 - back0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
     fi
-    echo "$key ${f[1]} ${f[4]} ${f[6]} $own $back" >> "$tmp/runs"
+    echo "$key ${f[1]} ${f[4]} ${f[6]} $own $back" \
+         "$(awk -v b=$((m1[0] - m0[0])) -v i=$((m1[1] - m0[1])) -v t="$tck" -v n="$n" \
+                'BEGIN { printf "%.0f %.0f", b * 1e9 / t / n, (b + i > 0) ? 100 * i / (b + i) : 0 }')" \
+         >> "$tmp/runs"
     log "$(printf '%-10s %-3s -P %-2s %10s req/s  p50 %s ms  p99 %s ms' "$t" "$test" "$pipe" "${f[1]}" "${f[4]}" "${f[6]}")"
 }
 
@@ -342,9 +360,9 @@ done
 
 # Of each case's rounds, keep the run with the median throughput, whole (its
 # CPU and latencies with it), so that one disturbed run does not decide.
-while read -r t test pipe r l50 l99 own back; do
+while read -r t test pipe r l50 l99 own back mach idl; do
     key="$t $test $pipe"
-    rps[$key]=$r p50[$key]=$l50 p99[$key]=$l99 cpu[$key]=$own
+    rps[$key]=$r p50[$key]=$l50 p99[$key]=$l99 cpu[$key]=$own machine_cpu[$key]=$mach idle[$key]=$idl
     [ "$back" = - ] || backend_cpu[$key]=$back
 done < <(sort -k1,3 -k4,4g "$tmp/runs" |
          awk '{ k = $1 " " $2 " " $3; n[k]++; line[k, n[k]] = $0 }
@@ -360,19 +378,21 @@ echo "redis-benchmark: $clients clients, -r $keyspace, 3-byte values;" \
      "tagproxy --threads $threads, cluster of 3 masters x $replicas replicas."
 echo "CPU: ns of utime+stime per request of the target process; \"x redis\" divides it by" \
      "the standalone redis-server's in the direct run; \"backend\" is what the servers behind" \
-     "a proxy spent (cluster masters' total, or the standalone server behind nutcracker)."
+     "a proxy spent (cluster masters' total, or the standalone server behind nutcracker);" \
+     "\"machine\" is the whole machine's busy CPU per request (redis-benchmark, the target and" \
+     "the servers behind it), and \"idle\" the share of the run the CPUs had nothing to run."
 echo
-echo "| case | target | req/s | x direct | CPU ns/req | redis-server ns/req | CPU x redis | backend ns/req | p50 ms | p99 ms |"
-echo "| - | - | -: | -: | -: | -: | -: | -: | -: | -: |"
+echo "| case | target | req/s | x direct | CPU ns/req | redis-server ns/req | CPU x redis | backend ns/req | machine ns/req | idle % | p50 ms | p99 ms |"
+echo "| - | - | -: | -: | -: | -: | -: | -: | -: | -: | -: | -: |"
 for c in "${cases[@]}"; do
     read -r test pipe n <<< "$c"
     d="direct $test $pipe"
     for t in "${targets[@]}"; do
         k="$t $test $pipe"
-        [ -n "${rps[$k]:-}" ] || { echo "| $test -P $pipe | $t | failed | | | | | | | |"; continue; }
+        [ -n "${rps[$k]:-}" ] || { echo "| $test -P $pipe | $t | failed | | | | | | | | | |"; continue; }
         echo "| $test -P $pipe | $t | ${rps[$k]} | $(ratio "${rps[$k]}" "${rps[$d]:-}") | ${cpu[$k]}" \
              "| ${cpu[$d]:--} | $(ratio "${cpu[$k]}" "${cpu[$d]:-}") | ${backend_cpu[$k]:--}" \
-             "| ${p50[$k]} | ${p99[$k]} |"
+             "| ${machine_cpu[$k]} | ${idle[$k]} | ${p50[$k]} | ${p99[$k]} |"
     done
 done
 echo
@@ -387,6 +407,11 @@ for t in "${targets[@]}"; do
          "(goal >= 0.7), CPU/request $(ratio "${cpu[$t GET 16]}" "${cpu[direct GET 16]}")x" \
          "(goal <= 1.2), GET -P 1 throughput $(ratio "${rps[$t GET 1]}" "${rps[direct GET 1]}")" \
          "and SET -P 1 $(ratio "${rps[$t SET 1]:-}" "${rps[direct SET 1]:-}") (goal >= 0.8)"
+    # Throughput = busy CPUs / machine CPU per request, so the ratio to direct
+    # is the product of two ratios, and this line says which one holds it back.
+    echo "$t vs direct, GET -P 16 throughput as machine CPU per request (direct/$t)" \
+         "$(ratio "${machine_cpu[direct GET 16]}" "${machine_cpu[$t GET 16]}")" \
+         "x busy share ($t/direct) $(ratio "$((100 - idle[$t GET 16]))" "$((100 - idle[direct GET 16]))")"
 done
 # The same ratios round by round, each run against the direct run of its own
 # round: the machine drifts between rounds, and this shows by how much.
