@@ -9,7 +9,7 @@
 # make SANITIZE=address,undefined test   builds everything with sanitizers.
 
 CC       ?= cc
-PKGS      = libevent libevent_pthreads libevent_openssl hiredis openssl
+PKGS      = libevent libevent_pthreads libevent_openssl hiredis openssl liburing
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
             -Wno-format-truncation \

@@ -638,6 +638,7 @@ static const struct directive directives[] = {
     { "retry-max-ms",              1,  1, set_int,          AT(retry_max_ms), 1, 600000 },
     { "dedicated-connections-max", 1,  1, set_int,          AT(dedicated_connections_max), 1, 100000 },
     { "round-pause-us",            1,  1, set_int,          AT(round_pause_us), 0, 1000 },
+    { "io-uring",                  1,  1, set_yesno,        AT(io_uring), 0, 0 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
     { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
@@ -1042,6 +1043,7 @@ void config_defaults(struct config *c)
     c->retry_max_ms = 500;
     c->dedicated_connections_max = 256;
     c->round_pause_us = 30;
+    c->io_uring = 1;
     c->enable_dangerous_commands = 0;
     c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;

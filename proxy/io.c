@@ -14,12 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proxy/iobatch.h"
+#include "proxy/log.h"
 #include "proxy/tls.h"
 
 #define IO_SPARE_MAX 256
 
+#define IO_READ_WAITING 1           /* c->read_queued: for the next batch */
+#define IO_READ_RUN 2               /*   in the batch being run */
+#define IO_READ_SKIPPED INT_MIN     /* c->batch_res: not read (reading is off) */
+
 static void io_flush_one(struct io_conn *c);
 static void io_read_cb(evutil_socket_t fd, short what, void *arg);
+static void io_read_batch_cb(evutil_socket_t fd, short what, void *arg);
 
 /* ---- TLS: SSL_read/SSL_write as read()/write() with errno ---- */
 
@@ -138,6 +145,61 @@ static void io_round_pause(struct io_loop *l)
     }
 }
 
+/* ---- batches (iobatch.h) ---- */
+
+/* Run the loop's batch. When io_uring fails as a whole, the loop goes back
+ * to one call per socket for good (done() has said what did not run). */
+static void io_batch_run(struct io_loop *l, void (*done)(void *tag, int res, void *arg))
+{
+    if (l->batches) {
+        stat_inc(l->batches);
+        stat_add(l->batched_ops, iobatch_queued(l->batch));
+    }
+    if (iobatch_run(l->batch, done, l) == 0)
+        return;
+    log_warning("io", "io_uring failed (%s); reading and writing one system call per socket from now on",
+                strerror(errno));
+    iobatch_close(l->batch);
+    l->batch = NULL;
+    if (l->batching)
+        stat_set(l->batching, 0);
+}
+
+static void io_send_done(void *tag, int res, void *arg)
+{
+    struct io_conn *c = tag;
+    (void)arg;
+    if (res > 0) {
+        c->wstart += (size_t)res;
+        if (c->bytes)
+            stat_add(&c->bytes->out, (uint64_t)res);
+    } else if (res == -EIO) {
+        c->write_lost = 1;
+    }
+    /* any other failure: the plain write that follows meets it again */
+}
+
+/* The flat output of every plain dirty connection, in one call. What it
+ * leaves is written by io_flush_one as usual. */
+static void io_flush_batch(struct io_loop *l)
+{
+    struct io_conn *c;
+    TAILQ_FOREACH(c, &l->dirty, dirty_link) {
+        if (!l->batch)
+            return;
+        if (c->state != IO_OPEN || c->ssl || c->write_blocked || c->wend == c->wstart)
+            continue;
+        if (iobatch_send(l->batch, c->fd, c->wbuf + c->wstart, c->wend - c->wstart, c) < 0) {
+            io_batch_run(l, io_send_done);      /* full: run what is queued */
+            if (!l->batch || iobatch_send(l->batch, c->fd, c->wbuf + c->wstart,
+                                          c->wend - c->wstart, c) < 0)
+                return;
+        }
+    }
+    if (l->batch)
+        io_batch_run(l, io_send_done);
+}
+
 /* End of a round: write every dirty connection once, then maybe pause. */
 static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -145,6 +207,8 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
     struct io_conn *c;
     (void)fd;
     (void)what;
+    if (l->batch)
+        io_flush_batch(l);
     while ((c = TAILQ_FIRST(&l->dirty)) != NULL) {
         io_unmark_dirty(c);
         io_flush_one(c);        /* may close c */
@@ -159,11 +223,27 @@ int io_loop_init(struct io_loop *l, struct event_base *base)
     /* lowest priority is not needed: activated events run after the ready
      * sockets already queued for this round */
     l->flush_event = event_new(base, -1, 0, io_flush_cb, l);
-    return l->flush_event ? 0 : -1;
+    TAILQ_INIT(&l->readable);
+    l->read_batch_event = event_new(base, -1, 0, io_read_batch_cb, l);
+    return l->flush_event && l->read_batch_event ? 0 : -1;
+}
+
+int io_loop_batch(struct io_loop *l, unsigned entries, char *why, size_t whylen)
+{
+    if (!l->batch)
+        l->batch = iobatch_open(entries, why, whylen);
+    if (l->batching)
+        stat_set(l->batching, l->batch != NULL);
+    return l->batch ? 0 : -1;
 }
 
 void io_loop_free(struct io_loop *l)
 {
+    iobatch_close(l->batch);
+    l->batch = NULL;
+    if (l->read_batch_event)
+        event_free(l->read_batch_event);
+    l->read_batch_event = NULL;
     while (l->nspare > 0)
         free(l->spare[--l->nspare]);
     free(l->spare);
@@ -266,38 +346,9 @@ static void io_call_read(struct io_conn *c)
     l->now_us = 0;
 }
 
-/* Readable, or asked to look again (io_conn_read_again) at input that is
- * already here: the owner is called whenever unconsumed bytes exist. */
-static void io_read_cb(evutil_socket_t fd, short what, void *arg)
+/* Hand the input to its owner: called whenever unconsumed bytes exist. */
+static void io_read_deliver(struct io_conn *c)
 {
-    struct io_conn *c = arg;
-    int had = c->rend > c->rstart;
-    (void)what;
-    if (io_input_room(c) < 0) {
-        if (!had) {
-            io_fail(c, ENOBUFS);
-            return;
-        }
-    } else {
-        ssize_t got = c->ssl ? io_ssl_read(c, c->rbuf + c->rend, c->rcap - c->rend)
-                             : read(fd, c->rbuf + c->rend, c->rcap - c->rend);
-        if (got > 0) {
-            c->rend += (size_t)got;
-            if (c->bytes)
-                stat_add(&c->bytes->in, (uint64_t)got);
-        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-            int err = got == 0 ? 0 : errno;
-            if (had)                    /* what came before the close still counts */
-                io_call_read(c);
-            if (c->state != IO_CLOSED)
-                io_fail(c, err);
-            return;
-        } else if (!had) {
-            io_input_release(c);
-            io_ssl_write_resume(c);
-            return;
-        }
-    }
     c->loop->round_reads++;
     io_call_read(c);
     if (c->state != IO_CLOSED)
@@ -306,6 +357,132 @@ static void io_read_cb(evutil_socket_t fd, short what, void *arg)
         if (SSL_pending(c->ssl) > 0)    /* decrypted, not yet taken: no event will say */
             io_conn_read_again(c);
         io_ssl_write_resume(c);
+    }
+}
+
+/* A read of c's socket returned got (with errno when -1); had: input was
+ * waiting before it. */
+static void io_read_took(struct io_conn *c, int had, ssize_t got)
+{
+    if (got > 0) {
+        c->rend += (size_t)got;
+        if (c->bytes)
+            stat_add(&c->bytes->in, (uint64_t)got);
+    } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        int err = got == 0 ? 0 : errno;
+        if (had)                        /* what came before the close still counts */
+            io_call_read(c);
+        if (c->state != IO_CLOSED)
+            io_fail(c, err);
+        return;
+    } else if (!had) {
+        io_input_release(c);
+        io_ssl_write_resume(c);
+        return;
+    }
+    io_read_deliver(c);
+}
+
+/* One read() (or SSL_read) of c's socket, then its owner. */
+static void io_read_now(struct io_conn *c)
+{
+    int had = c->rend > c->rstart;
+    if (io_input_room(c) < 0) {
+        if (!had)
+            io_fail(c, ENOBUFS);
+        else
+            io_read_deliver(c);
+        return;
+    }
+    ssize_t got = c->ssl ? io_ssl_read(c, c->rbuf + c->rend, c->rcap - c->rend)
+                         : read(c->fd, c->rbuf + c->rend, c->rcap - c->rend);
+    io_read_took(c, had, got);
+}
+
+/* Readable, or asked to look again (io_conn_read_again) at input that is
+ * already here. With a batch, a plain socket waits for io_read_batch_cb. */
+static void io_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct io_conn *c = arg;
+    struct io_loop *l = c->loop;
+    (void)fd;
+    (void)what;
+    if (!l->batch || c->ssl) {
+        io_read_now(c);
+        return;
+    }
+    if (c->read_queued)
+        return;
+    c->read_queued = IO_READ_WAITING;
+    TAILQ_INSERT_TAIL(&l->readable, c, read_link);
+    if (!l->read_batch_armed) {
+        l->read_batch_armed = 1;
+        event_active(l->read_batch_event, EV_TIMEOUT, 0);
+    }
+}
+
+static void io_read_unqueue(struct io_conn *c)
+{
+    if (!c->read_queued)
+        return;
+    c->read_queued = 0;
+    TAILQ_REMOVE(&c->loop->readable, c, read_link);
+}
+
+static void io_recv_done(void *tag, int res, void *arg)
+{
+    struct io_conn *c = tag;
+    (void)arg;
+    c->batch_res = res;
+}
+
+/* Queue c's read into the batch: 0, or -1 when it is to be read the plain
+ * way (no room for input, or no batch any more). */
+static int io_read_batch_add(struct io_loop *l, struct io_conn *c)
+{
+    if (io_input_room(c) < 0)
+        return -1;
+    for (int tries = 0; l->batch && tries < 2; tries++) {
+        if (iobatch_recv(l->batch, c->fd, c->rbuf + c->rend, c->rcap - c->rend, c) == 0)
+            return 0;
+        io_batch_run(l, io_recv_done);          /* full: run what is queued */
+    }
+    return -1;
+}
+
+/* After the round's read events: every socket they queued is read with one
+ * call, then each owner is called in turn, as io_read_now would. Sockets
+ * queued meanwhile (io_conn_read_again) wait for the next batch, which runs
+ * later in the same round. */
+static void io_read_batch_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct io_loop *l = arg;
+    struct io_conn *c;
+    (void)fd;
+    (void)what;
+    l->read_batch_armed = 0;
+    TAILQ_FOREACH(c, &l->readable, read_link) {
+        c->read_queued = IO_READ_RUN;
+        c->batch_res = -ECANCELED;
+        if (!c->reading || c->state != IO_OPEN)
+            c->batch_res = IO_READ_SKIPPED;
+        else
+            io_read_batch_add(l, c);
+    }
+    if (l->batch)
+        io_batch_run(l, io_recv_done);
+    while ((c = TAILQ_FIRST(&l->readable)) != NULL && c->read_queued == IO_READ_RUN) {
+        io_read_unqueue(c);
+        int res = c->batch_res;
+        if (res == IO_READ_SKIPPED)
+            continue;
+        if (res == -ECANCELED) {
+            io_read_now(c);
+            continue;
+        }
+        if (res < 0)
+            errno = -res;
+        io_read_took(c, c->rend > c->rstart, res < 0 ? -1 : res);
     }
 }
 
@@ -381,6 +558,10 @@ static void io_flush_one(struct io_conn *c)
 {
     if (c->state != IO_OPEN)
         return;
+    if (c->write_lost) {            /* writing again could send bytes twice */
+        io_fail(c, EIO);
+        return;
+    }
     int rc = io_write_out(c);
     if (rc < 0)
         return;
@@ -522,6 +703,7 @@ void io_conn_close(struct io_conn *c)
     if (c->state == IO_CLOSED)
         return;
     io_unmark_dirty(c);
+    io_read_unqueue(c);
     c->state = IO_CLOSED;
     if (c->read_event)
         event_free(c->read_event);

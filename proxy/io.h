@@ -16,6 +16,18 @@
  *
  *   socket ──readv──► in ──on_read()──► ...       ... ──► out ──(flush)──writev──► socket
  *
+ * Batched (io_loop_batch, io-uring yes): where io_uring can be used, the
+ * sockets a round finds readable are not read one by one. Their read events
+ * queue them, and one event after them reads them all with one system call
+ * (iobatch.h), then calls each owner in turn. Likewise the flush sends the
+ * flat output of every dirty connection with one system call, and only
+ * what that leaves (a full socket, an error, the evbuffer part) goes
+ * through writev() as above. TLS connections are read and written one by
+ * one as before.
+ *
+ *   ready sockets ──queue──► read batch (1 call) ──► on_read, on_read, ...
+ *   dirty conns ──► send batch (1 call) ──► writev() for what is left
+ *
  * A round that served a few sockets (IO_PAUSE_MIN_READS to
  * IO_PAUSE_MAX_READS) ends, after its writes, with a pause of pause_us
  * (round-pause-us): the sockets that become ready meanwhile are served
@@ -52,6 +64,7 @@ struct event_base;
 struct event;
 struct evbuffer;
 struct io_conn;
+struct iobatch;
 
 #define IO_READ_SIZE 16384
 #define IO_PAUSE_MIN_READS 2
@@ -68,6 +81,12 @@ struct io_loop {
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
     uint64_t *pauses;               /* counts the pauses; may be NULL */
+    struct iobatch *batch;          /* NULL: one read and one write call per socket */
+    uint64_t *batching;             /* 1 while batch is set; may be NULL (so may the next) */
+    uint64_t *batches, *batched_ops; /* counts the batch calls and what they carried */
+    TAILQ_HEAD(, io_conn) readable; /* plain sockets to read in the next batch */
+    struct event *read_batch_event; /* reads them; activated by the first */
+    int read_batch_armed;
 };
 
 /* What happened to a connection, for its owner. */
@@ -101,6 +120,10 @@ struct io_conn {
     SSL *ssl;                       /* NULL: plain TCP */
     struct stats_bytes *bytes;      /* counts bytes read and written; may be NULL */
     TAILQ_ENTRY(io_conn) dirty_link;
+    TAILQ_ENTRY(io_conn) read_link; /* on loop->readable */
+    int batch_res;                  /* the batched read's result */
+    unsigned read_queued : 2;       /* IO_READ_WAITING, IO_READ_RUN (io.c) */
+    unsigned write_lost : 1;        /* a batched send may have run, result lost */
     unsigned dirty : 1;
     unsigned reading : 1;
     unsigned write_blocked : 1;
@@ -110,6 +133,11 @@ struct io_conn {
 
 int io_loop_init(struct io_loop *l, struct event_base *base);
 void io_loop_free(struct io_loop *l);
+
+/* Read and write the loop's plain sockets in batches of up to `entries`
+ * (above). 0; -1 when io_uring cannot be used here, with the reason in why
+ * (the loop then goes on one call per socket). */
+int io_loop_batch(struct io_loop *l, unsigned entries, char *why, size_t whylen);
 
 /* Adopt an accepted socket (made non-blocking here) and start reading. */
 int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,

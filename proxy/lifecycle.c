@@ -53,6 +53,8 @@ static void report_restart_only(const struct config *running, const struct confi
     const struct { const char *name; int same; } checks[] = {
         { "listen", same_string(running->listen, c->listen) },
         { "threads", running->threads == c->threads },
+        /* a worker's io_uring is set up with the worker (io.h) */
+        { "io-uring", running->io_uring == c->io_uring },
         { "cluster", same_list(running->cluster, running->ncluster, c->cluster, c->ncluster) },
         /* the prefixes' markers are checked at start; a rules file can
          * change live, but not whether there is one */

@@ -115,6 +115,12 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
              "Listings (KEYS, SCAN) answered from the bucket indexes.", s->listing_fanouts);
     prom_one(b, "tagproxy_round_pauses_total", "counter",
              "Event-loop rounds followed by a pause (round-pause-us).", s->round_pauses);
+    prom_one(b, "tagproxy_io_uring_workers", "gauge",
+             "Workers reading and writing their sockets in batches (io-uring).", s->io_uring);
+    prom_one(b, "tagproxy_io_batches_total", "counter",
+             "System calls that carried a batch of socket reads or sends.", s->io_batches);
+    prom_one(b, "tagproxy_io_batched_operations_total", "counter",
+             "Socket reads and sends carried by those batches.", s->io_batched_ops);
 }
 
 static void prom_nodes(const struct metrics *m, struct evbuffer *b)
@@ -268,6 +274,9 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "index_sync_scripts", s->index_syncs);
     info_line(b, "listing_fanouts", s->listing_fanouts);
     info_line(b, "round_pauses", s->round_pauses);
+    info_line(b, "io_uring_workers", s->io_uring);
+    info_line(b, "io_batches", s->io_batches);
+    info_line(b, "io_batched_ops", s->io_batched_ops);
     evbuffer_add(b, "\r\n", 2);
 }
 

@@ -93,6 +93,9 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->index_syncs += stat_get(&s->index_syncs);
         sum->listing_fanouts += stat_get(&s->listing_fanouts);
         sum->round_pauses += stat_get(&s->round_pauses);
+        sum->io_uring += stat_get(&s->io_uring);
+        sum->io_batches += stat_get(&s->io_batches);
+        sum->io_batched_ops += stat_get(&s->io_batched_ops);
         sum_bytes(&sum->clients, &s->clients);
         stats_nodes_add(&sum->nodes, &s->nodes);
         for (int i = 0; sum->cmds && s->cmds && i < ncmds; i++)

@@ -36,6 +36,11 @@ static inline void stat_add(uint64_t *c, uint64_t n)
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
+static inline void stat_set(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
 static inline void stat_inc(uint64_t *c)
 {
     stat_add(c, 1);
@@ -103,6 +108,9 @@ struct worker_stats {
     uint64_t index_syncs;           /* index-sync scripts run (keylayout) */
     uint64_t listing_fanouts;       /* listings answered from the indexes */
     uint64_t round_pauses;          /* event-loop rounds followed by a pause (io.h) */
+    uint64_t io_uring;              /* 1 while the worker batches socket calls (io.h) */
+    uint64_t io_batches;            /* system calls that carried a batch */
+    uint64_t io_batched_ops;        /* reads and sends they carried */
     struct stats_bytes clients;     /* bytes from and to clients */
     struct stats_nodes nodes;
     struct stats_command *cmds;     /* command_index_count() entries */

@@ -14,6 +14,10 @@
 #include "proxy/proxy.h"
 #include "proxy/snapshot.h"
 
+/* Operations in one batched read or write (io.h): more sockets than this in a
+ * round take one more system call per this many. */
+#define WORKER_IO_BATCH 256
+
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
@@ -252,6 +256,17 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
+/* io-uring yes: batch the loop's socket calls (io.h), where the kernel lets us. */
+static void worker_batch_io(struct worker *w, const struct config *cfg)
+{
+    char why[160];
+    if (!cfg->io_uring)
+        return;
+    if (io_loop_batch(&w->loop, WORKER_IO_BATCH, why, sizeof why) < 0)
+        log_notice("io", "worker %d: io_uring unavailable (%s); one system call per socket",
+                   w->id, why);
+}
+
 int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
 {
     memset(w, 0, sizeof *w);
@@ -277,8 +292,12 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     TAILQ_INIT(&w->paused);
     w->node_opts.stats = &w->stats.nodes;
     w->loop.pauses = &w->stats.round_pauses;
+    w->loop.batching = &w->stats.io_uring;
+    w->loop.batches = &w->stats.io_batches;
+    w->loop.batched_ops = &w->stats.io_batched_ops;
     if (stats_init(&w->stats) < 0)
         return -1;
+    worker_batch_io(w, p->snap->cfg);
     worker_take_config(w, snapshot_ref(p->snap));
     worker_take_topology(w, topology_ref(t));
     w->layout = layout_ref_get(p->layout);

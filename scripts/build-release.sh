@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD_PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev)
+BUILD_PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev liburing-dev)
 
 die() { echo "build-release.sh: $*" >&2; exit 1; }
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev check
+PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev liburing-dev check
           redis-server redis-tools nodejs npm python3-yaml)
 
 installed() {

@@ -13,7 +13,9 @@
 #      TAGPROXY_ADMIN_LISTEN=off            (so the extra proxies tests start
 #                                            never fight over the default port)
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
-#    at the proxy) when tests/e2e/package.json exists. Once the cluster is
+#    at the proxy) when tests/e2e/package.json exists; then restarts the
+#    proxy with `--io-uring no` (and TAGPROXY_IO_URING=no for the proxies
+#    tests start) and runs the socket-heavy tests (FALLBACK_TESTS) again. Once the cluster is
 #    up, first: scripts/check-deploy.py, the deployment files (docker/)
 #    checked against the binary and the release build (run on the cluster).
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
@@ -167,7 +169,7 @@ start_proxy() {
     done
     echo "== proxy: $bin on 127.0.0.1:$proxy_port (admin 127.0.0.1:$admin_port)"
     env "${clean_env[@]}" "$bin" --listen "127.0.0.1:$proxy_port" --cluster "${seeds[@]}" \
-        --admin-listen "127.0.0.1:$admin_port" >> "$dir/proxy.log" 2>&1 &
+        --admin-listen "127.0.0.1:$admin_port" "${proxy_args[@]}" >> "$dir/proxy.log" 2>&1 &
     proxy_pid=$!
     for ((i = 0; i < 200; i++)); do
         redis_ping "$proxy_port" && return 0
@@ -195,8 +197,10 @@ fi
 nodes=""
 for ((i = 0; i < 6; i++)); do nodes+="${nodes:+ }127.0.0.1:$((base + i))"; done
 
+proxy_args=() proxy_env=()
+
 set_test_env() {
-    test_env=("${clean_env[@]}" TAGPROXY_TEST_PROXY="127.0.0.1:$proxy_port"
+    test_env=("${clean_env[@]}" "${proxy_env[@]}" TAGPROXY_TEST_PROXY="127.0.0.1:$proxy_port"
               TAGPROXY_TEST_NODES="$nodes" TAGPROXY_TEST_BIN="$bin" TAGPROXY_TEST_DIR="$dir"
               TAGPROXY_TEST_ADMIN="127.0.0.1:$admin_port" TAGPROXY_ADMIN_LISTEN=off)
 }
@@ -207,12 +211,15 @@ echo "== deploy: scripts/check-deploy.py"
 env "${clean_env[@]}" python3 scripts/check-deploy.py "$PWD/build/tagproxy" "127.0.0.1:$base"
 record "scripts/check-deploy.py" $?
 
-if start_proxy; then
-    set_test_env
-    for t in build/tests/integration/test_*; do
+# run_integration LABEL TEST...: each test binary against the running proxy
+# (restarted when a test leaves it dead).
+run_integration() {
+    local label=$1 t rc
+    shift
+    for t in "$@"; do
         [ -x "$t" ] && [ -f "$t" ] || continue
         case ${t##*/} in *.*) continue ;; esac
-        echo "== integration: $t"
+        echo "== integration$label: $t"
         env "${test_env[@]}" "$t"
         rc=$?
         if ! pid_alive "$proxy_pid"; then
@@ -220,12 +227,22 @@ if start_proxy; then
             rc=1
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail
-        record "$t" "$rc"
+        record "$t$label" "$rc"
         if ! pid_alive "$proxy_pid"; then
-            start_proxy || break
+            start_proxy || return 1
             set_test_env
         fi
     done
+}
+
+# The socket layer without io_uring (io-uring no: one read and one write call
+# per socket, as where the kernel or a seccomp profile refuses io_uring),
+# for the tests that lean on it hardest.
+FALLBACK_TESTS=(pipeline protocol backpressure batching storm multikey blocking pubsub tls)
+
+if start_proxy; then
+    set_test_env
+    run_integration "" build/tests/integration/test_*
 
     if [ -f tests/e2e/package.json ]; then
         echo "== e2e: node --test in tests/e2e"
@@ -238,6 +255,15 @@ if start_proxy; then
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail
         record "tests/e2e" "$rc"
+    fi
+
+    stop_pid "$proxy_pid" 5 || true
+    proxy_args=(--io-uring no) proxy_env=(TAGPROXY_IO_URING=no)
+    if start_proxy; then
+        set_test_env
+        run_integration " (io-uring no)" "${FALLBACK_TESTS[@]/#/build/tests/integration/test_}"
+    else
+        record "proxy start (io-uring no)" 1
     fi
 else
     record "proxy start" 1

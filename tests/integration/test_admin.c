@@ -18,6 +18,7 @@
  * closes after the reply).
  */
 #include "harness.h"
+#include "proxy/iobatch.h"
 #include "lifecycle.h"
 
 enum {
@@ -131,6 +132,29 @@ static long long info_field(const char *text, const char *name)
 }
 
 /* ---------- /healthz, /readyz ---------- */
+
+/* io-uring yes (the default; make test's first pass): where this machine
+ * lets a process use io_uring, every worker does, and the traffic's socket
+ * reads and sends went out in batches. */
+static void check_io_batches(const char *before, const char *after)
+{
+    char why[160];
+    struct iobatch *probe = iobatch_open(4, why, sizeof why);
+    long long workers = metric(after, "tagproxy_io_uring_workers");
+    long long calls = metric(after, "tagproxy_io_batches_total") -
+                      metric(before, "tagproxy_io_batches_total");
+    long long ops = metric(after, "tagproxy_io_batched_operations_total") -
+                    metric(before, "tagproxy_io_batched_operations_total");
+    ck_assert_msg(workers >= 0, "no tagproxy_io_uring_workers");
+    if (probe && !getenv("TAGPROXY_IO_URING")) {
+        ck_assert_msg(workers >= 1, "io_uring works here, but no worker uses it");
+        ck_assert_msg(calls >= 1 && ops >= calls, "%lld batches carrying %lld operations",
+                      calls, ops);
+    } else if (workers == 0) {
+        ck_assert_int_eq(calls, 0);
+    }
+    iobatch_close(probe);
+}
 
 START_TEST(test_healthz_and_unknown_paths)
 {
@@ -424,6 +448,7 @@ START_TEST(test_metrics_move_with_traffic)
                   batches, n - 1);
     ck_assert_msg(metric(after_rep.body, "tagproxy_round_pauses_total") >= 0,
                   "no tagproxy_round_pauses_total");
+    check_io_batches(before_rep.body, after_rep.body);
     close(fd);
     scrape_quiet(&a.admin, &after_rep, &c);
     ck_assert_int_eq(delta(c.set_calls, b.set_calls), 7);
