@@ -321,6 +321,9 @@ static void *admin_main(void *arg)
 static void admin_cleanup(void)
 {
     health_free(&admin.health);
+    /* a closed probe connection is freed by the loop's next turn (node.h) */
+    if (admin.base)
+        event_base_loop(admin.base, EVLOOP_NONBLOCK);
     if (admin.http)
         evhttp_free(admin.http);
     if (admin.mailbox_event)

@@ -495,10 +495,11 @@ static int set_script_map(struct loader *l, const struct directive *d, int argc,
 
     (void)d;
     (void)argc;
-    for (int i = 0; i < 40; i++)
-        sha[i] = (char)tolower((unsigned char)argv[0][i]);
+    size_t n = strlen(argv[0]);
+    for (size_t i = 0; i < 40; i++)     /* (a shorter argument fails below) */
+        sha[i] = i < n ? (char)tolower((unsigned char)argv[0][i]) : '\0';
     sha[40] = '\0';
-    if (strlen(argv[0]) != 40 || strspn(sha, "0123456789abcdef") != 40) {
+    if (n != 40 || strspn(sha, "0123456789abcdef") != 40) {
         snprintf(l->why, sizeof l->why,
                  "'script-map' wants the SHA1 of a script (40 hex digits), not '%.64s'", argv[0]);
         return -1;
