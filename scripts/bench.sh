@@ -33,7 +33,8 @@
 #   BENCH_KEYSPACE       redis-benchmark -r                (default 100000)
 #   BENCH_THREADS        tagproxy --threads                (default 1)
 #   BENCH_REPLICAS       replicas per cluster master       (default 0)
-#   BENCH_ROUNDS         runs of every case; the median is shown (default 3)
+#   BENCH_ROUNDS         runs of every case; the median is shown (default 5:
+#                        the machine drifts, and 3 rounds left the median to chance)
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
 #   BENCH_ONLY           "layout": only the key layout rows (below)    (default: all)
@@ -64,7 +65,7 @@ keyspace=${BENCH_KEYSPACE:-100000}
 threads=${BENCH_THREADS:-1}
 replicas=${BENCH_REPLICAS:-0}
 run_timeout=${BENCH_TIMEOUT_S:-120}
-rounds=${BENCH_ROUNDS:-3}
+rounds=${BENCH_ROUNDS:-5}
 proxy_bin=${TAGPROXY:-$top/build/tagproxy}
 for v in "$requests" "$requests16" "$clients" "$keyspace" "$threads" "$run_timeout" "$rounds"; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
