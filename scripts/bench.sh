@@ -529,7 +529,7 @@ layout_rows() {
     echo
     echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
     echo "| - | -: | - | -: | -: | -: | -: | -: |"
-    local row a b goal
+    local row a b goal pairs=""
     for row in "SET -P 1 legacy name|set-legacy-P1|plain name|set-plain-P1|>= 0.9" \
                "GET -P 1 legacy name|get-legacy-P1|plain name|get-plain-P1|>= 0.9" \
                "SET -P 16 legacy name|set-legacy-P16|plain name|set-plain-P16|>= 0.9" \
@@ -540,7 +540,13 @@ layout_rows() {
         IFS='|' read -r label a against b goal <<< "$row"
         echo "| $label | ${lrps[$a]:-failed} | $against | ${lrps[$b]:-failed}" \
              "| $(ratio "${lrps[$a]:-}" "${lrps[$b]:-}") | $goal | ${lp50[$a]:--} | ${lp99[$a]:--} |"
+        pairs+="${pairs:+; }$label$(awk -v a="$a" -v b="$b" '
+            $1 == a { x[++na] = $2 } $1 == b { y[++nb] = $2 }
+            END { for (i = 1; i <= na && i <= nb; i++) if (y[i] > 0) printf " %.2f", x[i] / y[i] }' "$tmp/lruns")"
     done
+    # each round's ratio, the two runs of a row taken in the same round
+    echo
+    echo "Key layout rows, round by round: $pairs"
 }
 
 cd "$top"
