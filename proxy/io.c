@@ -151,6 +151,8 @@ static void io_round_pause(struct io_loop *l)
  * to one call per socket for good (done() has said what did not run). */
 static void io_batch_run(struct io_loop *l, void (*done)(void *tag, int res, void *arg))
 {
+    if (iobatch_queued(l->batch) == 0)          /* nothing to read or send: no call */
+        return;
     if (l->batches) {
         stat_inc(l->batches);
         stat_add(l->batched_ops, iobatch_queued(l->batch));
