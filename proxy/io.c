@@ -167,6 +167,15 @@ static void io_batch_run(struct io_loop *l, void (*done)(void *tag, int res, voi
         stat_set(l->batching, 0);
 }
 
+/* Room in the batch for one more operation: a full one is run first (its
+ * results go to done). 0, or -1 when there is no batch any more. */
+static int io_batch_room(struct io_loop *l, void (*done)(void *tag, int res, void *arg))
+{
+    if (l->batch && iobatch_full(l->batch))
+        io_batch_run(l, done);
+    return l->batch ? 0 : -1;
+}
+
 static void io_send_done(void *tag, int res, void *arg)
 {
     struct io_conn *c = tag;
@@ -187,16 +196,11 @@ static void io_flush_batch(struct io_loop *l)
 {
     struct io_conn *c;
     TAILQ_FOREACH(c, &l->dirty, dirty_link) {
-        if (!l->batch)
-            return;
         if (c->state != IO_OPEN || c->ssl || c->write_blocked || c->wend == c->wstart)
             continue;
-        if (iobatch_send(l->batch, c->fd, c->wbuf + c->wstart, c->wend - c->wstart, c) < 0) {
-            io_batch_run(l, io_send_done);      /* full: run what is queued */
-            if (!l->batch || iobatch_send(l->batch, c->fd, c->wbuf + c->wstart,
-                                          c->wend - c->wstart, c) < 0)
-                return;
-        }
+        if (io_batch_room(l, io_send_done) < 0 ||
+            iobatch_send(l->batch, c->fd, c->wbuf + c->wstart, c->wend - c->wstart, c) < 0)
+            return;
     }
     if (l->batch)
         io_batch_run(l, io_send_done);
@@ -442,14 +446,9 @@ static void io_recv_done(void *tag, int res, void *arg)
  * way (no room for input, or no batch any more). */
 static int io_read_batch_add(struct io_loop *l, struct io_conn *c)
 {
-    if (io_input_room(c) < 0)
+    if (io_input_room(c) < 0 || io_batch_room(l, io_recv_done) < 0)
         return -1;
-    for (int tries = 0; l->batch && tries < 2; tries++) {
-        if (iobatch_recv(l->batch, c->fd, c->rbuf + c->rend, c->rcap - c->rend, c) == 0)
-            return 0;
-        io_batch_run(l, io_recv_done);          /* full: run what is queued */
-    }
-    return -1;
+    return iobatch_recv(l->batch, c->fd, c->rbuf + c->rend, c->rcap - c->rend, c);
 }
 
 /* After the round's read events: every socket they queued is read with one

@@ -22,9 +22,14 @@ unsigned iobatch_queued(const struct iobatch *b)
     return b->queued;
 }
 
+int iobatch_full(const struct iobatch *b)
+{
+    return b->queued >= b->cap;
+}
+
 static struct io_uring_sqe *iobatch_slot(struct iobatch *b, void *tag)
 {
-    if (b->queued >= b->cap)
+    if (iobatch_full(b))
         return NULL;
     struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
     if (!sqe)

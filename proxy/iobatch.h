@@ -43,8 +43,9 @@ void iobatch_close(struct iobatch *b);
 int iobatch_recv(struct iobatch *b, int fd, void *buf, size_t len, void *tag);
 int iobatch_send(struct iobatch *b, int fd, const void *buf, size_t len, void *tag);
 
-/* How many operations are queued and not yet run. */
+/* How many operations are queued and not yet run; whether no more fit. */
 unsigned iobatch_queued(const struct iobatch *b);
+int iobatch_full(const struct iobatch *b);
 
 /* Run everything queued and wait for all of it: done(tag, res, arg) once
  * per operation, res as recv()/send() would return it (bytes, 0 at the

@@ -167,8 +167,10 @@ START_TEST(test_full_batch_refuses_until_run)
     pair(sv);
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(iobatch_send(b, sv[0], "ab", 2, &r[i]), 0);
+    ck_assert(iobatch_full(b));
     ck_assert_int_eq(iobatch_send(b, sv[0], "ab", 2, &r[4]), -1);
     ck_assert_int_eq(iobatch_run(b, record, NULL), 0);
+    ck_assert(!iobatch_full(b));
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(r[i].res, 2);
     ck_assert_int_eq(r[4].ran, 0);
