@@ -15,9 +15,10 @@
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
 #    at the proxy) when tests/e2e/package.json exists; then restarts the
 #    proxy with `--io-uring no` (and TAGPROXY_IO_URING=no for the proxies
-#    tests start) and runs the socket-heavy tests (FALLBACK_TESTS) again. Once the cluster is
-#    up, first: scripts/check-deploy.py, the deployment files (docker/)
-#    checked against the binary and the release build (run on the cluster).
+#    tests start) and runs the socket-heavy tests (FALLBACK_TESTS) again.
+#    Once the cluster is up, first: scripts/check-deploy.py, the deployment
+#    files (docker/) checked against the binary and the release build (run
+#    on the cluster).
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
 #    happens. Touches no Redis it did not start.
 #
