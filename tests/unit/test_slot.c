@@ -16,6 +16,35 @@ START_TEST(test_crc16_vectors)
 }
 END_TEST
 
+/* The spec's bit-at-a-time CRC16, the reference for the table-driven one. */
+static uint16_t crc16_bitwise(const unsigned char *p, size_t len)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int bit = 0; bit < 8; bit++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+/* Every length from 0 to 64 (the four-byte steps and every tail), at every
+ * alignment, over bytes that cover all 256 values. */
+START_TEST(test_crc16_matches_bitwise)
+{
+    unsigned char buf[80];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)(i * 37 + 11);
+    for (size_t off = 0; off < 4; off++)
+        for (size_t len = 0; len <= 64; len++)
+            ck_assert_uint_eq(slot_crc16((const char *)buf + off, len), crc16_bitwise(buf + off, len));
+    unsigned char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (unsigned char)(255 - i);
+    ck_assert_uint_eq(slot_crc16((const char *)all, sizeof all), crc16_bitwise(all, sizeof all));
+}
+END_TEST
+
 #define K(key, slot) { key, sizeof(key) - 1, slot }
 
 /* key -> the slot redis-server 7.0 answers for CLUSTER KEYSLOT key */
@@ -78,6 +107,7 @@ static Suite *slot_suite(void)
     Suite *s = suite_create("slot");
     TCase *tc = tcase_create("slot");
     tcase_add_test(tc, test_crc16_vectors);
+    tcase_add_test(tc, test_crc16_matches_bitwise);
     tcase_add_test(tc, test_key_slots);
     tcase_add_test(tc, test_tag_is_the_slot);
     suite_add_tcase(s, tc);
