@@ -9,6 +9,10 @@
 #               (scripts/cluster.sh, 3 masters, no replicas by default)
 #   nutcracker  twemproxy in front of the standalone server, when Debian's
 #               `nutcracker` is installed (optional: skipped otherwise)
+#   relay       build/bench/relay (tests/bench/relay.c) in front of the
+#               standalone server: a relay that only copies bytes, one
+#               upstream connection per client; what the extra hop alone
+#               costs, for scale
 # then runs redis-benchmark against each: SET and GET, 50 clients, random
 # keys (-r 100000), pipeline 1 and 16; every case BENCH_ROUNDS times, the
 # targets interleaved, keeping the median run. For each case it prints, as a
@@ -20,7 +24,10 @@
 # share (from /proc/stat); p50 and p99 latency from redis-benchmark's CSV.
 # Throughput is the busy CPUs divided by the machine's CPU per request, so
 # for GET -P 16 it prints the ratio to direct as the product of those two
-# ratios: the cost of the path, and how well the CPUs were kept busy. Then,
+# ratios: the cost of the path, and how well the CPUs were kept busy; and
+# the target's CPU per request split into kernel (stime) and user time, next
+# to redis-server's, since a proxy reads and writes the same client
+# connections as the server does before its own work begins. Then,
 # for each proxy, every round's throughput against the direct run of the same
 # round: the machine drifts between rounds, and this line shows by how much.
 #
@@ -258,18 +265,41 @@ EOF
     tport[nutcracker]=$port tpid[nutcracker]=$pid tbackend[nutcracker]=${tpid[direct]}
 }
 
+# The byte-copying relay (tests/bench/relay.c) in front of the standalone
+# server: what the extra hop alone costs, with no proxy work at all.
+start_relay() {
+    local port pid bin=$top/build/bench/relay
+    if [ ! -x "$bin" ]; then
+        tnote[relay]="skipped: $bin is not built (make bench builds it)"
+        return 1
+    fi
+    pick_port port
+    "$bin" "$port" "${tport[direct]}" > "$tmp/relay.log" 2>&1 &
+    pid=$!
+    started+=("$pid relay")
+    if ! wait_ready "$port" "$pid" 10; then
+        tail -n 20 "$tmp/relay.log" >&2
+        tnote[relay]="skipped: the relay did not answer PING within 10 s"
+        return 1
+    fi
+    targets+=(relay) tlog[relay]=$tmp/relay.log
+    tport[relay]=$port tpid[relay]=$pid tbackend[relay]=${tpid[direct]}
+}
+
 # ---- measuring -------------------------------------------------------------
 
-# cpu_ticks PID...: utime+stime of all the PIDs, in clock ticks. Fields are
-# counted after the ')' that closes the command name, which may hold spaces.
+# cpu_ticks PID...: utime+stime of all the PIDs, in clock ticks, then their
+# stime alone. Fields are counted after the ')' that closes the command name,
+# which may hold spaces.
 cpu_ticks() {
-    local pid stat sum=0 f
+    local pid stat sum=0 sys=0 f
     for pid in "$@"; do
         stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
         read -r -a f <<< "${stat##*) }"
         sum=$((sum + f[11] + f[12]))
+        sys=$((sys + f[12]))
     done
-    echo "$sum"
+    echo "$sum $sys"
 }
 
 # machine_ticks: the whole machine's busy and idle clock ticks so far (the
@@ -280,23 +310,23 @@ machine_ticks() {
     echo "$((f[1] + f[2] + f[3] + f[6] + f[7] + f[8])) $((f[4] + f[5]))"
 }
 
-declare -A rps p50 p99 cpu backend_cpu machine_cpu idle
+declare -A rps p50 p99 cpu sys_cpu backend_cpu machine_cpu idle
 
 # bench TARGET TEST PIPELINE N: one redis-benchmark run; appends
-# "TARGET TEST PIPELINE rps p50 p99 cpu-ns backend-ns machine-ns idle-%"
+# "TARGET TEST PIPELINE rps p50 p99 cpu-ns backend-ns machine-ns idle-% sys-ns"
 # to $tmp/runs.
 bench() {
-    local t=$1 test=$2 pipe=$3 n=$4 key="$1 $2 $3" own0 own1 back0=0 back1=0 own back out line
-    local -a f m0 m1
+    local t=$1 test=$2 pipe=$3 n=$4 key="$1 $2 $3" back0=0 back1=0 own sys back out line
+    local -a f m0 m1 own0 own1
     out=$tmp/bench.csv
     if ! pid_alive "${tpid[$t]}"; then
         log "$t is not running any more; the end of its log:"
         tail -n 20 "${tlog[$t]}" >&2
         return 1
     fi
-    own0=$(cpu_ticks "${tpid[$t]}")
+    read -r -a own0 <<< "$(cpu_ticks "${tpid[$t]}")"
     # shellcheck disable=SC2086 # tbackend holds a list of PIDs
-    if [ -n "${tbackend[$t]}" ]; then back0=$(cpu_ticks ${tbackend[$t]}); fi
+    if [ -n "${tbackend[$t]}" ]; then back0=$(cpu_ticks ${tbackend[$t]}); back0=${back0% *}; fi
     read -r -a m0 <<< "$(machine_ticks)"
     # in the background, so that a signal to this script is handled at once
     timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
@@ -312,15 +342,18 @@ bench() {
     fi
     bench_pid=''
     read -r -a m1 <<< "$(machine_ticks)"
-    own1=$(cpu_ticks "${tpid[$t]}") || { log "$t exited during the run"; return 1; }
+    line=$(cpu_ticks "${tpid[$t]}") || { log "$t exited during the run"; return 1; }
+    read -r -a own1 <<< "$line"
     if [ -n "${tbackend[$t]}" ]; then
         # shellcheck disable=SC2086
         back1=$(cpu_ticks ${tbackend[$t]}) || { log "a server behind $t exited"; return 1; }
+        back1=${back1% *}
     fi
     line=$(grep -i "^\"$test\"" "$out" | tail -n 1 | tr -d '"')
     IFS=, read -r -a f <<< "$line"
     [ ${#f[@]} -ge 7 ] || { log "$t $test -P $pipe: no CSV result in: $(cat "$out")"; return 1; }
-    own=$(awk -v d=$((own1 - own0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
+    own=$(awk -v d=$((own1[0] - own0[0])) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
+    sys=$(awk -v d=$((own1[1] - own0[1])) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
     back=-
     if [ -n "${tbackend[$t]}" ]; then
         back=$(awk -v d=$((back1 - back0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.0f", d * 1e9 / t / n }')
@@ -328,7 +361,7 @@ bench() {
     echo "$key ${f[1]} ${f[4]} ${f[6]} $own $back" \
          "$(awk -v b=$((m1[0] - m0[0])) -v i=$((m1[1] - m0[1])) -v t="$tck" -v n="$n" \
                 'BEGIN { printf "%.0f %.0f", b * 1e9 / t / n, (b + i > 0) ? 100 * i / (b + i) : 0 }')" \
-         >> "$tmp/runs"
+         "$sys" >> "$tmp/runs"
     log "$(printf '%-10s %-3s -P %-2s %10s req/s  p50 %s ms  p99 %s ms' "$t" "$test" "$pipe" "${f[1]}" "${f[4]}" "${f[6]}")"
 }
 
@@ -340,6 +373,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 standard_rows() {
 start_tagproxy || log "${tnote[tagproxy]}"
 start_nutcracker || log "${tnote[nutcracker]}"
+start_relay || log "${tnote[relay]}"
 
 # Warm up every target (connections, allocator, first keys); not measured.
 for t in "${targets[@]}"; do
@@ -361,9 +395,10 @@ done
 
 # Of each case's rounds, keep the run with the median throughput, whole (its
 # CPU and latencies with it), so that one disturbed run does not decide.
-while read -r t test pipe r l50 l99 own back mach idl; do
+while read -r t test pipe r l50 l99 own back mach idl sys; do
     key="$t $test $pipe"
     rps[$key]=$r p50[$key]=$l50 p99[$key]=$l99 cpu[$key]=$own machine_cpu[$key]=$mach idle[$key]=$idl
+    sys_cpu[$key]=$sys
     [ "$back" = - ] || backend_cpu[$key]=$back
 done < <(sort -k1,3 -k4,4g "$tmp/runs" |
          awk '{ k = $1 " " $2 " " $3; n[k]++; line[k, n[k]] = $0 }
@@ -397,7 +432,7 @@ for c in "${cases[@]}"; do
     done
 done
 echo
-for t in direct tagproxy nutcracker; do
+for t in direct tagproxy nutcracker relay; do
     if [ -n "${tnote[$t]:-}" ]; then echo "$t: ${tnote[$t]}"; fi
 done
 for t in "${targets[@]}"; do
@@ -410,9 +445,15 @@ for t in "${targets[@]}"; do
          "and SET -P 1 $(ratio "${rps[$t SET 1]:-}" "${rps[direct SET 1]:-}") (goal >= 0.8)"
     # Throughput = busy CPUs / machine CPU per request, so the ratio to direct
     # is the product of two ratios, and this line says which one holds it back.
+    k="$t GET 16" d="direct GET 16"
     echo "$t vs direct, GET -P 16 throughput as machine CPU per request (direct/$t)" \
-         "$(ratio "${machine_cpu[direct GET 16]}" "${machine_cpu[$t GET 16]}")" \
-         "x busy share ($t/direct) $(ratio "$((100 - idle[$t GET 16]))" "$((100 - idle[direct GET 16]))")"
+         "$(ratio "${machine_cpu[$d]}" "${machine_cpu[$k]}")" \
+         "x busy share ($t/direct) $(ratio "$((100 - ${idle[$k]}))" "$((100 - ${idle[$d]}))")"
+    # The kernel's share: a proxy reads and writes the same client connections
+    # as the server does, and then the connections to the servers behind it.
+    echo "$t vs direct, GET -P 16 CPU per request in the kernel (stime): $t ${sys_cpu[$k]} ns," \
+         "redis-server ${sys_cpu[$d]} ns; in user space: $t $((${cpu[$k]} - ${sys_cpu[$k]})) ns," \
+         "redis-server $((${cpu[$d]} - ${sys_cpu[$d]})) ns"
 done
 # The same ratios round by round, each run against the direct run of its own
 # round: the machine drifts between rounds, and this shows by how much.
