@@ -231,8 +231,23 @@ start_tagproxy() {
     tport[tagproxy]=$port tpid[tagproxy]=$pid tbackend[tagproxy]=$cluster_masters
 }
 
+# add_peer NAME PORT PID: a target just started in front of the standalone
+# server (its process named NAME, its log $tmp/NAME.log) is measured once it
+# answers; the server's CPU is its backend's.
+add_peer() {
+    local name=$1 port=$2 pid=$3
+    started+=("$pid $name")
+    if ! wait_ready "$port" "$pid" 10; then
+        tail -n 20 "$tmp/$name.log" >&2
+        tnote[$name]="skipped: $name did not answer PING within 10 s"
+        return 1
+    fi
+    targets+=("$name") tlog[$name]=$tmp/$name.log
+    tport[$name]=$port tpid[$name]=$pid tbackend[$name]=${tpid[direct]}
+}
+
 start_nutcracker() {
-    local port stats pid
+    local port stats
     if ! command -v nutcracker >/dev/null; then
         tnote[nutcracker]="skipped: nutcracker (twemproxy) is not installed (optional: apt-get install nutcracker)"
         return 1
@@ -254,36 +269,20 @@ bench:
 EOF
     nutcracker -c "$tmp/nutcracker.yml" -o "$tmp/nutcracker.log" -s "$stats" -a 127.0.0.1 \
         -p "$tmp/nutcracker.pid" &
-    pid=$!
-    started+=("$pid nutcracker")
-    if ! wait_ready "$port" "$pid" 10; then
-        tail -n 20 "$tmp/nutcracker.log" >&2
-        tnote[nutcracker]="skipped: nutcracker did not answer PING within 10 s"
-        return 1
-    fi
-    targets+=(nutcracker) tlog[nutcracker]=$tmp/nutcracker.log
-    tport[nutcracker]=$port tpid[nutcracker]=$pid tbackend[nutcracker]=${tpid[direct]}
+    add_peer nutcracker "$port" $!
 }
 
 # The byte-copying relay (tests/bench/relay.c) in front of the standalone
 # server: what the extra hop alone costs, with no proxy work at all.
 start_relay() {
-    local port pid bin=$top/build/bench/relay
+    local port bin=$top/build/bench/relay
     if [ ! -x "$bin" ]; then
         tnote[relay]="skipped: $bin is not built (make bench builds it)"
         return 1
     fi
     pick_port port
     "$bin" "$port" "${tport[direct]}" > "$tmp/relay.log" 2>&1 &
-    pid=$!
-    started+=("$pid relay")
-    if ! wait_ready "$port" "$pid" 10; then
-        tail -n 20 "$tmp/relay.log" >&2
-        tnote[relay]="skipped: the relay did not answer PING within 10 s"
-        return 1
-    fi
-    targets+=(relay) tlog[relay]=$tmp/relay.log
-    tport[relay]=$port tpid[relay]=$pid tbackend[relay]=${tpid[direct]}
+    add_peer relay "$port" $!
 }
 
 # ---- measuring -------------------------------------------------------------
