@@ -85,13 +85,15 @@ $(B)/bench/relay: tests/bench/relay.c
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
 fuzz:
-	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply $(B)/fuzz/corpus-layout
+	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply $(B)/fuzz/corpus-layout $(B)/fuzz/corpus-command
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c cluster/slot.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proxy/command.c proxy/command_table.c
 	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp
 	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply
 	$(B)/fuzz/fuzz_layout -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-layout tests/fuzz/seeds-layout
+	$(B)/fuzz/fuzz_command -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-command tests/fuzz/seeds-command
 
 clean:
 	rm -rf $(B)
