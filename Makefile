@@ -85,15 +85,18 @@ $(B)/bench/relay: tests/bench/relay.c
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
 fuzz:
-	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply $(B)/fuzz/corpus-layout $(B)/fuzz/corpus-command
+	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply $(B)/fuzz/corpus-layout $(B)/fuzz/corpus-command \
+	          $(B)/fuzz/corpus-rules
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proxy/command.c proxy/command_table.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c cluster/slot.c
 	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp
 	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply
 	$(B)/fuzz/fuzz_layout -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-layout tests/fuzz/seeds-layout
 	$(B)/fuzz/fuzz_command -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-command tests/fuzz/seeds-command
+	$(B)/fuzz/fuzz_rules -max_total_time=$(FUZZ_SECONDS) -max_len=1024 $(B)/fuzz/corpus-rules tests/fuzz/seeds-rules
 
 clean:
 	rm -rf $(B)
