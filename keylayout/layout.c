@@ -358,8 +358,8 @@ static int prefix_find(const struct layout *l, const char *key, size_t len, size
 /* Whether r's legacy pattern cannot match s, whose first segment is first
  * bytes long: a quick look at its first literal, as most rules have one.
  * The first byte is compared before memcmp is called: every key is checked
- * against every rule before its own, and most differ there (this halves the
- * cost of mapping a name with the shipped rules). */
+ * against every rule before its own, and most differ there (this takes a
+ * third or more off mapping a name with the shipped rules). */
 static bool first_segment_differs(const struct rules_rule *r, const char *s, size_t first)
 {
     const struct rules_seg *f = &r->legacy.seg[0];
