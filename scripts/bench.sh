@@ -27,7 +27,8 @@
 # ratios: the cost of the path, and how well the CPUs were kept busy; and
 # the target's CPU per request split into kernel (stime) and user time, next
 # to redis-server's, since a proxy reads and writes the same client
-# connections as the server does before its own work begins. Then,
+# connections as the server does before its own work begins (the kernel
+# counts both in clock ticks, so the split is rough). Then,
 # for each proxy, every round's throughput against the direct run of the same
 # round: the machine drifts between rounds, and this line shows by how much.
 #
