@@ -64,7 +64,8 @@ static void relay_accept(int ep, int listener, int upstream_port)
         return;
     int upstream = loopback_socket(upstream_port, 0);
     if (upstream < 0 || client >= RELAY_MAX_FD || upstream >= RELAY_MAX_FD) {
-        fprintf(stderr, "relay: cannot relay a client: %s\n", strerror(errno));
+        fprintf(stderr, "relay: cannot relay a client: %s\n",
+                upstream < 0 ? strerror(errno) : "too many connections");
         close(client);
         if (upstream >= 0)
             close(upstream);
