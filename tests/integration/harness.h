@@ -494,6 +494,77 @@ H_UNUSED static int h_free_port(void)
     return port;
 }
 
+/* Runs a shell command; its output (stdout and stderr) in out; exit status. */
+H_UNUSED static int h_shell(char *out, size_t size, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *f = popen(cmd, "r");
+    ck_assert_msg(f != NULL, "popen %s", cmd);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    int status = pclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+H_UNUSED static int h_port_free(int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+    ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* A base port whose n ports and their cluster bus ports (+10000) are free. */
+H_UNUSED static int h_cluster_base(int n)
+{
+    srand((unsigned)getpid() ^ (unsigned)h_now_ms());
+    for (int i = 0; i < 500; i++) {
+        int b = 20000 + rand() % 9000, ok = 1;
+        for (int p = b; p < b + n && ok; p++)
+            ok = h_port_free(p) && h_port_free(p + 10000);
+        if (ok)
+            return b;
+    }
+    ck_abort_msg("no free ports for a cluster of %d nodes", n);
+    return -1;
+}
+
+/*
+ * A cluster of the test's own: 3 masters, no replicas, started with
+ * scripts/cluster.sh on free ports, in TAGPROXY_TEST_DIR/NAME-<base>
+ * (written to dir), with extra cluster.sh options (may be ""). Its first
+ * port, or the test fails with cluster.sh's words. h_cluster_stop(dir)
+ * stops it: call it from an unchecked fixture's teardown, which runs
+ * whatever the tests did.
+ */
+H_UNUSED static int h_cluster_start(char *dir, size_t size, const char *name, const char *extra)
+{
+    char out[8192];
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int base = h_cluster_base(3);
+        H_FMT(dir, size, "%s/%s-%d", h_env("TAGPROXY_TEST_DIR"), name, base);
+        if (h_shell(out, sizeof out, "scripts/cluster.sh start --base-port %d --masters 3 "
+                    "--replicas 0 --node-timeout 30000 --dir '%s' %s 2>&1", base, dir, extra) == 0)
+            return base;
+    }
+    ck_abort_msg("cannot start the %s cluster: %s", name, out);
+    return -1;
+}
+
+H_UNUSED static void h_cluster_stop(const char *dir)
+{
+    char out[4096];
+    if (dir[0])
+        h_shell(out, sizeof out, "scripts/cluster.sh stop --dir '%s' 2>&1", dir);
+}
+
 /* PING on a new connection to host:port: the reply (caller frees), or NULL
  * when there is none (no connection, an I/O error or a timeout). */
 H_UNUSED static redisReply *h_ping_once(const char *host, int port)

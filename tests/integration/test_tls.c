@@ -29,27 +29,11 @@ static int cbase;               /* its first port */
 
 /* ---------- helpers ---------- */
 
-/* Runs a shell command; its output (stdout and stderr) in out; exit status. */
-static int run(char *out, size_t size, const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *f = popen(cmd, "r");
-    ck_assert_msg(f != NULL, "popen %s", cmd);
-    size_t n = fread(out, 1, size - 1, f);
-    out[n] = '\0';
-    int status = pclose(f);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void make_certs(void)
 {
     char out[4096];
     H_FMT(certs, sizeof certs, "%s/tls-certs-%d", h_env("TAGPROXY_TEST_DIR"), (int)getpid());
-    int rc = run(out, sizeof out,
+    int rc = h_shell(out, sizeof out,
         "set -e; mkdir -p '%s'; cd '%s';"
         "openssl req -x509 -new -nodes -newkey rsa:2048 -keyout ca.key -out ca.crt -days 2"
         "  -subj '/CN=tagproxy test CA' 2>&1;"
@@ -64,54 +48,20 @@ static void make_certs(void)
     ck_assert_msg(rc == 0, "openssl failed: %s", out);
 }
 
-static int port_free(int port)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-    ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* A base whose 3 ports and their bus ports (+10000) are free. */
-static int pick_base(void)
-{
-    srand((unsigned)getpid() ^ (unsigned)h_now_ms());
-    for (int i = 0; i < 500; i++) {
-        int b = 20000 + rand() % 9000, ok = 1;
-        for (int p = b; p < b + 3 && ok; p++)
-            ok = port_free(p) && port_free(p + 10000);
-        if (ok)
-            return b;
-    }
-    ck_abort_msg("no free ports for the TLS cluster");
-    return -1;
-}
-
 static void start_tls_cluster(void)
 {
-    char out[8192];
+    char extra[1200];
     make_certs();
-    for (int attempt = 0; attempt < 3; attempt++) {
-        cbase = pick_base();
-        H_FMT(cdir, sizeof cdir, "%s/tls-cluster-%d", h_env("TAGPROXY_TEST_DIR"), cbase);
-        if (run(out, sizeof out, "scripts/cluster.sh start --base-port %d --masters 3 "
-                "--replicas 0 --node-timeout 30000 --dir '%s' --tls '%s' --requirepass '%s' 2>&1",
-                cbase, cdir, certs, CLUSTER_PASS) == 0)
-            return;
-    }
-    ck_abort_msg("cannot start the TLS cluster: %s", out);
+    H_FMT(extra, sizeof extra, "--tls '%s' --requirepass '%s'", certs, CLUSTER_PASS);
+    cbase = h_cluster_start(cdir, sizeof cdir, "tls-cluster", extra);
 }
 
 static void stop_tls_cluster(void)
 {
     char out[4096];
-    if (cdir[0])
-        run(out, sizeof out, "scripts/cluster.sh stop --dir '%s' 2>&1", cdir);
+    h_cluster_stop(cdir);
     if (certs[0])
-        run(out, sizeof out, "rm -rf '%s'", certs);
+        h_shell(out, sizeof out, "rm -rf '%s'", certs);
 }
 
 static char tls_port[16];
@@ -138,7 +88,7 @@ static void start_tls_proxy(struct h_proxy *p, const char *auth_clients)
 /* redis-cli --tls to the proxy's tls-listen; with_cert: the client's. */
 static int tls_cli(char *out, size_t size, int with_cert, const char *cmd)
 {
-    return run(out, size, "redis-cli -h 127.0.0.1 -p %s --tls --cacert '%s/ca.crt' %s%s%s%s%s %s 2>&1",
+    return h_shell(out, size, "redis-cli -h 127.0.0.1 -p %s --tls --cacert '%s/ca.crt' %s%s%s%s%s %s 2>&1",
                tls_port, certs, with_cert ? "--cert '" : "", with_cert ? certs : "",
                with_cert ? "/client.crt' --key '" : "", with_cert ? certs : "",
                with_cert ? "/client.key'" : "", cmd);
@@ -204,7 +154,7 @@ START_TEST(test_client_tls_big_value)
     char out[4096], path[600], cmd[2048];
     start_tls_proxy(&p, "optional");
     H_FMT(path, sizeof path, "%s/big", certs);
-    ck_assert_int_eq(run(out, sizeof out, "head -c 750000 /dev/urandom | base64 -w0 > '%s'",
+    ck_assert_int_eq(h_shell(out, sizeof out, "head -c 750000 /dev/urandom | base64 -w0 > '%s'",
                          path), 0);
     H_FMT(cmd, sizeof cmd, "-x SET {%s}:big < '%s'", h_prefix(), path);
     ck_assert_msg(tls_cli(out, sizeof out, 1, cmd) == 0 && strcmp(out, "OK\n") == 0, "%s", out);
@@ -237,11 +187,11 @@ START_TEST(test_client_tls_min_version)
     struct h_proxy p;
     char out[8192];
     start_tls_proxy(&p, "no");
-    run(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_1 "
+    h_shell(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_1 "
         "-cipher 'DEFAULT@SECLEVEL=0' 2>&1", tls_port);
     ck_assert_msg(strstr(out, "alert protocol version"), "TLS 1.1 not refused by the proxy: %s",
                   out);
-    run(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_2 "
+    h_shell(out, sizeof out, "echo | timeout 10 openssl s_client -connect 127.0.0.1:%s -tls1_2 "
         "-CAfile '%s/ca.crt' 2>&1", tls_port, certs);
     ck_assert_msg(strstr(out, "Protocol  : TLSv1.2") && strstr(out, "Verify return code: 0 (ok)"),
                   "TLS 1.2 with the CA: %s", out);
@@ -279,7 +229,7 @@ static void check_every_master(struct h_proxy *p)
         H_OK(c, "SET %s v%d", key, i);
         /* which node has it: ask each one over TLS */
         for (int n = 0; n < 3; n++) {
-            run(out, sizeof out, "redis-cli -h 127.0.0.1 -p %d --tls --cacert '%s/ca.crt' "
+            h_shell(out, sizeof out, "redis-cli -h 127.0.0.1 -p %d --tls --cacert '%s/ca.crt' "
                 "-a '%s' --no-auth-warning GET %s 2>&1", cbase + n, certs, CLUSTER_PASS, key);
             char want[32];
             snprintf(want, sizeof want, "v%d\n", i);
