@@ -217,6 +217,13 @@ static int client_output_can_wait(const struct client *c, size_t unread)
            node_req_due(&head->nreq);
 }
 
+void client_unqueue(struct client *c, struct request *r)
+{
+    TAILQ_REMOVE(&c->queue, r, link);
+    c->nqueued--;
+    request_free(r);
+}
+
 void client_flush(struct client *c)
 {
     struct evbuffer *out = client_output(c);

@@ -74,6 +74,8 @@ void client_start_tls(struct client *c, struct ssl_ctx_st *ctx);
 
 /* Write every finished reply at the head of the queue. */
 void client_flush(struct client *c);
+/* Take r, which never ran and never will, out of c's queue and free it. */
+void client_unqueue(struct client *c, struct request *r);
 
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);

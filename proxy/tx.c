@@ -97,7 +97,7 @@ static void release_cb(evutil_socket_t fd, short what, void *arg)
     struct request *r;
     (void)fd;
     (void)what;
-    while (c->state != CLIENT_GONE && (r = TAILQ_FIRST(&tx->parked)) != NULL) {
+    while (c->state == CLIENT_ACTIVE && (r = TAILQ_FIRST(&tx->parked)) != NULL) {
         TAILQ_REMOVE(&tx->parked, r, hold_link);
         tx->releasing = r;
         router_dispatch(r);
@@ -105,6 +105,15 @@ static void release_cb(evutil_socket_t fd, short what, void *arg)
         if (TAILQ_FIRST(&tx->parked) == r)
             break;              /* it waits again: the rest stay behind it */
     }
+    if (c->state != CLIENT_CLOSING)
+        return;
+    /* A released QUIT (or a protocol error) closes the client once answered:
+     * as Redis reads nothing after it, what it parked behind never runs. */
+    while ((r = TAILQ_FIRST(&tx->parked)) != NULL) {
+        TAILQ_REMOVE(&tx->parked, r, hold_link);
+        client_unqueue(c, r);
+    }
+    client_flush(c);            /* closes it once what is owed is written */
 }
 
 int tx_park_if_waiting(struct request *r)

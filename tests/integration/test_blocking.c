@@ -398,6 +398,35 @@ START_TEST(test_reply_before_blocking_command_not_held)
 }
 END_TEST
 
+/* QUIT behind a blocking command: what the client sent after it never runs
+ * and gets no reply, as on one redis-server (which reads nothing after
+ * QUIT), though the proxy had read it while BLPOP blocked. */
+START_TEST(test_quit_after_blocking_command_ends_there)
+{
+    struct h_node proxy = h_proxy_addr();
+    char key[128], list[128], cmd[512], buf[256];
+    int closed = 0, fd = h_raw_connect(&proxy);
+
+    H_FMT(key, sizeof key, "%s:after-quit", h_prefix());
+    H_FMT(list, sizeof list, "%s:never-pushed-quit", h_prefix());
+    H_FMT(cmd, sizeof cmd, "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s\r\n$3\r\n0.3\r\n"
+          "*1\r\n$4\r\nQUIT\r\n*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$1\r\nv\r\n"
+          "*1\r\n$4\r\nPING\r\n", strlen(list), list, strlen(key), key);
+    h_raw_sends(fd, cmd);
+    h_raw_recv(fd, buf, sizeof buf, NULL, 5000, &closed);
+    ck_assert_msg(strcmp(buf, "*-1\r\n+OK\r\n") == 0 && closed,
+                  "after BLPOP, QUIT, SET, PING the proxy sent '%s'%s", h_esc_str(buf),
+                  closed ? " and closed" : " and did not close");
+    close(fd);
+    redisContext *c = h_connect_proxy();
+    redisReply *r = h_cmd(c, "EXISTS %s", key);
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer == 0,
+                  "the SET sent after QUIT ran: EXISTS says %s", h_show(r));
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
 /* dedicated-connections-max: the next blocking command gets a clear error,
  * and a freed connection serves again. */
 START_TEST(test_pool_exhausted_clear_error)
@@ -596,6 +625,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_reply_before_blocking_command_not_held);
+    tcase_add_test(tc, test_quit_after_blocking_command_ends_there);
     tcase_add_test(tc, test_pool_exhausted_clear_error);
     tcase_add_test(tc, test_layout_maps_reply_keys_back);
     tcase_add_test(tc, test_blocking_pops_keep_indexes);
