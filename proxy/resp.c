@@ -802,7 +802,8 @@ void resp_add_bulk(struct evbuffer *b, const char *p, size_t len)
     o[n++] = '\r';
     o[n++] = '\n';
     if (n + len + 2 <= sizeof o) {
-        memcpy(o + n, p, len);
+        if (len)                /* p may be NULL for an empty bulk */
+            memcpy(o + n, p, len);
         n += len;
         o[n++] = '\r';
         o[n++] = '\n';
