@@ -757,6 +757,25 @@ H_UNUSED static void h_layout_proxy_start(struct h_proxy *p, const char *tag, ch
     h_proxy_start(p, args);
 }
 
+/*
+ * A standalone redis-server to compare the proxy with, as p: on a free port,
+ * no persistence, its log TAGPROXY_TEST_DIR/NAME-PORT.log, requirepass pass
+ * unless NULL; waited for until it answers (NOAUTH is an answer).
+ */
+H_UNUSED static void h_ref_start(struct h_proxy *p, const char *name, const char *pass)
+{
+    char port[16];
+    const char *argv[] = {
+        "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
+        "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"),
+        pass ? "--requirepass" : NULL, pass, NULL,
+    };
+    h_place_named(p, name);
+    snprintf(port, sizeof port, "%d", p->addr.port);
+    h_spawn(p, argv, SIGTERM, 1);
+    h_spawn_wait(p, h_answers, 20000, "redis-server");
+}
+
 H_UNUSED static redisContext *h_connect_extra(const struct h_proxy *p)
 {
     return h_connect_node(&p->addr);

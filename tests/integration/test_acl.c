@@ -50,15 +50,8 @@ static void ref_users(void)
 
 static void setup(void)
 {
-    char port[16], seed[128];
-    const char *argv[] = {
-        "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
-        "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"), "--requirepass", DEFPW, NULL,
-    };
-    h_place_named(&ref, "redis-acl");
-    snprintf(port, sizeof port, "%d", ref.addr.port);
-    h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, h_answers, 20000, "redis-server");
+    char seed[128];
+    h_ref_start(&ref, "redis-acl", DEFPW);
     ref_users();
 
     const char *args[64] = { "--requirepass", DEFPW };

@@ -32,21 +32,12 @@ static struct h_proxy ref;      /* the reference redis-server, same password */
 
 /* ---------- processes ---------- */
 
-/* The reference redis-server; waited for with h_answers(), as is the proxy
- * (h_proxy_start waits for PONG, which a proxy with a password never says). */
+/* The reference redis-server (h_ref_start waits with h_answers, as
+ * proxy_start does: h_proxy_start waits for PONG, which a proxy with a
+ * password never says). */
 static void ref_start(const char *pass)
 {
-    char port[16];
-    const char *argv[] = {
-        "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
-        "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"),
-        pass ? "--requirepass" : NULL, pass, NULL,
-    };
-
-    h_place_named(&ref, "redis-ref");
-    snprintf(port, sizeof(port), "%d", ref.addr.port);
-    h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, h_answers, 20000, argv[0]);
+    h_ref_start(&ref, "redis-ref", pass);
 }
 
 static void proxy_start(const char *pass)

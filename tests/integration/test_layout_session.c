@@ -157,27 +157,11 @@ static const char *const session[] = {
 
 /* ---- processes ---- */
 
-static int answers(const char *host, int port)
-{
-    redisReply *r = h_ping_once(host, port);
-    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r)
-        freeReplyObject(r);
-    return ok;
-}
-
 static void setup(void)
 {
-    char port[16], seed[128];
+    char seed[128];
     H_FMT(prefix, sizeof prefix, "ses%ld%lld", (long)getpid(), h_now_ms() % 1000000);
-    h_proxy_place(&ref);
-    H_FMT(ref.log, sizeof ref.log, "%s/redis-ref-%d.log", h_env("TAGPROXY_TEST_DIR"),
-          ref.addr.port);
-    H_FMT(port, sizeof port, "%d", ref.addr.port);
-    const char *argv[] = { "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
-                           "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"), NULL };
-    h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, answers, 20000, "redis-server");
+    h_ref_start(&ref, "redis-ref", NULL);
 
     const char *const args[] = { "--layout-rules", RULES, "--layout-prefix", prefix, NULL };
     h_proxy_place(&proxy);

@@ -202,28 +202,9 @@ static int publish_until_seen(redisContext *pub, redisContext *sub, const char *
 
 static struct h_proxy ref;
 
-static int answers(const char *host, int port)
-{
-    redisReply *r = h_ping_once(host, port);
-    int ok = r != NULL;
-    if (r)
-        freeReplyObject(r);
-    return ok;
-}
-
 static void ref_start(void)
 {
-    char port[16];
-    const char *argv[] = {
-        "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
-        "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"), NULL,
-    };
-    h_proxy_place(&ref);
-    H_FMT(ref.log, sizeof(ref.log), "%s/redis-ref-pubsub-%d.log", h_env("TAGPROXY_TEST_DIR"),
-          ref.addr.port);
-    snprintf(port, sizeof(port), "%d", ref.addr.port);
-    h_spawn(&ref, argv, SIGTERM, 1);
-    h_spawn_wait(&ref, answers, 20000, "redis-server");
+    h_ref_start(&ref, "redis-ref-pubsub", NULL);
 }
 
 static void ref_stop(void)
