@@ -1180,7 +1180,7 @@ int pubsub_intercept(struct request *r)
         char msg[256];
         snprintf(msg, sizeof msg, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
                  "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name);
-        request_fail(r, msg);
+        router_reject(r, msg);
         return 1;
     }
     if (strcmp(name, "ping") != 0)

@@ -909,6 +909,16 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
     }
 }
 
+void router_reject(struct request *r, const char *msg)
+{
+    if (r->cmd && strcmp(r->cmd->fullname, "exec") == 0) {
+        tx_exec_rejected(r, msg);
+        return;
+    }
+    tx_note_error(r->client);
+    request_fail(r, msg);
+}
+
 void router_dispatch(struct request *r)
 {
     size_t len;
@@ -937,9 +947,8 @@ void router_dispatch(struct request *r)
     r->cmd = cmd;
     c->lastcmd = cmd->fullname;
     if (!command_arity_ok(cmd, r->argc)) {
-        tx_note_error(c);
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
-        request_fail(r, msg);
+        router_reject(r, msg);
         return;
     }
     if (c->user_snap != r->worker->snap && client_user_refresh(c) < 0) {
@@ -951,16 +960,14 @@ void router_dispatch(struct request *r)
         return;
     }
     if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
-        tx_note_error(c);
-        request_fail(r, "NOAUTH Authentication required.");
+        router_reject(r, "NOAUTH Authentication required.");
         return;
     }
     /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
     if (!acl_allows(c->user, cmd) && !(cmd->flags & CMD_NO_AUTH)) {
-        tx_note_error(c);
         snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
                  cmd->fullname);
-        request_fail(r, msg);
+        router_reject(r, msg);
         return;
     }
     if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */

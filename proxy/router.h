@@ -43,6 +43,11 @@ void router_init(void);
 /* Plan and start r (already in its client's queue). */
 void router_dispatch(struct request *r);
 
+/* r is refused before it runs (wrong arity, NOAUTH, NOPERM, a subscribed
+ * client's command), as Redis's rejectCommand: a MULTI under way will
+ * abort, and a refused EXEC ends MULTI and WATCH at once (tx.h). */
+void router_reject(struct request *r, const char *msg);
+
 /* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
 void router_send(struct request *r);
 

@@ -380,6 +380,23 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     }
 }
 
+void tx_exec_rejected(struct request *r, const char *why)
+{
+    struct tx_state *tx = r->client->tx;
+    char msg[512];
+    if (strncmp(why, "ERR ", 4) == 0)
+        why += 4;
+    snprintf(msg, sizeof msg, "EXECABORT Transaction discarded because of: %s", why);
+    if (tx && (tx->in_multi || tx->watching)) {
+        if (!lane_ready(tx, r, NULL))
+            return;             /* refused again, in its turn, once released */
+        tx->lane = NULL;
+        reset_multi(tx);
+        drop_dconn(tx);
+    }
+    request_fail(r, msg);
+}
+
 static void cmd_discard(struct tx_state *tx, struct request *r)
 {
     if (!tx->in_multi) {

@@ -64,6 +64,12 @@ int tx_park_if_waiting(struct request *r);
  * that makes EXEC answer EXECABORT, as Redis does. */
 void tx_note_error(struct client *c);
 
+/* EXEC refused before it ran (why: the refusal): as Redis, the transaction
+ * is discarded and WATCH ends, and the error says so, "EXECABORT
+ * Transaction discarded because of: why" (an ERR code left out), inside
+ * MULTI or not. */
+void tx_exec_rejected(struct request *r, const char *why);
+
 /* Take r if it is the tx module's business (1), or let the router plan it
  * (0; r may then go out on the multiplexed connections). */
 int tx_dispatch(struct request *r, enum tx_class cls);
