@@ -1026,6 +1026,105 @@ H_UNUSED static size_t h_resp_complete(const char *buf, size_t len)
     }
 }
 
+/* ---------- RESP2 replies, parsed strictly ---------- */
+
+struct h_rv {
+    char type;                  /* + - : $ * */
+    long long num;              /* ':' the value; '$' '*' the length, -1 for null */
+    const char *str;            /* '+' '-' '$': the bytes, not NUL-terminated */
+    size_t len;
+    struct h_rv *elem;          /* '*': num elements */
+};
+
+/* Parses the decimal integer in s[0..len) strictly: an optional '-' and
+ * 1 to 19 digits. 0, or -1. */
+H_UNUSED static int h_resp_number(const char *s, size_t len, long long *out)
+{
+    size_t i = 0;
+    long long v = 0;
+    int neg = len > 0 && s[0] == '-';
+    i = (size_t)neg;
+    if (len == i || len - i > 19)
+        return -1;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+H_UNUSED static void h_rv_free(struct h_rv *v)
+{
+    if (v->type == '*')
+        for (long long i = 0; i < v->num; i++)
+            h_rv_free(&v->elem[i]);
+    free(v->elem);
+    v->elem = NULL;
+}
+
+/*
+ * One RESP2 value at buf[0..len): the bytes it takes, 0 if it is not all
+ * there yet, -1 if it is malformed. With out, its tree too (rv_free).
+ */
+H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
+{
+    const char *crlf;
+    size_t head;
+    long long n = 0;
+
+    if (len == 0)
+        return 0;
+    if (!strchr("+-:$*", buf[0]))
+        return -1;
+    crlf = memmem(buf, len, "\r\n", 2);
+    if (crlf == NULL)
+        return memchr(buf, '\n', len) ? -1 : 0;
+    if (memchr(buf, '\n', (size_t)(crlf - buf)) || memchr(buf, '\r', (size_t)(crlf - buf)))
+        return -1;
+    head = (size_t)(crlf - buf) + 2;
+    if (out)
+        memset(out, 0, sizeof *out), out->type = buf[0];
+    if (buf[0] == '+' || buf[0] == '-') {
+        if (out)
+            out->str = buf + 1, out->len = head - 3;
+        return (long)head;
+    }
+    if (h_resp_number(buf + 1, head - 3, &n) < 0)
+        return -1;
+    if (out)
+        out->num = n;
+    if (buf[0] == ':')
+        return (long)head;
+    if (n < -1)
+        return -1;
+    if (buf[0] == '$') {
+        if (n == -1)
+            return (long)head;
+        if (len < head + (size_t)n + 2)
+            return 0;
+        if (buf[head + n] != '\r' || buf[head + n + 1] != '\n')
+            return -1;
+        if (out)
+            out->str = buf + head, out->len = (size_t)n;
+        return (long)(head + (size_t)n + 2);
+    }
+    size_t at = head;
+    if (out && n > 0)
+        out->elem = calloc((size_t)n, sizeof *out->elem);
+    for (long long i = 0; i < n; i++) {
+        long one = h_resp_parse(buf + at, len - at, out ? &out->elem[i] : NULL);
+        if (one <= 0) {
+            if (out)
+                out->num = i;   /* what rv_free may free */
+            return one;
+        }
+        at += (size_t)one;
+    }
+    return (long)at;
+}
+
 /* len bytes made printable for a message (CR, LF as \r, \n), at most 300
  * characters; a ring of four static buffers, for one message. */
 H_UNUSED static const char *h_esc(const char *s, size_t len)

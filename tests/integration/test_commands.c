@@ -55,105 +55,6 @@
 #define CS_MAX_COMMANDS 512
 #define CS_WATCH_EVERY_MS 20
 
-/* ---------- RESP2, parsed strictly ---------- */
-
-struct rv {
-    char type;                  /* + - : $ * */
-    long long num;              /* ':' the value; '$' '*' the length, -1 for null */
-    const char *str;            /* '+' '-' '$': the bytes, not NUL-terminated */
-    size_t len;
-    struct rv *elem;            /* '*': num elements */
-};
-
-/* Parses the decimal integer in s[0..len) strictly: an optional '-' and
- * 1 to 19 digits. 0, or -1. */
-static int resp_number(const char *s, size_t len, long long *out)
-{
-    size_t i = 0;
-    long long v = 0;
-    int neg = len > 0 && s[0] == '-';
-    i = (size_t)neg;
-    if (len == i || len - i > 19)
-        return -1;
-    for (; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = neg ? -v : v;
-    return 0;
-}
-
-static void rv_free(struct rv *v)
-{
-    if (v->type == '*')
-        for (long long i = 0; i < v->num; i++)
-            rv_free(&v->elem[i]);
-    free(v->elem);
-    v->elem = NULL;
-}
-
-/*
- * One RESP2 value at buf[0..len): the bytes it takes, 0 if it is not all
- * there yet, -1 if it is malformed. With out, its tree too (rv_free).
- */
-static long resp_parse(const char *buf, size_t len, struct rv *out)
-{
-    const char *crlf;
-    size_t head;
-    long long n = 0;
-
-    if (len == 0)
-        return 0;
-    if (!strchr("+-:$*", buf[0]))
-        return -1;
-    crlf = memmem(buf, len, "\r\n", 2);
-    if (crlf == NULL)
-        return memchr(buf, '\n', len) ? -1 : 0;
-    if (memchr(buf, '\n', (size_t)(crlf - buf)) || memchr(buf, '\r', (size_t)(crlf - buf)))
-        return -1;
-    head = (size_t)(crlf - buf) + 2;
-    if (out)
-        memset(out, 0, sizeof *out), out->type = buf[0];
-    if (buf[0] == '+' || buf[0] == '-') {
-        if (out)
-            out->str = buf + 1, out->len = head - 3;
-        return (long)head;
-    }
-    if (resp_number(buf + 1, head - 3, &n) < 0)
-        return -1;
-    if (out)
-        out->num = n;
-    if (buf[0] == ':')
-        return (long)head;
-    if (n < -1)
-        return -1;
-    if (buf[0] == '$') {
-        if (n == -1)
-            return (long)head;
-        if (len < head + (size_t)n + 2)
-            return 0;
-        if (buf[head + n] != '\r' || buf[head + n + 1] != '\n')
-            return -1;
-        if (out)
-            out->str = buf + head, out->len = (size_t)n;
-        return (long)(head + (size_t)n + 2);
-    }
-    size_t at = head;
-    if (out && n > 0)
-        out->elem = calloc((size_t)n, sizeof *out->elem);
-    for (long long i = 0; i < n; i++) {
-        long one = resp_parse(buf + at, len - at, out ? &out->elem[i] : NULL);
-        if (one <= 0) {
-            if (out)
-                out->num = i;   /* what rv_free may free */
-            return one;
-        }
-        at += (size_t)one;
-    }
-    return (long)at;
-}
-
 /* ---------- the commands, as the cluster's COMMAND lists them ---------- */
 
 struct cs_command {
@@ -167,7 +68,7 @@ struct cs_command {
 static struct cs_command g_cmds[CS_MAX_COMMANDS];
 static int g_ncmds;
 
-static int rv_is(const struct rv *v, const char *s)
+static int rv_is(const struct h_rv *v, const char *s)
 {
     return (v->type == '+' || v->type == '$') && v->len == strlen(s) &&
            strncasecmp(v->str, s, v->len) == 0;
@@ -185,7 +86,7 @@ static int left_out(const char *full)
 
 /* One COMMAND entry: [name, arity, flags, first, last, step, acl, tips,
  * key specs, subcommands]. */
-static void add_command(const struct rv *e)
+static void add_command(const struct h_rv *e)
 {
     char full[128];
     ck_assert_msg(e->type == '*' && e->num >= 6, "a COMMAND entry of %lld elements", e->num);
@@ -225,11 +126,11 @@ static void load_commands(int port)
     int fd = h_raw_connect(&node);
     size_t cap = 4 << 20, got = 0;
     char *buf = malloc(cap);
-    struct rv all;
+    struct h_rv all;
     long used = 0;
 
     h_raw_sends(fd, "*1\r\n$7\r\nCOMMAND\r\n");
-    while ((used = resp_parse(buf, got, NULL)) == 0) {
+    while ((used = h_resp_parse(buf, got, NULL)) == 0) {
         struct pollfd pfd = { fd, POLLIN, 0 };
         ck_assert_msg(poll(&pfd, 1, H_IO_TIMEOUT_S * 1000) == 1, "no COMMAND reply from the node");
         if (got == cap)
@@ -239,11 +140,11 @@ static void load_commands(int port)
         got += (size_t)n;
     }
     ck_assert_msg(used > 0, "COMMAND's reply is malformed");
-    resp_parse(buf, got, &all);
+    h_resp_parse(buf, got, &all);
     ck_assert_msg(all.type == '*' && all.num > 200, "COMMAND listed %lld", all.num);
     for (long long i = 0; i < all.num; i++)
         add_command(&all.elem[i]);
-    rv_free(&all);
+    h_rv_free(&all);
     free(buf);
     close(fd);
 }
@@ -504,11 +405,11 @@ static enum outcome read_episode(int fd, const struct episode *e, const char *to
 
     for (;;) {
         long one;
-        struct rv v;
-        while ((one = resp_parse(*buf + at, got - at, &v)) > 0) {
+        struct h_rv v;
+        while ((one = h_resp_parse(*buf + at, got - at, &v)) > 0) {
             int is_token = v.type == '$' && v.len == strlen(token) &&
                            memcmp(v.str, token, v.len) == 0;
-            rv_free(&v);
+            h_rv_free(&v);
             if (seen_at + 80 < sizeof seen) {
                 esc_into(seen, sizeof seen, &seen_at, *buf + at, (size_t)one);
                 seen[seen_at++] = '\n';
