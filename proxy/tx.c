@@ -522,6 +522,9 @@ static void blocking_dispatch(struct tx_state *tx, struct request *r)
         request_fail(r, msg);
         return;
     }
+    if (slot == -1 && tx->watching)
+        slot = tx->watch_slot;      /* no keys found (a malformed STREAMS list): the
+                                     * watched node answers it as Redis would */
     int node = worker_node_for_slot(r->worker, slot);
     int serves = tx->dconn && dedicated_serves(tx->dconn, node);
     if (tx->watching && !serves) {
