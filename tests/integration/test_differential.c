@@ -6,7 +6,8 @@
  * WATCH broken by the client's own writes, QUIT with commands behind it,
  * RESET out of any state, subscribed mode and what it refuses, blocking
  * commands that time out in a pipeline, wrong arities and unknown commands
- * at any point. Each episode here is a random pipeline of such commands on
+ * at any point. Each episode here is a random pipeline of such commands
+ * (one in five written as inline commands, quoted where needed) on
  * keys of one hash tag (so the cluster can run all of it, as one server
  * would), ending in RESET and ECHO <token>; it is sent to the suite's proxy
  * and to a standalone redis-server 7.0 started here, and everything each
@@ -46,12 +47,24 @@ static const char *const templates[] = {
     "LRANGE|K|0|-1", "LMOVE|K|K|RIGHT|LEFT", "HSET|K|f|V", "HGET|K|f", "HGETALL|K",
     "HINCRBY|K|f|N", "ZADD|K|N|m", "ZADD|K|N|n", "ZRANGE|K|0|-1|WITHSCORES", "ZPOPMIN|K",
     "TYPE|K", "RENAME|K|K", "SADD|K|V", "SCARD|K", "SISMEMBER|K|V", "TYPE|K",
+    "GETEX|K", "GETEX|K|PERSIST", "SETNX|K|V", "GETSET|K|V", "SETRANGE|K|N|V", "GETRANGE|K|0|-1",
+    "HDEL|K|f", "HLEN|K", "HEXISTS|K|f", "LINSERT|K|BEFORE|V|V", "LINDEX|K|N", "LSET|K|N|V",
+    "LPOS|K|V", "LMPOP|2|K|K|RIGHT|COUNT|2", "SORT|K", "SORT|K|DESC|LIMIT|0|2",
+    "ZSCORE|K|m", "ZINCRBY|K|N|m", "ZREM|K|m", "ZCARD|K", "ZMPOP|1|K|MIN", "ZRANK|K|n",
+    "SETBIT|K|N|1", "GETBIT|K|N", "BITCOUNT|K", "PFADD|K|V|V", "PFCOUNT|K", "OBJECT|ENCODING|K",
+    "EXPIRE|K|100", "PERSIST|K", "COPY|K|K", "COPY|K|K|REPLACE", "UNLINK|K|K", "TOUCH|K",
+    "SMOVE|K|K|V", "SINTERCARD|2|K|K", "SUNIONSTORE|K|K|K", "SREM|K|V",
+    "XADD|K|N-1|f|V", "XADD|K|MAXLEN|~|N|N-2|f|V", "XLEN|K", "XRANGE|K|-|+", "XRANGE|K|(N-1|+",
+    "XREVRANGE|K|+|-|COUNT|1", "XDEL|K|N-1", "XTRIM|K|MAXLEN|N", "XREAD|STREAMS|K|0",
+    "XREAD|COUNT|1|BLOCK|50|STREAMS|K|$", "XGROUP|CREATE|K|g|0|MKSTREAM",
+    "XREADGROUP|GROUP|g|c|COUNT|1|STREAMS|K|>", "XACK|K|g|N-1", "XPENDING|K|g",
     "EVAL|return redis.call('incr', KEYS[1])|1|K",
     "EVAL|return {1, {2, 'x'}, redis.call('exists', KEYS[1])}|1|K",
     "EVAL|return redis.error_reply('E1')|0",
     "EVALSHA|0000000000000000000000000000000000000000|0",
     /* blocking, timing out or served at once */
-    "BLPOP|K|T", "BRPOP|K|K|T", "BLMOVE|K|K|LEFT|RIGHT|T", "BZPOPMIN|K|T",
+    "BLPOP|K|T", "BRPOP|K|K|T", "BLMOVE|K|K|LEFT|RIGHT|T", "BZPOPMIN|K|T", "BZMPOP|T|1|K|MAX",
+    "XREAD|BLOCK|50|STREAMS|K|K|$|$", "XREADGROUP|GROUP|g|c|BLOCK|50|STREAMS|K|>",
     "BLMPOP|T|2|K|K|LEFT", "BLPOP|K|notanumber", "BLPOP|K|-1",
     /* transactions */
     "MULTI", "MULTI", "EXEC", "EXEC", "DISCARD", "WATCH|K", "WATCH|K|K", "UNWATCH",
@@ -92,6 +105,7 @@ struct episode {
     char *bytes;
     size_t len, cap;
     int quits;
+    int inline_mode;            /* commands as inline lines, not multibulk */
     char text[4096];
 };
 
@@ -105,9 +119,42 @@ static void put(struct episode *e, const void *p, size_t n)
     e->len += n;
 }
 
+/* One argument of an inline command: bare when it can be, else in double
+ * quotes with escapes, as redis-server's sdssplitargs reads them. */
+static void put_inline_arg(struct episode *e, const char *a)
+{
+    int bare = *a != '\0';
+    for (const char *p = a; *p && bare; p++)
+        bare = *p > ' ' && *p <= '~' && *p != '"' && *p != '\'' && *p != '\\';
+    if (bare) {
+        put(e, a, strlen(a));
+        return;
+    }
+    put(e, "\"", 1);
+    for (const char *p = a; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\')
+            put(e, esc, (size_t)snprintf(esc, sizeof esc, "\\%c", *p));
+        else if (*p >= ' ' && *p <= '~')
+            put(e, p, 1);
+        else
+            put(e, esc, (size_t)snprintf(esc, sizeof esc, "\\x%02x", (unsigned char)*p));
+    }
+    put(e, "\"", 1);
+}
+
 static void put_command(struct episode *e, int argc, char argv[][256])
 {
     char head[32];
+    if (e->inline_mode) {
+        for (int i = 0; i < argc; i++) {
+            if (i)
+                put(e, " ", 1);
+            put_inline_arg(e, argv[i]);
+        }
+        put(e, "\r\n", 2);
+        return;
+    }
     put(e, head, (size_t)snprintf(head, sizeof head, "*%d\r\n", argc));
     for (int i = 0; i < argc; i++) {
         size_t n = strlen(argv[i]);
@@ -126,6 +173,8 @@ static void fill(uint64_t *s, const char *t, int tag, char *out, size_t size)
         snprintf(out, size, "%s", PICK(s, values));
     else if (strcmp(t, "N") == 0)
         snprintf(out, size, "%s", PICK(s, ints));
+    else if (strncmp(t, "N-", 2) == 0 || strncmp(t, "(N-", 3) == 0)    /* a stream ID */
+        snprintf(out, size, "%s%u%s", t[0] == '(' ? "(" : "", 1 + rnd(s, 4), strchr(t, '-'));
     else if (strcmp(t, "T") == 0)
         snprintf(out, size, "0.05");
     else if (strcmp(t, "C") == 0)       /* one: UNSUBSCRIBE from all lists them in
@@ -145,6 +194,7 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
 
     e->len = 0;
     e->quits = 0;
+    e->inline_mode = rnd(s, 5) == 0;
     e->text[0] = '\0';
     int maybe_multi = 0;
     for (int k = 0; k < n; k++) {
@@ -166,6 +216,8 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
         else if (!strcmp(argv[0], "EXEC") || (argc == 1 && (!strcmp(argv[0], "DISCARD") ||
                                                             !strcmp(argv[0], "RESET"))))
             maybe_multi = 0;        /* any EXEC ends MULTI: run, aborted or refused */
+        if (k == 0 && e->inline_mode)
+            at += (size_t)snprintf(e->text + at, sizeof e->text - at, "(inline)\n");
         for (int i = 0; i < argc && at + 80 < sizeof e->text; i++)
             at += (size_t)snprintf(e->text + at, sizeof e->text - at, "%s%s", i ? " " : "",
                                    argv[i]);
