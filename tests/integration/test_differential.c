@@ -9,7 +9,8 @@
  * at any point. Each episode here is a random pipeline of such commands
  * (one in five written as inline commands, quoted where needed) on
  * keys of one hash tag (so the cluster can run all of it, as one server
- * would), ending in RESET and ECHO <token>; it is sent to the suite's proxy
+ * would) but for the commands the proxy splits by slot (MGET, MSET, DEL,
+ * EXISTS, UNLINK, TOUCH) outside MULTI, ending in RESET and ECHO <token>; it is sent to the suite's proxy
  * and to a standalone redis-server 7.0 started here, and everything each
  * sends back, up to the token (or to its close after QUIT), must be the same
  * bytes. The keys live on across episodes, so each starts from the state
@@ -36,8 +37,8 @@
 
 /*
  * Command templates, arguments split by '|'. K: a key of the episode's tag;
- * V: a value; N: a small integer; T: a blocking timeout; C: a channel; P: a
- * channel pattern.
+ * X: a key of another tag; V: a value; N: a small integer; N-1: a stream ID;
+ * T: a blocking timeout; C: a channel; P: a channel pattern.
  */
 static const char *const templates[] = {
     /* data */
@@ -62,6 +63,8 @@ static const char *const templates[] = {
     "EVAL|return {1, {2, 'x'}, redis.call('exists', KEYS[1])}|1|K",
     "EVAL|return redis.error_reply('E1')|0",
     "EVALSHA|0000000000000000000000000000000000000000|0",
+    /* split by slot (never inside MULTI, where keys must share one) */
+    "MGET|K|X", "MGET|X|K|X", "DEL|X|K", "EXISTS|K|X|K", "MSET|K|V|X|V", "UNLINK|X", "TOUCH|K|X",
     /* blocking, timing out or served at once */
     "BLPOP|K|T", "BRPOP|K|K|T", "BLMOVE|K|K|LEFT|RIGHT|T", "BZPOPMIN|K|T", "BZMPOP|T|1|K|MAX",
     "XREAD|BLOCK|50|STREAMS|K|K|$|$", "XREADGROUP|GROUP|g|c|BLOCK|50|STREAMS|K|>",
@@ -169,6 +172,9 @@ static void fill(uint64_t *s, const char *t, int tag, char *out, size_t size)
 {
     if (strcmp(t, "K") == 0)
         snprintf(out, size, "{%s-%d}:%c", g_run, tag, 'a' + rnd(s, 3));
+    else if (strcmp(t, "X") == 0)       /* a key of another tag, another slot */
+        snprintf(out, size, "{%s-%d}:%c", g_run, (tag + 1 + (int)rnd(s, DIFF_TAGS - 1)) % DIFF_TAGS,
+                 'a' + rnd(s, 3));
     else if (strcmp(t, "V") == 0)
         snprintf(out, size, "%s", PICK(s, values));
     else if (strcmp(t, "N") == 0)
@@ -205,7 +211,7 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
         do
             snprintf(tmpl, sizeof tmpl, "%s", PICK(s, templates));
         while (maybe_multi && (strstr(tmpl, "SUBSCRIBE") || !strncmp(tmpl, "SELECT", 6) ||
-                               !strncmp(tmpl, "CLIENT", 6)));
+                               !strncmp(tmpl, "CLIENT", 6) || strstr(tmpl, "|X")));
         for (char *t = strtok_r(tmpl, "|", &save); t && argc < 8; t = strtok_r(NULL, "|", &save))
             fill(s, t, tag, argv[argc++], sizeof argv[0]);
         put_command(e, argc, argv);
