@@ -196,6 +196,7 @@ void request_free(struct request *r)
     free(r->positions);
     index_listing_free(r);
     free(r->block_redirect);
+    free(r->exec_fix);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

@@ -98,6 +98,9 @@ struct request {
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
     int block_parts;                /* MULTI..EXEC block: replies before EXEC's */
     char *block_redirect;           /* the first redirect error among them */
+    unsigned char *exec_fix;        /* EXEC with a layout: per queued command, what
+                                       its element of EXEC's array needs (tx.h) */
+    int nexec_fix;
 
     /* split and fan-out */
     struct request *parent;

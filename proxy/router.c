@@ -523,12 +523,64 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
     return 1;
 }
 
+/* EXEC's array, with each queued command's element as tx.h's exec_fix says
+ * (key names mapped back to legacy names, a null array restored). 1:
+ * answered here; 0: forward the reply as it is (not an array of one element
+ * per queued command: an abort, an error). */
+static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char *bytes,
+                              size_t len)
+{
+    const struct layout *layout = worker_layout(r->worker);
+    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    struct evbuffer *out = request_reply_buffer(r);
+    const char *crlf = reply ? memchr(reply, '\r', len) : NULL;
+    if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != r->nexec_fix)
+        return 0;
+    size_t at = (size_t)(crlf - reply) + 2;
+    evbuffer_add(out, reply, at);
+    for (int i = 0; i < r->nexec_fix && at < len; i++) {
+        struct reply_scanner sc;
+        enum reply_scan_status st;
+        const char *e = reply + at;
+        reply_scanner_init(&sc);
+        size_t one = reply_scan(&sc, e, len - at, &st);
+        if (st != REPLY_SCAN_DONE)
+            one = len - at;             /* cannot be: the whole reply was scanned */
+        unsigned f = r->exec_fix[i];
+        if ((f & TX_FIX_NULL_ARRAY) && one == 5 && memcmp(e, "$-1\r\n", 5) == 0)
+            evbuffer_add(out, "*-1\r\n", 5);
+        else if (!(f & TX_FIX_SHAPE) || !layout ||
+                 rewrite_reply_keys(layout, e, one, (enum rewrite_reply_shape)((f & TX_FIX_SHAPE) - 1),
+                                    out) != 0)
+            evbuffer_add(out, e, one);
+        at += one;
+    }
+    if (in)
+        evbuffer_drain(in, len);
+    request_finish(r);
+    return 1;
+}
+
+/* The client's own EVAL, EVALSHA or FCALL (not a _RO one): whatever it
+ * answers, it may have written its keys, and only the index script keeps
+ * indexes exact; so, as after a blocking command, the indexes of its keys
+ * that are indexed records are brought up to date once it has run. */
+static int script_may_write(const struct request *r)
+{
+    if (!worker_layout(r->worker) || r->parent)
+        return 0;
+    const char *name = r->cmd->name;
+    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 || strcmp(name, "fcall") == 0;
+}
+
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
                             size_t len, const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
     if (r->block_parts) {
         if (block_redirected(r, in, len, s))
+            return;
+        if (r->exec_fix && s->type == '*' && deliver_exec_fixed(r, in, bytes, len))
             return;
     } else if (s->type == '-') {
         char c = s->errline[0];
@@ -555,7 +607,8 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
         request_deliver(r, NULL, "*-1\r\n", 5);
         return;
     }
-    if (r->conn_kind == REQ_CONN_DEDICATED && (r->cmd->flags & CMD_BLOCKING) && s->type != '-')
+    if ((r->conn_kind == REQ_CONN_DEDICATED && (r->cmd->flags & CMD_BLOCKING) && s->type != '-') ||
+        script_may_write(r))
         tx_index_upkeep(r);
     if (deliver_legacy_keys(r, in, bytes, len, s))
         return;

@@ -16,6 +16,7 @@
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
 #include "proxy/resp.h"
+#include "proxy/rewrite.h"
 #include "proxy/router.h"
 #include "proxy/scripts.h"
 #include "proxy/wait.h"
@@ -35,6 +36,9 @@ struct tx_state {
     int nqueued;
     int slot;                       /* of the queued keys; -1 none yet */
     struct evbuffer *queued;        /* the queued commands' bytes */
+    unsigned char *fix;             /* per queued command: TX_FIX_* (layout only) */
+    int fixcap;
+    unsigned fix_any : 1;
     char crossslot_why[200];        /* empty: the keys share a slot */
     /* WATCH and blocking commands */
     int watch_slot;
@@ -184,7 +188,44 @@ static void reset_multi(struct tx_state *tx)
     tx->index_script = 0;
     tx->slot = -1;
     tx->crossslot_why[0] = '\0';
+    tx->fix_any = 0;
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
+}
+
+/* What the reply of r, as the client sent it, will need inside EXEC's array
+ * (TX_FIX_*; TX_FIX_NULL_ARRAY only if it is then wrapped in the index
+ * script). */
+static unsigned char exec_fix_of(const struct request *r)
+{
+    const char *name = r->cmd->name;
+    unsigned char f = (unsigned char)rewrite_reply_map_of(r->cmd);
+    if (((!strcmp(name, "lpop") || !strcmp(name, "rpop")) && r->argc == 3) ||
+        !strcmp(name, "lmpop") || !strcmp(name, "zmpop"))
+        f |= TX_FIX_NULL_ARRAY;
+    return f;
+}
+
+/* Note f for the command queued at tx->nqueued. 0, or -1 out of memory. */
+static int exec_fix_note(struct tx_state *tx, unsigned char f)
+{
+    if (!f && !tx->fix_any)
+        return 0;
+    if (tx->nqueued >= tx->fixcap) {
+        int cap = tx->fixcap ? tx->fixcap * 2 : 16;
+        while (cap <= tx->nqueued)
+            cap *= 2;
+        unsigned char *p = realloc(tx->fix, (size_t)cap);
+        if (!p)
+            return -1;
+        tx->fix = p;
+        tx->fixcap = cap;
+    }
+    if (f && !tx->fix_any) {            /* the first one: those before need nothing */
+        memset(tx->fix, 0, (size_t)tx->nqueued);
+        tx->fix_any = 1;
+    }
+    tx->fix[tx->nqueued] = f;
+    return 0;
 }
 
 static void reply_simple(struct request *r, const char *s)
@@ -270,15 +311,19 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
             tx->slot = slot;
     }
     /* a write to indexed records keeps their indexes exact, in MULTI too */
+    const struct layout *layout = worker_layout(r->worker);
+    unsigned char fix = layout && cls != TXC_SCRIPT ? exec_fix_of(r) : 0;
     int wrapped = cls == TXC_NODE_LOCAL ? 0
                 : cls == TXC_SCRIPT ? queue_script(r)
-                : index_wrap_write(r, r->cmd, worker_layout(r->worker));
+                : index_wrap_write(r, r->cmd, layout);
     if (wrapped < 0) {
         refuse_queued(tx, r, cls == TXC_SCRIPT ? "ERR out of memory" : index_wrap_error(wrapped));
         return;
     }
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
-    if (evbuffer_add(tx->queued, r->data, r->len) < 0) {
+    if (wrapped <= 0)
+        fix &= (unsigned char)~TX_FIX_NULL_ARRAY;
+    if ((layout && exec_fix_note(tx, fix) < 0) || evbuffer_add(tx->queued, r->data, r->len) < 0) {
         refuse_queued(tx, r, "ERR out of memory");
         return;
     }
@@ -322,6 +367,14 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
         free((void *)old);
     evbuffer_free(b);
     r->block_parts = loads + tx->nqueued + 1;
+    if (rc == 0 && tx->fix_any) {
+        free(r->exec_fix);
+        r->exec_fix = malloc((size_t)tx->nqueued);
+        if (!r->exec_fix)
+            return -1;
+        memcpy(r->exec_fix, tx->fix, (size_t)tx->nqueued);
+        r->nexec_fix = tx->nqueued;
+    }
     return rc;
 }
 
@@ -790,6 +843,7 @@ void tx_client_free(struct client *c)
     if (tx->release_event)
         event_free(tx->release_event);
     evbuffer_free(tx->queued);
+    free(tx->fix);
     free(tx);
     c->tx = NULL;
 }

@@ -64,6 +64,14 @@ int tx_park_if_waiting(struct request *r);
  * that makes EXEC answer EXECABORT, as Redis does. */
 void tx_note_error(struct client *c);
 
+/* What an element of EXEC's array needs, with a key layout (the request's
+ * exec_fix): the low bits 1 + enum rewrite_reply_shape when the queued
+ * command's reply names keys (mapped back to legacy names); TX_FIX_NULL_ARRAY
+ * when it ran in the index script and Lua turned its null array (LPOP k n,
+ * LMPOP, ZMPOP) into a null bulk. The router applies them (router.c). */
+#define TX_FIX_SHAPE 0x07
+#define TX_FIX_NULL_ARRAY 0x08
+
 /* EXEC refused before it ran (why: the refusal): as Redis, the transaction
  * is discarded and WATCH ends, and the error says so, "EXECABORT
  * Transaction discarded because of: why" (an ERR code left out), inside
