@@ -567,9 +567,9 @@ static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char
  * that are indexed records are brought up to date once it has run. */
 static int script_may_write(const struct request *r)
 {
-    if (!worker_layout(r->worker) || r->parent)
-        return 0;
     const char *name = r->cmd->name;
+    if ((name[0] != 'e' && name[0] != 'f') || r->parent || !worker_layout(r->worker))
+        return 0;           /* (the first letter first: this runs for every reply) */
     return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 || strcmp(name, "fcall") == 0;
 }
 
