@@ -550,8 +550,8 @@ static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char
         if ((f & TX_FIX_NULL_ARRAY) && one == 5 && memcmp(e, "$-1\r\n", 5) == 0)
             evbuffer_add(out, "*-1\r\n", 5);
         else if (!(f & TX_FIX_SHAPE) || !layout ||
-                 rewrite_reply_keys(layout, e, one, (enum rewrite_reply_shape)((f & TX_FIX_SHAPE) - 1),
-                                    out) != 0)
+                 rewrite_reply_keys(layout, e, one,
+                                    (enum rewrite_reply_shape)((f & TX_FIX_SHAPE) - 1), out) != 0)
             evbuffer_add(out, e, one);
         at += one;
     }
@@ -567,8 +567,10 @@ static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char
  * that are indexed records are brought up to date once it has run. */
 static int script_may_write(const struct request *r)
 {
+    if (r->parent || !r->cmd)       /* a part (r->cmd may be unset), or built here */
+        return 0;
     const char *name = r->cmd->name;
-    if ((name[0] != 'e' && name[0] != 'f') || r->parent || !worker_layout(r->worker))
+    if ((name[0] != 'e' && name[0] != 'f') || !worker_layout(r->worker))
         return 0;           /* (the first letter first: this runs for every reply) */
     return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 || strcmp(name, "fcall") == 0;
 }
