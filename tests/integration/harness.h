@@ -33,6 +33,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1024,6 +1025,38 @@ H_UNUSED static size_t h_resp_complete(const char *buf, size_t len)
     default:
         return head;
     }
+}
+
+/* ---------- seeded random inputs, replayable ---------- */
+
+/* xorshift64: the same seed, the same inputs. s must not be 0. */
+H_UNUSED static uint64_t h_rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+H_UNUSED static unsigned h_rnd(uint64_t *s, unsigned n)
+{
+    return (unsigned)(h_rng_next(s) % n);
+}
+
+#define H_PICK(s, arr) ((arr)[h_rnd((s), sizeof(arr) / sizeof((arr)[0]))])
+
+/* A run's seed: the environment variable env when it is set (a replay),
+ * else from the clock and the pid; never 0. Printed to stderr with how to
+ * replay it, as what names the run. */
+H_UNUSED static uint64_t h_run_seed(const char *env, const char *what)
+{
+    const char *s = getenv(env);
+    uint64_t seed = s && *s ? strtoull(s, NULL, 10)
+                            : (uint64_t)h_now_ms() * 2654435761u ^ (uint64_t)getpid();
+    seed |= 1;
+    fprintf(stderr, "%s seed %llu (replay: %s=%llu)\n", what, (unsigned long long)seed, env,
+            (unsigned long long)seed);
+    return seed;
 }
 
 /* ---------- RESP2 replies, parsed strictly ---------- */

@@ -40,6 +40,7 @@
  * replays the same commands (thread interleaving may differ). A failure
  * prints the episode that failed.
  */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -158,20 +159,6 @@ static volatile int g_failed;
 static char g_failure[8192];
 static pthread_mutex_t g_failure_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static unsigned rnd(uint64_t *s, unsigned n)
-{
-    return (unsigned)(rng_next(s) % n);
-}
-
-#define PICK(s, arr) ((arr)[rnd((s), sizeof(arr) / sizeof((arr)[0]))])
 
 /* Key names: %s is the layout's prefix. Legacy names the layout rewrites
  * (indexed or not), cluster-layout names given directly, keys it passes
@@ -235,23 +222,23 @@ static void make_arg(uint64_t *s, const struct cs_command *c, int pos, int argc,
     int last = c->last < 0 ? argc + c->last : c->last;
     int key = c->first > 0 && pos >= c->first && pos <= last && c->step > 0 &&
               (pos - c->first) % c->step == 0;
-    unsigned r = rnd(s, 100);
+    unsigned r = h_rnd(s, 100);
 
     if (key ? r < 90 : r < 22) {
-        snprintf(out, size, PICK(s, key_forms), g_prefix);
+        snprintf(out, size, H_PICK(s, key_forms), g_prefix);
         return;
     }
-    r = rnd(s, 100);
+    r = h_rnd(s, 100);
     if (r < 35)
-        snprintf(out, size, "%s", PICK(s, words));
+        snprintf(out, size, "%s", H_PICK(s, words));
     else if (r < 70)
-        snprintf(out, size, "%s", PICK(s, numbers));
+        snprintf(out, size, "%s", H_PICK(s, numbers));
     else if (r < 80)
-        snprintf(out, size, "%s", PICK(s, scripts));
+        snprintf(out, size, "%s", H_PICK(s, scripts));
     else if (r < 90)
-        snprintf(out, size, "%s", PICK(s, odd));
+        snprintf(out, size, "%s", H_PICK(s, odd));
     else
-        snprintf(out, size, "v%u", rnd(s, 100000));
+        snprintf(out, size, "v%u", h_rnd(s, 100000));
 }
 
 /* ---------- episodes ---------- */
@@ -322,12 +309,12 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token, char
 
     memset(e, 0, sizeof *e);
     *len = 0;
-    e->ncmds = 1 + (int)rnd(s, CS_EPISODE_MAX);
+    e->ncmds = 1 + (int)h_rnd(s, CS_EPISODE_MAX);
     for (int k = 0; k < e->ncmds; k++) {
-        const struct cs_command *c = &g_cmds[rnd(s, (unsigned)g_ncmds)];
+        const struct cs_command *c = &g_cmds[h_rnd(s, (unsigned)g_ncmds)];
         int names = c->sub[0] ? 2 : 1;
-        int argc = c->arity >= 0 ? c->arity : -c->arity + (int)rnd(s, 4);
-        unsigned r = rnd(s, 100);
+        int argc = c->arity >= 0 ? c->arity : -c->arity + (int)h_rnd(s, 4);
+        unsigned r = h_rnd(s, 100);
         if (r < 4 && argc > names)
             argc--;                 /* one short */
         else if (r < 8)
@@ -339,8 +326,8 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token, char
         snprintf(argv[0], sizeof argv[0], "%s", c->name);
         if (names == 2)
             snprintf(argv[1], sizeof argv[1], "%s", c->sub);
-        if (rnd(s, 4) == 0)         /* commands are case-insensitive */
-            argv[0][0] = (char)(argv[0][0] >= 'a' && argv[0][0] <= 'z' ? argv[0][0] - 32 : argv[0][0]);
+        if (h_rnd(s, 4) == 0)         /* commands are case-insensitive */
+            argv[0][0] = (char)toupper((unsigned char)argv[0][0]);
         for (int i = names; i < argc; i++)
             make_arg(s, c, i, argc, argv[i], sizeof argv[i]);
         for (int i = 0; i < argc; i++)
@@ -489,7 +476,7 @@ static void *worker_main(void *arg)
         if (fd < 0)
             fd = h_raw_connect(&g_proxy);
         snprintf(token, sizeof token, "cs-token-%d-%ld-%u", w->id, w->episodes,
-                 (unsigned)rng_next(&w->rng));
+                 (unsigned)h_rng_next(&w->rng));
         make_episode(&w->rng, &e, token, &out, &len, &cap);
         h_raw_send(fd, out, len);
         enum outcome o = read_episode(fd, &e, token, &in, &rcap);
@@ -561,14 +548,6 @@ static void stop_cluster(void)
     h_cluster_stop(g_cluster_dir);
 }
 
-static uint64_t commands_seed(void)
-{
-    const char *s = getenv("TAGPROXY_COMMANDS_SEED");
-    if (s && *s)
-        return strtoull(s, NULL, 10);
-    return (uint64_t)h_now_ms() * 2654435761u ^ (uint64_t)getpid();
-}
-
 START_TEST(test_every_command_with_random_arguments)
 {
     struct h_proxy px;
@@ -577,9 +556,7 @@ START_TEST(test_every_command_with_random_arguments)
     pthread_t tid[CS_THREADS], watch_tid;
     long episodes = 0, dropped = 0;
 
-    g_seed = commands_seed() | 1;
-    fprintf(stderr, "commands seed %llu (replay: TAGPROXY_COMMANDS_SEED=%llu)\n",
-            (unsigned long long)g_seed, (unsigned long long)g_seed);
+    g_seed = h_run_seed("TAGPROXY_COMMANDS_SEED", "commands");
     load_commands(g_cluster_base);
     snprintf(g_prefix, sizeof g_prefix, "cs%ld", (long)getpid());
     H_FMT(seed, sizeof seed, "127.0.0.1:%d", g_cluster_base);

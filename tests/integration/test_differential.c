@@ -10,8 +10,9 @@
  * (one in five written as inline commands, quoted where needed) on
  * keys of one hash tag (so the cluster can run all of it, as one server
  * would) but for the commands the proxy splits by slot (MGET, MSET, DEL,
- * EXISTS, UNLINK, TOUCH) outside MULTI, ending in RESET and ECHO <token>; it is sent to the suite's proxy
- * and to a standalone redis-server 7.0 started here, and everything each
+ * EXISTS, UNLINK, TOUCH) outside MULTI, ending in RESET and ECHO <token>;
+ * it is sent to the suite's proxy and to a standalone redis-server 7.0
+ * started here, and everything each
  * sends back, up to the token (or to its close after QUIT), must be the same
  * bytes. The keys live on across episodes, so each starts from the state
  * the earlier ones left, the same on both sides.
@@ -89,20 +90,6 @@ static uint64_t g_seed;
 static char g_run[64];
 static struct h_proxy ref;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static unsigned rnd(uint64_t *s, unsigned n)
-{
-    return (unsigned)(rng_next(s) % n);
-}
-
-#define PICK(s, arr) ((arr)[rnd((s), sizeof(arr) / sizeof((arr)[0]))])
 
 struct episode {
     char *bytes;
@@ -171,16 +158,16 @@ static void put_command(struct episode *e, int argc, char argv[][256])
 static void fill(uint64_t *s, const char *t, int tag, char *out, size_t size)
 {
     if (strcmp(t, "K") == 0)
-        snprintf(out, size, "{%s-%d}:%c", g_run, tag, 'a' + rnd(s, 3));
+        snprintf(out, size, "{%s-%d}:%c", g_run, tag, 'a' + h_rnd(s, 3));
     else if (strcmp(t, "X") == 0)       /* a key of another tag, another slot */
-        snprintf(out, size, "{%s-%d}:%c", g_run, (tag + 1 + (int)rnd(s, DIFF_TAGS - 1)) % DIFF_TAGS,
-                 'a' + rnd(s, 3));
+        snprintf(out, size, "{%s-%d}:%c", g_run,
+                 (tag + 1 + (int)h_rnd(s, DIFF_TAGS - 1)) % DIFF_TAGS, 'a' + h_rnd(s, 3));
     else if (strcmp(t, "V") == 0)
-        snprintf(out, size, "%s", PICK(s, values));
+        snprintf(out, size, "%s", H_PICK(s, values));
     else if (strcmp(t, "N") == 0)
-        snprintf(out, size, "%s", PICK(s, ints));
+        snprintf(out, size, "%s", H_PICK(s, ints));
     else if (strncmp(t, "N-", 2) == 0 || strncmp(t, "(N-", 3) == 0)    /* a stream ID */
-        snprintf(out, size, "%s%u%s", t[0] == '(' ? "(" : "", 1 + rnd(s, 4), strchr(t, '-'));
+        snprintf(out, size, "%s%u%s", t[0] == '(' ? "(" : "", 1 + h_rnd(s, 4), strchr(t, '-'));
     else if (strcmp(t, "T") == 0)
         snprintf(out, size, "0.05");
     else if (strcmp(t, "C") == 0)       /* one: UNSUBSCRIBE from all lists them in
@@ -195,12 +182,12 @@ static void fill(uint64_t *s, const char *t, int tag, char *out, size_t size)
 static void make_episode(uint64_t *s, struct episode *e, const char *token)
 {
     char argv[8][256];
-    int tag = (int)rnd(s, DIFF_TAGS), n = 1 + (int)rnd(s, DIFF_EPISODE_MAX);
+    int tag = (int)h_rnd(s, DIFF_TAGS), n = 1 + (int)h_rnd(s, DIFF_EPISODE_MAX);
     size_t at = 0;
 
     e->len = 0;
     e->quits = 0;
-    e->inline_mode = rnd(s, 5) == 0;
+    e->inline_mode = h_rnd(s, 5) == 0;
     e->text[0] = '\0';
     int maybe_multi = 0;
     for (int k = 0; k < n; k++) {
@@ -209,7 +196,7 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
         /* inside MULTI the proxy refuses, saying why, what it answers
          * itself or what needs a connection of its own (README) */
         do
-            snprintf(tmpl, sizeof tmpl, "%s", PICK(s, templates));
+            snprintf(tmpl, sizeof tmpl, "%s", H_PICK(s, templates));
         while (maybe_multi && (strstr(tmpl, "SUBSCRIBE") || !strncmp(tmpl, "SELECT", 6) ||
                                !strncmp(tmpl, "CLIENT", 6) || strstr(tmpl, "|X")));
         for (char *t = strtok_r(tmpl, "|", &save); t && argc < 8; t = strtok_r(NULL, "|", &save))
@@ -299,14 +286,6 @@ static void first_difference(const char *a, size_t la, const char *b, size_t lb,
     }
 }
 
-static uint64_t diff_seed(void)
-{
-    const char *s = getenv("TAGPROXY_DIFF_SEED");
-    if (s && *s)
-        return strtoull(s, NULL, 10);
-    return ((uint64_t)h_now_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
-}
-
 START_TEST(test_random_sessions_as_redis)
 {
     struct h_node proxy = h_proxy_addr();
@@ -315,9 +294,7 @@ START_TEST(test_random_sessions_as_redis)
     char *a = malloc(capa), *b = malloc(capb), token[64], where[1024];
     int fa = -1, fb = -1, quits = 0;
 
-    g_seed = diff_seed();
-    fprintf(stderr, "differential seed %llu (replay: TAGPROXY_DIFF_SEED=%llu)\n",
-            (unsigned long long)g_seed, (unsigned long long)g_seed);
+    g_seed = h_run_seed("TAGPROXY_DIFF_SEED", "differential");
     uint64_t rng = g_seed;
     H_FMT(g_run, sizeof g_run, "df%ld%lld", (long)getpid(), h_now_ms() % 1000000);
     h_ref_start(&ref, "redis-ref-diff", NULL);
@@ -327,7 +304,7 @@ START_TEST(test_random_sessions_as_redis)
             fa = h_raw_connect(&ref.addr);
             fb = h_raw_connect(&proxy);
         }
-        snprintf(token, sizeof token, "diff-token-%d-%u", i, (unsigned)rng_next(&rng));
+        snprintf(token, sizeof token, "diff-token-%d-%u", i, (unsigned)h_rng_next(&rng));
         make_episode(&rng, &e, token);
         h_raw_send(fa, e.bytes, e.len);
         h_raw_send(fb, e.bytes, e.len);
@@ -337,8 +314,8 @@ START_TEST(test_random_sessions_as_redis)
             first_difference(a, la, b, lb, where, sizeof where);
             ck_abort_msg("episode %d differs: %s%s; the episode:\n%s(seed %llu: "
                          "TAGPROXY_DIFF_SEED=%llu)", i, where,
-                         ca != cb ? (ca ? " (only redis-server closed)" : " (only the proxy closed)")
-                                  : "",
+                         ca == cb ? "" : ca ? " (only redis-server closed)"
+                                            : " (only the proxy closed)",
                          e.text, (unsigned long long)g_seed, (unsigned long long)g_seed);
         }
         ck_assert_msg(!ca || e.quits, "both closed after an episode without QUIT:\n%s", e.text);

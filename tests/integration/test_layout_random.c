@@ -89,20 +89,6 @@ static void recent_commands(int step, char *out, size_t size)
 }
 static struct h_proxy px, ref;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static unsigned rnd(uint64_t *s, unsigned n)
-{
-    return (unsigned)(rng_next(s) % n);
-}
-
-#define PICK(s, arr) ((arr)[rnd((s), sizeof(arr) / sizeof((arr)[0]))])
 
 static int group_size(int g)
 {
@@ -326,27 +312,20 @@ static void check_listings(struct conn *a, struct conn *b, int step, int quick)
 static void fill(uint64_t *s, const char *t, int group, int pinned, char *out, size_t size)
 {
     if (strcmp(t, "K") == 0) {
-        int g = pinned ? group : (int)rnd(s, NGROUPS);
-        snprintf(out, size, "%s:%s", g_prefix, groups[g][rnd(s, (unsigned)group_size(g))]);
+        int g = pinned ? group : (int)h_rnd(s, NGROUPS);
+        snprintf(out, size, "%s:%s", g_prefix, groups[g][h_rnd(s, (unsigned)group_size(g))]);
     } else if (strcmp(t, "M") == 0) {
-        snprintf(out, size, "%s:%s", g_prefix, groups[group][rnd(s, (unsigned)group_size(group))]);
+        int i = (int)h_rnd(s, (unsigned)group_size(group));
+        snprintf(out, size, "%s:%s", g_prefix, groups[group][i]);
     } else if (strcmp(t, "V") == 0) {
-        snprintf(out, size, "%s", PICK(s, values));
+        snprintf(out, size, "%s", H_PICK(s, values));
     } else if (strcmp(t, "N") == 0) {
-        snprintf(out, size, "%s", PICK(s, ints));
+        snprintf(out, size, "%s", H_PICK(s, ints));
     } else if (strcmp(t, "I") == 0) {
-        snprintf(out, size, "%u-1", 1 + rnd(s, 5));
+        snprintf(out, size, "%u-1", 1 + h_rnd(s, 5));
     } else {
         snprintf(out, size, "%s", t);
     }
-}
-
-static uint64_t layout_seed(void)
-{
-    const char *s = getenv("TAGPROXY_LAYOUT_SEED");
-    if (s && *s)
-        return strtoull(s, NULL, 10);
-    return ((uint64_t)h_now_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
 }
 
 START_TEST(test_random_layout_commands_as_redis)
@@ -358,9 +337,7 @@ START_TEST(test_random_layout_commands_as_redis)
     if (list_every < 1)
         list_every = LR_LIST_EVERY;
 
-    g_seed = layout_seed();
-    fprintf(stderr, "layout random seed %llu (replay: TAGPROXY_LAYOUT_SEED=%llu)\n",
-            (unsigned long long)g_seed, (unsigned long long)g_seed);
+    g_seed = h_run_seed("TAGPROXY_LAYOUT_SEED", "layout random");
     uint64_t rng = g_seed;
     h_ref_start(&ref, "redis-ref-layout", NULL);
     h_layout_proxy_start(&px, "lr", g_prefix, sizeof g_prefix);
@@ -372,10 +349,10 @@ START_TEST(test_random_layout_commands_as_redis)
 
     for (int step = 1; step <= LR_COMMANDS; step++) {
         char tmpl[256], argv[10][128], *save = NULL, line[400];
-        int argc = 0, group = (int)rnd(&rng, NGROUPS), pinned = multi || watching;
+        int argc = 0, group = (int)h_rnd(&rng, NGROUPS), pinned = multi || watching;
         if (pinned)
             group = pinned_group;
-        snprintf(tmpl, sizeof tmpl, "%s", PICK(&rng, templates));
+        snprintf(tmpl, sizeof tmpl, "%s", H_PICK(&rng, templates));
         /* no WATCH inside MULTI, no nested MULTI: those errors are the
          * differential test's; here MULTI holds data commands */
         if (multi && (!strncmp(tmpl, "WATCH", 5) || !strcmp(tmpl, "MULTI") ||
