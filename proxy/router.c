@@ -48,6 +48,9 @@ struct policy_entry {
 };
 
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
+static const char one_node[] = "this CLUSTER subcommand asks about one node of the cluster, "
+                               "and the proxy answers as a single node that owns every slot: "
+                               "run it on the nodes";
 
 static const struct policy_entry policy_names[] = {
     { "ping", POLICY_LOCAL, NULL }, { "echo", POLICY_LOCAL, NULL },
@@ -105,6 +108,11 @@ static const struct policy_entry policy_names[] = {
     { "replicaof", POLICY_REFUSED, not_proxy }, { "slaveof", POLICY_REFUSED, not_proxy },
     { "failover", POLICY_REFUSED, not_proxy }, { "shutdown", POLICY_REFUSED, not_proxy },
     { "debug", POLICY_REFUSED, not_proxy }, { "module", POLICY_REFUSED, not_proxy },
+    { "cluster|countkeysinslot", POLICY_REFUSED, one_node },
+    { "cluster|getkeysinslot", POLICY_REFUSED, one_node },
+    { "cluster|links", POLICY_REFUSED, one_node },
+    { "cluster|count-failure-reports", POLICY_REFUSED, one_node },
+    { "cluster|replicas", POLICY_REFUSED, one_node }, { "cluster|slaves", POLICY_REFUSED, one_node },
     { "cluster", POLICY_REFUSED, "this CLUSTER subcommand changes the cluster's topology: run it on the nodes, not through the proxy" },
     { "client", POLICY_REFUSED, "this CLIENT subcommand is not supported through the proxy" },
 };

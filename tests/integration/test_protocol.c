@@ -301,6 +301,15 @@ START_TEST(test_refused_commands)
     r = h_cmd(c, "MOVE %s 1", key);
     H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
     freeReplyObject(r);
+    /* each CLUSTER subcommand's refusal gives its own reason */
+    r = h_cmd(c, "CLUSTER ADDSLOTS 0");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR && strstr(r->str, "changes the cluster's topology"),
+                  "CLUSTER ADDSLOTS got %s", h_show(r));
+    freeReplyObject(r);
+    r = h_cmd(c, "CLUSTER COUNTKEYSINSLOT 0");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR && strstr(r->str, "asks about one node"),
+                  "CLUSTER COUNTKEYSINSLOT got %s", h_show(r));
+    freeReplyObject(r);
 
     owner = h_connect_owner(&t, key);
     r = h_cmd(owner, "GET %s", key);
