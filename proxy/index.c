@@ -283,12 +283,17 @@ int index_null_array(const struct request *r, struct evbuffer *in, const char *b
     long nkeys = arg_count(r, 2), n = nkeys >= 0 && 3 + nkeys < r->argc ? arg_count(r, 3 + (int)nkeys) : -1;
     if (n < 0 || 4 + nkeys + n >= r->argc)
         return 0;
-    int at = (int)(4 + nkeys + n), argc = r->argc - at;
+    int at = (int)(4 + nkeys + n);
     size_t nlen;
     const char *name = request_arg(r, at, &nlen);
-    if (nlen == 4 && (strncasecmp(name, "lpop", 4) == 0 || strncasecmp(name, "rpop", 4) == 0))
+    return index_answers_null_array(name, nlen, r->argc - at);
+}
+
+int index_answers_null_array(const char *name, size_t len, int argc)
+{
+    if (len == 4 && (strncasecmp(name, "lpop", 4) == 0 || strncasecmp(name, "rpop", 4) == 0))
         return argc == 3;
-    return nlen == 5 && (strncasecmp(name, "lmpop", 5) == 0 || strncasecmp(name, "zmpop", 5) == 0);
+    return len == 5 && (strncasecmp(name, "lmpop", 5) == 0 || strncasecmp(name, "zmpop", 5) == 0);
 }
 
 /* ---- listings ---- */

@@ -79,6 +79,11 @@ int index_scan(struct request *r, const struct layout *l);
  */
 int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len);
 
+/* Whether the command name[0..len) with argc arguments (its name counted)
+ * answers a null array for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP),
+ * which the index script turns into a null bulk. */
+int index_answers_null_array(const char *name, size_t len, int argc);
+
 /* The reply of a listing parent whose parts are index reads (merge.c). */
 void index_merge(struct request *p, struct evbuffer *out);
 

@@ -197,10 +197,8 @@ static void reset_multi(struct tx_state *tx)
  * script). */
 static unsigned char exec_fix_of(const struct request *r)
 {
-    const char *name = r->cmd->name;
     unsigned char f = (unsigned char)rewrite_reply_map_of(r->cmd);
-    if (((!strcmp(name, "lpop") || !strcmp(name, "rpop")) && r->argc == 3) ||
-        !strcmp(name, "lmpop") || !strcmp(name, "zmpop"))
+    if (index_answers_null_array(r->cmd->name, strlen(r->cmd->name), r->argc))
         f |= TX_FIX_NULL_ARRAY;
     return f;
 }
