@@ -1107,7 +1107,7 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
     size_t head;
     long long n = 0;
 
-    if (len == 0)
+    if (len == 0 || buf == NULL)
         return 0;
     if (!strchr("+-:$*", buf[0]))
         return -1;

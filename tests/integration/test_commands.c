@@ -130,6 +130,7 @@ static void load_commands(int port)
     struct h_rv all;
     long used = 0;
 
+    ck_assert(buf != NULL);
     h_raw_sends(fd, "*1\r\n$7\r\nCOMMAND\r\n");
     while ((used = h_resp_parse(buf, got, NULL)) == 0) {
         struct pollfd pfd = { fd, POLLIN, 0 };
