@@ -271,12 +271,11 @@ static void listing(struct conn *c, const char *pattern, int scan, int count, ch
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     size_t at = 0;
     out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        /* SCAN may list a name twice; a set has it once */
+    for (int i = 0; i < n; i++)         /* SCAN may list a name twice; a set has it once */
         if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
             at += (size_t)snprintf(out + at, size - at, "%s ", names[i]);
+    for (int i = 0; i < n; i++)
         free(names[i]);
-    }
     free(names);
 }
 
