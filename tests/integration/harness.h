@@ -1149,8 +1149,10 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
     for (long long i = 0; i < n; i++) {
         long one = h_resp_parse(buf + at, len - at, out ? &out->elem[i] : NULL);
         if (one <= 0) {
-            if (out)
-                out->num = i;   /* what rv_free may free */
+            if (out) {          /* nothing is kept of a reply not all there */
+                out->num = i;
+                h_rv_free(out);
+            }
             return one;
         }
         at += (size_t)one;
