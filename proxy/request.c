@@ -197,6 +197,8 @@ void request_free(struct request *r)
     index_listing_free(r);
     free(r->block_redirect);
     free(r->exec_fix);
+    if (r->exec_upkeep)
+        evbuffer_free(r->exec_upkeep);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

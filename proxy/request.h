@@ -101,6 +101,7 @@ struct request {
     unsigned char *exec_fix;        /* EXEC with a layout: per queued command, what
                                        its element of EXEC's array needs (tx.h) */
     int nexec_fix;
+    struct evbuffer *exec_upkeep;   /* EXEC: keys of its scripts that may write (tx.c) */
 
     /* split and fan-out */
     struct request *parent;

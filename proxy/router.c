@@ -577,10 +577,7 @@ static int script_may_write(const struct request *r)
 {
     if (r->parent || !r->cmd)       /* a part (r->cmd may be unset), or built here */
         return 0;
-    const char *name = r->cmd->name;
-    if ((name[0] != 'e' && name[0] != 'f') || !worker_layout(r->worker))
-        return 0;           /* (the first letter first: this runs for every reply) */
-    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 || strcmp(name, "fcall") == 0;
+    return scriptcmd_may_write(r->cmd) && worker_layout(r->worker);
 }
 
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
@@ -590,6 +587,8 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
     if (r->block_parts) {
         if (block_redirected(r, in, len, s))
             return;
+        if (r->exec_upkeep)
+            tx_exec_upkeep(r);
         if (r->exec_fix && s->type == '*' && deliver_exec_fixed(r, in, bytes, len))
             return;
     } else if (s->type == '-') {
@@ -631,6 +630,8 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct worker *w = r->worker;
     char msg[400];
     worker_want_refresh(w);
+    if (may_have_run && r->exec_upkeep)
+        tx_exec_upkeep(r);
     if (!may_have_run && r->conn_kind == REQ_CONN_PINNED_EXEC) {
         /* the watch went with the connection: nothing ran, retry the WATCH */
         resp_add_null_array(request_reply_buffer(r));

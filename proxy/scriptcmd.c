@@ -404,3 +404,12 @@ void scriptcmd_load_on(struct node_conn *c, const char *body, size_t len)
     node_send(c, nr, evbuffer_pullup(tmp, -1), n);
     evbuffer_free(tmp);
 }
+
+int scriptcmd_may_write(const struct command *cmd)
+{
+    const char *name = cmd->name;
+    if (name[0] != 'e' && name[0] != 'f')
+        return 0;           /* (the first letter first: the router asks for every reply) */
+    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 ||
+           strcmp(name, "fcall") == 0;
+}

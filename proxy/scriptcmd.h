@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 
+struct command;
 struct request;
 struct node_conn;
 
@@ -47,5 +48,9 @@ void scriptcmd_before_send(struct request *r, struct node_conn *c);
 /* Queue SCRIPT LOAD body on c; its reply is consumed (a refusal is
  * logged, by its error code only). */
 void scriptcmd_load_on(struct node_conn *c, const char *body, size_t len);
+
+/* EVAL, EVALSHA or FCALL, not a _RO form: a script that may write the keys
+ * it declares (what the proxy cannot see inside). */
+int scriptcmd_may_write(const struct command *cmd);
 
 #endif

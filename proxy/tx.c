@@ -3,6 +3,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "proxy/resp.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
+#include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
 #include "proxy/wait.h"
 #include "proxy/worker.h"
@@ -39,6 +41,7 @@ struct tx_state {
     unsigned char *fix;             /* per queued command: TX_FIX_* (layout only) */
     int fixcap;
     unsigned fix_any : 1;
+    struct evbuffer *upkeep;        /* keys of queued scripts that may write (key_list) */
     char crossslot_why[200];        /* empty: the keys share a slot */
     /* WATCH and blocking commands */
     int watch_slot;
@@ -190,6 +193,8 @@ static void reset_multi(struct tx_state *tx)
     tx->crossslot_why[0] = '\0';
     tx->fix_any = 0;
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
+    if (tx->upkeep)
+        evbuffer_drain(tx->upkeep, evbuffer_get_length(tx->upkeep));
 }
 
 /* What the reply of r, as the client sent it, will need inside EXEC's array
@@ -278,6 +283,41 @@ static int queue_script(struct request *r)
     return rc;
 }
 
+static int all_keys(struct request *r, int some[16], int **keys);
+
+/* A queued command that may write its keys outside the index script: a
+ * script (the proxy cannot see inside it), or a blocking write such as
+ * BLPOP (Lua cannot run it). */
+static int writes_unseen(const struct request *r, enum tx_class cls)
+{
+    unsigned f = r->cmd->flags;
+    if (cls == TXC_SCRIPT)
+        return scriptcmd_may_write(r->cmd);
+    return (f & CMD_WRITE) && (f & (CMD_BLOCKING | CMD_NOSCRIPT));
+}
+
+/* A command queued in MULTI that writes_unseen: its keys, for the index upkeep
+ * once EXEC has run (tx_exec_upkeep), each as its length (uint32_t) and
+ * bytes. 0, or -1 out of memory. */
+static int upkeep_note(struct tx_state *tx, struct request *r)
+{
+    int some[16], *keys;
+    int n = all_keys(r, some, &keys), rc = 0;
+    if (!tx->upkeep && !(tx->upkeep = evbuffer_new()))
+        rc = -1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        size_t len;
+        const char *key = request_arg(r, keys[i], &len);
+        uint32_t len32 = (uint32_t)len;
+        if (evbuffer_add(tx->upkeep, &len32, sizeof len32) < 0 ||
+            evbuffer_add(tx->upkeep, key, len) < 0)
+            rc = -1;
+    }
+    if (keys != some)
+        free(keys);
+    return rc;
+}
+
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
@@ -321,7 +361,9 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
     if (wrapped <= 0)
         fix &= (unsigned char)~TX_FIX_NULL_ARRAY;
-    if ((layout && exec_fix_note(tx, fix) < 0) || evbuffer_add(tx->queued, r->data, r->len) < 0) {
+    if ((layout && exec_fix_note(tx, fix) < 0) ||
+        (layout && wrapped == 0 && writes_unseen(r, cls) && upkeep_note(tx, r) < 0) ||
+        evbuffer_add(tx->queued, r->data, r->len) < 0) {
         refuse_queued(tx, r, "ERR out of memory");
         return;
     }
@@ -372,6 +414,12 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
             return -1;
         memcpy(r->exec_fix, tx->fix, (size_t)tx->nqueued);
         r->nexec_fix = tx->nqueued;
+    }
+    if (rc == 0 && tx->upkeep && evbuffer_get_length(tx->upkeep)) {
+        if (r->exec_upkeep)
+            evbuffer_free(r->exec_upkeep);
+        r->exec_upkeep = tx->upkeep;        /* (a new one when a script is queued again) */
+        tx->upkeep = NULL;
     }
     return rc;
 }
@@ -717,19 +765,57 @@ static void index_upkeep_key(struct worker *w, const struct layout *l,
     request_free(u);
 }
 
+/* r's keys: in some when they fit, else in *keys to free (the first 16
+ * when out of memory). */
+static int all_keys(struct request *r, int some[16], int **keys)
+{
+    int n = request_keys(r, r->cmd, some, 16);
+    *keys = some;
+    if (n > 16) {
+        int *all = malloc(sizeof *all * (size_t)n);
+        if (all) {
+            *keys = all;
+            n = request_keys(r, r->cmd, all, n);
+        } else {
+            n = 16;
+        }
+    }
+    return n < 0 ? 0 : n;
+}
+
 void tx_index_upkeep(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
     const struct command *rename = l ? command_lookup("rename", 6) : NULL;
-    int keys[16];
     if (!rename)
         return;
-    int n = request_keys(r, r->cmd, keys, 16);
-    for (int i = 0; i < n && i < 16; i++) {
+    int some[16], *keys;
+    int n = all_keys(r, some, &keys);
+    for (int i = 0; i < n; i++) {
         size_t len;
         const char *key = request_arg(r, keys[i], &len);
         index_upkeep_key(r->worker, l, rename, key, len);
     }
+    if (keys != some)
+        free(keys);
+}
+
+void tx_exec_upkeep(struct request *r)
+{
+    const struct layout *l = worker_layout(r->worker);
+    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
+    struct evbuffer *b = r->exec_upkeep;
+    uint32_t len;
+    r->exec_upkeep = NULL;
+    while (rename && evbuffer_remove(b, &len, sizeof len) == sizeof len &&
+           evbuffer_get_length(b) >= len) {
+        const char *key = (const char *)evbuffer_pullup(b, len);
+        if (len && !key)
+            break;
+        index_upkeep_key(r->worker, l, rename, key, len);
+        evbuffer_drain(b, len);
+    }
+    evbuffer_free(b);
 }
 
 /* ---- dispatch ---- */
@@ -841,6 +927,8 @@ void tx_client_free(struct client *c)
     if (tx->release_event)
         event_free(tx->release_event);
     evbuffer_free(tx->queued);
+    if (tx->upkeep)
+        evbuffer_free(tx->upkeep);
     free(tx->fix);
     free(tx);
     c->tx = NULL;

@@ -97,6 +97,14 @@ uint64_t tx_wait_ms(const struct request *r);
  * that changes nothing, on the shared connection; its reply dropped). */
 void tx_index_upkeep(struct request *r);
 
+/* EXEC answered, or its connection was lost after it was written: the
+ * commands queued in its transaction that may have written outside the
+ * index script (EVAL, EVALSHA, FCALL; BLPOP and the other blocking writes,
+ * which Lua cannot run) leave the indexes of their keys behind, so these
+ * are brought up to date as after a blocking command. Frees r->exec_upkeep;
+ * call only when it is set. */
+void tx_exec_upkeep(struct request *r);
+
 /* client.c's hooks. */
 void tx_client_flushed(struct client *c);      /* replies were written */
 void tx_client_gone(struct client *c);         /* socket closed */

@@ -998,6 +998,82 @@ START_TEST(test_mpop_names_legacy)
 }
 END_TEST
 
+/* The client's own scripts may write any key they declare, and the proxy
+ * cannot see inside them: the index script follows each script on every
+ * key it declares, more than 16 of them too, and inside MULTI once EXEC has
+ * run; as it follows a blocking pop queued in MULTI (outside MULTI:
+ * test_blocking). Each listing comes through the proxy first: the
+ * follow-up writes go on its connections ahead of it. */
+START_TEST(test_scripts_keep_indexes)
+{
+    enum { N = 20 };
+    static const char del_all[] = "for _, k in ipairs(KEYS) do redis.call('del', k) end";
+    static const char set_one[] = "return redis.call('set', KEYS[1], ARGV[1])";
+    redisContext *c = h_connect_extra(&proxy);
+    struct model m = { .n = 0 };
+    char ids[N][64], names[N][256], glob[256], want[65536];
+    const char *argv[3 + N];
+    H_FMT(glob, sizeof glob, "%s:chat:sk*", prefix);
+    argv[0] = "EVAL", argv[1] = del_all, argv[2] = "20";
+    for (int i = 0; i < N; i++) {      /* one bucket: one slot, one script */
+        id_in_bucket("sk", 5, i, ids[i], sizeof ids[i]);
+        legacy_name(&F_CHAT, ids[i], names[i], sizeof names[i]);
+        freeReplyObject(h_cmd(c, "SET %s v", names[i]));
+        model_set(&m, &F_CHAT, ids[i], true, false);
+        argv[3 + i] = names[i];
+    }
+    model_names(&m, &F_CHAT, glob, want, sizeof want);
+    expect_keys(c, glob, want);
+
+    redisReply *r = redisCommandArgv(c, 3 + N, argv, NULL);
+    ck_assert_msg(r && r->type == REDIS_REPLY_NIL, "EVAL deleting %d records", N);
+    freeReplyObject(r);
+    for (int i = 0; i < N; i++)
+        model_set(&m, &F_CHAT, ids[i], false, false);
+    expect_keys(c, glob, "");
+    expect_indexes_exact(&m, &F_CHAT);
+
+    /* inside MULTI: two records written, then one deleted, by scripts */
+    run(c, "OK", "MULTI");
+    run(c, "QUEUED", "EVAL %s 1 %s x", set_one, names[0]);
+    run(c, "QUEUED", "EVAL %s 1 %s x", set_one, names[1]);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    freeReplyObject(r);
+    model_set(&m, &F_CHAT, ids[0], true, false);
+    model_set(&m, &F_CHAT, ids[1], true, false);
+    model_names(&m, &F_CHAT, glob, want, sizeof want);
+    expect_keys(c, glob, want);
+    expect_indexes_exact(&m, &F_CHAT);
+
+    run(c, "OK", "MULTI");
+    run(c, "QUEUED", "EVAL %s 1 %s", del_all, names[0]);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    model_set(&m, &F_CHAT, ids[0], false, false);
+    model_names(&m, &F_CHAT, glob, want, sizeof want);
+    expect_keys(c, glob, want);
+    expect_indexes_exact(&m, &F_CHAT);
+
+    /* a blocking pop, which Lua cannot run, empties a list inside MULTI */
+    run(c, "OK", "MULTI");
+    run(c, "QUEUED", "RPUSH %s a", names[2]);
+    run(c, "QUEUED", "BLPOP %s 0", names[2]);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    H_EXPECT_TYPE(r->element[1], REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[1]->element[0], names[2]);
+    freeReplyObject(r);
+    model_names(&m, &F_CHAT, glob, want, sizeof want);
+    expect_keys(c, glob, want);
+    expect_indexes_exact(&m, &F_CHAT);
+    redisFree(c);
+}
+END_TEST
+
 /* A write the index script cannot take (more arguments than Lua's unpack)
  * is refused, not sent without its index; other keys are not limited. */
 START_TEST(test_too_long_refused)
@@ -1109,6 +1185,7 @@ static Suite *index_suite(void)
     tcase_add_test(tc, test_scan_errors_as_redis);
     tcase_add_test(tc, test_too_long_refused);
     tcase_add_test(tc, test_mpop_names_legacy);
+    tcase_add_test(tc, test_scripts_keep_indexes);
     tcase_add_test(tc, test_glob_as_node);
     suite_add_tcase(s, tc);
     return s;

@@ -21,8 +21,6 @@
  * order is the server's): the proxy answers them from its indexes, so a
  * record written, renamed, copied or deleted without its index following
  * shows up here. TTLs stay far off (EX 100) or delete at once (EXPIRE 0).
- * Scripts are not queued inside MULTI: there they leave the indexes as they
- * were, a limit the README states.
  *
  * TAGPROXY_LAYOUT_SEED=<n> replays a run; TAGPROXY_LAYOUT_LIST_EVERY=1 with
  * it compares the listings after every command, to find the one that
@@ -355,12 +353,8 @@ START_TEST(test_random_layout_commands_as_redis)
             group = pinned_group;
         snprintf(tmpl, sizeof tmpl, "%s", H_PICK(&rng, templates));
         /* no WATCH inside MULTI, no nested MULTI: those errors are the
-         * differential test's; here MULTI holds data commands. Nor a script:
-         * one queued in MULTI leaves the indexes as they were (README,
-         * Limits) */
-        if (multi && (!strncmp(tmpl, "WATCH", 5) || !strcmp(tmpl, "MULTI") ||
-                      !strncmp(tmpl, "BLPOP", 5) || !strncmp(tmpl, "BZPOP", 5) ||
-                      !strncmp(tmpl, "EVAL", 4)))
+         * differential test's; here MULTI holds data commands */
+        if (multi && (!strncmp(tmpl, "WATCH", 5) || !strcmp(tmpl, "MULTI")))
             snprintf(tmpl, sizeof tmpl, "EXEC");
         for (char *t = strtok_r(tmpl, "|", &save); t && argc < 10; t = strtok_r(NULL, "|", &save))
             fill(&rng, t, group, pinned, argv[argc++], sizeof argv[0]);
