@@ -230,8 +230,6 @@ void client_flush(struct client *c)
     struct request *r;
     uint64_t now_us = 0;
     while ((r = TAILQ_FIRST(&c->queue)) != NULL && r->done) {
-        TAILQ_REMOVE(&c->queue, r, link);
-        c->nqueued--;
         if (!now_us)
             now_us = io_loop_now_us(&c->worker->loop);
         client_count_reply(c, r, now_us);
@@ -245,7 +243,7 @@ void client_flush(struct client *c)
             if (out)
                 evbuffer_add_buffer(out, r->reply);
         }
-        request_free(r);
+        client_unqueue(c, r);
     }
     if (c->state == CLIENT_GONE) {
         if (TAILQ_EMPTY(&c->queue))
@@ -287,7 +285,6 @@ static void client_protocol_error(struct client *c, const char *err)
     client_close_after_replies(c);
 }
 
-/* Take the command the parser just completed off the front of in. */
 /* The command the parser just completed starts the input: make it a request. */
 static int client_take_command(struct client *c, const char *bytes)
 {

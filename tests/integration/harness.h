@@ -1160,6 +1160,39 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
     return (long)at;
 }
 
+/* v is the bulk string token (a marker the tests send with ECHO). */
+H_UNUSED static int h_rv_is_token(const struct h_rv *v, const char *token)
+{
+    return v->type == '$' && v->len == strlen(token) && memcmp(v->str, token, v->len) == 0;
+}
+
+/* Receive what fd has after the first got bytes of *buf (*cap bytes, doubled
+ * when full), waiting until deadline_ms (h_now_ms). Returns the bytes read,
+ * 0 at EOF, -1 on an error (errno) and -2 when the deadline passed. */
+H_UNUSED static long h_recv_more(int fd, char **buf, size_t *cap, size_t got,
+                                 long long deadline_ms)
+{
+    if (got == *cap) {
+        char *grown = realloc(*buf, *cap * 2);
+        ck_assert_msg(grown != NULL, "out of memory");
+        *buf = grown;
+        *cap *= 2;
+    }
+    for (;;) {
+        long long left = deadline_ms - h_now_ms();
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc == 0)
+            return -2;
+        ssize_t n = rc < 0 ? -1 : recv(fd, *buf + got, *cap - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return (long)n;
+    }
+}
+
 /* len bytes made printable for a message (CR, LF as \r, \n), at most 300
  * characters; a ring of four static buffers, for one message. */
 H_UNUSED static const char *h_esc(const char *s, size_t len)

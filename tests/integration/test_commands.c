@@ -395,8 +395,7 @@ static enum outcome read_episode(int fd, const struct episode *e, const char *to
         long one;
         struct h_rv v;
         while ((one = h_resp_parse(*buf + at, got - at, &v)) > 0) {
-            int is_token = v.type == '$' && v.len == strlen(token) &&
-                           memcmp(v.str, token, v.len) == 0;
+            int is_token = h_rv_is_token(&v, token);
             h_rv_free(&v);
             if (seen_at + 80 < sizeof seen) {
                 esc_into(seen, sizeof seen, &seen_at, *buf + at, (size_t)one);
@@ -430,23 +429,14 @@ static enum outcome read_episode(int fd, const struct episode *e, const char *to
             cs_fail("a reply of over %u bytes to:\n%s", CS_REPLY_MAX, e->text);
             return EP_FAILED;
         }
-        if (got == *cap)
-            *buf = realloc(*buf, *cap *= 2);
-        long long left = deadline - h_now_ms();
-        struct pollfd pfd = { fd, POLLIN, 0 };
-        int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc == 0) {
+        long n = h_recv_more(fd, buf, cap, got, deadline);
+        if (n == -2) {
             if (e->may_block)
                 return EP_DROPPED;
             cs_fail("no token within %d ms to:\n%s%d replies came:\n%s", wait_ms, e->text,
                     replies, replies ? seen : "");
             return EP_FAILED;
         }
-        ssize_t n = recv(fd, *buf + got, *cap - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
         if (n <= 0) {
             if (e->quits)
                 return EP_DROPPED;

@@ -239,8 +239,7 @@ static size_t collect(int fd, const char *token, char **buf, size_t *cap, int *c
         long one;
         struct h_rv v;
         while ((one = h_resp_parse(*buf + at, got - at, &v)) > 0) {
-            int is_token = v.type == '$' && v.len == strlen(token) &&
-                           memcmp(v.str, token, v.len) == 0;
+            int is_token = h_rv_is_token(&v, token);
             h_rv_free(&v);
             at += (size_t)one;
             if (is_token)
@@ -248,18 +247,9 @@ static size_t collect(int fd, const char *token, char **buf, size_t *cap, int *c
         }
         ck_assert_msg(one == 0, "%s sent a malformed reply (%s) to:\n%s(seed %llu)", who,
                       h_esc(*buf + at, got - at), e->text, (unsigned long long)g_seed);
-        if (got == *cap)
-            *buf = realloc(*buf, *cap *= 2);
-        long long left = deadline - h_now_ms();
-        struct pollfd pfd = { fd, POLLIN, 0 };
-        int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-        if (rc < 0 && errno == EINTR)
-            continue;
-        ck_assert_msg(rc > 0, "%s: no token within %d ms; it sent '%s' to:\n%s(seed %llu)", who,
+        long n = h_recv_more(fd, buf, cap, got, deadline);
+        ck_assert_msg(n != -2, "%s: no token within %d ms; it sent '%s' to:\n%s(seed %llu)", who,
                       DIFF_WAIT_MS, h_esc(*buf, got), e->text, (unsigned long long)g_seed);
-        ssize_t n = recv(fd, *buf + got, *cap - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
         if (n <= 0) {
             *closed = 1;
             return got;
