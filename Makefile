@@ -6,7 +6,8 @@
 #   make test     unit, integration and end-to-end tests (own cluster, free ports)
 #   make bench    proxy vs direct redis-server, ratios in one run
 #
-# make SANITIZE=address,undefined test   builds everything with sanitizers.
+# make SANITIZE=address,undefined test   builds everything with sanitizers;
+# any finding stops the process it is in, so the test that ran it fails.
 
 CC       ?= cc
 PKGS      = libevent libevent_pthreads libevent_openssl hiredis openssl liburing
@@ -16,8 +17,8 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wmissing-prot
             -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 ifdef SANITIZE
-CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
-LDFLAGS  += -fsanitize=$(SANITIZE)
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
 B         = build

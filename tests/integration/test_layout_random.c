@@ -266,7 +266,8 @@ static void listing(struct conn *c, const char *pattern, int scan, int count, ch
         h_rv_free(&v);
         consume(c, len);
     } while (scan && strcmp(cursor, "0") != 0);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (n > 1)                          /* (names is NULL when there are none) */
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
     size_t at = 0;
     out[0] = '\0';
     for (int i = 0; i < n; i++)         /* SCAN may list a name twice; a set has it once */
