@@ -8,6 +8,7 @@
 #include "proxy/command.h"
 #include "proxy/index.h"
 #include "proxy/merge.h"
+#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 #define REQUEST_POOL_MAX 4096
@@ -199,6 +200,8 @@ void request_free(struct request *r)
     free(r->exec_fix);
     if (r->exec_upkeep)
         evbuffer_free(r->exec_upkeep);
+    if (r->exec_locals)
+        tx_locals_free(r->exec_locals, r->nexec_locals);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)
@@ -230,7 +233,7 @@ void request_finish(struct request *r)
         request_parts_sent(r->parent);
         return;
     }
-    if (r->client) {
+    if (r->client && !r->detached) {
         r->client->held += r->inline_reply_len;
         if (r->reply)
             r->client->held += evbuffer_get_length(r->reply);

@@ -30,6 +30,7 @@
 
 struct client;
 struct command;
+struct tx_local;
 struct worker;
 struct evbuffer;
 
@@ -80,6 +81,8 @@ struct request {
     struct evbuffer *reply;         /* reply kept until it is the head's turn */
     size_t inline_reply_len;        /* or, when small, kept in inline_data */
     unsigned done : 1;
+    unsigned detached : 1;          /* not in its client's queue: its reply stays in
+                                       r->reply for whoever made it (tx.h) */
     unsigned asking : 1;            /* next send follows an ASK redirect */
     unsigned releasing : 1;         /* being sent from its client's held list */
     unsigned evalsha : 1;           /* EVALSHA/EVALSHA_RO sha ...: its body is loaded
@@ -100,8 +103,11 @@ struct request {
     char *block_redirect;           /* the first redirect error among them */
     unsigned char *exec_fix;        /* EXEC with a layout: per queued command, what
                                        its element of EXEC's array needs (tx.h) */
-    int nexec_fix;
+    int nexec_fix;                  /* EXEC: the commands its block holds (its array's
+                                       elements from the node) */
     struct evbuffer *exec_upkeep;   /* EXEC: keys of its scripts that may write (tx.c) */
+    struct tx_local *exec_locals;   /* EXEC: the commands the proxy answers (tx.h) */
+    int nexec_locals;
 
     /* split and fan-out */
     struct request *parent;

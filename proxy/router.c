@@ -531,11 +531,13 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
     return 1;
 }
 
-/* EXEC's array, with each queued command's element as tx.h's exec_fix says
- * (key names mapped back to legacy names, a null array restored). 1:
- * answered here; 0: forward the reply as it is (not an array of one element
- * per queued command: an abort, an error). */
-static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char *bytes,
+/* EXEC's array as the client queued it: each element from the node as
+ * tx.h's exec_fix says (key names mapped back to legacy names, a null array
+ * restored), and the replies of the commands the proxy answers (exec_locals)
+ * run now and put in their places. 1: answered here; 0: forward the reply
+ * as it is (not an array of one element per command the block held: an
+ * abort, an error). */
+static int deliver_exec_array(struct request *r, struct evbuffer *in, const char *bytes,
                               size_t len)
 {
     const struct layout *layout = worker_layout(r->worker);
@@ -545,16 +547,21 @@ static int deliver_exec_fixed(struct request *r, struct evbuffer *in, const char
     if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != r->nexec_fix)
         return 0;
     size_t at = (size_t)(crlf - reply) + 2;
-    evbuffer_add(out, reply, at);
-    for (int i = 0; i < r->nexec_fix && at < len; i++) {
+    int total = r->nexec_fix + r->nexec_locals, k = 0;
+    resp_add_array(out, total);
+    for (int pos = 0, i = 0; pos < total; pos++) {
+        if (k < r->nexec_locals && r->exec_locals[k].pos == pos) {
+            tx_run_local(r, &r->exec_locals[k++], out);
+            continue;
+        }
         struct reply_scanner sc;
         enum reply_scan_status st;
         const char *e = reply + at;
         reply_scanner_init(&sc);
-        size_t one = reply_scan(&sc, e, len - at, &st);
-        if (st != REPLY_SCAN_DONE)
+        size_t one = at < len ? reply_scan(&sc, e, len - at, &st) : 0;
+        if (at >= len || st != REPLY_SCAN_DONE)
             one = len - at;             /* cannot be: the whole reply was scanned */
-        unsigned f = r->exec_fix[i];
+        unsigned f = r->exec_fix ? r->exec_fix[i++] : 0;
         if ((f & TX_FIX_NULL_ARRAY) && one == 5 && memcmp(e, "$-1\r\n", 5) == 0)
             evbuffer_add(out, "*-1\r\n", 5);
         else if (!(f & TX_FIX_SHAPE) || !layout ||
@@ -589,7 +596,8 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
             return;
         if (r->exec_upkeep)
             tx_exec_upkeep(r);
-        if (r->exec_fix && s->type == '*' && deliver_exec_fixed(r, in, bytes, len))
+        if ((r->exec_fix || r->exec_locals) && s->type == '*' &&
+            deliver_exec_array(r, in, bytes, len))
             return;
     } else if (s->type == '-') {
         char c = s->errline[0];
@@ -963,6 +971,13 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
     case POLICY_LOCAL:
         if (strcmp(name, "ping") == 0 || strcmp(name, "echo") == 0 || strcmp(name, "time") == 0)
             return TXC_NODE_LOCAL;
+        if (strcmp(name, "select") == 0 || strcmp(name, "readonly") == 0 ||
+            strcmp(name, "hello") == 0 || strcmp(name, "auth") == 0 ||
+            strcmp(name, "readwrite") == 0 || strcmp(name, "command") == 0 ||
+            (r->cmd->parent && (strcmp(r->cmd->parent->name, "client") == 0 ||
+                                strcmp(r->cmd->parent->name, "command") == 0 ||
+                                strcmp(r->cmd->parent->name, "cluster") == 0)))
+            return TXC_PROXY;           /* answered from the proxy's own state */
         if (strcmp(name, "quit") == 0)
             return TXC_IMMEDIATE;
         if (strcmp(name, "reset") == 0)

@@ -16,6 +16,7 @@
 #include "proxy/command.h"
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
+#include "proxy/local.h"
 #include "proxy/resp.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
@@ -42,6 +43,9 @@ struct tx_state {
     int fixcap;
     unsigned fix_any : 1;
     struct evbuffer *upkeep;        /* keys of queued scripts that may write (key_list) */
+    struct tx_local *locals;        /* queued TXC_PROXY commands (tx.h) */
+    int nlocal, localcap;
+    size_t local_bytes;
     char crossslot_why[200];        /* empty: the keys share a slot */
     /* WATCH and blocking commands */
     int watch_slot;
@@ -195,6 +199,10 @@ static void reset_multi(struct tx_state *tx)
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
     if (tx->upkeep)
         evbuffer_drain(tx->upkeep, evbuffer_get_length(tx->upkeep));
+    tx_locals_free(tx->locals, tx->nlocal);
+    tx->locals = NULL;
+    tx->nlocal = tx->localcap = 0;
+    tx->local_bytes = 0;
 }
 
 /* What the reply of r, as the client sent it, will need inside EXEC's array
@@ -283,6 +291,56 @@ static int queue_script(struct request *r)
     return rc;
 }
 
+/* A command the proxy answers, queued: a detached copy to run when EXEC's
+ * array comes back (Redis runs it at EXEC, in its place). */
+static void queue_local(struct tx_state *tx, struct request *r)
+{
+    if (tx->nlocal == tx->localcap) {
+        int cap = tx->localcap ? tx->localcap * 2 : 4;
+        struct tx_local *grown = realloc(tx->locals, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            refuse_queued(tx, r, "ERR out of memory");
+            return;
+        }
+        tx->locals = grown;
+        tx->localcap = cap;
+    }
+    struct request *copy = request_new(r->worker);
+    if (!copy || request_set_command(copy, r->data, r->len, r->args, r->argc) < 0) {
+        if (copy)
+            request_free(copy);
+        refuse_queued(tx, r, "ERR out of memory");
+        return;
+    }
+    copy->cmd = r->cmd;
+    copy->detached = 1;
+    tx->locals[tx->nlocal].pos = tx->nqueued + tx->nlocal;
+    tx->locals[tx->nlocal].req = copy;
+    tx->nlocal++;
+    tx->local_bytes += r->len;
+    reply_simple(r, "QUEUED");
+}
+
+void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out)
+{
+    struct request *q = l->req;
+    if (!exec->client || q->done) {         /* (no client: its reply goes nowhere) */
+        resp_add_error(out, "ERR the client has gone");
+        return;
+    }
+    q->client = exec->client;
+    local_dispatch(q);
+    if (q->reply)
+        evbuffer_add_buffer(out, q->reply);
+}
+
+void tx_locals_free(struct tx_local *locals, int n)
+{
+    for (int i = 0; i < n; i++)
+        request_free(locals[i].req);
+    free(locals);
+}
+
 static int all_keys(struct request *r, int some[16], int **keys);
 
 /* A queued command that may write its keys outside the index script: a
@@ -324,16 +382,20 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     if (cls == TXC_OTHER) {
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: a "
-                 "transaction runs as one block on one master, and '%s' does not (the proxy "
-                 "answers it, or it needs every master or a connection of its own)",
+                 "transaction runs as one block on one master, and '%s' does not (it asks "
+                 "every master, or needs a connection of its own)",
                  r->cmd->fullname);
         refuse_queued(tx, r, msg);
         return;
     }
     size_t limit = (size_t)r->worker->cfg->client_query_buffer_limit;
-    if (evbuffer_get_length(tx->queued) + r->len > limit) {
+    if (evbuffer_get_length(tx->queued) + tx->local_bytes + r->len > limit) {
         refuse_queued(tx, r, "ERR transaction too large: its queued commands exceed "
                              "client-query-buffer-limit");
+        return;
+    }
+    if (cls == TXC_PROXY) {
+        queue_local(tx, r);
         return;
     }
     int slot = cls == TXC_NODE_LOCAL ? -1 : router_key_slot(r);
@@ -413,7 +475,15 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
         if (!r->exec_fix)
             return -1;
         memcpy(r->exec_fix, tx->fix, (size_t)tx->nqueued);
-        r->nexec_fix = tx->nqueued;
+    }
+    r->nexec_fix = tx->nqueued;
+    if (rc == 0 && tx->nlocal) {
+        if (r->exec_locals)
+            tx_locals_free(r->exec_locals, r->nexec_locals);
+        r->exec_locals = tx->locals;        /* (reset_multi then starts a new array) */
+        r->nexec_locals = tx->nlocal;
+        tx->locals = NULL;
+        tx->nlocal = tx->localcap = 0;
     }
     if (rc == 0 && tx->upkeep && evbuffer_get_length(tx->upkeep)) {
         if (r->exec_upkeep)
@@ -929,6 +999,7 @@ void tx_client_free(struct client *c)
     evbuffer_free(tx->queued);
     if (tx->upkeep)
         evbuffer_free(tx->upkeep);
+    tx_locals_free(tx->locals, tx->nlocal);
     free(tx->fix);
     free(tx);
     c->tx = NULL;
@@ -936,5 +1007,5 @@ void tx_client_free(struct client *c)
 
 int tx_multi_count(const struct client *c)
 {
-    return c->tx && c->tx->in_multi ? c->tx->nqueued : -1;
+    return c->tx && c->tx->in_multi ? c->tx->nqueued + c->tx->nlocal : -1;
 }

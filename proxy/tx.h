@@ -51,6 +51,9 @@ enum tx_class {
     TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
     TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */
     TXC_SCRIPT,         /* EVAL* FCALL*: queueable (EVALSHA as EVAL when the body is known) */
+    TXC_PROXY,          /* answered by the proxy from its own state (SELECT, AUTH,
+                           HELLO, CLIENT, CLUSTER SLOTS, COMMAND ...): queueable, run
+                           at EXEC */
     TXC_IMMEDIATE,      /* QUIT: runs even inside MULTI */
     TXC_RESET,          /* RESET: also ends MULTI and WATCH */
     TXC_OTHER           /* answered by the proxy or on every master: not in MULTI */
@@ -96,6 +99,21 @@ uint64_t tx_wait_ms(const struct request *r);
  * that are indexed records up to date now (the index script around a write
  * that changes nothing, on the shared connection; its reply dropped). */
 void tx_index_upkeep(struct request *r);
+
+/* A TXC_PROXY command queued in MULTI: a detached copy (request.h), run
+ * when EXEC's array comes back, its reply put in at pos, its place among
+ * the queued commands; the node's block holds the others. */
+struct tx_local {
+    int pos;
+    struct request *req;
+};
+
+/* EXEC's array from the node (its elements, without the local ones) is
+ * being rebuilt: run l (local.h) and add its reply to out. */
+void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out);
+
+/* request_free()'s part: the copies and the array. */
+void tx_locals_free(struct tx_local *locals, int n);
 
 /* EXEC answered, or its connection was lost after it was written: the
  * commands queued in its transaction that may have written outside the

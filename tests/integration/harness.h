@@ -310,7 +310,6 @@ H_UNUSED static const char *h_show(const redisReply *r)
                   "expected error '%s...', got %s", (prefix), h_show(r)); \
 } while (0)
 
-/* Run cmd, check the reply is status OK, free it. */
 /* Send a command and expect the status reply `status` ("OK", "QUEUED"). */
 #define H_STATUS(c, status, ...) do { \
     redisReply *h_r_ = h_cmd((c), __VA_ARGS__); \

@@ -19,8 +19,8 @@
  *
  * Left out, because one server and a cluster proxy legitimately differ:
  * PUBLISH (its count of receivers can see the proxy's subscriber
- * connection before the UNSUBSCRIBE on it lands); inside MULTI, SUBSCRIBE,
- * SELECT and CLIENT (refused by the proxy, which says why); HELLO and CLIENT
+ * connection before the UNSUBSCRIBE on it lands); inside MULTI, SUBSCRIBE
+ * (refused by the proxy, which says why); HELLO and CLIENT
  * ID/LIST (server details); expiry times; the order of set members and of
  * UNSUBSCRIBE's replies (Redis's hash order), so there is one channel and
  * one pattern.
@@ -193,12 +193,11 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
     for (int k = 0; k < n; k++) {
         char tmpl[256], *save = NULL;
         int argc = 0;
-        /* inside MULTI the proxy refuses, saying why, what it answers
-         * itself or what needs a connection of its own (README) */
+        /* inside MULTI the proxy refuses, saying why, what needs a
+         * connection of its own or keys of several slots (README) */
         do
             snprintf(tmpl, sizeof tmpl, "%s", H_PICK(s, templates));
-        while (maybe_multi && (strstr(tmpl, "SUBSCRIBE") || !strncmp(tmpl, "SELECT", 6) ||
-                               !strncmp(tmpl, "CLIENT", 6) || strstr(tmpl, "|X")));
+        while (maybe_multi && (strstr(tmpl, "SUBSCRIBE") || strstr(tmpl, "|X")));
         for (char *t = strtok_r(tmpl, "|", &save); t && argc < 8; t = strtok_r(NULL, "|", &save))
             fill(s, t, tag, argv[argc++], sizeof argv[0]);
         put_command(e, argc, argv);

@@ -253,6 +253,90 @@ START_TEST(test_execabort_and_redis_errors)
 }
 END_TEST
 
+static void expect_name(redisContext *p, const char *name)
+{
+    redisReply *r = h_cmd(p, "CLIENT GETNAME");
+    H_EXPECT_BULK(r, name);
+    freeReplyObject(r);
+}
+
+/* What the proxy answers itself (CLIENT, SELECT, CLUSTER KEYSLOT, ...) is
+ * queued and run at EXEC, each reply in its place among the node's: a name
+ * set inside MULTI is seen by a GETNAME after it in the same block, and is
+ * not set at all after DISCARD or a failed WATCH. */
+START_TEST(test_proxy_answered_commands_queued)
+{
+    redisContext *p = h_connect_proxy();
+    redisContext *other = h_connect_proxy();
+    redisReply *r;
+    char k[128];
+
+    H_FMT(k, sizeof k, "%s:{local}:k", h_prefix());
+    H_OK(p, "CLIENT SETNAME before");
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "SELECT 0");
+    H_STATUS(p, "QUEUED", "SET %s v", k);
+    H_STATUS(p, "QUEUED", "CLIENT SETNAME inside");
+    H_STATUS(p, "QUEUED", "CLIENT GETNAME");
+    H_STATUS(p, "QUEUED", "GET %s", k);
+    H_STATUS(p, "QUEUED", "CLUSTER KEYSLOT %s", k);
+    H_STATUS(p, "QUEUED", "SELECT 1");
+    H_STATUS(p, "QUEUED", "CLIENT SETNAME %s", "no spaces");
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 8);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_STATUS(r->element[1], "OK");
+    H_EXPECT_STATUS(r->element[2], "OK");
+    H_EXPECT_BULK(r->element[3], "inside");
+    H_EXPECT_BULK(r->element[4], "v");
+    H_EXPECT_INT(r->element[5], h_slot(k));
+    H_EXPECT_ERR(r->element[6], "ERR SELECT is not allowed in cluster mode");
+    H_EXPECT_ERR(r->element[7], "ERR Client names cannot contain spaces");
+    freeReplyObject(r);
+    expect_name(p, "inside");
+
+    /* DISCARD: nothing ran */
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "CLIENT SETNAME discarded");
+    H_OK(p, "DISCARD");
+    expect_name(p, "inside");
+
+    /* a failed WATCH: nothing ran either */
+    H_OK(p, "WATCH %s", k);
+    H_OK(other, "SET %s changed", k);
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "CLIENT SETNAME unwatched");
+    H_STATUS(p, "QUEUED", "GET %s", k);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    expect_name(p, "inside");
+
+    /* only commands the proxy answers: an empty block on the node */
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "CLIENT SETNAME alone");
+    H_STATUS(p, "QUEUED", "CLIENT GETNAME");
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_BULK(r->element[1], "alone");
+    freeReplyObject(r);
+
+    /* asking every master stays refused, and aborts */
+    H_OK(p, "MULTI");
+    r = h_cmd(p, "DBSIZE");
+    H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
+    freeReplyObject(r);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_ERR(r, "EXECABORT");
+    freeReplyObject(r);
+    redisFree(other);
+    redisFree(p);
+}
+END_TEST
+
 /* Pipelined: the block's replies come back as EXEC's array, in order with
  * what surrounds it; PING/ECHO inside run on the node. */
 START_TEST(test_pipelined_transaction)
@@ -565,6 +649,7 @@ static Suite *tx_suite(void)
     tcase_add_test(tc, test_transaction_across_slots_refused_nothing_runs);
     tcase_add_test(tc, test_execabort_and_redis_errors);
     tcase_add_test(tc, test_pipelined_transaction);
+    tcase_add_test(tc, test_proxy_answered_commands_queued);
     tcase_add_test(tc, test_moved_during_transaction_resends_block);
     tcase_add_test(tc, test_ask_during_transaction_resends_block);
     tcase_add_test(tc, test_indexed_writes_in_transactions);
