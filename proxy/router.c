@@ -664,6 +664,8 @@ int router_key_slot(struct request *r)
 {
     int fixed[16], *keys = fixed;
     int n = request_keys(r, r->cmd, keys, 16);
+    if (n == 0 && (r->cmd->flags & CMD_PUBSUB))     /* SPUBLISH: its channel hashes as a key */
+        n = command_keys_ex(r->cmd, r->data, r->args, r->argc, keys, 16, COMMAND_KEYS_NOT_KEYS);
     if (n < 0)          /* malformed: the node will say what is wrong */
         n = 0;
     if (n > 16) {
@@ -968,6 +970,8 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
         return TXC_SPLIT;
     case POLICY_SCRIPT:
         return r->cmd->parent ? TXC_OTHER : TXC_SCRIPT;    /* not SCRIPT x, FUNCTION x */
+    case POLICY_PUBSUB:     /* SPUBLISH, to its channel's slot, as a node queues it */
+        return strcmp(name, "spublish") == 0 ? TXC_FORWARD : TXC_OTHER;
     case POLICY_LOCAL:
         if (strcmp(name, "ping") == 0 || strcmp(name, "echo") == 0 || strcmp(name, "time") == 0)
             return TXC_NODE_LOCAL;

@@ -15,8 +15,9 @@
  *    every channel and pattern is subscribed again on another master and the
  *    stream goes on, without an error;
  *  - sharded pub/sub: one connection per shard, CROSSSLOT as a node says
- *    it, SPUBLISH, SUNSUBSCRIBE closing the shard's connection, and a shard
- *    channel following its slot to another master and back;
+ *    it, SPUBLISH (inside MULTI too), SUNSUBSCRIBE closing the shard's
+ *    connection, and a shard channel following its slot to another master
+ *    and back;
  *  - no leak: clients that subscribe and leave (closed socket, QUIT,
  *    UNSUBSCRIBE, RESET) leave the nodes' connection count at its baseline;
  *  - a subscriber that does not read is disconnected past the pubsub class's
@@ -536,6 +537,28 @@ START_TEST(sharded)
     H_EXPECT_INT(r, 1);
     freeReplyObject(r);
     expect_push(sub, "smessage", other, "three", NULL);
+    /* inside MULTI, with keys of its channel's slot, as a node queues it */
+    char kb[160];
+    snprintf(kb, sizeof(kb), "{%s}%s:k", tb, run);
+    H_OK(pub, "MULTI");
+    H_STATUS(pub, "QUEUED", "SET %s v", kb);
+    H_STATUS(pub, "QUEUED", "SPUBLISH %s four", other);
+    r = h_cmd(pub, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_INT(r->element[1], 1);
+    freeReplyObject(r);
+    expect_push(sub, "smessage", other, "four", NULL);
+    /* a channel of another slot: CROSSSLOT at EXEC, nothing ran */
+    H_OK(pub, "MULTI");
+    H_STATUS(pub, "QUEUED", "DEL %s", kb);
+    H_STATUS(pub, "QUEUED", "SPUBLISH %s never", a);
+    r = h_cmd(pub, "EXEC");
+    H_EXPECT_ERR(r, "CROSSSLOT");
+    freeReplyObject(r);
+    r = h_cmd(pub, "EXISTS %s", kb);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
     /* SUNSUBSCRIBE across slots is refused like SSUBSCRIBE */
     r = h_cmd(sub, "SUNSUBSCRIBE %s %s", a, b);
     H_EXPECT_ERR(r, "CROSSSLOT");
