@@ -179,6 +179,22 @@ int request_keys(struct request *r, const struct command *cmd, int *keys, int ma
     return r->nkeys;
 }
 
+int request_keys_all(struct request *r, int some[16], int **keys)
+{
+    int n = request_keys(r, r->cmd, some, 16);
+    *keys = some;
+    if (n > 16) {
+        int *all = malloc(sizeof *all * (size_t)n);
+        if (all) {
+            *keys = all;
+            n = request_keys(r, r->cmd, all, n);
+        } else {
+            n = 16;
+        }
+    }
+    return n < 0 ? 0 : n;
+}
+
 void request_parts_sent(struct request *p)
 {
     if (--p->parts_left == 0) {

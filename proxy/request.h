@@ -157,6 +157,11 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
  * then copied: the same result, for callers that each need the keys. */
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
 
+/* All of r's keys (of r->cmd): in some when they fit, else in *keys, to be
+ * freed by the caller when it is not some (the first 16 only when out of
+ * memory). Returns how many; none for a malformed command. */
+int request_keys_all(struct request *r, int some[16], int **keys);
+
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */
 void request_parts_sent(struct request *parent);

@@ -662,17 +662,11 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
 
 int router_key_slot(struct request *r)
 {
-    int fixed[16], *keys = fixed;
-    int n = request_keys(r, r->cmd, keys, 16);
-    if (n == 0 && (r->cmd->flags & CMD_PUBSUB))     /* SPUBLISH: its channel hashes as a key */
-        n = command_keys_ex(r->cmd, r->data, r->args, r->argc, keys, 16, COMMAND_KEYS_NOT_KEYS);
-    if (n < 0)          /* malformed: the node will say what is wrong */
-        n = 0;
-    if (n > 16) {
-        keys = malloc(sizeof *keys * (size_t)n);
-        if (!keys)
-            return -1;
-        request_keys(r, r->cmd, keys, n);
+    int some[16], *keys;
+    int n = request_keys_all(r, some, &keys);   /* malformed: none, the node will say */
+    if (n == 0 && (r->cmd->flags & CMD_PUBSUB)) {   /* SPUBLISH: its channel hashes as a key */
+        n = command_keys_ex(r->cmd, r->data, r->args, r->argc, some, 16, COMMAND_KEYS_NOT_KEYS);
+        n = n < 0 ? 0 : n > 16 ? 16 : n;
     }
     int slot = -1;
     for (int i = 0; i < n; i++) {
@@ -685,7 +679,7 @@ int router_key_slot(struct request *r)
         }
         slot = s;
     }
-    if (keys != fixed)
+    if (keys != some)
         free(keys);
     return slot;
 }

@@ -341,8 +341,6 @@ void tx_locals_free(struct tx_local *locals, int n)
     free(locals);
 }
 
-static int all_keys(struct request *r, int some[16], int **keys);
-
 /* A queued command that may write its keys outside the index script: a
  * script (the proxy cannot see inside it), or a blocking write such as
  * BLPOP (Lua cannot run it). */
@@ -360,7 +358,7 @@ static int writes_unseen(const struct request *r, enum tx_class cls)
 static int upkeep_note(struct tx_state *tx, struct request *r)
 {
     int some[16], *keys;
-    int n = all_keys(r, some, &keys), rc = 0;
+    int n = request_keys_all(r, some, &keys), rc = 0;
     if (!tx->upkeep && !(tx->upkeep = evbuffer_new()))
         rc = -1;
     for (int i = 0; i < n && rc == 0; i++) {
@@ -835,24 +833,6 @@ static void index_upkeep_key(struct worker *w, const struct layout *l,
     request_free(u);
 }
 
-/* r's keys: in some when they fit, else in *keys to free (the first 16
- * when out of memory). */
-static int all_keys(struct request *r, int some[16], int **keys)
-{
-    int n = request_keys(r, r->cmd, some, 16);
-    *keys = some;
-    if (n > 16) {
-        int *all = malloc(sizeof *all * (size_t)n);
-        if (all) {
-            *keys = all;
-            n = request_keys(r, r->cmd, all, n);
-        } else {
-            n = 16;
-        }
-    }
-    return n < 0 ? 0 : n;
-}
-
 void tx_index_upkeep(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
@@ -860,7 +840,7 @@ void tx_index_upkeep(struct request *r)
     if (!rename)
         return;
     int some[16], *keys;
-    int n = all_keys(r, some, &keys);
+    int n = request_keys_all(r, some, &keys);
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *key = request_arg(r, keys[i], &len);

@@ -456,7 +456,10 @@ for t in "${targets[@]}"; do
          "redis-server $((${cpu[$d]} - ${sys_cpu[$d]})) ns"
 done
 # The same ratios round by round, each run against the direct run of its own
-# round: the machine drifts between rounds, and this shows by how much.
+# round: the machine drifts between rounds, and this shows by how much. The
+# median of those paired ratios follows each case: when the direct server
+# has a slow patch (or the proxy one), the table's ratio of two medians
+# moves with it, and the paired median much less.
 awk -v order="${cases[*]}" '
     { k = $2 " " $3; n = ++runs[$1, k]; r[$1, k, n] = $4; if (!($1 in seen)) { seen[$1] = 1; t[++nt] = $1 } }
     END {
@@ -465,10 +468,16 @@ awk -v order="${cases[*]}" '
             if (t[i] == "direct") continue
             line = ""
             for (j = 1; j + 2 <= nc; j += 3) {
-                k = w[j] " " w[j + 1]; part = ""
+                k = w[j] " " w[j + 1]; part = ""; m = 0
                 for (n = 1; n <= runs[t[i], k] && n <= runs["direct", k]; n++)
-                    if (r["direct", k, n] > 0)
-                        part = part sprintf(" %.2f", r[t[i], k, n] / r["direct", k, n])
+                    if (r["direct", k, n] > 0) {
+                        v[++m] = r[t[i], k, n] / r["direct", k, n]
+                        part = part sprintf(" %.2f", v[m])
+                    }
+                for (a = 2; a <= m; a++)        # insertion sort, for the median
+                    for (b = a; b > 1 && v[b - 1] > v[b]; b--) { x = v[b]; v[b] = v[b - 1]; v[b - 1] = x }
+                if (m > 0)
+                    part = part sprintf(" (median %.2f)", (v[int((m + 1) / 2)] + v[int(m / 2) + 1]) / 2)
                 if (part != "") line = line sprintf("%s%s -P %s%s", line == "" ? "" : "; ", w[j], w[j + 1], part)
             }
             if (line != "") print t[i] " vs direct, round by round: " line
