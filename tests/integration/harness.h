@@ -319,6 +319,13 @@ H_UNUSED static const char *h_show(const redisReply *r)
 
 #define H_OK(c, ...) H_STATUS((c), "OK", __VA_ARGS__)
 
+/* Send a command and expect an error reply starting with prefix. */
+#define H_ERR(c, prefix, ...) do { \
+    redisReply *h_r_ = h_cmd((c), __VA_ARGS__); \
+    H_EXPECT_ERR(h_r_, (prefix)); \
+    freeReplyObject(h_r_); \
+} while (0)
+
 /* ---------- slots and topology ---------- */
 
 /* CRC16-CCITT (XMODEM: poly 0x1021, init 0), as Redis Cluster specifies it.

@@ -553,9 +553,7 @@ START_TEST(sharded)
     H_OK(pub, "MULTI");
     H_STATUS(pub, "QUEUED", "DEL %s", kb);
     H_STATUS(pub, "QUEUED", "SPUBLISH %s never", a);
-    r = h_cmd(pub, "EXEC");
-    H_EXPECT_ERR(r, "CROSSSLOT");
-    freeReplyObject(r);
+    H_ERR(pub, "CROSSSLOT", "EXEC");
     r = h_cmd(pub, "EXISTS %s", kb);
     H_EXPECT_INT(r, 1);
     freeReplyObject(r);

@@ -326,12 +326,8 @@ START_TEST(test_proxy_answered_commands_queued)
 
     /* asking every master stays refused, and aborts */
     H_OK(p, "MULTI");
-    r = h_cmd(p, "DBSIZE");
-    H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
-    freeReplyObject(r);
-    r = h_cmd(p, "EXEC");
-    H_EXPECT_ERR(r, "EXECABORT");
-    freeReplyObject(r);
+    H_ERR(p, "ERR Command not allowed inside a transaction", "DBSIZE");
+    H_ERR(p, "EXECABORT", "EXEC");
     redisFree(other);
     redisFree(p);
 }
