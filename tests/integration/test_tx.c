@@ -317,11 +317,16 @@ START_TEST(test_proxy_answered_commands_queued)
     H_OK(p, "MULTI");
     H_STATUS(p, "QUEUED", "CLIENT SETNAME alone");
     H_STATUS(p, "QUEUED", "CLIENT GETNAME");
+    H_STATUS(p, "QUEUED", "AUTH nopass");
+    H_STATUS(p, "QUEUED", "HELLO 2");
     r = h_cmd(p, "EXEC");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
-    ck_assert_uint_eq(r->elements, 2);
+    ck_assert_uint_eq(r->elements, 4);
     H_EXPECT_STATUS(r->element[0], "OK");
     H_EXPECT_BULK(r->element[1], "alone");
+    H_EXPECT_ERR(r->element[2], "ERR AUTH <password> called without any password configured");
+    H_EXPECT_TYPE(r->element[3], REDIS_REPLY_ARRAY);       /* HELLO's map, as an array */
+    H_EXPECT_BULK(r->element[3]->element[0], "server");
     freeReplyObject(r);
 
     /* asking every master stays refused, and aborts */
