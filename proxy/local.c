@@ -650,6 +650,15 @@ static void fanout_simple(struct request *r, enum merge_kind merge, const char *
 
 /* ---- dispatch ---- */
 
+int local_answers_at_once(const struct command *cmd)
+{
+    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys" };
+    for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
+        if (strcmp(cmd->name, asking[i]) == 0)
+            return 0;
+    return 1;
+}
+
 void local_dispatch(struct request *r)
 {
     const struct command *cmd = r->cmd;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+struct command;
 struct request;
 
 /* The Redis version the proxy speaks for (HELLO, INFO). */
@@ -16,6 +17,11 @@ struct request;
 #define TAGPROXY_VERSION    "0.1.0"
 
 void local_dispatch(struct request *r);
+
+/* Whether local_dispatch answers cmd at once, from the proxy's own state
+ * (1), or by asking the masters first (0: INFO, DBSIZE, RANDOMKEY, SCAN,
+ * KEYS). A transaction runs the former at EXEC (tx.h). */
+int local_answers_at_once(const struct command *cmd);
 
 /* INFO: write the proxy's sections, with the keyspace summed from the
  * masters' "INFO keyspace" texts (NUL-terminated), into r's reply. */

@@ -969,18 +969,12 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
     case POLICY_LOCAL:
         if (strcmp(name, "ping") == 0 || strcmp(name, "echo") == 0 || strcmp(name, "time") == 0)
             return TXC_NODE_LOCAL;
-        if (strcmp(name, "select") == 0 || strcmp(name, "readonly") == 0 ||
-            strcmp(name, "hello") == 0 || strcmp(name, "auth") == 0 ||
-            strcmp(name, "readwrite") == 0 || strcmp(name, "command") == 0 ||
-            (r->cmd->parent && (strcmp(r->cmd->parent->name, "client") == 0 ||
-                                strcmp(r->cmd->parent->name, "command") == 0 ||
-                                strcmp(r->cmd->parent->name, "cluster") == 0)))
-            return TXC_PROXY;           /* answered from the proxy's own state */
         if (strcmp(name, "quit") == 0)
             return TXC_IMMEDIATE;
         if (strcmp(name, "reset") == 0)
             return TXC_RESET;
-        return TXC_OTHER;
+        /* answered from the proxy's own state: run at EXEC; else it asks every master */
+        return local_answers_at_once(r->cmd) ? TXC_PROXY : TXC_OTHER;
     default:
         return TXC_OTHER;
     }

@@ -324,7 +324,7 @@ static void queue_local(struct tx_state *tx, struct request *r)
 void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out)
 {
     struct request *q = l->req;
-    if (!exec->client || q->done) {         /* (no client: its reply goes nowhere) */
+    if (!exec->client) {                    /* (its reply goes nowhere) */
         resp_add_error(out, "ERR the client has gone");
         return;
     }
