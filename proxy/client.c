@@ -235,12 +235,12 @@ void client_flush(struct client *c)
         client_count_reply(c, r, now_us);
         if (r->inline_reply_len) {
             c->held -= r->inline_reply_len;
-            if (out)
+            if (out && !r->silent)
                 io_out_add(&c->io, r->inline_data, r->inline_reply_len);
         }
         if (r->reply) {
             c->held -= evbuffer_get_length(r->reply);
-            if (out)
+            if (out && !r->silent)
                 evbuffer_add_buffer(out, r->reply);
         }
         client_unqueue(c, r);
@@ -268,6 +268,15 @@ void client_flush(struct client *c)
         tx_client_flushed(c);
 }
 
+void client_reply_mode_take(struct client *c, struct request *r)
+{
+    if (r->reply_mode_taken)
+        return;
+    r->reply_mode_taken = 1;
+    r->silent = c->reply_off | c->reply_skip_next;
+    c->reply_skip_next = 0;
+}
+
 /* A parse error: owed replies first, then the error, then the close. */
 static void client_protocol_error(struct client *c, const char *err)
 {
@@ -277,6 +286,7 @@ static void client_protocol_error(struct client *c, const char *err)
     stat_inc(&c->worker->stats.protocol_errors);
     if (r) {
         r->client = c;
+        client_reply_mode_take(c, r);
         TAILQ_INSERT_TAIL(&c->queue, r, link);
         c->nqueued++;
         resp_add_errorf(request_reply_buffer(r), "ERR %s", err);

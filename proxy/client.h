@@ -47,6 +47,8 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
+    unsigned char reply_off;        /* CLIENT REPLY OFF: no reply until ON */
+    unsigned char reply_skip_next;  /* CLIENT REPLY SKIP: none for the next command */
     const struct acl_user *user;    /* who it runs as (acl.h), in user_snap's ACL */
     struct config_snapshot *user_snap;  /* a reference: keeps user alive */
     struct resp_parser parser;
@@ -76,6 +78,14 @@ void client_start_tls(struct client *c, struct ssl_ctx_st *ctx);
 void client_flush(struct client *c);
 /* Take r, which never ran and never will, out of c's queue and free it. */
 void client_unqueue(struct client *c, struct request *r);
+
+/*
+ * r, about to run, answers as CLIENT REPLY left c: nothing while OFF,
+ * nothing for the one command after SKIP (in Redis a protocol error counts
+ * as that command too). Called once r's predecessors have run (the router
+ * calls it past a transaction's parked commands); later calls do nothing.
+ */
+void client_reply_mode_take(struct client *c, struct request *r);
 
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);

@@ -221,6 +221,10 @@ static void cmd_reset(struct request *r)
     c->authenticated = c->user->nopass;
     c->parser.unauthenticated = !c->authenticated;
     pubsub_reset(c);
+    if (c->reply_off)           /* RESET turns replies back on, its own too (not after SKIP) */
+        r->silent = 0;
+    c->reply_off = 0;
+    c->reply_skip_next = 0;
     resp_add_simple(out(r), "RESET");
     request_finish(r);
 }
@@ -240,30 +244,165 @@ static void cmd_time(struct request *r)
 
 /* ---- CLIENT ---- */
 
-static void client_list(struct request *r, int only_me)
+/* CLIENT LIST's TYPE: whether c is of that kind (Redis's getClientTypeByName
+ * names; the proxy's clients are never masters or replicas). */
+enum client_kind { KIND_ANY, KIND_NORMAL, KIND_PUBSUB, KIND_NONE };
+
+static int client_is(const struct client *c, enum client_kind kind)
 {
-    struct evbuffer *text = evbuffer_new();
-    char line[1024];
+    int sub, psub, ssub;
+    if (kind == KIND_ANY)
+        return 1;
+    pubsub_counts(c, &sub, &psub, &ssub);
+    int pubsub = sub + psub + ssub > 0;
+    return kind == KIND_PUBSUB ? pubsub : kind == KIND_NORMAL ? !pubsub : 0;
+}
+
+/* Every live client of kind (id 0) or the one whose id is id, one line each. */
+static void client_lines(struct request *r, struct evbuffer *text, enum client_kind kind,
+                         uint64_t id)
+{
     struct proxy *p = r->worker->proxy;
-    if (only_me) {
-        client_describe(r->client, line, sizeof line);
-        evbuffer_add_printf(text, "%s\n", line);
-    } else {
-        for (int i = 0; i < p->nworkers; i++) {
-            struct worker *w = &p->workers[i];
-            struct client *c;
-            pthread_mutex_lock(&w->clients_lock);
-            TAILQ_FOREACH(c, &w->clients, link)
-                if (c->state != CLIENT_GONE) {
-                    client_describe(c, line, sizeof line);
-                    evbuffer_add_printf(text, "%s\n", line);
-                }
-            pthread_mutex_unlock(&w->clients_lock);
-        }
+    char line[1024];
+    for (int i = 0; i < p->nworkers; i++) {
+        struct worker *w = &p->workers[i];
+        struct client *c;
+        pthread_mutex_lock(&w->clients_lock);
+        TAILQ_FOREACH(c, &w->clients, link)
+            if (c->state != CLIENT_GONE && (id ? c->id == id : client_is(c, kind))) {
+                client_describe(c, line, sizeof line);
+                evbuffer_add_printf(text, "%s\n", line);
+            }
+        pthread_mutex_unlock(&w->clients_lock);
     }
+}
+
+static void reply_text(struct request *r, struct evbuffer *text)
+{
     size_t len = evbuffer_get_length(text);
     resp_add_bulk(out(r), (const char *)evbuffer_pullup(text, -1), len);
     evbuffer_free(text);
+    request_finish(r);
+}
+
+/* CLIENT LIST's TYPE argument; -1 for a name Redis does not know. */
+static int client_kind_of(struct request *r, int i)
+{
+    if (arg_is(r, i, "normal"))
+        return KIND_NORMAL;
+    if (arg_is(r, i, "pubsub"))
+        return KIND_PUBSUB;
+    if (arg_is(r, i, "master") || arg_is(r, i, "replica") || arg_is(r, i, "slave"))
+        return KIND_NONE;
+    return -1;
+}
+
+/* CLIENT LIST [TYPE type | ID id ...], with Redis's rules and errors. */
+static void client_list(struct request *r)
+{
+    int by_type = r->argc == 4 && arg_is(r, 2, "type");
+    int by_id = r->argc > 3 && arg_is(r, 2, "id");
+    int kind = KIND_ANY;
+    long long id;
+    if (r->argc != 2 && !by_type && !by_id) {
+        request_fail(r, "ERR syntax error");
+        return;
+    }
+    if (by_type && (kind = client_kind_of(r, 3)) < 0) {
+        size_t len;
+        const char *t = request_arg(r, 3, &len);
+        char msg[200];
+        snprintf(msg, sizeof msg, "ERR Unknown client type '%.*s'", (int)(len < 128 ? len : 128), t);
+        request_fail(r, msg);
+        return;
+    }
+    for (int i = 3; by_id && i < r->argc; i++)      /* all checked first, as Redis does */
+        if (arg_ll(r, i, &id) < 0) {
+            request_fail(r, "ERR Invalid client ID");
+            return;
+        }
+    struct evbuffer *text = evbuffer_new();
+    if (!by_id)
+        client_lines(r, text, (enum client_kind)kind, 0);
+    for (int i = 3; by_id && i < r->argc; i++)      /* in the order asked, repeats too */
+        if (arg_ll(r, i, &id) == 0 && id > 0)
+            client_lines(r, text, KIND_ANY, (uint64_t)id);
+    reply_text(r, text);
+}
+
+/*
+ * CLIENT REPLY ON|OFF|SKIP. A request's `silent` is set as it starts to run,
+ * from the mode its predecessors left (client_reply_mode_take), so only this
+ * command's own reply is decided here: ON answers OK, OFF and SKIP nothing.
+ */
+static void client_reply_mode(struct request *r)
+{
+    struct client *c = r->client;
+    if (arg_is(r, 2, "on")) {
+        c->reply_off = 0;
+        c->reply_skip_next = 0;
+        r->silent = 0;
+        resp_add_simple(out(r), "OK");
+    } else if (arg_is(r, 2, "off")) {
+        c->reply_off = 1;
+        r->silent = 1;
+    } else if (arg_is(r, 2, "skip")) {
+        c->reply_skip_next = !c->reply_off;
+        r->silent = 1;
+    } else {
+        request_fail(r, "ERR syntax error");
+        return;
+    }
+    request_finish(r);
+}
+
+/* CLIENT TRACKING OFF [options]: OK, tracking being never on; ON: refused. */
+static void client_tracking(struct request *r)
+{
+    if (arg_is(r, 2, "on")) {
+        request_fail(r, "ERR client-side caching (CLIENT TRACKING ON) is not supported through "
+                        "the proxy: the invalidation messages would come from every master");
+        return;
+    }
+    int ok = arg_is(r, 2, "off");
+    for (int j = 3; ok && j < r->argc; j++) {
+        if (arg_is(r, j, "redirect") || arg_is(r, j, "prefix"))
+            ok = ++j < r->argc;
+        else
+            ok = arg_is(r, j, "bcast") || arg_is(r, j, "optin") || arg_is(r, j, "optout") ||
+                 arg_is(r, j, "noloop");
+    }
+    if (!ok) {
+        request_fail(r, "ERR syntax error");
+        return;
+    }
+    resp_add_simple(out(r), "OK");
+    request_finish(r);
+}
+
+static void client_help(struct request *r)
+{
+    static const char *const help[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
+        "GETNAME", "    Return the name of the current connection.",
+        "ID", "    Return the ID of the current connection.",
+        "INFO", "    Return information about the current client connection.",
+        "LIST [options ...]", "    Return information about the proxy's client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+        "    * ID <id> [<id> ...]", "      Return clients of the given ids.",
+        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "TRACKING OFF [options]", "    Client side caching is off through the proxy.",
+        "TRACKINGINFO", "    Report tracking status for the current connection.",
+        "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+        "HELP", "    Print this help.",
+    };
+    resp_add_array(out(r), (long long)(sizeof help / sizeof help[0]));
+    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
+        resp_add_simple(out(r), help[i]);
     request_finish(r);
 }
 
@@ -276,6 +415,35 @@ static void cmd_client(struct request *r)
             resp_add_simple(out(r), "OK");
             request_finish(r);
         }
+        return;
+    }
+    if (strcmp(sub, "reply") == 0) {
+        client_reply_mode(r);
+    } else if (strcmp(sub, "tracking") == 0) {
+        client_tracking(r);
+    } else if (strcmp(sub, "caching") == 0) {   /* as Redis says it with tracking off */
+        request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
+                        "mode with OPTIN or OPTOUT mode enabled");
+    } else if (strcmp(sub, "no-evict") == 0) {  /* the proxy evicts no client for memory */
+        if (arg_is(r, 2, "on") || arg_is(r, 2, "off")) {
+            resp_add_simple(out(r), "OK");
+            request_finish(r);
+        } else {
+            request_fail(r, "ERR syntax error");
+        }
+    } else if (strcmp(sub, "getredir") == 0) {
+        resp_add_integer(out(r), -1);
+        request_finish(r);
+    } else if (strcmp(sub, "trackinginfo") == 0) {
+        resp_add_array(out(r), 6);
+        resp_add_bulk_str(out(r), "flags");
+        resp_add_array(out(r), 1);
+        resp_add_bulk_str(out(r), "off");
+        resp_add_bulk_str(out(r), "redirect");
+        resp_add_integer(out(r), -1);
+        resp_add_bulk_str(out(r), "prefixes");
+        resp_add_array(out(r), 0);
+        request_finish(r);
     } else if (strcmp(sub, "getname") == 0) {
         if (c->name)
             resp_add_bulk_str(out(r), c->name);
@@ -286,23 +454,15 @@ static void cmd_client(struct request *r)
         resp_add_integer(out(r), (long long)c->id);
         request_finish(r);
     } else if (strcmp(sub, "info") == 0) {
-        client_list(r, 1);
+        struct evbuffer *text = evbuffer_new();
+        char line[1024];
+        client_describe(c, line, sizeof line);
+        evbuffer_add_printf(text, "%s\n", line);
+        reply_text(r, text);
     } else if (strcmp(sub, "list") == 0) {
-        client_list(r, 0);
+        client_list(r);
     } else {
-        static const char *const help[] = {
-            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "GETNAME", "    Return the name of the current connection.",
-            "ID", "    Return the ID of the current connection.",
-            "INFO", "    Return information about the current client connection.",
-            "LIST", "    Return information about the proxy's client connections.",
-            "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "HELP", "    Print this help.",
-        };
-        resp_add_array(out(r), (long long)(sizeof help / sizeof help[0]));
-        for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-            resp_add_simple(out(r), help[i]);
-        request_finish(r);
+        client_help(r);
     }
 }
 
@@ -650,13 +810,15 @@ static void fanout_simple(struct request *r, enum merge_kind merge, const char *
 
 /* ---- dispatch ---- */
 
-int local_answers_at_once(const struct command *cmd)
+const char *local_tx_refusal(const struct command *cmd)
 {
     static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys" };
     for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
-        if (strcmp(cmd->name, asking[i]) == 0)
-            return 0;
-    return 1;
+        if (strcmp(cmd->fullname, asking[i]) == 0)
+            return "it asks every master";
+    if (strcmp(cmd->fullname, "client|reply") == 0)
+        return "it would take replies out of EXEC's array: send it before MULTI";
+    return NULL;
 }
 
 void local_dispatch(struct request *r)

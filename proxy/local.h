@@ -18,10 +18,11 @@ struct request;
 
 void local_dispatch(struct request *r);
 
-/* Whether local_dispatch answers cmd at once, from the proxy's own state
- * (1), or by asking the masters first (0: INFO, DBSIZE, RANDOMKEY, SCAN,
- * KEYS). A transaction runs the former at EXEC (tx.h). */
-int local_answers_at_once(const struct command *cmd);
+/* NULL when local_dispatch answers cmd at once, from the proxy's own state:
+ * a transaction runs those at EXEC (tx.h). Else why a transaction cannot:
+ * INFO, DBSIZE, RANDOMKEY, SCAN, KEYS ask the masters first; CLIENT REPLY
+ * would take replies out of EXEC's array. */
+const char *local_tx_refusal(const struct command *cmd);
 
 /* INFO: write the proxy's sections, with the keyspace summed from the
  * masters' "INFO keyspace" texts (NUL-terminated), into r's reply. */

@@ -1142,6 +1142,7 @@ void pubsub_dispatch(struct request *r)
         request_fail(r, "ERR out of memory");
         return;
     }
+    r->silent = 0;      /* confirmations are pushes: Redis sends them under CLIENT REPLY OFF too */
     if (strcmp(name, "subscribe") == 0)
         cmd_subscribe(r, ps, 0);
     else if (strcmp(name, "psubscribe") == 0)

@@ -270,7 +270,7 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
 {
     struct client *c = r->client;
     /* Fast path: the client waits for exactly this reply. */
-    if (c && !r->parent && TAILQ_FIRST(&c->queue) == r) {
+    if (c && !r->parent && !r->silent && TAILQ_FIRST(&c->queue) == r) {
         struct evbuffer *out = client_output(c);
         if (out) {
             char first = '\0';

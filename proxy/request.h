@@ -90,6 +90,8 @@ struct request {
     unsigned conn_kind : 2;         /* enum request_conn */
     unsigned rewritten : 1;         /* its keys have their cluster names */
     unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
+    unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
+    unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */

@@ -67,7 +67,10 @@ static const struct policy_entry policy_names[] = {
     { "client|setname", POLICY_LOCAL, NULL }, { "client|getname", POLICY_LOCAL, NULL },
     { "client|id", POLICY_LOCAL, NULL }, { "client|info", POLICY_LOCAL, NULL },
     { "client|list", POLICY_LOCAL, NULL }, { "client|help", POLICY_LOCAL, NULL },
-    { "client|setinfo", POLICY_LOCAL, NULL },
+    { "client|setinfo", POLICY_LOCAL, NULL }, { "client|reply", POLICY_LOCAL, NULL },
+    { "client|tracking", POLICY_LOCAL, NULL }, { "client|caching", POLICY_LOCAL, NULL },
+    { "client|no-evict", POLICY_LOCAL, NULL }, { "client|getredir", POLICY_LOCAL, NULL },
+    { "client|trackinginfo", POLICY_LOCAL, NULL },
     { "cluster|info", POLICY_LOCAL, NULL }, { "cluster|slots", POLICY_LOCAL, NULL },
     { "cluster|shards", POLICY_LOCAL, NULL }, { "cluster|nodes", POLICY_LOCAL, NULL },
     { "cluster|myid", POLICY_LOCAL, NULL }, { "cluster|keyslot", POLICY_LOCAL, NULL },
@@ -974,7 +977,7 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
         if (strcmp(name, "reset") == 0)
             return TXC_RESET;
         /* answered from the proxy's own state: run at EXEC; else it asks every master */
-        return local_answers_at_once(r->cmd) ? TXC_PROXY : TXC_OTHER;
+        return local_tx_refusal(r->cmd) ? TXC_OTHER : TXC_PROXY;
     default:
         return TXC_OTHER;
     }
@@ -1000,6 +1003,7 @@ void router_dispatch(struct request *r)
 
     if (c->tx && tx_park_if_waiting(r))
         return;
+    client_reply_mode_take(c, r);       /* its predecessors have run */
     if (!cmd) {
         tx_note_error(c);
         reply_unknown_command(r);

@@ -378,11 +378,11 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
 {
     char msg[300];
     if (cls == TXC_OTHER) {
+        const char *why = local_tx_refusal(r->cmd);
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: a "
-                 "transaction runs as one block on one master, and '%s' does not (it asks "
-                 "every master, or needs a connection of its own)",
-                 r->cmd->fullname);
+                 "transaction runs as one block on one master, and '%s' does not (%s)",
+                 r->cmd->fullname, why ? why : "it asks every master, or needs a connection of its own");
         refuse_queued(tx, r, msg);
         return;
     }

@@ -20,7 +20,10 @@
  * Left out, because one server and a cluster proxy legitimately differ:
  * PUBLISH (its count of receivers can see the proxy's subscriber
  * connection before the UNSUBSCRIBE on it lands); inside MULTI, SUBSCRIBE
- * (refused by the proxy, which says why); HELLO and CLIENT
+ * and CLIENT REPLY (refused by the proxy, which says why: Redis's EXEC
+ * array then lacks the replies REPLY turned off); QUIT after CLIENT REPLY
+ * OFF or SKIP (redis-server 7.0 then closes only after a reply it never
+ * writes, and reads nothing more: the proxy closes); HELLO and CLIENT
  * ID/LIST (server details); expiry times; the order of set members and of
  * UNSUBSCRIBE's replies (Redis's hash order), so there is one channel and
  * one pattern.
@@ -74,7 +77,8 @@ static const char *const templates[] = {
     "MULTI", "MULTI", "EXEC", "EXEC", "DISCARD", "WATCH|K", "WATCH|K|K", "UNWATCH",
     /* the connection */
     "PING", "PING|hello", "ECHO|V", "SELECT|0", "CLIENT|SETNAME|n1", "CLIENT|GETNAME",
-    "RESET", "QUIT",
+    "RESET", "QUIT", "CLIENT|REPLY|SKIP", "CLIENT|REPLY|SKIP", "CLIENT|REPLY|OFF",
+    "CLIENT|REPLY|ON",
     /* subscribed mode */
     "SUBSCRIBE|C", "SUBSCRIBE|C|C", "UNSUBSCRIBE", "UNSUBSCRIBE|C", "PSUBSCRIBE|P",
     "PUNSUBSCRIBE", "PUNSUBSCRIBE|P",
@@ -190,6 +194,7 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
     e->inline_mode = h_rnd(s, 5) == 0;
     e->text[0] = '\0';
     int maybe_multi = 0;
+    int replies_off = 0;        /* CLIENT REPLY OFF or SKIP seen: no QUIT (below) */
     for (int k = 0; k < n; k++) {
         char tmpl[256], *save = NULL;
         int argc = 0;
@@ -197,12 +202,16 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
          * connection of its own or keys of several slots (README) */
         do
             snprintf(tmpl, sizeof tmpl, "%s", H_PICK(s, templates));
-        while (maybe_multi && (strstr(tmpl, "SUBSCRIBE") || strstr(tmpl, "|X")));
+        while ((maybe_multi &&
+                (strstr(tmpl, "SUBSCRIBE") || strstr(tmpl, "|X") || strstr(tmpl, "|REPLY|"))) ||
+               (replies_off && strncmp(tmpl, "QUIT", 4) == 0));
         for (char *t = strtok_r(tmpl, "|", &save); t && argc < 8; t = strtok_r(NULL, "|", &save))
             fill(s, t, tag, argv[argc++], sizeof argv[0]);
         put_command(e, argc, argv);
         if (strcasecmp(argv[0], "QUIT") == 0)
             e->quits = 1;
+        if (argc == 3 && strcmp(argv[1], "REPLY") == 0 && strcmp(argv[2], "ON") != 0)
+            replies_off = 1;
         if (strcmp(argv[0], "MULTI") == 0)
             maybe_multi = 1;
         else if (!strcmp(argv[0], "EXEC") || (argc == 1 && (!strcmp(argv[0], "DISCARD") ||

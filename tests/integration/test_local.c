@@ -141,6 +141,26 @@ static const struct {
     { { "CLIENT", "SETNAME", "new\nline", NULL } },
     { { "CLIENT", "GETNAME", "x", NULL } },
     { { "CLIENT", "ID", "x", NULL } },
+    { { "CLIENT", "REPLY", "maybe", NULL } },
+    { { "CLIENT", "REPLY", NULL } },
+    { { "CLIENT", "REPLY", "ON", NULL } },
+    { { "CLIENT", "LIST", "foo", NULL } },
+    { { "CLIENT", "LIST", "ID", "x", NULL } },
+    { { "CLIENT", "LIST", "ID", "999999999", "-1", NULL } },
+    { { "CLIENT", "LIST", "TYPE", "foo", NULL } },
+    { { "CLIENT", "LIST", "TYPE", "master", NULL } },
+    { { "CLIENT", "LIST", "TYPE", "normal", "x", NULL } },
+    /* tracking, which is off through the proxy, as a node reports it off */
+    { { "CLIENT", "TRACKINGINFO", NULL } },
+    { { "CLIENT", "GETREDIR", NULL } },
+    { { "CLIENT", "CACHING", "yes", NULL } },
+    { { "CLIENT", "TRACKING", "off", NULL } },
+    { { "CLIENT", "TRACKING", "off", "BCAST", "PREFIX", "a", "NOLOOP", NULL } },
+    { { "CLIENT", "TRACKING", "off", "PREFIX", NULL } },
+    { { "CLIENT", "TRACKING", "maybe", NULL } },
+    { { "CLIENT", "NO-EVICT", "on", NULL } },
+    { { "CLIENT", "NO-EVICT", "Off", NULL } },
+    { { "CLIENT", "NO-EVICT", "x", NULL } },
     { { "TIME", "x", NULL } },
     { { "DBSIZE", "x", NULL } },
     { { "RANDOMKEY", "x", NULL } },
@@ -538,6 +558,37 @@ START_TEST(test_client_commands)
     ck_assert_msg(r->str[r->len - 1] == '\n', "CLIENT LIST does not end in a newline");
     freeReplyObject(r);
 
+    /* LIST ID: those clients, in the order asked */
+    char first[40], second[40];
+    r = h_cmd(a, "CLIENT LIST ID %lld 999999999 %lld", idb, ida);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    snprintf(first, sizeof(first), "id=%lld ", idb);
+    snprintf(second, sizeof(second), "id=%lld ", ida);
+    ck_assert_msg(strncmp(r->str, first, strlen(first)) == 0 && strstr(r->str, second) != NULL &&
+                  strchr(r->str, '\n') + 1 == strstr(r->str, second),
+                  "CLIENT LIST ID %lld %lld: '%s'", idb, ida, h_esc(r->str, r->len));
+    freeReplyObject(r);
+
+    /* LIST TYPE: a subscriber is pubsub, not normal */
+    {
+        redisContext *s = h_connect_proxy();
+        long long ids = client_id(s);
+        freeReplyObject(h_cmd(s, "SUBSCRIBE tp-local-ch"));
+        r = h_cmd(a, "CLIENT LIST TYPE pubsub");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        ck_assert_msg(client_line(r->str, ids, line, sizeof(line)) == 0 &&
+                      client_line(r->str, ida, line, sizeof(line)) < 0,
+                      "TYPE pubsub: '%s'", h_esc(r->str, r->len));
+        freeReplyObject(r);
+        r = h_cmd(a, "CLIENT LIST TYPE normal");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        ck_assert_msg(client_line(r->str, ida, line, sizeof(line)) == 0 &&
+                      client_line(r->str, ids, line, sizeof(line)) < 0,
+                      "TYPE normal: '%s'", h_esc(r->str, r->len));
+        freeReplyObject(r);
+        redisFree(s);
+    }
+
     /* INFO: the caller only, one line */
     r = h_cmd(b, "CLIENT INFO");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
@@ -566,6 +617,102 @@ START_TEST(test_client_commands)
     }
     ck_assert_msg(gone, "client %lld still listed 2 s after it closed", idb);
     redisFree(a);
+}
+END_TEST
+
+/* ---------- CLIENT REPLY ---------- */
+
+/* What n sends back, up to its close or `until`, for the inline commands in
+ * script, each "%s" there replaced by key (up to 4). */
+static size_t stream_of(const struct h_node *n, const char *script, const char *key,
+                        const char *until, char *buf, size_t size)
+{
+    char req[2048];
+    int fd = h_raw_connect(n);
+    size_t got;
+
+    snprintf(req, sizeof req, script, key, key, key, key);
+    h_raw_sends(fd, req);
+    got = h_raw_recv(fd, buf, size, until, 2000, NULL);
+    close(fd);
+    return got;
+}
+
+/* The same commands to a master and to the proxy, on one connection each,
+ * sent in one write: the same bytes back. */
+static void same_stream_as_node(const char *script, const char *key, const char *until)
+{
+    struct h_node node = first_master(), px = h_proxy_addr();
+    static char a[8192], b[8192];
+    size_t alen = stream_of(&node, script, key, until, a, sizeof a);
+    size_t blen = stream_of(&px, script, key, until, b, sizeof b);
+
+    ck_assert_msg(alen == blen && memcmp(a, b, alen) == 0,
+                  "for '%s' the proxy said '%s', the node '%s'", h_esc_str(script),
+                  h_esc(b, blen), h_esc(a, alen));
+    ck_assert_msg(until == NULL || strstr(a, until) != NULL, "the node never said %s: '%s'", until,
+                  h_esc(a, alen));
+}
+
+START_TEST(test_client_reply_as_a_node)
+{
+    static const char *const scripts[] = {
+        "CLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING\r\nPING\r\nCLIENT REPLY OFF\r\n"
+        "CLIENT REPLY SKIP\r\nPING\r\nCLIENT REPLY ON\r\nECHO end\r\n",
+        /* OFF drops values and errors alike; RESET turns replies back on */
+        "CLIENT REPLY OFF\r\nSET %s v\r\nGET %s\r\nNOSUCH\r\nGET\r\nRESET\r\nGET %s\r\n"
+        "ECHO end\r\n",
+        /* ...but not after SKIP, whose command RESET is */
+        "CLIENT REPLY SKIP\r\nRESET\r\nPING\r\nECHO end\r\n",
+        "CLIENT REPLY SKIP\r\nMULTI\r\nSET %s 1\r\nEXEC\r\nECHO end\r\n",
+        "CLIENT REPLY OFF\r\nSET %s 5\r\nMULTI\r\nINCR %s\r\nEXEC\r\nCLIENT REPLY ON\r\n"
+        "GET %s\r\nECHO end\r\n",
+        /* behind a blocking command (the proxy holds what follows it) */
+        "CLIENT REPLY SKIP\r\nDEL %s\r\nBLPOP %s 0.01\r\nCLIENT REPLY SKIP\r\nBLPOP %s 0.01\r\n"
+        "BLPOP %s 0.01\r\nCLIENT REPLY SKIP\r\nPING\r\nECHO end\r\n",
+        /* pub/sub confirmations are pushes: sent under OFF too, PING's reply not */
+        "CLIENT REPLY OFF\r\nSUBSCRIBE ch\r\nPING\r\nPSUBSCRIBE p*\r\nUNSUBSCRIBE\r\n"
+        "PUNSUBSCRIBE\r\nRESET\r\nECHO end\r\n",
+        "CLIENT REPLY OFF\r\n*1\r\n$x\r\n",        /* a protocol error: no word, a close */
+    };
+    struct h_topo t;
+    char key[128];
+
+    h_topo_load(&t);
+    h_key_on_master(&t, 0, h_prefix(), 0, key, sizeof key);
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++)
+        same_stream_as_node(scripts[i], key, strstr(scripts[i], "ECHO end") ? "end\r\n" : NULL);
+}
+END_TEST
+
+/* Through the proxy only: a command split over masters is dropped under SKIP
+ * as a whole, and the next one answered; QUIT under SKIP closes. */
+START_TEST(test_client_reply_skip_split_commands)
+{
+    struct h_topo t;
+    struct h_node px = h_proxy_addr();
+    char a[128], b[128], req[1024], buf[1024];
+    int fd = h_raw_connect(&px), closed;
+    size_t got;
+
+    h_topo_load(&t);
+    h_key_on_master(&t, 0, h_prefix(), 0, a, sizeof a);
+    h_key_on_master(&t, 1, h_prefix(), 0, b, sizeof b);
+    snprintf(req, sizeof req,
+             "MSET %s 1 %s 2\r\nCLIENT REPLY SKIP\r\nMGET %s %s\r\nCLIENT REPLY SKIP\r\n"
+             "DEL %s %s\r\nEXISTS %s %s\r\nECHO end\r\n", a, b, a, b, a, b, a, b);
+    h_raw_sends(fd, req);
+    got = h_raw_recv(fd, buf, sizeof buf, "end\r\n", 2000, NULL);
+    const char *want = "+OK\r\n:0\r\n$3\r\nend\r\n";
+    ck_assert_msg(got == strlen(want) && memcmp(buf, want, got) == 0, "got '%s'", h_esc(buf, got));
+
+    /* QUIT without its +OK still closes (redis-server 7.0 would keep the
+     * connection open, reading nothing more, for a reply it never writes) */
+    h_raw_sends(fd, "CLIENT REPLY SKIP\r\nQUIT\r\nPING\r\n");
+    got = h_raw_recv(fd, buf, sizeof buf, NULL, H_IO_TIMEOUT_S * 1000, &closed);
+    ck_assert_msg(got == 0 && closed, "after QUIT: '%s', %s", h_esc(buf, got),
+                  closed ? "closed" : "still open");
+    close(fd);
 }
 END_TEST
 
@@ -801,6 +948,8 @@ static Suite *local_suite(void)
     tcase_add_test(tc, test_randomkey_exists);
     tcase_add_test(tc, test_time_between_node_times);
     tcase_add_test(tc, test_client_commands);
+    tcase_add_test(tc, test_client_reply_as_a_node);
+    tcase_add_test(tc, test_client_reply_skip_split_commands);
     tcase_add_test(tc, test_cluster_myid_slots_nodes);
     tcase_add_test(tc, test_cluster_shards);
     tcase_add_test(tc, test_cluster_keyslot_many);

@@ -329,10 +329,34 @@ START_TEST(test_proxy_answered_commands_queued)
     H_EXPECT_BULK(r->element[3]->element[0], "server");
     freeReplyObject(r);
 
-    /* asking every master stays refused, and aborts */
+    /* subcommands named like a refused command (INFO) are queued too */
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "CLIENT INFO");
+    H_STATUS(p, "QUEUED", "CLUSTER INFO");
+    H_STATUS(p, "QUEUED", "COMMAND INFO get");
+    H_STATUS(p, "QUEUED", "CLIENT NO-EVICT on");
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 4);
+    H_EXPECT_TYPE(r->element[0], REDIS_REPLY_STRING);
+    ck_assert_msg(strstr(r->element[0]->str, "name=alone") != NULL, "CLIENT INFO: %s",
+                  r->element[0]->str);
+    H_EXPECT_TYPE(r->element[1], REDIS_REPLY_STRING);
+    ck_assert_msg(strncmp(r->element[1]->str, "cluster_state:ok", 16) == 0, "CLUSTER INFO: %s",
+                  r->element[1]->str);
+    H_EXPECT_TYPE(r->element[2], REDIS_REPLY_ARRAY);
+    H_EXPECT_STATUS(r->element[3], "OK");
+    freeReplyObject(r);
+
+    /* asking every master stays refused, and aborts; so does CLIENT REPLY,
+     * which would take replies out of EXEC's array (Redis sends a broken one) */
     H_OK(p, "MULTI");
     H_ERR(p, "ERR Command not allowed inside a transaction", "DBSIZE");
     H_ERR(p, "EXECABORT", "EXEC");
+    H_OK(p, "MULTI");
+    H_ERR(p, "ERR Command not allowed inside a transaction", "CLIENT REPLY OFF");
+    H_ERR(p, "EXECABORT", "EXEC");
+    H_STATUS(p, "PONG", "PING");
     redisFree(other);
     redisFree(p);
 }
