@@ -812,13 +812,18 @@ static void fanout_simple(struct request *r, enum merge_kind merge, const char *
 
 const char *local_tx_refusal(const struct command *cmd)
 {
-    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys" };
-    for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
-        if (strcmp(cmd->fullname, asking[i]) == 0)
-            return "it asks every master";
     if (strcmp(cmd->fullname, "client|reply") == 0)
         return "it would take replies out of EXEC's array: send it before MULTI";
     return NULL;
+}
+
+int local_asks_masters(const struct command *cmd)
+{
+    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys" };
+    for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
+        if (strcmp(cmd->fullname, asking[i]) == 0)
+            return 1;
+    return 0;
 }
 
 void local_dispatch(struct request *r)

@@ -18,11 +18,14 @@ struct request;
 
 void local_dispatch(struct request *r);
 
-/* NULL when local_dispatch answers cmd at once, from the proxy's own state:
- * a transaction runs those at EXEC (tx.h). Else why a transaction cannot:
- * INFO, DBSIZE, RANDOMKEY, SCAN, KEYS ask the masters first; CLIENT REPLY
- * would take replies out of EXEC's array. */
+/* NULL when a transaction can run cmd, a command local_dispatch answers, at
+ * EXEC (tx.h); else why not (CLIENT REPLY would take replies out of EXEC's
+ * array). */
 const char *local_tx_refusal(const struct command *cmd);
+
+/* Whether local_dispatch answers cmd only after asking the masters (INFO,
+ * DBSIZE, RANDOMKEY, SCAN, KEYS), not at once from the proxy's own state. */
+int local_asks_masters(const struct command *cmd);
 
 /* INFO: write the proxy's sections, with the keyspace summed from the
  * masters' "INFO keyspace" texts (NUL-terminated), into r's reply. */

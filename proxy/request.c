@@ -218,6 +218,8 @@ void request_free(struct request *r)
         evbuffer_free(r->exec_upkeep);
     if (r->exec_locals)
         tx_locals_free(r->exec_locals, r->nexec_locals);
+    if (r->exec_held)
+        evbuffer_free(r->exec_held);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)
@@ -247,6 +249,10 @@ void request_finish(struct request *r)
     r->done = 1;
     if (r->parent) {
         request_parts_sent(r->parent);
+        return;
+    }
+    if (r->exec_waiter) {
+        tx_local_answered(r);
         return;
     }
     if (r->client && !r->detached) {

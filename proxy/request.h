@@ -110,6 +110,10 @@ struct request {
     struct evbuffer *exec_upkeep;   /* EXEC: keys of its scripts that may write (tx.c) */
     struct tx_local *exec_locals;   /* EXEC: the commands the proxy answers (tx.h) */
     int nexec_locals;
+    struct evbuffer *exec_held;     /* EXEC: the node's array, while exec_locals that
+                                       ask the masters run (tx_start_asking_locals) */
+    int exec_waiting;               /* EXEC: how many of those have not answered */
+    struct request *exec_waiter;    /* such an exec_locals copy: its EXEC */
 
     /* split and fan-out */
     struct request *parent;

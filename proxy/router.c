@@ -534,22 +534,15 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
     return 1;
 }
 
-/* EXEC's array as the client queued it: each element from the node as
- * tx.h's exec_fix says (key names mapped back to legacy names, a null array
- * restored), and the replies of the commands the proxy answers (exec_locals)
- * run now and put in their places. 1: answered here; 0: forward the reply
- * as it is (not an array of one element per command the block held: an
- * abort, an error). */
-static int deliver_exec_array(struct request *r, struct evbuffer *in, const char *bytes,
-                              size_t len)
+/* EXEC's array as the client queued it, from reply, the node's array (len
+ * bytes): each element from the node as tx.h's exec_fix says (key names
+ * mapped back to legacy names, a null array restored), and the replies of
+ * the commands the proxy answers (exec_locals) put in their places. */
+static void build_exec_array(struct request *r, const char *reply, size_t len,
+                             struct evbuffer *out)
 {
     const struct layout *layout = worker_layout(r->worker);
-    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
-    struct evbuffer *out = request_reply_buffer(r);
-    const char *crlf = reply ? memchr(reply, '\r', len) : NULL;
-    if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != r->nexec_fix)
-        return 0;
-    size_t at = (size_t)(crlf - reply) + 2;
+    size_t at = (size_t)((const char *)memchr(reply, '\r', len) - reply) + 2;
     int total = r->nexec_fix + r->nexec_locals, k = 0;
     resp_add_array(out, total);
     for (int pos = 0, i = 0; pos < total; pos++) {
@@ -573,10 +566,43 @@ static int deliver_exec_array(struct request *r, struct evbuffer *in, const char
             evbuffer_add(out, e, one);
         at += one;
     }
+}
+
+/* EXEC's array, rebuilt as build_exec_array says. 1: answered here (or held
+ * while queued commands that ask the masters run: router_exec_ready ends
+ * it); 0: forward the reply as it is (not an array of one element per
+ * command the block held: an abort, an error). */
+static int deliver_exec_array(struct request *r, struct evbuffer *in, const char *bytes,
+                              size_t len)
+{
+    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    struct evbuffer *out = request_reply_buffer(r);
+    const char *crlf = reply ? memchr(reply, '\r', len) : NULL;
+    if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != r->nexec_fix)
+        return 0;
+    if (tx_asking_locals(r) && (r->exec_held = evbuffer_new()) != NULL) {
+        if (in)
+            evbuffer_remove_buffer(in, r->exec_held, len);
+        else
+            evbuffer_add(r->exec_held, bytes, len);
+        tx_start_asking_locals(r);  /* r may be answered and gone when it returns */
+        return 1;
+    }
+    build_exec_array(r, reply, len, out);
     if (in)
         evbuffer_drain(in, len);
     request_finish(r);
     return 1;
+}
+
+void router_exec_ready(struct request *r)
+{
+    size_t len = evbuffer_get_length(r->exec_held);
+    const char *reply = (const char *)evbuffer_pullup(r->exec_held, -1);
+    build_exec_array(r, reply, len, request_reply_buffer(r));
+    evbuffer_free(r->exec_held);
+    r->exec_held = NULL;
+    request_finish(r);
 }
 
 /* The client's own EVAL, EVALSHA or FCALL (not a _RO one): whatever it
@@ -976,7 +1002,7 @@ static enum tx_class tx_class_of(const struct request *r, enum policy pol)
             return TXC_IMMEDIATE;
         if (strcmp(name, "reset") == 0)
             return TXC_RESET;
-        /* answered from the proxy's own state: run at EXEC; else it asks every master */
+        /* answered by the proxy: run after EXEC (tx_run_local, tx_start_asking_locals) */
         return local_tx_refusal(r->cmd) ? TXC_OTHER : TXC_PROXY;
     default:
         return TXC_OTHER;

@@ -51,6 +51,10 @@ void router_reject(struct request *r, const char *msg);
 /* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
 void router_send(struct request *r);
 
+/* EXEC whose array waited in r->exec_held for the queued commands that ask
+ * the masters (tx.h): all have answered, so answer it. */
+void router_exec_ready(struct request *r);
+
 /* Send r on conn, with the router's handling of its reply. */
 void router_send_on(struct request *r, struct node_conn *conn);
 

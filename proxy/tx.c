@@ -321,6 +321,38 @@ static void queue_local(struct tx_state *tx, struct request *r)
     reply_simple(r, "QUEUED");
 }
 
+int tx_asking_locals(const struct request *exec)
+{
+    for (int i = 0; i < exec->nexec_locals; i++)
+        if (local_asks_masters(exec->exec_locals[i].req->cmd))
+            return 1;
+    return 0;
+}
+
+void tx_start_asking_locals(struct request *exec)
+{
+    exec->exec_waiting = 1;                 /* none may end it before all have started */
+    for (int i = 0; i < exec->nexec_locals && exec->client; i++) {
+        struct request *q = exec->exec_locals[i].req;
+        if (!local_asks_masters(q->cmd))
+            continue;
+        exec->exec_waiting++;
+        q->exec_waiter = exec;
+        q->client = exec->client;
+        local_dispatch(q);
+    }
+    if (--exec->exec_waiting == 0)
+        router_exec_ready(exec);
+}
+
+void tx_local_answered(struct request *q)
+{
+    struct request *exec = q->exec_waiter;
+    q->exec_waiter = NULL;
+    if (--exec->exec_waiting == 0)
+        router_exec_ready(exec);
+}
+
 void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out)
 {
     struct request *q = l->req;
@@ -328,8 +360,14 @@ void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out
         resp_add_error(out, "ERR the client has gone");
         return;
     }
-    q->client = exec->client;
-    local_dispatch(q);
+    if (!q->done) {
+        if (local_asks_masters(q->cmd)) {   /* never started: cannot be */
+            resp_add_error(out, "ERR the proxy could not run this command after EXEC");
+            return;
+        }
+        q->client = exec->client;
+        local_dispatch(q);
+    }
     if (q->reply)
         evbuffer_add_buffer(out, q->reply);
 }
@@ -374,6 +412,16 @@ static int upkeep_note(struct tx_state *tx, struct request *r)
     return rc;
 }
 
+/* The first command queued in tx that asks the masters (local_asks_masters):
+ * it runs after the block, so no write may follow it. NULL: none. */
+static const char *asking_queued(const struct tx_state *tx)
+{
+    for (int i = 0; i < tx->nlocal; i++)
+        if (local_asks_masters(tx->locals[i].req->cmd))
+            return tx->locals[i].req->cmd->fullname;
+    return NULL;
+}
+
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
@@ -394,6 +442,16 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     }
     if (cls == TXC_PROXY) {
         queue_local(tx, r);
+        return;
+    }
+    const char *asking = asking_queued(tx);
+    if (asking && ((r->cmd->flags & CMD_WRITE) || (cls == TXC_SCRIPT && scriptcmd_may_write(r->cmd)))) {
+        snprintf(msg, sizeof msg,
+                 "ERR Command not allowed inside a transaction through the proxy: '%s' asks "
+                 "every master, so it runs once the transaction's other commands have run, "
+                 "and '%s' after it would write too early: queue the writes first",
+                 asking, r->cmd->fullname);
+        refuse_queued(tx, r, msg);
         return;
     }
     int slot = cls == TXC_NODE_LOCAL ? -1 : router_key_slot(r);
@@ -545,6 +603,10 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         tx->lane = NULL;
         router_send(r);
     }
+    /* the proxy's own commands in it run when EXEC answers: what the client
+     * sends next waits for that, as it would for EXEC on one server */
+    if (r->exec_locals)
+        tx->lane = LANE_NEW;
 }
 
 void tx_exec_rejected(struct request *r, const char *why)

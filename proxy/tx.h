@@ -108,8 +108,24 @@ struct tx_local {
     struct request *req;
 };
 
+/* Whether exec's transaction queued commands that ask the masters (INFO,
+ * DBSIZE, KEYS, SCAN, RANDOMKEY: local_asks_masters). */
+int tx_asking_locals(const struct request *exec);
+
+/*
+ * EXEC's array came back and is held in exec->exec_held: start those
+ * commands, after the transaction as Redis runs them in it;
+ * router_exec_ready(exec) is called once all have answered (perhaps before
+ * this returns).
+ */
+void tx_start_asking_locals(struct request *exec);
+
+/* request_finish()'s part for such a command. */
+void tx_local_answered(struct request *q);
+
 /* EXEC's array from the node (its elements, without the local ones) is
- * being rebuilt: run l (local.h) and add its reply to out. */
+ * being rebuilt: add l's reply to out, running l (local.h) first unless it
+ * asked the masters and has answered. */
 void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out);
 
 /* request_free()'s part: the copies and the array. */

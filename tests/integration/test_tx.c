@@ -241,8 +241,9 @@ START_TEST(test_execabort_and_redis_errors)
     freeReplyObject(r);
     /* neither aborts the transaction (as in Redis) */
     H_STATUS(p, "QUEUED", "SET %s v2", k);
-    /* a command the proxy answers itself cannot be queued: refused, aborts */
-    r = h_cmd(p, "KEYS *");
+    /* a command that needs every master's own answer cannot be queued:
+     * refused, aborts */
+    r = h_cmd(p, "SCRIPT EXISTS 0000000000000000000000000000000000000000");
     H_EXPECT_ERR(r, "ERR Command not allowed inside a transaction");
     freeReplyObject(r);
     r = h_cmd(p, "EXEC");
@@ -348,16 +349,105 @@ START_TEST(test_proxy_answered_commands_queued)
     H_EXPECT_STATUS(r->element[3], "OK");
     freeReplyObject(r);
 
-    /* asking every master stays refused, and aborts; so does CLIENT REPLY,
-     * which would take replies out of EXEC's array (Redis sends a broken one) */
-    H_OK(p, "MULTI");
-    H_ERR(p, "ERR Command not allowed inside a transaction", "DBSIZE");
-    H_ERR(p, "EXECABORT", "EXEC");
+    /* CLIENT REPLY is refused, and aborts: it would take replies out of
+     * EXEC's array (Redis sends a broken one) */
     H_OK(p, "MULTI");
     H_ERR(p, "ERR Command not allowed inside a transaction", "CLIENT REPLY OFF");
     H_ERR(p, "EXECABORT", "EXEC");
     H_STATUS(p, "PONG", "PING");
     redisFree(other);
+    redisFree(p);
+}
+END_TEST
+
+/* The proxy's commands that ask every master (KEYS, DBSIZE, SCAN, INFO,
+ * RANDOMKEY) are queued too: they run once the block has, each reply in its
+ * place; a write queued after one is refused (it would run too early); and
+ * what the client pipelines after EXEC waits for them. */
+START_TEST(test_commands_asking_masters_queued)
+{
+    redisContext *p = h_connect_proxy();
+    redisReply *r;
+    char k1[128], k2[128], k3[128], pattern[128];
+
+    H_FMT(k1, sizeof k1, "%s:{ask}:k1", h_prefix());
+    H_FMT(k2, sizeof k2, "%s:{ask}:k2", h_prefix());
+    H_FMT(k3, sizeof k3, "%s:{ask}:k3", h_prefix());
+    H_FMT(pattern, sizeof pattern, "%s:{ask}:*", h_prefix());
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "SET %s a", k1);
+    H_STATUS(p, "QUEUED", "KEYS %s", pattern);
+    H_STATUS(p, "QUEUED", "GET %s", k1);
+    H_ERR(p, "ERR Command not allowed inside a transaction", "SET %s b", k2);
+    H_ERR(p, "EXECABORT", "EXEC");
+    r = h_cmd(p, "EXISTS %s", k1);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+
+    H_OK(p, "MULTI");
+    H_STATUS(p, "QUEUED", "SET %s a", k1);
+    H_STATUS(p, "QUEUED", "SET %s b", k2);
+    H_STATUS(p, "QUEUED", "DBSIZE");
+    H_STATUS(p, "QUEUED", "KEYS %s", pattern);
+    H_STATUS(p, "QUEUED", "GET %s", k2);
+    H_STATUS(p, "QUEUED", "INFO keyspace");
+    H_STATUS(p, "QUEUED", "RANDOMKEY");
+    H_STATUS(p, "QUEUED", "SCAN 0 MATCH %s COUNT 100000", pattern);
+    r = h_cmd(p, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 8);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_STATUS(r->element[1], "OK");
+    H_EXPECT_TYPE(r->element[2], REDIS_REPLY_INTEGER);
+    ck_assert_msg(r->element[2]->integer >= 2, "DBSIZE in EXEC: %lld", r->element[2]->integer);
+    H_EXPECT_TYPE(r->element[3], REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->element[3]->elements, 2);
+    ck_assert_msg((strcmp(r->element[3]->element[0]->str, k1) == 0 &&
+                   strcmp(r->element[3]->element[1]->str, k2) == 0) ||
+                  (strcmp(r->element[3]->element[0]->str, k2) == 0 &&
+                   strcmp(r->element[3]->element[1]->str, k1) == 0), "KEYS in EXEC: %s",
+                  h_show(r->element[3]));
+    H_EXPECT_BULK(r->element[4], "b");
+    H_EXPECT_TYPE(r->element[5], REDIS_REPLY_STRING);
+    ck_assert_msg(strncmp(r->element[5]->str, "# Keyspace", 10) == 0, "INFO: %s", r->element[5]->str);
+    H_EXPECT_TYPE(r->element[6], REDIS_REPLY_STRING);
+    H_EXPECT_TYPE(r->element[7], REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->element[7]->elements, 2);          /* cursor, keys */
+    freeReplyObject(r);
+
+    /* pipelined: what follows EXEC runs after the commands in it */
+    redisAppendCommand(p, "MULTI");
+    redisAppendCommand(p, "CLIENT SETNAME piped");
+    redisAppendCommand(p, "KEYS %s", pattern);
+    redisAppendCommand(p, "EXEC");
+    redisAppendCommand(p, "CLIENT GETNAME");
+    redisAppendCommand(p, "DEL %s %s", k1, k2);
+    redisAppendCommand(p, "SET %s c", k3);
+    redisAppendCommand(p, "KEYS %s", pattern);
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(h_get_reply(p));
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 2);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    ck_assert_msg(r->element[1]->type == REDIS_REPLY_ARRAY && r->element[1]->elements == 2,
+                  "KEYS in the pipelined EXEC saw the writes after it: %s", h_show(r->element[1]));
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_BULK(r, "piped");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    r = h_get_reply(p);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    H_EXPECT_BULK(r->element[0], k3);
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(p, "DEL %s", k3));
     redisFree(p);
 }
 END_TEST
@@ -675,6 +765,7 @@ static Suite *tx_suite(void)
     tcase_add_test(tc, test_execabort_and_redis_errors);
     tcase_add_test(tc, test_pipelined_transaction);
     tcase_add_test(tc, test_proxy_answered_commands_queued);
+    tcase_add_test(tc, test_commands_asking_masters_queued);
     tcase_add_test(tc, test_moved_during_transaction_resends_block);
     tcase_add_test(tc, test_ask_during_transaction_resends_block);
     tcase_add_test(tc, test_indexed_writes_in_transactions);
