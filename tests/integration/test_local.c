@@ -523,6 +523,21 @@ static long long client_id(redisContext *c)
     return id;
 }
 
+/* CLIENT LIST TYPE type, asked on c, lists the client whose id is in and not
+ * the one whose id is out. */
+static void expect_type_lists(redisContext *c, const char *type, long long in, long long out)
+{
+    char line[1024];
+    redisReply *r = h_cmd(c, "CLIENT LIST TYPE %s", type);
+
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(client_line(r->str, in, line, sizeof(line)) == 0 &&
+                  client_line(r->str, out, line, sizeof(line)) < 0,
+                  "TYPE %s: '%s', not %lld alone of %lld and %lld", type, h_esc(r->str, r->len),
+                  in, in, out);
+    freeReplyObject(r);
+}
+
 START_TEST(test_client_commands)
 {
     redisContext *a = h_connect_proxy(), *b = h_connect_proxy();
@@ -574,18 +589,8 @@ START_TEST(test_client_commands)
         redisContext *s = h_connect_proxy();
         long long ids = client_id(s);
         freeReplyObject(h_cmd(s, "SUBSCRIBE tp-local-ch"));
-        r = h_cmd(a, "CLIENT LIST TYPE pubsub");
-        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-        ck_assert_msg(client_line(r->str, ids, line, sizeof(line)) == 0 &&
-                      client_line(r->str, ida, line, sizeof(line)) < 0,
-                      "TYPE pubsub: '%s'", h_esc(r->str, r->len));
-        freeReplyObject(r);
-        r = h_cmd(a, "CLIENT LIST TYPE normal");
-        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-        ck_assert_msg(client_line(r->str, ida, line, sizeof(line)) == 0 &&
-                      client_line(r->str, ids, line, sizeof(line)) < 0,
-                      "TYPE normal: '%s'", h_esc(r->str, r->len));
-        freeReplyObject(r);
+        expect_type_lists(a, "pubsub", ids, ida);
+        expect_type_lists(a, "normal", ida, ids);
         redisFree(s);
     }
 
