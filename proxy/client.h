@@ -47,6 +47,8 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
+    unsigned char kill_pending;     /* CLIENT KILL from another worker: close it
+                                     * (under its worker's clients_lock) */
     unsigned char reply_off;        /* CLIENT REPLY OFF: no reply until ON */
     unsigned char reply_skip_next;  /* CLIENT REPLY SKIP: none for the next command */
     const struct acl_user *user;    /* who it runs as (acl.h), in user_snap's ACL */

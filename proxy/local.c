@@ -330,6 +330,131 @@ static void client_list(struct request *r)
     reply_text(r, text);
 }
 
+/* CLIENT KILL's filters (Redis 7.0's): the old form names one address. */
+struct kill_filter {
+    uint64_t id;                    /* 0: any */
+    int kind;                       /* enum client_kind */
+    const char *addr, *laddr, *user;
+    size_t addr_len, laddr_len, user_len;
+    int skipme;
+};
+
+static int field_is(const char *field, const char *s, size_t len)
+{
+    return !s || (strlen(field) == len && memcmp(field, s, len) == 0);
+}
+
+static int kill_matches(const struct kill_filter *f, const struct client *c,
+                        const struct client *me)
+{
+    return c->state != CLIENT_GONE && !c->kill_pending && !(f->skipme && c == me) &&
+           (!f->id || c->id == f->id) && client_is(c, (enum client_kind)f->kind) &&
+           field_is(c->addr, f->addr, f->addr_len) && field_is(c->laddr, f->laddr, f->laddr_len) &&
+           field_is(c->user ? c->user->name : "default", f->user, f->user_len);
+}
+
+static int acl_has_user(const struct acl *acl, const char *name, size_t len)
+{
+    for (int i = 0; i < acl->nusers; i++)
+        if (strlen(acl->users[i].name) == len && memcmp(acl->users[i].name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* 0 and f, or -1 after the error Redis answers. */
+static int kill_filter_parse(struct request *r, struct kill_filter *f)
+{
+    char msg[200];
+    size_t len;
+    memset(f, 0, sizeof *f);
+    if (r->argc == 3) {                 /* CLIENT KILL addr:port, itself too */
+        f->addr = request_arg(r, 2, &f->addr_len);
+        return 0;
+    }
+    f->skipme = 1;
+    for (int i = 2; i < r->argc; i += 2) {
+        const char *v = i + 1 < r->argc ? request_arg(r, i + 1, &len) : NULL;
+        long long id;
+        if (!v) {
+            request_fail(r, "ERR syntax error");
+            return -1;
+        } else if (arg_is(r, i, "id")) {
+            if (arg_ll(r, i + 1, &id) < 0 || id <= 0) {
+                request_fail(r, "ERR client-id should be greater than 0");
+                return -1;
+            }
+            f->id = (uint64_t)id;
+        } else if (arg_is(r, i, "type")) {
+            if ((f->kind = client_kind_of(r, i + 1)) < 0) {
+                snprintf(msg, sizeof msg, "ERR Unknown client type '%.*s'", (int)(len < 128 ? len : 128), v);
+                request_fail(r, msg);
+                return -1;
+            }
+        } else if (arg_is(r, i, "addr")) {
+            f->addr = v, f->addr_len = len;
+        } else if (arg_is(r, i, "laddr")) {
+            f->laddr = v, f->laddr_len = len;
+        } else if (arg_is(r, i, "user")) {
+            if (!acl_has_user(r->worker->snap->acl, v, len)) {
+                snprintf(msg, sizeof msg, "ERR No such user '%.*s'", (int)(len < 128 ? len : 128), v);
+                request_fail(r, msg);
+                return -1;
+            }
+            f->user = v, f->user_len = len;
+        } else if (arg_is(r, i, "skipme") && (arg_is(r, i + 1, "yes") || arg_is(r, i + 1, "no"))) {
+            f->skipme = arg_is(r, i + 1, "yes");
+        } else {
+            request_fail(r, "ERR syntax error");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * CLIENT KILL: the proxy's clients that match, on every worker. A client of
+ * another worker is marked and closed on its own thread (worker_post_kill);
+ * the caller itself, after this reply.
+ */
+static void client_kill(struct request *r)
+{
+    struct proxy *p = r->worker->proxy;
+    struct kill_filter f;
+    int killed = 0, self = 0;
+    if (kill_filter_parse(r, &f) < 0)
+        return;
+    for (int i = 0; i < p->nworkers; i++) {
+        struct worker *w = &p->workers[i];
+        struct client *c;
+        int marked = 0;
+        pthread_mutex_lock(&w->clients_lock);
+        TAILQ_FOREACH(c, &w->clients, link)
+            if (kill_matches(&f, c, r->client)) {
+                killed++;
+                if (c == r->client)
+                    self = 1;
+                else
+                    c->kill_pending = 1, marked = 1;
+            }
+        pthread_mutex_unlock(&w->clients_lock);
+        if (marked && w == r->worker)
+            worker_close_killed(w);
+        else if (marked)
+            worker_post_kill(w);
+    }
+    if (r->argc != 3)
+        resp_add_integer(out(r), killed);
+    else if (killed)
+        resp_add_simple(out(r), "OK");
+    else {
+        request_fail(r, "ERR No such client");
+        return;
+    }
+    request_finish(r);
+    if (self)
+        client_close_after_replies(r->client);
+}
+
 /*
  * CLIENT REPLY ON|OFF|SKIP. A request's `silent` is set as it starts to run,
  * from the mode its predecessors left (client_reply_mode_take), so only this
@@ -390,6 +515,15 @@ static void client_help(struct request *r)
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "INFO", "    Return information about the current client connection.",
+        "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+        "    * USER <username>", "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
+        "    * ID <client-id>", "      Kill connections by client id.",
         "LIST [options ...]", "    Return information about the proxy's client connections. Options:",
         "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
         "    * ID <id> [<id> ...]", "      Return clients of the given ids.",
@@ -419,6 +553,8 @@ static void cmd_client(struct request *r)
     }
     if (strcmp(sub, "reply") == 0) {
         client_reply_mode(r);
+    } else if (strcmp(sub, "kill") == 0) {
+        client_kill(r);
     } else if (strcmp(sub, "tracking") == 0) {
         client_tracking(r);
     } else if (strcmp(sub, "caching") == 0) {   /* as Redis says it with tracking off */

@@ -70,7 +70,7 @@ static const struct policy_entry policy_names[] = {
     { "client|setinfo", POLICY_LOCAL, NULL }, { "client|reply", POLICY_LOCAL, NULL },
     { "client|tracking", POLICY_LOCAL, NULL }, { "client|caching", POLICY_LOCAL, NULL },
     { "client|no-evict", POLICY_LOCAL, NULL }, { "client|getredir", POLICY_LOCAL, NULL },
-    { "client|trackinginfo", POLICY_LOCAL, NULL },
+    { "client|trackinginfo", POLICY_LOCAL, NULL }, { "client|kill", POLICY_LOCAL, NULL },
     { "cluster|info", POLICY_LOCAL, NULL }, { "cluster|slots", POLICY_LOCAL, NULL },
     { "cluster|shards", POLICY_LOCAL, NULL }, { "cluster|nodes", POLICY_LOCAL, NULL },
     { "cluster|myid", POLICY_LOCAL, NULL }, { "cluster|keyslot", POLICY_LOCAL, NULL },

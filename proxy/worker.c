@@ -143,6 +143,24 @@ static void worker_start_drain(struct worker *w)
     }
 }
 
+void worker_close_killed(struct worker *w)
+{
+    for (;;) {          /* one at a time: closing takes clients_lock itself */
+        struct client *c, *found = NULL;
+        pthread_mutex_lock(&w->clients_lock);
+        TAILQ_FOREACH(c, &w->clients, link)
+            if (c->kill_pending) {
+                c->kill_pending = 0;
+                found = c;
+                break;
+            }
+        pthread_mutex_unlock(&w->clients_lock);
+        if (!found)
+            return;
+        client_close(found, "killed by CLIENT KILL");
+    }
+}
+
 static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
@@ -155,6 +173,8 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     struct config_snapshot *s = w->mailbox_snap;
     int drain = w->mailbox_drain;
     int stop = w->mailbox_stop;
+    int kill = w->mailbox_kill;
+    w->mailbox_kill = 0;
     w->mailbox_topo = NULL;
     struct layout_ref *layout = w->mailbox_layout;
     int layout_set = w->mailbox_layout_set;
@@ -170,6 +190,8 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
         layout_ref_put(w->layout);
         w->layout = layout;
     }
+    if (kill)
+        worker_close_killed(w);
     if (drain)
         worker_start_drain(w);
     if (stop)
@@ -219,6 +241,14 @@ void worker_post_drain(struct worker *w)
 {
     pthread_mutex_lock(&w->mailbox_lock);
     w->mailbox_drain = 1;
+    pthread_mutex_unlock(&w->mailbox_lock);
+    mailbox_ring(w);
+}
+
+void worker_post_kill(struct worker *w)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    w->mailbox_kill = 1;
     pthread_mutex_unlock(&w->mailbox_lock);
     mailbox_ring(w);
 }

@@ -53,6 +53,7 @@ struct worker {
     struct config_snapshot *mailbox_snap;  /* under mailbox_lock */
     int mailbox_drain;                  /* under mailbox_lock */
     int mailbox_stop;                   /* under mailbox_lock */
+    int mailbox_kill;                   /* under mailbox_lock: clients marked kill_pending */
     struct layout_ref *mailbox_layout;  /* under mailbox_lock */
     int mailbox_layout_set;             /* under mailbox_lock: mailbox_layout is news */
     int draining;                       /* this thread's copy of the drain */
@@ -88,6 +89,11 @@ void worker_join(struct worker *w);
 void worker_post_topology(struct worker *w, struct topology *t);
 void worker_post_config(struct worker *w, struct config_snapshot *s);
 void worker_post_drain(struct worker *w);
+
+/* From any worker: close w's clients marked kill_pending (CLIENT KILL). On
+ * w's own thread worker_close_killed does it at once. */
+void worker_post_kill(struct worker *w);
+void worker_close_killed(struct worker *w);
 void worker_post_stop(struct worker *w);
 
 /* From the control thread: publish ref (NULL: no rewriting from now on; a

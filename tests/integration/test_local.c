@@ -161,6 +161,17 @@ static const struct {
     { { "CLIENT", "NO-EVICT", "on", NULL } },
     { { "CLIENT", "NO-EVICT", "Off", NULL } },
     { { "CLIENT", "NO-EVICT", "x", NULL } },
+    /* CLIENT KILL: its argument errors, and nobody to kill */
+    { { "CLIENT", "KILL", "1.2.3.4:5", NULL } },
+    { { "CLIENT", "KILL", "ID", "0", NULL } },
+    { { "CLIENT", "KILL", "ID", "x", NULL } },
+    { { "CLIENT", "KILL", "TYPE", "foo", NULL } },
+    { { "CLIENT", "KILL", "SKIPME", "maybe", NULL } },
+    { { "CLIENT", "KILL", "FOO", "bar", NULL } },
+    { { "CLIENT", "KILL", "ID", "5", "TYPE", NULL } },
+    { { "CLIENT", "KILL", "USER", "no-such-user-here", NULL } },
+    { { "CLIENT", "KILL", "ID", "999999999", NULL } },
+    { { "CLIENT", "KILL", "ADDR", "1.2.3.4:5", "SKIPME", "no", NULL } },
     { { "TIME", "x", NULL } },
     { { "DBSIZE", "x", NULL } },
     { { "RANDOMKEY", "x", NULL } },
@@ -625,6 +636,105 @@ START_TEST(test_client_commands)
 }
 END_TEST
 
+/* ---------- CLIENT KILL ---------- */
+
+/* c's connection is closed by the proxy within 2 s (a kill on another
+ * worker lands on that worker's next loop). */
+static void expect_closed(redisContext *c, const char *what)
+{
+    for (int i = 0; i < 100; i++) {
+        redisReply *r = redisCommand(c, "PING");
+        if (r == NULL)
+            return;
+        freeReplyObject(r);
+        h_sleep_ms(20);
+    }
+    ck_abort_msg("%s: still open 2 s after CLIENT KILL", what);
+}
+
+static void expect_open(redisContext *c, const char *what)
+{
+    redisReply *r = redisCommand(c, "PING");
+    ck_assert_msg(r != NULL && r->type == REDIS_REPLY_STATUS, "%s: closed (%s)", what,
+                  r ? h_show(r) : c->errstr);
+    freeReplyObject(r);
+}
+
+/* "ip:port" of c's end of its connection: the proxy's addr= for it. */
+static void local_addr(redisContext *c, char *buf, size_t size)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    char ip[INET_ADDRSTRLEN];
+
+    ck_assert_int_eq(getsockname(c->fd, (struct sockaddr *)&sa, &len), 0);
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    snprintf(buf, size, "%s:%d", ip, ntohs(sa.sin_port));
+}
+
+/* On a proxy of two workers, so that some kills cross threads. */
+START_TEST(test_client_kill)
+{
+    static const char *args[] = { "--threads", "2", NULL };
+    struct h_proxy px;
+    redisContext *a, *c[8], *s, *n;
+    char addr[64], what[64];
+    redisReply *r;
+
+    h_proxy_start(&px, args);
+    a = h_connect_extra(&px);
+    for (int i = 0; i < 8; i++)
+        c[i] = h_connect_extra(&px);
+    for (int i = 0; i < 8; i++) {
+        long long id = client_id(c[i]);
+        r = h_cmd(a, "CLIENT KILL ID %lld", id);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        snprintf(what, sizeof what, "client %lld", id);
+        expect_closed(c[i], what);
+        redisFree(c[i]);
+    }
+
+    /* the old form: one address, +OK or an error */
+    n = h_connect_extra(&px);
+    expect_open(n, "a new client");
+    local_addr(n, addr, sizeof addr);
+    H_OK(a, "CLIENT KILL %s", addr);
+    expect_closed(n, addr);
+    redisFree(n);
+    H_ERR(a, "ERR No such client", "CLIENT KILL %s", addr);
+
+    /* TYPE pubsub: the subscriber, not the others */
+    s = h_connect_extra(&px);
+    n = h_connect_extra(&px);
+    freeReplyObject(h_cmd(s, "SUBSCRIBE tp-kill-ch"));
+    expect_open(n, "a normal client");
+    r = h_cmd(a, "CLIENT KILL TYPE pubsub");
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    expect_closed(s, "the subscriber");
+    expect_open(n, "the normal client after TYPE pubsub");
+    redisFree(s);
+
+    /* USER default: everyone but the caller (SKIPME yes by default) */
+    r = h_cmd(a, "CLIENT KILL USER default");
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    expect_closed(n, "the normal client after USER default");
+    redisFree(n);
+    expect_open(a, "the caller");
+
+    /* SKIPME no: the caller too, after its reply */
+    local_addr(a, addr, sizeof addr);
+    r = h_cmd(a, "CLIENT KILL ADDR %s SKIPME no", addr);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    expect_closed(a, "the caller after SKIPME no");
+    redisFree(a);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* ---------- CLIENT REPLY ---------- */
 
 /* What n sends back, up to its close or `until`, for the inline commands in
@@ -953,6 +1063,7 @@ static Suite *local_suite(void)
     tcase_add_test(tc, test_randomkey_exists);
     tcase_add_test(tc, test_time_between_node_times);
     tcase_add_test(tc, test_client_commands);
+    tcase_add_test(tc, test_client_kill);
     tcase_add_test(tc, test_client_reply_as_a_node);
     tcase_add_test(tc, test_client_reply_skip_split_commands);
     tcase_add_test(tc, test_cluster_myid_slots_nodes);
