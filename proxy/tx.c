@@ -368,6 +368,8 @@ void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out
         q->client = exec->client;
         local_dispatch(q);
     }
+    if (q->inline_reply_len)                /* a small reply a node sent whole (request.c) */
+        evbuffer_add(out, q->inline_data, q->inline_reply_len);
     if (q->reply)
         evbuffer_add_buffer(out, q->reply);
 }
