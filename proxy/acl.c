@@ -230,6 +230,14 @@ void acl_free(struct acl *a)
     free(a);
 }
 
+const struct acl_user *acl_user_named(const struct acl *a, const char *name, size_t namelen)
+{
+    for (int i = 0; i < a->nusers; i++)
+        if (strlen(a->users[i].name) == namelen && memcmp(a->users[i].name, name, namelen) == 0)
+            return &a->users[i];
+    return NULL;
+}
+
 const struct acl_user *acl_authenticate(const struct acl *a, const char *name, size_t namelen,
                                         const char *pass, size_t passlen)
 {

@@ -93,6 +93,9 @@ static inline const struct acl_user *acl_default_user(const struct acl *a)
 
 /* The user that name/password log in as, or NULL (wrong pair or no such
  * user: indistinguishable, also by time). */
+/* The user of that name, or NULL (a lookup, not a login: CLIENT KILL USER). */
+const struct acl_user *acl_user_named(const struct acl *a, const char *name, size_t namelen);
+
 const struct acl_user *acl_authenticate(const struct acl *a, const char *name, size_t namelen,
                                         const char *pass, size_t passlen);
 

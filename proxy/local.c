@@ -285,8 +285,9 @@ static void reply_text(struct request *r, struct evbuffer *text)
     request_finish(r);
 }
 
-/* CLIENT LIST's TYPE argument; -1 for a name Redis does not know. */
-static int client_kind_of(struct request *r, int i)
+/* CLIENT LIST's or KILL's TYPE argument i; -1 after Redis's error for a
+ * name it does not know. */
+static int client_kind_arg(struct request *r, int i)
 {
     if (arg_is(r, i, "normal"))
         return KIND_NORMAL;
@@ -294,6 +295,11 @@ static int client_kind_of(struct request *r, int i)
         return KIND_PUBSUB;
     if (arg_is(r, i, "master") || arg_is(r, i, "replica") || arg_is(r, i, "slave"))
         return KIND_NONE;
+    size_t len;
+    const char *t = request_arg(r, i, &len);
+    char msg[200];
+    snprintf(msg, sizeof msg, "ERR Unknown client type '%.*s'", (int)(len < 128 ? len : 128), t);
+    request_fail(r, msg);
     return -1;
 }
 
@@ -308,14 +314,8 @@ static void client_list(struct request *r)
         request_fail(r, "ERR syntax error");
         return;
     }
-    if (by_type && (kind = client_kind_of(r, 3)) < 0) {
-        size_t len;
-        const char *t = request_arg(r, 3, &len);
-        char msg[200];
-        snprintf(msg, sizeof msg, "ERR Unknown client type '%.*s'", (int)(len < 128 ? len : 128), t);
-        request_fail(r, msg);
+    if (by_type && (kind = client_kind_arg(r, 3)) < 0)
         return;
-    }
     for (int i = 3; by_id && i < r->argc; i++)      /* all checked first, as Redis does */
         if (arg_ll(r, i, &id) < 0) {
             request_fail(r, "ERR Invalid client ID");
@@ -353,14 +353,6 @@ static int kill_matches(const struct kill_filter *f, const struct client *c,
            field_is(c->user ? c->user->name : "default", f->user, f->user_len);
 }
 
-static int acl_has_user(const struct acl *acl, const char *name, size_t len)
-{
-    for (int i = 0; i < acl->nusers; i++)
-        if (strlen(acl->users[i].name) == len && memcmp(acl->users[i].name, name, len) == 0)
-            return 1;
-    return 0;
-}
-
 /* 0 and f, or -1 after the error Redis answers. */
 static int kill_filter_parse(struct request *r, struct kill_filter *f)
 {
@@ -385,17 +377,14 @@ static int kill_filter_parse(struct request *r, struct kill_filter *f)
             }
             f->id = (uint64_t)id;
         } else if (arg_is(r, i, "type")) {
-            if ((f->kind = client_kind_of(r, i + 1)) < 0) {
-                snprintf(msg, sizeof msg, "ERR Unknown client type '%.*s'", (int)(len < 128 ? len : 128), v);
-                request_fail(r, msg);
+            if ((f->kind = client_kind_arg(r, i + 1)) < 0)
                 return -1;
-            }
         } else if (arg_is(r, i, "addr")) {
             f->addr = v, f->addr_len = len;
         } else if (arg_is(r, i, "laddr")) {
             f->laddr = v, f->laddr_len = len;
         } else if (arg_is(r, i, "user")) {
-            if (!acl_has_user(r->worker->snap->acl, v, len)) {
+            if (!acl_user_named(r->worker->snap->acl, v, len)) {
                 snprintf(msg, sizeof msg, "ERR No such user '%.*s'", (int)(len < 128 ? len : 128), v);
                 request_fail(r, msg);
                 return -1;

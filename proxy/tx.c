@@ -321,12 +321,18 @@ static void queue_local(struct tx_state *tx, struct request *r)
     reply_simple(r, "QUEUED");
 }
 
+/* The first of n queued proxy commands that asks the masters, or NULL. */
+static const struct request *first_asking(const struct tx_local *locals, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (local_asks_masters(locals[i].req->cmd))
+            return locals[i].req;
+    return NULL;
+}
+
 int tx_asking_locals(const struct request *exec)
 {
-    for (int i = 0; i < exec->nexec_locals; i++)
-        if (local_asks_masters(exec->exec_locals[i].req->cmd))
-            return 1;
-    return 0;
+    return first_asking(exec->exec_locals, exec->nexec_locals) != NULL;
 }
 
 void tx_start_asking_locals(struct request *exec)
@@ -414,16 +420,6 @@ static int upkeep_note(struct tx_state *tx, struct request *r)
     return rc;
 }
 
-/* The first command queued in tx that asks the masters (local_asks_masters):
- * it runs after the block, so no write may follow it. NULL: none. */
-static const char *asking_queued(const struct tx_state *tx)
-{
-    for (int i = 0; i < tx->nlocal; i++)
-        if (local_asks_masters(tx->locals[i].req->cmd))
-            return tx->locals[i].req->cmd->fullname;
-    return NULL;
-}
-
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
@@ -446,13 +442,14 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         queue_local(tx, r);
         return;
     }
-    const char *asking = asking_queued(tx);
+    /* one that asks the masters runs after the block: no write may follow it */
+    const struct request *asking = first_asking(tx->locals, tx->nlocal);
     if (asking && ((r->cmd->flags & CMD_WRITE) || (cls == TXC_SCRIPT && scriptcmd_may_write(r->cmd)))) {
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: '%s' asks "
                  "every master, so it runs once the transaction's other commands have run, "
                  "and '%s' after it would write too early: queue the writes first",
-                 asking, r->cmd->fullname);
+                 asking->cmd->fullname, r->cmd->fullname);
         refuse_queued(tx, r, msg);
         return;
     }
