@@ -100,6 +100,29 @@ void node_send_quiet(struct node_conn *c, int argc, const char **argv)
     send_internal(c, asking_reply, argc > 4 ? 4 : argc, argv);
 }
 
+/* CLIENT ID's integer becomes the connection's node_id. */
+static void client_id_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
+                            size_t len, const struct reply_scanner *s)
+{
+    struct node_conn *c = r->conn;
+    char line[32] = "";
+    if (s->type == ':' && len < sizeof line) {
+        if (in)
+            evbuffer_copyout(in, line, len);
+        else
+            memcpy(line, bytes, len);
+        line[len] = '\0';
+        __atomic_store_n(&c->node_id, strtoll(line + 1, NULL, 10), __ATOMIC_RELAXED);
+    }
+    asking_reply(r, in, bytes, len, s);
+}
+
+void node_conn_ask_id(struct node_conn *c)
+{
+    const char *argv[] = { "CLIENT", "ID" };
+    send_internal(c, client_id_reply, 2, argv);
+}
+
 /* ---- counters (the owner's stats_nodes, when it has one) ---- */
 
 #define NODE_COUNT(c, field) \

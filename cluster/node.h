@@ -119,6 +119,8 @@ struct node_conn {
     struct evbuffer *partial;   /* scanned bytes of a reply not yet whole */
     uint64_t last_read_ms;      /* the node's last sign of life */
     const struct node_opts *opts;
+    long long node_id;          /* the node's CLIENT ID for it once known (node_conn_ask_id),
+                                 * else 0; other threads read it with __atomic_load_n */
     int retiring;               /* close once the last reply is in */
     int refused_login;          /* AUTH failed: nothing sent after it ran */
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
@@ -156,6 +158,10 @@ void node_send_asking(struct node_conn *c);
 /* Queue a command of up to 4 arguments whose reply is consumed here
  * (UNWATCH on a dedicated connection). */
 void node_send_quiet(struct node_conn *c, int argc, const char **argv);
+
+/* Queue CLIENT ID, whose answer is kept in c->node_id (for CLIENT UNBLOCK
+ * of what blocks on c). */
+void node_conn_ask_id(struct node_conn *c);
 
 /* Batch c's writes: at most window (1..NODE_BATCHES_MAX) batches in flight. */
 void node_conn_batch(struct node_conn *c, int window);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proxy/acl.h"
+#include "proxy/dedicated.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
@@ -91,6 +92,7 @@ int client_user_refresh(struct client *c)
 static void client_free(struct client *c)
 {
     struct worker *w = c->worker;
+    dedicated_forget_user(c);
     pthread_mutex_lock(&w->clients_lock);
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
@@ -430,6 +432,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     c->authenticated = c->user->nopass;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);
+    TAILQ_INIT(&c->dedicated);
     sockaddr_format(sa, c->addr, sizeof c->addr);
     struct sockaddr_storage local;
     socklen_t llen = sizeof local;

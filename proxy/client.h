@@ -23,6 +23,7 @@
 
 struct worker;
 struct acl_user;
+struct dedicated;
 struct config_snapshot;
 struct event;
 struct tx_state;
@@ -66,6 +67,8 @@ struct client {
     uint64_t written_masters;       /* masters it may have written to since its last
                                      * WAIT (wait.h: wait_node_bit) */
     struct wait_op *wait;           /* its WAIT under way, or NULL */
+    TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
+                                     * (dedicated.h; under its worker's clients_lock) */
 };
 
 /* Take over an accepted socket: the new client, or NULL when it was refused

@@ -1,5 +1,7 @@
 #include "proxy/dedicated.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +26,25 @@ static struct dedicated_pool *pool_of(struct worker *w)
     return w->dedicated;
 }
 
+/* d runs user's commands from now on (NULL: nobody's). */
+static void set_user(struct dedicated *d, struct client *user)
+{
+    pthread_mutex_lock(&d->worker->clients_lock);
+    if (d->user)
+        TAILQ_REMOVE(&d->user->dedicated, d, user_link);
+    d->user = user;
+    if (user)
+        TAILQ_INSERT_TAIL(&user->dedicated, d, user_link);
+    pthread_mutex_unlock(&d->worker->clients_lock);
+}
+
 /* The node closed or failed it: what was in flight has failed already. */
 static void dedicated_down(struct node_conn *c, void *arg)
 {
     struct dedicated *d = arg;
     struct dedicated_pool *pool = d->worker->dedicated;
     client_resume_paused(d->worker, c);
+    set_user(d, NULL);
     if (d->owner) {
         *d->owner = NULL;
     } else {
@@ -77,12 +92,13 @@ static struct dedicated *dedicated_open(struct worker *w, int node)
     d->conn->on_down = dedicated_down;
     d->conn->on_drained = dedicated_drained;
     d->conn->down_arg = d;
+    node_conn_ask_id(d->conn);
     pool->open++;
     return d;
 }
 
-struct dedicated *dedicated_acquire(struct worker *w, int node, struct dedicated **owner,
-                                    const char **why)
+struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *user,
+                                    struct dedicated **owner, const char **why)
 {
     struct dedicated_pool *pool = pool_of(w);
     struct dedicated *d, *spare = NULL;
@@ -112,6 +128,7 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct dedicated
     }
     d->owner = owner;
     *owner = d;
+    set_user(d, user);
     return d;
 }
 
@@ -121,6 +138,7 @@ void dedicated_release(struct dedicated *d)
     int keep = pool->nidle < DEDICATED_IDLE_MAX;
     *d->owner = NULL;
     d->owner = NULL;
+    set_user(d, NULL);
     /* in the idle list either way: dedicated_down takes it off there */
     TAILQ_INSERT_TAIL(&pool->idle, d, link);
     pool->nidle++;
@@ -131,6 +149,31 @@ void dedicated_release(struct dedicated *d)
 void dedicated_close(struct dedicated *d, const char *why)
 {
     node_conn_close(d->conn, why);      /* dedicated_down frees d */
+}
+
+int dedicated_targets(const struct client *c, struct dedicated_target *out, int max)
+{
+    const struct dedicated *d;
+    int n = 0;
+    TAILQ_FOREACH(d, &c->dedicated, user_link) {
+        long long id = __atomic_load_n(&d->conn->node_id, __ATOMIC_RELAXED);
+        if (n == max || id <= 0)
+            continue;
+        snprintf(out[n].addr, sizeof out[n].addr, "%s", d->conn->addr);
+        out[n++].node_id = id;
+    }
+    return n;
+}
+
+void dedicated_forget_user(struct client *c)
+{
+    struct dedicated *d;
+    pthread_mutex_lock(&c->worker->clients_lock);
+    while ((d = TAILQ_FIRST(&c->dedicated)) != NULL) {
+        TAILQ_REMOVE(&c->dedicated, d, user_link);
+        d->user = NULL;
+    }
+    pthread_mutex_unlock(&c->worker->clients_lock);
 }
 
 int dedicated_open_count(const struct worker *w)

@@ -20,6 +20,7 @@
 
 #include <sys/queue.h>
 
+struct client;
 struct worker;
 struct node_conn;
 
@@ -28,7 +29,10 @@ struct dedicated {
     struct worker *worker;
     struct dedicated **owner;       /* the user's pointer to it, cleared on
                                      * failure; NULL while idle */
+    struct client *user;            /* whose commands it runs, while in use */
     TAILQ_ENTRY(dedicated) link;    /* in the idle list */
+    TAILQ_ENTRY(dedicated) user_link; /* in user->dedicated (under the worker's
+                                     * clients_lock: CLIENT UNBLOCK reads it) */
 };
 
 struct dedicated_pool {
@@ -39,10 +43,11 @@ struct dedicated_pool {
 
 #define DEDICATED_IDLE_MAX 16
 
-/* A connection to master `node` of w's topology for *owner (set to it);
- * NULL with *why set when the pool is exhausted or it cannot connect. */
-struct dedicated *dedicated_acquire(struct worker *w, int node, struct dedicated **owner,
-                                    const char **why);
+/* A connection to master `node` of w's topology for *owner (set to it),
+ * running user's commands; NULL with *why set when the pool is exhausted or
+ * it cannot connect. */
+struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *user,
+                                    struct dedicated **owner, const char **why);
 
 /* Is d connected to master `node` of its worker's topology? */
 int dedicated_serves(const struct dedicated *d, int node);
@@ -52,6 +57,21 @@ void dedicated_release(struct dedicated *d);
 
 /* Close d now (what is in flight on it fails). */
 void dedicated_close(struct dedicated *d, const char *why);
+
+/*
+ * Where c may be blocked, for CLIENT UNBLOCK: the node ("host:port" as
+ * announced) and the node's client ID of each dedicated connection c uses,
+ * up to max, skipping those whose ID is not known yet. Call with c's
+ * worker's clients_lock held (c may be another worker's client).
+ */
+struct dedicated_target {
+    char addr[128];
+    long long node_id;
+};
+int dedicated_targets(const struct client *c, struct dedicated_target *out, int max);
+
+/* c is being freed: its dedicated connections no longer name it. */
+void dedicated_forget_user(struct client *c);
 
 /* How many dedicated connections w has open, and how many of them idle. */
 int dedicated_open_count(const struct worker *w);

@@ -13,6 +13,7 @@
 #include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/command.h"
+#include "proxy/dedicated.h"
 #include "proxy/index.h"
 #include "proxy/listing.h"
 #include "proxy/metrics.h"
@@ -494,6 +495,76 @@ static void client_tracking(struct request *r)
     request_finish(r);
 }
 
+/*
+ * CLIENT UNBLOCK id [TIMEOUT|ERROR]. A blocked command waits on a dedicated
+ * node connection (dedicated.h), so it is the node that unblocks it, by
+ * that connection's client ID there; the node's answer to the blocked
+ * command then reaches its client like any reply. A client that blocks on
+ * nothing (or whose command has not reached its node yet) gets :0, as from
+ * Redis.
+ */
+#define UNBLOCK_TARGETS_MAX 16
+
+/* Where the proxy's client `id`, of any worker, may be blocked. */
+static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets)
+{
+    for (int i = 0; i < p->nworkers; i++) {
+        struct worker *w = &p->workers[i];
+        struct client *c;
+        int n = -1;
+        pthread_mutex_lock(&w->clients_lock);
+        TAILQ_FOREACH(c, &w->clients, link)
+            if ((long long)c->id == id) {
+                n = dedicated_targets(c, targets, UNBLOCK_TARGETS_MAX);
+                break;
+            }
+        pthread_mutex_unlock(&w->clients_lock);
+        if (n >= 0)
+            return n;
+    }
+    return 0;
+}
+
+static void client_unblock(struct request *r)
+{
+    struct dedicated_target targets[UNBLOCK_TARGETS_MAX];
+    const char *reason = "TIMEOUT";
+    long long id;
+    if (r->argc > 4) {
+        request_fail(r, "ERR unknown subcommand or wrong number of arguments for 'unblock'. "
+                        "Try CLIENT HELP.");
+        return;
+    }
+    if (r->argc == 4 && arg_is(r, 3, "error"))
+        reason = "ERROR";
+    else if (r->argc == 4 && !arg_is(r, 3, "timeout")) {
+        request_fail(r, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        return;
+    }
+    if (arg_ll(r, 2, &id) < 0) {
+        request_fail(r, "ERR value is not an integer or out of range");
+        return;
+    }
+    int n = unblock_targets(r->worker->proxy, id, targets);
+    if (n == 0) {
+        resp_add_integer(out(r), 0);
+        request_finish(r);
+        return;
+    }
+    if (router_parts_open(r, MERGE_ANY_ONE, n) < 0)
+        return;
+    for (int k = 0; k < n; k++) {
+        int node = topology_find(r->worker->topo, targets[k].addr);
+        char idbuf[24];
+        snprintf(idbuf, sizeof idbuf, "%lld", targets[k].node_id);
+        const char *argv[] = { "CLIENT", "UNBLOCK", idbuf, reason };
+        size_t lens[] = { 6, 7, strlen(idbuf), strlen(reason) };
+        if (node >= 0)          /* else a node this worker no longer knows: left out */
+            router_part_send(r, node, 4, argv, lens);
+    }
+    request_parts_sent(r);
+}
+
 static void client_help(struct request *r)
 {
     static const char *const help[] = {
@@ -520,6 +591,8 @@ static void client_help(struct request *r)
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
         "TRACKING OFF [options]", "    Client side caching is off through the proxy.",
         "TRACKINGINFO", "    Report tracking status for the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
         "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
         "HELP", "    Print this help.",
     };
@@ -544,6 +617,8 @@ static void cmd_client(struct request *r)
         client_reply_mode(r);
     } else if (strcmp(sub, "kill") == 0) {
         client_kill(r);
+    } else if (strcmp(sub, "unblock") == 0) {
+        client_unblock(r);
     } else if (strcmp(sub, "tracking") == 0) {
         client_tracking(r);
     } else if (strcmp(sub, "caching") == 0) {   /* as Redis says it with tracking off */
@@ -944,7 +1019,8 @@ const char *local_tx_refusal(const struct command *cmd)
 
 int local_asks_masters(const struct command *cmd)
 {
-    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys" };
+    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys",
+                                          "client|unblock" };
     for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
         if (strcmp(cmd->fullname, asking[i]) == 0)
             return 1;

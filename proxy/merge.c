@@ -410,6 +410,35 @@ out:
     free(sums);
 }
 
+/* err's reply (first_error) is the answer. */
+static void add_part_error(struct evbuffer *out, struct request *err)
+{
+    struct evbuffer *b = request_reply_buffer(err);
+    if (evbuffer_get_length(b) == 0)
+        resp_add_error(out, "ERR a cluster node sent no reply");
+    else
+        evbuffer_add_buffer(out, b);
+}
+
+/* CLIENT UNBLOCK on the nodes a client may be blocked on: one of them
+ * unblocked it, or none could (an error is worth telling only then). */
+static void merge_any_one(struct request *p, struct evbuffer *out)
+{
+    struct request *err = first_error(p);
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len >= 4 && memcmp(b, ":1\r\n", 4) == 0) {
+            resp_add_integer(out, 1);
+            return;
+        }
+    }
+    if (err)
+        add_part_error(out, err);
+    else
+        resp_add_integer(out, 0);
+}
+
 void merge_replies(struct request *p)
 {
     struct evbuffer *out = request_reply_buffer(p);
@@ -417,13 +446,13 @@ void merge_replies(struct request *p)
         merge_any_ok(p, out);
         return;
     }
+    if (p->merge == MERGE_ANY_ONE) {
+        merge_any_one(p, out);
+        return;
+    }
     struct request *err = first_error(p);
     if (err) {
-        struct evbuffer *b = request_reply_buffer(err);
-        if (evbuffer_get_length(b) == 0)
-            resp_add_error(out, "ERR a cluster node sent no reply");
-        else
-            evbuffer_add_buffer(out, b);
+        add_part_error(out, err);
         return;
     }
     switch (p->merge) {

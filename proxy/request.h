@@ -53,6 +53,8 @@ enum merge_kind {
     MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
     MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
                            (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
+    MERGE_ANY_ONE,      /* :1 if any part answered :1, else the first error, else :0
+                           (CLIENT UNBLOCK) */
     MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
     MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
     MERGE_FAILED        /* a part could not be made: answer out of memory */

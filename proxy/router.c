@@ -71,6 +71,7 @@ static const struct policy_entry policy_names[] = {
     { "client|tracking", POLICY_LOCAL, NULL }, { "client|caching", POLICY_LOCAL, NULL },
     { "client|no-evict", POLICY_LOCAL, NULL }, { "client|getredir", POLICY_LOCAL, NULL },
     { "client|trackinginfo", POLICY_LOCAL, NULL }, { "client|kill", POLICY_LOCAL, NULL },
+    { "client|unblock", POLICY_LOCAL, NULL },
     { "cluster|info", POLICY_LOCAL, NULL }, { "cluster|slots", POLICY_LOCAL, NULL },
     { "cluster|shards", POLICY_LOCAL, NULL }, { "cluster|nodes", POLICY_LOCAL, NULL },
     { "cluster|myid", POLICY_LOCAL, NULL }, { "cluster|keyslot", POLICY_LOCAL, NULL },
@@ -839,31 +840,44 @@ out:
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens)
 {
-    struct worker *w = parent->worker;
-    int n = w->topo->nnodes;
-    parent->parts = calloc((size_t)n, sizeof *parent->parts);
+    int n = parent->worker->topo->nnodes;
+    if (router_parts_open(parent, merge, n) < 0)
+        return;
+    for (int i = 0; i < n; i++)
+        router_part_send(parent, i, argc, argv, lens);
+    request_parts_sent(parent);
+}
+
+int router_parts_open(struct request *parent, enum merge_kind merge, int n)
+{
+    parent->parts = calloc((size_t)(n > 0 ? n : 1), sizeof *parent->parts);
     if (!parent->parts) {
         request_fail(parent, "ERR out of memory");
-        return;
+        return -1;
     }
     parent->merge = merge;
-    parent->parts_left = 1;
-    for (int i = 0; i < n; i++) {
-        struct request *part = request_new(w);
-        if (!part || request_build(part, argc, argv, lens) < 0) {
-            if (part)
-                request_free(part);
-            parent->merge = MERGE_FAILED;
-            break;
-        }
-        part->parent = parent;
-        part->seq = parent->seq;
-        part->fixed_node = i;
-        parent->parts[parent->nparts++] = part;
-        parent->parts_left++;
-        router_send(part);
+    parent->parts_left = 1;         /* until request_parts_sent */
+    return 0;
+}
+
+void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
+                      const size_t *lens)
+{
+    if (parent->merge == MERGE_FAILED)
+        return;
+    struct request *part = request_new(parent->worker);
+    if (!part || request_build(part, argc, argv, lens) < 0) {
+        if (part)
+            request_free(part);
+        parent->merge = MERGE_FAILED;
+        return;
     }
-    request_parts_sent(parent);
+    part->parent = parent;
+    part->seq = parent->seq;
+    part->fixed_node = node;
+    parent->parts[parent->nparts++] = part;
+    parent->parts_left++;
+    router_send(part);
 }
 
 /*

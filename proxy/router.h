@@ -67,6 +67,13 @@ int router_key_slot(struct request *r);
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);
 
+/* The same, part by part: room for n parts (-1: parent failed), then each
+ * part's command to master `node` of the worker's topology, then
+ * request_parts_sent(parent) once all are sent. */
+int router_parts_open(struct request *parent, enum merge_kind merge, int n);
+void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
+                      const size_t *lens);
+
 /* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
  * master per call, with a cursor that encodes which master and where.
  * match_arg >= 0: argument match_arg (a MATCH pattern) is sent as

@@ -176,7 +176,7 @@ struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **wh
     }
     /* a watch on another node is lost by moving (the slot moved) */
     drop_dconn(tx);
-    struct dedicated *d = dedicated_acquire(r->worker, node, &tx->dconn, why);
+    struct dedicated *d = dedicated_acquire(r->worker, node, c, &tx->dconn, why);
     return d ? d->conn : NULL;
 }
 
@@ -447,7 +447,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     if (asking && ((r->cmd->flags & CMD_WRITE) || (cls == TXC_SCRIPT && scriptcmd_may_write(r->cmd)))) {
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: '%s' asks "
-                 "every master, so it runs once the transaction's other commands have run, "
+                 "the masters, so it runs once the transaction's other commands have run, "
                  "and '%s' after it would write too early: queue the writes first",
                  asking->cmd->fullname, r->cmd->fullname);
         refuse_queued(tx, r, msg);

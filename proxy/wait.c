@@ -206,7 +206,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     for (int i = 0; i < op->nparts; i++) {
         const char *why = NULL;
         op->parts[i].op = op;
-        if (!dedicated_acquire(w, op->parts[i].node, &op->parts[i].d, &why)) {
+        if (!dedicated_acquire(w, op->parts[i].node, c, &op->parts[i].d, &why)) {
             for (int j = 0; j < i; j++)
                 dedicated_release(op->parts[j].d);
             free(op);

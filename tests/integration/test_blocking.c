@@ -336,6 +336,134 @@ START_TEST(test_each_blocking_command)
 }
 END_TEST
 
+/* ---------- CLIENT UNBLOCK ---------- */
+
+static long long client_id(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "CLIENT ID");
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    long long id = r->integer;
+    freeReplyObject(r);
+    return id;
+}
+
+/* CLIENT UNBLOCK id [reason] by `by`, sent until it answers 1 (the blocked
+ * command may not have reached its node yet: 0 then, as from Redis); 5 s. */
+static void unblock(redisContext *by, long long id, const char *reason)
+{
+    long long deadline = h_now_ms() + 5000;
+    for (;;) {
+        redisReply *r = reason ? h_cmd(by, "CLIENT UNBLOCK %lld %s", id, reason)
+                               : h_cmd(by, "CLIENT UNBLOCK %lld", id);
+        H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+        long long v = r->integer;
+        freeReplyObject(r);
+        if (v == 1)
+            return;
+        ck_assert_int_eq(v, 0);
+        ck_assert_msg(h_now_ms() < deadline, "CLIENT UNBLOCK %lld %s never answered 1", id, reason ? reason : "");
+        h_sleep_ms(20);
+    }
+}
+
+static void expect_unblock_int(redisContext *by, long long want, const char *fmt, long long id)
+{
+    redisReply *r = h_cmd(by, fmt, id);
+    H_EXPECT_INT(r, want);
+    freeReplyObject(r);
+}
+
+/*
+ * CLIENT UNBLOCK by the proxy's client IDs, on a proxy of two workers (the
+ * blocked client and the caller on either): the node that holds the
+ * blocked command unblocks it, TIMEOUT giving the command's null and ERROR
+ * Redis's -UNBLOCKED error; a client blocked on nothing gets 0; Redis's
+ * errors for a bad ID, a bad reason, too many arguments; in MULTI it runs
+ * after the block, as Redis runs it in EXEC.
+ */
+START_TEST(test_client_unblock)
+{
+    static const char *args[] = { "--threads", "2", NULL };
+    struct h_proxy px;
+    char list[128], stream[128], other[128];
+    redisReply *r;
+
+    h_proxy_start(&px, args);
+    H_FMT(list, sizeof list, "%s:{unblock}:list", h_prefix());
+    H_FMT(stream, sizeof stream, "%s:unblock:stream", h_prefix());
+    H_FMT(other, sizeof other, "%s:{unblock}:other", h_prefix());
+    for (int pair = 0; pair < 2; pair++) {  /* the second pair lands on the workers swapped */
+        redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
+        long long ida = client_id(a);
+
+        expect_unblock_int(b, 0, "CLIENT UNBLOCK %lld", ida);   /* not blocked */
+        send_only(a, "BLPOP %s 0", list);
+        unblock(b, ida, NULL);
+        r = h_get_reply(a);
+        H_EXPECT_TYPE(r, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+        expect_unblock_int(b, 0, "CLIENT UNBLOCK %lld", ida);   /* not any more */
+
+        send_only(a, "XREAD BLOCK 0 STREAMS %s $", stream);
+        unblock(b, ida, "ERROR");
+        r = h_get_reply(a);
+        H_EXPECT_ERR(r, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        freeReplyObject(r);
+
+        send_only(a, "BLMOVE %s %s LEFT RIGHT 0", list, other);
+        unblock(b, ida, "timeout");
+        r = h_get_reply(a);
+        H_EXPECT_TYPE(r, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+
+        /* in MULTI: run once the block has, its 1 in EXEC's array */
+        send_only(a, "BLPOP %s 0", list);
+        long long deadline = h_now_ms() + 5000;
+        for (;;) {
+            H_OK(b, "MULTI");
+            H_STATUS(b, "QUEUED", "CLIENT UNBLOCK %lld", ida);
+            r = h_cmd(b, "EXEC");
+            H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+            ck_assert_uint_eq(r->elements, 1);
+            H_EXPECT_TYPE(r->element[0], REDIS_REPLY_INTEGER);
+            long long v = r->element[0]->integer;
+            freeReplyObject(r);
+            if (v == 1)
+                break;
+            ck_assert_msg(h_now_ms() < deadline, "CLIENT UNBLOCK in MULTI never answered 1");
+            h_sleep_ms(20);
+        }
+        r = h_get_reply(a);
+        H_EXPECT_TYPE(r, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+
+        /* the client goes on as before: blocks and is served */
+        send_only(a, "BLPOP %s 0", list);
+        h_sleep_ms(100);
+        r = h_cmd(b, "RPUSH %s v%d", list, pair);
+        freeReplyObject(r);
+        r = h_get_reply(a);
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        H_EXPECT_BULK(r->element[1], pair ? "v1" : "v0");
+        freeReplyObject(r);
+        redisFree(a);
+        redisFree(b);
+    }
+
+    redisContext *c = h_connect_extra(&px);
+    expect_unblock_int(c, 0, "CLIENT UNBLOCK %lld", 999999);
+    expect_unblock_int(c, 0, "CLIENT UNBLOCK %lld ERROR", client_id(c));
+    H_ERR(c, "ERR value is not an integer or out of range", "CLIENT UNBLOCK x");
+    H_ERR(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "CLIENT UNBLOCK 1 foo");
+    H_ERR(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "CLIENT UNBLOCK x foo");
+    H_ERR(c, "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT "
+             "HELP.", "CLIENT UNBLOCK 1 TIMEOUT x");
+    H_ERR(c, "ERR wrong number of arguments for 'client|unblock' command", "CLIENT UNBLOCK");
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* node-timeout-ms counts silence, but a blocked node is silent on purpose:
  * timeouts longer than it work, and 0 blocks until data comes. */
 START_TEST(test_block_longer_than_node_timeout)
@@ -623,6 +751,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_client_closed_while_blocked_frees_connection);
     tcase_add_test(tc, test_blocking_crossslot);
     tcase_add_test(tc, test_each_blocking_command);
+    tcase_add_test(tc, test_client_unblock);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_reply_before_blocking_command_not_held);
     tcase_add_test(tc, test_quit_after_blocking_command_ends_there);

@@ -213,6 +213,57 @@ START_TEST(test_client_leaves_during_wait)
 }
 END_TEST
 
+/* CLIENT UNBLOCK (by another client) ends a WAIT that blocks on two
+ * masters: TIMEOUT gives the replicas that did acknowledge (one per
+ * master), ERROR Redis's -UNBLOCKED; nothing stays blocked on the nodes. */
+START_TEST(test_client_unblock_ends_wait)
+{
+    struct h_topo t;
+    char prefix[128], k0[128], k1[128];
+    redisContext *p = h_connect_proxy(), *q = h_connect_proxy();
+    redisReply *r;
+
+    h_topo_load(&t);
+    long long base = blocked_sum(&t);
+    r = h_cmd(p, "CLIENT ID");
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    long long id = r->integer;
+    freeReplyObject(r);
+    H_FMT(prefix, sizeof prefix, "%s:unblock", h_prefix());
+    h_key_on_master(&t, 0, prefix, 0, k0, sizeof k0);
+    h_key_on_master(&t, 1, prefix, 0, k1, sizeof k1);
+    for (int round = 0; round < 2; round++) {
+        H_OK(p, "SET %s a", k0);
+        H_OK(p, "SET %s b", k1);
+        ck_assert_int_eq(redisAppendCommand(p, "WAIT 2 0"), REDIS_OK);
+        h_flush(p);
+        long long deadline = h_now_ms() + 5000, have;
+        while ((have = blocked_sum(&t)) != base + 2 && h_now_ms() < deadline)
+            h_sleep_ms(20);
+        ck_assert_int_eq(have, base + 2);
+        r = round ? h_cmd(q, "CLIENT UNBLOCK %lld ERROR", id) : h_cmd(q, "CLIENT UNBLOCK %lld", id);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        r = h_get_reply(p);
+        if (round)
+            H_EXPECT_ERR(r, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        else
+            H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        deadline = h_now_ms() + 2000;
+        while ((have = blocked_sum(&t)) != base && h_now_ms() < deadline)
+            h_sleep_ms(20);
+        ck_assert_int_eq(have, base);
+    }
+    r = h_cmd(q, "CLIENT UNBLOCK %lld", id);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    expect_no_wait_keys(&t);
+    redisFree(p);
+    redisFree(q);
+}
+END_TEST
+
 static Suite *wait_suite(void)
 {
     Suite *s = suite_create("wait");
@@ -224,6 +275,7 @@ static Suite *wait_suite(void)
     tcase_add_test(tc, test_wait_two_times_out_with_one);
     tcase_add_test(tc, test_wait_inside_multi_refused);
     tcase_add_test(tc, test_client_leaves_during_wait);
+    tcase_add_test(tc, test_client_unblock_ends_wait);
     suite_add_tcase(s, tc);
     return s;
 }
