@@ -860,24 +860,32 @@ int router_parts_open(struct request *parent, enum merge_kind merge, int n)
     return 0;
 }
 
-void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
-                      const size_t *lens)
+struct request *router_part_add(struct request *parent, int node, int argc,
+                                const char *const *argv, const size_t *lens)
 {
     if (parent->merge == MERGE_FAILED)
-        return;
+        return NULL;
     struct request *part = request_new(parent->worker);
     if (!part || request_build(part, argc, argv, lens) < 0) {
         if (part)
             request_free(part);
         parent->merge = MERGE_FAILED;
-        return;
+        return NULL;
     }
     part->parent = parent;
     part->seq = parent->seq;
     part->fixed_node = node;
     parent->parts[parent->nparts++] = part;
     parent->parts_left++;
-    router_send(part);
+    return part;
+}
+
+void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
+                      const size_t *lens)
+{
+    struct request *part = router_part_add(parent, node, argc, argv, lens);
+    if (part)
+        router_send(part);
 }
 
 /*

@@ -74,6 +74,11 @@ int router_parts_open(struct request *parent, enum merge_kind merge, int n);
 void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
                       const size_t *lens);
 
+/* The part alone, for the caller to send its own way; NULL when it could
+ * not be made (parent then answers out of memory). */
+struct request *router_part_add(struct request *parent, int node, int argc,
+                                const char *const *argv, const size_t *lens);
+
 /* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
  * master per call, with a cursor that encodes which master and where.
  * match_arg >= 0: argument match_arg (a MATCH pattern) is sent as

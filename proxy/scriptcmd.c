@@ -236,26 +236,12 @@ static void plan_kill(struct request *r)
     size_t lens[2];
     for (int i = 0; i < 2; i++)
         argv[i] = request_arg(r, i, &lens[i]);
-    r->parts = calloc((size_t)n, sizeof *r->parts);
-    if (!r->parts) {
-        request_fail(r, "ERR out of memory");
+    if (router_parts_open(r, MERGE_ANY_OK, n) < 0)
         return;
-    }
-    r->merge = MERGE_ANY_OK;
-    r->parts_left = 1;
     for (int i = 0; i < n; i++) {
-        struct request *part = request_new(w);
-        if (!part || request_build(part, 2, argv, lens) < 0) {
-            if (part)
-                request_free(part);
-            r->merge = MERGE_FAILED;
+        struct request *part = router_part_add(r, i, 2, argv, lens);
+        if (!part)
             break;
-        }
-        part->parent = r;
-        part->seq = r->seq;
-        part->fixed_node = i;
-        r->parts[r->nparts++] = part;
-        r->parts_left++;
         kill_send(w, i, part);
     }
     request_parts_sent(r);

@@ -35,6 +35,15 @@ static long long blocked_sum(const struct h_topo *t)
     return sum;
 }
 
+/* The masters' blocked clients once they are want, or after ms. */
+static long long blocked_sum_reaches(const struct h_topo *t, long long want, long ms)
+{
+    long long deadline = h_now_ms() + ms, have;
+    while ((have = blocked_sum(t)) != want && h_now_ms() < deadline)
+        h_sleep_ms(20);
+    return have;
+}
+
 /* No key of the proxy's WAIT is left on any master. */
 static void expect_no_wait_keys(const struct h_topo *t)
 {
@@ -200,15 +209,9 @@ START_TEST(test_client_leaves_during_wait)
     freeReplyObject(r);
     ck_assert_int_eq(redisAppendCommand(p, "WAIT 2 0"), REDIS_OK);
     h_flush(p);
-    long long deadline = h_now_ms() + 5000, have;
-    while ((have = blocked_sum(&t)) != base + 1 && h_now_ms() < deadline)
-        h_sleep_ms(20);
-    ck_assert_int_eq(have, base + 1);
+    ck_assert_int_eq(blocked_sum_reaches(&t, base + 1, 5000), base + 1);
     redisFree(p);
-    deadline = h_now_ms() + 2000;
-    while ((have = blocked_sum(&t)) != base && h_now_ms() < deadline)
-        h_sleep_ms(20);
-    ck_assert_int_eq(have, base);
+    ck_assert_int_eq(blocked_sum_reaches(&t, base, 2000), base);
     expect_no_wait_keys(&t);
 }
 END_TEST
@@ -237,10 +240,7 @@ START_TEST(test_client_unblock_ends_wait)
         H_OK(p, "SET %s b", k1);
         ck_assert_int_eq(redisAppendCommand(p, "WAIT 2 0"), REDIS_OK);
         h_flush(p);
-        long long deadline = h_now_ms() + 5000, have;
-        while ((have = blocked_sum(&t)) != base + 2 && h_now_ms() < deadline)
-            h_sleep_ms(20);
-        ck_assert_int_eq(have, base + 2);
+        ck_assert_int_eq(blocked_sum_reaches(&t, base + 2, 5000), base + 2);
         r = round ? h_cmd(q, "CLIENT UNBLOCK %lld ERROR", id) : h_cmd(q, "CLIENT UNBLOCK %lld", id);
         H_EXPECT_INT(r, 1);
         freeReplyObject(r);
@@ -250,10 +250,7 @@ START_TEST(test_client_unblock_ends_wait)
         else
             H_EXPECT_INT(r, 1);
         freeReplyObject(r);
-        deadline = h_now_ms() + 2000;
-        while ((have = blocked_sum(&t)) != base && h_now_ms() < deadline)
-            h_sleep_ms(20);
-        ck_assert_int_eq(have, base);
+        ck_assert_int_eq(blocked_sum_reaches(&t, base, 2000), base);
     }
     r = h_cmd(q, "CLIENT UNBLOCK %lld", id);
     H_EXPECT_INT(r, 0);
