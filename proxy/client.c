@@ -16,6 +16,7 @@
 #include "proxy/acl.h"
 #include "proxy/dedicated.h"
 #include "proxy/log.h"
+#include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/router.h"
@@ -147,6 +148,7 @@ void client_close(struct client *c, const char *why)
         log_verbose("client", "closing client id=%llu addr=%s: %s",
                     (unsigned long long)c->id, c->addr, why);
     c->state = CLIENT_GONE;
+    monitor_stop(c);
     io_conn_close(&c->io);
     pubsub_client_gone(c);      /* its subscriber connections close now */
     /* Requests still at a node keep the client until they end. */
@@ -154,6 +156,46 @@ void client_close(struct client *c, const char *why)
     /* then its parked requests fail and its dedicated connection closes (each
      * flushes again: the flush that empties the queue frees the client) */
     tx_client_gone(c);
+}
+
+void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
+                 int before_parked)
+{
+    struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
+    if (!out) {                 /* nothing after QUIT's +OK */
+        if (in)
+            evbuffer_drain(in, len);
+        return;
+    }
+    if (TAILQ_EMPTY(&c->queue)) {
+        if (in)
+            evbuffer_remove_buffer(in, out, len);
+        else
+            io_out_add(&c->io, bytes, len);
+        client_flush(c);        /* writes it, and checks the output limits */
+        return;
+    }
+    struct request *r = request_new(c->worker), *after;
+    if (!r) {
+        if (in)
+            evbuffer_drain(in, len);
+        return;
+    }
+    r->client = c;
+    struct request *parked = c->tx ? tx_first_parked(c) : NULL;
+    if (before_parked && parked) {
+        TAILQ_INSERT_BEFORE(parked, r, link);
+    } else {
+        for (after = TAILQ_LAST(&c->queue, request_queue); after && !after->done;
+             after = TAILQ_PREV(after, request_queue, link))
+            ;
+        if (after)
+            TAILQ_INSERT_AFTER(&c->queue, after, r, link);
+        else
+            TAILQ_INSERT_TAIL(&c->queue, r, link);
+    }
+    c->nqueued++;
+    request_deliver(r, in, bytes, len);
 }
 
 void client_close_after_replies(struct client *c)
@@ -469,6 +511,6 @@ void client_describe(const struct client *c, char *buf, size_t len)
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             sub + psub + ssub ? "P" : "N", sub, psub, ssub, tx_multi_count(c),
+             c->monitoring ? "O" : sub + psub + ssub ? "P" : "N", sub, psub, ssub, tx_multi_count(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

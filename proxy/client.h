@@ -67,6 +67,8 @@ struct client {
     uint64_t written_masters;       /* masters it may have written to since its last
                                      * WAIT (wait.h: wait_node_bit) */
     struct wait_op *wait;           /* its WAIT under way, or NULL */
+    TAILQ_ENTRY(client) monitor_link;   /* in its worker's monitors, while monitoring */
+    unsigned char monitoring;       /* MONITOR (monitor.h) */
     TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
                                      * (dedicated.h; under its worker's clients_lock) */
 };
@@ -91,6 +93,16 @@ void client_unqueue(struct client *c, struct request *r);
  * calls it past a transaction's parked commands); later calls do nothing.
  */
 void client_reply_mode_take(struct client *c, struct request *r);
+
+/* Output no command of c's asked for (a pub/sub message, a MONITOR line):
+ * written at once when c owes nothing, else after the last reply it has
+ * ready (none ready: after all it owes, so a subscriber's confirmation comes
+ * first); before_parked: in any case before the commands that wait their
+ * turn to run (tx.h), as a server would write it before it reads them.
+ * The bytes are the first len of in (taken out of it), or at bytes when in
+ * is NULL. */
+void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
+                 int before_parked);
 
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);

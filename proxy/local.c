@@ -17,6 +17,7 @@
 #include "proxy/index.h"
 #include "proxy/listing.h"
 #include "proxy/metrics.h"
+#include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/request.h"
@@ -222,6 +223,7 @@ static void cmd_reset(struct request *r)
     c->authenticated = c->user->nopass;
     c->parser.unauthenticated = !c->authenticated;
     pubsub_reset(c);
+    monitor_stop(c);
     if (c->reply_off)           /* RESET turns replies back on, its own too (not after SKIP) */
         r->silent = 0;
     c->reply_off = 0;
@@ -1054,6 +1056,8 @@ void local_dispatch(struct request *r)
         cmd_auth(r);
     } else if (strcmp(name, "reset") == 0) {
         cmd_reset(r);
+    } else if (strcmp(name, "monitor") == 0) {
+        monitor_command(r);
     } else if (strcmp(name, "time") == 0) {
         cmd_time(r);
     } else if (strcmp(name, "readonly") == 0 || strcmp(name, "readwrite") == 0) {

@@ -673,41 +673,11 @@ static const char *push_name(struct evbuffer *in, const char *bytes, size_t len,
     return push_view(in, bytes, len, p->name_off + p->name_len) + p->name_off;
 }
 
-/* A message for the client: at once when it owes nothing else, else after
- * the last reply it has ready (its own subscribe confirmation is ahead). */
+/* A message for the client (client_push: its own subscribe confirmation
+ * is ahead of it). */
 static void deliver(struct pubsub *ps, struct evbuffer *in, const char *bytes, size_t len)
 {
-    struct client *c = ps->client;
-    struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
-    if (!out) {                 /* nothing after QUIT's +OK */
-        if (in)
-            evbuffer_drain(in, len);
-        return;
-    }
-    if (TAILQ_EMPTY(&c->queue)) {
-        if (in)
-            evbuffer_remove_buffer(in, out, len);
-        else
-            io_out_add(&c->io, bytes, len);
-        client_flush(c);        /* writes it, and checks the output limits */
-        return;
-    }
-    struct request *r = request_new(ps->worker), *after;
-    if (!r) {
-        if (in)
-            evbuffer_drain(in, len);
-        return;
-    }
-    r->client = c;
-    for (after = TAILQ_LAST(&c->queue, request_queue); after && !after->done;
-         after = TAILQ_PREV(after, request_queue, link))
-        ;
-    if (after)
-        TAILQ_INSERT_AFTER(&c->queue, after, r, link);
-    else
-        TAILQ_INSERT_TAIL(&c->queue, r, link);
-    c->nqueued++;
-    request_deliver(r, in, bytes, len);
+    client_push(ps->client, in, bytes, len, 0);
 }
 
 /* One confirmation came for the oldest wait. */

@@ -93,6 +93,7 @@ struct request {
     unsigned rewritten : 1;         /* its keys have their cluster names */
     unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
+    unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */

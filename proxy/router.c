@@ -18,6 +18,8 @@
 #include "proxy/index.h"
 #include "proxy/local.h"
 #include "proxy/log.h"
+#include "proxy/monitor.h"
+#include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/rewrite.h"
 #include "proxy/scriptcmd.h"
@@ -105,7 +107,7 @@ static const struct policy_entry policy_names[] = {
     { "blmpop", POLICY_BLOCKING, NULL }, { "bzpopmin", POLICY_BLOCKING, NULL },
     { "bzpopmax", POLICY_BLOCKING, NULL }, { "bzmpop", POLICY_BLOCKING, NULL },
     { "wait", POLICY_WAIT, NULL }, { "scan", POLICY_LOCAL, NULL },
-    { "monitor", POLICY_REFUSED, "MONITOR is not supported through the proxy" },
+    { "monitor", POLICY_LOCAL, NULL },
     { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
     { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
     { "psync", POLICY_REFUSED, not_proxy }, { "replconf", POLICY_REFUSED, not_proxy },
@@ -1093,10 +1095,16 @@ void router_dispatch(struct request *r)
         router_reject(r, msg);
         return;
     }
+    if (c->monitoring && (cmd->flags & (CMD_WRITE | CMD_READONLY | CMD_MAY_REPLICATE))) {
+        router_reject(r, "ERR Replica can't interact with the keyspace");   /* as Redis */
+        return;
+    }
     if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */
         return;
     const struct policy_entry *e = policy_get(cmd);
     enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
+    if (pol != POLICY_REFUSED && __atomic_load_n(&r->worker->proxy->nmonitors, __ATOMIC_RELAXED))
+        monitor_feed(r);        /* as sent: before the key layout rewrites it */
     /* legacy key names become cluster names before anything is planned by
      * them (slots, splits); local commands have no key arguments. Once: a
      * request parked by tx.h comes through here again. */

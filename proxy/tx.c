@@ -127,6 +127,11 @@ static void release_cb(evutil_socket_t fd, short what, void *arg)
     client_flush(c);            /* closes it once what is owed is written */
 }
 
+struct request *tx_first_parked(const struct client *c)
+{
+    return TAILQ_FIRST(&c->tx->parked);
+}
+
 int tx_park_if_waiting(struct request *r)
 {
     struct tx_state *tx = r->client->tx;

@@ -63,6 +63,9 @@ enum tx_class {
  * parked behind the client's earlier parked requests. */
 int tx_park_if_waiting(struct request *r);
 
+/* The first of c's requests that wait their turn to run, or NULL (c->tx set). */
+struct request *tx_first_parked(const struct client *c);
+
 /* The router refused r's command (unknown, arity, NOAUTH): inside MULTI
  * that makes EXEC answer EXECABORT, as Redis does. */
 void tx_note_error(struct client *c);

@@ -175,6 +175,8 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     int stop = w->mailbox_stop;
     int kill = w->mailbox_kill;
     w->mailbox_kill = 0;
+    int monitor = w->mailbox_monitor;
+    w->mailbox_monitor = 0;
     w->mailbox_topo = NULL;
     struct layout_ref *layout = w->mailbox_layout;
     int layout_set = w->mailbox_layout_set;
@@ -192,6 +194,8 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (kill)
         worker_close_killed(w);
+    if (monitor)
+        monitor_take_inbox(w);
     if (drain)
         worker_start_drain(w);
     if (stop)
@@ -249,6 +253,14 @@ void worker_post_kill(struct worker *w)
 {
     pthread_mutex_lock(&w->mailbox_lock);
     w->mailbox_kill = 1;
+    pthread_mutex_unlock(&w->mailbox_lock);
+    mailbox_ring(w);
+}
+
+void worker_post_monitor(struct worker *w)
+{
+    pthread_mutex_lock(&w->mailbox_lock);
+    w->mailbox_monitor = 1;
     pthread_mutex_unlock(&w->mailbox_lock);
     mailbox_ring(w);
 }
@@ -320,6 +332,8 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->paused);
+    if (monitor_inbox_init(&w->monitor) < 0)
+        return -1;
     w->node_opts.stats = &w->stats.nodes;
     w->loop.pauses = &w->stats.round_pauses;
     w->loop.batching = &w->stats.io_uring;

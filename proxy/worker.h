@@ -28,6 +28,7 @@
 #include "proxy/client.h"
 #include "proxy/config.h"
 #include "proxy/io.h"
+#include "proxy/monitor.h"
 #include "proxy/rewrite.h"
 #include "proxy/stats.h"
 
@@ -56,6 +57,7 @@ struct worker {
     int mailbox_kill;                   /* under mailbox_lock: clients marked kill_pending */
     struct layout_ref *mailbox_layout;  /* under mailbox_lock */
     int mailbox_layout_set;             /* under mailbox_lock: mailbox_layout is news */
+    int mailbox_monitor;                /* under mailbox_lock: lines in monitor's inbox */
     int draining;                       /* this thread's copy of the drain */
 
     struct topology *topo;
@@ -70,6 +72,7 @@ struct worker {
     TAILQ_HEAD(, client) paused;        /* clients waiting for a congested node */
 
     struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
+    struct monitor_inbox monitor;       /* MONITOR clients (monitor.h) */
 
     struct request *free_requests;
     int nfree_requests;
@@ -94,6 +97,9 @@ void worker_post_drain(struct worker *w);
  * w's own thread worker_close_killed does it at once. */
 void worker_post_kill(struct worker *w);
 void worker_close_killed(struct worker *w);
+
+/* From any worker: w's monitor inbox has lines (monitor.h). */
+void worker_post_monitor(struct worker *w);
 void worker_post_stop(struct worker *w);
 
 /* From the control thread: publish ref (NULL: no rewriting from now on; a

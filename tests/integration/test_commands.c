@@ -249,7 +249,8 @@ struct episode {
     int may_block;              /* a blocking command outside MULTI */
     int quits;
     int per_channel;            /* (un)subscribe: a reply per channel */
-    int silenced;               /* CLIENT REPLY: OFF or SKIP may drop replies */
+    int uncounted;              /* CLIENT REPLY OFF or SKIP may drop replies, MONITOR
+                                   add lines: not one reply per command */
     char text[4096];            /* what was sent, for a failure */
 };
 
@@ -352,8 +353,9 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token, char
             e->may_block = 1;
         if (strcmp(c->name, "quit") == 0)
             e->quits = 1;
-        if (strcmp(c->name, "client") == 0 && strcmp(c->sub, "reply") == 0)
-            e->silenced = 1;
+        if ((strcmp(c->name, "client") == 0 && strcmp(c->sub, "reply") == 0) ||
+            strcmp(c->name, "monitor") == 0)
+            e->uncounted = 1;
     }
     snprintf(argv[0], sizeof argv[0], "RESET");
     arglen[0] = 5;
@@ -410,7 +412,7 @@ static enum outcome read_episode(int fd, const struct episode *e, const char *to
                 replies++;
                 continue;
             }
-            if (!e->quits && !e->per_channel && !e->silenced && replies != e->ncmds + 1) {
+            if (!e->quits && !e->per_channel && !e->uncounted && replies != e->ncmds + 1) {
                 cs_fail("%d replies before the token to %d commands and RESET:\n%sthe replies:\n%s",
                         replies, e->ncmds, e->text, seen);
                 return EP_FAILED;

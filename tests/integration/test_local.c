@@ -735,6 +735,190 @@ START_TEST(test_client_kill)
 }
 END_TEST
 
+/* ---------- MONITOR ---------- */
+
+/* The next line m is shown (a status reply), its "+" left out. */
+static void monitor_line(redisContext *m, char *buf, size_t size)
+{
+    redisReply *r = h_get_reply(m);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STATUS);
+    ck_assert_msg(strlen(r->str) < size, "monitor line too long: %s", r->str);
+    strcpy(buf, r->str);
+    freeReplyObject(r);
+}
+
+/* A line as Redis writes it: "<s>.<6 digits> [0 <addr>] <args>"; its
+ * client's address into addr and where its arguments start. */
+static const char *monitor_args(const char *line, char *addr, size_t size)
+{
+    const char *p = line;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    ck_assert_msg(p > line && *p == '.', "no time in monitor line: %s", line);
+    for (int i = 1; i <= 6; i++)
+        ck_assert_msg(p[i] >= '0' && p[i] <= '9', "no microseconds in monitor line: %s", line);
+    ck_assert_msg(strncmp(p + 7, " [0 ", 4) == 0, "no [0 addr] in monitor line: %s", line);
+    const char *end = strstr(p + 11, "] ");
+    ck_assert_msg(end != NULL && (size_t)(end - (p + 11)) < size, "bad monitor line: %s", line);
+    memcpy(addr, p + 11, (size_t)(end - (p + 11)));
+    addr[end - (p + 11)] = '\0';
+    return end + 2;
+}
+
+/*
+ * MONITOR on a proxy of two workers: the monitor sees the commands of every
+ * client (sixteen more, spread over both workers) as Redis writes them: as
+ * sent (not lowercased), quoted as sdscatrepr does, AUTH's and HELLO AUTH's secrets redacted, an
+ * MGET once, nothing for administrative commands or commands refused before
+ * they run. The monitor itself: keyspace commands refused as by Redis,
+ * PING answered (and shown), a second MONITOR unanswered, flags=O in
+ * CLIENT LIST, RESET ends it; inside MULTI it is EXEC's error.
+ */
+START_TEST(test_monitor)
+{
+    enum { OTHERS = 16 };
+    static const char *args[] = { "--threads", "2", NULL };
+    static const char val[] = "v a\"b\\c\n\x01\xe9";
+    struct h_proxy px;
+    redisContext *m, *a, *others[OTHERS];
+    char addr_a[64], addr[64], line[4096], key[128], want[6][512];
+    int seen_others = 0, got_a = 0;
+    redisReply *r;
+
+    h_proxy_start(&px, args);
+    m = h_connect_extra(&px);
+    a = h_connect_extra(&px);
+    H_OK(m, "MONITOR");
+    local_addr(a, addr_a, sizeof addr_a);
+    H_FMT(key, sizeof key, "%s:monitor", h_prefix());
+    H_FMT(want[0], sizeof want[0], "\"SET\" \"%s\" \"v a\\\"b\\\\c\\n\\x01\\xe9\"", key);
+    H_FMT(want[1], sizeof want[1], "\"GET\" \"%s\"", key);
+    H_FMT(want[2], sizeof want[2], "\"AUTH\" \"(redacted)\"");
+    H_FMT(want[3], sizeof want[3], "\"HELLO\" \"2\" \"AUTH\" \"(redacted)\" \"(redacted)\"");
+    H_FMT(want[4], sizeof want[4], "\"MGET\" \"%s\" \"{x}a\" \"{y}b\"", key);
+    H_FMT(want[5], sizeof want[5], "\"ECHO\" \"done-a\"");
+
+    r = h_cmd(a, "SET %s %b", key, val, sizeof val - 1);
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(a, "GET %s", key));
+    freeReplyObject(h_cmd(a, "AUTH no-such-password"));
+    freeReplyObject(h_cmd(a, "HELLO 2 AUTH default no-such-password"));
+    freeReplyObject(h_cmd(a, "CONFIG GET maxmemory"));  /* administrative */
+    freeReplyObject(h_cmd(a, "NO-SUCH-COMMAND x"));     /* refused before it runs */
+    freeReplyObject(h_cmd(a, "GET"));
+    freeReplyObject(h_cmd(a, "MOVE %s 1", key));        /* refused by the proxy */
+    freeReplyObject(h_cmd(a, "MGET %s {x}a {y}b", key));
+    freeReplyObject(h_cmd(a, "ECHO done-a"));
+    for (int i = 0; i < OTHERS; i++) {
+        others[i] = h_connect_extra(&px);
+        freeReplyObject(h_cmd(others[i], "ECHO from-%d", i));
+    }
+    while (got_a < 6 || seen_others < OTHERS) {
+        monitor_line(m, line, sizeof line);
+        const char *cmd = monitor_args(line, addr, sizeof addr);
+        if (strcmp(addr, addr_a) == 0) {
+            ck_assert_msg(got_a < 6, "a line too many for a: %s", line);
+            ck_assert_msg(strcmp(cmd, want[got_a]) == 0, "line %d for a: '%s', not '%s'", got_a,
+                          cmd, want[got_a]);
+            got_a++;
+        } else {
+            ck_assert_msg(strncmp(cmd, "\"ECHO\" \"from-", 13) == 0, "unexpected line: %s", line);
+            seen_others++;
+        }
+    }
+
+    /* the monitor itself */
+    H_ERR(m, "ERR Replica can't interact with the keyspace", "GET %s", key);
+    H_STATUS(m, "PONG", "PING");
+    monitor_line(m, line, sizeof line);
+    ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"PING\"");
+    ck_assert_int_eq(redisAppendCommand(m, "MONITOR"), REDIS_OK);      /* no reply */
+    H_STATUS(m, "PONG", "PING");
+    monitor_line(m, line, sizeof line);
+    r = h_cmd(a, "CLIENT LIST");                /* administrative: not shown */
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(strstr(r->str, " flags=O ") != NULL, "no monitor in CLIENT LIST: %s", r->str);
+    freeReplyObject(r);
+    /* RESET ends it. Sent behind WAIT it waits its turn, as in Redis: a line
+     * of meanwhile comes after WAIT's reply and before RESET's, and none
+     * after it */
+    ck_assert_int_eq(redisAppendCommand(m, "WAIT 5 300"), REDIS_OK);
+    ck_assert_int_eq(redisAppendCommand(m, "RESET"), REDIS_OK);
+    ck_assert_int_eq(redisAppendCommand(m, "ECHO token"), REDIS_OK);
+    h_flush(m);
+    h_sleep_ms(100);
+    freeReplyObject(h_cmd(a, "ECHO during-wait"));
+    r = h_get_reply(m);
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    monitor_line(m, line, sizeof line);
+    ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"WAIT\" \"5\" \"300\"");
+    monitor_line(m, line, sizeof line);
+    ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"ECHO\" \"during-wait\"");
+    r = h_get_reply(m);
+    H_EXPECT_STATUS(r, "RESET");
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(a, "ECHO after-reset"));
+    r = h_get_reply(m);
+    H_EXPECT_BULK(r, "token");
+    freeReplyObject(r);
+    r = h_cmd(m, "ECHO last");
+    H_EXPECT_BULK(r, "last");                   /* nothing shown after RESET */
+    freeReplyObject(r);
+
+    /* inside MULTI: EXEC's error, as from Redis */
+    H_OK(a, "MULTI");
+    H_STATUS(a, "QUEUED", "MONITOR");
+    r = h_cmd(a, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_uint_eq(r->elements, 1);
+    H_EXPECT_ERR(r->element[0], "ERR MONITOR isn't allowed for DENY BLOCKING client");
+    freeReplyObject(r);
+
+    for (int i = 0; i < OTHERS; i++)
+        redisFree(others[i]);
+    redisFree(a);
+    redisFree(m);
+    h_proxy_stop(&px);
+}
+END_TEST
+
+/*
+ * A monitor that does not read is closed past client-output-buffer-limit,
+ * as Redis closes it, while the client it watches goes on unharmed and the
+ * proxy's memory stays bounded.
+ */
+START_TEST(test_monitor_not_reading_is_closed)
+{
+    static const char *args[] = { "--threads", "2", "--client-output-buffer-limit", "1mb", "0",
+                                  "0", NULL };
+    struct h_proxy px;
+    char key[128];
+    static char value[100000];
+
+    h_proxy_start(&px, args);
+    memset(value, 'v', sizeof value);
+    redisContext *m = h_connect_extra(&px), *a = h_connect_extra(&px);
+    H_OK(m, "MONITOR");
+    H_FMT(key, sizeof key, "%s:monitor-big", h_prefix());
+    for (int i = 0; i < 300; i++)       /* 30 MB of lines, more than sockets hold */
+        H_OK(a, "SET %s %b", key, value, sizeof value);
+    long long deadline = h_now_ms() + 10000;
+    int closed = 0;
+    while (!closed && h_now_ms() < deadline) {
+        redisReply *r = NULL;
+        if (redisGetReply(m, (void **)&r) != REDIS_OK)
+            closed = 1;
+        freeReplyObject(r);
+    }
+    ck_assert_msg(closed, "the monitor was not closed past its output limit");
+    H_STATUS(a, "PONG", "PING");
+    redisFree(m);
+    redisFree(a);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* ---------- CLIENT REPLY ---------- */
 
 /* What n sends back, up to its close or `until`, for the inline commands in
@@ -1064,6 +1248,8 @@ static Suite *local_suite(void)
     tcase_add_test(tc, test_time_between_node_times);
     tcase_add_test(tc, test_client_commands);
     tcase_add_test(tc, test_client_kill);
+    tcase_add_test(tc, test_monitor);
+    tcase_add_test(tc, test_monitor_not_reading_is_closed);
     tcase_add_test(tc, test_client_reply_as_a_node);
     tcase_add_test(tc, test_client_reply_skip_split_commands);
     tcase_add_test(tc, test_cluster_myid_slots_nodes);
