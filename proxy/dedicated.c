@@ -105,9 +105,12 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
     *why = no_connect;
     if (!pool || node < 0 || node >= w->topo->nnodes)
         return NULL;
+    uint64_t now = node_now_ms();
     TAILQ_FOREACH(d, &pool->idle, link) {
-        /* only once it has answered all it was sent: no stray reply */
-        if (d->conn->ninflight == 0 && dedicated_serves(d, node))
+        /* only once it has answered all it was sent (no stray reply), and
+         * no CLIENT UNBLOCK meant for its last user may still reach it */
+        if (d->conn->ninflight == 0 && dedicated_serves(d, node) &&
+            now >= __atomic_load_n(&d->unblock_hold_ms, __ATOMIC_RELAXED))
             break;
         if (!spare && d->conn->ninflight == 0)
             spare = d;
@@ -151,14 +154,16 @@ void dedicated_close(struct dedicated *d, const char *why)
     node_conn_close(d->conn, why);      /* dedicated_down frees d */
 }
 
-int dedicated_targets(const struct client *c, struct dedicated_target *out, int max)
+int dedicated_targets(const struct client *c, struct dedicated_target *out, int max,
+                      uint64_t hold_until_ms)
 {
-    const struct dedicated *d;
+    struct dedicated *d;
     int n = 0;
     TAILQ_FOREACH(d, &c->dedicated, user_link) {
         long long id = __atomic_load_n(&d->conn->node_id, __ATOMIC_RELAXED);
         if (n == max || id <= 0)
             continue;
+        __atomic_store_n(&d->unblock_hold_ms, hold_until_ms, __ATOMIC_RELAXED);
         snprintf(out[n].addr, sizeof out[n].addr, "%s", d->conn->addr);
         out[n++].node_id = id;
     }

@@ -18,6 +18,7 @@
 #ifndef TAGPROXY_DEDICATED_H
 #define TAGPROXY_DEDICATED_H
 
+#include <stdint.h>
 #include <sys/queue.h>
 
 struct client;
@@ -30,6 +31,9 @@ struct dedicated {
     struct dedicated **owner;       /* the user's pointer to it, cleared on
                                      * failure; NULL while idle */
     struct client *user;            /* whose commands it runs, while in use */
+    uint64_t unblock_hold_ms;       /* atomic: a CLIENT UNBLOCK for its user may be on
+                                     * its way to the node: not handed to another
+                                     * client before this (node_now_ms) */
     TAILQ_ENTRY(dedicated) link;    /* in the idle list */
     TAILQ_ENTRY(dedicated) user_link; /* in user->dedicated (under the worker's
                                      * clients_lock: CLIENT UNBLOCK reads it) */
@@ -61,14 +65,18 @@ void dedicated_close(struct dedicated *d, const char *why);
 /*
  * Where c may be blocked, for CLIENT UNBLOCK: the node ("host:port" as
  * announced) and the node's client ID of each dedicated connection c uses,
- * up to max, skipping those whose ID is not known yet. Call with c's
- * worker's clients_lock held (c may be another worker's client).
+ * up to max, skipping those whose ID is not known yet. Each is then kept
+ * from other clients until hold_until_ms: the unblock reaches the node on
+ * another connection, and must not find another client's command blocked
+ * there. Call with c's worker's clients_lock held (c may be another
+ * worker's client).
  */
 struct dedicated_target {
     char addr[128];
     long long node_id;
 };
-int dedicated_targets(const struct client *c, struct dedicated_target *out, int max);
+int dedicated_targets(const struct client *c, struct dedicated_target *out, int max,
+                      uint64_t hold_until_ms);
 
 /* c is being freed: its dedicated connections no longer name it. */
 void dedicated_forget_user(struct client *c);

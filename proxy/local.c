@@ -507,8 +507,10 @@ static void client_tracking(struct request *r)
  */
 #define UNBLOCK_TARGETS_MAX 16
 
-/* Where the proxy's client `id`, of any worker, may be blocked. */
-static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets)
+/* Where the proxy's client `id`, of any worker, may be blocked (those
+ * connections held until hold_until: dedicated_targets). */
+static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets,
+                           uint64_t hold_until)
 {
     for (int i = 0; i < p->nworkers; i++) {
         struct worker *w = &p->workers[i];
@@ -517,7 +519,7 @@ static int unblock_targets(struct proxy *p, long long id, struct dedicated_targe
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
             if ((long long)c->id == id) {
-                n = dedicated_targets(c, targets, UNBLOCK_TARGETS_MAX);
+                n = dedicated_targets(c, targets, UNBLOCK_TARGETS_MAX, hold_until);
                 break;
             }
         pthread_mutex_unlock(&w->clients_lock);
@@ -547,7 +549,10 @@ static void client_unblock(struct request *r)
         request_fail(r, "ERR value is not an integer or out of range");
         return;
     }
-    int n = unblock_targets(r->worker->proxy, id, targets);
+    /* the unblock reaches its node within node-timeout-ms, or its connection
+     * is closed */
+    uint64_t hold_until = node_now_ms() + (uint64_t)r->worker->cfg->node_timeout_ms;
+    int n = unblock_targets(r->worker->proxy, id, targets, hold_until);
     if (n == 0) {
         resp_add_integer(out(r), 0);
         request_finish(r);

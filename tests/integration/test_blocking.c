@@ -464,6 +464,75 @@ START_TEST(test_client_unblock)
 }
 END_TEST
 
+/* The node-side id of the one client of key's master that blocks now and
+ * is not in before[0..n0) (5 s at most). */
+static long long newly_blocked(const struct h_topo *t, const char *key, const long long *before,
+                               int n0)
+{
+    long long during[256], deadline = h_now_ms() + 5000;
+    for (;;) {
+        int n = owner_client_ids(t, key, "flags=b", during, 256);
+        for (int i = 0; i < n; i++) {
+            int old = 0;
+            for (int j = 0; j < n0; j++)
+                old |= before[j] == during[i];
+            if (!old)
+                return during[i];
+        }
+        ck_assert_msg(h_now_ms() < deadline, "no new blocked client on the master of %s", key);
+        h_sleep_ms(20);
+    }
+}
+
+/*
+ * After a CLIENT UNBLOCK, the dedicated connection of the unblocked client
+ * is not handed to another client until node-timeout-ms has passed: the
+ * unblock goes to the node on another connection, and must not find
+ * another client's command blocked on that one. Then it is reused.
+ */
+START_TEST(test_unblocked_connection_held_back)
+{
+    static const char *args[] = { "--threads", "1", "--node-timeout-ms", "400", NULL };
+    struct h_proxy px;
+    struct h_topo t;
+    char key[128];
+    long long before[256];
+    redisReply *r;
+
+    h_topo_load(&t);
+    h_proxy_start(&px, args);
+    H_FMT(key, sizeof key, "%s:{held}:list", h_prefix());
+    redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px), *c = h_connect_extra(&px);
+    long long ida = client_id(a), idc = client_id(c);
+
+    int n0 = owner_client_ids(&t, key, "flags=b", before, 256);
+    send_only(a, "BLPOP %s 0", key);
+    long long x = newly_blocked(&t, key, before, n0);
+    unblock(b, ida, NULL);
+    r = h_get_reply(a);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+
+    n0 = owner_client_ids(&t, key, "flags=b", before, 256);
+    send_only(c, "BLPOP %s 0", key);
+    long long y = newly_blocked(&t, key, before, n0);
+    ck_assert_msg(y != x, "c blocks on a's connection (node id %lld) right after its unblock", x);
+
+    h_sleep_ms(600);            /* past the hold */
+    n0 = owner_client_ids(&t, key, "flags=b", before, 256);
+    send_only(a, "BLPOP %s 0", key);
+    ck_assert_int_eq(newly_blocked(&t, key, before, n0), x);
+    unblock(b, ida, NULL);
+    unblock(b, idc, NULL);
+    freeReplyObject(h_get_reply(a));
+    freeReplyObject(h_get_reply(c));
+    redisFree(a);
+    redisFree(b);
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* node-timeout-ms counts silence, but a blocked node is silent on purpose:
  * timeouts longer than it work, and 0 blocks until data comes. */
 START_TEST(test_block_longer_than_node_timeout)
@@ -752,6 +821,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_blocking_crossslot);
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_client_unblock);
+    tcase_add_test(tc, test_unblocked_connection_held_back);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_reply_before_blocking_command_not_held);
     tcase_add_test(tc, test_quit_after_blocking_command_ends_there);
