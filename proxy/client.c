@@ -93,8 +93,8 @@ int client_user_refresh(struct client *c)
 static void client_free(struct client *c)
 {
     struct worker *w = c->worker;
-    dedicated_forget_user(c);
     pthread_mutex_lock(&w->clients_lock);
+    dedicated_forget_user(c);
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     pthread_mutex_unlock(&w->clients_lock);

@@ -29,6 +29,8 @@ static struct dedicated_pool *pool_of(struct worker *w)
 /* d runs user's commands from now on (NULL: nobody's). */
 static void set_user(struct dedicated *d, struct client *user)
 {
+    if (d->user == user)
+        return;
     pthread_mutex_lock(&d->worker->clients_lock);
     if (d->user)
         TAILQ_REMOVE(&d->user->dedicated, d, user_link);
@@ -173,12 +175,10 @@ int dedicated_targets(const struct client *c, struct dedicated_target *out, int 
 void dedicated_forget_user(struct client *c)
 {
     struct dedicated *d;
-    pthread_mutex_lock(&c->worker->clients_lock);
     while ((d = TAILQ_FIRST(&c->dedicated)) != NULL) {
         TAILQ_REMOVE(&c->dedicated, d, user_link);
         d->user = NULL;
     }
-    pthread_mutex_unlock(&c->worker->clients_lock);
 }
 
 int dedicated_open_count(const struct worker *w)
