@@ -199,7 +199,7 @@ static void post_line(struct worker *w, const char *line, size_t len)
 void monitor_feed(struct request *r)
 {
     struct proxy *p = r->worker->proxy;
-    if (r->monitored || (r->cmd->flags & CMD_ADMIN) || !r->client)
+    if (r->monitored || (r->cmd->flags & CMD_ADMIN))
         return;
     r->monitored = 1;
     size_t len;

@@ -326,6 +326,16 @@ H_UNUSED static const char *h_show(const redisReply *r)
     freeReplyObject(h_r_); \
 } while (0)
 
+/* The connection's CLIENT ID (the proxy's or a node's). */
+H_UNUSED static long long h_client_id(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "CLIENT ID");
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    long long id = r->integer;
+    freeReplyObject(r);
+    return id;
+}
+
 /* ---------- slots and topology ---------- */
 
 /* CRC16-CCITT (XMODEM: poly 0x1021, init 0), as Redis Cluster specifies it.

@@ -338,15 +338,6 @@ END_TEST
 
 /* ---------- CLIENT UNBLOCK ---------- */
 
-static long long client_id(redisContext *c)
-{
-    redisReply *r = h_cmd(c, "CLIENT ID");
-    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 /* CLIENT UNBLOCK id [reason] by `by`, sent until it answers 1 (the blocked
  * command may not have reached its node yet: 0 then, as from Redis); 5 s. */
 static void unblock(redisContext *by, long long id, const char *reason)
@@ -394,7 +385,7 @@ START_TEST(test_client_unblock)
     H_FMT(other, sizeof other, "%s:{unblock}:other", h_prefix());
     for (int pair = 0; pair < 2; pair++) {  /* the second pair lands on the workers swapped */
         redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
-        long long ida = client_id(a);
+        long long ida = h_client_id(a);
 
         expect_unblock_int(b, 0, "CLIENT UNBLOCK %lld", ida);   /* not blocked */
         send_only(a, "BLPOP %s 0", list);
@@ -452,7 +443,7 @@ START_TEST(test_client_unblock)
 
     redisContext *c = h_connect_extra(&px);
     expect_unblock_int(c, 0, "CLIENT UNBLOCK %lld", 999999);
-    expect_unblock_int(c, 0, "CLIENT UNBLOCK %lld ERROR", client_id(c));
+    expect_unblock_int(c, 0, "CLIENT UNBLOCK %lld ERROR", h_client_id(c));
     H_ERR(c, "ERR value is not an integer or out of range", "CLIENT UNBLOCK x");
     H_ERR(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "CLIENT UNBLOCK 1 foo");
     H_ERR(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "CLIENT UNBLOCK x foo");
@@ -503,7 +494,7 @@ START_TEST(test_unblocked_connection_held_back)
     h_proxy_start(&px, args);
     H_FMT(key, sizeof key, "%s:{held}:list", h_prefix());
     redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px), *c = h_connect_extra(&px);
-    long long ida = client_id(a), idc = client_id(c);
+    long long ida = h_client_id(a), idc = h_client_id(c);
 
     int n0 = owner_client_ids(&t, key, "flags=b", before, 256);
     send_only(a, "BLPOP %s 0", key);

@@ -523,17 +523,6 @@ static int line_has(const char *line, const char *field)
     return strstr(line, pad) != NULL;
 }
 
-static long long client_id(redisContext *c)
-{
-    redisReply *r = h_cmd(c, "CLIENT ID");
-    long long id;
-
-    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
-    id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 /* CLIENT LIST TYPE type, asked on c, lists the client whose id is in and not
  * the one whose id is out. */
 static void expect_type_lists(redisContext *c, const char *type, long long in, long long out)
@@ -561,10 +550,10 @@ START_TEST(test_client_commands)
     snprintf(name_b, sizeof(name_b), "tp-local-b-%d", (int)getpid());
     H_OK(a, "CLIENT SETNAME %s", name_a);
     H_OK(b, "CLIENT SETNAME %s", name_b);
-    ida = client_id(a);
-    idb = client_id(b);
+    ida = h_client_id(a);
+    idb = h_client_id(b);
     ck_assert_msg(ida > 0 && idb > 0 && ida != idb, "ids %lld and %lld", ida, idb);
-    ck_assert_int_eq(client_id(a), ida);
+    ck_assert_int_eq(h_client_id(a), ida);
     r = h_cmd(b, "CLIENT GETNAME");
     H_EXPECT_BULK(r, name_b);
     freeReplyObject(r);
@@ -598,7 +587,7 @@ START_TEST(test_client_commands)
     /* LIST TYPE: a subscriber is pubsub, not normal */
     {
         redisContext *s = h_connect_proxy();
-        long long ids = client_id(s);
+        long long ids = h_client_id(s);
         freeReplyObject(h_cmd(s, "SUBSCRIBE tp-local-ch"));
         expect_type_lists(a, "pubsub", ids, ida);
         expect_type_lists(a, "normal", ida, ids);
@@ -686,7 +675,7 @@ START_TEST(test_client_kill)
     for (int i = 0; i < 8; i++)
         c[i] = h_connect_extra(&px);
     for (int i = 0; i < 8; i++) {
-        long long id = client_id(c[i]);
+        long long id = h_client_id(c[i]);
         r = h_cmd(a, "CLIENT KILL ID %lld", id);
         H_EXPECT_INT(r, 1);
         freeReplyObject(r);

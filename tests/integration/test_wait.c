@@ -228,10 +228,7 @@ START_TEST(test_client_unblock_ends_wait)
 
     h_topo_load(&t);
     long long base = blocked_sum(&t);
-    r = h_cmd(p, "CLIENT ID");
-    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
+    long long id = h_client_id(p);
     H_FMT(prefix, sizeof prefix, "%s:unblock", h_prefix());
     h_key_on_master(&t, 0, prefix, 0, k0, sizeof k0);
     h_key_on_master(&t, 1, prefix, 0, k1, sizeof k1);
