@@ -34,8 +34,10 @@
  * together by the next round. Under load that means fewer, larger rounds:
  * fewer system calls and fewer wakeups for the proxy and for the nodes and
  * clients it talks to, for a few microseconds of latency. A round that
- * served one socket (an idle or lightly used proxy) or very many (one
- * that batches well already) is never followed by a pause.
+ * served one socket (an idle or lightly used proxy), very many, or whose
+ * reads brought IO_PAUSE_MAX_AVG_BYTES or more each on average (pipelining
+ * clients, several commands a read) batches well already and is never
+ * followed by a pause: there the pause would only leave the CPUs idle.
  *
  * An io_loop belongs to one thread; nothing here takes a lock.
  *
@@ -69,6 +71,7 @@ struct iobatch;
 #define IO_READ_SIZE 16384
 #define IO_PAUSE_MIN_READS 2
 #define IO_PAUSE_MAX_READS 63
+#define IO_PAUSE_MAX_AVG_BYTES 256
 
 struct io_loop {
     struct event_base *base;
@@ -80,6 +83,7 @@ struct io_loop {
     uint64_t now_us;                /* the clock as read in this on_read; 0: not yet */
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
+    size_t round_bytes;             /* and the bytes their reads brought */
     uint64_t *pauses;               /* counts the pauses; may be NULL */
     struct iobatch *batch;          /* NULL: one read and one write call per socket */
     uint64_t *batching;             /* 1 while batch is set; may be NULL (so may the next) */
