@@ -378,7 +378,10 @@ static void flood_next(struct flood *fl)
 }
 
 /* Sends until the socket is full: the current SET's rest, then (if more)
- * new SETs up to MAX_SETS. */
+ * new SETs up to MAX_SETS; between two SETs, returns when replies came, so
+ * they are read as they come even from a proxy that takes the SETs as fast
+ * as they are written (else every SET could go before the first reply is
+ * looked at). */
 static void flood_write(struct flood *fl, int more)
 {
     for (;;) {
@@ -416,10 +419,14 @@ static void flood_write(struct flood *fl, int more)
         if (fl->off == 0)
             fl->nsets++;
         fl->off += (size_t)sent;
-        if (fl->off == total)
-            fl->off = 0;
         fl->blocked = 0;
         fl->progress_ms = h_now_ms();
+        if (fl->off == total) {
+            struct pollfd in = { fl->fd, POLLIN, 0 };
+            fl->off = 0;
+            if (poll(&in, 1, 0) > 0)
+                return;     /* replies came: read them before the next SET */
+        }
     }
 }
 
