@@ -248,17 +248,25 @@ static void client_count_reply(struct client *c, struct request *r, uint64_t now
 
 /*
  * Finished replies may wait for the next one while it is due from a shared
- * node connection (within a round trip), up to a flat buffer's worth: a
+ * node connection, up to a flat buffer's worth and within the event-loop
+ * round they began waiting in (io_loop.rounds): a
  * pipeline spread over several masters then costs the client one write
  * (and one wakeup), not one per master's answer. A reply behind anything
  * slower (a blocking command, a retry's backoff, a split command) goes out
  * in the round it was finished.
  */
-static int client_output_can_wait(const struct client *c, size_t unread)
+static int client_output_can_wait(struct client *c, size_t unread)
 {
     const struct request *head = TAILQ_FIRST(&c->queue);
-    return c->state == CLIENT_ACTIVE && head && unread < IO_READ_SIZE &&
-           node_req_due(&head->nreq);
+    uint64_t round = c->worker->loop.rounds + 1;
+    if (c->state != CLIENT_ACTIVE || !head || unread >= IO_READ_SIZE ||
+        !node_req_due(&head->nreq))
+        return 0;
+    /* Within the round it began only: a client pipelining without pause
+     * always has a next reply due, and must still get its replies. */
+    if (c->output_waits_since == 0)
+        c->output_waits_since = round;
+    return c->output_waits_since == round;
 }
 
 void client_unqueue(struct client *c, struct request *r)
@@ -295,8 +303,10 @@ void client_flush(struct client *c)
         return;
     }
     size_t unread = io_conn_pending(&c->io);
-    if (unread > 0 && !client_output_can_wait(c, unread))
+    if (unread > 0 && !client_output_can_wait(c, unread)) {
+        c->output_waits_since = 0;
         io_conn_want_write(&c->io);
+    }
     /* replies waiting behind a slow one count as much as unread ones */
     if (client_over_limits(c, unread + c->held)) {
         log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",

@@ -58,6 +58,8 @@ struct client {
     struct request_queue queue;
     int nqueued;
     size_t held;                    /* bytes of finished replies waiting for their turn */
+    uint64_t output_waits_since;    /* 1 + the io round its unwritten output began
+                                       waiting in (client_flush); 0: none waits */
     struct request_queue held_back; /* retries and what follows them, in order */
     struct event *retry_timer;      /* sends held_back when the backoff ends */
     uint64_t next_seq;

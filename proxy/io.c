@@ -222,6 +222,7 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
         io_unmark_dirty(c);
         io_flush_one(c);        /* may close c */
     }
+    l->rounds++;
     io_round_pause(l);
 }
 

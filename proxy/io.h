@@ -84,6 +84,7 @@ struct io_loop {
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
     size_t round_bytes;             /* and the bytes their reads brought */
+    uint64_t rounds;                /* rounds ended (flushes) so far */
     uint64_t *pauses;               /* counts the pauses; may be NULL */
     struct iobatch *batch;          /* NULL: one read and one write call per socket */
     uint64_t *batching;             /* 1 while batch is set; may be NULL (so may the next) */
