@@ -255,18 +255,14 @@ static void client_count_reply(struct client *c, struct request *r, uint64_t now
  * slower (a blocking command, a retry's backoff, a split command) goes out
  * in the round it was finished.
  */
-static int client_output_can_wait(struct client *c, size_t unread)
+static int client_output_can_wait(const struct client *c, size_t unread, uint64_t round)
 {
     const struct request *head = TAILQ_FIRST(&c->queue);
-    uint64_t round = c->worker->loop.rounds + 1;
-    if (c->state != CLIENT_ACTIVE || !head || unread >= IO_READ_SIZE ||
-        !node_req_due(&head->nreq))
-        return 0;
     /* Within the round it began only: a client pipelining without pause
      * always has a next reply due, and must still get its replies. */
-    if (c->output_waits_since == 0)
-        c->output_waits_since = round;
-    return c->output_waits_since == round;
+    return c->state == CLIENT_ACTIVE && head && unread < IO_READ_SIZE &&
+           node_req_due(&head->nreq) &&
+           (c->output_waits_since == 0 || c->output_waits_since == round);
 }
 
 void client_unqueue(struct client *c, struct request *r)
@@ -303,7 +299,12 @@ void client_flush(struct client *c)
         return;
     }
     size_t unread = io_conn_pending(&c->io);
-    if (unread > 0 && !client_output_can_wait(c, unread)) {
+    uint64_t round = c->worker->loop.rounds + 1;
+    if (unread == 0) {
+        c->output_waits_since = 0;
+    } else if (client_output_can_wait(c, unread, round)) {
+        c->output_waits_since = round;
+    } else {
         c->output_waits_since = 0;
         io_conn_want_write(&c->io);
     }
