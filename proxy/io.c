@@ -136,11 +136,8 @@ static void io_unmark_dirty(struct io_conn *c)
 static void io_round_pause(struct io_loop *l)
 {
     int served = l->round_reads;
-    size_t bytes = l->round_bytes;
     l->round_reads = 0;
-    l->round_bytes = 0;
-    if (l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS &&
-        bytes < (size_t)served * IO_PAUSE_MAX_AVG_BYTES) {
+    if (l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS) {
         struct timespec ts = { 0, (long)l->pause_us * 1000 };
         nanosleep(&ts, NULL);
         if (l->pauses)
@@ -376,7 +373,6 @@ static void io_read_took(struct io_conn *c, int had, ssize_t got)
 {
     if (got > 0) {
         c->rend += (size_t)got;
-        c->loop->round_bytes += (size_t)got;
         if (c->bytes)
             stat_add(&c->bytes->in, (uint64_t)got);
     } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {

@@ -33,11 +33,12 @@
  * (round-pause-us): the sockets that become ready meanwhile are served
  * together by the next round. Under load that means fewer, larger rounds:
  * fewer system calls and fewer wakeups for the proxy and for the nodes and
- * clients it talks to, for a few microseconds of latency. A round that
- * served one socket (an idle or lightly used proxy), very many, or whose
- * reads brought IO_PAUSE_MAX_AVG_BYTES or more each on average (pipelining
- * clients, several commands a read) batches well already and is never
- * followed by a pause: there the pause would only leave the CPUs idle.
+ * clients it talks to, for a few microseconds of latency. With pipelining
+ * clients too: the pause hands the CPU to the nodes and clients the round
+ * has just fed, which on a machine with few CPUs would otherwise wait for
+ * the proxy's time slice to end. A round that served one socket (an idle
+ * or lightly used proxy) or very many (one that batches well already) is
+ * never followed by a pause.
  *
  * An io_loop belongs to one thread; nothing here takes a lock.
  *
@@ -71,7 +72,6 @@ struct iobatch;
 #define IO_READ_SIZE 16384
 #define IO_PAUSE_MIN_READS 2
 #define IO_PAUSE_MAX_READS 63
-#define IO_PAUSE_MAX_AVG_BYTES 256
 
 struct io_loop {
     struct event_base *base;
@@ -83,7 +83,6 @@ struct io_loop {
     uint64_t now_us;                /* the clock as read in this on_read; 0: not yet */
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
-    size_t round_bytes;             /* and the bytes their reads brought */
     uint64_t rounds;                /* rounds ended (flushes) so far */
     uint64_t *pauses;               /* counts the pauses; may be NULL */
     struct iobatch *batch;          /* NULL: one read and one write call per socket */
