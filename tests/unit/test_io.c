@@ -3,9 +3,10 @@
  * real event loop: a round is one pass of the loop over sockets whose bytes
  * were all written before it began, so which sockets it serves is known.
  * A round that served a few sockets pauses once, whatever its reads
- * brought; one that served a single socket does not. Each case runs with plain reads and, where
- * io_uring can be used, with batched ones (io_loop_batch), since both count
- * what they read. Nothing here is timed: the pause is 1 us and only counted.
+ * brought; one that served a single socket does not. Each case runs with
+ * plain reads and, where io_uring can be used, with batched ones
+ * (io_loop_batch), since both count what they read. Nothing here is timed:
+ * the pause is 1 us and only counted.
  */
 #include <check.h>
 #include <event2/event.h>
@@ -128,7 +129,7 @@ END_TEST
 START_TEST(test_round_of_pipelined_reads_pauses)
 {
     setup_loop(_i);
-    open_conns(4);
+    open_conns(CONNS);
     /* reads of many commands each: the nodes and clients the round fed
      * still get the CPU */
     const size_t large[] = { 4096, 4096, 4096, 4096 };
