@@ -640,6 +640,7 @@ static const struct directive directives[] = {
     { "dedicated-connections-max", 1,  1, set_int,          AT(dedicated_connections_max), 1, 100000 },
     { "round-pause-us",            1,  1, set_int,          AT(round_pause_us), 0, 1000 },
     { "io-uring",                  1,  1, set_yesno,        AT(io_uring), 0, 0 },
+    { "worker-nice",               1,  1, set_int,          AT(worker_nice), 0, 19 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
     { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
@@ -1045,6 +1046,7 @@ void config_defaults(struct config *c)
     c->dedicated_connections_max = 256;
     c->round_pause_us = 30;
     c->io_uring = 1;
+    c->worker_nice = 5;
     c->enable_dangerous_commands = 0;
     c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;

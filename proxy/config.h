@@ -108,6 +108,7 @@ struct config {
     int    dedicated_connections_max;   /* per worker: WATCH and blocking commands; default 256 */
     int    round_pause_us;              /* pause after a busy event-loop round (io.h); default 30 */
     int    io_uring;                    /* batch socket reads and writes (iobatch.h); default yes */
+    int    worker_nice;                 /* added to the workers' niceness (worker.c); default 5 */
     struct config_address_map *address_map;
     int    naddress_map;
     int    enable_dangerous_commands;   /* default 0 */

@@ -55,6 +55,8 @@ static void report_restart_only(const struct config *running, const struct confi
         { "threads", running->threads == c->threads },
         /* a worker's io_uring is set up with the worker (io.h) */
         { "io-uring", running->io_uring == c->io_uring },
+        /* taking back niceness once given needs privilege (worker.c) */
+        { "worker-nice", running->worker_nice == c->worker_nice },
         { "cluster", same_list(running->cluster, running->ncluster, c->cluster, c->ncluster) },
         /* the prefixes' markers are checked at start; a rules file can
          * change live, but not whether there is one */

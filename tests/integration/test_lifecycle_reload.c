@@ -7,6 +7,8 @@
  *    running config (the old password) stays; a fixed file then loads;
  *  - a restart-only change (threads) is logged as needing a restart and not
  *    applied, while the rest of the same file is;
+ *  - worker-nice: each worker thread runs that much nicer than the process,
+ *    the main thread as started; a change is logged as needing a restart;
  *  - a lowered max-clients applies to new connections, not to open ones;
  *  - user lines: a logged-in user stays logged in and gets its new rules
  *    at its next command; a new password applies to new logins; a user
@@ -17,6 +19,9 @@
  *    log to a new file at the same path.
  * No password ever reaches the log.
  */
+#include <dirent.h>
+#include <sys/resource.h>
+
 #include "lifecycle.h"
 
 static struct h_proxy proxy;
@@ -137,6 +142,72 @@ START_TEST(reload_broken_file_keeps_old)
     expect_no_secret_logged();
     redisFree(d);
     redisFree(c);
+}
+END_TEST
+
+/* The niceness of each thread of pid: workers (comm "worker-N") into
+ * workers[], the main thread into *main_nice; returns the number of workers. */
+static int thread_niceness(pid_t pid, int *main_nice, int *workers, int max)
+{
+    char path[64], buf[1024];
+    int n = 0;
+
+    H_FMT(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    ck_assert_msg(d != NULL, "opendir %s: %s", path, strerror(errno));
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        H_FMT(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;                   /* the thread has just ended */
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* "TID (COMM) STATE ..." : the niceness is field 19, the 17th after COMM */
+        char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+        ck_assert_msg(open != NULL && close != NULL, "unexpected %s: %s", path, buf);
+        char *field = close + 2;
+        for (int i = 0; i < 16 && field != NULL; i++) {
+            field = strchr(field, ' ');
+            field = field != NULL ? field + 1 : NULL;
+        }
+        ck_assert_msg(field != NULL, "no niceness in %s: %s", path, buf);
+        if (atoi(e->d_name) == (int)pid)
+            *main_nice = atoi(field);
+        else if (strncmp(open + 1, "worker-", 7) == 0 && n < max)
+            workers[n++] = atoi(field);
+    }
+    closedir(d);
+    return n;
+}
+
+START_TEST(worker_nice_per_thread)
+{
+    int main_nice = 99, workers[8];
+
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, 0);   /* the proxy inherits ours */
+    ck_assert_msg(errno == 0, "getpriority: %s", strerror(errno));
+    int want = base + 3 > 19 ? 19 : base + 3;
+    lc_start(&proxy, "threads 2\nworker-nice 3\n", conf, sizeof(conf), NULL);
+    ck_assert_int_eq(thread_niceness(proxy.pid, &main_nice, workers, 8), 2);
+    ck_assert_int_eq(main_nice, base);
+    ck_assert_int_eq(workers[0], want);
+    ck_assert_int_eq(workers[1], want);
+
+    lc_write(conf, "threads 2\nworker-nice 0\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
+    ck_assert_msg(lc_count(proxy.log, "'worker-nice' changed: it needs a restart") == 1,
+                  "the worker-nice change is not logged as needing a restart");
+    ck_assert_int_eq(thread_niceness(proxy.pid, &main_nice, workers, 8), 2);
+    ck_assert_int_eq(workers[0], want);
+    h_proxy_stop(&proxy);
+
+    lc_start(&proxy, "threads 1\nworker-nice 0\n", conf, sizeof(conf), NULL);
+    ck_assert_int_eq(thread_niceness(proxy.pid, &main_nice, workers, 8), 1);
+    ck_assert_int_eq(workers[0], base);
 }
 END_TEST
 
@@ -305,6 +376,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reload_requirepass);
     tcase_add_test(tc, reload_broken_file_keeps_old);
     tcase_add_test(tc, reload_restart_only_logged);
+    tcase_add_test(tc, worker_nice_per_thread);
     tcase_add_test(tc, reload_layout_rules);
     tcase_add_test(tc, reload_users);
     tcase_add_test(tc, reload_reopens_log_file);

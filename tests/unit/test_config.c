@@ -82,6 +82,7 @@ static void assert_config_eq(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->retry_max_ms, b->retry_max_ms);
     ck_assert_int_eq(a->round_pause_us, b->round_pause_us);
     ck_assert_int_eq(a->io_uring, b->io_uring);
+    ck_assert_int_eq(a->worker_nice, b->worker_nice);
     ck_assert_int_eq(a->naddress_map, b->naddress_map);
     ck_assert_int_eq(a->nusers, b->nusers);
     for (int i = 0; i < a->nusers; i++) {
@@ -132,6 +133,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(d.topology_refresh_ms, 10000);
     ck_assert_int_eq(d.round_pause_us, 30);
     ck_assert_int_eq(d.io_uring, 1);
+    ck_assert_int_eq(d.worker_nice, 5);
     ck_assert_int_eq(d.max_redirects, 5);
     ck_assert_int_eq(d.retry_attempts, 10);
     ck_assert_int_eq(d.retry_base_ms, 10);
@@ -200,6 +202,7 @@ START_TEST(test_every_directive)
              "retry-max-ms 2000\n"
              "round-pause-us 0\n"
              "io-uring no\n"
+             "worker-nice 0\n"
              "address-map 172.18.0.2:6379 127.0.0.1:7000\n"
              "Address-Map 172.18.0.3:6379 127.0.0.1:7001 172.18.0.4:6379 127.0.0.1:7002\n"
              "enable-dangerous-commands YES\n"
@@ -251,6 +254,7 @@ START_TEST(test_every_directive)
     ck_assert_int_eq(c.retry_max_ms, 2000);
     ck_assert_int_eq(c.round_pause_us, 0);
     ck_assert_int_eq(c.io_uring, 0);
+    ck_assert_int_eq(c.worker_nice, 0);
     ck_assert_int_eq(c.naddress_map, 3);
     ck_assert_str_eq(c.address_map[0].from, "172.18.0.2:6379");
     ck_assert_str_eq(c.address_map[0].to, "127.0.0.1:7000");
@@ -443,6 +447,8 @@ static const struct { const char *line; int ok; } int_vectors[] = {
     { "round-pause-us 0", 1 }, { "round-pause-us 1000", 1 }, { "round-pause-us 1001", 0 },
     { "round-pause-us -1", 0 },
     { "io-uring yes", 1 }, { "io-uring no", 1 }, { "io-uring maybe", 0 },
+    { "worker-nice 0", 1 }, { "worker-nice 19", 1 }, { "worker-nice 20", 0 },
+    { "worker-nice -1", 0 },
     { "daemonize no", 1 }, { "daemonize maybe", 0 },
     { "client-query-buffer-limit 1mb", 1 }, { "client-query-buffer-limit 1048576", 1 },
     { "client-query-buffer-limit 1048575", 0 }, { "client-query-buffer-limit 1m", 0 },
