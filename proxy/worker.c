@@ -404,7 +404,9 @@ static void worker_renice(struct worker *w)
     int now = getpriority(PRIO_PROCESS, tid);
     if (now == -1 && errno != 0)
         now = 0;
-    int want = now + w->cfg->worker_nice > 19 ? 19 : now + w->cfg->worker_nice;
+    int want = now + w->cfg->worker_nice;
+    if (want > 19)
+        want = 19;                  /* the lowest priority there is */
     if (setpriority(PRIO_PROCESS, tid, want) < 0)
         log_warning("main", "worker %d: cannot set niceness %d (worker-nice): %s", w->id,
                     want, strerror(errno));
