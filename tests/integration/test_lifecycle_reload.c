@@ -145,11 +145,12 @@ START_TEST(reload_broken_file_keeps_old)
 }
 END_TEST
 
-/* The niceness of each thread of pid: workers (comm "worker-N") into
- * workers[], the main thread into *main_nice; returns the number of workers. */
+/* The niceness of each thread of pid (getpriority takes a thread id):
+ * workers (comm "worker-N") into workers[], the main thread into *main_nice;
+ * returns the number of workers. */
 static int thread_niceness(pid_t pid, int *main_nice, int *workers, int max)
 {
-    char path[64], buf[1024];
+    char path[64], comm[32];
     int n = 0;
 
     H_FMT(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -158,26 +159,21 @@ static int thread_niceness(pid_t pid, int *main_nice, int *workers, int max)
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.')
             continue;
-        H_FMT(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        id_t tid = (id_t)atoi(e->d_name);
+        H_FMT(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
         FILE *f = fopen(path, "r");
         if (f == NULL)
             continue;                   /* the thread has just ended */
-        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        size_t len = fread(comm, 1, sizeof(comm) - 1, f);
         fclose(f);
-        buf[len] = '\0';
-        /* "TID (COMM) STATE ..." : the niceness is field 19, the 17th after COMM */
-        char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-        ck_assert_msg(open != NULL && close != NULL, "unexpected %s: %s", path, buf);
-        char *field = close + 2;
-        for (int i = 0; i < 16 && field != NULL; i++) {
-            field = strchr(field, ' ');
-            field = field != NULL ? field + 1 : NULL;
-        }
-        ck_assert_msg(field != NULL, "no niceness in %s: %s", path, buf);
-        if (atoi(e->d_name) == (int)pid)
-            *main_nice = atoi(field);
-        else if (strncmp(open + 1, "worker-", 7) == 0 && n < max)
-            workers[n++] = atoi(field);
+        comm[len] = '\0';
+        errno = 0;
+        int nice = getpriority(PRIO_PROCESS, tid);
+        ck_assert_msg(errno == 0, "getpriority %d: %s", (int)tid, strerror(errno));
+        if (tid == (id_t)pid)
+            *main_nice = nice;
+        else if (strncmp(comm, "worker-", 7) == 0 && n < max)
+            workers[n++] = nice;
     }
     closedir(d);
     return n;

@@ -5,8 +5,8 @@
  * A round that served a few sockets pauses once, whatever its reads
  * brought; one that served a single socket does not. Each case runs with
  * plain reads and, where io_uring can be used, with batched ones
- * (io_loop_batch), since both count what they read. Nothing here is timed:
- * the pause is 1 us and only counted.
+ * (io_loop_batch), since both count the sockets they serve. Nothing here is
+ * timed: the pause is 1 us and only counted.
  */
 #include <check.h>
 #include <event2/event.h>
