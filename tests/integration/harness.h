@@ -793,6 +793,35 @@ H_UNUSED static void h_ref_start(struct h_proxy *p, const char *name, const char
     h_spawn_wait(p, h_answers, 20000, "redis-server");
 }
 
+/*
+ * Runs the proxy (--cluster seed, args NULL-terminated) and expects it to
+ * exit 1 before serving, within 20 s; its log (named WHAT-PORT.log) into
+ * log.
+ */
+H_UNUSED static void h_proxy_start_fails(const char *what, const char *seed,
+                                         const char *const *args, char *log, size_t size)
+{
+    struct h_proxy p;
+    int status = 0;
+    h_place_named(&p, what);
+    h_proxy_launch(&p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    long long deadline = h_now_ms() + 20000;
+    while (waitpid(p.pid, &status, WNOHANG) == 0) {
+        if (h_now_ms() > deadline) {
+            kill(p.pid, SIGKILL);
+            waitpid(p.pid, &status, 0);
+            ck_abort_msg("the proxy did not stop at start (a retry loop?)");
+        }
+        h_sleep_ms(20);
+    }
+    FILE *f = fopen(p.log, "r");
+    ck_assert_ptr_nonnull(f);
+    log[fread(log, 1, size - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d, log: %s", status,
+                  log);
+}
+
 H_UNUSED static redisContext *h_connect_extra(const struct h_proxy *p)
 {
     return h_connect_node(&p->addr);

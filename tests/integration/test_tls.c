@@ -97,27 +97,9 @@ static int tls_cli(char *out, size_t size, int with_cert, const char *cmd)
 /* The proxy exits with 1 before serving; its log. */
 static void expect_start_fails(const char *const *args, char *log, size_t size)
 {
-    struct h_proxy p;
     char seed[64];
-    int status = 0;
-    h_place_named(&p, "proxy-tls-fail");
     H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
-    h_proxy_launch(&p, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
-    long long deadline = h_now_ms() + 20000;
-    while (waitpid(p.pid, &status, WNOHANG) == 0) {
-        if (h_now_ms() > deadline) {
-            kill(p.pid, SIGKILL);
-            waitpid(p.pid, &status, 0);
-            ck_abort_msg("the proxy did not stop at start (a retry loop?)");
-        }
-        h_sleep_ms(20);
-    }
-    FILE *f = fopen(p.log, "r");
-    ck_assert_ptr_nonnull(f);
-    log[fread(log, 1, size - 1, f)] = '\0';
-    fclose(f);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d, log: %s", status,
-                  log);
+    h_proxy_start_fails("proxy-tls-fail", seed, args, log, size);
 }
 
 /* ---------- clients over TLS ---------- */
