@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +42,8 @@ static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
         port = ntohs(in6->sin6_port);
         snprintf(buf, len, "[%s]:%d", ip, port);
+    } else if (sa->sa_family == AF_UNIX) {
+        snprintf(buf, len, "%s:0", ((const struct sockaddr_un *)sa)->sun_path);
     } else {
         snprintf(buf, len, "?:0");
     }
@@ -491,6 +494,10 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     socklen_t llen = sizeof local;
     if (getsockname(fd, (struct sockaddr *)&local, &llen) == 0)
         sockaddr_format((struct sockaddr *)&local, c->laddr, sizeof c->laddr);
+    if (sa->sa_family == AF_UNIX) {     /* the peer has no name: Redis shows the socket's */
+        c->unix_socket = 1;
+        memcpy(c->addr, c->laddr, sizeof c->addr);
+    }
     resp_parser_init(&c->parser, w->cfg->proto_max_bulk_len,
                      (size_t)w->cfg->client_query_buffer_limit);
     c->parser.unauthenticated = !c->authenticated;
@@ -509,11 +516,28 @@ void client_start_tls(struct client *c, struct ssl_ctx_st *ctx)
         client_close(c, "cannot set up TLS (out of memory)");
 }
 
+/* CLIENT LIST's flags: the ones this proxy has, in Redis's order; N: none. */
+static void client_flags(const struct client *c, int subscribed, char *buf)
+{
+    char *p = buf;
+    if (c->monitoring)
+        *p++ = 'O';
+    else if (subscribed)
+        *p++ = 'P';
+    if (c->unix_socket)
+        *p++ = 'U';
+    if (p == buf)
+        *p++ = 'N';
+    *p = '\0';
+}
+
 void client_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
     int sub, psub, ssub;
+    char flags[8];
     pubsub_counts(c, &sub, &psub, &ssub);
+    client_flags(c, sub + psub + ssub > 0, flags);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
              "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
@@ -522,6 +546,6 @@ void client_describe(const struct client *c, char *buf, size_t len)
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             c->monitoring ? "O" : sub + psub + ssub ? "P" : "N", sub, psub, ssub, tx_multi_count(c),
+             flags, sub, psub, ssub, tx_multi_count(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

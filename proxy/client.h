@@ -42,8 +42,10 @@ struct client {
     struct io_conn io;
     enum client_state state;
     uint64_t id;
-    char addr[64];                  /* peer "ip:port" */
-    char laddr[64];                 /* local "ip:port" it connected to */
+    char addr[112];                 /* peer "ip:port"; "path:0" on the unixsocket,
+                                     * as Redis says it (sun_path is 108 bytes) */
+    char laddr[112];                /* local "ip:port" it connected to */
+    unsigned char unix_socket;      /* came in on the unixsocket: flag U */
     char *name;                     /* CLIENT SETNAME */
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;

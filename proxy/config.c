@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 
 #define WHY_MAX   256
 #define WHERE_MAX 1024
@@ -564,6 +565,34 @@ static int set_tls_listen(struct loader *l, const struct directive *d, int argc,
     return replace_string(l, &l->c.tls_listen, argv[0], 1);
 }
 
+/* A path that fits a sockaddr_un (sun_path holds 107 bytes and a NUL). */
+static int set_unixsocket(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    if (strlen(argv[0]) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+        snprintf(l->why, sizeof l->why, "'%s' path is longer than %zu bytes", d->name,
+                 sizeof ((struct sockaddr_un *)0)->sun_path - 1);
+        return -1;
+    }
+    return replace_string(l, &l->c.unixsocket, argv[0], 1);
+}
+
+/* Mode bits in octal, as chmod and Redis's unixsocketperm take them. */
+static int set_octal_mode(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    char *end;
+    (void)argc;
+    errno = 0;
+    long v = strtol(argv[0], &end, 8);
+    if (!isdigit((unsigned char)*argv[0]) || *end || errno || v < d->min || v > d->max) {
+        snprintf(l->why, sizeof l->why, "'%s' must be octal mode bits from 0 to 0777, like 770",
+                 d->name);
+        return -1;
+    }
+    *(int *)field(l, d) = (int)v;
+    return 0;
+}
+
 static int set_tls_auth(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     (void)argc;
@@ -614,6 +643,8 @@ static const struct directive directives[] = {
     { "user",                      2, -1, set_user,         0, 0, 0 },
     { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },
     { "cluster-password",          1,  1, set_string,       AT(cluster_password), 0, 0 },
+    { "unixsocket",                1,  1, set_unixsocket,   0, 0, 0 },
+    { "unixsocketperm",            1,  1, set_octal_mode,   AT(unixsocketperm), 0, 0777 },
     { "tls-listen",                1,  1, set_tls_listen,   0, 0, 0 },
     { "tls-cert-file",             1,  1, set_string,       AT(tls_cert_file), 0, 0 },
     { "tls-key-file",              1,  1, set_string,       AT(tls_key_file), 0, 0 },
@@ -1062,6 +1093,7 @@ void config_free(struct config *c)
     free_cluster(c);
     free(c->requirepass);
     free_users(c);
+    free(c->unixsocket);
     free(c->tls_listen);
     free(c->tls_cert_file);
     free(c->tls_key_file);

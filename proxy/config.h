@@ -79,6 +79,9 @@ struct config {
     char  *requirepass;                 /* NULL: no password */
     struct config_user *users;          /* user lines, in the order given */
     int    nusers;
+    char  *unixsocket;                  /* path of a Unix socket to listen on too,
+                                           NULL: none (unixsock.h) */
+    int    unixsocketperm;              /* its mode bits, 0: as the umask leaves them */
     char  *tls_listen;                  /* host:port for TLS clients, NULL: none */
     char  *tls_cert_file, *tls_key_file, *tls_ca_cert_file;
     enum tls_auth tls_auth_clients;     /* default yes, as Redis */

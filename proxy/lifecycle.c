@@ -71,6 +71,9 @@ static void report_restart_only(const struct config *running, const struct confi
         { "daemonize", running->daemonize == c->daemonize },
         { "pidfile", same_string(running->pidfile, c->pidfile) },
         { "log-file", same_string(running->log_file, c->log_file) },
+        /* its socket is made once, at start (unixsock.h) */
+        { "unixsocket", same_string(running->unixsocket, c->unixsocket) },
+        { "unixsocketperm", running->unixsocketperm == c->unixsocketperm },
         /* TLS contexts are built once, at start (tls.h) */
         { "tls-listen", same_string(running->tls_listen, c->tls_listen) },
         { "tls-cert-file", same_string(running->tls_cert_file, c->tls_cert_file) },
@@ -193,6 +196,7 @@ void lifecycle_drain(struct proxy *p, const char *why)
     p->drain_deadline_ms = node_now_ms() + (uint64_t)ms;
     for (int i = 0; i < p->nworkers; i++)
         worker_post_drain(&p->workers[i]);
+    unixsock_unlink(&p->unixsock);      /* a new client finds no socket at once */
     p->drain_timer = event_new(p->base, -1, EV_PERSIST, drain_poll_cb, p);
     if (!p->drain_timer || event_add(p->drain_timer, &tv) < 0) {
         log_warning("main", "cannot wait for the drain: stopping now");

@@ -171,11 +171,14 @@ static int proxy_tls_setup(struct proxy *p, char *err, size_t errlen)
     return 0;
 }
 
-/* Every worker listens on listen, and on tls-listen when set. */
+/* Every worker listens on listen, and on tls-listen and unixsocket when set. */
 static int proxy_listen(struct proxy *p, char *err, size_t errlen)
 {
     char *host = NULL, *tls_host = NULL;
     int port, tls_port = 0, rc = 0;
+    if (p->cfg.unixsocket &&
+        unixsock_listen(&p->unixsock, p->cfg.unixsocket, p->cfg.unixsocketperm, err, errlen) < 0)
+        return -1;
     if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
         return -1;
@@ -188,16 +191,21 @@ static int proxy_listen(struct proxy *p, char *err, size_t errlen)
     for (int i = 0; rc == 0 && i < p->nworkers; i++)
         if (worker_init(&p->workers[i], p, i, p->topo) < 0 ||
             worker_listen(&p->workers[i], host, port, err, errlen) < 0 ||
-            (tls_host && worker_listen_tls(&p->workers[i], tls_host, tls_port, err, errlen) < 0))
+            (tls_host && worker_listen_tls(&p->workers[i], tls_host, tls_port, err, errlen) < 0) ||
+            (p->unixsock.fd >= 0 &&
+             worker_listen_unix(&p->workers[i], p->unixsock.fd, err, errlen) < 0))
             rc = -1;
     free(host);
     free(tls_host);
+    if (rc < 0)
+        unixsock_close(&p->unixsock);   /* not started: leave no socket file */
     return rc;
 }
 
 int proxy_start(struct proxy *p, char *err, size_t errlen)
 {
     proxy_instance = p;
+    p->unixsock.fd = -1;
     p->started = time(NULL);
     proxy_make_id(p);
     evthread_use_pthreads();
@@ -247,14 +255,16 @@ int proxy_run(struct proxy *p)
             log_warning("main", "cannot start worker thread %d", i);
             return 1;
         }
-    log_notice("main", "tagproxy ready on %s%s%s with %d thread(s)", p->cfg.listen,
+    log_notice("main", "tagproxy ready on %s%s%s%s%s with %d thread(s)", p->cfg.listen,
                p->cfg.tls_listen ? " and TLS on " : "", p->cfg.tls_listen ? p->cfg.tls_listen : "",
-               p->nworkers);
+               p->cfg.unixsocket ? " and unix socket " : "",
+               p->cfg.unixsocket ? p->cfg.unixsocket : "", p->nworkers);
     event_base_dispatch(p->base);
     for (int i = 0; i < p->nworkers; i++)
         worker_post_stop(&p->workers[i]);
     for (int i = 0; i < p->nworkers; i++)
         worker_join(&p->workers[i]);
+    unixsock_close(&p->unixsock);
     admin_stop();
     log_notice("main", "stopped");
     return 0;

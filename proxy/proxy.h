@@ -16,6 +16,7 @@
 
 #include "cluster/topology.h"
 #include "proxy/config.h"
+#include "proxy/unixsock.h"
 
 struct worker;
 struct layout_ref;
@@ -31,6 +32,7 @@ struct proxy {
     char **envp;
     struct ssl_ctx_st *tls_server;      /* tls-listen's context, or NULL */
     struct ssl_ctx_st *tls_cluster;     /* cluster-tls's context, or NULL */
+    struct unixsock unixsock;           /* unixsocket's listener (fd -1: none) */
     struct topology_source source;
     const char **map_from, **map_to;    /* source's address-map arrays */
     struct event_base *base;            /* the control thread's loop */

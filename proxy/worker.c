@@ -141,6 +141,10 @@ static void worker_start_drain(struct worker *w)
         evconnlistener_free(w->tls_listener);
         w->tls_listener = NULL;
     }
+    if (w->unix_listener) {
+        evconnlistener_free(w->unix_listener);
+        w->unix_listener = NULL;
+    }
     for (c = TAILQ_FIRST(&w->clients); c; c = next) {
         next = TAILQ_NEXT(c, link);
         client_drain_check(c);
@@ -388,6 +392,19 @@ int worker_listen_tls(struct worker *w, const char *host, int port, char *err, s
 {
     w->tls_listener = listen_on(w, host, port, accept_tls_cb, err, errlen);
     return w->tls_listener ? 0 : -1;
+}
+
+int worker_listen_unix(struct worker *w, int fd, char *err, size_t errlen)
+{
+    /* backlog 0: the socket already listens; not LEV_OPT_CLOSE_ON_FREE:
+     * every worker accepts on it, and the proxy closes it (unixsock.h) */
+    w->unix_listener = evconnlistener_new(w->base, accept_cb, w, 0, 0, fd);
+    if (!w->unix_listener) {
+        snprintf(err, errlen, "cannot accept on the unixsocket: out of memory");
+        return -1;
+    }
+    evconnlistener_set_error_cb(w->unix_listener, accept_error_cb);
+    return 0;
 }
 
 /* Lower this worker thread's priority by worker-nice (on Linux niceness

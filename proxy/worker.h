@@ -46,6 +46,7 @@ struct worker {
     struct io_loop loop;
     struct evconnlistener *listener;
     struct evconnlistener *tls_listener;   /* tls-listen, NULL without */
+    struct evconnlistener *unix_listener;  /* unixsocket, NULL without */
 
     struct event *mailbox_event;        /* reads mailbox_pipe[0] */
     int mailbox_pipe[2];
@@ -84,6 +85,8 @@ int worker_listen(struct worker *w, const char *host, int port, char *err, size_
 /* The tls-listen listener: clients accepted there speak TLS
  * (proxy->tls_server). */
 int worker_listen_tls(struct worker *w, const char *host, int port, char *err, size_t errlen);
+/* Accept on the process's unixsocket too (fd stays open when w is done). */
+int worker_listen_unix(struct worker *w, int fd, char *err, size_t errlen);
 int worker_start(struct worker *w);
 void worker_join(struct worker *w);
 

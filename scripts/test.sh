@@ -13,7 +13,8 @@
 #      TAGPROXY_ADMIN_LISTEN=off            (so the extra proxies tests start
 #                                            never fight over the default port)
 #    then the end-to-end tests (node --test in tests/e2e, REDIS_URL pointing
-#    at the proxy) when tests/e2e/package.json exists; then restarts the
+#    at the proxy, REDIS_UNIX_SOCKET at its unixsocket, <the folder>/
+#    tagproxy.sock) when tests/e2e/package.json exists; then restarts the
 #    proxy with `--io-uring no` (and TAGPROXY_IO_URING=no for the proxies
 #    tests start) and runs the socket-heavy tests (FALLBACK_TESTS) again.
 #    Once the cluster is up, first: scripts/check-deploy.py, the deployment
@@ -170,7 +171,8 @@ start_proxy() {
     done
     echo "== proxy: $bin on 127.0.0.1:$proxy_port (admin 127.0.0.1:$admin_port)"
     env "${clean_env[@]}" "$bin" --listen "127.0.0.1:$proxy_port" --cluster "${seeds[@]}" \
-        --admin-listen "127.0.0.1:$admin_port" "${proxy_args[@]}" >> "$dir/proxy.log" 2>&1 &
+        --admin-listen "127.0.0.1:$admin_port" --unixsocket "$dir/tagproxy.sock" \
+        "${proxy_args[@]}" >> "$dir/proxy.log" 2>&1 &
     proxy_pid=$!
     for ((i = 0; i < 200; i++)); do
         redis_ping "$proxy_port" && return 0
@@ -251,7 +253,8 @@ if start_proxy; then
             log "tests/e2e/node_modules is missing; run make deps"
             rc=1
         else
-            (cd tests/e2e && env "${test_env[@]}" REDIS_URL="redis://127.0.0.1:$proxy_port" node --test)
+            (cd tests/e2e && env "${test_env[@]}" REDIS_URL="redis://127.0.0.1:$proxy_port" \
+                 REDIS_UNIX_SOCKET="$dir/tagproxy.sock" node --test)
             rc=$?
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail

@@ -61,6 +61,8 @@ static void assert_config_eq(const struct config *a, const struct config *b)
         ck_assert_str_eq(a->cluster[i], b->cluster[i]);
     ck_assert_int_eq(a->threads, b->threads);
     assert_str_eq_null(a->requirepass, b->requirepass);
+    assert_str_eq_null(a->unixsocket, b->unixsocket);
+    ck_assert_int_eq(a->unixsocketperm, b->unixsocketperm);
     assert_str_eq_null(a->tls_listen, b->tls_listen);
     ck_assert_int_eq(a->tls_auth_clients, b->tls_auth_clients);
     ck_assert_int_eq(a->cluster_tls, b->cluster_tls);
@@ -134,6 +136,8 @@ START_TEST(test_defaults)
     ck_assert_int_eq(d.round_pause_us, 30);
     ck_assert_int_eq(d.io_uring, 1);
     ck_assert_int_eq(d.worker_nice, 5);
+    ck_assert_ptr_null(d.unixsocket);
+    ck_assert_int_eq(d.unixsocketperm, 0);
     ck_assert_int_eq(d.max_redirects, 5);
     ck_assert_int_eq(d.retry_attempts, 10);
     ck_assert_int_eq(d.retry_base_ms, 10);
@@ -176,6 +180,8 @@ START_TEST(test_every_directive)
              "requirepass s3cret\n"
              "user bob bobpw +get -@dangerous +client|id\n"
              "user carl nopass allcommands\n"
+             "unixsocket /run/tagproxy/tp.sock\n"
+             "unixsocketperm 770\n"
              "tls-listen 0.0.0.0:6390\n"
              "tls-cert-file /c.crt\n"
              "tls-key-file /c.key\n"
@@ -226,6 +232,8 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.users[0].argv[1], "bobpw");
     ck_assert_str_eq(c.users[0].argv[4], "+client|id");
     ck_assert_str_eq(c.users[1].argv[1], "nopass");
+    ck_assert_str_eq(c.unixsocket, "/run/tagproxy/tp.sock");
+    ck_assert_int_eq(c.unixsocketperm, 0770);
     ck_assert_str_eq(c.tls_listen, "0.0.0.0:6390");
     ck_assert_str_eq(c.tls_cert_file, "/c.crt");
     ck_assert_str_eq(c.tls_key_file, "/c.key");
@@ -449,6 +457,14 @@ static const struct { const char *line; int ok; } int_vectors[] = {
     { "io-uring yes", 1 }, { "io-uring no", 1 }, { "io-uring maybe", 0 },
     { "worker-nice 0", 1 }, { "worker-nice 19", 1 }, { "worker-nice 20", 0 },
     { "worker-nice -1", 0 },
+    { "unixsocketperm 0", 1 }, { "unixsocketperm 777", 1 }, { "unixsocketperm 0700", 1 },
+    { "unixsocketperm 1000", 0 }, { "unixsocketperm 800", 0 }, { "unixsocketperm 77x", 0 },
+    { "unixsocketperm -7", 0 }, { "unixsocketperm ''", 0 },
+    { "unixsocket /tmp/t.sock", 1 }, { "unixsocket ''", 1 },
+    { "unixsocket /tmp/01234567890123456789012345678901234567890123456789012345678901234"
+      "5678901234567890123456789012345678901", 1 },      /* 107 bytes: fits sun_path */
+    { "unixsocket /tmp/01234567890123456789012345678901234567890123456789012345678901234"
+      "56789012345678901234567890123456789012", 0 },     /* 108: does not */
     { "daemonize no", 1 }, { "daemonize maybe", 0 },
     { "client-query-buffer-limit 1mb", 1 }, { "client-query-buffer-limit 1048576", 1 },
     { "client-query-buffer-limit 1048575", 0 }, { "client-query-buffer-limit 1m", 0 },
@@ -1007,7 +1023,8 @@ START_TEST(test_shipped_conf_mentions_every_directive)
         "retry-max-ms", "address-map", "enable-dangerous-commands", "layout-rules",
         "layout-prefix", "layout-allow-legacy-data", "log-level", "log-file",
         "script-cache-max-bytes", "script-map",
-        "shutdown-timeout-ms", "daemonize", "pidfile",
+        "shutdown-timeout-ms", "daemonize", "pidfile", "unixsocket", "unixsocketperm",
+        "round-pause-us", "io-uring", "worker-nice", "dedicated-connections-max",
     };
     char buf[65536], needle[80], needle2[80];
     FILE *f = fopen("conf/tagproxy.conf", "r");
