@@ -409,6 +409,8 @@ static void client_read_cb(struct io_conn *io, void *arg)
             handled++;
         }
     }
+    if (handled > 1)
+        io_loop_note_pipeline(io->loop);
     if (c->state == CLIENT_ACTIVE && !c->paused_on && handled == CLIENT_COMMANDS_PER_EVENT &&
         (io_input(io, &have), have > 0))
         io_conn_read_again(io);     /* the rest after the others' turn */

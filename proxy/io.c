@@ -206,6 +206,24 @@ static void io_flush_batch(struct io_loop *l)
         io_batch_run(l, io_send_done);
 }
 
+/* The opened connections to the front of the dirty list, in the order
+ * they became dirty: a pipelined round writes them first (io.h). */
+static void io_dirty_outgoing_first(struct io_loop *l)
+{
+    struct io_conn *c, *next, *last = NULL;     /* the last one moved */
+    for (c = TAILQ_FIRST(&l->dirty); c; c = next) {
+        next = TAILQ_NEXT(c, dirty_link);
+        if (!c->outgoing)
+            continue;
+        TAILQ_REMOVE(&l->dirty, c, dirty_link);
+        if (last)
+            TAILQ_INSERT_AFTER(&l->dirty, last, c, dirty_link);
+        else
+            TAILQ_INSERT_HEAD(&l->dirty, c, dirty_link);
+        last = c;
+    }
+}
+
 /* End of a round: write every dirty connection once, then maybe pause. */
 static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -213,6 +231,9 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
     struct io_conn *c;
     (void)fd;
     (void)what;
+    if (l->round_pipelined)
+        io_dirty_outgoing_first(l);
+    l->round_pipelined = 0;
     if (l->batch)
         io_flush_batch(l);
     while ((c = TAILQ_FIRST(&l->dirty)) != NULL) {
@@ -662,6 +683,7 @@ int io_conn_connect(struct io_conn *c, struct io_loop *l, const struct sockaddr 
         return -1;
     if (io_setup(c, l, fd, h, arg) < 0)
         return -1;
+    c->outgoing = 1;
     if (connect(fd, sa, salen) < 0 && errno != EINPROGRESS) {
         c->state = IO_OPEN;
         io_conn_close(c);

@@ -28,6 +28,16 @@
  *   ready sockets ──queue──► read batch (1 call) ──► on_read, on_read, ...
  *   dirty conns ──► send batch (1 call) ──► writev() for what is left
  *
+ * Connections are written in the order they became dirty, but for a round
+ * whose reads brought pipelines (io_loop_note_pipeline: several requests in
+ * one read): then the connections this side opened (io_conn_connect: to
+ * the nodes) go first. Their commands are the long pole of a pipelined
+ * round; sent first, the nodes work on them while the proxy is still
+ * writing replies. One request per client is the opposite case: the client
+ * waiting for its reply is the long pole, and the plain order served it
+ * better. (Paired rounds against a cluster on two CPUs: GET -P 16 higher in
+ * 28 of 34 with the nodes first, GET -P 1 lower in 20 of 26.)
+ *
  * A round that served a few sockets (IO_PAUSE_MIN_READS to
  * IO_PAUSE_MAX_READS) ends, after its writes, with a pause of pause_us
  * (round-pause-us): the sockets that become ready meanwhile are served
@@ -91,6 +101,7 @@ struct io_loop {
     TAILQ_HEAD(, io_conn) readable; /* plain sockets to read in the next batch */
     struct event *read_batch_event; /* reads them; activated by the first */
     int read_batch_armed;
+    int round_pipelined;            /* io_loop_note_pipeline since the last flush */
 };
 
 /* What happened to a connection, for its owner. */
@@ -129,6 +140,7 @@ struct io_conn {
     unsigned read_queued : 2;       /* IO_READ_WAITING, IO_READ_RUN (io.c) */
     unsigned write_lost : 1;        /* a batched send may have run, result lost */
     unsigned dirty : 1;
+    unsigned outgoing : 1;          /* opened by io_conn_connect (to a node) */
     unsigned reading : 1;
     unsigned write_blocked : 1;
     unsigned ssl_read_wants_write : 1;  /* SSL_read said WANT_WRITE */
@@ -167,6 +179,13 @@ void io_out_add(struct io_conn *c, const void *bytes, size_t len);
 
 /* Output was queued: have it written at the end of this round. */
 void io_conn_want_write(struct io_conn *c);
+
+/* A read of this round brought several requests (a pipelining client):
+ * the round's flush writes the connections this side opened first (above). */
+static inline void io_loop_note_pipeline(struct io_loop *l)
+{
+    l->round_pipelined = 1;
+}
 
 /* Stop or resume reading. */
 void io_conn_read(struct io_conn *c, int on);

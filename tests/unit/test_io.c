@@ -7,12 +7,18 @@
  * plain reads and, where io_uring can be used, with batched ones
  * (io_loop_batch), since both count the sockets they serve. Nothing here is
  * timed: the pause is 1 us and only counted.
+ *
+ * The order of a round's writes: as the connections became dirty, but
+ * after a pipelined read (io_loop_note_pipeline) the connections the loop
+ * opened (io_conn_connect) first; seen in the order on_drained reports the
+ * writes done.
  */
 #include <check.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -151,6 +157,115 @@ START_TEST(test_pause_off_never_pauses)
 }
 END_TEST
 
+/* ---- the order of a round's writes ---- */
+
+static struct io_conn *drained[CONNS];
+static int ndrained;
+
+static void note_drained(struct io_conn *c, void *arg)
+{
+    (void)arg;
+    ck_assert_int_lt(ndrained, CONNS);
+    drained[ndrained++] = c;
+}
+
+static void note_connected(struct io_conn *c, void *arg)
+{
+    (void)c;
+    *(int *)arg = 1;
+}
+
+static const struct io_handlers recorder = {
+    .on_read = echo_read, .on_error = echo_error,
+    .on_drained = note_drained, .on_connected = note_connected,
+};
+
+/* conns[0], conns[2]: accepted (io_conn_open); conns[1], conns[3]: opened
+ * (io_conn_connect to a loopback listener), connected; peers[] the far ends. */
+static void open_mixed_conns(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof sa;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), connected[CONNS] = { 0 };
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(lfd, CONNS), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    for (int i = 0; i < CONNS; i++) {
+        memset(&conns[i], 0, sizeof conns[i]);
+        if (i % 2 == 0) {
+            int sv[2];
+            ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+            ck_assert_int_eq(io_conn_open(&conns[i], &loop, sv[0], &recorder, &connected[i]), 0);
+            peers[i] = sv[1];
+            connected[i] = 1;
+        } else {
+            ck_assert_int_eq(io_conn_connect(&conns[i], &loop, (struct sockaddr *)&sa, len,
+                                             &recorder, &connected[i]), 0);
+            peers[i] = accept(lfd, NULL, NULL);
+            ck_assert_int_ge(peers[i], 0);
+        }
+        nconns++;
+    }
+    close(lfd);
+    for (int spins = 0; !(connected[1] && connected[3]); spins++) {
+        ck_assert_int_lt(spins, 1000);
+        ck_assert_int_eq(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+    }
+    for (int i = 0; i < CONNS; i++)         /* they only point at the stack */
+        conns[i].arg = NULL;
+}
+
+/* Queue a few bytes on each of conns[order[0..3]], in that order, run
+ * one round (pipelined or not) and return the order of the writes. */
+static void round_order(const int *order, int pipelined, int *written)
+{
+    char buf[16];
+    ndrained = 0;
+    for (int i = 0; i < CONNS; i++) {
+        io_out_add(&conns[order[i]], "+OK\r\n", 5);
+        io_conn_want_write(&conns[order[i]]);
+    }
+    if (pipelined)
+        io_loop_note_pipeline(&loop);
+    ck_assert_int_eq(event_base_loop(base, EVLOOP_ONCE), 0);
+    ck_assert_int_eq(ndrained, CONNS);
+    for (int i = 0; i < CONNS; i++) {
+        written[i] = (int)(drained[i] - conns);
+        ck_assert_int_eq(read(peers[i], buf, sizeof buf), 5);
+    }
+}
+
+START_TEST(test_round_writes_in_dirty_order)
+{
+    static const int order[CONNS] = { 2, 1, 0, 3 };
+    int written[CONNS];
+    setup_loop(_i);
+    open_mixed_conns();
+    round_order(order, 0, written);
+    for (int i = 0; i < CONNS; i++)
+        ck_assert_int_eq(written[i], order[i]);
+    teardown_loop();
+}
+END_TEST
+
+START_TEST(test_pipelined_round_writes_opened_conns_first)
+{
+    static const int order[CONNS] = { 2, 1, 0, 3 };
+    static const int want[CONNS] = { 1, 3, 2, 0 };   /* opened, then accepted: each in order */
+    int written[CONNS];
+    setup_loop(_i);
+    open_mixed_conns();
+    round_order(order, 1, written);
+    for (int i = 0; i < CONNS; i++)
+        ck_assert_int_eq(written[i], want[i]);
+    round_order(order, 0, written);                 /* the next round: plain again */
+    for (int i = 0; i < CONNS; i++)
+        ck_assert_int_eq(written[i], order[i]);
+    teardown_loop();
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
     Suite *s = suite_create("io");
@@ -161,6 +276,10 @@ static Suite *io_suite(void)
     tcase_add_loop_test(t, test_round_of_one_socket_does_not_pause, 0, 2);
     tcase_add_loop_test(t, test_round_of_pipelined_reads_pauses, 0, 2);
     tcase_add_loop_test(t, test_pause_off_never_pauses, 0, 2);
+    suite_add_tcase(s, t);
+    t = tcase_create("write order");
+    tcase_add_loop_test(t, test_round_writes_in_dirty_order, 0, 2);
+    tcase_add_loop_test(t, test_pipelined_round_writes_opened_conns_first, 0, 2);
     suite_add_tcase(s, t);
     return s;
 }
