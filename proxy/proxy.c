@@ -176,9 +176,6 @@ static int proxy_listen(struct proxy *p, char *err, size_t errlen)
 {
     char *host = NULL, *tls_host = NULL;
     int port, tls_port = 0, rc = 0;
-    if (p->cfg.unixsocket &&
-        unixsock_listen(&p->unixsock, p->cfg.unixsocket, p->cfg.unixsocketperm, err, errlen) < 0)
-        return -1;
     if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
         return -1;
@@ -188,6 +185,9 @@ static int proxy_listen(struct proxy *p, char *err, size_t errlen)
         free(host);
         return -1;
     }
+    if (p->cfg.unixsocket &&
+        unixsock_listen(&p->unixsock, p->cfg.unixsocket, p->cfg.unixsocketperm, err, errlen) < 0)
+        rc = -1;
     for (int i = 0; rc == 0 && i < p->nworkers; i++)
         if (worker_init(&p->workers[i], p, i, p->topo) < 0 ||
             worker_listen(&p->workers[i], host, port, err, errlen) < 0 ||

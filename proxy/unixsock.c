@@ -11,15 +11,30 @@
 
 #define UNIXSOCK_BACKLOG 511        /* as the TCP listeners (and Redis) */
 
-/* A socket file left by an earlier run goes; anything else at path stays
- * and stops the start. */
-static int unixsock_clear(const char *path, char *err, size_t errlen)
+/* Someone accepts connections on the socket at sa. */
+static int unixsock_in_use(const struct sockaddr_un *sa)
 {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int used = fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0;
+    if (fd >= 0)
+        close(fd);
+    return used;
+}
+
+/* A socket file left by an earlier run goes; one that a live process
+ * listens on, or anything else at path, stays and stops the start. */
+static int unixsock_clear(const struct sockaddr_un *sa, char *err, size_t errlen)
+{
+    const char *path = sa->sun_path;
     struct stat st;
     if (lstat(path, &st) < 0)
         return 0;
     if (!S_ISSOCK(st.st_mode)) {
         snprintf(err, errlen, "unixsocket %s: exists and is not a socket", path);
+        return -1;
+    }
+    if (unixsock_in_use(sa)) {
+        snprintf(err, errlen, "unixsocket %s: another process listens there", path);
         return -1;
     }
     if (unlink(path) < 0) {
@@ -49,7 +64,7 @@ int unixsock_listen(struct unixsock *u, const char *path, int perm, char *err, s
         return -1;
     }
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);   /* length checked by config */
-    if (unixsock_clear(path, err, errlen) < 0) {
+    if (unixsock_clear(&sa, err, errlen) < 0) {
         unixsock_close(u);
         return -1;
     }

@@ -6,9 +6,11 @@
  * One listening socket for the whole process, made at start; every worker
  * accepts on it (a Unix socket has no SO_REUSEPORT spreading, so the
  * workers' loops race for each connection and one wins). Like Redis, a
- * stale socket file at PATH is replaced; anything else there stops the
- * start. The file goes when draining starts (new clients are refused at
- * once), the socket itself once the workers are done with it.
+ * stale socket file at PATH is replaced; unlike Redis, not one a live
+ * process still accepts on (two sidecars given the same path), and
+ * anything else there stops the start. The file goes when draining starts
+ * (new clients are refused at once), the socket itself once the workers
+ * are done with it.
  */
 #ifndef TAGPROXY_UNIXSOCK_H
 #define TAGPROXY_UNIXSOCK_H

@@ -5,9 +5,10 @@
  *    the masters), a pipeline of 2,000 commands is answered in order, and
  *    CLIENT INFO says what a redis-server 7.0 on a Unix socket says: addr
  *    and laddr PATH:0, flag U. A TCP client of the same proxy keeps flags=N.
- *  - a stale socket file at the path is replaced; a regular file there
- *    stops the start (exit 1, the path named) and is left as it was; a path
- *    in a missing folder stops the start too.
+ *  - a stale socket file at the path is replaced; one a running proxy
+ *    accepts on is not (the second proxy exits 1, the first still serves);
+ *    a regular file there stops the start (exit 1, the path named) and is
+ *    left as it was; a path in a missing folder stops the start too.
  *  - SIGTERM removes the file at once, so a new client finds no socket,
  *    while a client already on it still gets its reply; exit 0.
  */
@@ -175,6 +176,17 @@ START_TEST(stale_socket_replaced_other_file_kept)
     start_unix_proxy(path, NULL);
     redisContext *c = connect_unix(path);
     H_STATUS(c, "PONG", "PING");
+
+    /* a second proxy on the same path: refused, the first one unharmed */
+    h_seed(seed, sizeof seed);
+    const char *args[] = { "--unixsocket", path, NULL };
+    h_proxy_start_fails("unix-fail", seed, args, log, sizeof log);
+    H_FMT(bad, sizeof bad, "unixsocket %s: another process listens there", path);
+    ck_assert_msg(strstr(log, bad) != NULL, "log: %s", log);
+    H_STATUS(c, "PONG", "PING");
+    redisFree(c);
+    c = connect_unix(path);
+    H_STATUS(c, "PONG", "PING");
     redisFree(c);
     h_proxy_stop(&proxy);
 
@@ -183,8 +195,6 @@ START_TEST(stale_socket_replaced_other_file_kept)
     ck_assert_ptr_nonnull(f);
     fputs("not a socket\n", f);
     fclose(f);
-    h_seed(seed, sizeof seed);
-    const char *args[] = { "--unixsocket", path, NULL };
     h_proxy_start_fails("unix-fail", seed, args, log, sizeof log);
     H_FMT(bad, sizeof bad, "unixsocket %s: exists and is not a socket", path);
     ck_assert_msg(strstr(log, bad) != NULL, "log: %s", log);
