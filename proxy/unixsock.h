@@ -1,7 +1,7 @@
 /*
  * unixsock: the `unixsocket PATH` listener, for a client on the same host
  * (a sidecar's bot sharing a volume with it) that wants to skip the TCP
- * stack: over a Unix socket a request costs the kernel about half as much.
+ * stack, where most of the proxy's own CPU goes.
  *
  * One listening socket for the whole process, made at start; every worker
  * accepts on it (a Unix socket has no SO_REUSEPORT spreading, so the
