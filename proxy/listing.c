@@ -305,7 +305,9 @@ static const char *visible_key(const struct layout *l, struct request *part, siz
 }
 
 /* RANDOMKEY: the merged pick, or when it is the layout's own key another
- * master's, mapped back. */
+ * master's, mapped back. When every master picked one of the layout's own
+ * keys, a nil: never a name no single server would hold (a bot that
+ * deletes what RANDOMKEY gives must not reach an index or the marker). */
 static int remap_random(struct request *p, const struct layout *l, const char *buf, size_t len,
                         struct evbuffer *out)
 {
@@ -317,16 +319,15 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
     }
     if (next_bulk(buf, len, &off, &key, &klen) < 0)
         return -1;
-    if (rewrite_is_internal(l, key, klen))
-        for (int i = 0; i < p->nparts; i++) {
-            size_t vlen;
-            const char *v = visible_key(l, p->parts[i], &vlen);
-            if (v) {
-                key = v;
-                klen = vlen;
-                break;
-            }
+    if (rewrite_is_internal(l, key, klen)) {
+        key = NULL;
+        for (int i = 0; i < p->nparts && !key; i++)
+            key = visible_key(l, p->parts[i], &klen);
+        if (!key) {
+            resp_add_null(out);
+            return 0;
         }
+    }
     return rewrite_key_add(out, l, key, klen);
 }
 
