@@ -126,6 +126,13 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
                    (unsigned long long)s->generation);
 }
 
+static void listener_stop(struct evconnlistener **l)
+{
+    if (*l)
+        evconnlistener_free(*l);
+    *l = NULL;
+}
+
 /* Stop accepting; close each client once it is idle. */
 static void worker_start_drain(struct worker *w)
 {
@@ -133,18 +140,9 @@ static void worker_start_drain(struct worker *w)
     if (w->draining)
         return;
     w->draining = 1;
-    if (w->listener) {
-        evconnlistener_free(w->listener);
-        w->listener = NULL;
-    }
-    if (w->tls_listener) {
-        evconnlistener_free(w->tls_listener);
-        w->tls_listener = NULL;
-    }
-    if (w->unix_listener) {
-        evconnlistener_free(w->unix_listener);
-        w->unix_listener = NULL;
-    }
+    listener_stop(&w->listener);
+    listener_stop(&w->tls_listener);
+    listener_stop(&w->unix_listener);      /* the socket stays open: unixsock.h */
     for (c = TAILQ_FIRST(&w->clients); c; c = next) {
         next = TAILQ_NEXT(c, link);
         client_drain_check(c);
