@@ -23,6 +23,10 @@
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
 #    happens. Touches no Redis it did not start.
 #
+# TESTS="pipeline storm" (make test TESTS=...) runs only those integration
+# tests (build/tests/integration/test_NAME), both passes, and no unit or e2e
+# test: for working on a few tests at a time.
+#
 # Counts test binaries and suites; the last line is "tests: N passed, N failed";
 # the exit status is 0 only if nothing failed.
 set -uo pipefail
@@ -60,6 +64,8 @@ summary() {
 clean_env=()
 for v in $(compgen -e | grep '^TAGPROXY_' || true); do clean_env+=(-u "$v"); done
 
+only=(${TESTS:-})
+[ ${#only[@]} -gt 0 ] && units=()
 for u in "${units[@]}"; do
     echo "== unit: $u"
     env "${clean_env[@]}" "$u"
@@ -245,9 +251,14 @@ FALLBACK_TESTS=(pipeline protocol backpressure batching storm multikey blocking 
 
 if start_proxy; then
     set_test_env
-    run_integration "" build/tests/integration/test_*
+    if [ ${#only[@]} -gt 0 ]; then
+        run_integration "" "${only[@]/#/build/tests/integration/test_}"
+        FALLBACK_TESTS=($(printf '%s\n' "${FALLBACK_TESTS[@]}" | grep -xF "${only[@]/#/-e}" || true))
+    else
+        run_integration "" build/tests/integration/test_*
+    fi
 
-    if [ -f tests/e2e/package.json ]; then
+    if [ -f tests/e2e/package.json ] && [ ${#only[@]} -eq 0 ]; then
         echo "== e2e: node --test in tests/e2e"
         if [ ! -d tests/e2e/node_modules ]; then
             log "tests/e2e/node_modules is missing; run make deps"
@@ -265,7 +276,8 @@ if start_proxy; then
     proxy_args=(--io-uring no) proxy_env=(TAGPROXY_IO_URING=no)
     if start_proxy; then
         set_test_env
-        run_integration " (io-uring no)" "${FALLBACK_TESTS[@]/#/build/tests/integration/test_}"
+        [ ${#FALLBACK_TESTS[@]} -gt 0 ] &&
+            run_integration " (io-uring no)" "${FALLBACK_TESTS[@]/#/build/tests/integration/test_}"
     else
         record "proxy start (io-uring no)" 1
     fi
