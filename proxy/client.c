@@ -1,6 +1,7 @@
 #include "proxy/client.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "proxy/acl.h"
+#include "proxy/clientmem.h"
 #include "proxy/dedicated.h"
 #include "proxy/log.h"
 #include "proxy/monitor.h"
@@ -60,7 +62,12 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     resp_parser_free(&c->parser);
     snapshot_unref(c->user_snap);
     free(c->name);
+    int evicted = c->evicted;
     free(c);
+    /* what it held goes back to the system, not only to this thread's
+     * malloc arena: another worker's clients may need it next */
+    if (evicted)
+        malloc_trim(0);
 }
 
 void client_set_user(struct client *c, const struct acl_user *u)
@@ -101,6 +108,7 @@ static void client_free(struct client *c)
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     pthread_mutex_unlock(&w->clients_lock);
+    clientmem_forget(c);
     __atomic_sub_fetch(&w->proxy->nclients, 1, __ATOMIC_RELAXED);
     event_base_once(w->base, -1, EV_TIMEOUT, client_free_cb, c, NULL);
 }
@@ -108,6 +116,22 @@ static void client_free(struct client *c)
 struct evbuffer *client_output(struct client *c)
 {
     return c->state == CLIENT_GONE ? NULL : c->io.out;
+}
+
+/* c is read while it is active, no master it feeds is congested and its
+ * backlog is under client-backlog-limit. */
+static int client_readable(const struct client *c)
+{
+    return c->state == CLIENT_ACTIVE && !c->paused_on && !c->backlog_full;
+}
+
+/* Read c again, what it had sent already first, if nothing holds it back. */
+static void client_read_on(struct client *c)
+{
+    if (!client_readable(c))
+        return;
+    io_conn_read(&c->io, 1);
+    io_conn_read_again(&c->io);
 }
 
 void client_pause_for(struct client *c, struct node_conn *node)
@@ -135,10 +159,7 @@ void client_resume_paused(struct worker *w, struct node_conn *node)
         if (c->paused_on != node)
             continue;
         client_unpause(c);
-        if (c->state == CLIENT_ACTIVE) {
-            io_conn_read(&c->io, 1);
-            io_conn_read_again(&c->io);     /* what it had sent already */
-        }
+        client_read_on(c);
     }
 }
 
@@ -268,10 +289,36 @@ static int client_output_can_wait(const struct client *c, size_t unread, uint64_
            (c->output_waits_since == 0 || c->output_waits_since == round);
 }
 
+/* c's backlog grew by r's command: past the limit, c is not read. */
+static void client_backlog_add(struct client *c, struct request *r)
+{
+    long long limit = c->worker->cfg->client_backlog_limit;
+    r->footprint = request_footprint(r);
+    c->backlog += r->footprint;
+    if (limit > 0 && c->backlog > (size_t)limit && !c->backlog_full) {
+        c->backlog_full = 1;
+        io_conn_read(&c->io, 0);
+    }
+}
+
+/* r is answered and gone: once the backlog is down to half the limit, c
+ * is read again (so a client at the limit is not woken per reply). */
+static void client_backlog_sub(struct client *c, struct request *r)
+{
+    long long limit = c->worker->cfg->client_backlog_limit;
+    c->backlog -= r->footprint;
+    if (c->backlog_full && (limit <= 0 || c->backlog <= (size_t)limit / 2)) {
+        c->backlog_full = 0;
+        client_read_on(c);
+    }
+}
+
 void client_unqueue(struct client *c, struct request *r)
 {
     TAILQ_REMOVE(&c->queue, r, link);
     c->nqueued--;
+    if (r->footprint)
+        client_backlog_sub(c, r);
     request_free(r);
 }
 
@@ -299,8 +346,11 @@ void client_flush(struct client *c)
     if (c->state == CLIENT_GONE) {
         if (TAILQ_EMPTY(&c->queue))
             client_free(c);
+        else
+            clientmem_update(c);
         return;
     }
+    clientmem_update(c);
     size_t unread = io_conn_pending(&c->io);
     uint64_t round = c->worker->loop.rounds + 1;
     if (unread == 0) {
@@ -378,6 +428,7 @@ static int client_take_command(struct client *c, const char *bytes)
     }
     TAILQ_INSERT_TAIL(&c->queue, r, link);
     c->nqueued++;
+    client_backlog_add(c, r);
     stat_inc(&c->worker->stats.commands);
     router_dispatch(r);
     return 0;
@@ -390,7 +441,7 @@ static void client_read_cb(struct io_conn *io, void *arg)
     int handled = 0;
     size_t have;
     c->last_active = time(NULL);
-    while (c->state == CLIENT_ACTIVE && !c->paused_on && handled < CLIENT_COMMANDS_PER_EVENT) {
+    while (client_readable(c) && handled < CLIENT_COMMANDS_PER_EVENT) {
         const char *data = io_input(io, &have);
         enum resp_parse_status st;
         if (have <= p->pos)
@@ -411,11 +462,13 @@ static void client_read_cb(struct io_conn *io, void *arg)
     }
     if (handled > 1)
         io_loop_note_pipeline(io->loop);
-    if (c->state == CLIENT_ACTIVE && !c->paused_on && handled == CLIENT_COMMANDS_PER_EVENT &&
+    if (client_readable(c) && handled == CLIENT_COMMANDS_PER_EVENT &&
         (io_input(io, &have), have > 0))
         io_conn_read_again(io);     /* the rest after the others' turn */
     else if (handled == 0)
         client_drain_check(c);      /* bytes that made no command ("*0", blanks) */
+    if (c->state != CLIENT_GONE)
+        clientmem_update(c);
 }
 
 /* Bytes the client sent that the kernel holds and the proxy has not read. */
@@ -428,7 +481,7 @@ static int client_unread_in_kernel(const struct client *c)
 void client_drain_check(struct client *c)
 {
     size_t have;
-    if (!c->worker->draining || c->state != CLIENT_ACTIVE || c->paused_on ||
+    if (!c->worker->draining || !client_readable(c) ||
         !TAILQ_EMPTY(&c->queue) || !TAILQ_EMPTY(&c->held_back) ||
         io_conn_pending(&c->io) > 0 || (io_input(&c->io, &have), have > 0) ||
         client_unread_in_kernel(c))
@@ -440,10 +493,12 @@ static void client_drained_cb(struct io_conn *io, void *arg)
 {
     struct client *c = arg;
     (void)io;
-    if (c->state == CLIENT_CLOSING)
+    if (c->state == CLIENT_CLOSING) {
         client_flush(c);
-    else
-        client_drain_check(c);
+        return;
+    }
+    clientmem_update(c);
+    client_drain_check(c);
 }
 
 static void client_error_cb(struct io_conn *io, int err, void *arg)
@@ -543,11 +598,11 @@ void client_describe(const struct client *c, char *buf, size_t len)
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
              "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
-             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s "
+             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
              "redir=-1 resp=2",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             flags, sub, psub, ssub, tx_multi_count(c),
+             flags, sub, psub, ssub, tx_multi_count(c), clientmem_of(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
 }

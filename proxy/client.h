@@ -28,6 +28,13 @@ struct config_snapshot;
 struct event;
 struct tx_state;
 
+/* Why another thread marked a client for closing (kill_pending). */
+enum client_kill {
+    CLIENT_KILL_NONE,
+    CLIENT_KILL_COMMAND,    /* CLIENT KILL */
+    CLIENT_KILL_EVICT       /* maxmemory-clients (clientmem.h) */
+};
+
 enum client_state {
     CLIENT_ACTIVE,      /* reading and answering */
     CLIENT_CLOSING,     /* no more reading: close once owed replies are written */
@@ -50,8 +57,17 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
-    unsigned char kill_pending;     /* CLIENT KILL from another worker: close it
+    unsigned char kill_pending;     /* enum client_kill: close it on its worker
                                      * (under its worker's clients_lock) */
+    unsigned char no_evict;         /* CLIENT NO-EVICT ON: maxmemory-clients spares it */
+    unsigned char evicted;          /* closed for maxmemory-clients */
+    unsigned char backlog_full;     /* not read until its backlog drains (below) */
+    size_t backlog;                 /* bytes its commands read and not yet answered
+                                     * hold (request_footprint): past
+                                     * client-backlog-limit it is not read until they
+                                     * drain to half of it (TCP backpressure) */
+    size_t mem;                     /* what it holds, as last counted (clientmem.h;
+                                     * read by other workers: atomic) */
     unsigned char reply_off;        /* CLIENT REPLY OFF: no reply until ON */
     unsigned char reply_skip_next;  /* CLIENT REPLY SKIP: none for the next command */
     const struct acl_user *user;    /* who it runs as (acl.h), in user_snap's ACL */

@@ -215,6 +215,19 @@ static int set_memory(struct loader *l, const struct directive *d, int argc, cha
     return 0;
 }
 
+/* As Redis's, but a percentage (of maxmemory, which the proxy has not) is refused. */
+static int set_maxmemory_clients(struct loader *l, const struct directive *d, int argc,
+                                 char **argv)
+{
+    size_t n = strlen(argv[0]);
+    if (n > 0 && argv[0][n - 1] == '%') {
+        snprintf(l->why, sizeof l->why, "'%s' must be a memory size (like 128mb), not a "
+                 "percentage: the proxy has no maxmemory", d->name);
+        return -1;
+    }
+    return set_memory(l, d, argc, argv);
+}
+
 static int set_yesno(struct loader *l, const struct directive *d, int argc, char **argv)
 {
     (void)argc;
@@ -658,6 +671,8 @@ static const struct directive directives[] = {
     { "cluster-tls-insecure",      1,  1, set_yesno,        AT(cluster_tls_insecure), 0, 0 },
     { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
     { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
+    { "client-backlog-limit",      1,  1, set_memory,       AT(client_backlog_limit), 0, LLONG_MAX },
+    { "maxmemory-clients",         1,  1, set_maxmemory_clients, AT(maxmemory_clients), 0, LLONG_MAX },
     { "proto-max-bulk-len",        1,  1, set_memory,       AT(proto_max_bulk_len), MB, LLONG_MAX },
     { "client-output-buffer-limit", 3, 3, set_output_limit, 0, 0, 86400 },
     { "client-output-buffer-limit-pubsub", 3, 3, set_output_limit, 0, 0, 86400 },
@@ -1060,6 +1075,7 @@ void config_defaults(struct config *c)
     c->threads = 1;
     c->max_clients = 10000;
     c->client_query_buffer_limit = 1024 * MB;
+    c->client_backlog_limit = 16 * MB;
     c->proto_max_bulk_len = 512 * MB;
     c->client_output_hard_limit = 256 * MB;
     c->client_output_soft_limit = 64 * MB;

@@ -94,6 +94,8 @@ struct config {
     char  *cluster_password;            /* NULL: no AUTH to nodes */
     int    max_clients;                 /* default 10000 */
     long long client_query_buffer_limit;   /* bytes, default 1gb */
+    long long client_backlog_limit;        /* bytes of unanswered commands, 0 = none; 16mb */
+    long long maxmemory_clients;           /* bytes all clients hold, 0 = none (default) */
     long long proto_max_bulk_len;          /* bytes, default 512mb */
     long long client_output_hard_limit;    /* bytes, 0 = none; default 256mb */
     long long client_output_soft_limit;    /* bytes, 0 = none; default 64mb */

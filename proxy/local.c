@@ -426,7 +426,7 @@ static void client_kill(struct request *r)
                 if (c == r->client)
                     self = 1;
                 else
-                    c->kill_pending = 1, marked = 1;
+                    c->kill_pending = CLIENT_KILL_COMMAND, marked = 1;
             }
         pthread_mutex_unlock(&w->clients_lock);
         if (marked && w == r->worker)
@@ -631,8 +631,9 @@ static void cmd_client(struct request *r)
     } else if (strcmp(sub, "caching") == 0) {   /* as Redis says it with tracking off */
         request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
                         "mode with OPTIN or OPTOUT mode enabled");
-    } else if (strcmp(sub, "no-evict") == 0) {  /* the proxy evicts no client for memory */
+    } else if (strcmp(sub, "no-evict") == 0) {  /* maxmemory-clients passes it over */
         if (arg_is(r, 2, "on") || arg_is(r, 2, "off")) {
+            r->client->no_evict = arg_is(r, 2, "on");
             resp_add_simple(out(r), "OK");
             request_finish(r);
         } else {
@@ -946,12 +947,14 @@ static void info_stats(const struct metrics *m, struct evbuffer *t)
     evbuffer_add_printf(t, "# Stats\r\ntotal_connections_received:%llu\r\n"
                         "total_commands_processed:%llu\r\ntotal_net_input_bytes:%llu\r\n"
                         "total_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
+                        "evicted_clients:%llu\r\n"
                         "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_retries:%llu\r\n"
                         "cluster_retries_exhausted:%llu\r\nlost_replies:%llu\r\n"
                         "topology_refreshes:%llu\r\n\r\n",
                         (unsigned long long)s->connections, (unsigned long long)s->commands,
                         (unsigned long long)s->clients.in, (unsigned long long)s->clients.out,
                         (unsigned long long)s->rejected_clients,
+                        (unsigned long long)s->evicted_clients,
                         (unsigned long long)s->moved, (unsigned long long)s->ask,
                         (unsigned long long)s->retries,
                         (unsigned long long)s->retries_exhausted,

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "proxy/admin.h"
+#include "proxy/clientmem.h"
 #include "proxy/command.h"
 #include "proxy/local.h"
 #include "proxy/proxy.h"
@@ -26,6 +27,8 @@ int metrics_collect(struct metrics *m, struct proxy *p)
     m->max_clients = p->cfg.max_clients;
     m->threads = p->nworkers;
     m->uptime_s = (uint64_t)(time(NULL) - p->started);
+    m->client_memory = clientmem_total(p);
+    m->maxmemory_clients = p->cfg.maxmemory_clients;
     m->refreshes = stat_get(&p->refreshes);
     m->refresh_failures = stat_get(&p->refresh_failures);
     if (admin_collect(m) < 0) {
@@ -82,6 +85,9 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
              "Client connections accepted.", s->connections);
     prom_one(b, "tagproxy_clients_refused_total", "counter",
              "Client connections refused (max-clients).", s->rejected_clients);
+    prom_one(b, "tagproxy_clients_evicted_total", "counter",
+             "Clients closed because all clients together held more than maxmemory-clients.",
+             s->evicted_clients);
     prom_one(b, "tagproxy_client_protocol_errors_total", "counter",
              "Clients closed for a protocol error.", s->protocol_errors);
     prom_one(b, "tagproxy_commands_total", "counter", "Commands read from clients.",
@@ -231,6 +237,11 @@ void metrics_prometheus(const struct metrics *m, struct evbuffer *b)
     prom_gauge(b, "tagproxy_draining", "1 once a drain (shutdown) has started.", m->draining);
     prom_gauge(b, "tagproxy_clients_connected", "Client connections open now.", m->clients);
     prom_gauge(b, "tagproxy_clients_max", "max-clients.", m->max_clients);
+    prom_gauge(b, "tagproxy_clients_memory_bytes",
+               "Bytes held for the clients: input, unanswered commands, MULTI blocks, "
+               "replies not yet written.", (long long)m->client_memory);
+    prom_gauge(b, "tagproxy_clients_memory_max_bytes", "maxmemory-clients (0: no limit).",
+               m->maxmemory_clients);
     prom_counters(m, b);
     prom_nodes(m, b);
     prom_commands(m, b);
@@ -258,6 +269,8 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "clients_connected", (unsigned long long)m->clients);
     info_line(b, "clients_accepted", s->connections);
     info_line(b, "clients_refused", s->rejected_clients);
+    info_line(b, "clients_evicted", s->evicted_clients);
+    info_line(b, "clients_memory", m->client_memory);
     info_line(b, "client_protocol_errors", s->protocol_errors);
     info_line(b, "commands", s->commands);
     info_line(b, "commands_unknown", s->unknown_commands);

@@ -33,6 +33,8 @@ struct metrics_master {
 struct metrics {
     struct worker_stats sum;        /* every worker's, added */
     int64_t clients;                /* connected now */
+    uint64_t client_memory;         /* bytes held for them (clientmem.h) */
+    long long maxmemory_clients;
     int max_clients, threads;
     uint64_t uptime_s;
     uint64_t refreshes, refresh_failures;

@@ -60,6 +60,16 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
     return 0;
 }
 
+size_t request_footprint(const struct request *r)
+{
+    size_t n = sizeof *r;
+    if (r->data && r->data != r->inline_data)
+        n += r->len;
+    if (r->args && r->args != r->inline_args)
+        n += sizeof *r->args * (size_t)r->argc;
+    return n;
+}
+
 /* Digits of n in decimal. */
 static size_t decimal_len(size_t n)
 {

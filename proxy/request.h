@@ -98,6 +98,7 @@ struct request {
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
+    size_t footprint;               /* bytes counted in its client's backlog (client.h) */
     int slot;                       /* -1: any master */
     int fixed_node;                 /* fan-out part: this master, else -1 */
     int ask_node;
@@ -145,6 +146,10 @@ TAILQ_HEAD(request_queue, request);
 
 /* From the worker's free list; NULL when out of memory. */
 struct request *request_new(struct worker *w);
+
+/* The bytes r holds for its command: the request itself and the command's
+ * bytes and argument offsets where they did not fit inline. */
+size_t request_footprint(const struct request *r);
 
 /* Copy a command's bytes and argument offsets into r (inline when small). */
 int request_set_command(struct request *r, const char *bytes, size_t len,

@@ -82,6 +82,7 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         const struct worker_stats *s = each[w];
         sum->connections += stat_get(&s->connections);
         sum->rejected_clients += stat_get(&s->rejected_clients);
+        sum->evicted_clients += stat_get(&s->evicted_clients);
         sum->commands += stat_get(&s->commands);
         sum->unknown_commands += stat_get(&s->unknown_commands);
         sum->protocol_errors += stat_get(&s->protocol_errors);

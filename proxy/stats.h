@@ -99,6 +99,7 @@ struct stats_nodes {
 struct worker_stats {
     uint64_t connections;           /* clients accepted */
     uint64_t rejected_clients;      /* refused: max-clients */
+    uint64_t evicted_clients;       /* closed: maxmemory-clients (clientmem.h) */
     uint64_t commands;              /* parsed */
     uint64_t unknown_commands;      /* answered "unknown command" */
     uint64_t protocol_errors;       /* clients closed for bad input */

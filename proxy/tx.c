@@ -1055,3 +1055,8 @@ int tx_multi_count(const struct client *c)
 {
     return c->tx && c->tx->in_multi ? c->tx->nqueued + c->tx->nlocal : -1;
 }
+
+size_t tx_multi_bytes(const struct client *c)
+{
+    return c->tx && c->tx->queued ? evbuffer_get_length(c->tx->queued) + c->tx->local_bytes : 0;
+}

@@ -150,4 +150,7 @@ void tx_client_free(struct client *c);         /* struct about to be freed */
 /* For CLIENT LIST: queued commands inside MULTI, -1 outside. */
 int tx_multi_count(const struct client *c);
 
+/* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
+size_t tx_multi_bytes(const struct client *c);
+
 #endif

@@ -153,17 +153,24 @@ void worker_close_killed(struct worker *w)
 {
     for (;;) {          /* one at a time: closing takes clients_lock itself */
         struct client *c, *found = NULL;
+        enum client_kill why = CLIENT_KILL_NONE;
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
             if (c->kill_pending) {
-                c->kill_pending = 0;
+                why = (enum client_kill)c->kill_pending;
+                c->kill_pending = CLIENT_KILL_NONE;
                 found = c;
                 break;
             }
         pthread_mutex_unlock(&w->clients_lock);
         if (!found)
             return;
-        client_close(found, "killed by CLIENT KILL");
+        if (why == CLIENT_KILL_EVICT) {
+            stat_inc(&w->stats.evicted_clients);
+            found->evicted = 1;
+        }
+        client_close(found, why == CLIENT_KILL_EVICT ? "evicted: maxmemory-clients"
+                                                     : "killed by CLIENT KILL");
     }
 }
 

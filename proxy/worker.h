@@ -71,6 +71,8 @@ struct worker {
     TAILQ_HEAD(, client) clients;
     int nclients;
     TAILQ_HEAD(, client) paused;        /* clients waiting for a congested node */
+    size_t client_mem;                  /* its clients' memory (clientmem.h): written by
+                                           this thread, read by any (atomic) */
 
     struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
     struct monitor_inbox monitor;       /* MONITOR clients (monitor.h) */

@@ -71,6 +71,8 @@ static void assert_config_eq(const struct config *a, const struct config *b)
     assert_str_eq_null(a->cluster_password, b->cluster_password);
     ck_assert_int_eq(a->max_clients, b->max_clients);
     ck_assert_int_eq(a->client_query_buffer_limit, b->client_query_buffer_limit);
+    ck_assert_int_eq(a->client_backlog_limit, b->client_backlog_limit);
+    ck_assert_int_eq(a->maxmemory_clients, b->maxmemory_clients);
     ck_assert_int_eq(a->proto_max_bulk_len, b->proto_max_bulk_len);
     ck_assert_int_eq(a->client_output_hard_limit, b->client_output_hard_limit);
     ck_assert_int_eq(a->client_output_soft_limit, b->client_output_soft_limit);
@@ -126,6 +128,8 @@ START_TEST(test_defaults)
     ck_assert_ptr_null(d.cluster_password);
     ck_assert_int_eq(d.max_clients, 10000);
     ck_assert_int_eq(d.client_query_buffer_limit, 1024 * MB);
+    ck_assert_int_eq(d.client_backlog_limit, 16 * MB);
+    ck_assert_int_eq(d.maxmemory_clients, 0);
     ck_assert_int_eq(d.proto_max_bulk_len, 512 * MB);
     ck_assert_int_eq(d.client_output_hard_limit, 256 * MB);
     ck_assert_int_eq(d.client_output_soft_limit, 64 * MB);
@@ -197,6 +201,8 @@ START_TEST(test_every_directive)
              "cluster-password nodepass\n"
              "max-clients 123\n"
              "client-query-buffer-limit 2mb\n"
+             "client-backlog-limit 0\n"
+             "maxmemory-clients 128mb\n"
              "proto-max-bulk-len 1mb\n"
              "client-output-buffer-limit 0 32mb 7\n"
              "node-connect-timeout-ms 250\n"
@@ -249,6 +255,8 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.cluster_password, "nodepass");
     ck_assert_int_eq(c.max_clients, 123);
     ck_assert_int_eq(c.client_query_buffer_limit, 2 * MB);
+    ck_assert_int_eq(c.client_backlog_limit, 0);
+    ck_assert_int_eq(c.maxmemory_clients, 128 * MB);
     ck_assert_int_eq(c.proto_max_bulk_len, MB);
     ck_assert_int_eq(c.client_output_hard_limit, 0);
     ck_assert_int_eq(c.client_output_soft_limit, 32 * MB);
@@ -586,6 +594,13 @@ static const struct { const char *text; const char *message; } error_vectors[] =
     { "max-clients 0\n", "%s:1: 'max-clients' must be an integer between 1 and 1000000" },
     { "client-query-buffer-limit 1kb\n",
       "%s:1: 'client-query-buffer-limit' must be a memory size (like 512mb) of at least 1mb" },
+    { "client-backlog-limit -1\n",
+      "%s:1: 'client-backlog-limit' must be a memory size (like 512mb) of at least 0" },
+    { "maxmemory-clients 10%\n",
+      "%s:1: 'maxmemory-clients' must be a memory size (like 128mb), not a percentage: the "
+      "proxy has no maxmemory" },
+    { "maxmemory-clients lots\n",
+      "%s:1: 'maxmemory-clients' must be a memory size (like 512mb) of at least 0" },
     { "proto-max-bulk-len lots\n",
       "%s:1: 'proto-max-bulk-len' must be a memory size (like 512mb) of at least 1mb" },
     { "client-output-buffer-limit 256mb 64mb\n",
