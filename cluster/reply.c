@@ -245,6 +245,37 @@ static long small_uint(const char *s, size_t len)
     return v;
 }
 
+int reply_addr_canon(const char *a, size_t len, char *out, size_t out_size)
+{
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (a[i] == ':')
+            colon = a + i;
+    if (!colon)
+        return -1;
+    size_t hostlen = (size_t)(colon - a);
+    const char *open = memchr(a, '[', len), *close = memchr(a, ']', len);
+    int bracketed = hostlen >= 3 && a[0] == '[' && a[hostlen - 1] == ']';
+    if ((open || close) && !(bracketed && open == a && close == colon - 1))
+        return -1;
+    /* Redis writes an IPv6 host without brackets ("::1:7000"); the
+     * topology announces it bracketed, as a host:port must be written */
+    int wrap = !bracketed && memchr(a, ':', hostlen) != NULL;
+    size_t need = len + (wrap ? 2 : 0);
+    if (need >= out_size)
+        return -1;
+    if (wrap) {
+        out[0] = '[';
+        memcpy(out + 1, a, hostlen);
+        out[1 + hostlen] = ']';
+        memcpy(out + 2 + hostlen, colon, len - hostlen);
+    } else {
+        memcpy(out, a, len);
+    }
+    out[need] = '\0';
+    return 0;
+}
+
 /* "<slot> <host>:<port>" */
 static int parse_redirect(const char *p, size_t len, int *slot, char *addr, size_t addr_size)
 {
@@ -269,12 +300,10 @@ static int parse_redirect(const char *p, size_t len, int *slot, char *addr, size
     long port = small_uint(colon + 1, alen - (size_t)(colon + 1 - a));
     if (port < 1 || port > 65535)
         return -1;
-    if (alen >= addr_size)
+    if (reply_addr_canon(a, alen, addr, addr_size) < 0)
         return -1;
     if (slot)
         *slot = (int)sl;
-    memcpy(addr, a, alen);
-    addr[alen] = '\0';
     return 0;
 }
 

@@ -72,10 +72,19 @@ enum reply_redirect {
  * well formed when it is exactly "MOVED <slot> <host>:<port>": slot 0-16383,
  * port 1-65535 (the last ':' splits, so "::1:6381" is IPv6), host without
  * spaces, possibly empty (Redis 7's unknown-endpoint: "same host as this
- * node"). Anything else, or an addr that does not fit, is REPLY_PLAIN.
+ * node"). addr is written as reply_addr_canon() gives it: "::1:6381" and
+ * "[::1]:6381" both as "[::1]:6381", the topology's form. Anything else, or
+ * an addr that does not fit, is REPLY_PLAIN.
  * TRYAGAIN and CLUSTERDOWN are the first word of the line. */
 enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
                                    char *addr, size_t addr_size);
+
+/* Write the address a[0..len) ("host:port", "[v6]:port" or Redis's
+ * unbracketed "v6:port", split at the last ':') into out in the form the
+ * topology announces it: an IPv6 host in brackets ("::1:7000" and
+ * "[::1]:7000" both give "[::1]:7000"). -1 when there is no ':', brackets
+ * that do not enclose the whole host, or out is too small. */
+int reply_addr_canon(const char *a, size_t len, char *out, size_t out_size);
 
 /* The error code of an error line: its first word ("WRONGPASS", "ERR"),
  * copied into code (at most size-1 bytes). Only the code of a reply to AUTH

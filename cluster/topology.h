@@ -77,7 +77,8 @@ struct syncconn *topology_dial(const struct topology_source *src, const char *ad
 struct topology *topology_ref(struct topology *t);
 void topology_unref(struct topology *t);
 
-/* Index of the node announced as addr ("host:port"), or -1. */
+/* Index of the node announced as addr ("host:port", an IPv6 host in brackets
+ * as reply_classify writes a redirect's), or -1. */
 int topology_find(const struct topology *t, const char *addr);
 
 #endif

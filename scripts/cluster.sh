@@ -3,7 +3,7 @@
 #
 #   scripts/cluster.sh start  [--base-port N] [--masters M] [--replicas R]
 #                             [--dir D] [--node-timeout MS] [--tls CERTDIR]
-#                             [--requirepass PASS]
+#                             [--requirepass PASS] [--bind HOST]
 #   scripts/cluster.sh stop   [--base-port N | --dir D]
 #   scripts/cluster.sh status [--base-port N | --dir D]
 #
@@ -19,7 +19,9 @@
 # CERTDIR/server.key; clients need a certificate only if they offer one
 # (tls-auth-clients optional). --requirepass PASS: every node wants PASS
 # (and replicas log in with it, masterauth). Both are remembered in D, so
-# stop and status need neither.
+# stop and status need neither. --bind HOST: the nodes listen on HOST
+# (default 127.0.0.1; ::1 makes a cluster that announces IPv6 addresses),
+# also remembered in D.
 #
 # stop kills exactly the PIDs in D/pids (TERM, then KILL) and removes D.
 # Without --dir, D is found through the state file of the base port
@@ -33,7 +35,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 usage() { sed -n '2,30s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass=
+base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass= host=127.0.0.1
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
         --node-timeout) node_timeout=$2 ;;
         --tls)          tls=$2 ;;
         --requirepass)  pass=$2 ;;
+        --bind)         host=$2 ;;
         *) usage ;;
     esac
     shift 2
@@ -69,7 +72,7 @@ set_cli_args() {
     if [ -n "$pass" ]; then cli_args+=(-a "$pass" --no-auth-warning); fi
 }
 cli() { redis-cli "${cli_args[@]}" "$@"; }
-node_ping() { [ "$(cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+node_ping() { [ "$(cli -h "$host" -p "$1" ping 2>/dev/null)" = PONG ]; }
 
 # Finds D (from the state file unless --dir was given) and the layout the
 # cluster in D was started with.
@@ -78,7 +81,8 @@ resolve_dir() {
         dir=$(cat "$statefile")
     fi
     if [ -n "$dir" ] && [ -f "$dir/access" ]; then
-        { read -r tls; read -r pass; } < "$dir/access" || true
+        { read -r tls; read -r pass; read -r host; } < "$dir/access" || true
+        host=${host:-127.0.0.1}
     fi
     set_cli_args
     if [ -n "$dir" ] && [ -f "$dir/layout" ]; then
@@ -136,7 +140,7 @@ do_stop() {
 # view PORT: the node's CLUSTER NODES reduced to what must agree everywhere:
 # id, role, master id, link state and slots, sorted.
 view() {
-    cli -h 127.0.0.1 -p "$1" cluster nodes 2>/dev/null |
+    cli -h "$host" -p "$1" cluster nodes 2>/dev/null |
         awk '{ role = ($3 ~ /master/) ? "master" : (($3 ~ /slave/) ? "slave" : $3)
                if ($3 ~ /fail|handshake|noaddr/) role = role "!" $3
                s = $1 " " role " " $4 " " $8
@@ -147,7 +151,7 @@ view() {
 cluster_ready() {
     local p first= v
     for p in $(ports); do
-        cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null |
+        cli -h "$host" -p "$p" cluster info 2>/dev/null |
             grep -q '^cluster_state:ok' || return 1
         v=$(view "$p")
         [ "$(printf '%s\n' "$v" | grep -c .)" -eq "$nodes" ] || return 1
@@ -160,8 +164,8 @@ cluster_ready() {
     done
     # every replica has finished its first sync
     for p in $(ports); do
-        if cli -h 127.0.0.1 -p "$p" info replication 2>/dev/null | grep -q '^role:slave'; then
-            cli -h 127.0.0.1 -p "$p" info replication | grep -q '^master_link_status:up' || return 1
+        if cli -h "$host" -p "$p" info replication 2>/dev/null | grep -q '^role:slave'; then
+            cli -h "$host" -p "$p" info replication | grep -q '^master_link_status:up' || return 1
         fi
     done
     return 0
@@ -175,7 +179,7 @@ do_status() {
         return 1
     fi
     while read -r port pid; do
-        echo "node 127.0.0.1:$port pid $pid"
+        echo "node $host:$port pid $pid"
         n=$((n + 1))
     done < <(live_pids)
     if [ "$n" -eq "$nodes" ] && cluster_ready; then
@@ -226,7 +230,7 @@ do_start() {
     : > "$dir/pids"
     echo "$base $masters $replicas" > "$dir/layout"
     if [ -n "$tls" ]; then tls=$(cd "$tls" && pwd); fi
-    printf '%s\n%s\n' "$tls" "$pass" > "$dir/access"
+    printf '%s\n%s\n%s\n' "$tls" "$pass" "$host" > "$dir/access"
     chmod 600 "$dir/access"
     set_cli_args
     node_args=()
@@ -247,7 +251,7 @@ do_start() {
         # daemonized: the nodes do not get the terminal's Ctrl-C; whoever
         # started them stops them with `stop`, by PID
         if [ -n "$tls" ]; then port_args=(--port 0 --tls-port "$p"); else port_args=(--port "$p"); fi
-        redis-server "${port_args[@]}" --bind 127.0.0.1 --daemonize yes \
+        redis-server "${port_args[@]}" --bind "$host" --daemonize yes \
             --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" \
             --dir "$dir/$p" --cluster-enabled yes --cluster-config-file nodes.conf \
             --cluster-node-timeout "$node_timeout" --save '' --appendonly no \
@@ -268,7 +272,7 @@ do_start() {
             sleep 0.1
         done
         node_ping "$p" || { log "node $p does not answer"; false; }
-        addrs+=("127.0.0.1:$p")
+        addrs+=("$host:$p")
     done
 
     cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" \

@@ -324,7 +324,14 @@ static const struct {
     { "ASK 3999 127.0.0.1:6381", REPLY_ASK, 3999, "127.0.0.1:6381" },
     { "MOVED 0 h:1", REPLY_MOVED, 0, "h:1" },
     { "MOVED 16383 node-3.cluster.local:65535", REPLY_MOVED, 16383, "node-3.cluster.local:65535" },
-    { "MOVED 12182 ::1:6381", REPLY_MOVED, 12182, "::1:6381" },
+    /* IPv6 (issue 20): Redis writes the host bare, a topology announces it
+     * bracketed; both spellings come out as the topology's */
+    { "MOVED 12182 ::1:6381", REPLY_MOVED, 12182, "[::1]:6381" },
+    { "MOVED 12182 [::1]:6381", REPLY_MOVED, 12182, "[::1]:6381" },
+    { "ASK 7 ::1:7000", REPLY_ASK, 7, "[::1]:7000" },
+    { "ASK 7 [::1]:7000", REPLY_ASK, 7, "[::1]:7000" },
+    { "MOVED 1 fd00:1:2::3:65535", REPLY_MOVED, 1, "[fd00:1:2::3]:65535" },
+    { "MOVED 1 [fd00:1:2::3]:65535", REPLY_MOVED, 1, "[fd00:1:2::3]:65535" },
     { "MOVED 3999 :6381", REPLY_MOVED, 3999, ":6381" },     /* unknown endpoint */
     { "TRYAGAIN Multiple keys request during rehashing of slot", REPLY_TRYAGAIN, -1, NULL },
     { "TRYAGAIN", REPLY_TRYAGAIN, -1, NULL },
@@ -347,6 +354,12 @@ static const struct {
     { "MOVED 3999 127.0.0.1:0", REPLY_PLAIN, -1, NULL },
     { "MOVED 3999 127.0.0.1:65536", REPLY_PLAIN, -1, NULL },
     { "MOVED 3999 127.0.0.1:6381x", REPLY_PLAIN, -1, NULL },
+    { "MOVED 3999 [::1:6381", REPLY_PLAIN, -1, NULL },
+    { "MOVED 3999 ::1]:6381", REPLY_PLAIN, -1, NULL },
+    { "MOVED 3999 [::1]x:6381", REPLY_PLAIN, -1, NULL },
+    { "MOVED 3999 [::1]:", REPLY_PLAIN, -1, NULL },
+    { "MOVED 3999 []:6381", REPLY_PLAIN, -1, NULL },
+    { "ASK 3999 [[::1]]:6381", REPLY_PLAIN, -1, NULL },
     { "MOVED 3999 127.0.0.1:6381 extra", REPLY_PLAIN, -1, NULL },
     { "MOVED 3999 127.0.0.1:6381\r", REPLY_PLAIN, -1, NULL },
     { "MOVEDX 3999 127.0.0.1:6381", REPLY_PLAIN, -1, NULL },
@@ -392,6 +405,19 @@ START_TEST(test_classify_addr_must_fit)
 }
 END_TEST
 
+/* The brackets an unbracketed IPv6 host gains count against the room. */
+START_TEST(test_classify_v6_addr_must_fit)
+{
+    int slot = -1;
+    char addr[16];
+    /* "::1:6381" is 8 bytes, "[::1]:6381" 10 + NUL */
+    ck_assert_int_eq(reply_classify("MOVED 1 ::1:6381", 16, &slot, addr, 11), REPLY_MOVED);
+    ck_assert_str_eq(addr, "[::1]:6381");
+    ck_assert_int_eq(reply_classify("MOVED 1 ::1:6381", 16, &slot, addr, 10), REPLY_PLAIN);
+    ck_assert_int_eq(reply_classify("MOVED 1 [::1]:6381", 18, &slot, addr, 10), REPLY_PLAIN);
+}
+END_TEST
+
 static Suite *reply_suite(void)
 {
     Suite *s = suite_create("reply");
@@ -407,6 +433,7 @@ static Suite *reply_suite(void)
     TCase *tk = tcase_create("classify");
     tcase_add_test(tk, test_classify);
     tcase_add_test(tk, test_classify_addr_must_fit);
+    tcase_add_test(tk, test_classify_v6_addr_must_fit);
     suite_add_tcase(s, tk);
     return s;
 }
