@@ -60,9 +60,12 @@ summary() {
 }
 
 # The proxy and the tests must not pick up directives from the caller's
-# environment (TAGPROXY_LISTEN, TAGPROXY_REQUIREPASS, ...).
+# environment (TAGPROXY_LISTEN, TAGPROXY_REQUIREPASS, ...). TAGPROXY_STORM_SEED
+# is no directive but test_storm's input, given to replay a failure: it stays.
 clean_env=()
-for v in $(compgen -e | grep '^TAGPROXY_' || true); do clean_env+=(-u "$v"); done
+for v in $(compgen -e | grep '^TAGPROXY_' | grep -vx TAGPROXY_STORM_SEED || true); do
+    clean_env+=(-u "$v")
+done
 
 only=(${TESTS:-})
 [ ${#only[@]} -gt 0 ] && units=()
