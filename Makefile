@@ -30,6 +30,10 @@ UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/te
 INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 TEST_HELP = $(wildcard tests/unit/check_main.c)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+# Each fuzz target's LLVMFuzzerTestOneInput, built with $(CC) and the replay
+# main (tests/fuzz/replay.c) over its seeds: run by make test as unit tests.
+FUZZ_TARGETS = resp reply layout command rules slots
+REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
 .PHONY: all deps run test unit integration e2e bench fuzz clean
 
@@ -58,6 +62,14 @@ $(B)/tests/integration/%: tests/integration/%.c $(LIB_OBJS) $(wildcard tests/int
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
 
+# fuzz_slots includes cluster/topology.c itself (its builder is static).
+REPLAY_OBJS = $(LIB_OBJS)
+$(B)/tests/fuzz/replay_slots: REPLAY_OBJS = $(filter-out $(B)/cluster/topology.o,$(LIB_OBJS))
+$(B)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -DREPLAY_DIR='"tests/fuzz/seeds-$*"' -o $@ $< tests/fuzz/replay.c \
+	    $(REPLAY_OBJS) $(LDLIBS)
+
 deps:
 	@scripts/deps.sh
 
@@ -66,11 +78,11 @@ run: deps
 	@scripts/run.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG)
-	@scripts/test.sh $(UNIT)
+	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG) $(REPLAY)
+	@scripts/test.sh $(UNIT) $(REPLAY)
 
-unit: all $(UNIT)
-	@scripts/test.sh --unit-only $(UNIT)
+unit: all $(UNIT) $(REPLAY)
+	@scripts/test.sh --unit-only $(UNIT) $(REPLAY)
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(B)/bench/relay
@@ -83,21 +95,28 @@ $(B)/bench/relay: tests/bench/relay.c
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o $@ $<
 
 # libFuzzer harnesses over the parsers' own sources (clang). FUZZ_SECONDS each.
+# New inputs go to build/fuzz/corpus-*; tests/fuzz/seeds-* are the committed
+# seeds that make test replays.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
+FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
+	proxy/config.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
+	keylayout/layout.c keylayout/rules.c
 fuzz:
-	@mkdir -p $(B)/fuzz/corpus-resp $(B)/fuzz/corpus-reply $(B)/fuzz/corpus-layout $(B)/fuzz/corpus-command \
-	          $(B)/fuzz/corpus-rules
+	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proxy/command.c proxy/command_table.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c cluster/slot.c
-	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp
-	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
+	    $(shell pkg-config --cflags --libs hiredis libevent openssl)
+	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp tests/fuzz/seeds-resp
+	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply tests/fuzz/seeds-reply
 	$(B)/fuzz/fuzz_layout -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-layout tests/fuzz/seeds-layout
 	$(B)/fuzz/fuzz_command -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-command tests/fuzz/seeds-command
 	$(B)/fuzz/fuzz_rules -max_total_time=$(FUZZ_SECONDS) -max_len=1024 $(B)/fuzz/corpus-rules tests/fuzz/seeds-rules
+	$(B)/fuzz/fuzz_slots -max_total_time=$(FUZZ_SECONDS) -max_len=2048 $(B)/fuzz/corpus-slots tests/fuzz/seeds-slots
 
 clean:
 	rm -rf $(B)
