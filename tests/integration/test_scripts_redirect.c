@@ -3,7 +3,8 @@
  * CLUSTERDOWN) after it wrote: the proxy gives it to the client as it is,
  * at once, without running the script again and without touching its slot
  * map; a real MOVED to a script (the slot given to another master with
- * CLUSTER SETSLOT) is still followed, and the script runs once there.
+ * CLUSTER SETSLOT) and a real ASK (the slot migrating) are still followed,
+ * and the script runs once on the new owner.
  */
 #include "harness.h"
 
@@ -135,6 +136,49 @@ START_TEST(test_real_moved_followed)
 }
 END_TEST
 
+
+static void node_ok(const struct h_node *n, const char *fmt, int slot, const char *id)
+{
+    redisContext *o = h_connect_node(n);
+    redisReply *r = h_cmd(o, fmt, slot, id);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    redisFree(o);
+}
+
+/* A real ASK: the slot migrating from master 0 to master 1, the key not on
+ * master 0; the script goes to master 1 with ASKING and runs once there. */
+START_TEST(test_real_ask_followed)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    char key[128], prefix[128];
+    h_topo_load(&t);
+    H_FMT(prefix, sizeof prefix, "%s:realask", h_prefix());
+    h_key_on_master(&t, 0, prefix, 0, key, sizeof key);
+    int slot = h_slot(key);
+    freeReplyObject(h_cmd(p, "DEL %s", key));
+    long long before = info_field(p, "script_redirects_unconfirmed");
+    node_ok(&t.masters[1], "CLUSTER SETSLOT %d IMPORTING %s", slot, t.master_id[0]);
+    node_ok(&t.masters[0], "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
+    redisReply *r = h_cmd(p, "EVAL %s 1 %s", "return redis.call('INCR', KEYS[1])", key);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    redisContext *o = h_connect_node(&t.masters[1]);
+    freeReplyObject(h_cmd(o, "ASKING"));
+    r = h_cmd(o, "GET %s", key);
+    H_EXPECT_BULK(r, "1");
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(o, "ASKING"));
+    freeReplyObject(h_cmd(o, "DEL %s", key));
+    redisFree(o);
+    ck_assert_int_eq(info_field(p, "script_redirects_unconfirmed"), before);
+    node_ok(&t.masters[0], "CLUSTER SETSLOT %d STABLE%s", slot, "");
+    node_ok(&t.masters[1], "CLUSTER SETSLOT %d STABLE%s", slot, "");
+    redisFree(p);
+}
+END_TEST
+
 static Suite *scripts_redirect_suite(void)
 {
     Suite *s = suite_create("scripts_redirect");
@@ -142,6 +186,7 @@ static Suite *scripts_redirect_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_forged_redirects_run_once);
     tcase_add_test(tc, test_real_moved_followed);
+    tcase_add_test(tc, test_real_ask_followed);
     suite_add_tcase(s, tc);
     return s;
 }
