@@ -99,6 +99,10 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
     evbuffer_add_printf(b, "tagproxy_redirects_total{type=\"moved\"} %llu\n"
                         "tagproxy_redirects_total{type=\"ask\"} %llu\n",
                         (unsigned long long)s->moved, (unsigned long long)s->ask);
+    prom_one(b, "tagproxy_script_redirects_unconfirmed_total", "counter",
+             "Script replies shaped as MOVED/ASK/TRYAGAIN/CLUSTERDOWN that the cluster's "
+             "state did not confirm: given to the client as they are, not resent.",
+             s->script_redirects_unconfirmed);
     prom_one(b, "tagproxy_retries_total", "counter",
              "Commands resent after a backoff (TRYAGAIN, CLUSTERDOWN, redirect limit, "
              "unreachable node).", s->retries);
@@ -277,6 +281,7 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "command_errors", errors);
     info_line(b, "redirects_moved", s->moved);
     info_line(b, "redirects_ask", s->ask);
+    info_line(b, "script_redirects_unconfirmed", s->script_redirects_unconfirmed);
     info_line(b, "retries", s->retries);
     info_line(b, "retries_exhausted", s->retries_exhausted);
     info_line(b, "lost_replies", s->lost_replies);

@@ -223,6 +223,7 @@ void request_free(struct request *r)
     free(r->positions);
     index_listing_free(r);
     free(r->block_redirect);
+    free(r->script_redirect);
     free(r->exec_fix);
     if (r->exec_upkeep)
         evbuffer_free(r->exec_upkeep);

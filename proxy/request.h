@@ -107,6 +107,8 @@ struct request {
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
     int block_parts;                /* MULTI..EXEC block: replies before EXEC's */
     char *block_redirect;           /* the first redirect error among them */
+    char *script_redirect;          /* a script's redirect-like error while the
+                                       cluster's state is read to confirm it */
     unsigned char *exec_fix;        /* EXEC with a layout: per queued command, what
                                        its element of EXEC's array needs (tx.h) */
     int nexec_fix;                  /* EXEC: the commands its block holds (its array's

@@ -399,3 +399,12 @@ int scriptcmd_may_write(const struct command *cmd)
     return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 ||
            strcmp(name, "fcall") == 0;
 }
+
+int scriptcmd_runs_code(const struct command *cmd)
+{
+    const char *name = cmd->name;
+    if (name[0] != 'e' && name[0] != 'f')
+        return 0;
+    return scriptcmd_may_write(cmd) || strcmp(name, "eval_ro") == 0 ||
+           strcmp(name, "evalsha_ro") == 0 || strcmp(name, "fcall_ro") == 0;
+}

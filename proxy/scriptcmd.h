@@ -53,4 +53,8 @@ void scriptcmd_load_on(struct node_conn *c, const char *body, size_t len);
  * it declares (what the proxy cannot see inside). */
 int scriptcmd_may_write(const struct command *cmd);
 
+/* EVAL, EVALSHA, FCALL or a _RO form: code that runs on the node and may
+ * answer any error it likes, a redirect's words included. */
+int scriptcmd_runs_code(const struct command *cmd);
+
 #endif

@@ -88,6 +88,7 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->protocol_errors += stat_get(&s->protocol_errors);
         sum->moved += stat_get(&s->moved);
         sum->ask += stat_get(&s->ask);
+        sum->script_redirects_unconfirmed += stat_get(&s->script_redirects_unconfirmed);
         sum->retries += stat_get(&s->retries);
         sum->retries_exhausted += stat_get(&s->retries_exhausted);
         sum->lost_replies += stat_get(&s->lost_replies);

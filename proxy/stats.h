@@ -104,6 +104,8 @@ struct worker_stats {
     uint64_t unknown_commands;      /* answered "unknown command" */
     uint64_t protocol_errors;       /* clients closed for bad input */
     uint64_t moved, ask;            /* redirects followed or seen */
+    uint64_t script_redirects_unconfirmed; /* a script's redirect-like error the
+                                       cluster's state did not confirm */
     uint64_t retries, retries_exhausted;
     uint64_t lost_replies;          /* "the command may have run" */
     uint64_t index_syncs;           /* index-sync scripts run (keylayout) */
