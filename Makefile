@@ -12,7 +12,7 @@
 CC       ?= cc
 PKGS      = libevent libevent_pthreads libevent_openssl hiredis openssl liburing
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Werror=vla -Wshadow -Wmissing-prototypes \
             -Wno-format-truncation \
             -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread

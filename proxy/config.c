@@ -651,7 +651,7 @@ static const struct directive directives[] = {
     { "listen",                    1,  1, set_listen,       0, 0, 0 },
     { "admin-listen",              1,  1, set_admin_listen, 0, 0, 0 },
     { "cluster",                   1, -1, set_cluster,      0, 0, 0 },
-    { "threads",                   1,  1, set_int,          AT(threads), 1, 64 },
+    { "threads",                   1,  1, set_int,          AT(threads), 1, CONFIG_MAX_THREADS },
     { "requirepass",               1,  1, set_string,       AT(requirepass), 0, 0 },
     { "user",                      2, -1, set_user,         0, 0, 0 },
     { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },

@@ -69,6 +69,10 @@ struct config_script_map {
     size_t len;
 };
 
+/* The most workers `threads` accepts; arrays with one slot per worker are
+ * sized by this, not by the configured count. */
+#define CONFIG_MAX_THREADS 64
+
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
     char  *admin_listen;                /* host:port of /healthz /readyz /metrics,

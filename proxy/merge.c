@@ -150,20 +150,41 @@ static void merge_concat(struct request *p, struct evbuffer *out)
     }
 }
 
+/* One key drawn evenly from the masters that had one: reservoir sampling,
+ * so no array sized by the number of parts. */
 static void merge_random(struct request *p, struct evbuffer *out)
 {
-    int found[p->nparts > 0 ? p->nparts : 1], n = 0;
+    int pick = -1, n = 0;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = part_bytes(p->parts[i], &len);
-        if (len > 0 && b[0] == '$' && b[1] != '-')
-            found[n++] = i;
+        if (len > 0 && b[0] == '$' && b[1] != '-' && rand() % ++n == 0)
+            pick = i;
     }
-    if (n == 0) {
+    if (pick < 0) {
         resp_add_null(out);
         return;
     }
-    evbuffer_add_buffer(out, request_reply_buffer(p->parts[found[rand() % n]]));
+    evbuffer_add_buffer(out, request_reply_buffer(p->parts[pick]));
+}
+
+/* INFO's keyspace from every master's text; the array of texts is on the
+ * heap (one INFO, not a hot path) so no stack is sized by the part count. */
+static void merge_keyspace(struct request *p, struct evbuffer *out)
+{
+    const char **texts = calloc(p->nparts > 0 ? (size_t)p->nparts : 1, sizeof *texts);
+    if (!texts) {
+        resp_add_error(out, "ERR out of memory");
+        return;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        struct evbuffer *b = request_reply_buffer(p->parts[i]);
+        evbuffer_add(b, "", 1);          /* NUL-terminate for parsing */
+        texts[i] = part_bytes(p->parts[i], &len);
+    }
+    local_info_render(p, texts, p->nparts);
+    free(texts);
 }
 
 /* The master's [cursor, keys] with the proxy's cursor in its place. */
@@ -467,17 +488,7 @@ void merge_replies(struct request *p)
     case MERGE_AND:    merge_and(p, out); break;
     case MERGE_UNION:  merge_union(p, out); break;
     case MERGE_NUMSUB: merge_numsub(p, out); break;
-    case MERGE_KEYSPACE: {
-        const char *texts[p->nparts > 0 ? p->nparts : 1];
-        for (int i = 0; i < p->nparts; i++) {
-            size_t len;
-            struct evbuffer *b = request_reply_buffer(p->parts[i]);
-            evbuffer_add(b, "", 1);          /* NUL-terminate for parsing */
-            texts[i] = part_bytes(p->parts[i], &len);
-        }
-        local_info_render(p, texts, p->nparts);
-        break;
-    }
+    case MERGE_KEYSPACE: merge_keyspace(p, out); break;
     case MERGE_ALL_OK:
     case MERGE_NONE:
     default:

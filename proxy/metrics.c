@@ -15,7 +15,9 @@
 int metrics_collect(struct metrics *m, struct proxy *p)
 {
     memset(m, 0, sizeof *m);
-    const struct worker_stats *each[p->nworkers > 0 ? p->nworkers : 1];
+    const struct worker_stats *each[CONFIG_MAX_THREADS];
+    if (p->nworkers > CONFIG_MAX_THREADS)
+        return -1;
     for (int i = 0; i < p->nworkers; i++)
         each[i] = &p->workers[i].stats;
     if (stats_init(&m->sum) < 0)

@@ -808,15 +808,56 @@ static void reply_confirm(struct evbuffer *b, const char *kind, const char *name
     resp_add_integer(b, count);
 }
 
+/* The names a SUBSCRIBE adds, for the one command that sends them on: one
+ * heap block of argc entries (argc is already held in the request, so the
+ * block is bounded by what the client was allowed to send), never the stack. */
+struct fresh_names {
+    const char **names;
+    size_t *lens;
+    struct sub_entry **entries;
+    int n;
+};
+
+static int fresh_init(struct fresh_names *f, int argc)
+{
+    size_t n = argc > 0 ? (size_t)argc : 1;
+    f->n = 0;
+    f->names = malloc(n * (sizeof *f->names + sizeof *f->entries + sizeof *f->lens));
+    if (!f->names)
+        return -1;
+    f->entries = (struct sub_entry **)(void *)(f->names + n);
+    f->lens = (size_t *)(void *)(f->entries + n);
+    return 0;
+}
+
+static void fresh_add(struct fresh_names *f, struct sub_entry *e, size_t len)
+{
+    f->entries[f->n] = e;
+    f->names[f->n] = e->name;
+    f->lens[f->n++] = len;
+}
+
 /* SUBSCRIBE / PSUBSCRIBE: the reply is built now, with Redis's counts; it
  * goes out once the node has confirmed the new names. */
+static void cmd_subscribe_with(struct request *r, struct pubsub *ps, int patterns,
+                               struct fresh_names *f);
+
 static void cmd_subscribe(struct request *r, struct pubsub *ps, int patterns)
+{
+    struct fresh_names f;
+    if (fresh_init(&f, r->argc) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    cmd_subscribe_with(r, ps, patterns, &f);
+    free(f.names);
+}
+
+static void cmd_subscribe_with(struct request *r, struct pubsub *ps, int patterns,
+                               struct fresh_names *f)
 {
     struct sub_set *set = patterns ? &ps->patterns : &ps->channels;
     const char *kind = patterns ? "psubscribe" : "subscribe";
-    const char *fresh[r->argc];
-    size_t lens[r->argc];
-    int nfresh = 0;
     struct evbuffer *b = request_reply_buffer(r);
     for (int i = 1; i < r->argc; i++) {
         size_t len;
@@ -828,13 +869,11 @@ static void cmd_subscribe(struct request *r, struct pubsub *ps, int patterns)
             request_fail(r, "ERR out of memory");
             return;
         }
-        if (added) {
-            fresh[nfresh] = e->name;
-            lens[nfresh++] = len;
-        }
+        if (added)
+            fresh_add(f, e, len);
         reply_confirm(b, kind, name, len, ps_count(ps));
     }
-    struct sub_conn *sc = nfresh ? main_get(ps) : NULL;
+    struct sub_conn *sc = f->n ? main_get(ps) : NULL;
     if (!sc) {
         request_finish(r);      /* nothing new (or no memory: the next
                                  * resubscription takes the names) */
@@ -851,8 +890,8 @@ static void cmd_subscribe(struct request *r, struct pubsub *ps, int patterns)
             resub_schedule(ps);
         return;
     }
-    if (conn_send(sc, patterns ? "PSUBSCRIBE" : "SUBSCRIBE", fresh, lens, nfresh) < 0 ||
-        !wait_push(sc, r, nfresh, 0))
+    if (conn_send(sc, patterns ? "PSUBSCRIBE" : "SUBSCRIBE", f->names, f->lens, f->n) < 0 ||
+        !wait_push(sc, r, f->n, 0))
         request_finish(r);
 }
 
@@ -932,6 +971,9 @@ static int args_slot(const struct request *r, int from)
 
 static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 
+static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
+                             struct fresh_names *f);
+
 /* SSUBSCRIBE: on a connection to the master of the channels' slot. */
 static void cmd_ssubscribe(struct request *r, struct pubsub *ps)
 {
@@ -940,10 +982,18 @@ static void cmd_ssubscribe(struct request *r, struct pubsub *ps)
         request_fail(r, crossslot);
         return;
     }
-    const char *fresh[r->argc];
-    size_t lens[r->argc];
-    struct sub_entry *entries[r->argc];
-    int nfresh = 0;
+    struct fresh_names f;
+    if (fresh_init(&f, r->argc) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    ssubscribe_names(r, ps, slot, &f);
+    free(f.names);
+}
+
+static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
+                             struct fresh_names *f)
+{
     struct evbuffer *b = request_reply_buffer(r);
     for (int i = 1; i < r->argc; i++) {
         size_t len;
@@ -955,28 +1005,25 @@ static void cmd_ssubscribe(struct request *r, struct pubsub *ps)
             request_fail(r, "ERR out of memory");
             return;
         }
-        if (added) {
-            entries[nfresh] = e;
-            fresh[nfresh] = e->name;
-            lens[nfresh++] = len;
-        }
+        if (added)
+            fresh_add(f, e, len);
         reply_confirm(b, "ssubscribe", name, len, (long long)ps->shard.n);
     }
-    if (nfresh == 0) {
+    if (f->n == 0) {
         request_finish(r);
         return;
     }
     int node = worker_node_for_slot(r->worker, slot);
     struct sub_conn *sc = node >= 0 ? shard_get(ps, node) : NULL;
-    if (!sc || conn_send(sc, "SSUBSCRIBE", fresh, lens, nfresh) < 0) {
+    if (!sc || conn_send(sc, "SSUBSCRIBE", f->names, f->lens, f->n) < 0) {
         resub_schedule(ps);     /* the entries have no connection: placed later */
         request_finish(r);
         return;
     }
-    for (int i = 0; i < nfresh; i++)
-        entries[i]->conn = sc;
-    sc->nsubs += nfresh;
-    if (!wait_push(sc, r, nfresh, 0))
+    for (int i = 0; i < f->n; i++)
+        f->entries[i]->conn = sc;
+    sc->nsubs += f->n;
+    if (!wait_push(sc, r, f->n, 0))
         request_finish(r);
 }
 
@@ -1086,11 +1133,14 @@ static void cmd_pubsub_info(struct request *r)
         router_send(r);
         return;
     }
-    const char *argv[r->argc];
-    size_t lens[r->argc];
-    for (int i = 0; i < r->argc; i++)
-        argv[i] = request_arg(r, i, &lens[i]);
+    size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
     router_fanout(r, merge, r->argc, argv, lens);
+    free(argv);
 }
 
 void pubsub_dispatch(struct request *r)

@@ -322,3 +322,17 @@ void request_fail(struct request *r, const char *msg)
     resp_add_error(request_reply_buffer(r), msg);     /* CR and LF become blanks */
     request_finish(r);
 }
+
+const char **request_argv_new(const struct request *r, size_t **lens)
+{
+    size_t n = r->argc > 0 ? (size_t)r->argc : 1;
+    /* pointers, then lengths: size_t is no more aligned than a pointer on
+     * the targets we build for */
+    const char **argv = malloc(n * (sizeof *argv + sizeof **lens));
+    if (!argv)
+        return NULL;
+    *lens = (size_t *)(void *)(argv + n);
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &(*lens)[i]);
+    return argv;
+}

@@ -192,6 +192,13 @@ static inline const char *request_arg(const struct request *r, int i, size_t *le
     return r->data + r->args[i].off;
 }
 
+/* r's arguments as pointer and length arrays, for a command rebuilt with a
+ * variable number of them: one heap block of argc entries each (argc is
+ * already held in r->args, so this is bounded by what the client was allowed
+ * to send), never the stack. Returns the argv array, which the caller frees
+ * (lens lies in the same block); NULL when out of memory. */
+const char **request_argv_new(const struct request *r, size_t **lens);
+
 /* The buffer a locally built reply goes into (created on first use). */
 struct evbuffer *request_reply_buffer(struct request *r);
 

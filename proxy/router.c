@@ -1097,10 +1097,12 @@ void router_scan(struct request *r, int match_arg, const char *match, size_t mat
     }
     char node_cursor[24];
     snprintf(node_cursor, sizeof node_cursor, "%llu", cursor / SCAN_NODES_MAX);
-    const char *argv[r->argc];
-    size_t lens[r->argc];
-    for (int i = 0; i < r->argc; i++)
-        argv[i] = request_arg(r, i, &lens[i]);
+    size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
     argv[1] = node_cursor;
     lens[1] = strlen(node_cursor);
     if (match_arg > 1 && match_arg < r->argc) {
@@ -1109,7 +1111,9 @@ void router_scan(struct request *r, int match_arg, const char *match, size_t mat
     }
     struct request *part = request_new(w);
     r->parts = calloc(1, sizeof *r->parts);
-    if (!part || !r->parts || request_build(part, r->argc, argv, lens) < 0) {
+    int built = part && r->parts ? request_build(part, r->argc, argv, lens) : -1;
+    free(argv);
+    if (built < 0) {
         if (part)
             request_free(part);
         request_fail(r, "ERR out of memory");
@@ -1129,11 +1133,14 @@ void router_scan(struct request *r, int match_arg, const char *match, size_t mat
 /* Run r's own bytes on every master. */
 static void plan_everywhere(struct request *r, enum merge_kind merge)
 {
-    const char *argv[r->argc > 0 ? r->argc : 1];
-    size_t lens[r->argc > 0 ? r->argc : 1];
-    for (int i = 0; i < r->argc; i++)
-        argv[i] = request_arg(r, i, &lens[i]);
+    size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
     router_fanout(r, merge, r->argc, argv, lens);
+    free(argv);
 }
 
 static void plan_dangerous(struct request *r, int everywhere)
