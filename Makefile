@@ -32,7 +32,7 @@ TEST_HELP = $(wildcard tests/unit/check_main.c)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # Each fuzz target's LLVMFuzzerTestOneInput, built with $(CC) and the replay
 # main (tests/fuzz/replay.c) over its seeds: run by make test as unit tests.
-FUZZ_TARGETS = resp reply layout command rules slots
+FUZZ_TARGETS = resp reply layout command rules slots client
 REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
 .PHONY: all deps run test unit integration e2e bench fuzz clean
@@ -102,7 +102,9 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -
 FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
 	proxy/config.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
 	keylayout/layout.c keylayout/rules.c
-fuzz:
+# fuzz_client runs a whole worker: every daemon source but main.c.
+FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
+fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
@@ -111,12 +113,15 @@ fuzz:
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
 	    $(shell pkg-config --cflags --libs hiredis libevent openssl)
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_client $(FUZZ_CLIENT_SRCS) \
+	    $(shell pkg-config --cflags --libs $(PKGS)) -lpthread
 	$(B)/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-resp tests/fuzz/seeds-resp
 	$(B)/fuzz/fuzz_reply -max_total_time=$(FUZZ_SECONDS) -max_len=512 $(B)/fuzz/corpus-reply tests/fuzz/seeds-reply
 	$(B)/fuzz/fuzz_layout -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-layout tests/fuzz/seeds-layout
 	$(B)/fuzz/fuzz_command -max_total_time=$(FUZZ_SECONDS) -max_len=256 $(B)/fuzz/corpus-command tests/fuzz/seeds-command
 	$(B)/fuzz/fuzz_rules -max_total_time=$(FUZZ_SECONDS) -max_len=1024 $(B)/fuzz/corpus-rules tests/fuzz/seeds-rules
 	$(B)/fuzz/fuzz_slots -max_total_time=$(FUZZ_SECONDS) -max_len=2048 $(B)/fuzz/corpus-slots tests/fuzz/seeds-slots
+	$(B)/fuzz/fuzz_client -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(B)/fuzz/corpus-client tests/fuzz/seeds-client
 
 clean:
 	rm -rf $(B)
