@@ -266,6 +266,44 @@ static void protocol_broken(struct node_conn *c, const char *what)
     node_conn_close(c, why);
 }
 
+/* A size for messages: "512mb", "1kb", else bytes. */
+static void size_text(char *out, size_t size, unsigned long long n)
+{
+    if (n >= 1024 * 1024 && n % (1024 * 1024) == 0)
+        snprintf(out, size, "%llumb", n / (1024 * 1024));
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(out, size, "%llukb", n / 1024);
+    else
+        snprintf(out, size, "%llu bytes", n);
+}
+
+/* The reply in progress has passed a bound (a bulk longer than
+ * proto-max-bulk-len, or more bytes than its client may be sent): it is not
+ * buffered whole; the connection is reset, which fails what is in flight.
+ * 1 when it did. Checked before the scanned bytes are kept, as soon as the
+ * header that passes a bound is read. */
+static int reply_over_bound(struct node_conn *c)
+{
+    struct node_req *head = TAILQ_FIRST(&c->inflight);
+    size_t limit = head ? head->reply_max : c->push_max;
+    long long max_bulk = c->opts->max_bulk_len;
+    char why[REPLY_ERRLINE_MAX], size[32];
+    if (max_bulk > 0 && c->scan.bulk_max > max_bulk) {
+        size_text(size, sizeof size, (unsigned long long)max_bulk);
+        snprintf(why, sizeof why, "the reply from node %s is longer than proto-max-bulk-len "
+                 "(%s): the proxy reset its connection to the node", c->addr, size);
+    } else if (limit > 0 && c->scan.len > limit) {
+        size_text(size, sizeof size, (unsigned long long)limit);
+        snprintf(why, sizeof why, "the reply from node %s is larger than the client's output "
+                 "buffer hard limit (%s): the proxy reset its connection to the node",
+                 c->addr, size);
+    } else {
+        return 0;
+    }
+    node_conn_close(c, why);
+    return 1;
+}
+
 /* Replies are scanned where they lie in the input; one not yet whole is
  * moved to c->partial so the input never has to hold a big reply. */
 static void read_cb(struct io_conn *io, void *arg)
@@ -287,6 +325,8 @@ static void read_cb(struct io_conn *io, void *arg)
             protocol_broken(c, "reply to no request");
             return;
         }
+        if (reply_over_bound(c))
+            return;
         io_consume(io, took);       /* only offsets: data stays valid */
         if (st == REPLY_SCAN_MORE) {
             evbuffer_add(c->partial, data, took);

@@ -83,6 +83,10 @@ struct node_req {
      * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
      * no silence limit while it is the oldest request. */
     uint64_t wait_ms;
+    /* Bytes its reply may reach (its client's output hard limit); past
+     * them the connection is reset rather than the reply buffered. 0: no
+     * bound. */
+    size_t reply_max;
     unsigned answered : 1;      /* its reply came: conn is no longer its connection */
 };
 
@@ -105,6 +109,8 @@ struct node_opts {
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
     struct stats_nodes *stats;  /* the owner's counters (stats.h); may be NULL */
+    long long max_bulk_len;     /* proto-max-bulk-len: a longer bulk in a reply
+                                 * resets the connection; 0: no bound */
 };
 
 struct node_conn {
@@ -131,6 +137,7 @@ struct node_conn {
     void (*ext_free)(void *ext);    /* frees it with the connection */
     node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol */
     void *push_arg;
+    size_t push_max;                /* as reply_max, for the replies on_push gets */
     /* write batching (above); batch_window 0: every request leaves in the
      * round it was sent */
     int batch_window;
