@@ -88,6 +88,7 @@ struct node_req {
      * bound. */
     size_t reply_max;
     unsigned answered : 1;      /* its reply came: conn is no longer its connection */
+    unsigned had_parts : 1;     /* on_part has had a reply */
 };
 
 #define NODE_WAIT_FOREVER UINT64_MAX
@@ -128,7 +129,11 @@ struct node_conn {
     long long node_id;          /* the node's CLIENT ID for it once known (node_conn_ask_id),
                                  * else 0; other threads read it with __atomic_load_n */
     int retiring;               /* close once the last reply is in */
-    int refused_login;          /* AUTH failed: nothing sent after it ran */
+    /* The node refused the proxy's AUTH: nothing more is sent; the replies
+     * already due are read (a NOAUTH proves its command did not run, any
+     * other reply is its command's), then the connection closes. */
+    int refused_login;
+    char refused_why[REPLY_ERRLINE_MAX];
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */

@@ -12,6 +12,12 @@
  *               connection (STREAM_MAX at most, then it waits)
  *   bulk2mb     a whole 2 MB bulk
  *   array5mb    an array of small bulks, 5 MB in all
+ *   run         bulk "ran"
+ *   die         the connection closed without a reply
+ *
+ * With refuse_filter, A refuses every AUTH once g_refuse is set, as a node
+ * whose default user has no password runs what follows a wrong AUTH for a
+ * named user: it answers GET noauth with -NOAUTH, the rest as above.
  *
  * B answers every GET with bulk "fromB".
  */
@@ -52,6 +58,10 @@ static int script_a(struct fn_conn *c, const char *key, size_t len)
 {
     char head[64];
     (void)len;
+    if (has_name(key, "run"))
+        return fn_write_bulk(c, "ran");
+    if (has_name(key, "die"))
+        return -1;
     if (has_name(key, "ok"))
         return fn_write_bulk(c, "ok");
     if (has_name(key, "stream")) {
@@ -91,11 +101,41 @@ static int script_b(struct fn_conn *c, const char *key, size_t len)
     return fn_write_bulk(c, "fromB");
 }
 
+static int g_refuse;
+
+/* On a refused AUTH, the answer waits until the GET noauth the test sends
+ * behind it has arrived too: both were written before the proxy read the
+ * refusal. */
+static int refuse_filter(struct fn_conn *c, int *rc)
+{
+    if (strcasecmp(c->argv[0], "AUTH") == 0) {
+        if (!__atomic_load_n(&g_refuse, __ATOMIC_SEQ_CST)) {
+            *rc = fn_writes(c, "+OK\r\n");
+            return 1;
+        }
+        c->filter_state = 1;
+        while (memmem(c->buf + c->start, c->end - c->start, "noauth", 6) == NULL)
+            if (fn_fill(c) < 0) {
+                *rc = -1;
+                return 1;
+            }
+        *rc = fn_writes(c, "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+        return 1;
+    }
+    if (c->filter_state && c->argc == 2 && strcasecmp(c->argv[0], "GET") == 0 &&
+        has_name(c->argv[1], "noauth")) {
+        *rc = fn_writes(c, "-NOAUTH Authentication required.\r\n");
+        return 1;
+    }
+    return 0;
+}
+
 /* A and B each own half the slots; the proxy in front, with args. */
-static void world(const char *name, const char *const *args)
+static void world_filtered(const char *name, const char *const *args, fn_filter *filter)
 {
     int ranges[2][3];
     fn_start(&W.a, 'A', script_a, 0);
+    W.a.filter = filter;
     fn_start(&W.b, 'B', script_b, 0);
     ranges[0][0] = 0;
     ranges[0][1] = H_SLOTS / 2 - 1;
@@ -108,8 +148,14 @@ static void world(const char *name, const char *const *args)
     fn_proxy_start(&W.proxy, name, W.a.port, args);
 }
 
+static void world(const char *name, const char *const *args)
+{
+    world_filtered(name, args, NULL);
+}
+
 static void teardown(void)
 {
+    __atomic_store_n(&g_refuse, 0, __ATOMIC_SEQ_CST);
     h_proxy_stop(&W.proxy);
     fn_stop(&W.a);
     fn_stop(&W.b);
@@ -266,6 +312,53 @@ START_TEST(test_reply_over_output_limit)
 }
 END_TEST
 
+/*
+ * A refused AUTH does not prove that what was written behind it did not
+ * run: GET run, answered normally, is answered once to its client and not
+ * sent again; GET noauth, answered NOAUTH, did not run: it is retried, then
+ * answered with the refusal, not with "may have run".
+ */
+START_TEST(test_refused_login_replies_read)
+{
+    static const char *const args[] = { "--cluster-password", "secret", "--topology-refresh-ms", "0",
+                                        "--retry-attempts", "2", "--retry-base-ms", "5", NULL };
+    char run_cmd[128], noauth_cmd[128];
+    redisContext *c;
+    redisReply *r;
+
+    world_filtered("refused", args, refuse_filter);
+    snprintf(run_cmd, sizeof(run_cmd), "GET %srun", key_on(0, "a"));
+    snprintf(noauth_cmd, sizeof(noauth_cmd), "GET %snoauth", key_on(0, "a"));
+    c = h_connect_node(&W.proxy.addr);
+    r = get_on_a(c, "ok");
+    H_EXPECT_BULK(r, "ok");
+    freeReplyObject(r);
+    __atomic_store_n(&g_refuse, 1, __ATOMIC_SEQ_CST);
+    r = get_on_a(c, "die");                     /* the next connection logs in again */
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    append_get_on_a(c, "run");
+    append_get_on_a(c, "noauth");
+    r = h_get_reply(c);
+    H_EXPECT_BULK(r, "ran");
+    freeReplyObject(r);
+    r = h_get_reply(c);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "refused the proxy's login (WRONGPASS)") != NULL &&
+                  strstr(r->str, "may have run") == NULL,
+                  "GET noauth did not run, yet: %s", h_show(r));
+    freeReplyObject(r);
+    __atomic_store_n(&g_refuse, 0, __ATOMIC_SEQ_CST);
+    r = get_on_a(c, "ok");
+    H_EXPECT_BULK(r, "ok");
+    freeReplyObject(r);
+    ck_assert_int_eq(fn_count(&W.a, run_cmd), 1);
+    ck_assert_int_ge(fn_count(&W.a, noauth_cmd), 1);
+    ck_assert_int_le(fn_count(&W.a, noauth_cmd), 3);
+    redisFree(c);
+}
+END_TEST
+
 static Suite *nodereply_suite(void)
 {
     Suite *s = suite_create("nodereply");
@@ -276,6 +369,7 @@ static Suite *nodereply_suite(void)
     tcase_add_test(tc, test_bulk_header_too_long);
     tcase_add_test(tc, test_bulk_over_small_max);
     tcase_add_test(tc, test_reply_over_output_limit);
+    tcase_add_test(tc, test_refused_login_replies_read);
     suite_add_tcase(s, tc);
     return s;
 }
