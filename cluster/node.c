@@ -48,15 +48,18 @@ static void auth_reply(struct node_req *r, struct evbuffer *in, const char *byte
         evbuffer_drain(in, len);
     internal_free(r);
     if (s->type == '-') {
-        /* Nothing behind a refused AUTH can succeed on this connection, and
-         * nothing behind it ran (the node answers NOAUTH to all of it). Only
-         * the error's code is shown: its text may quote the password. */
-        char why[REPLY_ERRLINE_MAX + 64], code[32];
+        /* Nothing more goes out on this connection. What was written behind
+         * the AUTH may still have run (a default user without a password
+         * runs it): its replies are read, and only a NOAUTH proves a command
+         * did not run (reply_hand). Only the error's code is shown: its
+         * text may quote the password. */
+        char code[32];
         reply_error_code(s->errline, code, sizeof code);
-        snprintf(why, sizeof why, "node %s refused the proxy's login (%s): check "
-                 "cluster-user and cluster-password", c->addr, code);
+        snprintf(c->refused_why, sizeof c->refused_why, "node %s refused the proxy's login "
+                 "(%s): check cluster-user and cluster-password", c->addr, code);
         c->refused_login = 1;
-        node_conn_close(c, why);
+        if (c->ninflight == 0)
+            node_conn_close(c, c->refused_why);
     }
 }
 
@@ -236,6 +239,13 @@ static void batch_answered(struct node_conn *c)
 
 /* ---- replies ---- */
 
+/* NOAUTH: the node did not run the command (the connection is not logged in). */
+static int reply_is_noauth(const struct reply_scanner *s)
+{
+    return s->type == '-' && strncmp(s->errline, "NOAUTH", 6) == 0 &&
+           (s->errline[6] == ' ' || s->errline[6] == '\0');
+}
+
 /* Hand the oldest request its reply. */
 static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
 {
@@ -247,6 +257,7 @@ static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *byt
     }
     if (r->extra_replies > 0) {     /* a reply inside a transaction block */
         r->extra_replies--;
+        r->had_parts = 1;
         r->on_part(r, in, bytes, len, &c->scan);
         reply_scanner_init(&c->scan);
         return;
@@ -255,6 +266,16 @@ static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *byt
     c->ninflight--;
     r->answered = 1;
     batch_answered(c);
+    if (c->refused_login && !r->had_parts && reply_is_noauth(&c->scan)) {
+        /* its command did not run: the request may go again elsewhere (a
+         * block whose parts were handed on is answered as it is) */
+        if (in)
+            evbuffer_drain(in, len);
+        reply_scanner_init(&c->scan);
+        r->conn = NULL;
+        r->on_fail(r, 0, c->refused_why);
+        return;
+    }
     r->on_reply(r, in, bytes, len, &c->scan);
     reply_scanner_init(&c->scan);
 }
@@ -264,6 +285,44 @@ static void protocol_broken(struct node_conn *c, const char *what)
     char why[160];
     snprintf(why, sizeof why, "node %s broke the protocol (%s)", c->addr, what);
     node_conn_close(c, why);
+}
+
+/* A size for messages: "512mb", "1kb", else bytes. */
+static void size_text(char *out, size_t size, unsigned long long n)
+{
+    if (n >= 1024 * 1024 && n % (1024 * 1024) == 0)
+        snprintf(out, size, "%llumb", n / (1024 * 1024));
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(out, size, "%llukb", n / 1024);
+    else
+        snprintf(out, size, "%llu bytes", n);
+}
+
+/* The reply in progress has passed a bound (a bulk longer than
+ * proto-max-bulk-len, or more bytes than its client may be sent): it is not
+ * buffered whole; the connection is reset, which fails what is in flight.
+ * 1 when it did. Checked before the scanned bytes are kept, as soon as the
+ * header that passes a bound is read. */
+static int reply_over_bound(struct node_conn *c)
+{
+    struct node_req *head = TAILQ_FIRST(&c->inflight);
+    size_t limit = head ? head->reply_max : c->push_max;
+    long long max_bulk = c->opts->max_bulk_len;
+    char why[REPLY_ERRLINE_MAX], size[32];
+    if (max_bulk > 0 && c->scan.bulk_max > max_bulk) {
+        size_text(size, sizeof size, (unsigned long long)max_bulk);
+        snprintf(why, sizeof why, "the reply from node %s is longer than proto-max-bulk-len "
+                 "(%s): the proxy reset its connection to the node", c->addr, size);
+    } else if (limit > 0 && c->scan.len > limit) {
+        size_text(size, sizeof size, (unsigned long long)limit);
+        snprintf(why, sizeof why, "the reply from node %s is larger than the client's output "
+                 "buffer hard limit (%s): the proxy reset its connection to the node",
+                 c->addr, size);
+    } else {
+        return 0;
+    }
+    node_conn_close(c, why);
+    return 1;
 }
 
 /* Replies are scanned where they lie in the input; one not yet whole is
@@ -287,6 +346,8 @@ static void read_cb(struct io_conn *io, void *arg)
             protocol_broken(c, "reply to no request");
             return;
         }
+        if (reply_over_bound(c))
+            return;
         io_consume(io, took);       /* only offsets: data stays valid */
         if (st == REPLY_SCAN_MORE) {
             evbuffer_add(c->partial, data, took);
@@ -299,6 +360,8 @@ static void read_cb(struct io_conn *io, void *arg)
     }
     if (c->retiring && c->ninflight == 0 && c->state != NODE_CLOSED)
         node_conn_close(c, "the node is no longer a master");
+    if (c->refused_login && c->ninflight == 0 && c->state != NODE_CLOSED)
+        node_conn_close(c, c->refused_why);
 }
 
 void node_conn_retire(struct node_conn *c)
@@ -415,14 +478,15 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
 
 void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_t len)
 {
-    if (c->state == NODE_CLOSED) {
+    if (c->state == NODE_CLOSED || c->refused_login) {
         char why[200];
         snprintf(why, sizeof why, "cannot connect to node %s", c->addr);
-        r->on_fail(r, 0, why);
+        r->on_fail(r, 0, c->refused_login ? c->refused_why : why);
         return;
     }
     r->conn = c;
     r->answered = 0;
+    r->had_parts = 0;
     r->len = len;
     r->sent_ms = node_now_ms();
     if (TAILQ_EMPTY(&c->inflight) && c->state == NODE_READY)
@@ -436,7 +500,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
 
 int node_send_raw(struct node_conn *c, const void *bytes, size_t len)
 {
-    if (c->state == NODE_CLOSED)
+    if (c->state == NODE_CLOSED || c->refused_login)
         return -1;
     io_out_add(&c->io, bytes, len);
     io_conn_want_write(&c->io);
@@ -458,7 +522,7 @@ void node_conn_close(struct node_conn *c, const char *why)
 {
     if (c->state == NODE_CLOSED)
         return;
-    int never_connected = c->state == NODE_CONNECTING || c->refused_login;
+    int never_connected = c->state == NODE_CONNECTING;
     /* bytes still in our output buffer never reached the node */
     size_t unsent = io_conn_pending(&c->io);
     if (c->state == NODE_CONNECTING)

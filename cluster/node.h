@@ -83,7 +83,12 @@ struct node_req {
      * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
      * no silence limit while it is the oldest request. */
     uint64_t wait_ms;
+    /* Bytes its reply may reach (its client's output hard limit); past
+     * them the connection is reset rather than the reply buffered. 0: no
+     * bound. */
+    size_t reply_max;
     unsigned answered : 1;      /* its reply came: conn is no longer its connection */
+    unsigned had_parts : 1;     /* on_part has had a reply */
 };
 
 #define NODE_WAIT_FOREVER UINT64_MAX
@@ -105,6 +110,8 @@ struct node_opts {
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
     struct stats_nodes *stats;  /* the owner's counters (stats.h); may be NULL */
+    long long max_bulk_len;     /* proto-max-bulk-len: a longer bulk in a reply
+                                 * resets the connection; 0: no bound */
 };
 
 struct node_conn {
@@ -122,7 +129,11 @@ struct node_conn {
     long long node_id;          /* the node's CLIENT ID for it once known (node_conn_ask_id),
                                  * else 0; other threads read it with __atomic_load_n */
     int retiring;               /* close once the last reply is in */
-    int refused_login;          /* AUTH failed: nothing sent after it ran */
+    /* The node refused the proxy's AUTH: nothing more is sent; the replies
+     * already due are read (a NOAUTH proves its command did not run, any
+     * other reply is its command's), then the connection closes. */
+    int refused_login;
+    char refused_why[REPLY_ERRLINE_MAX];
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
@@ -131,6 +142,7 @@ struct node_conn {
     void (*ext_free)(void *ext);    /* frees it with the connection */
     node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol */
     void *push_arg;
+    size_t push_max;                /* as reply_max, for the replies on_push gets */
     /* write batching (above); batch_window 0: every request leaves in the
      * round it was sent */
     int batch_window;

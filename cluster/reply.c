@@ -30,6 +30,7 @@ void reply_scanner_init(struct reply_scanner *s)
     s->type = 0;
     s->len = 0;
     s->errline[0] = '\0';
+    s->bulk_max = 0;
     s->state = RS_TYPE;
     s->pending = 1;
     s->bulk_left = 0;
@@ -59,6 +60,8 @@ static void header_done(struct reply_scanner *s)
     }
     if (s->hdr == '$') {
         s->bulk_left = n;
+        if (n > s->bulk_max)
+            s->bulk_max = n;
         s->state = n ? RS_BULK : RS_BULK_CR;
         return;
     }

@@ -30,6 +30,7 @@ struct reply_scanner {
     char   type;            /* first byte of the current reply: + - : $ * */
     size_t len;             /* bytes of the current reply so far (total when DONE) */
     char   errline[REPLY_ERRLINE_MAX]; /* for type '-': the line, NUL-terminated, cut to fit */
+    long long bulk_max;     /* the longest bulk header of the current reply so far */
 
     /* private */
     int       state;

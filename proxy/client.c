@@ -232,6 +232,14 @@ void client_close_after_replies(struct client *c)
     client_flush(c);
 }
 
+size_t client_output_hard_limit(const struct client *c)
+{
+    const struct config *cfg = c->worker->cfg;
+    long long hard = pubsub_subscribed(c) ? cfg->client_output_pubsub_hard_limit
+                                          : cfg->client_output_hard_limit;
+    return hard > 0 ? (size_t)hard : 0;
+}
+
 /* Bytes this client holds in the proxy: replies not yet read by it. */
 static int client_over_limits(struct client *c, size_t held)
 {

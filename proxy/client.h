@@ -145,6 +145,9 @@ void client_close(struct client *c, const char *why);
 /* The evbuffer the client's replies go to, or NULL when it is gone. */
 struct evbuffer *client_output(struct client *c);
 
+/* The output hard limit of c's class (a subscriber's: pubsub's); 0: none. */
+size_t client_output_hard_limit(const struct client *c);
+
 /* Stop reading c until node has written its backlog (backpressure). */
 void client_pause_for(struct client *c, struct node_conn *node);
 

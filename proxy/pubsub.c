@@ -333,6 +333,7 @@ static struct node_conn *conn_connect(struct sub_conn *sc, int node)
         return NULL;
     nc->on_push = conn_push;
     nc->push_arg = sc;
+    nc->push_max = (size_t)w->cfg->client_output_pubsub_hard_limit;
     nc->on_down = conn_down;
     nc->down_arg = sc;
     sc->node = nc;

@@ -352,6 +352,9 @@ void router_send_on(struct request *r, struct node_conn *conn)
     r->nreq.on_part = router_on_part;
     r->nreq.extra_replies = r->block_parts;
     r->nreq.wait_ms = r->conn_kind == REQ_CONN_DEDICATED ? tx_wait_ms(r) : 0;
+    struct request *top = r->parent ? r->parent : r;
+    r->nreq.reply_max = top->client ? client_output_hard_limit(top->client)
+                                    : (size_t)r->worker->cfg->client_output_hard_limit;
     node_send(conn, &r->nreq, r->data, r->len);
 }
 
