@@ -328,7 +328,8 @@ static void big_check(const struct h_node *ref, const struct big_case *c, struct
                       want.first_n);
         if (c->flags & SAME_HEAD)
             ck_assert_msg(strcmp(got.first, want.first) == 0,
-                          "%s: first reply '%s', redis-server '%s'", c->what, got.first, want.first);
+                          "%s: first reply '%s', redis-server '%s'", c->what, got.first,
+                          want.first);
         if (want.replies == c->replies) {
             ck_assert_msg(got.last[0] == want.last[0] && got.last_n == want.last_n,
                           "%s: last reply '%s' (%lld), redis-server '%s' (%lld)", c->what, got.last,
