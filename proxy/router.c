@@ -944,6 +944,25 @@ fail:
     return NULL;
 }
 
+/*
+ * Groups the keys by slot in one pass (a counting sort: a split of a
+ * million keys over every slot must not cost keys times slots): idx lists
+ * the key indexes slot by slot, each slot's in the command's order, from
+ * idx[start[s]] to idx[start[s + 1]]; start has SLOT_COUNT + 1 zeroes.
+ */
+static void split_group(const int *slots, int nkeys, int *idx, int *start)
+{
+    for (int k = 0; k < nkeys; k++)
+        start[slots[k] + 1]++;
+    for (int s = 0; s < SLOT_COUNT; s++)
+        start[s + 1] += start[s];
+    for (int k = 0; k < nkeys; k++)
+        idx[start[slots[k]]++] = k;
+    for (int s = SLOT_COUNT; s > 0; s--)    /* back to each slot's first */
+        start[s] = start[s - 1];
+    start[0] = 0;
+}
+
 static void plan_split(struct request *r, enum merge_kind merge, int step)
 {
     int nkeys = (r->argc - 1) / step;
@@ -955,8 +974,9 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     }
     int *slots = malloc(sizeof *slots * (size_t)nkeys);
     int *idx = malloc(sizeof *idx * (size_t)nkeys);
-    int *done = calloc((size_t)nkeys, sizeof *done);
-    if (!slots || !idx || !done)
+    int *start = NULL;
+    char *sent = NULL;
+    if (!slots || !idx)
         goto oom;
     int first = -1, single = 1;
     for (int k = 0; k < nkeys; k++) {
@@ -978,21 +998,19 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
         router_send(r);
         goto out;
     }
-    r->parts = calloc((size_t)nkeys, sizeof *r->parts);
-    if (!r->parts)
+    start = calloc(SLOT_COUNT + 1, sizeof *start);
+    sent = calloc(SLOT_COUNT, 1);
+    if (!start || !sent || !(r->parts = calloc((size_t)nkeys, sizeof *r->parts)))
         goto oom;
     r->merge = merge;
     r->parts_left = 1;          /* released by request_parts_sent() */
-    for (int k = 0; k < nkeys; k++) {
-        if (done[k])
+    split_group(slots, nkeys, idx, start);
+    for (int k = 0; k < nkeys; k++) {   /* parts in the order of their first key */
+        int s = slots[k];
+        if (sent[s])
             continue;
-        int n = 0;
-        for (int j = k; j < nkeys; j++)
-            if (!done[j] && slots[j] == slots[k]) {
-                idx[n++] = j;
-                done[j] = 1;
-            }
-        struct request *part = split_part(r, idx, n, step);
+        sent[s] = 1;
+        struct request *part = split_part(r, idx + start[s], start[s + 1] - start[s], step);
         if (!part) {
             r->merge = MERGE_FAILED;     /* the parts sent still answer */
             break;
@@ -1014,7 +1032,8 @@ oom:
 out:
     free(slots);
     free(idx);
-    free(done);
+    free(start);
+    free(sent);
 }
 
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,

@@ -250,7 +250,7 @@ run_integration() {
 # The socket layer without io_uring (io-uring no: one read and one write call
 # per socket, as where the kernel or a seccomp profile refuses io_uring),
 # for the tests that lean on it hardest.
-FALLBACK_TESTS=(pipeline protocol backpressure batching storm multikey blocking pubsub tls)
+FALLBACK_TESTS=(pipeline protocol backpressure batching storm multikey blocking pubsub tls hostile_args)
 
 if start_proxy; then
     set_test_env
