@@ -100,7 +100,7 @@ $(B)/bench/relay: tests/bench/relay.c
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
 FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
-	proxy/config.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
+	proxy/config.c proxy/log.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
 	keylayout/layout.c keylayout/rules.c
 # fuzz_client runs a whole worker: every daemon source but main.c.
 FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c

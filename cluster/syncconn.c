@@ -19,14 +19,97 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "proxy/log.h"
 #include "proxy/resp.h"
 #include "proxy/tls.h"
 
 struct syncconn {
     int fd;
     SSL *ssl;
-    redisReader *reader;
+    struct syncconn_reader reader;
+    char addr[280];             /* host:port, for the log */
 };
+
+int syncconn_reader_init(struct syncconn_reader *r, size_t max)
+{
+    memset(r, 0, sizeof *r);
+    r->max = max;
+    reply_scanner_init(&r->scan);
+    r->hiredis = redisReaderCreate();
+    return r->hiredis ? 0 : -1;
+}
+
+void syncconn_reader_free(struct syncconn_reader *r)
+{
+    free(r->buf);
+    if (r->hiredis)
+        redisReaderFree(r->hiredis);
+    memset(r, 0, sizeof *r);
+}
+
+int syncconn_reader_feed(struct syncconn_reader *r, const char *p, size_t n,
+                         char *why, size_t whylen)
+{
+    if (n > r->max - r->len) {
+        snprintf(why, whylen, "reply larger than %zu bytes", r->max);
+        return -1;
+    }
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 16384;
+        while (cap < r->len + n)
+            cap *= 2;
+        cap = cap < r->max ? cap : r->max;
+        char *b = realloc(r->buf, cap);
+        if (!b) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        r->buf = b;
+        r->cap = cap;
+    }
+    memcpy(r->buf + r->len, p, n);
+    r->len += n;
+    return 0;
+}
+
+/* buf[0..len), one complete reply as the scanner framed it, through
+ * hiredis. */
+static int reader_parse(struct syncconn_reader *r, size_t len, redisReply **reply,
+                        char *why, size_t whylen)
+{
+    void *out = NULL;
+    if (redisReaderFeed(r->hiredis, r->buf, len) != REDIS_OK ||
+        redisReaderGetReply(r->hiredis, &out) != REDIS_OK || !out) {
+        snprintf(why, whylen, "malformed reply: %s",
+                 r->hiredis->err ? r->hiredis->errstr : "not one whole reply");
+        if (out)
+            freeReplyObject(out);
+        return -1;
+    }
+    *reply = out;
+    return 1;
+}
+
+int syncconn_reader_next(struct syncconn_reader *r, redisReply **reply,
+                         char *why, size_t whylen)
+{
+    enum reply_scan_status st = REPLY_SCAN_MORE;
+    r->scanned += reply_scan(&r->scan, r->buf + r->scanned, r->len - r->scanned, &st);
+    if (st == REPLY_SCAN_ERROR) {
+        snprintf(why, whylen, "malformed reply: not RESP2");
+        return -1;
+    }
+    if (st == REPLY_SCAN_MORE)
+        return 0;
+    size_t len = r->scanned;
+    if (reader_parse(r, len, reply, why, whylen) < 0)
+        return -1;
+    memmove(r->buf, r->buf + len, r->len - len);
+    r->len -= len;
+    r->scanned = 0;
+    reply_scanner_init(&r->scan);
+    return 1;
+}
 
 /* Non-blocking connect bounded by ms, then back to blocking. 0 or -1. */
 static int connect_within(int fd, const struct sockaddr *sa, socklen_t len, int ms)
@@ -117,8 +200,8 @@ struct syncconn *syncconn_open(const char *host, int port, const struct syncconn
     if (c->fd < 0)
         goto fail;
     set_timeouts(c->fd, o->timeout_ms);
-    c->reader = redisReaderCreate();
-    if (!c->reader) {
+    snprintf(c->addr, sizeof c->addr, "%s:%d", host, port);
+    if (syncconn_reader_init(&c->reader, SYNCCONN_REPLY_MAX) < 0) {
         snprintf(why, whylen, "out of memory");
         goto fail;
     }
@@ -168,6 +251,32 @@ static ssize_t read_some(struct syncconn *c, char *buf, size_t len)
     return SSL_get_error(c->ssl, k) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
 }
 
+/* The next reply from the node, read into c's bounded reader. */
+static redisReply *read_reply(struct syncconn *c, char *why, size_t whylen)
+{
+    redisReply *reply = NULL;
+    char buf[16384];
+    int rc;
+    while ((rc = syncconn_reader_next(&c->reader, &reply, why, whylen)) == 0) {
+        ssize_t n = read_some(c, buf, sizeof buf);
+        if (n <= 0) {
+            snprintf(why, whylen, "%s", n == 0 ? "the node closed the connection"
+                     : errno == EAGAIN ? "Resource temporarily unavailable (timed out)"
+                     : strerror(errno));
+            return NULL;
+        }
+        if (syncconn_reader_feed(&c->reader, buf, (size_t)n, why, whylen) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc < 0) {
+        log_warning("topology", "node %s: %s; the read fails", c->addr, why);
+        return NULL;
+    }
+    return reply;
+}
+
 redisReply *syncconn_command(struct syncconn *c, int argc, const char **argv,
                              char *why, size_t whylen)
 {
@@ -189,21 +298,7 @@ redisReply *syncconn_command(struct syncconn *c, int argc, const char **argv,
         snprintf(why, whylen, "cannot send: %s", errno == EAGAIN ? "timed out" : strerror(errno));
         return NULL;
     }
-    void *reply = NULL;
-    char buf[16384];
-    while (redisReaderGetReply(c->reader, &reply) == REDIS_OK && !reply) {
-        ssize_t n = read_some(c, buf, sizeof buf);
-        if (n <= 0) {
-            snprintf(why, whylen, "%s", n == 0 ? "the node closed the connection"
-                     : errno == EAGAIN ? "Resource temporarily unavailable (timed out)"
-                     : strerror(errno));
-            return NULL;
-        }
-        redisReaderFeed(c->reader, buf, (size_t)n);
-    }
-    if (!reply)
-        snprintf(why, whylen, "malformed reply: %s", c->reader->errstr);
-    return reply;
+    return read_reply(c, why, whylen);
 }
 
 void syncconn_close(struct syncconn *c)
@@ -214,7 +309,6 @@ void syncconn_close(struct syncconn *c)
         SSL_free(c->ssl);
     if (c->fd >= 0)
         close(c->fd);
-    if (c->reader)
-        redisReaderFree(c->reader);
+    syncconn_reader_free(&c->reader);
     free(c);
 }

@@ -2,7 +2,8 @@
  * libFuzzer harness for the slot map builder (cluster/topology.c,
  * topology_from_reply): the bytes a node answers to CLUSTER SLOTS.
  *
- * Input: a byte stream read with hiredis's reader, as syncconn reads it;
+ * Input: a byte stream read with syncconn's bounded reader (the reply
+ * scanner frames each reply before hiredis parses it), as syncconn reads it;
  * every complete array reply is built into a topology, with an address-map
  * entry so that the mapped path runs too. A built map must be consistent:
  * at least one node, every slot unowned or owned by an existing node,
@@ -57,43 +58,20 @@ static void check(const struct topology *t)
     }
 }
 
-/*
- * hiredis's reader allocates an array's element pointers when it reads the
- * header, before the elements arrive, so "*300000000" alone is a 2.4 GB
- * calloc on the control thread. That bound is the reader's (see the
- * README's Fuzzing section), not the builder's: inputs that announce more
- * elements than they have bytes are left out here.
- */
-static int announces_more_than(const uint8_t *data, size_t size)
-{
-    for (size_t i = 0; i < size; i++) {
-        if (data[i] != '*')
-            continue;
-        unsigned long long n = 0;
-        for (size_t j = i + 1; j < size && data[j] >= '0' && data[j] <= '9'; j++)
-            if ((n = n * 10 + (data[j] - '0')) > size)
-                return 1;
-    }
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const from[] = { "10.0.0.1:7000" }, *const to[] = { "127.0.0.1:7000" };
     const struct topology_source src = { .map_from = from, .map_to = to, .nmap = 1 };
-    if (announces_more_than(data, size))
+    struct syncconn_reader rd;
+    char why[300];
+    if (syncconn_reader_init(&rd, SYNCCONN_REPLY_MAX) < 0)
         return 0;
-    redisReader *rd = redisReaderCreate();
-    if (!rd)
-        return 0;
-    if (redisReaderFeed(rd, (const char *)data, size) != REDIS_OK) {
-        redisReaderFree(rd);
+    if (syncconn_reader_feed(&rd, (const char *)data, size, why, sizeof why) < 0) {
+        syncconn_reader_free(&rd);
         return 0;
     }
-    void *reply;
-    while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
-        redisReply *r = reply;
-        char why[300];
+    redisReply *r;
+    while (syncconn_reader_next(&rd, &r, why, sizeof why) == 1) {
         why[0] = '\0';
         if (r->type == REDIS_REPLY_ARRAY) {
             struct topology *t = topology_from_reply(&src, "127.0.0.1", r, why, sizeof why);
@@ -105,6 +83,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         freeReplyObject(r);
     }
-    redisReaderFree(rd);
+    syncconn_reader_free(&rd);
     return 0;
 }
