@@ -326,6 +326,20 @@ H_UNUSED static const char *h_show(const redisReply *r)
     freeReplyObject(h_r_); \
 } while (0)
 
+/* The number in INFO's line "name:N" on c (the proxy's or a node's). */
+H_UNUSED static long long h_info_field(redisContext *c, const char *name)
+{
+    char want[96];
+    redisReply *r = h_cmd(c, "INFO");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    H_FMT(want, sizeof(want), "\n%s:", name);
+    const char *at = strstr(r->str, want);
+    ck_assert_msg(at != NULL, "INFO has no %s", name);
+    long long v = atoll(at + strlen(want));
+    freeReplyObject(r);
+    return v;
+}
+
 /* The connection's CLIENT ID (the proxy's or a node's). */
 H_UNUSED static long long h_client_id(redisContext *c)
 {

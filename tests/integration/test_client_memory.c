@@ -343,18 +343,6 @@ static void polite_round(void *arg)
     p->rounds++;
 }
 
-/* INFO's field name, as a number. */
-static long long info_field(redisContext *c, const char *name)
-{
-    redisReply *r = h_cmd(c, "INFO");
-    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    const char *at = strstr(r->str, name);
-    ck_assert_msg(at != NULL, "INFO has no %s", name);
-    long long v = atoll(at + strlen(name) + 1);
-    freeReplyObject(r);
-    return v;
-}
-
 START_TEST(test_maxmemory_clients)
 {
     const char *args[] = { "--maxmemory-clients", "128mb", "--threads", "2", NULL };
@@ -381,7 +369,7 @@ START_TEST(test_maxmemory_clients)
         sent += heavy[i].sent;
     }
     redisContext *c = h_connect_extra(&P);
-    long long counted = info_field(c, "evicted_clients");
+    long long counted = h_info_field(c, "evicted_clients");
     fprintf(stderr, "maxmemory-clients: %d heavy clients closed (INFO evicted_clients %lld), "
             "%ld MB sent in all; polite rounds %ld, errors %ld; proxy peak RSS %ld KB "
             "(from %ld)\n", evicted, counted, sent * (long)len >> 20, polite.rounds,

@@ -11,18 +11,6 @@
 static const char forge_lua[] =
     "redis.call('INCR', KEYS[1]); return redis.error_reply(ARGV[1])";
 
-static long long info_field(redisContext *p, const char *name)
-{
-    char want[96];
-    redisReply *r = h_cmd(p, "INFO");
-    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    H_FMT(want, sizeof want, "\n%s:", name);
-    const char *at = strstr(r->str, want);
-    long long v = at ? atoll(at + strlen(want)) : -1;     /* -1: not counted */
-    freeReplyObject(r);
-    return v;
-}
-
 static void expect_owner_value(const struct h_topo *t, const char *key, const char *want)
 {
     redisContext *o = h_connect_owner(t, key);
@@ -48,8 +36,8 @@ START_TEST(test_forged_redirects_run_once)
     H_FMT(ask, sizeof ask, "ASK %d %s:%d", slot, other->host, other->port);
     const char *forged[] = { "TRYAGAIN x", "CLUSTERDOWN x", moved, ask,
                              "MOVED 1 10.0.0.1:6379", "ASK 1 10.0.0.1:6379" };
-    long long before = info_field(p, "script_redirects_unconfirmed");
-    long long moved_before = info_field(p, "redirects_moved");
+    long long before = h_info_field(p, "script_redirects_unconfirmed");
+    long long moved_before = h_info_field(p, "redirects_moved");
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
         redisReply *r = h_cmd(p, "DEL %s", key);
         freeReplyObject(r);
@@ -81,9 +69,9 @@ START_TEST(test_forged_redirects_run_once)
     r = h_cmd(p, "GET %s", key);
     H_EXPECT_BULK(r, "1");
     freeReplyObject(r);
-    ck_assert_int_eq(info_field(p, "redirects_moved"), moved_before);
+    ck_assert_int_eq(h_info_field(p, "redirects_moved"), moved_before);
     ck_assert_int_ge(before, 0);
-    ck_assert_int_eq(info_field(p, "script_redirects_unconfirmed"), before + 7);
+    ck_assert_int_eq(h_info_field(p, "script_redirects_unconfirmed"), before + 7);
     freeReplyObject(h_cmd(p, "DEL %s", key));
     redisFree(p);
 }
@@ -119,7 +107,7 @@ START_TEST(test_real_moved_followed)
     r = h_cmd(p, "GET %s", key);     /* the proxy's map names master 0 */
     H_EXPECT_NIL(r);
     freeReplyObject(r);
-    long long before = info_field(p, "script_redirects_unconfirmed");
+    long long before = h_info_field(p, "script_redirects_unconfirmed");
     setslot_all(&t, slot, 1);
     r = h_cmd(p, "EVAL %s 1 %s", "return redis.call('INCR', KEYS[1])", key);
     H_EXPECT_INT(r, 1);
@@ -130,7 +118,7 @@ START_TEST(test_real_moved_followed)
     freeReplyObject(r);
     freeReplyObject(h_cmd(o, "DEL %s", key));
     redisFree(o);
-    ck_assert_int_eq(info_field(p, "script_redirects_unconfirmed"), before);
+    ck_assert_int_eq(h_info_field(p, "script_redirects_unconfirmed"), before);
     setslot_all(&t, slot, 0);
     redisFree(p);
 }
@@ -158,7 +146,7 @@ START_TEST(test_real_ask_followed)
     h_key_on_master(&t, 0, prefix, 0, key, sizeof key);
     int slot = h_slot(key);
     freeReplyObject(h_cmd(p, "DEL %s", key));
-    long long before = info_field(p, "script_redirects_unconfirmed");
+    long long before = h_info_field(p, "script_redirects_unconfirmed");
     node_ok(&t.masters[1], "CLUSTER SETSLOT %d IMPORTING %s", slot, t.master_id[0]);
     node_ok(&t.masters[0], "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
     redisReply *r = h_cmd(p, "EVAL %s 1 %s", "return redis.call('INCR', KEYS[1])", key);
@@ -172,7 +160,7 @@ START_TEST(test_real_ask_followed)
     freeReplyObject(h_cmd(o, "ASKING"));
     freeReplyObject(h_cmd(o, "DEL %s", key));
     redisFree(o);
-    ck_assert_int_eq(info_field(p, "script_redirects_unconfirmed"), before);
+    ck_assert_int_eq(h_info_field(p, "script_redirects_unconfirmed"), before);
     node_ok(&t.masters[0], "CLUSTER SETSLOT %d STABLE%s", slot, "");
     node_ok(&t.masters[1], "CLUSTER SETSLOT %d STABLE%s", slot, "");
     redisFree(p);

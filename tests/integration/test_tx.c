@@ -518,17 +518,6 @@ static void setslot_everywhere(const struct h_topo *t, int slot, int to)
     }
 }
 
-static long long info_field(redisContext *c, const char *name)
-{
-    redisReply *r = h_cmd(c, "INFO");
-    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    const char *at = strstr(r->str, name);
-    ck_assert_msg(at != NULL, "INFO has no %s", name);
-    long long v = atoll(at + strlen(name) + 1);
-    freeReplyObject(r);
-    return v;
-}
-
 /* A slot of master 0 (node: a connection to it) that holds no key, found
  * among the slots of keys named after prefix: only an empty slot can be
  * reassigned or migrated without moving keys. */
@@ -573,7 +562,7 @@ START_TEST(test_moved_during_transaction_resends_block)
 
     h_proxy_start(&extra, args);
     redisContext *p = h_connect_extra(&extra);
-    long long moved0 = info_field(p, "cluster_moved");
+    long long moved0 = h_info_field(p, "cluster_moved");
     setslot_everywhere(&t, slot, 1);
 
     H_OK(p, "MULTI");
@@ -585,7 +574,7 @@ START_TEST(test_moved_during_transaction_resends_block)
     H_EXPECT_STATUS(r->element[0], "OK");
     H_EXPECT_INT(r->element[1], 1);
     freeReplyObject(r);
-    ck_assert_int_gt(info_field(p, "cluster_moved"), moved0);
+    ck_assert_int_gt(h_info_field(p, "cluster_moved"), moved0);
 
     redisContext *n1 = h_connect_node(&t.masters[1]);
     r = h_cmd(n1, "GET %s", k);
@@ -621,7 +610,7 @@ START_TEST(test_ask_during_transaction_resends_block)
 
     h_proxy_start(&extra, args);
     redisContext *p = h_connect_extra(&extra);
-    long long ask0 = info_field(p, "cluster_ask");
+    long long ask0 = h_info_field(p, "cluster_ask");
     H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t.master_id[0]);
     H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
 
@@ -632,7 +621,7 @@ START_TEST(test_ask_during_transaction_resends_block)
     ck_assert_uint_eq(r->elements, 1);
     H_EXPECT_STATUS(r->element[0], "OK");
     freeReplyObject(r);
-    ck_assert_int_gt(info_field(p, "cluster_ask"), ask0);
+    ck_assert_int_gt(h_info_field(p, "cluster_ask"), ask0);
 
     /* it ran on the importing node, once, and not on the source */
     H_OK(dst, "ASKING");
