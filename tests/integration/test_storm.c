@@ -34,6 +34,7 @@
 #define STORM_CONNS     250          /* connections per storm thread */
 #define STORM_MAX_MS    12000        /* the storm ends early past this, whatever is left */
 #define NKEYS           16           /* keys per storm connection */
+#define CORRUPT_TAG     "storm-corrupted-pipeline" /* keys 19 bytes longer (model_init) */
 #define MAX_VALUE       48
 #define BIG_PIPELINE    (2 * 1024 * 1024)
 #define IO_WAIT_MS      5000         /* a checked reply slower than this is a hang */
@@ -255,12 +256,19 @@ struct model {
     int ncmds;
 };
 
-static void model_init(struct model *m, uint64_t *rng, int thread, int conn)
+/* tag names the keys' kind: "storm" for a connection whose replies are
+ * checked, CORRUPT_TAG for a corrupted pipeline's. A byte flipped in a key
+ * turns it into another key of the same length ("storm:2:26:6" into
+ * "storm:2:56:6"), and the corrupted pipeline then writes that key; so its
+ * keys are of other lengths than any checked connection's, which no flip
+ * can reach (a flip keeps the length, and a length header made to lie
+ * breaks the framing). */
+static void model_init(struct model *m, uint64_t *rng, int thread, int conn, const char *tag)
 {
     memset(m, 0, sizeof(*m));
     m->rng = rng;
     for (int i = 0; i < NKEYS; i++) {
-        snprintf(m->key[i], sizeof(m->key[i]), "%s:storm:%d:%d:%d", g_prefix, thread, conn, i);
+        snprintf(m->key[i], sizeof(m->key[i]), "%s:%s:%d:%d:%d", g_prefix, tag, thread, conn, i);
         m->vlen[i] = -1;
     }
 }
@@ -595,7 +603,7 @@ static void storm_connection(struct storm *st, int conn)
     fd = sock_connect();
     if (fd < 0)
         return;
-    model_init(&m, &st->rng, st->thread, conn);
+    model_init(&m, &st->rng, st->thread, conn, sc == SC_CORRUPTED ? CORRUPT_TAG : "storm");
     pthread_mutex_lock(&g_mu);
     g_runs[sc]++;
     pthread_mutex_unlock(&g_mu);
