@@ -185,7 +185,7 @@ static void io_send_done(void *tag, int res, void *arg)
         if (c->bytes)
             stat_add(&c->bytes->out, (uint64_t)res);
     } else if (res == -EIO) {
-        c->write_lost = 1;
+        io_conn_send_lost(c);
     }
     /* any other failure: the plain write that follows meets it again */
 }
@@ -749,6 +749,12 @@ void io_conn_close(struct io_conn *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
+}
+
+void io_conn_send_lost(struct io_conn *c)
+{
+    c->wstart = c->wend;            /* the send carried the whole flat part */
+    c->write_lost = 1;
 }
 
 size_t io_conn_pending(const struct io_conn *c)

@@ -221,4 +221,10 @@ uint64_t io_loop_now_us(struct io_loop *l);
 /* Bytes in out not yet written. */
 size_t io_conn_pending(const struct io_conn *c);
 
+/* A batched send of c's flat output was handed to the kernel and its result
+ * lost (iobatch_run): the kernel may have sent any of those bytes. They
+ * count as written (io_conn_pending leaves them out, so a command in them
+ * may have run) and are never written again: c fails at its next flush. */
+void io_conn_send_lost(struct io_conn *c);
+
 #endif
