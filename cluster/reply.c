@@ -1,9 +1,15 @@
 /*
- * reply: O(1)-memory framing of RESP2 replies (see reply.h).
+ * reply: O(1)-memory framing of RESP2 and RESP3 replies (see reply.h).
  *
  * No stack: "pending" counts the elements still owed. A reply starts owing
- * one; each element read pays one, an array header of n owes n more. Bulk
- * payloads are skipped by arithmetic, simple lines with memchr.
+ * one; each element read pays one, an aggregate header of n owes n more (a
+ * map 2n), an attribute header of n owes 2n and pays nothing, since the
+ * value it annotates is still owed. Blob payloads are skipped by
+ * arithmetic, simple lines with memchr.
+ *
+ * The reply proper is found without a stack too: a top-level attribute
+ * leaves the value it annotates owed, so its contents are done when pending
+ * is back to 1, and the next type byte is the reply's.
  */
 #include "cluster/reply.h"
 
@@ -12,23 +18,26 @@
 
 enum {
     RS_TYPE = 0,    /* the type byte of an element */
-    RS_LINE,        /* + - : line, up to its CR */
+    RS_LINE,        /* + - : , ( line, up to its CR */
     RS_LINE_LF,
-    RS_NUM,         /* $ or * length, up to its CR */
+    RS_NUM,         /* a blob length or an aggregate count, up to its CR */
     RS_NUM_LF,
     RS_BULK,        /* bulk_left payload bytes */
-    RS_BULK_CR,
+    RS_BULK_CR,     /* the CRLF after a payload, a null or a boolean */
     RS_BULK_LF,
+    RS_BOOL,        /* the t or f of a boolean */
     RS_DONE,
     RS_ERROR
 };
 
 #define NUM_DIGITS_MAX 18
+#define VERBATIM_MIN   4    /* "txt:" */
 
 void reply_scanner_init(struct reply_scanner *s)
 {
     s->type = 0;
     s->len = 0;
+    s->body = 0;
     s->errline[0] = '\0';
     s->bulk_max = 0;
     s->state = RS_TYPE;
@@ -39,18 +48,71 @@ void reply_scanner_init(struct reply_scanner *s)
     s->num_neg = 0;
     s->hdr = 0;
     s->err_len = 0;
+    s->top = 1;
+    s->top_attr = 0;
+    s->capture = 0;
+}
+
+/* The next type byte; the reply proper's when a top-level attribute's
+ * contents have just ended. */
+static void next_element(struct reply_scanner *s)
+{
+    s->state = RS_TYPE;
+    if (s->top_attr && s->pending == 1) {
+        s->top_attr = 0;
+        s->top = 1;
+    }
 }
 
 static void element_done(struct reply_scanner *s)
 {
-    s->state = --s->pending == 0 ? RS_DONE : RS_TYPE;
+    if (--s->pending == 0)
+        s->state = RS_DONE;
+    else
+        next_element(s);
 }
 
-/* A "$n" or "*n" line is complete. */
+/* Add bytes of the error being read to errline, as long as it has room; a
+ * CR or LF (only a blob error carries them) becomes a space, so errline is
+ * always one line. */
+static void err_add(struct reply_scanner *s, const char *b, size_t n)
+{
+    size_t room = REPLY_ERRLINE_MAX - 1 - (size_t)s->err_len;
+    size_t k = n < room ? n : room;
+    for (size_t j = 0; j < k; j++)
+        s->errline[s->err_len + j] = b[j] == '\r' || b[j] == '\n' ? ' ' : b[j];
+    s->err_len += (int)k;
+    s->errline[s->err_len] = '\0';
+}
+
+/* An aggregate header of n: owes n elements (2n for a map), or 2n and pays
+ * nothing for an attribute. */
+static void aggregate_done(struct reply_scanner *s, long long n)
+{
+    int attr = s->hdr == '|';
+    if (s->hdr == '%' || attr)
+        n *= 2;                     /* 18 digits: no overflow */
+    if (n > LLONG_MAX - s->pending) {
+        s->state = RS_ERROR;
+        return;
+    }
+    if (attr) {
+        s->pending += n;
+        next_element(s);
+    } else if (n == 0) {
+        element_done(s);
+    } else {
+        s->pending += n - 1;
+        s->state = RS_TYPE;
+    }
+}
+
+/* A length or count line is complete. Only '$' and '*' may be -1 (null). */
 static void header_done(struct reply_scanner *s)
 {
     long long n = s->num;
-    if (s->num_len == 0 || (s->num_neg && (s->num_len != 1 || n != 1))) {
+    if (s->num_len == 0 ||
+        (s->num_neg && (s->num_len != 1 || n != 1 || (s->hdr != '$' && s->hdr != '*')))) {
         s->state = RS_ERROR;
         return;
     }
@@ -58,23 +120,18 @@ static void header_done(struct reply_scanner *s)
         element_done(s);
         return;
     }
-    if (s->hdr == '$') {
+    if (s->hdr == '$' || s->hdr == '=' || s->hdr == '!') {
+        if (s->hdr == '=' && n < VERBATIM_MIN) {
+            s->state = RS_ERROR;
+            return;
+        }
         s->bulk_left = n;
         if (n > s->bulk_max)
             s->bulk_max = n;
         s->state = n ? RS_BULK : RS_BULK_CR;
         return;
     }
-    if (n == 0) {
-        element_done(s);
-        return;
-    }
-    if (n > LLONG_MAX - s->pending) {
-        s->state = RS_ERROR;
-        return;
-    }
-    s->pending += n - 1;
-    s->state = RS_TYPE;
+    aggregate_done(s, n);
 }
 
 /* Digits of a length line; returns the bytes taken. */
@@ -108,17 +165,101 @@ static size_t line_feed(struct reply_scanner *s, const char *b, size_t n)
     const char *cr = memchr(b, '\r', n);
     size_t seg = cr ? (size_t)(cr - b) : n;
 
-    if (s->type == '-') {
-        size_t room = REPLY_ERRLINE_MAX - 1 - (size_t)s->err_len;
-        size_t k = seg < room ? seg : room;
-        memcpy(s->errline + s->err_len, b, k);
-        s->err_len += (int)k;
-        s->errline[s->err_len] = '\0';
-    }
+    if (s->capture)
+        err_add(s, b, seg);
     if (!cr)
         return n;
     s->state = RS_LINE_LF;
     return seg + 1;
+}
+
+/* A blob or aggregate header at buf[i..len) whose whole line is there:
+ * taken in one step, no state per byte. Returns the bytes taken, 0 when the
+ * line is not whole or not plain digits (the byte-wise path decides). */
+static size_t header_fast(struct reply_scanner *s, const char *buf, size_t i, size_t len)
+{
+    size_t j = i, end = len - i > NUM_DIGITS_MAX ? i + NUM_DIGITS_MAX : len;
+    long long v = 0;
+    while (j < end && buf[j] >= '0' && buf[j] <= '9')
+        v = v * 10 + (buf[j++] - '0');
+    if (j == i || j + 1 >= len || buf[j] != '\r' || buf[j + 1] != '\n')
+        return 0;
+    s->num = v;
+    s->num_len = (int)(j - i);
+    s->num_neg = 0;
+    header_done(s);
+    return j + 2 - i;
+}
+
+/* The type byte c, at offset at of the reply: sets the state it leads to.
+ * At top level it is the reply proper's, unless it opens an attribute. */
+static void type_byte(struct reply_scanner *s, char c, size_t at)
+{
+    if (s->top) {
+        s->top = 0;
+        if (c == '|') {
+            s->top_attr = 1;
+            s->type = '|';
+        } else {
+            s->type = c == '!' ? '-' : c;
+            s->body = at;
+            s->capture = c == '-' || c == '!';
+        }
+    }
+    switch (c) {
+    case '$': case '=': case '!':
+    case '*': case '~': case '>': case '%': case '|':
+        s->hdr = c;
+        s->num = 0;
+        s->num_len = 0;
+        s->num_neg = 0;
+        s->state = RS_NUM;
+        break;
+    case '+': case '-': case ':': case ',': case '(':
+        s->state = RS_LINE;
+        break;
+    case '_':
+        s->state = RS_BULK_CR;
+        break;
+    case '#':
+        s->state = RS_BOOL;
+        break;
+    default:
+        s->state = RS_ERROR;
+    }
+}
+
+/* Payload bytes of a blob; returns the bytes taken. */
+static size_t bulk_feed(struct reply_scanner *s, const char *b, size_t avail)
+{
+    /* the payload and its CRLF whole in the buffer: one step */
+    if ((unsigned long long)avail >= (unsigned long long)s->bulk_left + 2) {
+        size_t end = (size_t)s->bulk_left;
+        if (b[end] == '\r' && b[end + 1] == '\n') {
+            if (s->capture)
+                err_add(s, b, end);
+            s->bulk_left = 0;
+            element_done(s);
+            return end + 2;
+        }
+    }
+    size_t take = (unsigned long long)avail < (unsigned long long)s->bulk_left
+                ? avail : (size_t)s->bulk_left;
+    if (s->capture)
+        err_add(s, b, take);
+    s->bulk_left -= (long long)take;
+    if (s->bulk_left == 0)
+        s->state = RS_BULK_CR;
+    return take;
+}
+
+/* Whether the byte the state wants is there; if not, the node broke the
+ * protocol (the byte is not taken). */
+static int byte_ok(struct reply_scanner *s, int ok)
+{
+    if (!ok)
+        s->state = RS_ERROR;
+    return ok;
 }
 
 size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
@@ -129,93 +270,48 @@ size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
     while (i < len && s->state != RS_DONE && s->state != RS_ERROR) {
         switch (s->state) {
         case RS_TYPE: {
-            char c = buf[i++];
-            if (s->type == 0)
-                s->type = c;
-            if (c == '$' || c == '*') {
-                s->hdr = c;
-                /* the whole length line in the buffer: no state per byte */
-                size_t j = i, end = len - i > NUM_DIGITS_MAX ? i + NUM_DIGITS_MAX : len;
-                long long v = 0;
-                while (j < end && buf[j] >= '0' && buf[j] <= '9')
-                    v = v * 10 + (buf[j++] - '0');
-                if (j > i && j + 1 < len && buf[j] == '\r' && buf[j + 1] == '\n') {
-                    s->num = v;
-                    s->num_len = (int)(j - i);
-                    s->num_neg = 0;
-                    i = j + 2;
-                    header_done(s);
-                    break;
-                }
-                s->num = 0;
-                s->num_len = 0;
-                s->num_neg = 0;
-                s->state = RS_NUM;
-            } else if (c == '+' || c == '-' || c == ':') {
-                s->state = RS_LINE;
-            } else {
-                i--;
-                s->state = RS_ERROR;
-            }
+            char c = buf[i];
+            type_byte(s, c, s->len + i);
+            if (s->state == RS_ERROR)
+                break;
+            i++;
+            if (s->state == RS_NUM)
+                i += header_fast(s, buf, i, len);
             break;
         }
         case RS_LINE:
             i += line_feed(s, buf + i, len - i);
             break;
-        case RS_LINE_LF:
-            if (buf[i] != '\n') {
-                s->state = RS_ERROR;
-                break;
-            }
-            i++;
-            element_done(s);
-            break;
         case RS_NUM:
             i += num_feed(s, buf + i, len - i);
             break;
         case RS_NUM_LF:
-            if (buf[i] != '\n') {
-                s->state = RS_ERROR;
-                break;
+            if (byte_ok(s, buf[i] == '\n')) {
+                i++;
+                header_done(s);
             }
-            i++;
-            header_done(s);
             break;
-        case RS_BULK: {
-            size_t avail = len - i;
-            /* the payload and its CRLF whole in the buffer: one step */
-            if ((unsigned long long)avail >= (unsigned long long)s->bulk_left + 2) {
-                size_t end = i + (size_t)s->bulk_left;
-                if (buf[end] == '\r' && buf[end + 1] == '\n') {
-                    i = end + 2;
-                    s->bulk_left = 0;
-                    element_done(s);
-                    break;
-                }
-            }
-            size_t take = (unsigned long long)avail < (unsigned long long)s->bulk_left
-                        ? avail : (size_t)s->bulk_left;
-            i += take;
-            s->bulk_left -= (long long)take;
-            if (s->bulk_left == 0)
+        case RS_BULK:
+            i += bulk_feed(s, buf + i, len - i);
+            break;
+        case RS_BOOL:           /* exactly t or f */
+            if (byte_ok(s, buf[i] == 't' || buf[i] == 'f')) {
+                i++;
                 s->state = RS_BULK_CR;
+            }
             break;
-        }
         case RS_BULK_CR:
-            if (buf[i] != '\r') {
-                s->state = RS_ERROR;
-                break;
+            if (byte_ok(s, buf[i] == '\r')) {
+                i++;
+                s->state = RS_BULK_LF;
             }
-            i++;
-            s->state = RS_BULK_LF;
             break;
+        case RS_LINE_LF:
         case RS_BULK_LF:
-            if (buf[i] != '\n') {
-                s->state = RS_ERROR;
-                break;
+            if (byte_ok(s, buf[i] == '\n')) {
+                i++;
+                element_done(s);
             }
-            i++;
-            element_done(s);
             break;
         }
     }

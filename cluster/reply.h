@@ -1,17 +1,30 @@
 /*
  * reply: framing of the replies a cluster node sends.
  *
- * A node's input stream is a sequence of RESP2 replies of any shape: arrays
- * of millions of elements, nesting of any depth (a Lua table can nest deeper
- * than hiredis 0.14's limit of 7), bulks up to proto-max-bulk-len. The proxy
- * forwards replies as bytes, so all it needs to know is where one ends. The
- * scanner keeps no stack: it counts the elements still owed ("pending"),
- * starting at 1; every element read takes one, an array header of n adds n.
- * The reply is complete when nothing is owed. State survives between calls,
- * so any fragmentation works, and memory is O(1) whatever the reply.
+ * A node's input stream is a sequence of RESP2 or RESP3 replies of any
+ * shape: arrays of millions of elements, nesting of any depth (a Lua table
+ * can nest deeper than hiredis 0.14's limit of 7), bulks up to
+ * proto-max-bulk-len. The proxy forwards replies as bytes, so all it needs
+ * to know is where one ends. The scanner keeps no stack: it counts the
+ * elements still owed ("pending"), starting at 1; every element read takes
+ * one, an aggregate header of n adds n (a map 2n). An attribute (|n) is not
+ * a value: it annotates the value after it, so it adds its 2n elements and
+ * takes none. The reply is complete when nothing is owed. State survives
+ * between calls, so any fragmentation works, and memory is O(1) whatever
+ * the reply.
  *
- * It also reports the reply's first byte and, for an error, its first line,
- * so the router can recognise MOVED, ASK, TRYAGAIN and CLUSTERDOWN.
+ * Types framed, as redis-server 7.0 writes them:
+ *   lines      + - : , (         up to CRLF, content not checked
+ *   fixed      _  #t #f          exactly these bytes, then CRLF
+ *   blobs      $ = !  <len>      len bytes, then CRLF ($-1 is a null)
+ *   aggregates * ~ >  <n>        n elements (*-1 is a null)
+ *              %      <n>        n key-value pairs: 2n elements
+ *   attribute  |      <n>        2n elements, then the value it annotates
+ *
+ * It also reports what the router needs of the reply proper (the value
+ * after any top-level attributes): its type, so an error or a push is seen
+ * whatever precedes it, and for an error its first line, so the router can
+ * recognise MOVED, ASK, TRYAGAIN and CLUSTERDOWN.
  */
 #ifndef TAGPROXY_REPLY_H
 #define TAGPROXY_REPLY_H
@@ -27,29 +40,45 @@ enum reply_scan_status {
 #define REPLY_ERRLINE_MAX 256
 
 struct reply_scanner {
-    char   type;            /* first byte of the current reply: + - : $ * */
+    /*
+     * The type byte of the reply proper, the value after any top-level
+     * attributes: + - : $ * _ # , ( = ~ > %. '-' for every error, a simple
+     * one (-) or a blob one (!): bytes[body] tells them apart. '>' for a
+     * push, which is never the reply to a request. While a top-level
+     * attribute is being read (MORE), '|'; 0 before the first byte.
+     */
+    char   type;
     size_t len;             /* bytes of the current reply so far (total when DONE) */
-    char   errline[REPLY_ERRLINE_MAX]; /* for type '-': the line, NUL-terminated, cut to fit */
-    long long bulk_max;     /* the longest bulk header of the current reply so far */
+    size_t body;            /* offset of the reply proper in it: past top-level attributes */
+    /* for type '-': the error's text, NUL-terminated, cut to fit; a blob
+     * error's payload with each CR and LF as a space, so it is one line */
+    char   errline[REPLY_ERRLINE_MAX];
+    long long bulk_max;     /* the longest blob ($ = !) header of the current reply so far */
 
     /* private */
     int       state;
     long long pending;      /* elements still owed */
-    long long bulk_left;    /* bytes of bulk payload still to skip */
+    long long bulk_left;    /* bytes of blob payload still to skip */
     long long num;          /* partial header line: its value so far */
     int       num_len;      /* digits of it seen */
     int       num_neg;      /* a '-' was seen */
-    char      hdr;          /* '$' or '*': whose header it is */
+    char      hdr;          /* whose header it is: $ = ! * ~ > % | */
     int       err_len;
+    int       top;          /* the next type byte is at top level */
+    int       top_attr;     /* in a top-level attribute's elements */
+    int       capture;      /* the element being read is the reply's error */
 };
 
 /*
  * What the scanner accepts, and what is REPLY_SCAN_ERROR: a type byte other
- * than + - : $ *; a '$' or '*' length that is empty, not digits, more than
- * 18 digits, or negative other than -1; a CR not followed by LF; a bulk
- * payload not followed by CRLF; elements owed beyond LLONG_MAX. The content
- * of + - : lines is not checked. RESP3 types are errors (the proxy speaks
- * RESP2 to nodes).
+ * than those above, including RESP3's streamed forms ($? *? ; .), which
+ * redis-server never sends; a length or count that is empty, not digits,
+ * more than 18 digits, or negative other than $-1 and *-1 (RESP2's nulls:
+ * redis-server writes no negative count for = ! ~ > % |); a verbatim
+ * string (=) shorter than its 4-byte format prefix ("txt:"), whose content
+ * is not checked; a boolean other than #t or #f; a null with content; a CR
+ * not followed by LF; a blob payload not followed by CRLF; elements owed
+ * beyond LLONG_MAX. The content of + - : , ( lines is not checked.
  */
 void reply_scanner_init(struct reply_scanner *s);
 

@@ -3,11 +3,13 @@
  *
  * Input: 3 bytes of seed for the piece lengths, then a node's byte stream.
  * The stream is scanned whole and in pieces; both must find the same
- * replies (type, length, error line) and the same protocol error. A scan
- * never takes more than it is given, MORE means it took everything, and a
- * reply's len is the bytes taken since the previous one ended. Every error
- * line, and the raw input, goes through reply_classify(), whose redirects
- * must carry a slot in range and a NUL-terminated host:port that fits.
+ * replies (type, length, body offset, error line) and the same protocol
+ * error. A scan never takes more than it is given, MORE means it took
+ * everything, a reply's len is the bytes taken since the previous one
+ * ended, and the byte at its body offset is the type it reports ('!' for
+ * '-', a blob error). Every error line, and the raw input, goes through
+ * reply_classify(), whose redirects must carry a slot in range and a
+ * NUL-terminated host:port that fits.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,8 +85,12 @@ static struct out run(const char *in, size_t len, const uint8_t *seed)
                     abort();
                 if (s.type != '-' && s.errline[0])
                     abort();
+                char wire = s.body < s.len ? in[at + off - s.len + s.body] : 0;
+                if (wire != s.type && !(s.type == '-' && wire == '!'))
+                    abort();
                 out_add(&t, &s.type, 1);
                 out_add(&t, &s.len, sizeof s.len);
+                out_add(&t, &s.body, sizeof s.body);
                 out_add(&t, s.errline, strlen(s.errline) + 1);
                 if (s.type == '-')
                     classify(s.errline, strlen(s.errline));

@@ -4,7 +4,9 @@
  * A scan vector is a node's byte stream and a transcript of what the scanner
  * finds in it, one entry per complete reply:
  *   <type><len>          e.g. "$9" for "$3\r\nbar\r\n"
- *   -<len>:<errline>     an error reply and its first line
+ *   -<len>:<errline>     an error reply (- or !) and its first line
+ *   ...@<body>           after <len>: the offset of the reply proper, when
+ *                        top-level attributes come first (":16@12")
  *   ...                  the stream ends inside a reply
  *   !                    the node broke the protocol
  * Each vector is fed whole, one byte at a time, cut in two at every byte
@@ -58,12 +60,17 @@ static void run_piece(struct run *r, const char *buf, size_t len)
         off += used;
         r->since += used;
         if (st == REPLY_SCAN_DONE) {
-            char e[REPLY_ERRLINE_MAX + 48];
+            char e[REPLY_ERRLINE_MAX + 64], body[32] = "";
             REQUIRE(r->s.len == r->since);
+            REQUIRE(r->s.body < r->s.len);
+            if (r->s.body)
+                snprintf(body, sizeof body, "@%zu", r->s.body);
             if (r->s.type == '-')
-                snprintf(e, sizeof e, "%s-%zu:%s", r->t.len ? " " : "", r->s.len, r->s.errline);
+                snprintf(e, sizeof e, "%s-%zu%s:%s", r->t.len ? " " : "", r->s.len, body,
+                         r->s.errline);
             else
-                snprintf(e, sizeof e, "%s%c%zu", r->t.len ? " " : "", r->s.type, r->s.len);
+                snprintf(e, sizeof e, "%s%c%zu%s", r->t.len ? " " : "", r->s.type, r->s.len,
+                         body);
             out_str(&r->t, e);
             reply_scanner_init(&r->s);
             r->since = 0;
@@ -171,8 +178,6 @@ static const struct vec replies[] = {
     V("+OK\r\n*", "+5 ..."),
     /* protocol violations */
     V("!x\r\n", "!"),
-    V("%1\r\n", "!"),               /* RESP3 map: not spoken here */
-    V("_\r\n", "!"),
     V("\r\n", "!"),
     V("$-2\r\n", "!"),
     V("$--1\r\n", "!"),
@@ -198,10 +203,114 @@ static const struct vec replies[] = {
       "*999999999999999999\r\n", "!"),
 };
 
+/* RESP3, as redis-server 7.0 writes it */
+static const struct vec resp3[] = {
+    /* simple types: line contents are not checked */
+    V("_\r\n", "_3"),
+    V("#t\r\n", "#4"),
+    V("#f\r\n", "#4"),
+    V(",1.5\r\n", ",6"),
+    V(",inf\r\n", ",6"),
+    V(",-inf\r\n", ",7"),
+    V(",nan\r\n", ",6"),
+    V(",1e+300\r\n", ",9"),
+    V("(3492890328409238509324850943850943825024385\r\n", "(46"),
+    V("(-1\r\n", "(5"),
+    /* blobs: verbatim strings and blob errors */
+    V("=15\r\ntxt:Some string\r\n", "=22"),
+    V("=4\r\nmkd:\r\n", "=10"),
+    V("=6\r\ntxt:\r\n\r\n", "=12"),
+    V("!21\r\nSYNTAX invalid syntax\r\n", "-28:SYNTAX invalid syntax"),
+    V("!0\r\n\r\n", "-6:"),
+    /* a blob error's CR and LF are spaces in errline */
+    V("!8\r\nERR a\r\nb\r\n", "-14:ERR a  b"),
+    /* aggregates */
+    V("%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n", "%29"),
+    V("%0\r\n", "%4"),
+    V("~3\r\n+a\r\n+b\r\n:1\r\n", "~16"),
+    V("~0\r\n", "~4"),
+    V(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n", ">36"),
+    V(">0\r\n", ">4"),
+    /* maps, sets and pushes nested in arrays and maps */
+    V("*3\r\n%1\r\n+k\r\n~2\r\n:1\r\n:2\r\n>1\r\n_\r\n#f\r\n", "*35"),
+    V("%1\r\n*2\r\n:1\r\n:2\r\n%1\r\n,1.5\r\n(7\r\n", "%30"),
+    V("*2\r\n!3\r\nbad\r\n-ERR x\r\n", "*21"),     /* errors as elements */
+    /* attributes: not values, the value they annotate follows */
+    V("|1\r\n+a\r\n+b\r\n:5\r\n", ":16@12"),
+    V("|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n"
+      "*2\r\n:2039123\r\n:9543892\r\n", "*81@57"),
+    V("|0\r\n+OK\r\n", "+9@4"),
+    V("|1\r\n+a\r\n+b\r\n|1\r\n+c\r\n+d\r\n#t\r\n", "#28@24"),   /* two */
+    V("|1\r\n+a\r\n|1\r\n+b\r\n+c\r\n+d\r\n$1\r\nx\r\n", "$31@24"), /* in one */
+    V("*2\r\n|1\r\n+ttl\r\n:3600\r\n:1\r\n:2\r\n", "*29"),       /* nested */
+    V("%1\r\n|1\r\n+a\r\n+b\r\n+k\r\n|1\r\n+c\r\n+d\r\n+v\r\n", "%36"),
+    /* the reply proper's type, past attributes: errors and pushes are seen */
+    V("|1\r\n+a\r\n+b\r\n-MOVED 3999 127.0.0.1:6381\r\n", "-40@12:MOVED 3999 127.0.0.1:6381"),
+    V("|1\r\n+a\r\n+b\r\n!25\r\nMOVED 3999 127.0.0.1:6381\r\n",
+      "-44@12:MOVED 3999 127.0.0.1:6381"),
+    V("|1\r\n-ERR in attr\r\n!3\r\nbad\r\n+OK\r\n", "+32@27"),
+    V("|1\r\n+a\r\n+b\r\n>2\r\n+x\r\n+y\r\n", ">24@12"),
+    /* back to back */
+    V("|1\r\n+a\r\n+b\r\n:5\r\n_\r\n>1\r\n+x\r\n!1\r\nE\r\n", ":16@12 _3 >8 -7:E"),
+    /* incomplete: an attribute is owed its value */
+    V("|1\r\n+a\r\n+b\r\n", "..."),
+    V("|1\r\n+a\r\n", "..."),
+    V("%1\r\n+a\r\n", "..."),
+    V("#t\r", "..."),
+    V("=5\r\ntxt:", "..."),
+    /* booleans are exactly #t or #f, nulls exactly _ */
+    V("#x\r\n", "!"),
+    V("#T\r\n", "!"),
+    V("#\r\n", "!"),
+    V("#tt\r\n", "!"),
+    V("#1\r\n", "!"),
+    V("_x\r\n", "!"),
+    V("_\rX", "!"),
+    /* no negative count but RESP2's $-1 and *-1 */
+    V("%-1\r\n", "!"),
+    V("~-1\r\n", "!"),
+    V(">-1\r\n", "!"),
+    V("|-1\r\n", "!"),
+    V("=-1\r\n", "!"),
+    V("!-1\r\n", "!"),
+    V("%-2\r\n", "!"),
+    V("%\r\n", "!"),
+    V("|x\r\n", "!"),
+    /* streamed forms: never sent by redis-server */
+    V("$?\r\n;4\r\nHell\r\n;0\r\n", "!"),
+    V("*?\r\n:1\r\n.\r\n", "!"),
+    V("%?\r\n", "!"),
+    V("~?\r\n", "!"),
+    V(";4\r\nHell\r\n", "!"),
+    V(".\r\n", "!"),
+    /* a verbatim string has its 4-byte format prefix */
+    V("=3\r\ntxt\r\n", "!"),
+    V("=0\r\n\r\n", "!"),
+    /* blob payloads followed by CRLF */
+    V("=5\r\ntxt:xY\r\n", "!"),
+    V("!3\r\nbadXY", "!"),
+    V("!3\r\nbad\rX", "!"),
+    V("~1\r\nfoo\r\n", "!"),
+    V("|1\r\n+a\r\n+b\r\n+OK\r\n?", "+17@12 !"),
+    /* owing more than LLONG_MAX elements: maps and attributes count twice */
+    V("%999999999999999999\r\n%999999999999999999\r\n%999999999999999999\r\n"
+      "%999999999999999999\r\n%999999999999999999\r\n", "!"),
+    V("|999999999999999999\r\n|999999999999999999\r\n|999999999999999999\r\n"
+      "|999999999999999999\r\n|999999999999999999\r\n", "!"),
+};
+
+
 START_TEST(test_reply_shapes)
 {
     for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++)
         check_all_feedings(replies[i].in, replies[i].len, replies[i].want, 1);
+}
+END_TEST
+
+START_TEST(test_resp3_shapes)
+{
+    for (size_t i = 0; i < sizeof resp3 / sizeof resp3[0]; i++)
+        check_all_feedings(resp3[i].in, resp3[i].len, resp3[i].want, 1);
 }
 END_TEST
 
@@ -214,6 +323,81 @@ START_TEST(test_errline_is_cut_to_fit)
     int n = snprintf(want, sizeof want, "-303:%.*s", REPLY_ERRLINE_MAX - 1, in + 1);
     ck_assert_int_eq(n, 5 + REPLY_ERRLINE_MAX - 1);
     check_all_feedings(in, 303, want, 1);
+}
+END_TEST
+
+/* A blob error's payload, CR and LF as spaces, cut to fit, behind an
+ * attribute: the payload is skipped in one step or in pieces alike. */
+START_TEST(test_blob_errline_is_cut_to_fit)
+{
+    char in[400], want[400];
+    memcpy(in, "|1\r\n+a\r\n+b\r\n!300\r\n", 18);
+    memset(in + 18, 'E', 300);
+    memcpy(in + 18 + 100, "\r\n", 2);
+    memcpy(in + 318, "\r\n", 2);
+    char line[REPLY_ERRLINE_MAX];
+    memset(line, 'E', sizeof line - 1);
+    line[100] = line[101] = ' ';
+    line[sizeof line - 1] = '\0';
+    snprintf(want, sizeof want, "-320@12:%s", line);
+    check_all_feedings(in, 320, want, 1);
+}
+END_TEST
+
+struct bulk_max_vec {
+    const char *in;
+    long long   want;
+};
+
+/* bulk_max: the longest blob header, of any blob type, anywhere in the reply. */
+START_TEST(test_bulk_max)
+{
+    static const struct bulk_max_vec v[] = {
+        { "+OK\r\n", 0 },
+        { "$3\r\nabc\r\n", 3 },
+        { "*2\r\n$3\r\nabc\r\n=10\r\ntxt:abcdef\r\n", 10 },
+        { "!12\r\nERR too long\r\n", 12 },
+        { "|1\r\n$20\r\n01234567890123456789\r\n+v\r\n$2\r\nab\r\n", 20 },
+        { "%1\r\n$0\r\n\r\n$-1\r\n", 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t len = strlen(v[i].in);
+        for (size_t piece = 1; piece <= len; piece++) {
+            struct reply_scanner s;
+            enum reply_scan_status st = REPLY_SCAN_MORE;
+            reply_scanner_init(&s);
+            for (size_t at = 0; at < len && st == REPLY_SCAN_MORE; ) {
+                size_t n = piece < len - at ? piece : len - at;
+                at += reply_scan(&s, v[i].in + at, n, &st);
+            }
+            ck_assert_int_eq(st, REPLY_SCAN_DONE);
+            ck_assert_msg(s.bulk_max == v[i].want, "%s in pieces of %zu: bulk_max %lld",
+                          v[i].in, piece, s.bulk_max);
+        }
+    }
+}
+END_TEST
+
+/* type while a reply is incomplete: 0, then '|' through top-level
+ * attributes, then the reply proper's. */
+START_TEST(test_type_in_progress)
+{
+    static const char in[] = "|1\r\n+a\r\n+b\r\n!3\r\nbad\r\n";
+    struct reply_scanner s;
+    enum reply_scan_status st;
+    reply_scanner_init(&s);
+    ck_assert_int_eq(s.type, 0);
+    for (size_t i = 0; i < sizeof in - 1; i++) {
+        ck_assert_uint_eq(reply_scan(&s, in + i, 1, &st), 1);
+        ck_assert_int_eq(st, i + 2 == sizeof in ? REPLY_SCAN_DONE : REPLY_SCAN_MORE);
+        ck_assert_int_eq(s.type, i < 12 ? '|' : '-');
+    }
+    ck_assert_uint_eq(s.body, 12);
+    ck_assert_str_eq(s.errline, "bad");
+    reply_scanner_init(&s);
+    ck_assert_uint_eq(s.body, 0);
+    ck_assert_int_eq(s.type, 0);
+    ck_assert_str_eq(s.errline, "");
 }
 END_TEST
 
@@ -242,6 +426,21 @@ START_TEST(test_deep_nesting)
         check_all_feedings(t.s, t.len, want, depths[k] <= 20);
         free(in.s);
         free(t.s);
+        /* RESP3: sets in maps, each annotated by an attribute */
+        struct out m = {0};
+        gen(&m, "%1\r\n|1\r\n+k\r\n+v\r\n#t\r\n~1\r\n", depths[k]);
+        out_str(&m, "_\r\n");
+        snprintf(want, sizeof want, "%%%zu", m.len);
+        check_all_feedings(m.s, m.len, want, depths[k] <= 20);
+        /* attributes nested in attributes, then the value */
+        struct out a = {0};
+        gen(&a, "|1\r\n", depths[k]);
+        gen(&a, "+k\r\n+v\r\n", depths[k]);
+        out_str(&a, ">1\r\n+x\r\n");
+        snprintf(want, sizeof want, ">%zu@%zu", a.len, a.len - 8);
+        check_all_feedings(a.s, a.len, want, depths[k] <= 20);
+        free(m.s);
+        free(a.s);
     }
 }
 END_TEST
@@ -424,7 +623,11 @@ static Suite *reply_suite(void)
     TCase *tc = tcase_create("scan");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_reply_shapes);
+    tcase_add_test(tc, test_resp3_shapes);
     tcase_add_test(tc, test_errline_is_cut_to_fit);
+    tcase_add_test(tc, test_blob_errline_is_cut_to_fit);
+    tcase_add_test(tc, test_bulk_max);
+    tcase_add_test(tc, test_type_in_progress);
     tcase_add_test(tc, test_deep_nesting);
     tcase_add_test(tc, test_million_elements);
     tcase_add_test(tc, test_big_bulk);
