@@ -73,8 +73,8 @@ static void element_done(struct reply_scanner *s)
 }
 
 /* Add bytes of the error being read to errline, as long as it has room; a
- * CR or LF (only a blob error carries them) becomes a space, so errline is
- * always one line. */
+ * CR or LF (a blob error's, or a stray LF in a line) becomes a space, so
+ * errline is always one line. */
 static void err_add(struct reply_scanner *s, const char *b, size_t n)
 {
     size_t room = REPLY_ERRLINE_MAX - 1 - (size_t)s->err_len;

@@ -50,8 +50,8 @@ struct reply_scanner {
     char   type;
     size_t len;             /* bytes of the current reply so far (total when DONE) */
     size_t body;            /* offset of the reply proper in it: past top-level attributes */
-    /* for type '-': the error's text, NUL-terminated, cut to fit; a blob
-     * error's payload with each CR and LF as a space, so it is one line */
+    /* for type '-': the error's text (a blob error's payload),
+     * NUL-terminated, cut to fit, each CR or LF in it a space: one line */
     char   errline[REPLY_ERRLINE_MAX];
     long long bulk_max;     /* the longest blob ($ = !) header of the current reply so far */
 

@@ -169,6 +169,7 @@ static const struct vec replies[] = {
     V("*2\r\n-ERR a\r\n+OK\r\n", "*17"),
     V("-MOVED 3999 127.0.0.1:6381\r\n", "-28:MOVED 3999 127.0.0.1:6381"),
     V("-\r\n", "-3:"),
+    V("-ERR a\nb\r\n", "-10:ERR a b"),   /* errline is one line */
     /* replies back to back: each ends where it ends */
     V("+OK\r\n:1\r\n$-1\r\n*1\r\n$1\r\nx\r\n-ASK 1 h:2\r\n", "+5 :4 $5 *11 -12:ASK 1 h:2"),
     /* incomplete */
