@@ -73,7 +73,7 @@ static void internal_fail(struct node_req *r, int may_have_run, const char *why)
 static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc,
                           const char **argv)
 {
-    size_t lens[4];
+    size_t lens[5];
     struct node_req *r = calloc(1, sizeof *r);
     struct evbuffer *tmp = evbuffer_new();
     if (!r || !tmp) {
@@ -90,6 +90,31 @@ static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc
     size_t n = evbuffer_get_length(tmp);
     node_send(c, r, evbuffer_pullup(tmp, -1), n);
     evbuffer_free(tmp);
+}
+
+/* The first command on a connection: AUTH when there is a password; on a
+ * RESP3 connection HELLO 3, with the AUTH in it. Its error is a refused
+ * login (auth_reply); HELLO's map is consumed there too. */
+static void node_login(struct node_conn *c, const struct node_opts *opts)
+{
+    const char *argv[5];
+    int argc = 0;
+    if (opts->resp3) {
+        argv[argc++] = "HELLO";
+        argv[argc++] = "3";
+        if (opts->password) {
+            argv[argc++] = "AUTH";
+            argv[argc++] = opts->user ? opts->user : "default";
+            argv[argc++] = opts->password;
+        }
+    } else if (opts->password) {
+        argv[argc++] = "AUTH";
+        if (opts->user)
+            argv[argc++] = opts->user;
+        argv[argc++] = opts->password;
+    }
+    if (argc > 0)
+        send_internal(c, auth_reply, argc, argv);
 }
 
 void node_send_asking(struct node_conn *c)
@@ -250,8 +275,13 @@ static int reply_is_noauth(const struct reply_scanner *s)
 static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
 {
     struct node_req *r = TAILQ_FIRST(&c->inflight);
-    if (!r) {                   /* only with on_push: read_cb checked */
-        c->on_push(c, in, bytes, len, &c->scan, c->push_arg);
+    if (!r || c->scan.type == '>') {
+        /* a RESP3 push is never a request's reply: out of band, to on_push
+         * or, where nobody subscribed on this connection, dropped */
+        if (c->on_push)
+            c->on_push(c, in, bytes, len, &c->scan, c->push_arg);
+        else if (in)
+            evbuffer_drain(in, len);
         reply_scanner_init(&c->scan);
         return;
     }
@@ -342,7 +372,8 @@ static void read_cb(struct io_conn *io, void *arg)
             protocol_broken(c, "malformed reply");
             return;
         }
-        if (st == REPLY_SCAN_DONE && TAILQ_EMPTY(&c->inflight) && !c->on_push) {
+        if (st == REPLY_SCAN_DONE && TAILQ_EMPTY(&c->inflight) && !c->on_push &&
+            c->scan.type != '>') {
             protocol_broken(c, "reply to no request");
             return;
         }
@@ -465,14 +496,7 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
         return c;
     }
     timer_arm(c, (uint64_t)opts->connect_timeout_ms);
-    if (opts->password) {
-        const char *argv[3] = { "AUTH" };
-        int argc = 1;
-        if (opts->user)
-            argv[argc++] = opts->user;
-        argv[argc++] = opts->password;
-        send_internal(c, auth_reply, argc, argv);
-    }
+    node_login(c, opts);
     return c;
 }
 

@@ -38,6 +38,10 @@
  * A subscriber connection (pub/sub) has replies no request asked for: its
  * owner sets on_push, writes its commands with node_send_raw() (outside the
  * FIFO), and gets every reply that no request in the FIFO waits for.
+ *
+ * A RESP3 connection (node_opts.resp3) opens with HELLO 3. Its pushes
+ * (type '>') are never matched to a request: they go to on_push, or are
+ * dropped on a connection with none (nothing subscribes there).
  */
 #ifndef TAGPROXY_NODE_H
 #define TAGPROXY_NODE_H
@@ -109,6 +113,7 @@ struct node_opts {
     struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (proxy/tls.h) */
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
+    int resp3;                  /* open with HELLO 3 (AUTH in it): replies in RESP3 */
     struct stats_nodes *stats;  /* the owner's counters (stats.h); may be NULL */
     long long max_bulk_len;     /* proto-max-bulk-len: a longer bulk in a reply
                                  * resets the connection; 0: no bound */
@@ -140,7 +145,8 @@ struct node_conn {
     void *down_arg;                 /* for both */
     void *ext;                      /* another module's state for this connection */
     void (*ext_free)(void *ext);    /* frees it with the connection */
-    node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol */
+    node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol
+                                     * (a RESP3 push is dropped) */
     void *push_arg;
     size_t push_max;                /* as reply_max, for the replies on_push gets */
     /* write batching (above); batch_window 0: every request leaves in the

@@ -402,6 +402,7 @@ static void client_protocol_error(struct client *c, const char *err)
     stat_inc(&c->worker->stats.protocol_errors);
     if (r) {
         r->client = c;
+        r->resp3 = c->resp == RESP3;
         client_reply_mode_take(c, r);
         TAILQ_INSERT_TAIL(&c->queue, r, link);
         c->nqueued++;
@@ -424,6 +425,7 @@ static int client_take_command(struct client *c, const char *bytes)
     if (!r)
         return -1;
     r->client = c;
+    r->resp3 = c->resp == RESP3;
     r->seq = c->next_seq++;
     r->start_us = io_loop_now_us(&c->worker->loop);
     int rc = p->is_inline
@@ -551,6 +553,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     c->user = acl_default_user(w->snap->acl);
     c->user_snap = snapshot_ref(w->snap);
     c->authenticated = c->user->nopass;
+    c->resp = RESP2;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);
     TAILQ_INIT(&c->dedicated);
@@ -607,10 +610,11 @@ void client_describe(const struct client *c, char *buf, size_t len)
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
              "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
-             "redir=-1 resp=2",
+             "redir=-1 resp=%d",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
              flags, sub, psub, ssub, tx_multi_count(c), clientmem_of(c),
-             c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default");
+             c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default",
+             (int)c->resp);
 }

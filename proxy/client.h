@@ -57,6 +57,7 @@ struct client {
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;
+    enum resp_proto resp;           /* HELLO's protocol: RESP2 until HELLO 3 */
     unsigned char kill_pending;     /* enum client_kill: close it on its worker
                                      * (under its worker's clients_lock) */
     unsigned char no_evict;         /* CLIENT NO-EVICT ON: maxmemory-clients spares it */

@@ -63,6 +63,15 @@ static void dedicated_drained(struct node_conn *c, void *arg)
     client_resume_paused(d->worker, c);
 }
 
+void dedicated_speak(struct dedicated *d, enum resp_proto proto)
+{
+    if (d->proto == proto)
+        return;
+    const char *argv[2] = { "HELLO", proto == RESP3 ? "3" : "2" };
+    node_send_quiet(d->conn, 2, argv);
+    d->proto = proto;
+}
+
 int dedicated_serves(const struct dedicated *d, int node)
 {
     const struct topology *t = d->worker->topo;
@@ -85,6 +94,7 @@ static struct dedicated *dedicated_open(struct worker *w, int node)
     if (!d)
         return NULL;
     d->worker = w;
+    d->proto = RESP2;
     d->conn = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
                             n->salen, &w->node_opts);
     if (!d->conn) {

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "proxy/resp.h"
+
 struct client;
 struct worker;
 struct node_conn;
@@ -31,6 +33,7 @@ struct dedicated {
     struct dedicated **owner;       /* the user's pointer to it, cleared on
                                      * failure; NULL while idle */
     struct client *user;            /* whose commands it runs, while in use */
+    enum resp_proto proto;          /* what the node answers on it (dedicated_speak) */
     uint64_t unblock_hold_ms;       /* atomic: a CLIENT UNBLOCK for its user may be on
                                      * its way to the node: not handed to another
                                      * client before this (node_now_ms) */
@@ -52,6 +55,10 @@ struct dedicated_pool {
  * it cannot connect. */
 struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *user,
                                     struct dedicated **owner, const char **why);
+
+/* The node answers on d in proto from now on: HELLO goes out first when it
+ * spoke the other one (a connection serves clients of either protocol). */
+void dedicated_speak(struct dedicated *d, enum resp_proto proto);
 
 /* Is d connected to master `node` of its worker's topology? */
 int dedicated_serves(const struct dedicated *d, int node);

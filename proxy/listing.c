@@ -313,8 +313,8 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
 {
     size_t off = 0, klen;
     const char *key;
-    if (len >= 3 && buf[0] == '$' && buf[1] == '-') {
-        evbuffer_add(out, buf, len);
+    if ((len >= 3 && buf[0] == '$' && buf[1] == '-') || (len >= 1 && buf[0] == '_')) {
+        evbuffer_add(out, buf, len);        /* a nil, RESP2 or RESP3 */
         return 0;
     }
     if (next_bulk(buf, len, &off, &key, &klen) < 0)
@@ -324,7 +324,7 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
         for (int i = 0; i < p->nparts && !key; i++)
             key = visible_key(l, p->parts[i], &klen);
         if (!key) {
-            resp_add_null(out);
+            resp_add_null(out, request_resp(p));
             return 0;
         }
     }

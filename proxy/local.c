@@ -126,17 +126,22 @@ static int set_client_name(struct request *r, int i)
     return 0;
 }
 
+/* HELLO [protover [AUTH user pass] [SETNAME name]], as redis-server 7.0:
+ * without a version the protocol stays; the reply (a map) is already in the
+ * new one. */
 static void cmd_hello(struct request *r)
 {
-    long long ver = 2;
+    long long ver = 0;
     int user = -1, pass = -1, name = -1;
-    if (r->argc >= 2 && arg_ll(r, 1, &ver) < 0) {
-        request_fail(r, "ERR Protocol version is not an integer or out of range");
-        return;
-    }
-    if (ver != 2) {     /* RESP3 is not spoken yet */
-        request_fail(r, "NOPROTO unsupported protocol version");
-        return;
+    if (r->argc >= 2) {
+        if (arg_ll(r, 1, &ver) < 0) {
+            request_fail(r, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
+            request_fail(r, "NOPROTO unsupported protocol version");
+            return;
+        }
     }
     for (int j = 2; j < r->argc; j++) {
         int more = r->argc - 1 - j;
@@ -167,16 +172,21 @@ static void cmd_hello(struct request *r)
     }
     if (name >= 0 && set_client_name(r, name) < 0)
         return;
+    struct client *c = r->client;
+    if (ver && ver != c->resp) {
+        c->resp = ver == 3 ? RESP3 : RESP2;
+        pubsub_speak(c);            /* its messages follow */
+    }
     struct evbuffer *b = out(r);
-    resp_add_array(b, 14);
+    resp_add_map(b, c->resp, 7);
     resp_add_bulk_str(b, "server");
     resp_add_bulk_str(b, "redis");
     resp_add_bulk_str(b, "version");
     resp_add_bulk_str(b, LOCAL_REDIS_VERSION);
     resp_add_bulk_str(b, "proto");
-    resp_add_integer(b, 2);
+    resp_add_integer(b, c->resp);
     resp_add_bulk_str(b, "id");
-    resp_add_integer(b, (long long)r->client->id);
+    resp_add_integer(b, (long long)c->id);
     resp_add_bulk_str(b, "mode");
     resp_add_bulk_str(b, "standalone");
     resp_add_bulk_str(b, "role");
@@ -224,6 +234,7 @@ static void cmd_reset(struct request *r)
     c->parser.unauthenticated = !c->authenticated;
     pubsub_reset(c);
     monitor_stop(c);
+    c->resp = RESP2;
     if (c->reply_off)           /* RESET turns replies back on, its own too (not after SKIP) */
         r->silent = 0;
     c->reply_off = 0;
@@ -280,10 +291,11 @@ static void client_lines(struct request *r, struct evbuffer *text, enum client_k
     }
 }
 
+/* CLIENT LIST and INFO: text, verbatim in RESP3 as Redis writes it. */
 static void reply_text(struct request *r, struct evbuffer *text)
 {
     size_t len = evbuffer_get_length(text);
-    resp_add_bulk(out(r), (const char *)evbuffer_pullup(text, -1), len);
+    resp_add_verbatim(out(r), request_resp(r), (const char *)evbuffer_pullup(text, -1), len);
     evbuffer_free(text);
     request_finish(r);
 }
@@ -643,9 +655,9 @@ static void cmd_client(struct request *r)
         resp_add_integer(out(r), -1);
         request_finish(r);
     } else if (strcmp(sub, "trackinginfo") == 0) {
-        resp_add_array(out(r), 6);
+        resp_add_map(out(r), request_resp(r), 3);
         resp_add_bulk_str(out(r), "flags");
-        resp_add_array(out(r), 1);
+        resp_add_set(out(r), request_resp(r), 1);
         resp_add_bulk_str(out(r), "off");
         resp_add_bulk_str(out(r), "redirect");
         resp_add_integer(out(r), -1);
@@ -656,7 +668,7 @@ static void cmd_client(struct request *r)
         if (c->name)
             resp_add_bulk_str(out(r), c->name);
         else
-            resp_add_null(out(r));
+            resp_add_null(out(r), request_resp(r));
         request_finish(r);
     } else if (strcmp(sub, "id") == 0) {
         resp_add_integer(out(r), (long long)c->id);
@@ -709,7 +721,7 @@ static void command_docs_or_info(struct request *r, int docs)
             if (c)
                 evbuffer_add(items, c->info_resp, c->info_resp_len);
             else
-                resp_add_null(items);
+                resp_add_null(items, request_resp(r));
             n++;
         }
     }
@@ -834,14 +846,14 @@ static void cluster_shards(struct request *r)
     int port;
     local_endpoint(r, ip, sizeof ip, &port);
     resp_add_array(b, 1);
-    resp_add_array(b, 4);
+    resp_add_map(b, request_resp(r), 2);
     resp_add_bulk_str(b, "slots");
     resp_add_array(b, 2);
     resp_add_integer(b, 0);
     resp_add_integer(b, SLOT_COUNT - 1);
     resp_add_bulk_str(b, "nodes");
     resp_add_array(b, 1);
-    resp_add_array(b, 14);
+    resp_add_map(b, request_resp(r), 7);
     resp_add_bulk_str(b, "id");
     resp_add_bulk_str(b, r->worker->proxy->id);
     resp_add_bulk_str(b, "port");
@@ -879,7 +891,7 @@ static void cmd_cluster(struct request *r)
         local_endpoint(r, ip, sizeof ip, &port);
         snprintf(text, sizeof text, "%s %s:%d@0 myself,master - 0 0 1 connected 0-%d\n",
                  p->id, ip, port, SLOT_COUNT - 1);
-        resp_add_bulk_str(out(r), text);
+        resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
     } else if (strcmp(sub, "info") == 0) {
         snprintf(text, sizeof text,
                  "cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\n"
@@ -888,7 +900,7 @@ static void cmd_cluster(struct request *r)
                  "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
                  "total_cluster_links_buffer_limit_exceeded:0\r\n",
                  ok ? "ok" : "fail", SLOT_COUNT, SLOT_COUNT);
-        resp_add_bulk_str(out(r), text);
+        resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
     } else {
         resp_add_array(out(r), 1);
         resp_add_simple(out(r), "CLUSTER INFO|SLOTS|SHARDS|NODES|MYID|KEYSLOT: answered by the "
@@ -993,7 +1005,7 @@ void local_info_render(struct request *r, const char *const *texts, int n)
     }
     metrics_free(&m);
     size_t len = evbuffer_get_length(t);
-    resp_add_bulk(out(r), (const char *)evbuffer_pullup(t, -1), len);
+    resp_add_verbatim(out(r), request_resp(r), (const char *)evbuffer_pullup(t, -1), len);
     evbuffer_free(t);
 }
 

@@ -162,7 +162,7 @@ static void merge_random(struct request *p, struct evbuffer *out)
             pick = i;
     }
     if (pick < 0) {
-        resp_add_null(out);
+        resp_add_null(out, request_resp(p));
         return;
     }
     evbuffer_add_buffer(out, request_reply_buffer(p->parts[pick]));

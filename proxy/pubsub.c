@@ -326,9 +326,10 @@ static struct node_conn *conn_connect(struct sub_conn *sc, int node)
     if (node < 0 || node >= w->topo->nnodes)
         return NULL;
     const struct topology_node *n = &w->topo->nodes[node];
+    /* in the client's protocol: its messages go to it as the node sends them */
     struct node_conn *nc = node_conn_new(&w->loop, n->announced,
                                          (const struct sockaddr *)&n->sa, n->salen,
-                                         &w->node_opts);
+                                         worker_node_opts(w, sc->ps->client->resp));
     if (!nc)
         return NULL;
     nc->on_push = conn_push;
@@ -647,7 +648,8 @@ static int push_parse(struct evbuffer *in, const char *bytes, size_t len, struct
     long long n, klen, nlen;
     const char *b = push_view(in, bytes, len, avail);
     memset(p, 0, sizeof *p);
-    if (push_header(b, avail, &pos, '*', &n) < 0 || n < 2 ||
+    char agg = avail > 0 && b[0] == '>' ? '>' : '*';   /* RESP3's push, RESP2's array */
+    if (push_header(b, avail, &pos, agg, &n) < 0 || n < 2 ||
         push_header(b, avail, &pos, '$', &klen) < 0 || klen <= 0 ||
         klen >= (long long)sizeof p->kind || pos + (size_t)klen + 2 > avail)
         return -1;
@@ -746,7 +748,7 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
         conn_error(sc, s->errline);
         return;
     }
-    if (s->type != '*' || push_parse(in, bytes, len, &p) < 0) {
+    if ((s->type != '*' && s->type != '>') || push_parse(in, bytes, len, &p) < 0) {
         if (in)
             evbuffer_drain(in, len);
         return;
@@ -797,15 +799,16 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
 
 /* ---- commands ---- */
 
-static void reply_confirm(struct evbuffer *b, const char *kind, const char *name, size_t len,
-                          long long count)
+/* A (un)subscribe confirmation: a push in RESP3, as messages are. */
+static void reply_confirm(struct evbuffer *b, enum resp_proto proto, const char *kind,
+                          const char *name, size_t len, long long count)
 {
-    resp_add_array(b, 3);
+    resp_add_push(b, proto, 3);
     resp_add_bulk_str(b, kind);
     if (name)
         resp_add_bulk(b, name, len);
     else
-        resp_add_null(b);
+        resp_add_null(b, proto);
     resp_add_integer(b, count);
 }
 
@@ -872,7 +875,7 @@ static void cmd_subscribe_with(struct request *r, struct pubsub *ps, int pattern
         }
         if (added)
             fresh_add(f, e, len);
-        reply_confirm(b, kind, name, len, ps_count(ps));
+        reply_confirm(b, request_resp(r), kind, name, len, ps_count(ps));
     }
     struct sub_conn *sc = f->n ? main_get(ps) : NULL;
     if (!sc) {
@@ -906,14 +909,14 @@ static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
     struct evbuffer *cmd = evbuffer_new();
     int ngone = 0;
     if (r->argc == 1 && set->n == 0)
-        reply_confirm(b, kind, NULL, 0, ps_count(ps));
+        reply_confirm(b, request_resp(r), kind, NULL, 0, ps_count(ps));
     if (r->argc == 1) {
         struct sub_entry *e;
         while ((e = TAILQ_FIRST(&set->order)) != NULL) {
             if (cmd)
                 resp_add_bulk(cmd, e->name, e->len);
             ngone++;
-            resp_add_array(b, 3);       /* the count after the name is gone */
+            resp_add_push(b, request_resp(r), 3);      /* the count after the name is gone */
             resp_add_bulk_str(b, kind);
             resp_add_bulk(b, e->name, e->len);
             set_unlink(set, e);
@@ -930,7 +933,7 @@ static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
                 resp_add_bulk(cmd, name, len);
             ngone++;
         }
-        reply_confirm(b, kind, name, len, ps_count(ps));
+        reply_confirm(b, request_resp(r), kind, name, len, ps_count(ps));
     }
     /* answered once the node confirms, so that a PUBLISH after the reply
      * no longer counts this client, as on one server; the connection closes
@@ -1008,7 +1011,7 @@ static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
         }
         if (added)
             fresh_add(f, e, len);
-        reply_confirm(b, "ssubscribe", name, len, (long long)ps->shard.n);
+        reply_confirm(b, request_resp(r), "ssubscribe", name, len, (long long)ps->shard.n);
     }
     if (f->n == 0) {
         request_finish(r);
@@ -1098,11 +1101,11 @@ static void cmd_sunsubscribe(struct request *r, struct pubsub *ps)
         return;
     }
     if (r->argc == 1 && left == 0)
-        reply_confirm(b, "sunsubscribe", NULL, 0, 0);
+        reply_confirm(b, request_resp(r), "sunsubscribe", NULL, 0, 0);
     if (r->argc == 1)
         TAILQ_FOREACH(e, &ps->shard.order, order) {
             e->removing = 1;
-            reply_confirm(b, "sunsubscribe", e->name, e->len, --left);
+            reply_confirm(b, request_resp(r), "sunsubscribe", e->name, e->len, --left);
         }
     for (int i = 1; i < r->argc; i++) {
         size_t len;
@@ -1112,7 +1115,7 @@ static void cmd_sunsubscribe(struct request *r, struct pubsub *ps)
             e->removing = 1;
             left--;
         }
-        reply_confirm(b, "sunsubscribe", name, len, left);
+        reply_confirm(b, request_resp(r), "sunsubscribe", name, len, left);
     }
     shard_unsubscribe_marked(ps, r);
 }
@@ -1195,7 +1198,8 @@ static int allowed_in_context(const char *name)
 
 int pubsub_intercept(struct request *r)
 {
-    if (!pubsub_subscribed(r->client))
+    /* RESP3 has no subscribed mode: pushes and replies share the connection */
+    if (request_resp(r) == RESP3 || !pubsub_subscribed(r->client))
         return 0;
     const char *name = r->cmd->fullname;
     if (!allowed_in_context(name)) {
@@ -1269,6 +1273,26 @@ static void teardown(struct client *c)
     LIST_FOREACH(sc, &ps->shards, link)
         conn_drop_node(sc);
     event_base_once(ps->worker->base, -1, EV_TIMEOUT, free_late_cb, ps, NULL);
+}
+
+static void conn_speak(struct sub_conn *sc, enum resp_proto proto)
+{
+    /* its reply reaches conn_push, which lets what is not a message go */
+    static const char hello2[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n";
+    static const char hello3[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    if (sc && sc->node)
+        node_send_raw(sc->node, proto == RESP3 ? hello3 : hello2, sizeof hello2 - 1);
+}
+
+void pubsub_speak(struct client *c)
+{
+    struct pubsub *ps = c->pubsub;
+    struct sub_conn *sc;
+    if (!ps)
+        return;
+    conn_speak(ps->main, c->resp);
+    LIST_FOREACH(sc, &ps->shards, link)
+        conn_speak(sc, c->resp);
 }
 
 void pubsub_reset(struct client *c)

@@ -48,6 +48,10 @@ int pubsub_intercept(struct request *r);
  * SUNSUBSCRIBE, SPUBLISH and PUBSUB subcommands. */
 void pubsub_dispatch(struct request *r);
 
+/* The client's protocol changed (HELLO): its subscriber connections are
+ * told, so their messages reach it in the new one. */
+void pubsub_speak(struct client *c);
+
 /* RESET: drop every subscription and connection. */
 void pubsub_reset(struct client *c);
 

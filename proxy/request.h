@@ -95,6 +95,7 @@ struct request {
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
     unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
+    unsigned resp3 : 1;             /* read from a client that spoke RESP3 then (request_resp) */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
@@ -198,6 +199,13 @@ static inline const char *request_arg(const struct request *r, int i, size_t *le
  * to send), never the stack. Returns the argv array, which the caller frees
  * (lens lies in the same block); NULL when out of memory. */
 const char **request_argv_new(const struct request *r, size_t **lens);
+
+/* The protocol r is answered in: its client's when it read r (a part: its
+ * parent's), whatever HELLO the client sends later. */
+static inline enum resp_proto request_resp(const struct request *r)
+{
+    return (r->parent ? r->parent->resp3 : r->resp3) ? RESP3 : RESP2;
+}
 
 /* The buffer a locally built reply goes into (created on first use). */
 struct evbuffer *request_reply_buffer(struct request *r);

@@ -1,5 +1,5 @@
 /*
- * resp: RESP2 request parser and reply writers (see resp.h).
+ * resp: request parser and reply writers (see resp.h).
  *
  * The parser is a byte-exact state machine. Each state takes the longest run
  * of bytes it can at once (memchr for line ends, arithmetic for bulk
@@ -12,6 +12,7 @@
 
 #include <event2/buffer.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -821,19 +822,79 @@ void resp_add_bulk_str(struct evbuffer *b, const char *s)
     resp_add_bulk(b, s, strlen(s));
 }
 
-void resp_add_null(struct evbuffer *b)
-{
-    evbuffer_add(b, "$-1\r\n", 5);
-}
-
-void resp_add_null_array(struct evbuffer *b)
-{
-    evbuffer_add(b, "*-1\r\n", 5);
-}
-
 void resp_add_array(struct evbuffer *b, long long n)
 {
     add_num(b, '*', n);
+}
+
+void resp_add_null(struct evbuffer *b, enum resp_proto p)
+{
+    if (p == RESP3)
+        evbuffer_add(b, "_\r\n", 3);
+    else
+        evbuffer_add(b, "$-1\r\n", 5);
+}
+
+void resp_add_null_array(struct evbuffer *b, enum resp_proto p)
+{
+    if (p == RESP3)
+        evbuffer_add(b, "_\r\n", 3);
+    else
+        evbuffer_add(b, "*-1\r\n", 5);
+}
+
+void resp_add_map(struct evbuffer *b, enum resp_proto p, long long n)
+{
+    if (p == RESP3)
+        add_num(b, '%', n);
+    else
+        add_num(b, '*', 2 * n);
+}
+
+void resp_add_set(struct evbuffer *b, enum resp_proto p, long long n)
+{
+    add_num(b, p == RESP3 ? '~' : '*', n);
+}
+
+void resp_add_push(struct evbuffer *b, enum resp_proto p, long long n)
+{
+    add_num(b, p == RESP3 ? '>' : '*', n);
+}
+
+void resp_add_bool(struct evbuffer *b, enum resp_proto p, int v)
+{
+    if (p == RESP3)
+        evbuffer_add(b, v ? "#t\r\n" : "#f\r\n", 4);
+    else
+        evbuffer_add(b, v ? ":1\r\n" : ":0\r\n", 4);
+}
+
+void resp_add_double(struct evbuffer *b, enum resp_proto p, double d)
+{
+    char o[64];
+    int n = isinf(d) ? snprintf(o, sizeof o, "%s", d > 0 ? "inf" : "-inf")
+                     : snprintf(o, sizeof o, "%.17g", d);
+    if (n < 0)
+        return;
+    if (p == RESP3)
+        add_line(b, ',', o, (size_t)n, 0);
+    else
+        resp_add_bulk(b, o, (size_t)n);
+}
+
+void resp_add_verbatim(struct evbuffer *b, enum resp_proto p, const char *s, size_t len)
+{
+    if (p != RESP3) {
+        resp_add_bulk(b, s, len);
+        return;
+    }
+    char o[32];
+    o[0] = '=';
+    size_t n = 1 + ull_to_str(o + 1, len + 4);
+    memcpy(o + n, "\r\ntxt:", 6);
+    evbuffer_add(b, o, n + 6);
+    evbuffer_add(b, s, len);
+    evbuffer_add(b, "\r\n", 2);
 }
 
 void resp_add_command(struct evbuffer *b, int argc, const char **argv,

@@ -1,5 +1,6 @@
 /*
- * resp: the client side of the Redis protocol (RESP2).
+ * resp: the client side of the Redis protocol: the request parser, and the
+ * reply writers in RESP2 and RESP3.
  *
  * The request parser cuts a client's byte stream into commands. It has no I/O
  * in it: the caller feeds it whatever bytes it has, in any fragmentation, and
@@ -45,7 +46,12 @@
  * argc == 0 (empty_inline is also set for the inline case); the caller drops
  * their cmd_len bytes and sends nothing.
  *
- * The writers append Redis-style replies to an evbuffer.
+ * The writers append Redis-style replies to an evbuffer. Where RESP2 and
+ * RESP3 encode a type differently (nulls, maps, sets, pushes, doubles,
+ * booleans, verbatim strings), the writer takes the client's protocol
+ * (RESP2 or RESP3) and writes what redis-server 7.0 writes in it, as its
+ * addReplyMapLen() & co do: a caller says which Redis type it answers, never
+ * which bytes.
  */
 #ifndef TAGPROXY_RESP_H
 #define TAGPROXY_RESP_H
@@ -152,9 +158,22 @@ void resp_add_errorf(struct evbuffer *b, const char *fmt, ...)
 void resp_add_integer(struct evbuffer *b, long long v);
 void resp_add_bulk(struct evbuffer *b, const char *p, size_t len);
 void resp_add_bulk_str(struct evbuffer *b, const char *s);
-void resp_add_null(struct evbuffer *b);                            /* $-1 */
-void resp_add_null_array(struct evbuffer *b);                      /* *-1 */
 void resp_add_array(struct evbuffer *b, long long n);              /* *n header */
+
+/* The client's protocol, as HELLO sets it. */
+enum resp_proto { RESP2 = 2, RESP3 = 3 };
+
+/*                                                   RESP2          RESP3 */
+void resp_add_null(struct evbuffer *b, enum resp_proto p);        /* $-1     _ */
+void resp_add_null_array(struct evbuffer *b, enum resp_proto p);  /* *-1     _ */
+void resp_add_map(struct evbuffer *b, enum resp_proto p, long long n);  /* *2n  %n */
+void resp_add_set(struct evbuffer *b, enum resp_proto p, long long n);  /* *n   ~n */
+void resp_add_push(struct evbuffer *b, enum resp_proto p, long long n); /* *n   >n */
+void resp_add_bool(struct evbuffer *b, enum resp_proto p, int v);       /* :1   #t */
+/* %.17g (inf, -inf), as a bulk in RESP2 and a ',' double in RESP3. */
+void resp_add_double(struct evbuffer *b, enum resp_proto p, double d);
+/* Text (INFO, CLIENT INFO): a bulk in RESP2, "=<len>\r\ntxt:..." in RESP3. */
+void resp_add_verbatim(struct evbuffer *b, enum resp_proto p, const char *s, size_t len);
 void resp_add_command(struct evbuffer *b, int argc, const char **argv,
                       const size_t *lens);                         /* multibulk */
 

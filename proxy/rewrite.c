@@ -247,17 +247,28 @@ static size_t reply_len(const char *buf, size_t len)
     return st == REPLY_SCAN_DONE ? n : 0;
 }
 
-/* An array header at buf: its count (-1 for a null array) and its length
- * in *hdr. -2 when buf does not start with one. */
-static long long array_header(const char *buf, size_t len, size_t *hdr)
+/* An aggregate header at buf (RESP2's array; RESP3's set, push and map as
+ * well): its count of elements (a map's 2n; -1 for a null array), its
+ * length in *hdr and, in *map, whether it is a map. -2 when buf does not
+ * start with one. */
+static long long array_header(const char *buf, size_t len, size_t *hdr, int *map)
 {
-    if (len < 4 || buf[0] != '*')
+    if (len < 4 || !memchr("*~>%", buf[0], 4))
         return -2;
     const char *eol = memchr(buf, '\n', len);
     if (!eol)
         return -2;
     *hdr = (size_t)(eol - buf) + 1;
-    return strtoll(buf + 1, NULL, 10);
+    *map = buf[0] == '%';
+    long long n = strtoll(buf + 1, NULL, 10);
+    return *map && n > 0 ? 2 * n : n;
+}
+
+/* RESP2's null bulk or array, or RESP3's null. */
+static int is_null(const char *e, size_t elen)
+{
+    return (elen >= 3 && (e[0] == '$' || e[0] == '*') && e[1] == '-') ||
+           (elen == 3 && e[0] == '_');
 }
 
 /* A bulk string reply at buf (len bytes, one whole reply): its payload. */
@@ -279,7 +290,7 @@ static int add_key_element(struct evbuffer *out, const struct layout *l, const c
 {
     const char *k;
     size_t klen;
-    if (elen >= 3 && e[0] == '$' && e[1] == '-') {
+    if (is_null(e, elen)) {
         evbuffer_add(out, e, elen);
         return 0;
     }
@@ -293,12 +304,16 @@ static int add_array(struct evbuffer *out, const struct layout *l, const char *b
                      enum rewrite_reply_shape shape, int depth);
 
 static int add_element(struct evbuffer *out, const struct layout *l, const char *e, size_t elen,
-                       enum rewrite_reply_shape shape, long long i, int depth)
+                       enum rewrite_reply_shape shape, long long i, int depth, int map)
 {
     if (shape == REWRITE_REPLY_EACH || (shape == REWRITE_REPLY_FIRST && i == 0))
         return add_key_element(out, l, e, elen);
-    if (shape == REWRITE_REPLY_EACH_FIRST && depth == 0)
+    if (shape == REWRITE_REPLY_EACH_FIRST && depth == 0) {
+        if (map)                    /* RESP3's XREAD: key => entries */
+            return i % 2 == 0 ? add_key_element(out, l, e, elen)
+                              : (evbuffer_add(out, e, elen), 0);
         return add_array(out, l, e, elen, REWRITE_REPLY_FIRST, depth + 1);
+    }
     evbuffer_add(out, e, elen);
     return 0;
 }
@@ -307,19 +322,20 @@ static int add_array(struct evbuffer *out, const struct layout *l, const char *b
                      enum rewrite_reply_shape shape, int depth)
 {
     size_t off;
-    long long n = array_header(buf, len, &off);
-    if (n == -2)
-        return -1;
-    if (n < 0) {                    /* a null array: nothing to map */
+    int map;
+    if (is_null(buf, len)) {        /* nothing to map */
         evbuffer_add(out, buf, len);
         return 0;
     }
-    resp_add_array(out, n);
+    long long n = array_header(buf, len, &off, &map);
+    if (n < 0)
+        return -1;
+    evbuffer_add(out, buf, off);    /* the same header: keys map one to one */
     for (long long i = 0; i < n; i++) {
         size_t elen = reply_len(buf + off, len - off);
         if (elen == 0)
             return -1;
-        int rc = add_element(out, l, buf + off, elen, shape, i, depth);
+        int rc = add_element(out, l, buf + off, elen, shape, i, depth, map);
         if (rc < 0)
             return rc;
         off += elen;

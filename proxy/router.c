@@ -316,7 +316,7 @@ void router_send(struct request *r)
     const char *why = NULL;
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? tx_dedicated_conn(r, node, &why)
-                           : worker_conn(w, node);
+                           : worker_conn(w, node, request_resp(r));
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
         return;
@@ -365,7 +365,7 @@ static struct node_conn *router_next_conn(struct request *r)
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
-    return node >= 0 ? worker_conn(w, node) : NULL;
+    return node >= 0 ? worker_conn(w, node, request_resp(r)) : NULL;
 }
 
 /*
@@ -652,7 +652,7 @@ static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
     enum reply_redirect kind = reply_classify(err, strlen(err), &slot, addr, sizeof addr);
     if (kind != REPLY_PLAIN) {
         if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
-            resp_add_null_array(request_reply_buffer(r));
+            resp_add_null_array(request_reply_buffer(r), request_resp(r));
             handled = 1;
         } else if (router_redirect(r, kind, slot, addr)) {
             handled = 2;
@@ -689,7 +689,7 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
 {
     enum rewrite_reply_shape shape;
     const struct layout *layout = worker_layout(r->worker);
-    if (!layout || s->type != '*' || r->block_parts || r->parent ||
+    if (!layout || (s->type != '*' && s->type != '%') || r->block_parts || r->parent ||
         !reply_key_shape(r->cmd, &shape))
         return 0;
     const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
@@ -852,7 +852,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
         tx_exec_upkeep(r);
     if (!may_have_run && r->conn_kind == REQ_CONN_PINNED_EXEC) {
         /* the watch went with the connection: nothing ran, retry the WATCH */
-        resp_add_null_array(request_reply_buffer(r));
+        resp_add_null_array(request_reply_buffer(r), request_resp(r));
         request_finish(r);
         return;
     }

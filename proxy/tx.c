@@ -171,10 +171,12 @@ struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **wh
         *why = "ERR the client has gone";
         return NULL;
     }
-    if (tx->dconn && dedicated_serves(tx->dconn, node))
+    if (tx->dconn && dedicated_serves(tx->dconn, node)) {
+        dedicated_speak(tx->dconn, request_resp(r));
         return tx->dconn->conn;
+    }
     if (r->conn_kind == REQ_CONN_PREFER_PINNED)
-        return worker_conn(r->worker, node);
+        return worker_conn(r->worker, node, request_resp(r));
     if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
         *why = "ERR the WATCHed connection was lost";
         return NULL;
@@ -182,6 +184,8 @@ struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **wh
     /* a watch on another node is lost by moving (the slot moved) */
     drop_dconn(tx);
     struct dedicated *d = dedicated_acquire(r->worker, node, c, &tx->dconn, why);
+    if (d)
+        dedicated_speak(d, request_resp(r));
     return d ? d->conn : NULL;
 }
 
@@ -571,7 +575,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     if (tx->watching && !tx->dconn) {       /* the watched connection was lost */
         reset_multi(tx);
         tx->watching = 0;
-        resp_add_null_array(request_reply_buffer(r));
+        resp_add_null_array(request_reply_buffer(r), request_resp(r));
         request_finish(r);
         return;
     }
@@ -878,7 +882,7 @@ static void index_upkeep_key(struct worker *w, const struct layout *l,
         u->argc >= 2) {
         const char **uargv = malloc(sizeof *uargv * (size_t)u->argc);
         size_t *ulens = malloc(sizeof *ulens * (size_t)u->argc);
-        struct node_conn *conn = worker_conn(w, worker_node_for_slot(w, slot_of(key, len)));
+        struct node_conn *conn = worker_conn(w, worker_node_for_slot(w, slot_of(key, len)), RESP2);
         struct node_req *q = calloc(1, sizeof *q);
         if (uargv && ulens && conn && q) {
             for (int i = 0; i < u->argc; i++)

@@ -26,13 +26,14 @@ static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
     client_resume_paused(w, c);
-    for (int i = 0; i < w->topo->nnodes; i++)
-        if (w->conns[i] == c) {
-            w->conns[i] = NULL;
-            log_notice("node", "worker %d: connection to master %s closed (%s); topology "
-                       "refresh requested", w->id, c->addr, c->down_why ? c->down_why : "?");
-            worker_want_refresh(w);
-        }
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < w->topo->nnodes; i++)
+            if (w->conns[p][i] == c) {
+                w->conns[p][i] = NULL;
+                log_notice("node", "worker %d: connection to master %s closed (%s); topology "
+                           "refresh requested", w->id, c->addr, c->down_why ? c->down_why : "?");
+                worker_want_refresh(w);
+            }
 }
 
 static void worker_conn_drained(struct node_conn *c, void *arg)
@@ -40,23 +41,23 @@ static void worker_conn_drained(struct node_conn *c, void *arg)
     client_resume_paused(arg, c);
 }
 
-struct node_conn *worker_conn(struct worker *w, int node)
+struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto)
 {
     if (node < 0 || node >= w->topo->nnodes)
         return NULL;
-    struct node_conn *c = w->conns[node];
-    if (node_conn_usable(c))
-        return c;
+    struct node_conn **slot = &w->conns[proto == RESP3][node];
+    if (node_conn_usable(*slot))
+        return *slot;
     const struct topology_node *n = &w->topo->nodes[node];
-    c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa, n->salen,
-                      &w->node_opts);
+    struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
+                                        n->salen, worker_node_opts(w, proto));
     if (c) {
         c->on_down = worker_conn_down;
         c->on_drained = worker_conn_drained;
         c->down_arg = w;
         node_conn_batch(c, 1);
     }
-    w->conns[node] = c;
+    *slot = c;
     return c;
 }
 
@@ -78,24 +79,28 @@ void worker_want_refresh(struct worker *w)
 /* Take a new topology: connections to masters it still has are kept. */
 static void worker_take_topology(struct worker *w, struct topology *t)
 {
-    struct node_conn **conns = calloc((size_t)t->nnodes, sizeof *conns);
-    if (!conns) {
+    struct node_conn **conns[2] = { calloc((size_t)t->nnodes, sizeof *conns[0]),
+                                    calloc((size_t)t->nnodes, sizeof *conns[1]) };
+    if (!conns[0] || !conns[1]) {
+        free(conns[0]);
+        free(conns[1]);
         topology_unref(t);
         return;
     }
-    for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
-        struct node_conn *c = w->conns[i];
-        if (!c)
-            continue;
-        int j = topology_find(t, w->topo->nodes[i].announced);
-        if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0) {
-            conns[j] = c;
-        } else {
-            node_conn_retire(c);    /* its replies still arrive; nothing new is sent */
+    for (int p = 0; p < 2; p++) {
+        for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
+            struct node_conn *c = w->conns[p][i];
+            if (!c)
+                continue;
+            int j = topology_find(t, w->topo->nodes[i].announced);
+            if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0)
+                conns[p][j] = c;
+            else
+                node_conn_retire(c);    /* its replies still arrive; nothing new is sent */
         }
+        free(w->conns[p]);
+        w->conns[p] = conns[p];
     }
-    free(w->conns);
-    w->conns = conns;
     topology_unref(w->topo);
     w->topo = t;
     memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);
@@ -119,6 +124,8 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->node_opts.tls = w->proxy->tls_cluster;
     w->node_opts.tls_server_name = w->proxy->cfg.cluster_tls_server_name;
     w->node_opts.tls_insecure = w->proxy->cfg.cluster_tls_insecure;
+    w->node_opts3 = w->node_opts;
+    w->node_opts3.resp3 = 1;
     snapshot_unref(old);
     /* the last worker to take a reload says so: from then on every new
      * command runs with it (scripts and operators wait for this line) */

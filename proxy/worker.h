@@ -64,8 +64,12 @@ struct worker {
     struct topology *topo;
     struct layout_ref *layout;          /* NULL: no key rewriting */
     int16_t slot_node[SLOT_COUNT];
-    struct node_conn **conns;           /* per topo node, NULL until used */
-    struct node_opts node_opts;
+    /* Per protocol (RESP2, RESP3) and topo node, NULL until used: a RESP3
+     * client's commands go on connections opened with HELLO 3, so the
+     * node's replies reach it as they are (worker_conn). */
+    struct node_conn **conns[2];
+    struct node_opts node_opts;         /* RESP2 connections */
+    struct node_opts node_opts3;        /* RESP3 ones: the same but resp3 */
 
     pthread_mutex_t clients_lock;       /* accept/close and CLIENT LIST only */
     TAILQ_HEAD(, client) clients;
@@ -117,8 +121,16 @@ static inline const struct layout *worker_layout(const struct worker *w)
     return w->layout ? w->layout->layout : NULL;
 }
 
-/* The connection to master `node` of the current topology, made on demand. */
-struct node_conn *worker_conn(struct worker *w, int node);
+/* The connection to master `node` of the current topology that speaks
+ * proto, made on demand. */
+struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto);
+
+/* What a connection that speaks proto is opened with. */
+static inline const struct node_opts *worker_node_opts(const struct worker *w,
+                                                       enum resp_proto proto)
+{
+    return proto == RESP3 ? &w->node_opts3 : &w->node_opts;
+}
 
 /* The master that serves slot (or any master for slot -1): index or -1. */
 int worker_node_for_slot(const struct worker *w, int slot);

@@ -1121,12 +1121,20 @@ H_UNUSED static uint64_t h_run_seed(const char *env, const char *what)
 /* ---------- RESP2 replies, parsed strictly ---------- */
 
 struct h_rv {
-    char type;                  /* + - : $ * */
-    long long num;              /* ':' the value; '$' '*' the length, -1 for null */
-    const char *str;            /* '+' '-' '$': the bytes, not NUL-terminated */
+    char type;                  /* + - : $ *, and RESP3's _ # , ( = ! ~ % > */
+    long long num;              /* ':' the value; '$' '*' the length, -1 for null;
+                                 * '~' '>' the length, '%' twice its pair count */
+    const char *str;            /* '+' '-' '$', the line types and '=' '!': the bytes,
+                                 * not NUL-terminated */
     size_t len;
-    struct h_rv *elem;          /* '*': num elements */
+    struct h_rv *elem;          /* '*' '~' '>' '%': num elements */
 };
+
+/* RESP types framed as "<type><line>\r\n", as "<type><len>\r\n<bytes>\r\n",
+ * and as a count of elements. */
+#define H_RESP_LINE_TYPES  "+-_#,("
+#define H_RESP_BLOB_TYPES  "$=!"
+#define H_RESP_AGGR_TYPES  "*~>%"
 
 /* Parses the decimal integer in s[0..len) strictly: an optional '-' and
  * 1 to 19 digits. 0, or -1. */
@@ -1149,7 +1157,7 @@ H_UNUSED static int h_resp_number(const char *s, size_t len, long long *out)
 
 H_UNUSED static void h_rv_free(struct h_rv *v)
 {
-    if (v->type == '*')
+    if (strchr(H_RESP_AGGR_TYPES, v->type))
         for (long long i = 0; i < v->num; i++)
             h_rv_free(&v->elem[i]);
     free(v->elem);
@@ -1157,8 +1165,10 @@ H_UNUSED static void h_rv_free(struct h_rv *v)
 }
 
 /*
- * One RESP2 value at buf[0..len): the bytes it takes, 0 if it is not all
- * there yet, -1 if it is malformed. With out, its tree too (rv_free).
+ * One RESP2 or RESP3 value at buf[0..len): the bytes it takes, 0 if it is
+ * not all there yet, -1 if it is malformed (attributes and streamed types,
+ * which redis-server 7.0 never sends, included). With out, its tree too
+ * (rv_free).
  */
 H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
 {
@@ -1168,7 +1178,7 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
 
     if (len == 0 || buf == NULL)
         return 0;
-    if (!strchr("+-:$*", buf[0]))
+    if (buf[0] == '\0' || !strchr(H_RESP_LINE_TYPES ":" H_RESP_BLOB_TYPES H_RESP_AGGR_TYPES, buf[0]))
         return -1;
     crlf = memmem(buf, len, "\r\n", 2);
     if (crlf == NULL)
@@ -1178,7 +1188,9 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
     head = (size_t)(crlf - buf) + 2;
     if (out)
         memset(out, 0, sizeof *out), out->type = buf[0];
-    if (buf[0] == '+' || buf[0] == '-') {
+    if (strchr(H_RESP_LINE_TYPES, buf[0])) {
+        if (buf[0] == '_' && head != 3)
+            return -1;
         if (out)
             out->str = buf + 1, out->len = head - 3;
         return (long)head;
@@ -1189,9 +1201,9 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
         out->num = n;
     if (buf[0] == ':')
         return (long)head;
-    if (n < -1)
+    if (n < -1 || (n == -1 && buf[0] != '$' && buf[0] != '*'))
         return -1;
-    if (buf[0] == '$') {
+    if (strchr(H_RESP_BLOB_TYPES, buf[0])) {
         if (n == -1)
             return (long)head;
         if (len < head + (size_t)n + 2)
@@ -1201,6 +1213,11 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
         if (out)
             out->str = buf + head, out->len = (size_t)n;
         return (long)(head + (size_t)n + 2);
+    }
+    if (buf[0] == '%') {
+        n *= 2;
+        if (out)
+            out->num = n;
     }
     size_t at = head;
     if (out && n > 0)

@@ -144,7 +144,10 @@ START_TEST(test_local_ping_echo_select_hello)
     r = h_cmd(c, "SELECT 1");
     H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
     freeReplyObject(r);
-    r = h_cmd(c, "HELLO 3");
+    r = h_cmd(c, "HELLO 4");      /* HELLO 3: test_resp3 */
+    H_EXPECT_ERR(r, "NOPROTO");
+    freeReplyObject(r);
+    r = h_cmd(c, "HELLO 1");
     H_EXPECT_ERR(r, "NOPROTO");
     freeReplyObject(r);
     r = h_cmd(c, "HELLO 2");

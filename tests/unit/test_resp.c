@@ -656,8 +656,8 @@ START_TEST(test_writers)
     resp_add_bulk(b, "a\r\n\0b", 5);
     resp_add_bulk(b, "", 0);
     resp_add_bulk_str(b, "foo");
-    resp_add_null(b);
-    resp_add_null_array(b);
+    resp_add_null(b, RESP2);
+    resp_add_null_array(b, RESP2);
     resp_add_array(b, 3);
     resp_add_array(b, 0);
     CHECK_OUT(b, "$5\r\na\r\n\0b\r\n$0\r\n\r\n$3\r\nfoo\r\n$-1\r\n*-1\r\n*3\r\n*0\r\n");
@@ -691,6 +691,40 @@ START_TEST(test_writers)
 }
 END_TEST
 
+/* The types whose bytes depend on the protocol, as redis-server 7.0 writes
+ * them to a RESP2 and to a RESP3 client. */
+START_TEST(test_writers_by_protocol)
+{
+    struct evbuffer *b = evbuffer_new();
+    resp_add_null(b, RESP2);
+    resp_add_null_array(b, RESP2);
+    resp_add_map(b, RESP2, 2);
+    resp_add_set(b, RESP2, 3);
+    resp_add_push(b, RESP2, 3);
+    resp_add_bool(b, RESP2, 1);
+    resp_add_bool(b, RESP2, 0);
+    resp_add_double(b, RESP2, 1.5);
+    resp_add_double(b, RESP2, -1.0 / 0.0);
+    resp_add_verbatim(b, RESP2, "a:1\r\n", 5);
+    CHECK_OUT(b, "$-1\r\n*-1\r\n*4\r\n*3\r\n*3\r\n:1\r\n:0\r\n$3\r\n1.5\r\n$4\r\n-inf\r\n"
+                 "$5\r\na:1\r\n\r\n");
+    resp_add_null(b, RESP3);
+    resp_add_null_array(b, RESP3);
+    resp_add_map(b, RESP3, 2);
+    resp_add_set(b, RESP3, 3);
+    resp_add_push(b, RESP3, 3);
+    resp_add_bool(b, RESP3, 1);
+    resp_add_bool(b, RESP3, 0);
+    resp_add_double(b, RESP3, 1.5);
+    resp_add_double(b, RESP3, 1.0 / 0.0);
+    resp_add_double(b, RESP3, 0.1);
+    resp_add_verbatim(b, RESP3, "a:1\r\n", 5);
+    CHECK_OUT(b, "_\r\n_\r\n%2\r\n~3\r\n>3\r\n#t\r\n#f\r\n,1.5\r\n,inf\r\n"
+                 ",0.10000000000000001\r\n=9\r\ntxt:a:1\r\n\r\n");
+    evbuffer_free(b);
+}
+END_TEST
+
 static Suite *resp_suite(void)
 {
     Suite *s = suite_create("resp");
@@ -698,6 +732,7 @@ static Suite *resp_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_valid_requests);
     tcase_add_test(tc, test_malformed_requests);
+    tcase_add_test(tc, test_writers_by_protocol);
     tcase_add_test(tc, test_line_caps);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_pipeline_of_many);
