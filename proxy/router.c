@@ -600,6 +600,10 @@ static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
         if (crlf && s->type != '+') {
             text = crlf + 1;
             n = len - (size_t)(text - bytes);
+            if (s->type == '=' && n >= 4) {     /* RESP3's verbatim: past "txt:" */
+                text += 4;
+                n -= 4;
+            }
         } else if (bytes) {
             text = bytes;
             n = len;
