@@ -260,12 +260,30 @@ static void check_big_and_pipelined(struct h_proxy *p)
     redisFree(c);
 }
 
+/* A RESP3 client's commands go on node connections opened with HELLO 3
+ * AUTH default <cluster-password>, over TLS: its reply comes in RESP3. */
+static void check_resp3(struct h_proxy *p)
+{
+    char cmd[512], out[4096];
+    int fd = h_raw_connect(&p->addr);
+    int n = snprintf(cmd, sizeof cmd, "HELLO 3\r\nHSET %s:h3 f v\r\nHGETALL %s:h3\r\n"
+                     "DEL %s:h3\r\nPING\r\n", h_prefix(), h_prefix(), h_prefix());
+    h_raw_send(fd, cmd, (size_t)n);
+    h_raw_recv(fd, out, sizeof out, "+PONG\r\n", 5000, NULL);
+    const char *after = strstr(out, "*0\r\n");      /* HELLO's map ends with modules */
+    ck_assert_msg(strncmp(out, "%7\r\n", 4) == 0 && after &&
+                  strcmp(after + 4, ":1\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n:1\r\n+PONG\r\n") == 0,
+                  "RESP3 through a TLS cluster with a password: %s", h_esc_str(out));
+    close(fd);
+}
+
 START_TEST(test_cluster_tls)
 {
     struct h_proxy p;
     start_cluster_proxy(&p, NULL);
     check_every_master(&p);
     check_big_and_pipelined(&p);
+    check_resp3(&p);
     h_proxy_stop(&p);
 }
 END_TEST
