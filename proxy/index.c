@@ -31,6 +31,12 @@ struct script {
 
 static struct script script_write = { embed_index_write, &embed_index_write_len, "" };
 static struct script script_read = { embed_index_read, &embed_index_read_len, "" };
+/* index_write for a RESP3 client: redis.setresp(3) first, so the command's
+ * reply keeps its RESP3 type (a double, a map, a set) through Lua, as the
+ * node would answer it directly. */
+static const char resp3_prologue[] = "redis.setresp(3)\n";
+static size_t write3_len;
+static struct script script_write3 = { NULL, &write3_len, "" };
 
 /* Registered with scripts.h, whose NOSCRIPT recovery (SCRIPT LOAD on that
  * master, then the EVALSHA again) then covers them; out of memory at start,
@@ -43,8 +49,18 @@ static void script_hash(struct script *s)
 
 void index_init(void)
 {
+    static char *write3;
     script_hash(&script_write);
     script_hash(&script_read);
+    write3_len = sizeof resp3_prologue - 1 + embed_index_write_len;
+    if (!write3 && (write3 = malloc(write3_len)) != NULL) {
+        memcpy(write3, resp3_prologue, sizeof resp3_prologue - 1);
+        memcpy(write3 + sizeof resp3_prologue - 1, embed_index_write, embed_index_write_len);
+    }
+    script_write3.body = write3 ? write3 : embed_index_write;   /* out of memory: RESP2's */
+    if (!write3)
+        write3_len = embed_index_write_len;
+    script_hash(&script_write3);
 }
 
 /* ---- writes ---- */
@@ -177,7 +193,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
             goto out;
     }
     argv[a] = "EVALSHA", lens[a++] = 7;
-    argv[a] = script_write.sha, lens[a++] = 40;
+    argv[a] = (request_resp(r) == RESP3 ? &script_write3 : &script_write)->sha, lens[a++] = 40;
     argv[a] = nkeys, lens[a++] = request_put_decimal(nkeys, (size_t)(2 * p->nrec + nother));
     for (int i = 0; i < p->nkeys; i++)
         if (p->rec[i])
@@ -248,6 +264,8 @@ static const struct script *script_of(const struct request *r)
     const char *sha = request_arg(r, 1, &len);
     if (len == 40 && memcmp(sha, script_write.sha, 40) == 0)
         return &script_write;
+    if (len == 40 && memcmp(sha, script_write3.sha, 40) == 0)
+        return &script_write3;
     if (len == 40 && memcmp(sha, script_read.sha, 40) == 0)
         return &script_read;
     return NULL;
