@@ -5,6 +5,7 @@
 #include <event2/thread.h>
 #include <errno.h>
 #include <netdb.h>
+#include <semaphore.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -442,9 +443,15 @@ static void worker_renice(struct worker *w)
                     want, strerror(errno));
 }
 
+struct worker_boot {
+    struct worker *w;
+    sem_t named;        /* posted once the thread is named and reniced */
+};
+
 static void *worker_main(void *arg)
 {
-    struct worker *w = arg;
+    struct worker_boot *boot = arg;
+    struct worker *w = boot->w;
     /* The round pause (round-pause-us) is a few tens of microseconds: the
      * kernel's default timer slack, 50 us, would more than double it. */
     prctl(PR_SET_TIMERSLACK, WORKER_TIMER_SLACK_NS);
@@ -452,13 +459,23 @@ static void *worker_main(void *arg)
     snprintf(name, sizeof name, "worker-%d", w->id);
     prctl(PR_SET_NAME, name);
     worker_renice(w);
+    sem_post(&boot->named);         /* boot is the starter's: not touched after */
     event_base_dispatch(w->base);
     return NULL;
 }
 
+/* Returns once the thread runs as configured (named, reniced), so that
+ * when the proxy says it is ready, every worker is what it says. */
 int worker_start(struct worker *w)
 {
-    return pthread_create(&w->thread, NULL, worker_main, w) == 0 ? 0 : -1;
+    struct worker_boot boot = { .w = w };
+    if (sem_init(&boot.named, 0, 0) < 0)
+        return -1;
+    int rc = pthread_create(&w->thread, NULL, worker_main, &boot) == 0 ? 0 : -1;
+    while (rc == 0 && sem_wait(&boot.named) < 0 && errno == EINTR)
+        ;
+    sem_destroy(&boot.named);
+    return rc;
 }
 
 void worker_join(struct worker *w)
