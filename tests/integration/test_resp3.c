@@ -271,6 +271,14 @@ START_TEST(test_local_replies)
     replies(fb, 1, b, sizeof b);
     ck_assert_msg(b[0] == '=' && strstr(b, "\r\ntxt:# Keyspace\r\n"), "%s", h_esc_str(b));
     close(fb);
+    /* redis-cli -3 (HELLO 3 at connect) reads what the proxy sends */
+    char out[1024];
+    h_shell(out, sizeof out, "redis-cli -3 -p %d HSET 'cli{%s}' f 1.5 >/dev/null && "
+            "redis-cli -3 -p %d HGETALL 'cli{%s}' && redis-cli -3 -p %d ZADD 'z{%s}' 2.5 m "
+            ">/dev/null && redis-cli -3 -p %d ZSCORE 'z{%s}' m && redis-cli -3 -p %d "
+            "DEL 'cli{%s}' 'z{%s}'", proxy.port, tag, proxy.port, tag, proxy.port, tag,
+            proxy.port, tag, proxy.port, tag, tag);
+    ck_assert_str_eq(out, "f 1.5\n2.5\n2\n");     /* a map entry per line, as from a node */
 }
 END_TEST
 
