@@ -245,6 +245,19 @@ START_TEST(test_pubsub_pushes)
                   h_esc_str(a), h_esc_str(b));
     ck_assert(b[0] == '>');
     same(fa, fb, "UNSUBSCRIBE|ch{t}\nPUNSUBSCRIBE\nDEL|s{t}\nPING", 4);
+    /* shard channels: on their slot's master, pushes too */
+    same(fa, fb, "SSUBSCRIBE|sch{t}\nGET|s{t}", 2);
+    n = build("SPUBLISH|sch{t}|shard-hello", cmd, sizeof cmd);
+    h_raw_send(pa, cmd, n);
+    h_raw_send(pb, cmd, n);
+    replies(pa, 1, a, sizeof a);
+    replies(pb, 1, b, sizeof b);
+    ck_assert_msg(strcmp(a, b) == 0, "SPUBLISH: %s vs %s", h_esc_str(a), h_esc_str(b));
+    replies(fa, 1, a, sizeof a);
+    replies(fb, 1, b, sizeof b);
+    ck_assert_msg(strcmp(a, b) == 0 && b[0] == '>', "smessage\nredis-server: %s\nproxy:        %s",
+                  h_esc_str(a), h_esc_str(b));
+    same(fa, fb, "SUNSUBSCRIBE\nPING", 2);
     close(fa);
     close(fb);
     close(pa);
