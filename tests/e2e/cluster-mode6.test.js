@@ -17,8 +17,8 @@
 //
 // TCP only (a cluster client connects to the address CLUSTER SLOTS names).
 // When REDIS_URL is a plain redis-server (cluster support disabled), every
-// test skips itself: this cannot be checked there. Not yet validated
-// against a proxy that speaks RESP3 (none existed when it was written).
+// test skips itself: this cannot be checked there; it is checked against
+// the proxy in front of a 3-master cluster (scripts/test.sh).
 
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');

@@ -5,8 +5,8 @@
 //
 // ioredis 6 really does default to RESP3 (DEFAULT_REDIS_OPTIONS has
 // protocol: 3, replyMapping: "legacy"). What 6.0.0 sends on every new
-// connection (captured on the wire against redis-server 7.0), all written
-// before the first reply is read:
+// connection (captured on the wire against redis-server 7.0), pipelined:
+// all three are sent without waiting for HELLO's reply:
 //   hello 3
 //   client SETINFO LIB-VER 6.0.0
 //   client SETINFO LIB-NAME ioredis
