@@ -8,8 +8,10 @@
  * bytes redis-server answered for its COMMAND INFO and COMMAND DOCS entries,
  * so the proxy's COMMAND replies are byte-for-byte Redis's (a container's
  * subcommands are listed in name order: Redis's own order changes with every
- * server process). COMMAND INFO is "*<n>\r\n" followed by the entries'
- * info_resp; COMMAND DOCS is "*<2n>\r\n" followed by their docs_resp.
+ * server process), in RESP2 and in RESP3. COMMAND INFO is "*<n>\r\n"
+ * followed by the entries' info_resp (info_resp3 in RESP3); COMMAND DOCS is
+ * "*<2n>\r\n" followed by their docs_resp, in RESP3 "%<n>\r\n" followed by
+ * their docs_resp3.
  *
  * Container commands (CLIENT, CONFIG, CLUSTER, SCRIPT, ...) have subcommands;
  * command_lookup() finds the container and command_lookup_sub() the
@@ -113,7 +115,24 @@ struct command {
     size_t info_resp_len;
     const char *docs_resp;      /* exact RESP of "name" + docs map, as in COMMAND DOCS (2 elements) */
     size_t docs_resp_len;
+    const char *info_resp3;     /* the same two as redis-server writes them in RESP3 */
+    size_t info_resp3_len;      /* (flags, ACL categories, tips as sets, key specs as maps) */
+    const char *docs_resp3;     /* ("name" + docs map: one key and value of COMMAND DOCS's map) */
+    size_t docs_resp3_len;
 };
+
+/* A command's COMMAND INFO entry / COMMAND DOCS name and docs, in protocol p. */
+static inline const char *command_info_resp(const struct command *c, enum resp_proto p, size_t *len)
+{
+    *len = p == RESP3 ? c->info_resp3_len : c->info_resp_len;
+    return p == RESP3 ? c->info_resp3 : c->info_resp;
+}
+
+static inline const char *command_docs_resp(const struct command *c, enum resp_proto p, size_t *len)
+{
+    *len = p == RESP3 ? c->docs_resp3_len : c->docs_resp_len;
+    return p == RESP3 ? c->docs_resp3 : c->docs_resp;
+}
 
 /* All top-level commands, sorted by name. */
 extern const struct command command_table[];

@@ -153,6 +153,132 @@ static const char docs_acl[] =
     "Return the name of the user associated to the current connection\r\n"
     "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_acl[] =
+    "*10\r\n$3\r\nacl\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*13\r\n*10\r\n$7\r\nacl|cat\r\n"
+    ":-2\r\n~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$11\r\nacl|deluser\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$10\r\nacl|dryrun\r\n:-4\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$11\r\nacl|genpass\r\n:-2\r\n~3\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$11\r\nacl|getuser\r\n:3\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|help\r\n:2\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|list\r\n:2\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|load\r\n:2\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$7\r\nacl|log\r\n:-2\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$8\r\nacl|save\r\n:2\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nacl|setuser\r\n:-3\r\n"
+    "~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$9\r\nacl|users\r\n:2\r\n"
+    "~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$10\r\nacl|whoami\r\n:2\r\n"
+    "~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl[] =
+    "$3\r\nacl\r\n%5\r\n$7\r\nsummary\r\n$45\r\nA container for Access List Contr"
+    "ol commands \r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%13\r\n"
+    "$7\r\nacl|cat\r\n%5\r\n$7\r\nsummary\r\n$57\r\nList the ACL categories or th"
+    "e commands inside a category\r\n$5\r\nsince\r\n$5\r\n"
+    "6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$55\r\nO(1) since the categories and commands are a fixed set.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\n"
+    "categoryname\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$11\r\nacl|deluser\r\n"
+    "%5\r\n$7\r\nsummary\r\n$55\r\nRemove the specified ACL users and the associa"
+    "ted rules\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$49\r\nO(1) amortized time considering "
+    "the typical user.\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$10\r\n"
+    "acl|dryrun\r\n%5\r\n$7\r\nsummary\r\n$85\r\nReturns whether the user can exe"
+    "cute the given command without executing the command.\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$5\r\nO(1).\r\n$9\r\n"
+    "arguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$8\r\nusername\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n"
+    "$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n$11\r\n"
+    "acl|genpass\r\n%5\r\n$7\r\nsummary\r\n$60\r\nGenerate a pseudorandom secure "
+    "password to use for ACL users\r\n$5\r\nsince\r\n$5\r\n"
+    "6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\nbits\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$11\r\nacl|getuser\r\n"
+    "%6\r\n$7\r\nsummary\r\n$37\r\nGet the rules for a specific ACL user\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$85\r\nO(N). Where N is the number of passwor"
+    "d, command and pattern rules that the user has.\r\n"
+    "$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.2.0\r\n$31\r\n"
+    "Added Pub/Sub channel patterns.\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$108\r\nAdded selectors and changed the format of key and channel patterns f"
+    "rom a list to their rule representation.\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$8\r\nusername\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$8\r\nacl|help\r\n%4\r\n"
+    "$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$8\r\n"
+    "acl|list\r\n%4\r\n$7\r\nsummary\r\n$52\r\nList the current ACL rules in ACL "
+    "config file format\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n"
+    "$8\r\nacl|load\r\n%4\r\n$7\r\nsummary\r\n$44\r\nReload the ACLs from the con"
+    "figured ACL file\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n"
+    "$7\r\nacl|log\r\n%5\r\n$7\r\nsummary\r\n$50\r\nList latest events denied bec"
+    "ause of ACLs in place\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$46\r\nO(N) with N being the number of entries shown.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "operation\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\nreset\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nRESET\r\n$8\r\n"
+    "acl|save\r\n%4\r\n$7\r\nsummary\r\n$53\r\nSave the current ACL rules in the "
+    "configured ACL file\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n"
+    "$11\r\nacl|setuser\r\n%6\r\n$7\r\nsummary\r\n$50\r\n"
+    "Modify or create the rules for a specific ACL user\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$46\r\nO(N). Where N is the number of rules p"
+    "rovided.\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.2.0\r\n"
+    "$31\r\nAdded Pub/Sub channel patterns.\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$42\r\nAdded selectors and key based permissions.\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\nrule\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n$9\r\n"
+    "acl|users\r\n%4\r\n$7\r\nsummary\r\n$49\r\nList the username of all the conf"
+    "igured ACL rules\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n"
+    "$10\r\nacl|whoami\r\n%4\r\n$7\r\nsummary\r\n$64\r\n"
+    "Return the name of the user associated to the current connection\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_acl_cat[] =
     "*10\r\n$7\r\nacl|cat\r\n:-2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n"
@@ -165,6 +291,18 @@ static const char docs_acl_cat[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$12\r\n"
     "categoryname\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_acl_cat[] =
+    "*10\r\n$7\r\nacl|cat\r\n:-2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_cat[] =
+    "$7\r\nacl|cat\r\n%5\r\n$7\r\nsummary\r\n$57\r\nList the ACL categories or th"
+    "e commands inside a category\r\n$5\r\nsince\r\n$5\r\n"
+    "6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$55\r\nO(1) since the categories and commands are a fixed set.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\n"
+    "categoryname\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const char info_acl_deluser[] =
     "*10\r\n$11\r\nacl|deluser\r\n:-3\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -178,6 +316,19 @@ static const char docs_acl_deluser[] =
     "pical user.\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\n"
     "name\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_acl_deluser[] =
+    "*10\r\n$11\r\nacl|deluser\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_acl_deluser[] =
+    "$11\r\nacl|deluser\r\n%5\r\n$7\r\nsummary\r\n$55\r\n"
+    "Remove the specified ACL users and the associated rules\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$49\r\nO(1) amortized time considering the ty"
+    "pical user.\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const char info_acl_dryrun[] =
     "*10\r\n$10\r\nacl|dryrun\r\n:-4\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -193,6 +344,21 @@ static const char docs_acl_dryrun[] =
     "name\r\n$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_acl_dryrun[] =
+    "*10\r\n$10\r\nacl|dryrun\r\n:-4\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_acl_dryrun[] =
+    "$10\r\nacl|dryrun\r\n%5\r\n$7\r\nsummary\r\n$85\r\n"
+    "Returns whether the user can execute the given command without executing the"
+    " command.\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$5\r\nO(1).\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_acl_genpass[] =
     "*10\r\n$11\r\nacl|genpass\r\n:-2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n"
@@ -204,6 +370,18 @@ static const char docs_acl_genpass[] =
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$4\r\nbits\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_acl_genpass[] =
+    "*10\r\n$11\r\nacl|genpass\r\n:-2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_genpass[] =
+    "$11\r\nacl|genpass\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+    "Generate a pseudorandom secure password to use for ACL users\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\nbits\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const char info_acl_getuser[] =
     "*10\r\n$11\r\nacl|getuser\r\n:3\r\n*4\r\n+admin\r\n"
@@ -221,11 +399,35 @@ static const char docs_acl_getuser[] =
     "nd channel patterns from a list to their rule representation.\r\n"
     "$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$8\r\n"
     "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_acl_getuser[] =
+    "*10\r\n$11\r\nacl|getuser\r\n:3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_acl_getuser[] =
+    "$11\r\nacl|getuser\r\n%6\r\n$7\r\nsummary\r\n$37\r\n"
+    "Get the rules for a specific ACL user\r\n$5\r\nsince\r\n"
+    "$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$85\r\nO(N). Where N is the number of password, command and pa"
+    "ttern rules that the user has.\r\n$7\r\nhistory\r\n"
+    "~2\r\n*2\r\n$5\r\n6.2.0\r\n$31\r\nAdded Pub/Sub channel patterns.\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$108\r\nAdded selectors and changed the format of key a"
+    "nd channel patterns from a list to their rule representation.\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_acl_help[] =
     "*10\r\n$8\r\nacl|help\r\n:2\r\n*2\r\n+loading\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_acl_help[] =
     "$8\r\nacl|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the "
+    "different subcommands\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_acl_help[] =
+    "*10\r\n$8\r\nacl|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_help[] =
+    "$8\r\nacl|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the "
     "different subcommands\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
     "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
@@ -238,12 +440,30 @@ static const char docs_acl_list[] =
     "n ACL config file format\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
     "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$48\r\nO(N). Where N is the number of configured users.\r\n";
+static const char info3_acl_list[] =
+    "*10\r\n$8\r\nacl|list\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_list[] =
+    "$8\r\nacl|list\r\n%4\r\n$7\r\nsummary\r\n$52\r\nList the current ACL rules i"
+    "n ACL config file format\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n";
 static const char info_acl_load[] =
     "*10\r\n$8\r\nacl|load\r\n:2\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
     "+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_acl_load[] =
     "$8\r\nacl|load\r\n*8\r\n$7\r\nsummary\r\n$44\r\nReload the ACLs from the con"
+    "figured ACL file\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n";
+static const char info3_acl_load[] =
+    "*10\r\n$8\r\nacl|load\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_load[] =
+    "$8\r\nacl|load\r\n%4\r\n$7\r\nsummary\r\n$44\r\nReload the ACLs from the con"
     "figured ACL file\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
     "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$48\r\nO(N). Where N is the number of configured users.\r\n";
@@ -262,12 +482,36 @@ static const char docs_acl_log[] =
     "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*6\r\n$4\r\nname\r\n$5\r\nreset\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$5\r\nRESET\r\n";
+static const char info3_acl_log[] =
+    "*10\r\n$7\r\nacl|log\r\n:-2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_log[] =
+    "$7\r\nacl|log\r\n%5\r\n$7\r\nsummary\r\n$50\r\nList latest events denied bec"
+    "ause of ACLs in place\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$46\r\nO(N) with N being the number of entries shown.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "operation\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\nreset\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nRESET\r\n";
 static const char info_acl_save[] =
     "*10\r\n$8\r\nacl|save\r\n:2\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
     "+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_acl_save[] =
     "$8\r\nacl|save\r\n*8\r\n$7\r\nsummary\r\n$53\r\nSave the current ACL rules i"
+    "n the configured ACL file\r\n$5\r\nsince\r\n$5\r\n"
+    "6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n";
+static const char info3_acl_save[] =
+    "*10\r\n$8\r\nacl|save\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_save[] =
+    "$8\r\nacl|save\r\n%4\r\n$7\r\nsummary\r\n$53\r\nSave the current ACL rules i"
     "n the configured ACL file\r\n$5\r\nsince\r\n$5\r\n"
     "6.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$48\r\nO(N). Where N is the number of configured users.\r\n";
@@ -288,6 +532,23 @@ static const char docs_acl_setuser[] =
     "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n*6\r\n$4\r\n"
     "name\r\n$4\r\nrule\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_acl_setuser[] =
+    "*10\r\n$11\r\nacl|setuser\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_acl_setuser[] =
+    "$11\r\nacl|setuser\r\n%6\r\n$7\r\nsummary\r\n$50\r\n"
+    "Modify or create the rules for a specific ACL user\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$46\r\nO(N). Where N is the number of rules p"
+    "rovided.\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.2.0\r\n"
+    "$31\r\nAdded Pub/Sub channel patterns.\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$42\r\nAdded selectors and key based permissions.\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\nrule\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_acl_users[] =
     "*10\r\n$9\r\nacl|users\r\n:2\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
@@ -297,12 +558,30 @@ static const char docs_acl_users[] =
     "e configured ACL rules\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
     "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$48\r\nO(N). Where N is the number of configured users.\r\n";
+static const char info3_acl_users[] =
+    "*10\r\n$9\r\nacl|users\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_users[] =
+    "$9\r\nacl|users\r\n%4\r\n$7\r\nsummary\r\n$49\r\nList the username of all th"
+    "e configured ACL rules\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$48\r\nO(N). Where N is the number of configured users.\r\n";
 static const char info_acl_whoami[] =
     "*10\r\n$10\r\nacl|whoami\r\n:2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_acl_whoami[] =
     "$10\r\nacl|whoami\r\n*8\r\n$7\r\nsummary\r\n$64\r\n"
+    "Return the name of the user associated to the current connection\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_acl_whoami[] =
+    "*10\r\n$10\r\nacl|whoami\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_acl_whoami[] =
+    "$10\r\nacl|whoami\r\n%4\r\n$7\r\nsummary\r\n$64\r\n"
     "Return the name of the user associated to the current connection\r\n"
     "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -326,6 +605,26 @@ static const char docs_append[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_append[] =
+    "*10\r\n$6\r\nappend\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_append[] =
+    "$6\r\nappend\r\n%5\r\n$7\r\nsummary\r\n$23\r\nAppend a value to a key\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "string\r\n$10\r\ncomplexity\r\n$233\r\nO(1). The amortized time complexity i"
+    "s O(1) assuming the appended value is small and the already present value is"
+    " of any size, since the dynamic string library used by Redis will double the"
+    " free space available on every reallocation.\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const struct keyspec ks_append[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -338,6 +637,15 @@ static const char info_asking[] =
     "*0\r\n*0\r\n";
 static const char docs_asking[] =
     "$6\r\nasking\r\n*8\r\n$7\r\nsummary\r\n$46\r\nSent by cluster clients after "
+    "an -ASK redirect\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
+    "$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_asking[] =
+    "*10\r\n$6\r\nasking\r\n:1\r\n~1\r\n+fast\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_asking[] =
+    "$6\r\nasking\r\n%4\r\n$7\r\nsummary\r\n$46\r\nSent by cluster clients after "
     "an -ASK redirect\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
     "$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
@@ -357,6 +665,22 @@ static const char docs_auth[] =
     "$5\r\n6.0.0\r\n$5\r\nflags\r\n*1\r\n+optional\r\n*4\r\n"
     "$4\r\nname\r\n$8\r\npassword\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_auth[] =
+    "*10\r\n$4\r\nauth\r\n:-2\r\n~6\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_auth[] =
+    "$4\r\nauth\r\n%6\r\n$7\r\nsummary\r\n$26\r\nAuthenticate to the server\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$60\r\nO(N) where N is the number of pass"
+    "words defined for the user\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n6.0.0\r\n$40\r\nAdded ACL style (username and password).\r\n"
+    "$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "username\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nsince\r\n"
+    "$5\r\n6.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%2\r\n"
+    "$4\r\nname\r\n$8\r\npassword\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
 static const char info_bgrewriteaof[] =
     "*10\r\n$12\r\nbgrewriteaof\r\n:1\r\n*3\r\n+admin\r\n"
     "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
@@ -364,6 +688,16 @@ static const char info_bgrewriteaof[] =
     "*0\r\n";
 static const char docs_bgrewriteaof[] =
     "$12\r\nbgrewriteaof\r\n*8\r\n$7\r\nsummary\r\n$43\r\n"
+    "Asynchronously rewrite the append-only file\r\n$5\r\n"
+    "since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_bgrewriteaof[] =
+    "*10\r\n$12\r\nbgrewriteaof\r\n:1\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_bgrewriteaof[] =
+    "$12\r\nbgrewriteaof\r\n%4\r\n$7\r\nsummary\r\n$43\r\n"
     "Asynchronously rewrite the append-only file\r\n$5\r\n"
     "since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -381,6 +715,20 @@ static const char docs_bgsave[] =
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\n"
     "SCHEDULE\r\n$5\r\nsince\r\n$5\r\n3.2.2\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_bgsave[] =
+    "*10\r\n$6\r\nbgsave\r\n:-1\r\n~3\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_bgsave[] =
+    "$6\r\nbgsave\r\n%6\r\n$7\r\nsummary\r\n$39\r\nAsynchronously save the datase"
+    "t to disk\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n3.2.2\r\n$28\r\n"
+    "Added the `SCHEDULE` option.\r\n$9\r\narguments\r\n"
+    "*1\r\n%5\r\n$4\r\nname\r\n$8\r\nschedule\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\n"
+    "SCHEDULE\r\n$5\r\nsince\r\n$5\r\n3.2.2\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const char info_bitcount[] =
     "*10\r\n$8\r\nbitcount\r\n:-2\r\n*1\r\n+readonly\r\n"
     ":1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@bitmap\r\n+@slow\r\n"
@@ -407,6 +755,34 @@ static const char docs_bitcount[] =
     "*1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n*6\r\n"
     "$4\r\nname\r\n$4\r\nbyte\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$4\r\nBYTE\r\n*6\r\n$4\r\nname\r\n$3\r\n"
+    "bit\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nBIT\r\n";
+static const char info3_bitcount[] =
+    "*10\r\n$8\r\nbitcount\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@bitmap\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_bitcount[] =
+    "$8\r\nbitcount\r\n%6\r\n$7\r\nsummary\r\n$26\r\nCount set bits in a string\r"
+    "\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "bitmap\r\n$10\r\ncomplexity\r\n$4\r\nO(N)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$28\r\nAdded the `BYTE|BIT` option.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n"
+    "$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%5\r\n"
+    "$4\r\nname\r\n$10\r\nindex_unit\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nbyte\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nBYTE\r\n%3\r\n$4\r\nname\r\n$3\r\n"
     "bit\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$3\r\nBIT\r\n";
 static const struct keyspec ks_bitcount[] = {
@@ -466,6 +842,57 @@ static const char docs_bitfield[] =
     "$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n*4\r\n$4\r\nname\r\n$9\r\nincrement\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_bitfield[] =
+    "*10\r\n$8\r\nbitfield\r\n:-2\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@bitmap\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$59\r\nThis command allows both access and "
+    "modification of the key\r\n$5\r\nflags\r\n~4\r\n+RW\r\n"
+    "+access\r\n+update\r\n+variable_flags\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_bitfield[] =
+    "$8\r\nbitfield\r\n%5\r\n$7\r\nsummary\r\n$56\r\nPerform arbitrary bitfield i"
+    "nteger operations on strings\r\n$5\r\nsince\r\n$5\r\n"
+    "3.2.0\r\n$5\r\ngroup\r\n$6\r\nbitmap\r\n$10\r\ncomplexity\r\n"
+    "$34\r\nO(1) for each subcommand specified\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$9\r\noperation\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\n"
+    "name\r\n$15\r\nencoding_offset\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\ntoken\r\n$3\r\nGET\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$8\r\nencoding\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$6\r\n"
+    "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nwrite\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$9\r\narguments\r\n*2\r\n%5\r\n$4\r\nname\r\n$13\r\n"
+    "wrap_sat_fail\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\n"
+    "token\r\n$8\r\nOVERFLOW\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "wrap\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nWRAP\r\n%3\r\n$4\r\nname\r\n$3\r\nsat\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
+    "SAT\r\n%3\r\n$4\r\nname\r\n$4\r\nfail\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\nFAIL\r\n"
+    "%3\r\n$4\r\nname\r\n$15\r\nwrite_operation\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%4\r\n"
+    "$4\r\nname\r\n$21\r\nencoding_offset_value\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$3\r\nSET\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "encoding\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$25\r\nencoding_offset_increment\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$6\r\n"
+    "INCRBY\r\n$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n"
+    "$8\r\nencoding\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
+    "$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%2\r\n$4\r\nname\r\n$9\r\nincrement\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_bitfield[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE | KSPEC_VARIABLE_FLAGS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -494,6 +921,29 @@ static const char docs_bitfield_ro[] =
     "*3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$8\r\n"
     "encoding\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_bitfield_ro[] =
+    "*10\r\n$11\r\nbitfield_ro\r\n:-2\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@bitmap\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_bitfield_ro[] =
+    "$11\r\nbitfield_ro\r\n%5\r\n$7\r\nsummary\r\n$87\r\n"
+    "Perform arbitrary bitfield integer operations on strings. Read-only variant "
+    "of BITFIELD\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nbitmap\r\n$10\r\ncomplexity\r\n$34\r\n"
+    "O(1) for each subcommand specified\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%5\r\n"
+    "$4\r\nname\r\n$15\r\nencoding_offset\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$3\r\nGET\r\n$5\r\nflags\r\n"
+    "~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "encoding\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
     "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_bitfield_ro[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -525,6 +975,30 @@ static const char docs_bitop[] =
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n*8\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:1\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_bitop[] =
+    "*10\r\n$5\r\nbitop\r\n:-4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":2\r\n:-1\r\n:1\r\n~3\r\n+@write\r\n+@bitmap\r\n+@slow\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:3\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_bitop[] =
+    "$5\r\nbitop\r\n%5\r\n$7\r\nsummary\r\n$42\r\nPerform bitwise operations betw"
+    "een strings\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\n"
+    "group\r\n$6\r\nbitmap\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(N)\r\n$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n"
+    "$9\r\noperation\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n"
+    "$4\r\nname\r\n$7\r\ndestkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:1\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_bitop[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -564,6 +1038,38 @@ static const char docs_bitpos[] =
     "flags\r\n*1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
     "*6\r\n$4\r\nname\r\n$4\r\nbyte\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$4\r\nBYTE\r\n*6\r\n$4\r\n"
+    "name\r\n$3\r\nbit\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nBIT\r\n";
+static const char info3_bitpos[] =
+    "*10\r\n$6\r\nbitpos\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@bitmap\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_bitpos[] =
+    "$6\r\nbitpos\r\n%6\r\n$7\r\nsummary\r\n$39\r\nFind first bit set or clear in"
+    " a string\r\n$5\r\nsince\r\n$5\r\n2.8.7\r\n$5\r\ngroup\r\n"
+    "$6\r\nbitmap\r\n$10\r\ncomplexity\r\n$4\r\nO(N)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$28\r\n"
+    "Added the `BYTE|BIT` option.\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$3\r\nbit\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$9\r\nend_index\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%5\r\n$4\r\nname\r\n$10\r\nindex_unit\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nbyte\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$4\r\nBYTE\r\n%3\r\n$4\r\n"
     "name\r\n$3\r\nbit\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$3\r\nBIT\r\n";
 static const struct keyspec ks_bitpos[] = {
@@ -609,6 +1115,43 @@ static const char docs_blmove[] =
     "name\r\n$5\r\nright\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$5\r\nRIGHT\r\n*4\r\n$4\r\nname\r\n"
     "$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_blmove[] =
+    "*10\r\n$6\r\nblmove\r\n:6\r\n~4\r\n+write\r\n+denyoom\r\n"
+    "+noscript\r\n+blocking\r\n:1\r\n:2\r\n:1\r\n~4\r\n"
+    "+@write\r\n+@list\r\n+@slow\r\n+@blocking\r\n~0\r\n"
+    "~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_blmove[] =
+    "$6\r\nblmove\r\n%5\r\n$7\r\nsummary\r\n$98\r\nPop an element from a list, pu"
+    "sh it to another list and return it; or block until one is available\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "list\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*5\r\n%3\r\n$4\r\nname\r\n$6\r\nsource\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n"
+    "$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n%3\r\n"
+    "$4\r\nname\r\n$9\r\nwherefrom\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$4\r\nleft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$4\r\nLEFT\r\n%3\r\n$4\r\nname\r\n$5\r\nright\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nRIGHT\r\n%3\r\n$4\r\nname\r\n$7\r\nwhereto\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nleft\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$4\r\nLEFT\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nright\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nRIGHT\r\n%2\r\n$4\r\nname\r\n"
+    "$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_blmove[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -647,6 +1190,35 @@ static const char docs_blmpop[] =
     "RIGHT\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_blmpop[] =
+    "*10\r\n$6\r\nblmpop\r\n:-5\r\n~3\r\n+write\r\n+blocking\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@write\r\n"
+    "+@list\r\n+@slow\r\n+@blocking\r\n~0\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_blmpop[] =
+    "$6\r\nblmpop\r\n%5\r\n$7\r\nsummary\r\n$57\r\nPop elements from a list, or b"
+    "lock until one is available\r\n$5\r\nsince\r\n$5\r\n"
+    "7.0.0\r\n$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$87\r\nO(N+M) where N is the number of provided keys and M is the number of "
+    "elements returned.\r\n$9\r\narguments\r\n*5\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\n"
+    "double\r\n%2\r\n$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nwhere\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "left\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nLEFT\r\n%3\r\n$4\r\nname\r\n$5\r\nright\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\n"
+    "RIGHT\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_blmpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -674,6 +1246,27 @@ static const char docs_blpop[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n*4\r\n$4\r\n"
     "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_blpop[] =
+    "*10\r\n$5\r\nblpop\r\n:-3\r\n~3\r\n+write\r\n+noscript\r\n"
+    "+blocking\r\n:1\r\n:-2\r\n:1\r\n~4\r\n+@write\r\n+@list\r\n"
+    "+@slow\r\n+@blocking\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+delete\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-2\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_blpop[] =
+    "$5\r\nblpop\r\n%6\r\n$7\r\nsummary\r\n$75\r\nRemove and get the first elemen"
+    "t in a list, or block until one is available\r\n$5\r\n"
+    "since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\nlist\r\n"
+    "$10\r\ncomplexity\r\n$44\r\nO(N) where N is the number of provided keys.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.0.0\r\n$59\r\n"
+    "`timeout` is interpreted as a double instead of an integer.\r\n"
+    "$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%2\r\n$4\r\n"
+    "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_blpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -700,6 +1293,27 @@ static const char docs_brpop[] =
     "$9\r\narguments\r\n*2\r\n*8\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n*4\r\n$4\r\n"
+    "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_brpop[] =
+    "*10\r\n$5\r\nbrpop\r\n:-3\r\n~3\r\n+write\r\n+noscript\r\n"
+    "+blocking\r\n:1\r\n:-2\r\n:1\r\n~4\r\n+@write\r\n+@list\r\n"
+    "+@slow\r\n+@blocking\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+delete\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-2\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_brpop[] =
+    "$5\r\nbrpop\r\n%6\r\n$7\r\nsummary\r\n$74\r\nRemove and get the last element"
+    " in a list, or block until one is available\r\n$5\r\n"
+    "since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\nlist\r\n"
+    "$10\r\ncomplexity\r\n$44\r\nO(N) where N is the number of provided keys.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.0.0\r\n$59\r\n"
+    "`timeout` is interpreted as a double instead of an integer.\r\n"
+    "$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%2\r\n$4\r\n"
     "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_brpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -738,6 +1352,38 @@ static const char docs_brpoplpush[] =
     ":0\r\n*6\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
     "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
     "*4\r\n$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n";
+static const char info3_brpoplpush[] =
+    "*10\r\n$10\r\nbrpoplpush\r\n:4\r\n~4\r\n+write\r\n"
+    "+denyoom\r\n+noscript\r\n+blocking\r\n:1\r\n:2\r\n"
+    ":1\r\n~4\r\n+@write\r\n+@list\r\n+@slow\r\n+@blocking\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_brpoplpush[] =
+    "$10\r\nbrpoplpush\r\n%9\r\n$7\r\nsummary\r\n$98\r\n"
+    "Pop an element from a list, push it to another list and return it; or block "
+    "until one is available\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n"
+    "$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n"
+    "$16\r\ndeprecated_since\r\n$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n"
+    "$46\r\n`BLMOVE` with the `RIGHT` and `LEFT` arguments\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.0.0\r\n$59\r\n"
+    "`timeout` is interpreted as a double instead of an integer.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$6\r\n"
+    "source\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n"
     "$6\r\ndouble\r\n";
 static const struct keyspec ks_brpoplpush[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -778,6 +1424,36 @@ static const char docs_bzmpop[] =
     "$3\r\nMAX\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_bzmpop[] =
+    "*10\r\n$6\r\nbzmpop\r\n:-5\r\n~3\r\n+write\r\n+blocking\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@write\r\n"
+    "+@sortedset\r\n+@slow\r\n+@blocking\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_bzmpop[] =
+    "$6\r\nbzmpop\r\n%5\r\n$7\r\nsummary\r\n$85\r\nRemove and return members with"
+    " scores in a sorted set or block until one is available\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$151\r\nO(K) + O(M*log(N)) where K is the"
+    " number of provided keys, N being the number of elements in the sorted set, "
+    "and M being the number of elements popped.\r\n$9\r\n"
+    "arguments\r\n*5\r\n%2\r\n$4\r\nname\r\n$7\r\ntimeout\r\n"
+    "$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n"
+    "$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n%3\r\n$4\r\nname\r\n$5\r\nwhere\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nMIN\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "max\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nMAX\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_bzmpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -805,6 +1481,28 @@ static const char docs_bzpopmax[] =
     "\n$9\r\narguments\r\n*2\r\n*8\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n*4\r\n$4\r\n"
+    "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_bzpopmax[] =
+    "*10\r\n$8\r\nbzpopmax\r\n:-3\r\n~4\r\n+write\r\n+noscript\r\n"
+    "+blocking\r\n+fast\r\n:1\r\n:-2\r\n:1\r\n~4\r\n+@write\r\n"
+    "+@sortedset\r\n+@fast\r\n+@blocking\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-2\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_bzpopmax[] =
+    "$8\r\nbzpopmax\r\n%6\r\n$7\r\nsummary\r\n$113\r\nRemove and return the membe"
+    "r with the highest score from one or more sorted sets, or block until one is"
+    " available\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\n"
+    "group\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$64\r\nO(log(N)) with N being the number of elements in the sorted set.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.0.0\r\n$59\r\n"
+    "`timeout` is interpreted as a double instead of an integer.\r\n"
+    "$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%2\r\n$4\r\n"
     "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_bzpopmax[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -834,6 +1532,28 @@ static const char docs_bzpopmin[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n*4\r\n$4\r\n"
     "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_bzpopmin[] =
+    "*10\r\n$8\r\nbzpopmin\r\n:-3\r\n~4\r\n+write\r\n+noscript\r\n"
+    "+blocking\r\n+fast\r\n:1\r\n:-2\r\n:1\r\n~4\r\n+@write\r\n"
+    "+@sortedset\r\n+@fast\r\n+@blocking\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-2\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_bzpopmin[] =
+    "$8\r\nbzpopmin\r\n%6\r\n$7\r\nsummary\r\n$112\r\nRemove and return the membe"
+    "r with the lowest score from one or more sorted sets, or block until one is "
+    "available\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
+    "$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n$64\r\nO(log(N)) with N being the "
+    "number of elements in the sorted set.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n6.0.0\r\n$59\r\n`timeout` is interpreted as a double inste"
+    "ad of an integer.\r\n$9\r\narguments\r\n*2\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n%2\r\n$4\r\nname\r\n$7\r\ntimeout\r\n"
+    "$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_bzpopmin[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -1082,6 +1802,248 @@ static const char docs_client[] =
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paus"
     "ed clients\r\n";
+static const char info3_client[] =
+    "*10\r\n$6\r\nclient\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*16\r\n*10\r\n$14\r\nclient|caching\r\n"
+    ":3\r\n~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$14\r\nclient|getname\r\n:2\r\n"
+    "~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+    "~0\r\n*10\r\n$15\r\nclient|getredir\r\n:2\r\n~3\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n"
+    "*10\r\n$11\r\nclient|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$9\r\nclient|id\r\n:2\r\n"
+    "~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+    "~0\r\n*10\r\n$11\r\nclient|info\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$11\r\nclient|kill\r\n:-3\r\n~4\r\n"
+    "+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nclient|list\r\n"
+    ":-2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$15\r\nclient|no-evict\r\n:3\r\n"
+    "~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n$12\r\nclient|pause\r\n"
+    ":-3\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n$12\r\nclient|reply\r\n"
+    ":3\r\n~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$14\r\nclient|setname\r\n:3\r\n"
+    "~3\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+    "~0\r\n*10\r\n$15\r\nclient|tracking\r\n:-3\r\n~3\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n"
+    "*10\r\n$19\r\nclient|trackinginfo\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n$14\r\nclient|unblock\r\n"
+    ":-3\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n$14\r\nclient|unpause\r\n"
+    ":2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client[] =
+    "$6\r\nclient\r\n%5\r\n$7\r\nsummary\r\n$42\r\nA container for client connect"
+    "ion commands\r\n$5\r\nsince\r\n$5\r\n2.4.0\r\n$5\r\n"
+    "group\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
+    "$22\r\nDepends on subcommand.\r\n$11\r\nsubcommands\r\n"
+    "%16\r\n$14\r\nclient|caching\r\n%5\r\n$7\r\nsummary\r\n"
+    "$66\r\nInstruct the server about tracking or not keys in the next request\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\nmode\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nyes\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nYES\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nNO\r\n$14\r\nclient|getname\r\n"
+    "%4\r\n$7\r\nsummary\r\n$31\r\nGet the current connection name\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$15\r\n"
+    "client|getredir\r\n%4\r\n$7\r\nsummary\r\n$55\r\nGet tracking notifications "
+    "redirection client ID if any\r\n$5\r\nsince\r\n$5\r\n"
+    "6.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$11\r\nclient|help\r\n"
+    "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcomma"
+    "nds\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
+    "$10\r\nconnection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\nclient|id\r\n%4\r\n$7\r\nsummary\r\n$48\r\nReturns the client ID for t"
+    "he current connection\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$11\r\nclient|info\r\n%4\r\n$7\r\nsummary\r\n"
+    "$56\r\nReturns information about the current client connection.\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$11\r\n"
+    "client|kill\r\n%6\r\n$7\r\nsummary\r\n$31\r\nKill the connection of a client"
+    "\r\n$5\r\nsince\r\n$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of clie"
+    "nt connections\r\n$7\r\nhistory\r\n~5\r\n*2\r\n$6\r\n"
+    "2.8.12\r\n$24\r\nAdded new filter format.\r\n*2\r\n"
+    "$6\r\n2.8.12\r\n$12\r\n`ID` option.\r\n*2\r\n$5\r\n"
+    "3.2.0\r\n$41\r\nAdded `master` type in for `TYPE` option.\r\n"
+    "*2\r\n$5\r\n5.0.0\r\n$91\r\nReplaced `slave` `TYPE` with `replica`. `slave` "
+    "still supported for backward compatibility.\r\n*2\r\n"
+    "$5\r\n6.2.0\r\n$15\r\n`LADDR` option.\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$6\r\nfilter\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$7\r\nip:port\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$16\r\ndeprecated_since\r\n$6\r\n2.8.12\r\n%4\r\n$4\r\n"
+    "name\r\n$10\r\nnew-format\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*6\r\n%5\r\n$4\r\nname\r\n$9\r\nclient-id\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$2\r\nID\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.12\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%6\r\n$4\r\nname\r\n$26\r\nnormal_master_slave_pubsub\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n$4\r\n"
+    "TYPE\r\n$5\r\nsince\r\n$6\r\n2.8.12\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*5\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\nnormal\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$6\r\nNORMAL\r\n%4\r\n"
+    "$4\r\nname\r\n$6\r\nmaster\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$6\r\nMASTER\r\n$5\r\n"
+    "since\r\n$5\r\n3.2.0\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "slave\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nSLAVE\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "replica\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$7\r\nREPLICA\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nPUBSUB\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\nusername\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nUSER\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "ip:port\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
+    "$4\r\nADDR\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n"
+    "$4\r\nname\r\n$7\r\nip:port\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$5\r\nLADDR\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$6\r\nyes/no\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$6\r\nSKIPME\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$11\r\nclient|list\r\n%6\r\n$7\r\n"
+    "summary\r\n$34\r\nGet the list of client connections\r\n"
+    "$5\r\nsince\r\n$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of clie"
+    "nt connections\r\n$7\r\nhistory\r\n~6\r\n*2\r\n$6\r\n"
+    "2.8.12\r\n$31\r\nAdded unique client `id` field.\r\n"
+    "*2\r\n$5\r\n5.0.0\r\n$29\r\nAdded optional `TYPE` filter.\r\n"
+    "*2\r\n$5\r\n6.0.0\r\n$19\r\nAdded `user` field.\r\n"
+    "*2\r\n$5\r\n6.2.0\r\n$85\r\nAdded `argv-mem`, `tot-mem`, `laddr` and `redir`"
+    " fields and the optional `ID` filter.\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$50\r\nAdded `resp`, `multi-mem`, `rbs` and `rbp` fields.\r\n"
+    "*2\r\n$5\r\n7.0.3\r\n$19\r\nAdded `ssub` field.\r\n"
+    "$9\r\narguments\r\n*2\r\n%6\r\n$4\r\nname\r\n$28\r\n"
+    "normal_master_replica_pubsub\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$6\r\nnormal\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nNORMAL\r\n%3\r\n$4\r\nname\r\n$6\r\nmaster\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nMASTER\r\n%3\r\n$4\r\nname\r\n$7\r\nreplica\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$7\r\nREPLICA\r\n%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nPUBSUB\r\n%6\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$2\r\nID\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$15\r\nclient|no-evict\r\n"
+    "%5\r\n$7\r\nsummary\r\n$51\r\nSet client eviction mode for the current conne"
+    "ction\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$10\r\nconnection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "enabled\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nOFF\r\n$12\r\nclient|pause\r\n"
+    "%6\r\n$7\r\nsummary\r\n$51\r\nStop processing commands from clients for some"
+    " time\r\n$5\r\nsince\r\n$6\r\n2.9.50\r\n$5\r\ngroup\r\n"
+    "$10\r\nconnection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$61\r\n"
+    "`CLIENT PAUSE WRITE` mode added along with the `mode` option.\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "timeout\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%5\r\n$4\r\n"
+    "name\r\n$4\r\nmode\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nwrite\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nWRITE\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nall\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$3\r\nALL\r\n$12\r\nclient|reply\r\n%5\r\n"
+    "$7\r\nsummary\r\n$48\r\nInstruct the server whether to reply to commands\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$11\r\non_off_skip\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nOFF\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "skip\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSKIP\r\n$14\r\nclient|setname\r\n%5\r\n$7\r\n"
+    "summary\r\n$31\r\nSet the current connection name\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$15\r\nconnection-name\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$15\r\nclient|tracking\r\n"
+    "%5\r\n$7\r\nsummary\r\n$61\r\nEnable or disable server assisted client side "
+    "caching support\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\n"
+    "group\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
+    "$55\r\nO(1). Some options may introduce additional complexity.\r\n"
+    "$9\r\narguments\r\n*7\r\n%3\r\n$4\r\nname\r\n$6\r\n"
+    "status\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nOFF\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "client-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$8\r\nREDIRECT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$6\r\nprefix\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$6\r\nPREFIX\r\n$5\r\n"
+    "flags\r\n~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nbcast\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nBCAST\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "optin\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nOPTIN\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$6\r\noptout\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nOPTOUT\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$6\r\nnoloop\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nNOLOOP\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$19\r\nclient|trackinginfo\r\n%4\r\n$7\r\n"
+    "summary\r\n$87\r\nReturn information about server assisted client side cachi"
+    "ng for the current connection\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$14\r\nclient|unblock\r\n"
+    "%5\r\n$7\r\nsummary\r\n$74\r\nUnblock a client blocked in a blocking command"
+    " from a different connection\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\n"
+    "complexity\r\n$52\r\nO(log N) where N is the number of client connections\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$9\r\n"
+    "client-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n"
+    "$4\r\nname\r\n$13\r\ntimeout_error\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$7\r\ntimeout\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$7\r\nTIMEOUT\r\n%3\r\n$4\r\nname\r\n$5\r\nerror\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nERROR\r\n$14\r\nclient|unpause\r\n%4\r\n$7\r\n"
+    "summary\r\n$45\r\nResume processing of clients that were paused\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paus"
+    "ed clients\r\n";
 static const char info_client_caching[] =
     "*10\r\n$14\r\nclient|caching\r\n:3\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
@@ -1097,12 +2059,36 @@ static const char docs_client_caching[] =
     "pure-token\r\n$5\r\ntoken\r\n$3\r\nYES\r\n*6\r\n$4\r\n"
     "name\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$2\r\nNO\r\n";
+static const char info3_client_caching[] =
+    "*10\r\n$14\r\nclient|caching\r\n:3\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_caching[] =
+    "$14\r\nclient|caching\r\n%5\r\n$7\r\nsummary\r\n$66\r\n"
+    "Instruct the server about tracking or not keys in the next request\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\nmode\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nyes\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nYES\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nNO\r\n";
 static const char info_client_getname[] =
     "*10\r\n$14\r\nclient|getname\r\n:2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
     "+@connection\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_client_getname[] =
     "$14\r\nclient|getname\r\n*8\r\n$7\r\nsummary\r\n$31\r\n"
+    "Get the current connection name\r\n$5\r\nsince\r\n"
+    "$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_client_getname[] =
+    "*10\r\n$14\r\nclient|getname\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_getname[] =
+    "$14\r\nclient|getname\r\n%4\r\n$7\r\nsummary\r\n$31\r\n"
     "Get the current connection name\r\n$5\r\nsince\r\n"
     "$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1115,12 +2101,30 @@ static const char docs_client_getredir[] =
     "Get tracking notifications redirection client ID if any\r\n"
     "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_client_getredir[] =
+    "*10\r\n$15\r\nclient|getredir\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_getredir[] =
+    "$15\r\nclient|getredir\r\n%4\r\n$7\r\nsummary\r\n$55\r\n"
+    "Get tracking notifications redirection client ID if any\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_client_help[] =
     "*10\r\n$11\r\nclient|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@connection\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_client_help[] =
     "$11\r\nclient|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_client_help[] =
+    "*10\r\n$11\r\nclient|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_help[] =
+    "$11\r\nclient|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1133,6 +2137,15 @@ static const char docs_client_id[] =
     "he current connection\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
     "$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
+static const char info3_client_id[] =
+    "*10\r\n$9\r\nclient|id\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_id[] =
+    "$9\r\nclient|id\r\n%4\r\n$7\r\nsummary\r\n$48\r\nReturns the client ID for t"
+    "he current connection\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
 static const char info_client_info[] =
     "*10\r\n$11\r\nclient|info\r\n:2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
@@ -1140,6 +2153,16 @@ static const char info_client_info[] =
     "*0\r\n*0\r\n";
 static const char docs_client_info[] =
     "$11\r\nclient|info\r\n*8\r\n$7\r\nsummary\r\n$56\r\n"
+    "Returns information about the current client connection.\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_client_info[] =
+    "*10\r\n$11\r\nclient|info\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_client_info[] =
+    "$11\r\nclient|info\r\n%4\r\n$7\r\nsummary\r\n$56\r\n"
     "Returns information about the current client connection.\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1195,6 +2218,58 @@ static const char docs_client_kill[] =
     "$4\r\nname\r\n$6\r\nyes/no\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\ntoken\r\n$6\r\nSKIPME\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_client_kill[] =
+    "*10\r\n$11\r\nclient|kill\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_kill[] =
+    "$11\r\nclient|kill\r\n%6\r\n$7\r\nsummary\r\n$31\r\n"
+    "Kill the connection of a client\r\n$5\r\nsince\r\n"
+    "$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+    "$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of client connections"
+    "\r\n$7\r\nhistory\r\n~5\r\n*2\r\n$6\r\n2.8.12\r\n$24\r\n"
+    "Added new filter format.\r\n*2\r\n$6\r\n2.8.12\r\n"
+    "$12\r\n`ID` option.\r\n*2\r\n$5\r\n3.2.0\r\n$41\r\n"
+    "Added `master` type in for `TYPE` option.\r\n*2\r\n"
+    "$5\r\n5.0.0\r\n$91\r\nReplaced `slave` `TYPE` with `replica`. `slave` still "
+    "supported for backward compatibility.\r\n*2\r\n$5\r\n"
+    "6.2.0\r\n$15\r\n`LADDR` option.\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$6\r\nfilter\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$7\r\nip:port\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$16\r\ndeprecated_since\r\n$6\r\n2.8.12\r\n%4\r\n$4\r\n"
+    "name\r\n$10\r\nnew-format\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*6\r\n%5\r\n$4\r\nname\r\n$9\r\nclient-id\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$2\r\nID\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.12\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%6\r\n$4\r\nname\r\n$26\r\nnormal_master_slave_pubsub\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n$4\r\n"
+    "TYPE\r\n$5\r\nsince\r\n$6\r\n2.8.12\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*5\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\nnormal\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$6\r\nNORMAL\r\n%4\r\n"
+    "$4\r\nname\r\n$6\r\nmaster\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$6\r\nMASTER\r\n$5\r\n"
+    "since\r\n$5\r\n3.2.0\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "slave\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nSLAVE\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "replica\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$7\r\nREPLICA\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nPUBSUB\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\nusername\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nUSER\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "ip:port\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
+    "$4\r\nADDR\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n"
+    "$4\r\nname\r\n$7\r\nip:port\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$5\r\nLADDR\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$6\r\nyes/no\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$6\r\nSKIPME\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const char info_client_list[] =
     "*10\r\n$11\r\nclient|list\r\n:-2\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -1231,6 +2306,42 @@ static const char docs_client_list[] =
     "+optional\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\n"
     "name\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_client_list[] =
+    "*10\r\n$11\r\nclient|list\r\n:-2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n";
+static const char docs3_client_list[] =
+    "$11\r\nclient|list\r\n%6\r\n$7\r\nsummary\r\n$34\r\n"
+    "Get the list of client connections\r\n$5\r\nsince\r\n"
+    "$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+    "$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of client connections"
+    "\r\n$7\r\nhistory\r\n~6\r\n*2\r\n$6\r\n2.8.12\r\n$31\r\n"
+    "Added unique client `id` field.\r\n*2\r\n$5\r\n5.0.0\r\n"
+    "$29\r\nAdded optional `TYPE` filter.\r\n*2\r\n$5\r\n"
+    "6.0.0\r\n$19\r\nAdded `user` field.\r\n*2\r\n$5\r\n"
+    "6.2.0\r\n$85\r\nAdded `argv-mem`, `tot-mem`, `laddr` and `redir` fields and "
+    "the optional `ID` filter.\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$50\r\nAdded `resp`, `multi-mem`, `rbs` and `rbp` fields.\r\n"
+    "*2\r\n$5\r\n7.0.3\r\n$19\r\nAdded `ssub` field.\r\n"
+    "$9\r\narguments\r\n*2\r\n%6\r\n$4\r\nname\r\n$28\r\n"
+    "normal_master_replica_pubsub\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$6\r\nnormal\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nNORMAL\r\n%3\r\n$4\r\nname\r\n$6\r\nmaster\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nMASTER\r\n%3\r\n$4\r\nname\r\n$7\r\nreplica\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$7\r\nREPLICA\r\n%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$6\r\nPUBSUB\r\n%6\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$2\r\nID\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const char info_client_no_evict[] =
     "*10\r\n$15\r\nclient|no-evict\r\n:3\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -1245,6 +2356,22 @@ static const char docs_client_no_evict[] =
     "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
     "*6\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n*6\r\n$4\r\n"
+    "name\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nOFF\r\n";
+static const char info3_client_no_evict[] =
+    "*10\r\n$15\r\nclient|no-evict\r\n:3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_no_evict[] =
+    "$15\r\nclient|no-evict\r\n%5\r\n$7\r\nsummary\r\n$51\r\n"
+    "Set client eviction mode for the current connection\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\nenabled\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\n"
     "name\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$3\r\nOFF\r\n";
 static const char info_client_pause[] =
@@ -1267,6 +2394,26 @@ static const char docs_client_pause[] =
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nWRITE\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\nall\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$3\r\nALL\r\n";
+static const char info3_client_pause[] =
+    "*10\r\n$12\r\nclient|pause\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_pause[] =
+    "$12\r\nclient|pause\r\n%6\r\n$7\r\nsummary\r\n$51\r\n"
+    "Stop processing commands from clients for some time\r\n"
+    "$5\r\nsince\r\n$6\r\n2.9.50\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$61\r\n`CLIENT PAUSE WRITE` mode added"
+    " along with the `mode` option.\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n$4\r\nmode\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$5\r\nwrite\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nWRITE\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nall\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nALL\r\n";
 static const char info_client_reply[] =
     "*10\r\n$12\r\nclient|reply\r\n:3\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
@@ -1284,6 +2431,23 @@ static const char docs_client_reply[] =
     "$5\r\ntoken\r\n$3\r\nOFF\r\n*6\r\n$4\r\nname\r\n$4\r\n"
     "skip\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$4\r\nSKIP\r\n";
+static const char info3_client_reply[] =
+    "*10\r\n$12\r\nclient|reply\r\n:3\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_reply[] =
+    "$12\r\nclient|reply\r\n%5\r\n$7\r\nsummary\r\n$48\r\n"
+    "Instruct the server whether to reply to commands\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$11\r\non_off_skip\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nOFF\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "skip\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSKIP\r\n";
 static const char info_client_setname[] =
     "*10\r\n$14\r\nclient|setname\r\n:3\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
@@ -1294,6 +2458,17 @@ static const char docs_client_setname[] =
     "$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
     "*1\r\n*4\r\n$4\r\nname\r\n$15\r\nconnection-name\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_client_setname[] =
+    "*10\r\n$14\r\nclient|setname\r\n:3\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_setname[] =
+    "$14\r\nclient|setname\r\n%5\r\n$7\r\nsummary\r\n$31\r\n"
+    "Set the current connection name\r\n$5\r\nsince\r\n"
+    "$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%2\r\n$4\r\nname\r\n$15\r\nconnection-name\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_client_tracking[] =
     "*10\r\n$15\r\nclient|tracking\r\n:-3\r\n*3\r\n+noscript\r\n"
@@ -1327,12 +2502,54 @@ static const char docs_client_tracking[] =
     "$6\r\nnoloop\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$6\r\nNOLOOP\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_client_tracking[] =
+    "*10\r\n$15\r\nclient|tracking\r\n:-3\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_tracking[] =
+    "$15\r\nclient|tracking\r\n%5\r\n$7\r\nsummary\r\n$61\r\n"
+    "Enable or disable server assisted client side caching support\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$55\r\nO(1). Some options may introduce a"
+    "dditional complexity.\r\n$9\r\narguments\r\n*7\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nstatus\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "off\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nOFF\r\n%4\r\n$4\r\nname\r\n$9\r\nclient-id\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$8\r\n"
+    "REDIRECT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$6\r\nprefix\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$6\r\nPREFIX\r\n$5\r\nflags\r\n"
+    "~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nbcast\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nBCAST\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "optin\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nOPTIN\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$6\r\noptout\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nOPTOUT\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$6\r\nnoloop\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nNOLOOP\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const char info_client_trackinginfo[] =
     "*10\r\n$19\r\nclient|trackinginfo\r\n:2\r\n*3\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n"
     "+@connection\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_client_trackinginfo[] =
     "$19\r\nclient|trackinginfo\r\n*8\r\n$7\r\nsummary\r\n"
+    "$87\r\nReturn information about server assisted client side caching for the "
+    "current connection\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_client_trackinginfo[] =
+    "*10\r\n$19\r\nclient|trackinginfo\r\n:2\r\n~3\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_trackinginfo[] =
+    "$19\r\nclient|trackinginfo\r\n%4\r\n$7\r\nsummary\r\n"
     "$87\r\nReturn information about server assisted client side caching for the "
     "current connection\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
     "$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n"
@@ -1356,6 +2573,25 @@ static const char docs_client_unblock[] =
     "$5\r\ntoken\r\n$7\r\nTIMEOUT\r\n*6\r\n$4\r\nname\r\n"
     "$5\r\nerror\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$5\r\nERROR\r\n";
+static const char info3_client_unblock[] =
+    "*10\r\n$14\r\nclient|unblock\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_unblock[] =
+    "$14\r\nclient|unblock\r\n%5\r\n$7\r\nsummary\r\n$74\r\n"
+    "Unblock a client blocked in a blocking command from a different connection\r"
+    "\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$52\r\nO(log N) where N is the number of "
+    "client connections\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$13\r\ntimeout_error\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nTIMEOUT\r\n%3\r\n$4\r\nname\r\n"
+    "$5\r\nerror\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nERROR\r\n";
 static const char info_client_unpause[] =
     "*10\r\n$14\r\nclient|unpause\r\n:2\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -1363,6 +2599,16 @@ static const char info_client_unpause[] =
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_client_unpause[] =
     "$14\r\nclient|unpause\r\n*8\r\n$7\r\nsummary\r\n$45\r\n"
+    "Resume processing of clients that were paused\r\n$5\r\n"
+    "since\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+    "$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paused clients\r\n";
+static const char info3_client_unpause[] =
+    "*10\r\n$14\r\nclient|unpause\r\n:2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_client_unpause[] =
+    "$14\r\nclient|unpause\r\n%4\r\n$7\r\nsummary\r\n$45\r\n"
     "Resume processing of clients that were paused\r\n$5\r\n"
     "since\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
     "$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paused clients\r\n";
@@ -1622,6 +2868,262 @@ static const char docs_cluster[] =
     "$16\r\n`CLUSTER SHARDS`\r\n$7\r\nhistory\r\n*2\r\n"
     "*2\r\n$5\r\n4.0.0\r\n$15\r\nAdded node IDs.\r\n*2\r\n"
     "$5\r\n7.0.0\r\n$43\r\nAdded additional networking metadata field.\r\n";
+static const char info3_cluster[] =
+    "*10\r\n$7\r\ncluster\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*27\r\n*10\r\n$16\r\ncluster|addslots\r\n"
+    ":-3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$21\r\ncluster|addslotsrange\r\n"
+    ":-4\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$17\r\ncluster|bumpepoch\r\n"
+    ":2\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n"
+    "*10\r\n$29\r\ncluster|count-failure-reports\r\n:3\r\n"
+    "~2\r\n+admin\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$23\r\ncluster|countkeysinslot\r\n"
+    ":3\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$16\r\ncluster|delslots\r\n"
+    ":-3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$21\r\ncluster|delslotsrange\r\n"
+    ":-4\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$16\r\ncluster|failover\r\n"
+    ":-2\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$18\r\ncluster|flushslots\r\n"
+    ":2\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$14\r\ncluster|forget\r\n"
+    ":3\r\n~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$21\r\ncluster|getkeysinslot\r\n"
+    ":4\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n"
+    "*10\r\n$12\r\ncluster|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\ncluster|info\r\n:2\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n"
+    "$15\r\ncluster|keyslot\r\n:3\r\n~1\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\ncluster|links\r\n:2\r\n~1\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\ncluster|meet\r\n:-4\r\n~3\r\n"
+    "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\ncluster|myid\r\n:2\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\ncluster|nodes\r\n:2\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n"
+    "$16\r\ncluster|replicas\r\n:3\r\n~2\r\n+admin\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n"
+    "*10\r\n$17\r\ncluster|replicate\r\n:3\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n"
+    "*10\r\n$13\r\ncluster|reset\r\n:-2\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$18\r\ncluster|saveconfig\r\n:2\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n"
+    "*10\r\n$24\r\ncluster|set-config-epoch\r\n:3\r\n~3\r\n"
+    "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$15\r\ncluster|setslot\r\n:-4\r\n"
+    "~3\r\n+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$14\r\ncluster|shards\r\n"
+    ":2\r\n~1\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n"
+    "*10\r\n$14\r\ncluster|slaves\r\n:3\r\n~2\r\n+admin\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\ncluster|slots\r\n:2\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n";
+static const char docs3_cluster[] =
+    "$7\r\ncluster\r\n%5\r\n$7\r\nsummary\r\n$32\r\nA container for cluster comma"
+    "nds\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$11\r\nsubcommands\r\n%27\r\n$16\r\ncluster|addslots\r\n"
+    "%5\r\n$7\r\nsummary\r\n$39\r\nAssign new hash slots to receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$55\r\nO(N) where N is the total number of h"
+    "ash slot arguments\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$21\r\ncluster|addslotsrange\r\n"
+    "%5\r\n$7\r\nsummary\r\n$39\r\nAssign new hash slots to receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$92\r\nO(N) where N is the total number of t"
+    "he slots between the start slot and end slot arguments.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\n"
+    "start-slot_end-slot\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$17\r\n"
+    "cluster|bumpepoch\r\n%4\r\n$7\r\nsummary\r\n$32\r\n"
+    "Advance the cluster config epoch\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$29\r\ncluster|count-failure-reports\r\n"
+    "%5\r\n$7\r\nsummary\r\n$60\r\nReturn the number of failure reports active fo"
+    "r a given node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$45\r\n"
+    "O(N) where N is the number of failure reports\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$23\r\ncluster|countkeysinslot\r\n"
+    "%5\r\n$7\r\nsummary\r\n$58\r\nReturn the number of local keys in the specifi"
+    "ed hash slot\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n"
+    "$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$16\r\n"
+    "cluster|delslots\r\n%5\r\n$7\r\nsummary\r\n$43\r\n"
+    "Set hash slots as unbound in receiving node\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$55\r\nO(N) where N is the total number of hash slot ar"
+    "guments\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "flags\r\n~1\r\n+multiple\r\n$21\r\ncluster|delslotsrange\r\n"
+    "%5\r\n$7\r\nsummary\r\n$43\r\nSet hash slots as unbound in receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$92\r\nO(N) where N is the total number of t"
+    "he slots between the start slot and end slot arguments.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\n"
+    "start-slot_end-slot\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$16\r\n"
+    "cluster|failover\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+    "Forces a replica to perform a manual failover of its master.\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$7\r\noptions\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nforce\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nFORCE\r\n%3\r\n$4\r\nname\r\n"
+    "$8\r\ntakeover\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$8\r\nTAKEOVER\r\n$18\r\ncluster|flushslots\r\n"
+    "%4\r\n$7\r\nsummary\r\n$37\r\nDelete a node's own slots information\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$14\r\n"
+    "cluster|forget\r\n%5\r\n$7\r\nsummary\r\n$34\r\nRemove a node from the nodes"
+    " table\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "node-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$21\r\ncluster|getkeysinslot\r\n"
+    "%5\r\n$7\r\nsummary\r\n$49\r\nReturn local key names in the specified hash s"
+    "lot\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\nO(log(N)) where N is the number"
+    " of requested keys\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$12\r\ncluster|help\r\n%4\r\n$7\r\nsummary\r\n"
+    "$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$12\r\n"
+    "cluster|info\r\n%4\r\n$7\r\nsummary\r\n$44\r\nProvides info about Redis Clus"
+    "ter node state\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$15\r\ncluster|keyslot\r\n%5\r\n$7\r\nsummary\r\n"
+    "$42\r\nReturns the hash slot of the specified key\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$46\r\nO(N) where N is the number of bytes i"
+    "n the key\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$13\r\ncluster|links\r\n%4\r\n$7\r\nsummary\r\n$65\r\n"
+    "Returns a list of all TCP links to and from peer nodes in cluster\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of C"
+    "luster nodes\r\n$12\r\ncluster|meet\r\n%6\r\n$7\r\n"
+    "summary\r\n$51\r\nForce a node cluster to handshake with another node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n$47\r\nAdded the optional `cluster_bus"
+    "_port` argument.\r\n$9\r\narguments\r\n*3\r\n%2\r\n"
+    "$4\r\nname\r\n$2\r\nip\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$16\r\ncluster_bus_port\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$12\r\n"
+    "cluster|myid\r\n%4\r\n$7\r\nsummary\r\n$18\r\nReturn the node id\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\n"
+    "cluster|nodes\r\n%4\r\n$7\r\nsummary\r\n$31\r\nGet Cluster config for the no"
+    "de\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total numbe"
+    "r of Cluster nodes\r\n$16\r\ncluster|replicas\r\n%5\r\n"
+    "$7\r\nsummary\r\n$47\r\nList replica nodes of the specified master node\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$17\r\ncluster|replicate\r\n"
+    "%5\r\n$7\r\nsummary\r\n$60\r\nReconfigure a node as a replica of the specifi"
+    "ed master node\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n"
+    "$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$13\r\n"
+    "cluster|reset\r\n%5\r\n$7\r\nsummary\r\n$26\r\nReset a Redis Cluster node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$95\r\nO(N) where N is the number of known n"
+    "odes. The command may execute a FLUSHALL as a side effect.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "hard_soft\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nhard\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nHARD\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "soft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSOFT\r\n$18\r\ncluster|saveconfig\r\n%4\r\n$7\r\n"
+    "summary\r\n$45\r\nForces the node to save cluster state on disk\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$24\r\n"
+    "cluster|set-config-epoch\r\n%5\r\n$7\r\nsummary\r\n"
+    "$41\r\nSet the configuration epoch in a new node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$12\r\nconfig-epoch\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$15\r\ncluster|setslot\r\n"
+    "%5\r\n$7\r\nsummary\r\n$35\r\nBind a hash slot to a specific node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$4\r\nslot\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%3\r\n$4\r\nname\r\n"
+    "$10\r\nsubcommand\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "node-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
+    "$9\r\nIMPORTING\r\n%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$9\r\n"
+    "MIGRATING\r\n%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\n"
+    "NODE\r\n%3\r\n$4\r\nname\r\n$6\r\nstable\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\n"
+    "STABLE\r\n$14\r\ncluster|shards\r\n%4\r\n$7\r\nsummary\r\n"
+    "$43\r\nGet array of cluster slots to node mappings\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of c"
+    "luster nodes\r\n$14\r\ncluster|slaves\r\n%8\r\n$7\r\n"
+    "summary\r\n$47\r\nList replica nodes of the specified master node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "doc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n5.0.0\r\n$11\r\nreplaced_by\r\n$18\r\n`CLUSTER REPLICAS`\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "node-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$13\r\ncluster|slots\r\n"
+    "%8\r\n$7\r\nsummary\r\n$42\r\nGet array of Cluster slot to node mappings\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of C"
+    "luster nodes\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n"
+    "$16\r\ndeprecated_since\r\n$5\r\n7.0.0\r\n$11\r\nreplaced_by\r\n"
+    "$16\r\n`CLUSTER SHARDS`\r\n$7\r\nhistory\r\n~2\r\n"
+    "*2\r\n$5\r\n4.0.0\r\n$15\r\nAdded node IDs.\r\n*2\r\n"
+    "$5\r\n7.0.0\r\n$43\r\nAdded additional networking metadata field.\r\n";
 static const char info_cluster_addslots[] =
     "*10\r\n$16\r\ncluster|addslots\r\n:-3\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
@@ -1634,6 +3136,18 @@ static const char docs_cluster_addslots[] =
     "ash slot arguments\r\n$9\r\narguments\r\n*1\r\n*6\r\n"
     "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_cluster_addslots[] =
+    "*10\r\n$16\r\ncluster|addslots\r\n:-3\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_addslots[] =
+    "$16\r\ncluster|addslots\r\n%5\r\n$7\r\nsummary\r\n"
+    "$39\r\nAssign new hash slots to receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$55\r\nO(N) where N is the total number of h"
+    "ash slot arguments\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const char info_cluster_addslotsrange[] =
     "*10\r\n$21\r\ncluster|addslotsrange\r\n:-4\r\n*3\r\n"
     "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
@@ -1651,6 +3165,23 @@ static const char docs_cluster_addslotsrange[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$8\r\n"
     "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_cluster_addslotsrange[] =
+    "*10\r\n$21\r\ncluster|addslotsrange\r\n:-4\r\n~3\r\n"
+    "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_addslotsrange[] =
+    "$21\r\ncluster|addslotsrange\r\n%5\r\n$7\r\nsummary\r\n"
+    "$39\r\nAssign new hash slots to receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$92\r\nO(N) where N is the total number of t"
+    "he slots between the start slot and end slot arguments.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\n"
+    "start-slot_end-slot\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const char info_cluster_bumpepoch[] =
     "*10\r\n$17\r\ncluster|bumpepoch\r\n:2\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
@@ -1658,6 +3189,16 @@ static const char info_cluster_bumpepoch[] =
     "*0\r\n*0\r\n";
 static const char docs_cluster_bumpepoch[] =
     "$17\r\ncluster|bumpepoch\r\n*8\r\n$7\r\nsummary\r\n"
+    "$32\r\nAdvance the cluster config epoch\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_cluster_bumpepoch[] =
+    "*10\r\n$17\r\ncluster|bumpepoch\r\n:2\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_bumpepoch[] =
+    "$17\r\ncluster|bumpepoch\r\n%4\r\n$7\r\nsummary\r\n"
     "$32\r\nAdvance the cluster config epoch\r\n$5\r\nsince\r\n"
     "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
@@ -1673,6 +3214,18 @@ static const char docs_cluster_count_failure_reports[] =
     "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$45\r\nO(N) where N is the number of f"
     "ailure reports\r\n$9\r\narguments\r\n*1\r\n*4\r\n$4\r\n"
     "name\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_cluster_count_failure_reports[] =
+    "*10\r\n$29\r\ncluster|count-failure-reports\r\n:3\r\n"
+    "~2\r\n+admin\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_count_failure_reports[] =
+    "$29\r\ncluster|count-failure-reports\r\n%5\r\n$7\r\n"
+    "summary\r\n$60\r\nReturn the number of failure reports active for a given no"
+    "de\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ncluster\r\n$10\r\ncomplexity\r\n$45\r\nO(N) where N is the number of f"
+    "ailure reports\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\n"
+    "name\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_cluster_countkeysinslot[] =
     "*10\r\n$23\r\ncluster|countkeysinslot\r\n:3\r\n*1\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
@@ -1683,6 +3236,17 @@ static const char docs_cluster_countkeysinslot[] =
     "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$4\r\nslot\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_cluster_countkeysinslot[] =
+    "*10\r\n$23\r\ncluster|countkeysinslot\r\n:3\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_countkeysinslot[] =
+    "$23\r\ncluster|countkeysinslot\r\n%5\r\n$7\r\nsummary\r\n"
+    "$58\r\nReturn the number of local keys in the specified hash slot\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$4\r\nslot\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const char info_cluster_delslots[] =
     "*10\r\n$16\r\ncluster|delslots\r\n:-3\r\n*3\r\n+admin\r\n"
@@ -1696,6 +3260,18 @@ static const char docs_cluster_delslots[] =
     "ash slot arguments\r\n$9\r\narguments\r\n*1\r\n*6\r\n"
     "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_cluster_delslots[] =
+    "*10\r\n$16\r\ncluster|delslots\r\n:-3\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_delslots[] =
+    "$16\r\ncluster|delslots\r\n%5\r\n$7\r\nsummary\r\n"
+    "$43\r\nSet hash slots as unbound in receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$55\r\nO(N) where N is the total number of h"
+    "ash slot arguments\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const char info_cluster_delslotsrange[] =
     "*10\r\n$21\r\ncluster|delslotsrange\r\n:-4\r\n*3\r\n"
     "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
@@ -1713,6 +3289,23 @@ static const char docs_cluster_delslotsrange[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$8\r\n"
     "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_cluster_delslotsrange[] =
+    "*10\r\n$21\r\ncluster|delslotsrange\r\n:-4\r\n~3\r\n"
+    "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_delslotsrange[] =
+    "$21\r\ncluster|delslotsrange\r\n%5\r\n$7\r\nsummary\r\n"
+    "$43\r\nSet hash slots as unbound in receiving node\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$92\r\nO(N) where N is the total number of t"
+    "he slots between the start slot and end slot arguments.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$19\r\n"
+    "start-slot_end-slot\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$10\r\nstart-slot\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "end-slot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const char info_cluster_failover[] =
     "*10\r\n$16\r\ncluster|failover\r\n:-2\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
@@ -1729,12 +3322,37 @@ static const char docs_cluster_failover[] =
     "$5\r\ntoken\r\n$5\r\nFORCE\r\n*6\r\n$4\r\nname\r\n"
     "$8\r\ntakeover\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$8\r\nTAKEOVER\r\n";
+static const char info3_cluster_failover[] =
+    "*10\r\n$16\r\ncluster|failover\r\n:-2\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_failover[] =
+    "$16\r\ncluster|failover\r\n%5\r\n$7\r\nsummary\r\n"
+    "$60\r\nForces a replica to perform a manual failover of its master.\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$7\r\noptions\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nforce\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nFORCE\r\n%3\r\n$4\r\nname\r\n"
+    "$8\r\ntakeover\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$8\r\nTAKEOVER\r\n";
 static const char info_cluster_flushslots[] =
     "*10\r\n$18\r\ncluster|flushslots\r\n:2\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
     "+@admin\r\n+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_cluster_flushslots[] =
     "$18\r\ncluster|flushslots\r\n*8\r\n$7\r\nsummary\r\n"
+    "$37\r\nDelete a node's own slots information\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_cluster_flushslots[] =
+    "*10\r\n$18\r\ncluster|flushslots\r\n:2\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_flushslots[] =
+    "$18\r\ncluster|flushslots\r\n%4\r\n$7\r\nsummary\r\n"
     "$37\r\nDelete a node's own slots information\r\n$5\r\n"
     "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1749,6 +3367,17 @@ static const char docs_cluster_forget[] =
     "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_cluster_forget[] =
+    "*10\r\n$14\r\ncluster|forget\r\n:3\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_forget[] =
+    "$14\r\ncluster|forget\r\n%5\r\n$7\r\nsummary\r\n$34\r\n"
+    "Remove a node from the nodes table\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const char info_cluster_getkeysinslot[] =
     "*10\r\n$21\r\ncluster|getkeysinslot\r\n:4\r\n*1\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*1\r\n"
@@ -1762,6 +3391,19 @@ static const char docs_cluster_getkeysinslot[] =
     "name\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
+static const char info3_cluster_getkeysinslot[] =
+    "*10\r\n$21\r\ncluster|getkeysinslot\r\n:4\r\n~1\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_getkeysinslot[] =
+    "$21\r\ncluster|getkeysinslot\r\n%5\r\n$7\r\nsummary\r\n"
+    "$49\r\nReturn local key names in the specified hash slot\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(log(N)) where N is the number of re"
+    "quested keys\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
 static const char info_cluster_help[] =
     "*10\r\n$12\r\ncluster|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
@@ -1771,12 +3413,30 @@ static const char docs_cluster_help[] =
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_cluster_help[] =
+    "*10\r\n$12\r\ncluster|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_help[] =
+    "$12\r\ncluster|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_cluster_info[] =
     "*10\r\n$12\r\ncluster|info\r\n:2\r\n*1\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*1\r\n$23\r\nnondeterministic_output\r\n"
     "*0\r\n*0\r\n";
 static const char docs_cluster_info[] =
     "$12\r\ncluster|info\r\n*8\r\n$7\r\nsummary\r\n$44\r\n"
+    "Provides info about Redis Cluster node state\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_cluster_info[] =
+    "*10\r\n$12\r\ncluster|info\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_info[] =
+    "$12\r\ncluster|info\r\n%4\r\n$7\r\nsummary\r\n$44\r\n"
     "Provides info about Redis Cluster node state\r\n$5\r\n"
     "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1790,12 +3450,32 @@ static const char docs_cluster_keyslot[] =
     "cluster\r\n$10\r\ncomplexity\r\n$46\r\nO(N) where N is the number of bytes i"
     "n the key\r\n$9\r\narguments\r\n*1\r\n*4\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_cluster_keyslot[] =
+    "*10\r\n$15\r\ncluster|keyslot\r\n:3\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_keyslot[] =
+    "$15\r\ncluster|keyslot\r\n%5\r\n$7\r\nsummary\r\n$42\r\n"
+    "Returns the hash slot of the specified key\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$46\r\nO(N) where N is the number of bytes in the key\r"
+    "\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_cluster_links[] =
     "*10\r\n$13\r\ncluster|links\r\n:2\r\n*1\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*1\r\n$23\r\nnondeterministic_output\r\n"
     "*0\r\n*0\r\n";
 static const char docs_cluster_links[] =
     "$13\r\ncluster|links\r\n*8\r\n$7\r\nsummary\r\n$65\r\n"
+    "Returns a list of all TCP links to and from peer nodes in cluster\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of C"
+    "luster nodes\r\n";
+static const char info3_cluster_links[] =
+    "*10\r\n$13\r\ncluster|links\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_links[] =
+    "$13\r\ncluster|links\r\n%4\r\n$7\r\nsummary\r\n$65\r\n"
     "Returns a list of all TCP links to and from peer nodes in cluster\r\n"
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of C"
@@ -1816,11 +3496,35 @@ static const char docs_cluster_meet[] =
     "integer\r\n*8\r\n$4\r\nname\r\n$16\r\ncluster_bus_port\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n"
     "4.0.0\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_cluster_meet[] =
+    "*10\r\n$12\r\ncluster|meet\r\n:-4\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_meet[] =
+    "$12\r\ncluster|meet\r\n%6\r\n$7\r\nsummary\r\n$51\r\n"
+    "Force a node cluster to handshake with another node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n$47\r\nAdded the optional `cluster_bus"
+    "_port` argument.\r\n$9\r\narguments\r\n*3\r\n%2\r\n"
+    "$4\r\nname\r\n$2\r\nip\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$16\r\ncluster_bus_port\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const char info_cluster_myid[] =
     "*10\r\n$12\r\ncluster|myid\r\n:2\r\n*1\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_cluster_myid[] =
     "$12\r\ncluster|myid\r\n*8\r\n$7\r\nsummary\r\n$18\r\n"
+    "Return the node id\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
+    "$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_cluster_myid[] =
+    "*10\r\n$12\r\ncluster|myid\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_myid[] =
+    "$12\r\ncluster|myid\r\n%4\r\n$7\r\nsummary\r\n$18\r\n"
     "Return the node id\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
     "$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
@@ -1830,6 +3534,15 @@ static const char info_cluster_nodes[] =
     "*0\r\n*0\r\n";
 static const char docs_cluster_nodes[] =
     "$13\r\ncluster|nodes\r\n*8\r\n$7\r\nsummary\r\n$31\r\n"
+    "Get Cluster config for the node\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$49\r\nO(N) where N is the total number of Cluster nodes\r\n";
+static const char info3_cluster_nodes[] =
+    "*10\r\n$13\r\ncluster|nodes\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_nodes[] =
+    "$13\r\ncluster|nodes\r\n%4\r\n$7\r\nsummary\r\n$31\r\n"
     "Get Cluster config for the node\r\n$5\r\nsince\r\n"
     "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
     "complexity\r\n$49\r\nO(N) where N is the total number of Cluster nodes\r\n";
@@ -1845,6 +3558,18 @@ static const char docs_cluster_replicas[] =
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_cluster_replicas[] =
+    "*10\r\n$16\r\ncluster|replicas\r\n:3\r\n~2\r\n+admin\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_replicas[] =
+    "$16\r\ncluster|replicas\r\n%5\r\n$7\r\nsummary\r\n"
+    "$47\r\nList replica nodes of the specified master node\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_cluster_replicate[] =
     "*10\r\n$17\r\ncluster|replicate\r\n:3\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
@@ -1855,6 +3580,17 @@ static const char docs_cluster_replicate[] =
     "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_cluster_replicate[] =
+    "*10\r\n$17\r\ncluster|replicate\r\n:3\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_replicate[] =
+    "$17\r\ncluster|replicate\r\n%5\r\n$7\r\nsummary\r\n"
+    "$60\r\nReconfigure a node as a replica of the specified master node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nnode-id\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_cluster_reset[] =
     "*10\r\n$13\r\ncluster|reset\r\n:-2\r\n*3\r\n+admin\r\n"
@@ -1873,12 +3609,38 @@ static const char docs_cluster_reset[] =
     "$4\r\nHARD\r\n*6\r\n$4\r\nname\r\n$4\r\nsoft\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
     "SOFT\r\n";
+static const char info3_cluster_reset[] =
+    "*10\r\n$13\r\ncluster|reset\r\n:-2\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_reset[] =
+    "$13\r\ncluster|reset\r\n%5\r\n$7\r\nsummary\r\n$26\r\n"
+    "Reset a Redis Cluster node\r\n$5\r\nsince\r\n$5\r\n"
+    "3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\ncomplexity\r\n"
+    "$95\r\nO(N) where N is the number of known nodes. The command may execute a "
+    "FLUSHALL as a side effect.\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$9\r\nhard_soft\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$4\r\nhard\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nHARD\r\n%3\r\n$4\r\nname\r\n$4\r\nsoft\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
+    "SOFT\r\n";
 static const char info_cluster_saveconfig[] =
     "*10\r\n$18\r\ncluster|saveconfig\r\n:2\r\n*3\r\n+admin\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
     "+@admin\r\n+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_cluster_saveconfig[] =
     "$18\r\ncluster|saveconfig\r\n*8\r\n$7\r\nsummary\r\n"
+    "$45\r\nForces the node to save cluster state on disk\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_cluster_saveconfig[] =
+    "*10\r\n$18\r\ncluster|saveconfig\r\n:2\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_saveconfig[] =
+    "$18\r\ncluster|saveconfig\r\n%4\r\n$7\r\nsummary\r\n"
     "$45\r\nForces the node to save cluster state on disk\r\n"
     "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -1893,6 +3655,18 @@ static const char docs_cluster_set_config_epoch[] =
     "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$12\r\nconfig-epoch\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_cluster_set_config_epoch[] =
+    "*10\r\n$24\r\ncluster|set-config-epoch\r\n:3\r\n~3\r\n"
+    "+admin\r\n+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_set_config_epoch[] =
+    "$24\r\ncluster|set-config-epoch\r\n%5\r\n$7\r\nsummary\r\n"
+    "$41\r\nSet the configuration epoch in a new node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$12\r\nconfig-epoch\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const char info_cluster_setslot[] =
     "*10\r\n$15\r\ncluster|setslot\r\n:-4\r\n*3\r\n+admin\r\n"
@@ -1914,12 +3688,42 @@ static const char docs_cluster_setslot[] =
     "$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nNODE\r\n*6\r\n"
     "$4\r\nname\r\n$6\r\nstable\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$6\r\nSTABLE\r\n";
+static const char info3_cluster_setslot[] =
+    "*10\r\n$15\r\ncluster|setslot\r\n:-4\r\n~3\r\n+admin\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_cluster_setslot[] =
+    "$15\r\ncluster|setslot\r\n%5\r\n$7\r\nsummary\r\n$35\r\n"
+    "Bind a hash slot to a specific node\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nslot\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%3\r\n$4\r\nname\r\n$10\r\nsubcommand\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*4\r\n"
+    "%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$9\r\nIMPORTING\r\n"
+    "%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$9\r\nMIGRATING\r\n"
+    "%3\r\n$4\r\nname\r\n$7\r\nnode-id\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nNODE\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\nstable\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$6\r\nSTABLE\r\n";
 static const char info_cluster_shards[] =
     "*10\r\n$14\r\ncluster|shards\r\n:2\r\n*1\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*1\r\n$23\r\nnondeterministic_output\r\n"
     "*0\r\n*0\r\n";
 static const char docs_cluster_shards[] =
     "$14\r\ncluster|shards\r\n*8\r\n$7\r\nsummary\r\n$43\r\n"
+    "Get array of cluster slots to node mappings\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of cluster node"
+    "s\r\n";
+static const char info3_cluster_shards[] =
+    "*10\r\n$14\r\ncluster|shards\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_shards[] =
+    "$14\r\ncluster|shards\r\n%4\r\n$7\r\nsummary\r\n$43\r\n"
     "Get array of cluster slots to node mappings\r\n$5\r\n"
     "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
     "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of cluster node"
@@ -1938,6 +3742,20 @@ static const char docs_cluster_slaves[] =
     "$5\r\n5.0.0\r\n$11\r\nreplaced_by\r\n$18\r\n`CLUSTER REPLICAS`\r\n"
     "$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\n"
     "node-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_cluster_slaves[] =
+    "*10\r\n$14\r\ncluster|slaves\r\n:3\r\n~2\r\n+admin\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_slaves[] =
+    "$14\r\ncluster|slaves\r\n%8\r\n$7\r\nsummary\r\n$47\r\n"
+    "List replica nodes of the specified master node\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "cluster\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "doc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n5.0.0\r\n$11\r\nreplaced_by\r\n$18\r\n`CLUSTER REPLICAS`\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "node-id\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_cluster_slots[] =
     "*10\r\n$13\r\ncluster|slots\r\n:2\r\n*1\r\n+stale\r\n"
     ":0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*1\r\n$23\r\nnondeterministic_output\r\n"
@@ -1950,6 +3768,20 @@ static const char docs_cluster_slots[] =
     "s\r\n$9\r\ndoc_flags\r\n*1\r\n+deprecated\r\n$16\r\n"
     "deprecated_since\r\n$5\r\n7.0.0\r\n$11\r\nreplaced_by\r\n"
     "$16\r\n`CLUSTER SHARDS`\r\n$7\r\nhistory\r\n*2\r\n"
+    "*2\r\n$5\r\n4.0.0\r\n$15\r\nAdded node IDs.\r\n*2\r\n"
+    "$5\r\n7.0.0\r\n$43\r\nAdded additional networking metadata field.\r\n";
+static const char info3_cluster_slots[] =
+    "*10\r\n$13\r\ncluster|slots\r\n:2\r\n~1\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_cluster_slots[] =
+    "$13\r\ncluster|slots\r\n%8\r\n$7\r\nsummary\r\n$42\r\n"
+    "Get array of Cluster slot to node mappings\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n"
+    "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the total number of Cluster node"
+    "s\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\n"
+    "deprecated_since\r\n$5\r\n7.0.0\r\n$11\r\nreplaced_by\r\n"
+    "$16\r\n`CLUSTER SHARDS`\r\n$7\r\nhistory\r\n~2\r\n"
     "*2\r\n$5\r\n4.0.0\r\n$15\r\nAdded node IDs.\r\n*2\r\n"
     "$5\r\n7.0.0\r\n$43\r\nAdded additional networking metadata field.\r\n";
 static const char info_command[] =
@@ -2026,12 +3858,95 @@ static const char docs_command[] =
     "string\r\n$5\r\ntoken\r\n$6\r\nACLCAT\r\n*6\r\n$4\r\n"
     "name\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n"
     "$5\r\ntoken\r\n$7\r\nPATTERN\r\n";
+static const char info3_command[] =
+    "*10\r\n$7\r\ncommand\r\n:-1\r\n~2\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "*7\r\n*10\r\n$13\r\ncommand|count\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$12\r\ncommand|docs\r\n:-2\r\n"
+    "~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
+    "+@slow\r\n+@connection\r\n~1\r\n$29\r\nnondeterministic_output_order\r\n"
+    "~0\r\n~0\r\n*10\r\n$15\r\ncommand|getkeys\r\n:-4\r\n"
+    "~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
+    "+@slow\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$23\r\ncommand|getkeysandflags\r\n:-4\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$12\r\ncommand|help\r\n:2\r\n"
+    "~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
+    "+@slow\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$12\r\ncommand|info\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "~0\r\n*10\r\n$12\r\ncommand|list\r\n:-2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_command[] =
+    "$7\r\ncommand\r\n%5\r\n$7\r\nsummary\r\n$34\r\nGet array of Redis command de"
+    "tails\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$50\r\nO(N) where N is the total number"
+    " of Redis commands\r\n$11\r\nsubcommands\r\n%7\r\n"
+    "$13\r\ncommand|count\r\n%4\r\n$7\r\nsummary\r\n$34\r\n"
+    "Get total number of Redis commands\r\n$5\r\nsince\r\n"
+    "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$12\r\ncommand|docs\r\n"
+    "%5\r\n$7\r\nsummary\r\n$49\r\nGet array of specific Redis command documentat"
+    "ion\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of co"
+    "mmands to look up\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$12\r\ncommand-name\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n$15\r\ncommand|getkeys\r\n%4\r\n$7\r\n"
+    "summary\r\n$39\r\nExtract keys given a full Redis command\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of argument"
+    "s to the command\r\n$23\r\ncommand|getkeysandflags\r\n"
+    "%4\r\n$7\r\nsummary\r\n$56\r\nExtract keys and access flags given a full Red"
+    "is command\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$54\r\n"
+    "O(N) where N is the number of arguments to the command\r\n"
+    "$12\r\ncommand|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$12\r\n"
+    "command|info\r\n%6\r\n$7\r\nsummary\r\n$78\r\nGet array of specific Redis co"
+    "mmand details, or all when no argument is given.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands"
+    " to look up\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$66\r\nAllowed to be called with no argument to get info on all com"
+    "mands.\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$12\r\ncommand-name\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n$12\r\n"
+    "command|list\r\n%5\r\n$7\r\nsummary\r\n$35\r\nGet an array of Redis command "
+    "names\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$50\r\nO(N) where N is the total number"
+    " of Redis commands\r\n$9\r\narguments\r\n*1\r\n%5\r\n"
+    "$4\r\nname\r\n$8\r\nfilterby\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\ntoken\r\n$8\r\nFILTERBY\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*3\r\n%3\r\n"
+    "$4\r\nname\r\n$11\r\nmodule-name\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\ntoken\r\n$6\r\nMODULE\r\n%3\r\n"
+    "$4\r\nname\r\n$8\r\ncategory\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$6\r\nACLCAT\r\n%3\r\n$4\r\n"
+    "name\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n"
+    "$5\r\ntoken\r\n$7\r\nPATTERN\r\n";
 static const char info_command_count[] =
     "*10\r\n$13\r\ncommand|count\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@connection\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_command_count[] =
     "$13\r\ncommand|count\r\n*8\r\n$7\r\nsummary\r\n$34\r\n"
+    "Get total number of Redis commands\r\n$5\r\nsince\r\n"
+    "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_command_count[] =
+    "*10\r\n$13\r\ncommand|count\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_command_count[] =
+    "$13\r\ncommand|count\r\n%4\r\n$7\r\nsummary\r\n$34\r\n"
     "Get total number of Redis commands\r\n$5\r\nsince\r\n"
     "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
@@ -2048,12 +3963,35 @@ static const char docs_command_docs[] =
     " to look up\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\n"
     "name\r\n$12\r\ncommand-name\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_command_docs[] =
+    "*10\r\n$12\r\ncommand|docs\r\n:-2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_command_docs[] =
+    "$12\r\ncommand|docs\r\n%5\r\n$7\r\nsummary\r\n$49\r\n"
+    "Get array of specific Redis command documentation\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands"
+    " to look up\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$12\r\ncommand-name\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_command_getkeys[] =
     "*10\r\n$15\r\ncommand|getkeys\r\n:-4\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@connection\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_command_getkeys[] =
     "$15\r\ncommand|getkeys\r\n*8\r\n$7\r\nsummary\r\n$39\r\n"
+    "Extract keys given a full Redis command\r\n$5\r\nsince\r\n"
+    "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r"
+    "\n";
+static const char info3_command_getkeys[] =
+    "*10\r\n$15\r\ncommand|getkeys\r\n:-4\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_command_getkeys[] =
+    "$15\r\ncommand|getkeys\r\n%4\r\n$7\r\nsummary\r\n$39\r\n"
     "Extract keys given a full Redis command\r\n$5\r\nsince\r\n"
     "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r"
@@ -2068,12 +4006,31 @@ static const char docs_command_getkeysandflags[] =
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of argument"
     "s to the command\r\n";
+static const char info3_command_getkeysandflags[] =
+    "*10\r\n$23\r\ncommand|getkeysandflags\r\n:-4\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_command_getkeysandflags[] =
+    "$23\r\ncommand|getkeysandflags\r\n%4\r\n$7\r\nsummary\r\n"
+    "$56\r\nExtract keys and access flags given a full Redis command\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of argument"
+    "s to the command\r\n";
 static const char info_command_help[] =
     "*10\r\n$12\r\ncommand|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@connection\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_command_help[] =
     "$12\r\ncommand|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_command_help[] =
+    "*10\r\n$12\r\ncommand|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_command_help[] =
+    "$12\r\ncommand|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -2092,6 +4049,21 @@ static const char docs_command_info[] =
     "ll commands.\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\n"
     "name\r\n$12\r\ncommand-name\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_command_info[] =
+    "*10\r\n$12\r\ncommand|info\r\n:-2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_command_info[] =
+    "$12\r\ncommand|info\r\n%6\r\n$7\r\nsummary\r\n$78\r\n"
+    "Get array of specific Redis command details, or all when no argument is give"
+    "n.\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of co"
+    "mmands to look up\r\n$7\r\nhistory\r\n~1\r\n*2\r\n"
+    "$5\r\n7.0.0\r\n$66\r\nAllowed to be called with no argument to get info on a"
+    "ll commands.\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$12\r\ncommand-name\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_command_list[] =
     "*10\r\n$12\r\ncommand|list\r\n:-2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@connection\r\n"
@@ -2110,6 +4082,26 @@ static const char docs_command_list[] =
     "token\r\n$6\r\nMODULE\r\n*6\r\n$4\r\nname\r\n$8\r\n"
     "category\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
     "$6\r\nACLCAT\r\n*6\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$7\r\n"
+    "PATTERN\r\n";
+static const char info3_command_list[] =
+    "*10\r\n$12\r\ncommand|list\r\n:-2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_command_list[] =
+    "$12\r\ncommand|list\r\n%5\r\n$7\r\nsummary\r\n$35\r\n"
+    "Get an array of Redis command names\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$50\r\nO(N) where N is the total number of Redis commands\r\n"
+    "$9\r\narguments\r\n*1\r\n%5\r\n$4\r\nname\r\n$8\r\n"
+    "filterby\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n"
+    "$8\r\nFILTERBY\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$11\r\n"
+    "module-name\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "token\r\n$6\r\nMODULE\r\n%3\r\n$4\r\nname\r\n$8\r\n"
+    "category\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
+    "$6\r\nACLCAT\r\n%3\r\n$4\r\nname\r\n$7\r\npattern\r\n"
     "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$7\r\n"
     "PATTERN\r\n";
 static const char info_config[] =
@@ -2168,6 +4160,62 @@ static const char docs_config[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\n"
     "type\r\n$6\r\nstring\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_config[] =
+    "*10\r\n$6\r\nconfig\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*5\r\n*10\r\n$10\r\nconfig|get\r\n"
+    ":-3\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nconfig|help\r\n:2\r\n"
+    "~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n"
+    "+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$16\r\nconfig|resetstat\r\n"
+    ":2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$14\r\nconfig|rewrite\r\n"
+    ":2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$10\r\nconfig|set\r\n:-4\r\n"
+    "~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~2\r\n$24\r\nrequest_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeede"
+    "d\r\n~0\r\n~0\r\n";
+static const char docs3_config[] =
+    "$6\r\nconfig\r\n%5\r\n$7\r\nsummary\r\n$45\r\nA container for server configu"
+    "ration commands\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%5\r\n"
+    "$10\r\nconfig|get\r\n%6\r\n$7\r\nsummary\r\n$42\r\n"
+    "Get the values of configuration parameters\r\n$5\r\n"
+    "since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$62\r\nO(N) when N is the number of configuration param"
+    "eters provided\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$65\r\nAdded the ability to pass multiple pattern parameters in one"
+    " call\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n"
+    "$9\r\nparameter\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "flags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$11\r\nconfig|help\r\n%4\r\n$7\r\n"
+    "summary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$16\r\n"
+    "config|resetstat\r\n%4\r\n$7\r\nsummary\r\n$32\r\n"
+    "Reset the stats returned by INFO\r\n$5\r\nsince\r\n"
+    "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$14\r\nconfig|rewrite\r\n"
+    "%4\r\n$7\r\nsummary\r\n$63\r\nRewrite the configuration file with the in mem"
+    "ory configuration\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$10\r\nconfig|set\r\n%6\r\n$7\r\nsummary\r\n"
+    "$48\r\nSet configuration parameters to the given values\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$62\r\nO(N) when N is the number of configura"
+    "tion parameters provided\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$57\r\nAdded the ability to set multiple parameters in "
+    "one call.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\n"
+    "name\r\n$15\r\nparameter_value\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_config_get[] =
     "*10\r\n$10\r\nconfig|get\r\n:-3\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -2185,12 +4233,38 @@ static const char docs_config_get[] =
     "flags\r\n*1\r\n+multiple\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_config_get[] =
+    "*10\r\n$10\r\nconfig|get\r\n:-3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_config_get[] =
+    "$10\r\nconfig|get\r\n%6\r\n$7\r\nsummary\r\n$42\r\n"
+    "Get the values of configuration parameters\r\n$5\r\n"
+    "since\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$62\r\nO(N) when N is the number of configuration param"
+    "eters provided\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "7.0.0\r\n$65\r\nAdded the ability to pass multiple pattern parameters in one"
+    " call\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n"
+    "$9\r\nparameter\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "flags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const char info_config_help[] =
     "*10\r\n$11\r\nconfig|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_config_help[] =
     "$11\r\nconfig|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_config_help[] =
+    "*10\r\n$11\r\nconfig|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_config_help[] =
+    "$11\r\nconfig|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -2204,6 +4278,16 @@ static const char docs_config_resetstat[] =
     "$32\r\nReset the stats returned by INFO\r\n$5\r\nsince\r\n"
     "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_config_resetstat[] =
+    "*10\r\n$16\r\nconfig|resetstat\r\n:2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_config_resetstat[] =
+    "$16\r\nconfig|resetstat\r\n%4\r\n$7\r\nsummary\r\n"
+    "$32\r\nReset the stats returned by INFO\r\n$5\r\nsince\r\n"
+    "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
 static const char info_config_rewrite[] =
     "*10\r\n$14\r\nconfig|rewrite\r\n:2\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -2211,6 +4295,16 @@ static const char info_config_rewrite[] =
     "*0\r\n";
 static const char docs_config_rewrite[] =
     "$14\r\nconfig|rewrite\r\n*8\r\n$7\r\nsummary\r\n$63\r\n"
+    "Rewrite the configuration file with the in memory configuration\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_config_rewrite[] =
+    "*10\r\n$14\r\nconfig|rewrite\r\n:2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_config_rewrite[] =
+    "$14\r\nconfig|rewrite\r\n%4\r\n$7\r\nsummary\r\n$63\r\n"
     "Rewrite the configuration file with the in memory configuration\r\n"
     "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -2232,6 +4326,25 @@ static const char docs_config_set[] =
     "block\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n$9\r\narguments\r\n"
     "*2\r\n*4\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\n"
     "type\r\n$6\r\nstring\r\n*4\r\n$4\r\nname\r\n$5\r\n"
+    "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_config_set[] =
+    "*10\r\n$10\r\nconfig|set\r\n:-4\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~2\r\n$24\r\n"
+    "request_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_config_set[] =
+    "$10\r\nconfig|set\r\n%6\r\n$7\r\nsummary\r\n$48\r\n"
+    "Set configuration parameters to the given values\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$62\r\nO(N) when N is the number of configura"
+    "tion parameters provided\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$57\r\nAdded the ability to set multiple parameters in "
+    "one call.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\n"
+    "name\r\n$15\r\nparameter_value\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$9\r\nparameter\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$5\r\n"
     "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_copy[] =
     "*10\r\n$4\r\ncopy\r\n:-3\r\n*2\r\n+write\r\n+denyoom\r\n"
@@ -2262,6 +4375,35 @@ static const char docs_copy[] =
     "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_copy[] =
+    "*10\r\n$4\r\ncopy\r\n:-3\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_copy[] =
+    "$4\r\ncopy\r\n%5\r\n$7\r\nsummary\r\n$10\r\nCopy a key\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$95\r\nO(N) worst case for collections, wher"
+    "e N is the number of nested items. O(1) for string values.\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$6\r\n"
+    "source\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
+    "%4\r\n$4\r\nname\r\n$14\r\ndestination-db\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$2\r\nDB\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const struct keyspec ks_copy[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -2281,6 +4423,16 @@ static const char docs_dbsize[] =
     "he selected database\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
     "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
+static const char info3_dbsize[] =
+    "*10\r\n$6\r\ndbsize\r\n:1\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:agg_sum\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_dbsize[] =
+    "$6\r\ndbsize\r\n%4\r\n$7\r\nsummary\r\n$50\r\nReturn the number of keys in t"
+    "he selected database\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
 static const char info_debug[] =
     "*10\r\n$5\r\ndebug\r\n:-2\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
@@ -2290,6 +4442,15 @@ static const char docs_debug[] =
     "ands\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
     "$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
     "$9\r\ndoc_flags\r\n*1\r\n+syscmd\r\n";
+static const char info3_debug[] =
+    "*10\r\n$5\r\ndebug\r\n:-2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_debug[] =
+    "$5\r\ndebug\r\n%5\r\n$7\r\nsummary\r\n$34\r\nA container for debugging comma"
+    "nds\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+syscmd\r\n";
 static const char info_decr[] =
     "*10\r\n$4\r\ndecr\r\n:2\r\n*3\r\n+write\r\n+denyoom\r\n"
     "+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@string\r\n"
@@ -2305,6 +4466,23 @@ static const char docs_decr[] =
     "a key by one\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
     "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_decr[] =
+    "*10\r\n$4\r\ndecr\r\n:2\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_decr[] =
+    "$4\r\ndecr\r\n%5\r\n$7\r\nsummary\r\n$43\r\nDecrement the integer value of a"
+    " key by one\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_decr[] = {
@@ -2330,6 +4508,24 @@ static const char docs_decrby[] =
     "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n*6\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$9\r\n"
+    "decrement\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_decrby[] =
+    "*10\r\n$6\r\ndecrby\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_decrby[] =
+    "$6\r\ndecrby\r\n%5\r\n$7\r\nsummary\r\n$56\r\nDecrement the integer value of"
+    " a key by the given number\r\n$5\r\nsince\r\n$5\r\n"
+    "1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$9\r\n"
     "decrement\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_decrby[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
@@ -2358,6 +4554,27 @@ static const char docs_del[] =
     "*8\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
     "*1\r\n+multiple\r\n";
+static const char info3_del[] =
+    "*10\r\n$3\r\ndel\r\n:-2\r\n~1\r\n+write\r\n:1\r\n:-1\r\n"
+    ":1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n~2\r\n"
+    "$26\r\nrequest_policy:multi_shard\r\n$23\r\nresponse_policy:agg_sum\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RM\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_del[] =
+    "$3\r\ndel\r\n%5\r\n$7\r\nsummary\r\n$12\r\nDelete a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$288\r\nO(N) where N is the number of keys t"
+    "hat will be removed. When a key to remove holds a value other than a string,"
+    " the individual complexity for this key is O(M) where M is the number of ele"
+    "ments in the list, set, sorted set or hash. Removing a single key that holds"
+    " a string value is O(1).\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const struct keyspec ks_del[] = {
     { .flags = KSPEC_RM | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -2370,6 +4587,15 @@ static const char info_discard[] =
     "*2\r\n+@fast\r\n+@transaction\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_discard[] =
     "$7\r\ndiscard\r\n*8\r\n$7\r\nsummary\r\n$39\r\nDiscard all commands issued a"
+    "fter MULTI\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
+    "group\r\n$12\r\ntransactions\r\n$10\r\ncomplexity\r\n"
+    "$45\r\nO(N), when N is the number of queued commands\r\n";
+static const char info3_discard[] =
+    "*10\r\n$7\r\ndiscard\r\n:1\r\n~5\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@fast\r\n+@transaction\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_discard[] =
+    "$7\r\ndiscard\r\n%4\r\n$7\r\nsummary\r\n$39\r\nDiscard all commands issued a"
     "fter MULTI\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
     "group\r\n$12\r\ntransactions\r\n$10\r\ncomplexity\r\n"
     "$45\r\nO(N), when N is the number of queued commands\r\n";
@@ -2393,6 +4619,26 @@ static const char docs_dump[] =
     "1*M) where M is small, so simply O(1).\r\n$9\r\narguments\r\n"
     "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_dump[] =
+    "*10\r\n$4\r\ndump\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_dump[] =
+    "$4\r\ndump\r\n%5\r\n$7\r\nsummary\r\n$69\r\nReturn a serialized version of t"
+    "he value stored at the specified key.\r\n$5\r\nsince\r\n"
+    "$5\r\n2.6.0\r\n$5\r\ngroup\r\n$7\r\ngeneric\r\n$10\r\n"
+    "complexity\r\n$244\r\nO(1) to access the key and additional O(N*M) to serial"
+    "ize it, where N is the number of Redis objects composing the value and M the"
+    "ir average size. For small string values the time complexity is thus O(1)+O("
+    "1*M) where M is small, so simply O(1).\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_dump[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -2408,6 +4654,16 @@ static const char docs_echo[] =
     "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_echo[] =
+    "*10\r\n$4\r\necho\r\n:2\r\n~3\r\n+loading\r\n+stale\r\n"
+    "+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_echo[] =
+    "$4\r\necho\r\n%5\r\n$7\r\nsummary\r\n$21\r\nEcho the given string\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_eval[] =
     "*10\r\n$4\r\neval\r\n:-3\r\n*5\r\n+noscript\r\n+stale\r\n"
@@ -2433,6 +4689,30 @@ static const char docs_eval[] =
     ":0\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_eval[] =
+    "*10\r\n$4\r\neval\r\n:-3\r\n~5\r\n+noscript\r\n+stale\r\n"
+    "+skip_monitor\r\n+no_mandatory_keys\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~0\r\n"
+    "~1\r\n%4\r\n$5\r\nnotes\r\n$78\r\nWe cannot tell how the keys will be used s"
+    "o we assume the worst, RW and UPDATE\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n$9\r\n"
+    "keynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n"
+    ":1\r\n~0\r\n";
+static const char docs3_eval[] =
+    "$4\r\neval\r\n%5\r\n$7\r\nsummary\r\n$32\r\nExecute a Lua script server side"
+    "\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$39\r\nDepends on the script that is execu"
+    "ted.\r\n$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n"
+    "$6\r\nscript\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_eval[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2463,6 +4743,30 @@ static const char docs_eval_ro[] =
     ":0\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_eval_ro[] =
+    "*10\r\n$7\r\neval_ro\r\n:-3\r\n~6\r\n+readonly\r\n"
+    "+noscript\r\n+stale\r\n+skip_monitor\r\n+no_mandatory_keys\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$78\r\n"
+    "We cannot tell how the keys will be used so we assume the worst, RO and ACCE"
+    "SS\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_eval_ro[] =
+    "$7\r\neval_ro\r\n%5\r\n$7\r\nsummary\r\n$42\r\nExecute a read-only Lua scrip"
+    "t server side\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "group\r\n$9\r\nscripting\r\n$10\r\ncomplexity\r\n$39\r\n"
+    "Depends on the script that is executed.\r\n$9\r\narguments\r\n"
+    "*4\r\n%2\r\n$4\r\nname\r\n$6\r\nscript\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$7\r\nnumkeys\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_eval_ro[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2491,6 +4795,28 @@ static const char docs_evalsha[] =
     ":0\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_evalsha[] =
+    "*10\r\n$7\r\nevalsha\r\n:-3\r\n~5\r\n+noscript\r\n"
+    "+stale\r\n+skip_monitor\r\n+no_mandatory_keys\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$6\r\n"
+    "keynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n:0\r\n"
+    "$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_evalsha[] =
+    "$7\r\nevalsha\r\n%5\r\n$7\r\nsummary\r\n$32\r\nExecute a Lua script server s"
+    "ide\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$39\r\nDepends on the script that is"
+    " executed.\r\n$9\r\narguments\r\n*4\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nsha1\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_evalsha[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2520,6 +4846,29 @@ static const char docs_evalsha_ro[] =
     "*2\r\n+optional\r\n+multiple\r\n*6\r\n$4\r\nname\r\n"
     "$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
     "*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_evalsha_ro[] =
+    "*10\r\n$10\r\nevalsha_ro\r\n:-3\r\n~6\r\n+readonly\r\n"
+    "+noscript\r\n+stale\r\n+skip_monitor\r\n+no_mandatory_keys\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n"
+    "+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$6\r\n"
+    "keynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n:0\r\n"
+    "$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_evalsha_ro[] =
+    "$10\r\nevalsha_ro\r\n%5\r\n$7\r\nsummary\r\n$42\r\n"
+    "Execute a read-only Lua script server side\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$39\r\nDepends on the script that is executed.\r\n"
+    "$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+    "sha1\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
+    "~2\r\n+optional\r\n+multiple\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_evalsha_ro[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2532,6 +4881,15 @@ static const char info_exec[] =
     "+@slow\r\n+@transaction\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_exec[] =
     "$4\r\nexec\r\n*8\r\n$7\r\nsummary\r\n$39\r\nExecute all commands issued afte"
+    "r MULTI\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n"
+    "$12\r\ntransactions\r\n$10\r\ncomplexity\r\n$38\r\n"
+    "Depends on commands in the transaction\r\n";
+static const char info3_exec[] =
+    "*10\r\n$4\r\nexec\r\n:1\r\n~4\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+skip_slowlog\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
+    "+@slow\r\n+@transaction\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_exec[] =
+    "$4\r\nexec\r\n%4\r\n$7\r\nsummary\r\n$39\r\nExecute all commands issued afte"
     "r MULTI\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n"
     "$12\r\ntransactions\r\n$10\r\ncomplexity\r\n$38\r\n"
     "Depends on commands in the transaction\r\n";
@@ -2554,6 +4912,25 @@ static const char docs_exists[] =
     "arguments\r\n*1\r\n*8\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_exists[] =
+    "*10\r\n$6\r\nexists\r\n:-2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~2\r\n$26\r\nrequest_policy:multi_shard\r\n$23\r\n"
+    "response_policy:agg_sum\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~1\r\n+RO\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:-1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_exists[] =
+    "$6\r\nexists\r\n%6\r\n$7\r\nsummary\r\n$25\r\nDetermine if a key exists\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$44\r\nO(N) where N is the number of keys to"
+    " check.\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n3.0.3\r\n"
+    "$33\r\nAccepts multiple `key` arguments.\r\n$9\r\n"
+    "arguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_exists[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -2587,6 +4964,35 @@ static const char docs_expire[] =
     "$5\r\ntoken\r\n$2\r\nXX\r\n*6\r\n$4\r\nname\r\n$2\r\n"
     "gt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$2\r\nGT\r\n*6\r\n$4\r\nname\r\n$2\r\nlt\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "LT\r\n";
+static const char info3_expire[] =
+    "*10\r\n$6\r\nexpire\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_expire[] =
+    "$6\r\nexpire\r\n%6\r\n$7\r\nsummary\r\n$35\r\nSet a key's time to live in se"
+    "conds\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$41\r\n"
+    "Added options: `NX`, `XX`, `GT` and `LT`.\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$7\r\nseconds\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n$9\r\ncondition\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n"
+    "7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*4\r\n%3\r\n$4\r\nname\r\n$2\r\nnx\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nNX\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nxx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nXX\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "gt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nGT\r\n%3\r\n$4\r\nname\r\n$2\r\nlt\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
     "LT\r\n";
 static const struct keyspec ks_expire[] = {
@@ -2624,6 +5030,35 @@ static const char docs_expireat[] =
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nGT\r\n*6\r\n"
     "$4\r\nname\r\n$2\r\nlt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$2\r\nLT\r\n";
+static const char info3_expireat[] =
+    "*10\r\n$8\r\nexpireat\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_expireat[] =
+    "$8\r\nexpireat\r\n%6\r\n$7\r\nsummary\r\n$48\r\nSet the expiration for a key"
+    " as a UNIX timestamp\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n"
+    "$5\r\ngroup\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$41\r\nAdded options: `NX`, `XX`, `GT` and `LT`.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$17\r\nunix-time-seconds\r\n"
+    "$4\r\ntype\r\n$9\r\nunix-time\r\n%5\r\n$4\r\nname\r\n"
+    "$9\r\ncondition\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "nx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nNX\r\n%3\r\n$4\r\nname\r\n$2\r\nxx\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "XX\r\n%3\r\n$4\r\nname\r\n$2\r\ngt\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nGT\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nlt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nLT\r\n";
 static const struct keyspec ks_expireat[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -2645,6 +5080,22 @@ static const char docs_expiretime[] =
     "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ngeneric\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
     "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_expiretime[] =
+    "*10\r\n$10\r\nexpiretime\r\n:2\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_expiretime[] =
+    "$10\r\nexpiretime\r\n%5\r\n$7\r\nsummary\r\n$43\r\n"
+    "Get the expiration Unix timestamp for a key\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ngeneric\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_expiretime[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -2675,6 +5126,28 @@ static const char docs_failover[] =
     "name\r\n$12\r\nmilliseconds\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n$5\r\ntoken\r\n$7\r\nTIMEOUT\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_failover[] =
+    "*10\r\n$8\r\nfailover\r\n:-1\r\n~3\r\n+admin\r\n+noscript\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_failover[] =
+    "$8\r\nfailover\r\n%5\r\n$7\r\nsummary\r\n$73\r\nStart a coordinated failover"
+    " between this server and one of its replicas.\r\n$5\r\n"
+    "since\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*3\r\n%5\r\n$4\r\nname\r\n$6\r\ntarget\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$2\r\nTO\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*3\r\n%2\r\n"
+    "$4\r\nname\r\n$4\r\nhost\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$5\r\nforce\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\n"
+    "FORCE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$5\r\nabort\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nABORT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%4\r\n$4\r\nname\r\n$12\r\nmilliseconds\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\n"
+    "TIMEOUT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const char info_fcall[] =
     "*10\r\n$5\r\nfcall\r\n:-3\r\n*5\r\n+noscript\r\n+stale\r\n"
     "+skip_monitor\r\n+no_mandatory_keys\r\n+movablekeys\r\n"
@@ -2699,6 +5172,30 @@ static const char docs_fcall[] =
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n*6\r\n"
     "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_fcall[] =
+    "*10\r\n$5\r\nfcall\r\n:-3\r\n~5\r\n+noscript\r\n+stale\r\n"
+    "+skip_monitor\r\n+no_mandatory_keys\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~0\r\n"
+    "~1\r\n%4\r\n$5\r\nnotes\r\n$78\r\nWe cannot tell how the keys will be used s"
+    "o we assume the worst, RW and UPDATE\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n$9\r\n"
+    "keynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n"
+    ":1\r\n~0\r\n";
+static const char docs3_fcall[] =
+    "$5\r\nfcall\r\n%5\r\n$7\r\nsummary\r\n$17\r\nInvoke a function\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$41\r\nDepends on the function that is exe"
+    "cuted.\r\n$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n"
+    "$8\r\nfunction\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_fcall[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2729,6 +5226,30 @@ static const char docs_fcall_ro[] =
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n*6\r\n"
     "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_fcall_ro[] =
+    "*10\r\n$8\r\nfcall_ro\r\n:-3\r\n~6\r\n+readonly\r\n"
+    "+noscript\r\n+stale\r\n+skip_monitor\r\n+no_mandatory_keys\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$78\r\n"
+    "We cannot tell how the keys will be used so we assume the worst, RO and ACCE"
+    "SS\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_fcall_ro[] =
+    "$8\r\nfcall_ro\r\n%5\r\n$7\r\nsummary\r\n$27\r\nInvoke a read-only function\r"
+    "\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$41\r\nDepends on the function that is exe"
+    "cuted.\r\n$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n"
+    "$8\r\nfunction\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_fcall_ro[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -2755,6 +5276,26 @@ static const char docs_flushall[] =
     "since\r\n$5\r\n4.0.0\r\n*8\r\n$4\r\nname\r\n$4\r\n"
     "sync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
+static const char info3_flushall[] =
+    "*10\r\n$8\r\nflushall\r\n:-1\r\n~1\r\n+write\r\n:0\r\n"
+    ":0\r\n:0\r\n~4\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "+@dangerous\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_flushall[] =
+    "$8\r\nflushall\r\n%6\r\n$7\r\nsummary\r\n$34\r\nRemove all keys from all dat"
+    "abases\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$57\r\nO(N) where N is the total number"
+    " of keys in all databases\r\n$7\r\nhistory\r\n~2\r\n"
+    "*2\r\n$5\r\n4.0.0\r\n$41\r\nAdded the `ASYNC` flushing mode modifier.\r\n"
+    "*2\r\n$5\r\n6.2.0\r\n$40\r\nAdded the `SYNC` flushing mode modifier.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n$5\r\n"
+    "since\r\n$5\r\n4.0.0\r\n%4\r\n$4\r\nname\r\n$4\r\n"
+    "sync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
 static const char info_flushdb[] =
     "*10\r\n$7\r\nflushdb\r\n:-1\r\n*1\r\n+write\r\n:0\r\n"
     ":0\r\n:0\r\n*4\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
@@ -2774,6 +5315,27 @@ static const char docs_flushdb[] =
     "$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n$5\r\n"
     "since\r\n$5\r\n4.0.0\r\n*8\r\n$4\r\nname\r\n$4\r\n"
+    "sync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
+static const char info3_flushdb[] =
+    "*10\r\n$7\r\nflushdb\r\n:-1\r\n~1\r\n+write\r\n:0\r\n"
+    ":0\r\n:0\r\n~4\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "+@dangerous\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_flushdb[] =
+    "$7\r\nflushdb\r\n%6\r\n$7\r\nsummary\r\n$41\r\nRemove all keys from the curr"
+    "ent database\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$59\r\n"
+    "O(N) where N is the number of keys in the selected database\r\n"
+    "$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n4.0.0\r\n$41\r\n"
+    "Added the `ASYNC` flushing mode modifier.\r\n*2\r\n"
+    "$5\r\n6.2.0\r\n$40\r\nAdded the `SYNC` flushing mode modifier.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n$5\r\n"
+    "since\r\n$5\r\n4.0.0\r\n%4\r\n$4\r\nname\r\n$4\r\n"
     "sync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$4\r\nSYNC\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n";
 static const char info_function[] =
@@ -2877,6 +5439,107 @@ static const char docs_function[] =
     " function currently running (name, description, duration)\r\n"
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
     "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_function[] =
+    "*10\r\n$8\r\nfunction\r\n:-2\r\n~0\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n*9\r\n*10\r\n$15\r\n"
+    "function|delete\r\n:3\r\n~2\r\n+write\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n+@slow\r\n+@scripting\r\n"
+    "~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeed"
+    "ed\r\n~0\r\n~0\r\n*10\r\n$13\r\nfunction|dump\r\n:2\r\n"
+    "~1\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~0\r\n~0\r\n*10\r\n$14\r\nfunction|flush\r\n"
+    ":-2\r\n~2\r\n+write\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@write\r\n+@slow\r\n+@scripting\r\n~2\r\n$25\r\n"
+    "request_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\nfunction|help\r\n:2\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~0\r\n~0\r\n*10\r\n$13\r\nfunction|kill\r\n"
+    ":2\r\n~2\r\n+noscript\r\n+allow_busy\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@slow\r\n+@scripting\r\n~2\r\n$25\r\n"
+    "request_policy:all_shards\r\n$29\r\nresponse_policy:one_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\nfunction|list\r\n:-2\r\n"
+    "~1\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~1\r\n$29\r\nnondeterministic_output_order\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\nfunction|load\r\n:-3\r\n"
+    "~3\r\n+write\r\n+denyoom\r\n+noscript\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@write\r\n+@slow\r\n+@scripting\r\n~2\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$16\r\nfunction|restore\r\n:-3\r\n"
+    "~3\r\n+write\r\n+denyoom\r\n+noscript\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@write\r\n+@slow\r\n+@scripting\r\n~2\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$14\r\nfunction|stats\r\n:2\r\n"
+    "~2\r\n+noscript\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@slow\r\n+@scripting\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_function[] =
+    "$8\r\nfunction\r\n%5\r\n$7\r\nsummary\r\n$33\r\nA container for function com"
+    "mands\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$11\r\nsubcommands\r\n%9\r\n$15\r\nfunction|delete\r\n"
+    "%5\r\n$7\r\nsummary\r\n$25\r\nDelete a function by name\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$12\r\nlibrary-name\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$13\r\nfunction|dump\r\n"
+    "%4\r\n$7\r\nsummary\r\n$51\r\nDump all functions into a serialized binary pa"
+    "yload\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$39\r\nO(N) where N is the number of"
+    " functions\r\n$14\r\nfunction|flush\r\n%5\r\n$7\r\n"
+    "summary\r\n$22\r\nDeleting all functions\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$47\r\nO(N) where N is the number of functions deleted\r"
+    "\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nSYNC\r\n$13\r\nfunction|help\r\n"
+    "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcomma"
+    "nds\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$13\r\nfunction|kill\r\n%4\r\n$7\r\nsummary\r\n$41\r\n"
+    "Kill the function currently in execution.\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\nfunction|list\r\n"
+    "%5\r\n$7\r\nsummary\r\n$40\r\nList information about all the functions\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$39\r\nO(N) where N is the number of funct"
+    "ions\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n"
+    "$20\r\nlibrary-name-pattern\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$11\r\nLIBRARYNAME\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "withcode\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$8\r\nWITHCODE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$13\r\nfunction|load\r\n%5\r\n$7\r\nsummary\r\n$68\r\n"
+    "Create a function with the given arguments (name, code, description)\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$48\r\nO(1) (considering compilation time "
+    "is redundant)\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\n"
+    "name\r\n$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%2\r\n$4\r\nname\r\n$13\r\nfunction-code\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$16\r\nfunction|restore\r\n"
+    "%5\r\n$7\r\nsummary\r\n$46\r\nRestore all the functions on the given payload"
+    "\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of funct"
+    "ions on the payload\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$16\r\nserialized-value\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$6\r\npolicy\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nflush\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nFLUSH\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nappend\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nAPPEND\r\n%3\r\n$4\r\nname\r\n"
+    "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$14\r\nfunction|stats\r\n"
+    "%4\r\n$7\r\nsummary\r\n$85\r\nReturn information about the function currentl"
+    "y running (name, description, duration)\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
 static const char info_function_delete[] =
     "*10\r\n$15\r\nfunction|delete\r\n:3\r\n*2\r\n+write\r\n"
     "+noscript\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@write\r\n+@slow\r\n"
@@ -2889,12 +5552,34 @@ static const char docs_function_delete[] =
     "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$12\r\nlibrary-name\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_function_delete[] =
+    "*10\r\n$15\r\nfunction|delete\r\n:3\r\n~2\r\n+write\r\n"
+    "+noscript\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n+@slow\r\n"
+    "+@scripting\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_function_delete[] =
+    "$15\r\nfunction|delete\r\n%5\r\n$7\r\nsummary\r\n$25\r\n"
+    "Delete a function by name\r\n$5\r\nsince\r\n$5\r\n"
+    "7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$12\r\nlibrary-name\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const char info_function_dump[] =
     "*10\r\n$13\r\nfunction|dump\r\n:2\r\n*1\r\n+noscript\r\n"
     ":0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_function_dump[] =
     "$13\r\nfunction|dump\r\n*8\r\n$7\r\nsummary\r\n$51\r\n"
+    "Dump all functions into a serialized binary payload\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$39\r\nO(N) where N is the number of funct"
+    "ions\r\n";
+static const char info3_function_dump[] =
+    "*10\r\n$13\r\nfunction|dump\r\n:2\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_function_dump[] =
+    "$13\r\nfunction|dump\r\n%4\r\n$7\r\nsummary\r\n$51\r\n"
     "Dump all functions into a serialized binary payload\r\n"
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
     "scripting\r\n$10\r\ncomplexity\r\n$39\r\nO(N) where N is the number of funct"
@@ -2916,12 +5601,38 @@ static const char docs_function_flush[] =
     "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n*6\r\n"
     "$4\r\nname\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$4\r\nSYNC\r\n";
+static const char info3_function_flush[] =
+    "*10\r\n$14\r\nfunction|flush\r\n:-2\r\n~2\r\n+write\r\n"
+    "+noscript\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n+@slow\r\n"
+    "+@scripting\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_function_flush[] =
+    "$14\r\nfunction|flush\r\n%5\r\n$7\r\nsummary\r\n$22\r\n"
+    "Deleting all functions\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n"
+    "$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\ncomplexity\r\n"
+    "$47\r\nO(N) where N is the number of functions deleted\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$5\r\nasync\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nASYNC\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nSYNC\r\n";
 static const char info_function_help[] =
     "*10\r\n$13\r\nfunction|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_function_help[] =
     "$13\r\nfunction|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_function_help[] =
+    "*10\r\n$13\r\nfunction|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_function_help[] =
+    "$13\r\nfunction|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
     "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -2932,6 +5643,16 @@ static const char info_function_kill[] =
     "ed\r\n*0\r\n*0\r\n";
 static const char docs_function_kill[] =
     "$13\r\nfunction|kill\r\n*8\r\n$7\r\nsummary\r\n$41\r\n"
+    "Kill the function currently in execution.\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_function_kill[] =
+    "*10\r\n$13\r\nfunction|kill\r\n:2\r\n~2\r\n+noscript\r\n"
+    "+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:one_succeed"
+    "ed\r\n~0\r\n~0\r\n";
+static const char docs3_function_kill[] =
+    "$13\r\nfunction|kill\r\n%4\r\n$7\r\nsummary\r\n$41\r\n"
     "Kill the function currently in execution.\r\n$5\r\n"
     "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -2950,6 +5671,21 @@ static const char docs_function_list[] =
     "*1\r\n+optional\r\n*8\r\n$4\r\nname\r\n$8\r\nwithcode\r\n"
     "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$8\r\nWITHCODE\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_function_list[] =
+    "*10\r\n$13\r\nfunction|list\r\n:-2\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~0\r\n~0\r\n";
+static const char docs3_function_list[] =
+    "$13\r\nfunction|list\r\n%5\r\n$7\r\nsummary\r\n$40\r\n"
+    "List information about all the functions\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$39\r\nO(N) where N is the number of functions\r\n"
+    "$9\r\narguments\r\n*2\r\n%4\r\n$4\r\nname\r\n$20\r\n"
+    "library-name-pattern\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\ntoken\r\n$11\r\nLIBRARYNAME\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\nwithcode\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$8\r\nWITHCODE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const char info_function_load[] =
     "*10\r\n$13\r\nfunction|load\r\n:-3\r\n*3\r\n+write\r\n"
     "+denyoom\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@write\r\n"
@@ -2964,6 +5700,21 @@ static const char docs_function_load[] =
     "name\r\n$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n*4\r\n$4\r\nname\r\n$13\r\nfunction-code\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_function_load[] =
+    "*10\r\n$13\r\nfunction|load\r\n:-3\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n"
+    "+@slow\r\n+@scripting\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_function_load[] =
+    "$13\r\nfunction|load\r\n%5\r\n$7\r\nsummary\r\n$68\r\n"
+    "Create a function with the given arguments (name, code, description)\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$48\r\nO(1) (considering compilation time "
+    "is redundant)\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\n"
+    "name\r\n$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%2\r\n$4\r\nname\r\n$13\r\nfunction-code\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_function_restore[] =
     "*10\r\n$16\r\nfunction|restore\r\n:-3\r\n*3\r\n+write\r\n"
@@ -2986,6 +5737,27 @@ static const char docs_function_restore[] =
     "$5\r\ntoken\r\n$6\r\nAPPEND\r\n*6\r\n$4\r\nname\r\n"
     "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$7\r\nREPLACE\r\n";
+static const char info3_function_restore[] =
+    "*10\r\n$16\r\nfunction|restore\r\n:-3\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n"
+    "+@slow\r\n+@scripting\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_function_restore[] =
+    "$16\r\nfunction|restore\r\n%5\r\n$7\r\nsummary\r\n"
+    "$46\r\nRestore all the functions on the given payload\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of funct"
+    "ions on the payload\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$16\r\nserialized-value\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$6\r\npolicy\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nflush\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nFLUSH\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nappend\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nAPPEND\r\n%3\r\n$4\r\nname\r\n"
+    "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n";
 static const char info_function_stats[] =
     "*10\r\n$14\r\nfunction|stats\r\n:2\r\n*2\r\n+noscript\r\n"
     "+allow_busy\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n"
@@ -2993,6 +5765,16 @@ static const char info_function_stats[] =
     "$23\r\nresponse_policy:special\r\n*0\r\n*0\r\n";
 static const char docs_function_stats[] =
     "$14\r\nfunction|stats\r\n*8\r\n$7\r\nsummary\r\n$85\r\n"
+    "Return information about the function currently running (name, description, "
+    "duration)\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_function_stats[] =
+    "*10\r\n$14\r\nfunction|stats\r\n:2\r\n~2\r\n+noscript\r\n"
+    "+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~3\r\n$23\r\nnondeterministic_output\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_function_stats[] =
+    "$14\r\nfunction|stats\r\n%4\r\n$7\r\nsummary\r\n$85\r\n"
     "Return information about the function currently running (name, description, "
     "duration)\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
     "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -3031,6 +5813,41 @@ static const char docs_geoadd[] =
     "$8\r\nlatitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n*4\r\n"
     "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_geoadd[] =
+    "*10\r\n$6\r\ngeoadd\r\n:-5\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@geo\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_geoadd[] =
+    "$6\r\ngeoadd\r\n%6\r\n$7\r\nsummary\r\n$87\r\nAdd one or more geospatial ite"
+    "ms in the geospatial index represented using a sorted set\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "geo\r\n$10\r\ncomplexity\r\n$83\r\nO(log(N)) for each item added, where N is"
+    " the number of elements in the sorted set.\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$38\r\nAdded the `CH`, `NX` and `XX` o"
+    "ptions.\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$9\r\ncondition\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$2\r\nnx\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nNX\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nxx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nXX\r\n%5\r\n$4\r\nname\r\n$6\r\n"
+    "change\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$2\r\nCH\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$25\r\nlongitude_latitude_member\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\n"
+    "arguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$9\r\nlongitude\r\n"
+    "$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n"
+    "$8\r\nlatitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n"
+    "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
 static const struct keyspec ks_geoadd[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3065,6 +5882,34 @@ static const char docs_geodist[] =
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
     "FT\r\n*6\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nMI\r\n";
+static const char info3_geodist[] =
+    "*10\r\n$7\r\ngeodist\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_geodist[] =
+    "$7\r\ngeodist\r\n%5\r\n$7\r\nsummary\r\n$62\r\nReturns the distance between "
+    "two members of a geospatial index\r\n$5\r\nsince\r\n"
+    "$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\n"
+    "complexity\r\n$9\r\nO(log(N))\r\n$9\r\narguments\r\n"
+    "*4\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\nmember1\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$7\r\nmember2\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$4\r\n"
+    "unit\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*4\r\n%3\r\n"
+    "$4\r\nname\r\n$1\r\nm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "km\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\nft\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "FT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nMI\r\n";
 static const struct keyspec ks_geodist[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3090,6 +5935,25 @@ static const char docs_geohash[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*6\r\n"
     "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_geohash[] =
+    "*10\r\n$7\r\ngeohash\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_geohash[] =
+    "$7\r\ngeohash\r\n%5\r\n$7\r\nsummary\r\n$65\r\nReturns members of a geospati"
+    "al index as standard geohash strings\r\n$5\r\nsince\r\n"
+    "$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\n"
+    "complexity\r\n$89\r\nO(log(N)) for each member requested, where N is the num"
+    "ber of elements in the sorted set.\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_geohash[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3114,6 +5978,24 @@ static const char docs_geopos[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_geopos[] =
+    "*10\r\n$6\r\ngeopos\r\n:-2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_geopos[] =
+    "$6\r\ngeopos\r\n%5\r\n$7\r\nsummary\r\n$63\r\nReturns longitude and latitude"
+    " of members of a geospatial index\r\n$5\r\nsince\r\n"
+    "$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\n"
+    "complexity\r\n$48\r\nO(N) where N is the number of members requested.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_geopos[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3197,6 +6079,83 @@ static const char docs_georadius[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":2\r\n$5\r\ntoken\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_georadius[] =
+    "*10\r\n$9\r\ngeoradius\r\n:-6\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+movablekeys\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@geo\r\n+@slow\r\n~0\r\n~3\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n"
+    "$4\r\nspec\r\n%2\r\n$7\r\nkeyword\r\n$5\r\nSTORE\r\n"
+    "$9\r\nstartfrom\r\n:6\r\n$9\r\nfind_keys\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+    "lastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+    ":0\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n"
+    "$4\r\nspec\r\n%2\r\n$7\r\nkeyword\r\n$9\r\nSTOREDIST\r\n"
+    "$9\r\nstartfrom\r\n:6\r\n$9\r\nfind_keys\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+    "lastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+    ":0\r\n~0\r\n";
+static const char docs3_georadius[] =
+    "$9\r\ngeoradius\r\n%9\r\n$7\r\nsummary\r\n$114\r\n"
+    "Query a sorted set representing a geospatial index to fetch members matching"
+    " a given maximum distance from a point\r\n$5\r\nsince\r\n"
+    "$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\n"
+    "complexity\r\n$168\r\nO(N+log(M)) where N is the number of elements inside t"
+    "he bounding box of the circular area delimited by center and radius and M is"
+    " the number of items inside the index.\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "6.2.0\r\n$11\r\nreplaced_by\r\n$61\r\n`GEOSEARCH` and `GEOSEARCHSTORE` with "
+    "the `BYRADIUS` argument\r\n$7\r\nhistory\r\n~2\r\n"
+    "*2\r\n$5\r\n6.2.0\r\n$35\r\nAdded the `ANY` option for `COUNT`.\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$39\r\nAdded support for uppercase unit names.\r\n"
+    "$9\r\narguments\r\n*12\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\nlongitude\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "latitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\nradius\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nunit\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n"
+    "$1\r\nm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\nkm\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\nft\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "FT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nMI\r\n%4\r\n"
+    "$4\r\nname\r\n$9\r\nwithcoord\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$9\r\nWITHCOORD\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "withdist\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$8\r\nWITHDIST\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\nwithhash\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\nWITHHASH\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\ncount\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n%5\r\n$4\r\n"
+    "name\r\n$3\r\nany\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\norder\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n%5\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n$5\r\ntoken\r\n$5\r\nSTORE\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":2\r\n$5\r\ntoken\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_georadius[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3263,6 +6222,62 @@ static const char docs_georadius_ro[] =
     "flags\r\n*1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n*6\r\n$4\r\n"
+    "name\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n";
+static const char info3_georadius_ro[] =
+    "*10\r\n$12\r\ngeoradius_ro\r\n:-6\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_georadius_ro[] =
+    "$12\r\ngeoradius_ro\r\n%9\r\n$7\r\nsummary\r\n$33\r\n"
+    "A read-only variant for GEORADIUS\r\n$5\r\nsince\r\n"
+    "$6\r\n3.2.10\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\n"
+    "complexity\r\n$168\r\nO(N+log(M)) where N is the number of elements inside t"
+    "he bounding box of the circular area delimited by center and radius and M is"
+    " the number of items inside the index.\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "6.2.0\r\n$11\r\nreplaced_by\r\n$40\r\n`GEOSEARCH` with the `BYRADIUS` argume"
+    "nt\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n"
+    "$35\r\nAdded the `ANY` option for `COUNT`.\r\n$9\r\n"
+    "arguments\r\n*10\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\nlongitude\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "latitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\nradius\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nunit\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n"
+    "$1\r\nm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\nkm\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\nft\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "FT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nMI\r\n%4\r\n"
+    "$4\r\nname\r\n$9\r\nwithcoord\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$9\r\nWITHCOORD\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "withdist\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$8\r\nWITHDIST\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\nwithhash\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\nWITHHASH\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\ncount\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n%5\r\n$4\r\n"
+    "name\r\n$3\r\nany\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\norder\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n$4\r\n"
     "name\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$4\r\nDESC\r\n";
 static const struct keyspec ks_georadius_ro[] = {
@@ -3345,6 +6360,80 @@ static const char docs_georadiusbymember[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":2\r\n$5\r\ntoken\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_georadiusbymember[] =
+    "*10\r\n$17\r\ngeoradiusbymember\r\n:-5\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
+    "+@write\r\n+@geo\r\n+@slow\r\n~0\r\n~3\r\n%3\r\n$5\r\n"
+    "flags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n"
+    "$4\r\nspec\r\n%2\r\n$7\r\nkeyword\r\n$5\r\nSTORE\r\n"
+    "$9\r\nstartfrom\r\n:5\r\n$9\r\nfind_keys\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+    "lastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+    ":0\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n"
+    "$4\r\nspec\r\n%2\r\n$7\r\nkeyword\r\n$9\r\nSTOREDIST\r\n"
+    "$9\r\nstartfrom\r\n:5\r\n$9\r\nfind_keys\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+    "lastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+    ":0\r\n~0\r\n";
+static const char docs3_georadiusbymember[] =
+    "$17\r\ngeoradiusbymember\r\n%9\r\n$7\r\nsummary\r\n"
+    "$115\r\nQuery a sorted set representing a geospatial index to fetch members "
+    "matching a given maximum distance from a member\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "geo\r\n$10\r\ncomplexity\r\n$168\r\nO(N+log(M)) where N is the number of ele"
+    "ments inside the bounding box of the circular area delimited by center and r"
+    "adius and M is the number of items inside the index.\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n$79\r\n`GEOSEARCH` and `GEOSEARCHSTORE`"
+    " with the `BYRADIUS` and `FROMMEMBER` arguments\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$39\r\n"
+    "Added support for uppercase unit names.\r\n$9\r\narguments\r\n"
+    "*11\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$6\r\nradius\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "unit\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*4\r\n%3\r\n$4\r\nname\r\n$1\r\nm\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$1\r\nM\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nkm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "ft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "MI\r\n%4\r\n$4\r\nname\r\n$9\r\nwithcoord\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$9\r\n"
+    "WITHCOORD\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$8\r\nwithdist\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$8\r\nWITHDIST\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "withhash\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$8\r\nWITHHASH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nany\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\norder\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n%5\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n$5\r\ntoken\r\n$5\r\nSTORE\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":2\r\n$5\r\ntoken\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_georadiusbymember[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3407,6 +6496,58 @@ static const char docs_georadiusbymember_ro[] =
     "oneof\r\n$5\r\nflags\r\n*1\r\n+optional\r\n$9\r\narguments\r\n"
     "*2\r\n*6\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n*6\r\n"
+    "$4\r\nname\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n";
+static const char info3_georadiusbymember_ro[] =
+    "*10\r\n$20\r\ngeoradiusbymember_ro\r\n:-5\r\n~1\r\n"
+    "+readonly\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_georadiusbymember_ro[] =
+    "$20\r\ngeoradiusbymember_ro\r\n%8\r\n$7\r\nsummary\r\n"
+    "$41\r\nA read-only variant for GEORADIUSBYMEMBER\r\n"
+    "$5\r\nsince\r\n$6\r\n3.2.10\r\n$5\r\ngroup\r\n$3\r\n"
+    "geo\r\n$10\r\ncomplexity\r\n$168\r\nO(N+log(M)) where N is the number of ele"
+    "ments inside the bounding box of the circular area delimited by center and r"
+    "adius and M is the number of items inside the index.\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n$58\r\n`GEOSEARCH` with the `BYRADIUS` "
+    "and `FROMMEMBER` arguments\r\n$9\r\narguments\r\n*9\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\nradius\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n%3\r\n$4\r\nname\r\n$4\r\nunit\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*4\r\n"
+    "%3\r\n$4\r\nname\r\n$1\r\nm\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$1\r\nM\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nkm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "ft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "MI\r\n%4\r\n$4\r\nname\r\n$9\r\nwithcoord\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$9\r\n"
+    "WITHCOORD\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$8\r\nwithdist\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$8\r\nWITHDIST\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$8\r\n"
+    "withhash\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$8\r\nWITHHASH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nany\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\norder\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n"
     "$4\r\nname\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$4\r\nDESC\r\n";
 static const struct keyspec ks_georadiusbymember_ro[] = {
@@ -3490,6 +6631,82 @@ static const char docs_geosearch[] =
     "$5\r\nflags\r\n*1\r\n+optional\r\n*8\r\n$4\r\nname\r\n"
     "$8\r\nwithhash\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$8\r\nWITHHASH\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_geosearch[] =
+    "*10\r\n$9\r\ngeosearch\r\n:-7\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@geo\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_geosearch[] =
+    "$9\r\ngeosearch\r\n%6\r\n$7\r\nsummary\r\n$104\r\n"
+    "Query a sorted set representing a geospatial index to fetch members inside a"
+    "n area of a box or a circle.\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n$5\r\ngroup\r\n$3\r\ngeo\r\n$10\r\ncomplexity\r\n"
+    "$169\r\nO(N+log(M)) where N is the number of elements in the grid-aligned bo"
+    "unding box area around the shape provided as the filter and M is the number "
+    "of items inside the shape\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$39\r\nAdded support for uppercase unit names.\r\n"
+    "$9\r\narguments\r\n*8\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$4\r\nfrom\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\ntoken\r\n$10\r\nFROMMEMBER\r\n%4\r\n$4\r\nname\r\n"
+    "$18\r\nlongitude_latitude\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$10\r\nFROMLONLAT\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$9\r\nlongitude\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "latitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nby\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$6\r\ncircle\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nradius\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n$5\r\ntoken\r\n$8\r\nBYRADIUS\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nunit\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$1\r\n"
+    "m\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\nkm\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "mi\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nMI\r\n%3\r\n$4\r\nname\r\n$3\r\nbox\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$9\r\narguments\r\n*3\r\n%3\r\n"
+    "$4\r\nname\r\n$5\r\nwidth\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "$5\r\ntoken\r\n$5\r\nBYBOX\r\n%2\r\n$4\r\nname\r\n"
+    "$6\r\nheight\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nunit\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$1\r\n"
+    "m\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\nkm\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "mi\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nMI\r\n%4\r\n$4\r\nname\r\n$5\r\norder\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "asc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nASC\r\n%3\r\n$4\r\nname\r\n$4\r\ndesc\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
+    "DESC\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\n"
+    "COUNT\r\n%4\r\n$4\r\nname\r\n$3\r\nany\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "withcoord\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$9\r\nWITHCOORD\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\nwithdist\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\nWITHDIST\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$8\r\nwithhash\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$8\r\nWITHHASH\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const struct keyspec ks_geosearch[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -3576,6 +6793,85 @@ static const char docs_geosearchstore[] =
     "flags\r\n*1\r\n+optional\r\n*8\r\n$4\r\nname\r\n$9\r\n"
     "storedist\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
     "token\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_geosearchstore[] =
+    "*10\r\n$14\r\ngeosearchstore\r\n:-8\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:1\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@geo\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_geosearchstore[] =
+    "$14\r\ngeosearchstore\r\n%6\r\n$7\r\nsummary\r\n$141\r\n"
+    "Query a sorted set representing a geospatial index to fetch members inside a"
+    "n area of a box or a circle, and store the result in another key.\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "geo\r\n$10\r\ncomplexity\r\n$169\r\nO(N+log(M)) where N is the number of ele"
+    "ments in the grid-aligned bounding box area around the shape provided as the"
+    " filter and M is the number of items inside the shape\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$39\r\n"
+    "Added support for uppercase unit names.\r\n$9\r\narguments\r\n"
+    "*7\r\n%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nsource\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nfrom\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$6\r\n"
+    "member\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n"
+    "$10\r\nFROMMEMBER\r\n%4\r\n$4\r\nname\r\n$18\r\nlongitude_latitude\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$10\r\n"
+    "FROMLONLAT\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$9\r\nlongitude\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "%2\r\n$4\r\nname\r\n$8\r\nlatitude\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n%3\r\n$4\r\nname\r\n$2\r\nby\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\ncircle\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nradius\r\n$4\r\ntype\r\n$6\r\ndouble\r\n$5\r\n"
+    "token\r\n$8\r\nBYRADIUS\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "unit\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*4\r\n%3\r\n$4\r\nname\r\n$1\r\nm\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$1\r\nM\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nkm\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "ft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\nmi\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "MI\r\n%3\r\n$4\r\nname\r\n$3\r\nbox\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nwidth\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "$5\r\ntoken\r\n$5\r\nBYBOX\r\n%2\r\n$4\r\nname\r\n"
+    "$6\r\nheight\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\nunit\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$1\r\n"
+    "m\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\nM\r\n%3\r\n$4\r\nname\r\n$2\r\nkm\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nKM\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nFT\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "mi\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nMI\r\n%4\r\n$4\r\nname\r\n$5\r\norder\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "asc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nASC\r\n%3\r\n$4\r\nname\r\n$4\r\ndesc\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
+    "DESC\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\n"
+    "COUNT\r\n%4\r\n$4\r\nname\r\n$3\r\nany\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nANY\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "storedist\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$9\r\nSTOREDIST\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_geosearchstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3601,6 +6897,22 @@ static const char docs_get[] =
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_get[] =
+    "*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_get[] =
+    "$3\r\nget\r\n%5\r\n$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "string\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_get[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3624,6 +6936,23 @@ static const char docs_getbit[] =
     "*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n$4\r\n"
     "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_getbit[] =
+    "*10\r\n$6\r\ngetbit\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@bitmap\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_getbit[] =
+    "$6\r\ngetbit\r\n%5\r\n$7\r\nsummary\r\n$65\r\nReturns the bit value at offse"
+    "t in the string value stored at key\r\n$5\r\nsince\r\n"
+    "$5\r\n2.2.0\r\n$5\r\ngroup\r\n$6\r\nbitmap\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_getbit[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3644,6 +6973,22 @@ static const char docs_getdel[] =
     "lete the key\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\n"
     "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_getdel[] =
+    "*10\r\n$6\r\ngetdel\r\n:2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_getdel[] =
+    "$6\r\ngetdel\r\n%5\r\n$7\r\nsummary\r\n$41\r\nGet the value of a key and del"
+    "ete the key\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\n"
+    "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_getdel[] = {
@@ -3681,6 +7026,35 @@ static const char docs_getex[] =
     "type\r\n$9\r\nunix-time\r\n$5\r\ntoken\r\n$4\r\nPXAT\r\n"
     "*6\r\n$4\r\nname\r\n$7\r\npersist\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nPERSIST\r\n";
+static const char info3_getex[] =
+    "*10\r\n$5\r\ngetex\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$40\r\nRW and UPDATE because it changes the"
+    " TTL\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_getex[] =
+    "$5\r\ngetex\r\n%5\r\n$7\r\nsummary\r\n$56\r\nGet the value of a key and opti"
+    "onally set its expiration\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%4\r\n$4\r\nname\r\n$10\r\n"
+    "expiration\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*5\r\n%3\r\n"
+    "$4\r\nname\r\n$7\r\nseconds\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$2\r\nEX\r\n%3\r\n$4\r\n"
+    "name\r\n$12\r\nmilliseconds\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$2\r\nPX\r\n%3\r\n$4\r\n"
+    "name\r\n$17\r\nunix-time-seconds\r\n$4\r\ntype\r\n"
+    "$9\r\nunix-time\r\n$5\r\ntoken\r\n$4\r\nEXAT\r\n%3\r\n"
+    "$4\r\nname\r\n$22\r\nunix-time-milliseconds\r\n$4\r\n"
+    "type\r\n$9\r\nunix-time\r\n$5\r\ntoken\r\n$4\r\nPXAT\r\n"
+    "%3\r\n$4\r\nname\r\n$7\r\npersist\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nPERSIST\r\n";
 static const struct keyspec ks_getex[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3708,6 +7082,27 @@ static const char docs_getrange[] =
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "start\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
     "name\r\n$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_getrange[] =
+    "*10\r\n$8\r\ngetrange\r\n:4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_getrange[] =
+    "$8\r\ngetrange\r\n%5\r\n$7\r\nsummary\r\n$45\r\nGet a substring of the strin"
+    "g stored at a key\r\n$5\r\nsince\r\n$5\r\n2.4.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$231\r\nO(N) where N is the length of the returned string. The complexity is"
+    " ultimately determined by the returned length, but because creating a substr"
+    "ing from an existing string is very cheap, it can be considered O(1) for sma"
+    "ll strings.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "start\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
+    "name\r\n$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_getrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3734,6 +7129,26 @@ static const char docs_getset[] =
     "*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_getset[] =
+    "*10\r\n$6\r\ngetset\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_getset[] =
+    "$6\r\ngetset\r\n%8\r\n$7\r\nsummary\r\n$54\r\nSet the string value of a key "
+    "and return its old value\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n"
+    "$16\r\ndeprecated_since\r\n$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n"
+    "$30\r\n`SET` with the `!GET` argument\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_getset[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3759,6 +7174,25 @@ static const char docs_hdel[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_hdel[] =
+    "*10\r\n$4\r\nhdel\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hdel[] =
+    "$4\r\nhdel\r\n%6\r\n$7\r\nsummary\r\n$30\r\nDelete one or more hash fields\r"
+    "\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "hash\r\n$10\r\ncomplexity\r\n$51\r\nO(N) where N is the number of fields to "
+    "be removed.\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "2.4.0\r\n$35\r\nAccepts multiple `field` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_hdel[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3789,6 +7223,30 @@ static const char docs_hello[] =
     "name\r\n$10\r\nclientname\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\ntoken\r\n$7\r\nSETNAME\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_hello[] =
+    "*10\r\n$5\r\nhello\r\n:-1\r\n~6\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_hello[] =
+    "$5\r\nhello\r\n%6\r\n$7\r\nsummary\r\n$20\r\nHandshake with Redis\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$109\r\n`protover` made optional; when"
+    " called without arguments the command reports the current connection's conte"
+    "xt.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n"
+    "$9\r\narguments\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*3\r\n"
+    "%2\r\n$4\r\nname\r\n$8\r\nprotover\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n$17\r\nusername_password\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$4\r\n"
+    "AUTH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$8\r\nusername\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$8\r\n"
+    "password\r\n$4\r\ntype\r\n$6\r\nstring\r\n%4\r\n$4\r\n"
+    "name\r\n$10\r\nclientname\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\ntoken\r\n$7\r\nSETNAME\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const char info_hexists[] =
     "*10\r\n$7\r\nhexists\r\n:3\r\n*2\r\n+readonly\r\n+fast\r\n"
     ":1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
@@ -3805,6 +7263,23 @@ static const char docs_hexists[] =
     "arguments\r\n*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
+static const char info3_hexists[] =
+    "*10\r\n$7\r\nhexists\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hexists[] =
+    "$7\r\nhexists\r\n%5\r\n$7\r\nsummary\r\n$32\r\nDetermine if a hash field exi"
+    "sts\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nhash\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
 static const struct keyspec ks_hexists[] = {
     { .flags = KSPEC_RO,
@@ -3828,6 +7303,22 @@ static const char docs_hget[] =
     "*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_hget[] =
+    "*10\r\n$4\r\nhget\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hget[] =
+    "$4\r\nhget\r\n%5\r\n$7\r\nsummary\r\n$29\r\nGet the value of a hash field\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "hash\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_hget[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3850,6 +7341,23 @@ static const char docs_hgetall[] =
     "group\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n$37\r\n"
     "O(N) where N is the size of the hash.\r\n$9\r\narguments\r\n"
     "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_hgetall[] =
+    "*10\r\n$7\r\nhgetall\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hgetall[] =
+    "$7\r\nhgetall\r\n%5\r\n$7\r\nsummary\r\n$39\r\nGet all the fields and values"
+    " in a hash\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n$37\r\n"
+    "O(N) where N is the size of the hash.\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_hgetall[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -3877,6 +7385,26 @@ static const char docs_hincrby[] =
     "name\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "*4\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n";
+static const char info3_hincrby[] =
+    "*10\r\n$7\r\nhincrby\r\n:4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hash\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hincrby[] =
+    "$7\r\nhincrby\r\n%5\r\n$7\r\nsummary\r\n$63\r\nIncrement the integer value o"
+    "f a hash field by the given number\r\n$5\r\nsince\r\n"
+    "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\nhash\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n";
 static const struct keyspec ks_hincrby[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3903,6 +7431,26 @@ static const char docs_hincrbyfloat[] =
     "$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "*4\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\ntype\r\n"
     "$6\r\ndouble\r\n";
+static const char info3_hincrbyfloat[] =
+    "*10\r\n$12\r\nhincrbyfloat\r\n:4\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@hash\r\n+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hincrbyfloat[] =
+    "$12\r\nhincrbyfloat\r\n%5\r\n$7\r\nsummary\r\n$61\r\n"
+    "Increment the float value of a hash field by the given amount\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "hash\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n";
 static const struct keyspec ks_hincrbyfloat[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3926,6 +7474,23 @@ static const char docs_hkeys[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_hkeys[] =
+    "*10\r\n$5\r\nhkeys\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hkeys[] =
+    "$5\r\nhkeys\r\n%5\r\n$7\r\nsummary\r\n$28\r\nGet all the fields in a hash\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "hash\r\n$10\r\ncomplexity\r\n$37\r\nO(N) where N is the size of the hash.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_hkeys[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -3946,6 +7511,22 @@ static const char docs_hlen[] =
     "ash\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
     "$4\r\nhash\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_hlen[] =
+    "*10\r\n$4\r\nhlen\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hlen[] =
+    "$4\r\nhlen\r\n%5\r\n$7\r\nsummary\r\n$34\r\nGet the number of fields in a ha"
+    "sh\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nhash\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_hlen[] = {
@@ -3972,6 +7553,24 @@ static const char docs_hmget[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_hmget[] =
+    "*10\r\n$5\r\nhmget\r\n:-3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hmget[] =
+    "$5\r\nhmget\r\n%5\r\n$7\r\nsummary\r\n$43\r\nGet the values of all the given"
+    " hash fields\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n$53\r\n"
+    "O(N) where N is the number of fields being requested.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_hmget[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4000,6 +7599,29 @@ static const char docs_hmset[] =
     "type\r\n$5\r\nblock\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "field\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n$4\r\n"
+    "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_hmset[] =
+    "*10\r\n$5\r\nhmset\r\n:-4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hash\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_hmset[] =
+    "$5\r\nhmset\r\n%8\r\n$7\r\nsummary\r\n$43\r\nSet multiple hash fields to mul"
+    "tiple values\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n$47\r\n"
+    "O(N) where N is the number of fields being set.\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n4.0.0\r\n$11\r\nreplaced_by\r\n$38\r\n`HSET` with multiple field-value"
+    " pairs\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$11\r\nfield_value\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "field\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
     "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_hmset[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
@@ -4031,6 +7653,30 @@ static const char docs_hrandfield[] =
     "$10\r\nwithvalues\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$10\r\nWITHVALUES\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_hrandfield[] =
+    "*10\r\n$10\r\nhrandfield\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hrandfield[] =
+    "$10\r\nhrandfield\r\n%5\r\n$7\r\nsummary\r\n$45\r\n"
+    "Get one or multiple random fields from a hash\r\n$5\r\n"
+    "since\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$4\r\nhash\r\n"
+    "$10\r\ncomplexity\r\n$45\r\nO(N) where N is the number of fields returned\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$7\r\noptions\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n"
+    "$10\r\nwithvalues\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$10\r\nWITHVALUES\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_hrandfield[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4062,6 +7708,31 @@ static const char docs_hscan[] =
     "flags\r\n*1\r\n+optional\r\n*8\r\n$4\r\nname\r\n$5\r\n"
     "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
     "$5\r\nCOUNT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_hscan[] =
+    "*10\r\n$5\r\nhscan\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hscan[] =
+    "$5\r\nhscan\r\n%5\r\n$7\r\nsummary\r\n$55\r\nIncrementally iterate hash fiel"
+    "ds and associated values\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n"
+    "$5\r\ngroup\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n"
+    "$170\r\nO(1) for every call. O(N) for a complete iteration, including enough"
+    " command calls for the cursor to return back to 0. N is the number of elemen"
+    "ts inside the collection..\r\n$9\r\narguments\r\n*4\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\ncursor\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%4\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n"
+    "$7\r\npattern\r\n$5\r\ntoken\r\n$5\r\nMATCH\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
+    "$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_hscan[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4091,6 +7762,29 @@ static const char docs_hset[] =
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "field\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n$4\r\n"
     "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_hset[] =
+    "*10\r\n$4\r\nhset\r\n:-4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hash\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_hset[] =
+    "$4\r\nhset\r\n%6\r\n$7\r\nsummary\r\n$36\r\nSet the string value of a hash f"
+    "ield\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nhash\r\n$10\r\ncomplexity\r\n$132\r\nO(1) for each field/value pair ad"
+    "ded, so O(N) to add N field/value pairs when the command is called with mult"
+    "iple field/value pairs.\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n4.0.0\r\n$47\r\nAccepts multiple `field` and `value` arguments.\r"
+    "\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$11\r\nfield_value\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "field\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_hset[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4116,6 +7810,25 @@ static const char docs_hsetnx[] =
     "name\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_hsetnx[] =
+    "*10\r\n$6\r\nhsetnx\r\n:4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hash\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_hsetnx[] =
+    "$6\r\nhsetnx\r\n%5\r\n$7\r\nsummary\r\n$63\r\nSet the value of a hash field,"
+    " only if the field does not exist\r\n$5\r\nsince\r\n"
+    "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\nhash\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$5\r\nfield\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
 static const struct keyspec ks_hsetnx[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4138,6 +7851,23 @@ static const char docs_hstrlen[] =
     "O(1)\r\n$9\r\narguments\r\n*2\r\n*6\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
+static const char info3_hstrlen[] =
+    "*10\r\n$7\r\nhstrlen\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_hstrlen[] =
+    "$7\r\nhstrlen\r\n%5\r\n$7\r\nsummary\r\n$43\r\nGet the length of the value o"
+    "f a hash field\r\n$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\n"
+    "group\r\n$4\r\nhash\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
 static const struct keyspec ks_hstrlen[] = {
     { .flags = KSPEC_RO,
@@ -4162,6 +7892,23 @@ static const char docs_hvals[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_hvals[] =
+    "*10\r\n$5\r\nhvals\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@hash\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_hvals[] =
+    "$5\r\nhvals\r\n%5\r\n$7\r\nsummary\r\n$28\r\nGet all the values in a hash\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "hash\r\n$10\r\ncomplexity\r\n$37\r\nO(N) where N is the size of the hash.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_hvals[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4183,6 +7930,23 @@ static const char docs_incr[] =
     "a key by one\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
     "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_incr[] =
+    "*10\r\n$4\r\nincr\r\n:2\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_incr[] =
+    "$4\r\nincr\r\n%5\r\n$7\r\nsummary\r\n$43\r\nIncrement the integer value of a"
+    " key by one\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_incr[] = {
@@ -4209,6 +7973,24 @@ static const char docs_incrby[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$9\r\n"
     "increment\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_incrby[] =
+    "*10\r\n$6\r\nincrby\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_incrby[] =
+    "$6\r\nincrby\r\n%5\r\n$7\r\nsummary\r\n$56\r\nIncrement the integer value of"
+    " a key by the given amount\r\n$5\r\nsince\r\n$5\r\n"
+    "1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$9\r\n"
+    "increment\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_incrby[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4234,6 +8016,25 @@ static const char docs_incrbyfloat[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\n"
     "type\r\n$6\r\ndouble\r\n";
+static const char info3_incrbyfloat[] =
+    "*10\r\n$11\r\nincrbyfloat\r\n:3\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@string\r\n+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~3\r\n+RW\r\n+access\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_incrbyfloat[] =
+    "$11\r\nincrbyfloat\r\n%5\r\n$7\r\nsummary\r\n$54\r\n"
+    "Increment the float value of a key by the given amount\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "string\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_incrbyfloat[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4254,6 +8055,20 @@ static const char docs_info[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$7\r\n"
     "section\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
     "*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_info[] =
+    "*10\r\n$4\r\ninfo\r\n:-1\r\n~2\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@dangerous\r\n~3\r\n"
+    "$23\r\nnondeterministic_output\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_info[] =
+    "$4\r\ninfo\r\n%6\r\n$7\r\nsummary\r\n$47\r\nGet information and statistics a"
+    "bout the server\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$52\r\nAdded support for taking multiple section arguments.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "section\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~2\r\n+optional\r\n+multiple\r\n";
 static const char info_keys[] =
     "*10\r\n$4\r\nkeys\r\n:2\r\n*1\r\n+readonly\r\n:0\r\n"
     ":0\r\n:0\r\n*4\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
@@ -4267,6 +8082,19 @@ static const char docs_keys[] =
     "ase and the given pattern have limited length.\r\n"
     "$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\n"
     "pattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n";
+static const char info3_keys[] =
+    "*10\r\n$4\r\nkeys\r\n:2\r\n~1\r\n+readonly\r\n:0\r\n"
+    ":0\r\n:0\r\n~4\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "+@dangerous\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~0\r\n~0\r\n";
+static const char docs3_keys[] =
+    "$4\r\nkeys\r\n%5\r\n$7\r\nsummary\r\n$40\r\nFind all keys matching the given"
+    " pattern\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$152\r\nO(N) with N being the number o"
+    "f keys in the database, under the assumption that the key names in the datab"
+    "ase and the given pattern have limited length.\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "pattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n";
 static const char info_lastsave[] =
     "*10\r\n$8\r\nlastsave\r\n:1\r\n*3\r\n+loading\r\n+stale\r\n"
     "+fast\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n+@fast\r\n"
@@ -4274,6 +8102,16 @@ static const char info_lastsave[] =
     "*0\r\n*0\r\n";
 static const char docs_lastsave[] =
     "$8\r\nlastsave\r\n*8\r\n$7\r\nsummary\r\n$59\r\nGet the UNIX time stamp of t"
+    "he last successful save to disk\r\n$5\r\nsince\r\n"
+    "$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_lastsave[] =
+    "*10\r\n$8\r\nlastsave\r\n:1\r\n~3\r\n+loading\r\n+stale\r\n"
+    "+fast\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@fast\r\n"
+    "+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_lastsave[] =
+    "$8\r\nlastsave\r\n%4\r\n$7\r\nsummary\r\n$59\r\nGet the UNIX time stamp of t"
     "he last successful save to disk\r\n$5\r\nsince\r\n"
     "$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
@@ -4349,6 +8187,77 @@ static const char docs_latency[] =
     "*1\r\n*6\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
     "+multiple\r\n";
+static const char info3_latency[] =
+    "*10\r\n$7\r\nlatency\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*7\r\n*10\r\n$14\r\nlatency|doctor\r\n"
+    ":2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~3\r\n$23\r\nnondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\nlatency|graph\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$24\r\nrequest_policy:all_nodes\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\nlatency|help\r\n:2\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$17\r\nlatency|histogram\r\n"
+    ":-2\r\n~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~3\r\n$23\r\nnondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n*10\r\n"
+    "$15\r\nlatency|history\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$24\r\nrequest_policy:all_nodes\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n*10\r\n$14\r\nlatency|latest\r\n:2\r\n"
+    "~4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~3\r\n$23\r\nnondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\nlatency|reset\r\n:-2\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~2\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_latency[] =
+    "$7\r\nlatency\r\n%5\r\n$7\r\nsummary\r\n$44\r\nA container for latency diagn"
+    "ostics commands\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$22\r\nDepends on subcommand.\r\n$11\r\nsubcommands\r\n"
+    "%7\r\n$14\r\nlatency|doctor\r\n%4\r\n$7\r\nsummary\r\n"
+    "$48\r\nReturn a human readable latency analysis report.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\n"
+    "latency|graph\r\n%5\r\n$7\r\nsummary\r\n$37\r\nReturn a latency graph for th"
+    "e event.\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "event\r\n$4\r\ntype\r\n$6\r\nstring\r\n$12\r\nlatency|help\r\n"
+    "%4\r\n$7\r\nsummary\r\n$50\r\nShow helpful text about the different subcomma"
+    "nds.\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$17\r\nlatency|histogram\r\n%5\r\n$7\r\nsummary\r\n"
+    "$79\r\nReturn the cumulative distribution of latencies of a subset of comman"
+    "ds or all.\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$80\r\n"
+    "O(N) where N is the number of commands with latency information being retrie"
+    "ved.\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~2\r\n+optional\r\n+multiple\r\n$15\r\nlatency|history\r\n"
+    "%5\r\n$7\r\nsummary\r\n$47\r\nReturn timestamp-latency samples for the event"
+    ".\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "event\r\n$4\r\ntype\r\n$6\r\nstring\r\n$14\r\nlatency|latest\r\n"
+    "%4\r\n$7\r\nsummary\r\n$49\r\nReturn the latest latency samples for all even"
+    "ts.\r\n$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$13\r\nlatency|reset\r\n%5\r\n$7\r\nsummary\r\n$42\r\n"
+    "Reset latency data for one or more events.\r\n$5\r\n"
+    "since\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n";
 static const char info_latency_doctor[] =
     "*10\r\n$14\r\nlatency|doctor\r\n:2\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -4357,6 +8266,17 @@ static const char info_latency_doctor[] =
     "$23\r\nresponse_policy:special\r\n*0\r\n*0\r\n";
 static const char docs_latency_doctor[] =
     "$14\r\nlatency|doctor\r\n*8\r\n$7\r\nsummary\r\n$48\r\n"
+    "Return a human readable latency analysis report.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_latency_doctor[] =
+    "*10\r\n$14\r\nlatency|doctor\r\n:2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n$23\r\n"
+    "nondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_latency_doctor[] =
+    "$14\r\nlatency|doctor\r\n%4\r\n$7\r\nsummary\r\n$48\r\n"
     "Return a human readable latency analysis report.\r\n"
     "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -4373,12 +8293,34 @@ static const char docs_latency_graph[] =
     "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_latency_graph[] =
+    "*10\r\n$13\r\nlatency|graph\r\n:3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n$23\r\n"
+    "nondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_latency_graph[] =
+    "$13\r\nlatency|graph\r\n%5\r\n$7\r\nsummary\r\n$37\r\n"
+    "Return a latency graph for the event.\r\n$5\r\nsince\r\n"
+    "$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
 static const char info_latency_help[] =
     "*10\r\n$12\r\nlatency|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_latency_help[] =
     "$12\r\nlatency|help\r\n*8\r\n$7\r\nsummary\r\n$50\r\n"
+    "Show helpful text about the different subcommands.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_latency_help[] =
+    "*10\r\n$12\r\nlatency|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_latency_help[] =
+    "$12\r\nlatency|help\r\n%4\r\n$7\r\nsummary\r\n$50\r\n"
     "Show helpful text about the different subcommands.\r\n"
     "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -4397,6 +8339,21 @@ static const char docs_latency_histogram[] =
     "ved.\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
     "$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
     "flags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_latency_histogram[] =
+    "*10\r\n$17\r\nlatency|histogram\r\n:-2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n$23\r\n"
+    "nondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_latency_histogram[] =
+    "$17\r\nlatency|histogram\r\n%5\r\n$7\r\nsummary\r\n"
+    "$79\r\nReturn the cumulative distribution of latencies of a subset of comman"
+    "ds or all.\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$80\r\n"
+    "O(N) where N is the number of commands with latency information being retrie"
+    "ved.\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$7\r\ncommand\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_latency_history[] =
     "*10\r\n$15\r\nlatency|history\r\n:3\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -4410,6 +8367,19 @@ static const char docs_latency_history[] =
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$5\r\nevent\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_latency_history[] =
+    "*10\r\n$15\r\nlatency|history\r\n:3\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n$23\r\n"
+    "nondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_latency_history[] =
+    "$15\r\nlatency|history\r\n%5\r\n$7\r\nsummary\r\n$47\r\n"
+    "Return timestamp-latency samples for the event.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$5\r\nevent\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_latency_latest[] =
     "*10\r\n$14\r\nlatency|latest\r\n:2\r\n*4\r\n+admin\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -4418,6 +8388,17 @@ static const char info_latency_latest[] =
     "$23\r\nresponse_policy:special\r\n*0\r\n*0\r\n";
 static const char docs_latency_latest[] =
     "$14\r\nlatency|latest\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Return the latest latency samples for all events.\r\n"
+    "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_latency_latest[] =
+    "*10\r\n$14\r\nlatency|latest\r\n:2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n$23\r\n"
+    "nondeterministic_output\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n";
+static const char docs3_latency_latest[] =
+    "$14\r\nlatency|latest\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Return the latest latency samples for all events.\r\n"
     "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -4434,6 +8415,20 @@ static const char docs_latency_reset[] =
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
     "*1\r\n*6\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
+    "+multiple\r\n";
+static const char info3_latency_reset[] =
+    "*10\r\n$13\r\nlatency|reset\r\n:-2\r\n~4\r\n+admin\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~2\r\n$24\r\n"
+    "request_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_latency_reset[] =
+    "$13\r\nlatency|reset\r\n%5\r\n$7\r\nsummary\r\n$42\r\n"
+    "Reset latency data for one or more events.\r\n$5\r\n"
+    "since\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$5\r\nevent\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
     "+multiple\r\n";
 static const char info_lcs[] =
     "*10\r\n$3\r\nlcs\r\n:-3\r\n*1\r\n+readonly\r\n:1\r\n"
@@ -4463,6 +8458,34 @@ static const char docs_lcs[] =
     "withmatchlen\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$12\r\nWITHMATCHLEN\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_lcs[] =
+    "*10\r\n$3\r\nlcs\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":2\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lcs[] =
+    "$3\r\nlcs\r\n%5\r\n$7\r\nsummary\r\n$29\r\nFind longest common substring\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "string\r\n$10\r\ncomplexity\r\n$63\r\nO(N*M) where N and M are the lengths o"
+    "f s1 and s2, respectively\r\n$9\r\narguments\r\n*6\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nkey1\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\nkey2\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "len\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nLEN\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nidx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nIDX\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$3\r\nlen\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$11\r\nMINMATCHLEN\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$12\r\n"
+    "withmatchlen\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$12\r\nWITHMATCHLEN\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_lcs[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4487,6 +8510,25 @@ static const char docs_lindex[] =
     "\r\n$9\r\narguments\r\n*2\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n";
+static const char info3_lindex[] =
+    "*10\r\n$6\r\nlindex\r\n:3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@list\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lindex[] =
+    "$6\r\nlindex\r\n%5\r\n$7\r\nsummary\r\n$39\r\nGet an element from a list by "
+    "its index\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nlist\r\n$10\r\ncomplexity\r\n$152\r\nO(N) where N is the number of ele"
+    "ments to traverse to get to the element at index. This makes asking for the "
+    "first or the last element of the list O(1).\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n";
 static const struct keyspec ks_lindex[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -4521,6 +8563,33 @@ static const char docs_linsert[] =
     "token\r\n$5\r\nAFTER\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "pivot\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n$4\r\n"
     "name\r\n$7\r\nelement\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_linsert[] =
+    "*10\r\n$7\r\nlinsert\r\n:5\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_linsert[] =
+    "$7\r\nlinsert\r\n%5\r\n$7\r\nsummary\r\n$59\r\nInsert an element before or a"
+    "fter another element in a list\r\n$5\r\nsince\r\n$5\r\n"
+    "2.2.0\r\n$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$232\r\nO(N) where N is the number of elements to traverse before seeing the"
+    " value pivot. This means that inserting somewhere on the left end on the lis"
+    "t (head) can be considered O(1) and inserting somewhere on the right end (ta"
+    "il) is O(N).\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "where\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$6\r\nbefore\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nBEFORE\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\nafter\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nAFTER\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\npivot\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const struct keyspec ks_linsert[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4541,6 +8610,21 @@ static const char docs_llen[] =
     "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$4\r\n"
     "list\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
     "*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_llen[] =
+    "*10\r\n$4\r\nllen\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@list\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_llen[] =
+    "$4\r\nllen\r\n%5\r\n$7\r\nsummary\r\n$24\r\nGet the length of a list\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "list\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_llen[] = {
     { .flags = KSPEC_RO,
@@ -4583,6 +8667,41 @@ static const char docs_lmove[] =
     "pure-token\r\n$5\r\ntoken\r\n$4\r\nLEFT\r\n*6\r\n$4\r\n"
     "name\r\n$5\r\nright\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$5\r\nRIGHT\r\n";
+static const char info3_lmove[] =
+    "*10\r\n$5\r\nlmove\r\n:5\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_lmove[] =
+    "$5\r\nlmove\r\n%5\r\n$7\r\nsummary\r\n$65\r\nPop an element from a list, pus"
+    "h it to another list and return it\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*4\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nsource\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n"
+    "$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n%3\r\n"
+    "$4\r\nname\r\n$9\r\nwherefrom\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$4\r\nleft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$4\r\nLEFT\r\n%3\r\n$4\r\nname\r\n$5\r\nright\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nRIGHT\r\n%3\r\n$4\r\nname\r\n$7\r\nwhereto\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nleft\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$4\r\nLEFT\r\n%3\r\n$4\r\n"
+    "name\r\n$5\r\nright\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nRIGHT\r\n";
 static const struct keyspec ks_lmove[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4618,6 +8737,32 @@ static const char docs_lmpop[] =
     "$5\r\nRIGHT\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\n"
     "COUNT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_lmpop[] =
+    "*10\r\n$5\r\nlmpop\r\n:-4\r\n~2\r\n+write\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$6\r\n"
+    "keynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n:0\r\n"
+    "$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_lmpop[] =
+    "$5\r\nlmpop\r\n%5\r\n$7\r\nsummary\r\n$24\r\nPop elements from a list\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "list\r\n$10\r\ncomplexity\r\n$87\r\nO(N+M) where N is the number of provided"
+    " keys and M is the number of elements returned.\r\n"
+    "$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\nwhere\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$4\r\nleft\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$4\r\nLEFT\r\n%3\r\n$4\r\nname\r\n$5\r\nright\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nRIGHT\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\n"
+    "COUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_lmpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4635,6 +8780,17 @@ static const char docs_lolwut[] =
     "*1\r\n*8\r\n$4\r\nname\r\n$7\r\nversion\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nVERSION\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_lolwut[] =
+    "*10\r\n$6\r\nlolwut\r\n:-1\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@read\r\n+@fast\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_lolwut[] =
+    "$6\r\nlolwut\r\n%4\r\n$7\r\nsummary\r\n$47\r\nDisplay some computer art and "
+    "the Redis version\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$9\r\narguments\r\n"
+    "*1\r\n%4\r\n$4\r\nname\r\n$7\r\nversion\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nVERSION\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const char info_lpop[] =
     "*10\r\n$4\r\nlpop\r\n:-2\r\n*2\r\n+write\r\n+fast\r\n"
     ":1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@list\r\n+@fast\r\n"
@@ -4655,6 +8811,27 @@ static const char docs_lpop[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*8\r\n"
     "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_lpop[] =
+    "*10\r\n$4\r\nlpop\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_lpop[] =
+    "$4\r\nlpop\r\n%6\r\n$7\r\nsummary\r\n$43\r\nRemove and get the first element"
+    "s in a list\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n$47\r\n"
+    "O(N) where N is the number of elements returned\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$27\r\n"
+    "Added the `count` argument.\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const struct keyspec ks_lpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -4689,6 +8866,33 @@ static const char docs_lpos[] =
     "*1\r\n+optional\r\n*8\r\n$4\r\nname\r\n$3\r\nlen\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$6\r\n"
     "MAXLEN\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_lpos[] =
+    "*10\r\n$4\r\nlpos\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@list\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lpos[] =
+    "$4\r\nlpos\r\n%5\r\n$7\r\nsummary\r\n$47\r\nReturn the index of matching ele"
+    "ments on a list\r\n$5\r\nsince\r\n$5\r\n6.0.6\r\n$5\r\n"
+    "group\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n$217\r\n"
+    "O(N) where N is the number of elements in the list, for the average case. Wh"
+    "en searching for elements near the head or the tail of the list, or when the"
+    " MAXLEN option is provided, the command may run in constant time.\r\n"
+    "$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$4\r\nrank\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$4\r\n"
+    "RANK\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$11\r\nnum-matches\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$3\r\nlen\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$6\r\n"
+    "MAXLEN\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_lpos[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4715,6 +8919,26 @@ static const char docs_lpush[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_lpush[] =
+    "*10\r\n$5\r\nlpush\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_lpush[] =
+    "$5\r\nlpush\r\n%6\r\n$7\r\nsummary\r\n$42\r\nPrepend one or multiple element"
+    "s to a list\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n$106\r\n"
+    "O(1) for each element added, so O(N) to add N elements when the command is c"
+    "alled with multiple arguments.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n2.4.0\r\n$37\r\nAccepts multiple `element` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_lpush[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4741,6 +8965,26 @@ static const char docs_lpushx[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_lpushx[] =
+    "*10\r\n$6\r\nlpushx\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_lpushx[] =
+    "$6\r\nlpushx\r\n%6\r\n$7\r\nsummary\r\n$53\r\nPrepend an element to a list, "
+    "only if the list exists\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n"
+    "$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$106\r\nO(1) for each element added, so O(N) to add N elements when the comm"
+    "and is called with multiple arguments.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n4.0.0\r\n$37\r\nAccepts multiple `element` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_lpushx[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4767,6 +9011,26 @@ static const char docs_lrange[] =
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$4\r\nstop\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_lrange[] =
+    "*10\r\n$6\r\nlrange\r\n:4\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@list\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lrange[] =
+    "$6\r\nlrange\r\n%5\r\n$7\r\nsummary\r\n$35\r\nGet a range of elements from a"
+    " list\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nlist\r\n$10\r\ncomplexity\r\n$178\r\nO(S+N) where S is the distance of"
+    " start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for"
+    " large lists; and N is the number of elements in the specified range.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$4\r\nstop\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_lrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4791,6 +9055,25 @@ static const char docs_lrem[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$7\r\nelement\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_lrem[] =
+    "*10\r\n$4\r\nlrem\r\n:4\r\n~1\r\n+write\r\n:1\r\n:1\r\n"
+    ":1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lrem[] =
+    "$4\r\nlrem\r\n%5\r\n$7\r\nsummary\r\n$27\r\nRemove elements from a list\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "list\r\n$10\r\ncomplexity\r\n$81\r\nO(N+M) where N is the length of the list"
+    " and M is the number of elements removed.\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$7\r\nelement\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_lrem[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
@@ -4818,6 +9101,26 @@ static const char docs_lset[] =
     "$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*4\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_lset[] =
+    "*10\r\n$4\r\nlset\r\n:4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_lset[] =
+    "$4\r\nlset\r\n%5\r\n$7\r\nsummary\r\n$50\r\nSet the value of an element in a"
+    " list by its index\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$105\r\nO(N) where N is the length of the list. Setting either the first or "
+    "the last element of the list is O(1).\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const struct keyspec ks_lset[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -4842,6 +9145,25 @@ static const char docs_ltrim[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*4\r\n$4\r\nname\r\n$4\r\nstop\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
+static const char info3_ltrim[] =
+    "*10\r\n$5\r\nltrim\r\n:4\r\n~1\r\n+write\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_ltrim[] =
+    "$5\r\nltrim\r\n%5\r\n$7\r\nsummary\r\n$34\r\nTrim a list to the specified ra"
+    "nge\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$4\r\nlist\r\n$10\r\ncomplexity\r\n$70\r\nO(N) where N is the number of elem"
+    "ents to be removed by the operation.\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nstop\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
 static const struct keyspec ks_ltrim[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
@@ -4906,6 +9228,63 @@ static const char docs_memory[] =
     ":0\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nSAMPLES\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_memory[] =
+    "*10\r\n$6\r\nmemory\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*6\r\n*10\r\n$13\r\nmemory|doctor\r\n"
+    ":2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~3\r\n"
+    "$23\r\nnondeterministic_output\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$23\r\nresponse_policy:special\r\n~0\r\n~0\r\n*10\r\n"
+    "$11\r\nmemory|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n"
+    "*10\r\n$19\r\nmemory|malloc-stats\r\n:2\r\n~0\r\n:0\r\n"
+    ":0\r\n:0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\nmemory|purge\r\n:2\r\n~0\r\n"
+    ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n"
+    "*10\r\n$12\r\nmemory|stats\r\n:2\r\n~0\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\nmemory|usage\r\n:-3\r\n~1\r\n"
+    "+readonly\r\n:2\r\n:2\r\n:1\r\n~2\r\n+@read\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_memory[] =
+    "$6\r\nmemory\r\n%5\r\n$7\r\nsummary\r\n$43\r\nA container for memory diagnos"
+    "tics commands\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%6\r\n"
+    "$13\r\nmemory|doctor\r\n%4\r\n$7\r\nsummary\r\n$30\r\n"
+    "Outputs memory problems report\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$11\r\nmemory|help\r\n%4\r\n$7\r\nsummary\r\n"
+    "$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$19\r\n"
+    "memory|malloc-stats\r\n%4\r\n$7\r\nsummary\r\n$29\r\n"
+    "Show allocator internal stats\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$54\r\nDepends on how much memory is allocated, could be slow\r\n"
+    "$12\r\nmemory|purge\r\n%4\r\n$7\r\nsummary\r\n$35\r\n"
+    "Ask the allocator to release memory\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$54\r\nDepends on how much memory is allocated, could be slow\r"
+    "\n$12\r\nmemory|stats\r\n%4\r\n$7\r\nsummary\r\n$25\r\n"
+    "Show memory usage details\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$12\r\nmemory|usage\r\n%5\r\n$7\r\nsummary\r\n"
+    "$34\r\nEstimate the memory usage of a key\r\n$5\r\n"
+    "since\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$38\r\nO(N) where N is the number of samples.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nSAMPLES\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const char info_memory_doctor[] =
     "*10\r\n$13\r\nmemory|doctor\r\n:2\r\n*0\r\n:0\r\n:0\r\n"
     ":0\r\n*1\r\n+@slow\r\n*3\r\n$23\r\nnondeterministic_output\r\n"
@@ -4916,12 +9295,31 @@ static const char docs_memory_doctor[] =
     "Outputs memory problems report\r\n$5\r\nsince\r\n$5\r\n"
     "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
+static const char info3_memory_doctor[] =
+    "*10\r\n$13\r\nmemory|doctor\r\n:2\r\n~0\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_memory_doctor[] =
+    "$13\r\nmemory|doctor\r\n%4\r\n$7\r\nsummary\r\n$30\r\n"
+    "Outputs memory problems report\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
 static const char info_memory_help[] =
     "*10\r\n$11\r\nmemory|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_memory_help[] =
     "$11\r\nmemory|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_memory_help[] =
+    "*10\r\n$11\r\nmemory|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_memory_help[] =
+    "$11\r\nmemory|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -4936,12 +9334,33 @@ static const char docs_memory_malloc_stats[] =
     "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$54\r\nDepends on how much memory is allocated, could be slow\r"
     "\n";
+static const char info3_memory_malloc_stats[] =
+    "*10\r\n$19\r\nmemory|malloc-stats\r\n:2\r\n~0\r\n:0\r\n"
+    ":0\r\n:0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_memory_malloc_stats[] =
+    "$19\r\nmemory|malloc-stats\r\n%4\r\n$7\r\nsummary\r\n"
+    "$29\r\nShow allocator internal stats\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$54\r\nDepends on how much memory is allocated, could be slow\r"
+    "\n";
 static const char info_memory_purge[] =
     "*10\r\n$12\r\nmemory|purge\r\n:2\r\n*0\r\n:0\r\n:0\r\n"
     ":0\r\n*1\r\n+@slow\r\n*2\r\n$25\r\nrequest_policy:all_shards\r\n"
     "$29\r\nresponse_policy:all_succeeded\r\n*0\r\n*0\r\n";
 static const char docs_memory_purge[] =
     "$12\r\nmemory|purge\r\n*8\r\n$7\r\nsummary\r\n$35\r\n"
+    "Ask the allocator to release memory\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$54\r\nDepends on how much memory is allocated, could be slow\r"
+    "\n";
+static const char info3_memory_purge[] =
+    "*10\r\n$12\r\nmemory|purge\r\n:2\r\n~0\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_memory_purge[] =
+    "$12\r\nmemory|purge\r\n%4\r\n$7\r\nsummary\r\n$35\r\n"
     "Ask the allocator to release memory\r\n$5\r\nsince\r\n"
     "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$54\r\nDepends on how much memory is allocated, could be slow\r"
@@ -4953,6 +9372,16 @@ static const char info_memory_stats[] =
     "*0\r\n*0\r\n";
 static const char docs_memory_stats[] =
     "$12\r\nmemory|stats\r\n*8\r\n$7\r\nsummary\r\n$25\r\n"
+    "Show memory usage details\r\n$5\r\nsince\r\n$5\r\n"
+    "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_memory_stats[] =
+    "*10\r\n$12\r\nmemory|stats\r\n:2\r\n~0\r\n:0\r\n:0\r\n"
+    ":0\r\n~1\r\n+@slow\r\n~3\r\n$23\r\nnondeterministic_output\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:special\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_memory_stats[] =
+    "$12\r\nmemory|stats\r\n%4\r\n$7\r\nsummary\r\n$25\r\n"
     "Show memory usage details\r\n$5\r\nsince\r\n$5\r\n"
     "4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
@@ -4975,6 +9404,25 @@ static const char docs_memory_usage[] =
     ":0\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nSAMPLES\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_memory_usage[] =
+    "*10\r\n$12\r\nmemory|usage\r\n:-3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~2\r\n+@read\r\n+@slow\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_memory_usage[] =
+    "$12\r\nmemory|usage\r\n%5\r\n$7\r\nsummary\r\n$34\r\n"
+    "Estimate the memory usage of a key\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$38\r\nO(N) where N is the number of samples.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nSAMPLES\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_memory_usage[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -4998,6 +9446,24 @@ static const char docs_mget[] =
     "ys to retrieve.\r\n$9\r\narguments\r\n*1\r\n*8\r\n"
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n*1\r\n"
+    "+multiple\r\n";
+static const char info3_mget[] =
+    "*10\r\n$4\r\nmget\r\n:-2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@fast\r\n"
+    "~1\r\n$26\r\nrequest_policy:multi_shard\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_mget[] =
+    "$4\r\nmget\r\n%5\r\n$7\r\nsummary\r\n$36\r\nGet the values of all the given "
+    "keys\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nstring\r\n$10\r\ncomplexity\r\n$47\r\nO(N) where N is the number of ke"
+    "ys to retrieve.\r\n$9\r\narguments\r\n*1\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
     "+multiple\r\n";
 static const struct keyspec ks_mget[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -5067,6 +9533,68 @@ static const char docs_migrate[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":1\r\n$5\r\ntoken\r\n$4\r\nKEYS\r\n$5\r\nsince\r\n"
     "$5\r\n3.0.6\r\n$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_migrate[] =
+    "*10\r\n$7\r\nmigrate\r\n:-6\r\n~2\r\n+write\r\n+movablekeys\r\n"
+    ":3\r\n:3\r\n:1\r\n~4\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "+@dangerous\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":3\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~4\r\n+RW\r\n+access\r\n+delete\r\n"
+    "+incomplete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\n"
+    "type\r\n$7\r\nkeyword\r\n$4\r\nspec\r\n%2\r\n$7\r\n"
+    "keyword\r\n$4\r\nKEYS\r\n$9\r\nstartfrom\r\n:-2\r\n"
+    "$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n"
+    "$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:-1\r\n$7\r\n"
+    "keystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_migrate[] =
+    "$7\r\nmigrate\r\n%6\r\n$7\r\nsummary\r\n$63\r\nAtomically transfer a key fro"
+    "m a Redis instance to another one.\r\n$5\r\nsince\r\n"
+    "$5\r\n2.6.0\r\n$5\r\ngroup\r\n$7\r\ngeneric\r\n$10\r\n"
+    "complexity\r\n$223\r\nThis command actually executes a DUMP+DEL in the sourc"
+    "e instance, and a RESTORE in the target instance. See the pages of these com"
+    "mands for time complexity. Also an O(N) data transfer between the two instan"
+    "ces is performed.\r\n$7\r\nhistory\r\n~4\r\n*2\r\n"
+    "$5\r\n3.0.0\r\n$39\r\nAdded the `COPY` and `REPLACE` options.\r\n"
+    "*2\r\n$5\r\n3.0.6\r\n$24\r\nAdded the `KEYS` option.\r\n"
+    "*2\r\n$5\r\n4.0.7\r\n$24\r\nAdded the `AUTH` option.\r\n"
+    "*2\r\n$5\r\n6.0.0\r\n$25\r\nAdded the `AUTH2` option.\r\n"
+    "$9\r\narguments\r\n*9\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+    "host\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%3\r\n$4\r\nname\r\n$19\r\nkey_or_empty_string\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n$4\r\n"
+    "name\r\n$12\r\nempty_string\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$0\r\n\r\n%2\r\n$4\r\n"
+    "name\r\n$14\r\ndestination-db\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%2\r\n$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n$4\r\n"
+    "copy\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nCOPY\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n$7\r\n"
+    "replace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$7\r\nREPLACE\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n"
+    "$14\r\nauthentication\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%5\r\n$4\r\nname\r\n$8\r\npassword\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nAUTH\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.7\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%6\r\n$4\r\nname\r\n$17\r\nusername_password\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$5\r\n"
+    "AUTH2\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$8\r\nusername\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$8\r\npassword\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%6\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n$5\r\ntoken\r\n$4\r\nKEYS\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.6\r\n$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const struct keyspec ks_migrate[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 3 },
@@ -5133,12 +9661,77 @@ static const char docs_module[] =
     "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$4\r\nname\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_module[] =
+    "*10\r\n$6\r\nmodule\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*5\r\n*10\r\n$11\r\nmodule|help\r\n"
+    ":2\r\n~2\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nmodule|list\r\n"
+    ":2\r\n~2\r\n+admin\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~1\r\n$29\r\n"
+    "nondeterministic_output_order\r\n~0\r\n~0\r\n*10\r\n"
+    "$11\r\nmodule|load\r\n:-3\r\n~3\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\nmodule|loadex\r\n:-3\r\n~3\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\nmodule|unload\r\n:3\r\n~3\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_module[] =
+    "$6\r\nmodule\r\n%5\r\n$7\r\nsummary\r\n$31\r\nA container for module command"
+    "s\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$11\r\nsubcommands\r\n%5\r\n$11\r\nmodule|help\r\n"
+    "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcomma"
+    "nds\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$11\r\nmodule|list\r\n%4\r\n$7\r\nsummary\r\n$37\r\n"
+    "List all modules loaded by the server\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$45\r\nO(N) where N is the number of loaded modules.\r\n"
+    "$11\r\nmodule|load\r\n%5\r\n$7\r\nsummary\r\n$13\r\n"
+    "Load a module\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n"
+    "$4\r\npath\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n$13\r\n"
+    "module|loadex\r\n%5\r\n$7\r\nsummary\r\n$38\r\nLoad a module with extended p"
+    "arameters\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+    "path\r\n$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n$4\r\n"
+    "name\r\n$7\r\nconfigs\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$6\r\nCONFIG\r\n$5\r\nflags\r\n~3\r\n"
+    "+optional\r\n+multiple\r\n+multiple_token\r\n$9\r\n"
+    "arguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$4\r\nname\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n"
+    "$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n"
+    "$4\r\nname\r\n$4\r\nargs\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$4\r\nARGS\r\n$5\r\nflags\r\n~2\r\n"
+    "+optional\r\n+multiple\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$13\r\nmodule|unload\r\n%5\r\n$7\r\nsummary\r\n"
+    "$15\r\nUnload a module\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_module_help[] =
     "*10\r\n$11\r\nmodule|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_module_help[] =
     "$11\r\nmodule|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_module_help[] =
+    "*10\r\n$11\r\nmodule|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_module_help[] =
+    "$11\r\nmodule|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -5149,6 +9742,16 @@ static const char info_module_list[] =
     "*0\r\n*0\r\n";
 static const char docs_module_list[] =
     "$11\r\nmodule|list\r\n*8\r\n$7\r\nsummary\r\n$37\r\n"
+    "List all modules loaded by the server\r\n$5\r\nsince\r\n"
+    "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$45\r\nO(N) where N is the number of loaded modules.\r\n";
+static const char info3_module_list[] =
+    "*10\r\n$11\r\nmodule|list\r\n:2\r\n~2\r\n+admin\r\n"
+    "+noscript\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~1\r\n$29\r\nnondeterministic_output_order\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_module_list[] =
+    "$11\r\nmodule|list\r\n%4\r\n$7\r\nsummary\r\n$37\r\n"
     "List all modules loaded by the server\r\n$5\r\nsince\r\n"
     "$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$45\r\nO(N) where N is the number of loaded modules.\r\n";
@@ -5165,6 +9768,19 @@ static const char docs_module_load[] =
     "$4\r\npath\r\n$4\r\ntype\r\n$6\r\nstring\r\n*6\r\n"
     "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_module_load[] =
+    "*10\r\n$11\r\nmodule|load\r\n:-3\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_module_load[] =
+    "$11\r\nmodule|load\r\n%5\r\n$7\r\nsummary\r\n$13\r\n"
+    "Load a module\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n"
+    "$4\r\npath\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_module_loadex[] =
     "*10\r\n$13\r\nmodule|loadex\r\n:-3\r\n*3\r\n+admin\r\n"
     "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
@@ -5187,6 +9803,28 @@ static const char docs_module_loadex[] =
     "*2\r\n+optional\r\n+multiple\r\n$9\r\narguments\r\n"
     "*1\r\n*4\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_module_loadex[] =
+    "*10\r\n$13\r\nmodule|loadex\r\n:-3\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_module_loadex[] =
+    "$13\r\nmodule|loadex\r\n%5\r\n$7\r\nsummary\r\n$38\r\n"
+    "Load a module with extended parameters\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*3\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\npath\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%5\r\n$4\r\nname\r\n$7\r\nconfigs\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$6\r\nCONFIG\r\n"
+    "$5\r\nflags\r\n~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+    "name\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%5\r\n$4\r\nname\r\n$4\r\nargs\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\ntoken\r\n$4\r\nARGS\r\n$5\r\nflags\r\n"
+    "~2\r\n+optional\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*1\r\n%2\r\n$4\r\nname\r\n$3\r\narg\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const char info_module_unload[] =
     "*10\r\n$13\r\nmodule|unload\r\n:3\r\n*3\r\n+admin\r\n"
     "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
@@ -5198,12 +9836,31 @@ static const char docs_module_unload[] =
     "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n"
     "$4\r\nname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_module_unload[] =
+    "*10\r\n$13\r\nmodule|unload\r\n:3\r\n~3\r\n+admin\r\n"
+    "+noscript\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_module_unload[] =
+    "$13\r\nmodule|unload\r\n%5\r\n$7\r\nsummary\r\n$15\r\n"
+    "Unload a module\r\n$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n"
+    "$4\r\nname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_monitor[] =
     "*10\r\n$7\r\nmonitor\r\n:1\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
     "+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_monitor[] =
     "$7\r\nmonitor\r\n*6\r\n$7\r\nsummary\r\n$59\r\nListen for all requests recei"
+    "ved by the server in real time\r\n$5\r\nsince\r\n$5\r\n"
+    "1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n";
+static const char info3_monitor[] =
+    "*10\r\n$7\r\nmonitor\r\n:1\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_monitor[] =
+    "$7\r\nmonitor\r\n%3\r\n$7\r\nsummary\r\n$59\r\nListen for all requests recei"
     "ved by the server in real time\r\n$5\r\nsince\r\n$5\r\n"
     "1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n";
 static const char info_move[] =
@@ -5222,6 +9879,23 @@ static const char docs_move[] =
     "arguments\r\n*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$2\r\ndb\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n";
+static const char info3_move[] =
+    "*10\r\n$4\r\nmove\r\n:3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_move[] =
+    "$4\r\nmove\r\n%5\r\n$7\r\nsummary\r\n$30\r\nMove a key to another database\r"
+    "\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$2\r\ndb\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n";
 static const struct keyspec ks_move[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
@@ -5249,6 +9923,27 @@ static const char docs_mset[] =
     "$5\r\nflags\r\n*1\r\n+multiple\r\n$9\r\narguments\r\n"
     "*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
+    "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_mset[] =
+    "*10\r\n$4\r\nmset\r\n:-3\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:-1\r\n:2\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~2\r\n$26\r\nrequest_policy:multi_shard\r\n$29\r\n"
+    "response_policy:all_succeeded\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:2\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_mset[] =
+    "$4\r\nmset\r\n%5\r\n$7\r\nsummary\r\n$36\r\nSet multiple keys to multiple va"
+    "lues\r\n$5\r\nsince\r\n$5\r\n1.0.1\r\n$5\r\ngroup\r\n"
+    "$6\r\nstring\r\n$10\r\ncomplexity\r\n$42\r\nO(N) where N is the number of ke"
+    "ys to set.\r\n$9\r\narguments\r\n*1\r\n%4\r\n$4\r\n"
+    "name\r\n$9\r\nkey_value\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
     "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_mset[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
@@ -5278,6 +9973,28 @@ static const char docs_msetnx[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n"
     "$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_msetnx[] =
+    "*10\r\n$6\r\nmsetnx\r\n:-3\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:-1\r\n:2\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~2\r\n$26\r\nrequest_policy:multi_shard\r\n$23\r\n"
+    "response_policy:agg_min\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+OW\r\n+insert\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:2\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_msetnx[] =
+    "$6\r\nmsetnx\r\n%5\r\n$7\r\nsummary\r\n$68\r\nSet multiple keys to multiple "
+    "values, only if none of the keys exist\r\n$5\r\nsince\r\n"
+    "$5\r\n1.0.1\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\n"
+    "complexity\r\n$42\r\nO(N) where N is the number of keys to set.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$9\r\n"
+    "key_value\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n"
+    "$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_msetnx[] = {
     { .flags = KSPEC_OW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -5290,6 +10007,15 @@ static const char info_multi[] =
     "*2\r\n+@fast\r\n+@transaction\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_multi[] =
     "$5\r\nmulti\r\n*8\r\n$7\r\nsummary\r\n$37\r\nMark the start of a transaction"
+    " block\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n"
+    "$12\r\ntransactions\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n";
+static const char info3_multi[] =
+    "*10\r\n$5\r\nmulti\r\n:1\r\n~5\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@fast\r\n+@transaction\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_multi[] =
+    "$5\r\nmulti\r\n%4\r\n$7\r\nsummary\r\n$37\r\nMark the start of a transaction"
     " block\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n"
     "$12\r\ntransactions\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n";
@@ -5364,6 +10090,76 @@ static const char docs_object[] =
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_object[] =
+    "*10\r\n$6\r\nobject\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*5\r\n*10\r\n$15\r\nobject|encoding\r\n"
+    ":3\r\n~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n"
+    "+@read\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n*10\r\n$11\r\nobject|freq\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n*10\r\n$11\r\nobject|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@keyspace\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$15\r\nobject|idletime\r\n"
+    ":3\r\n~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n"
+    "+@read\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n*10\r\n$15\r\nobject|refcount\r\n:3\r\n~1\r\n"
+    "+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n"
+    "+@read\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_object[] =
+    "$6\r\nobject\r\n%5\r\n$7\r\nsummary\r\n$45\r\nA container for object introsp"
+    "ection commands\r\n$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\n"
+    "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%5\r\n"
+    "$15\r\nobject|encoding\r\n%5\r\n$7\r\nsummary\r\n$47\r\n"
+    "Inspect the internal encoding of a Redis object\r\n"
+    "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$11\r\nobject|freq\r\n%5\r\n$7\r\nsummary\r\n"
+    "$62\r\nGet the logarithmic access frequency counter of a Redis object\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$11\r\nobject|help\r\n%4\r\n$7\r\nsummary\r\n"
+    "$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$15\r\n"
+    "object|idletime\r\n%5\r\n$7\r\nsummary\r\n$51\r\nGet the time since a Redis "
+    "object was last accessed\r\n$5\r\nsince\r\n$5\r\n2.2.3\r\n"
+    "$5\r\ngroup\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$15\r\nobject|refcount\r\n"
+    "%5\r\n$7\r\nsummary\r\n$52\r\nGet the number of references to the value of t"
+    "he key\r\n$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const char info_object_encoding[] =
     "*10\r\n$15\r\nobject|encoding\r\n:3\r\n*1\r\n+readonly\r\n"
     ":2\r\n:2\r\n:1\r\n*3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
@@ -5380,6 +10176,24 @@ static const char docs_object_encoding[] =
     "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
     "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_object_encoding[] =
+    "*10\r\n$15\r\nobject|encoding\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_object_encoding[] =
+    "$15\r\nobject|encoding\r\n%5\r\n$7\r\nsummary\r\n$47\r\n"
+    "Inspect the internal encoding of a Redis object\r\n"
+    "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_object_encoding[] = {
@@ -5406,6 +10220,24 @@ static const char docs_object_freq[] =
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_object_freq[] =
+    "*10\r\n$11\r\nobject|freq\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_object_freq[] =
+    "$11\r\nobject|freq\r\n%5\r\n$7\r\nsummary\r\n$62\r\n"
+    "Get the logarithmic access frequency counter of a Redis object\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_object_freq[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -5418,6 +10250,15 @@ static const char info_object_help[] =
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_object_help[] =
     "$11\r\nobject|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_object_help[] =
+    "*10\r\n$11\r\nobject|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@keyspace\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_object_help[] =
+    "$11\r\nobject|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$7\r\n"
     "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -5437,6 +10278,24 @@ static const char docs_object_idletime[] =
     "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
     "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_object_idletime[] =
+    "*10\r\n$15\r\nobject|idletime\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_object_idletime[] =
+    "$15\r\nobject|idletime\r\n%5\r\n$7\r\nsummary\r\n$51\r\n"
+    "Get the time since a Redis object was last accessed\r\n"
+    "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_object_idletime[] = {
@@ -5463,6 +10322,24 @@ static const char docs_object_refcount[] =
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_object_refcount[] =
+    "*10\r\n$15\r\nobject|refcount\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_object_refcount[] =
+    "$15\r\nobject|refcount\r\n%5\r\n$7\r\nsummary\r\n$52\r\n"
+    "Get the number of references to the value of the key\r\n"
+    "$5\r\nsince\r\n$5\r\n2.2.3\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_object_refcount[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -5483,6 +10360,22 @@ static const char docs_persist[] =
     " key\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n$5\r\ngroup\r\n"
     "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_persist[] =
+    "*10\r\n$7\r\npersist\r\n:2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_persist[] =
+    "$7\r\npersist\r\n%5\r\n$7\r\nsummary\r\n$32\r\nRemove the expiration from a "
+    "key\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_persist[] = {
@@ -5518,6 +10411,35 @@ static const char docs_pexpire[] =
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
     "XX\r\n*6\r\n$4\r\nname\r\n$2\r\ngt\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nGT\r\n*6\r\n"
+    "$4\r\nname\r\n$2\r\nlt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nLT\r\n";
+static const char info3_pexpire[] =
+    "*10\r\n$7\r\npexpire\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_pexpire[] =
+    "$7\r\npexpire\r\n%6\r\n$7\r\nsummary\r\n$40\r\nSet a key's time to live in m"
+    "illiseconds\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\n"
+    "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$41\r\nAdded options: `NX`, `XX`, `GT` and `LT`.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$12\r\nmilliseconds\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n$9\r\n"
+    "condition\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$2\r\nnx\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nNX\r\n%3\r\n$4\r\nname\r\n$2\r\nxx\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "XX\r\n%3\r\n$4\r\nname\r\n$2\r\ngt\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nGT\r\n%3\r\n"
     "$4\r\nname\r\n$2\r\nlt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$2\r\nLT\r\n";
 static const struct keyspec ks_pexpire[] = {
@@ -5556,6 +10478,36 @@ static const char docs_pexpireat[] =
     "$2\r\nGT\r\n*6\r\n$4\r\nname\r\n$2\r\nlt\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
     "LT\r\n";
+static const char info3_pexpireat[] =
+    "*10\r\n$9\r\npexpireat\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_pexpireat[] =
+    "$9\r\npexpireat\r\n%6\r\n$7\r\nsummary\r\n$74\r\nSet the expiration for a ke"
+    "y as a UNIX timestamp specified in milliseconds\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$41\r\nAdded options: `NX`, `XX`, `GT`"
+    " and `LT`.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$22\r\n"
+    "unix-time-milliseconds\r\n$4\r\ntype\r\n$9\r\nunix-time\r\n"
+    "%5\r\n$4\r\nname\r\n$9\r\ncondition\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*4\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\nnx\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$2\r\nNX\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nxx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nXX\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "gt\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nGT\r\n%3\r\n$4\r\nname\r\n$2\r\nlt\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "LT\r\n";
 static const struct keyspec ks_pexpireat[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -5577,6 +10529,23 @@ static const char docs_pexpiretime[] =
     "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
     "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_pexpiretime[] =
+    "*10\r\n$11\r\npexpiretime\r\n:2\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_pexpiretime[] =
+    "$11\r\npexpiretime\r\n%5\r\n$7\r\nsummary\r\n$59\r\n"
+    "Get the expiration Unix timestamp for a key in milliseconds\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_pexpiretime[] = {
@@ -5603,6 +10572,25 @@ static const char docs_pfadd[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
+    "+multiple\r\n";
+static const char info3_pfadd[] =
+    "*10\r\n$5\r\npfadd\r\n:-2\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@hyperloglog\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_pfadd[] =
+    "$5\r\npfadd\r\n%5\r\n$7\r\nsummary\r\n$57\r\nAdds the specified elements to "
+    "the specified HyperLogLog.\r\n$5\r\nsince\r\n$5\r\n"
+    "2.8.9\r\n$5\r\ngroup\r\n$11\r\nhyperloglog\r\n$10\r\n"
+    "complexity\r\n$26\r\nO(1) to add every element.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
     "+multiple\r\n";
 static const struct keyspec ks_pfadd[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
@@ -5631,6 +10619,27 @@ static const char docs_pfcount[] =
     "$9\r\narguments\r\n*1\r\n*8\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_pfcount[] =
+    "*10\r\n$7\r\npfcount\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@read\r\n+@hyperloglog\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$90\r\n"
+    "RW because it may change the internal representation of the key, and propaga"
+    "te to replicas\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_pfcount[] =
+    "$7\r\npfcount\r\n%5\r\n$7\r\nsummary\r\n$88\r\nReturn the approximated cardi"
+    "nality of the set(s) observed by the HyperLogLog at key(s).\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$11\r\n"
+    "hyperloglog\r\n$10\r\ncomplexity\r\n$177\r\nO(1) with a very small average c"
+    "onstant time when called with a single key. O(N) with N being the number of "
+    "keys, and much bigger constant times, when called with multiple keys.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_pfcount[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -5654,6 +10663,25 @@ static const char docs_pfdebug[] =
     "$3\r\nN/A\r\n$9\r\ndoc_flags\r\n*1\r\n+syscmd\r\n$9\r\n"
     "arguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$10\r\nsubcommand\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n*6\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_pfdebug[] =
+    "*10\r\n$7\r\npfdebug\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+admin\r\n:2\r\n:2\r\n:1\r\n~5\r\n+@write\r\n+@hyperloglog\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_pfdebug[] =
+    "$7\r\npfdebug\r\n%6\r\n$7\r\nsummary\r\n$50\r\nInternal commands for debuggi"
+    "ng HyperLogLog values\r\n$5\r\nsince\r\n$5\r\n2.8.9\r\n"
+    "$5\r\ngroup\r\n$11\r\nhyperloglog\r\n$10\r\ncomplexity\r\n"
+    "$3\r\nN/A\r\n$9\r\ndoc_flags\r\n~1\r\n+syscmd\r\n$9\r\n"
+    "arguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$10\r\nsubcommand\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_pfdebug[] = {
@@ -5687,6 +10715,31 @@ static const char docs_pfmerge[] =
     ":0\r\n*8\r\n$4\r\nname\r\n$9\r\nsourcekey\r\n$4\r\n"
     "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_pfmerge[] =
+    "*10\r\n$7\r\npfmerge\r\n:-2\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@write\r\n+@hyperloglog\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+insert\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_pfmerge[] =
+    "$7\r\npfmerge\r\n%5\r\n$7\r\nsummary\r\n$49\r\nMerge N different HyperLogLog"
+    "s into a single one.\r\n$5\r\nsince\r\n$5\r\n2.8.9\r\n"
+    "$5\r\ngroup\r\n$11\r\nhyperloglog\r\n$10\r\ncomplexity\r\n"
+    "$59\r\nO(N) to merge N HyperLogLogs, but with high constant times.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "destkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$9\r\nsourcekey\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_pfmerge[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -5706,6 +10759,16 @@ static const char docs_pfselftest[] =
     "$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$11\r\n"
     "hyperloglog\r\n$10\r\ncomplexity\r\n$3\r\nN/A\r\n$9\r\n"
     "doc_flags\r\n*1\r\n+syscmd\r\n";
+static const char info3_pfselftest[] =
+    "*10\r\n$10\r\npfselftest\r\n:1\r\n~1\r\n+admin\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@hyperloglog\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pfselftest[] =
+    "$10\r\npfselftest\r\n%5\r\n$7\r\nsummary\r\n$50\r\n"
+    "An internal command for testing HyperLogLog values\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$11\r\n"
+    "hyperloglog\r\n$10\r\ncomplexity\r\n$3\r\nN/A\r\n$9\r\n"
+    "doc_flags\r\n~1\r\n+syscmd\r\n";
 static const char info_ping[] =
     "*10\r\n$4\r\nping\r\n:-1\r\n*1\r\n+fast\r\n:0\r\n:0\r\n"
     ":0\r\n*2\r\n+@fast\r\n+@connection\r\n*2\r\n$25\r\n"
@@ -5717,6 +10780,18 @@ static const char docs_ping[] =
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_ping[] =
+    "*10\r\n$4\r\nping\r\n:-1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@fast\r\n+@connection\r\n~2\r\n$25\r\n"
+    "request_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_ping[] =
+    "$4\r\nping\r\n%5\r\n$7\r\nsummary\r\n$15\r\nPing the server\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const char info_psetex[] =
     "*10\r\n$6\r\npsetex\r\n:4\r\n*2\r\n+write\r\n+denyoom\r\n"
@@ -5735,6 +10810,24 @@ static const char docs_psetex[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$12\r\n"
     "milliseconds\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n"
+    "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_psetex[] =
+    "*10\r\n$6\r\npsetex\r\n:4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_psetex[] =
+    "$6\r\npsetex\r\n%5\r\n$7\r\nsummary\r\n$53\r\nSet the value and expiration i"
+    "n milliseconds of a key\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$12\r\n"
+    "milliseconds\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n"
     "$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_psetex[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
@@ -5756,6 +10849,20 @@ static const char docs_psubscribe[] =
     "$5\r\nblock\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n$9\r\n"
     "arguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\npattern\r\n"
     "$4\r\ntype\r\n$7\r\npattern\r\n";
+static const char info3_psubscribe[] =
+    "*10\r\n$10\r\npsubscribe\r\n:-2\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_psubscribe[] =
+    "$10\r\npsubscribe\r\n%5\r\n$7\r\nsummary\r\n$69\r\n"
+    "Listen for messages published to channels matching the given patterns\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$75\r\nO(N) where N is the number of patterns"
+    " the client is already subscribed to.\r\n$9\r\narguments\r\n"
+    "*1\r\n%4\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\n"
+    "arguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n";
 static const char info_psync[] =
     "*10\r\n$5\r\npsync\r\n:-3\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"
@@ -5767,6 +10874,18 @@ static const char docs_psync[] =
     "$6\r\nserver\r\n$9\r\narguments\r\n*2\r\n*4\r\n$4\r\n"
     "name\r\n$13\r\nreplicationid\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n*4\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n";
+static const char info3_psync[] =
+    "*10\r\n$5\r\npsync\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_psync[] =
+    "$5\r\npsync\r\n%4\r\n$7\r\nsummary\r\n$37\r\nInternal command used for repli"
+    "cation\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$13\r\nreplicationid\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n";
 static const char info_pttl[] =
     "*10\r\n$4\r\npttl\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n"
@@ -5786,6 +10905,24 @@ static const char docs_pttl[] =
     "$19\r\nAdded the -2 reply.\r\n$9\r\narguments\r\n*1\r\n"
     "*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_pttl[] =
+    "*10\r\n$4\r\npttl\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_pttl[] =
+    "$4\r\npttl\r\n%6\r\n$7\r\nsummary\r\n$46\r\nGet the time to live for a key i"
+    "n milliseconds\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\n"
+    "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.8.0\r\n"
+    "$19\r\nAdded the -2 reply.\r\n$9\r\narguments\r\n*1\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_pttl[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -5804,6 +10941,19 @@ static const char docs_publish[] =
     "ed patterns (by any client).\r\n$9\r\narguments\r\n"
     "*2\r\n*4\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n*4\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_publish[] =
+    "*10\r\n$7\r\npublish\r\n:3\r\n~4\r\n+pubsub\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n"
+    "+@fast\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_publish[] =
+    "$7\r\npublish\r\n%5\r\n$7\r\nsummary\r\n$27\r\nPost a message to a channel\r"
+    "\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$141\r\nO(N+M) where N is the number of clien"
+    "ts subscribed to the receiving channel and M is the total number of subscrib"
+    "ed patterns (by any client).\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$7\r\nmessage\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const char info_pubsub[] =
     "*10\r\n$6\r\npubsub\r\n:-2\r\n*0\r\n:0\r\n:0\r\n:0\r\n"
@@ -5864,6 +11014,65 @@ static const char docs_pubsub[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$12\r\n"
     "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
     "flags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_pubsub[] =
+    "*10\r\n$6\r\npubsub\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*6\r\n*10\r\n$15\r\npubsub|channels\r\n"
+    ":-2\r\n~3\r\n+pubsub\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n"
+    "~0\r\n*10\r\n$11\r\npubsub|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n*10\r\n$13\r\npubsub|numpat\r\n:2\r\n~3\r\n"
+    "+pubsub\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\npubsub|numsub\r\n:-2\r\n~3\r\n+pubsub\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$20\r\npubsub|shardchannels\r\n"
+    ":-2\r\n~3\r\n+pubsub\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n"
+    "~0\r\n*10\r\n$18\r\npubsub|shardnumsub\r\n:-2\r\n~3\r\n"
+    "+pubsub\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub[] =
+    "$6\r\npubsub\r\n%5\r\n$7\r\nsummary\r\n$32\r\nA container for Pub/Sub comman"
+    "ds\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n"
+    "$6\r\npubsub\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$11\r\nsubcommands\r\n%6\r\n$15\r\npubsub|channels\r\n"
+    "%5\r\n$7\r\nsummary\r\n$20\r\nList active channels\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$131\r\nO(N) where N is the number of active "
+    "channels, and assuming constant time pattern matching (relatively short chan"
+    "nels and patterns)\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\n"
+    "pattern\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$11\r\n"
+    "pubsub|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the dif"
+    "ferent subcommands\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$13\r\npubsub|numpat\r\n%4\r\n$7\r\n"
+    "summary\r\n$54\r\nGet the count of unique patterns pattern subscriptions\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\n"
+    "pubsub|numsub\r\n%5\r\n$7\r\nsummary\r\n$41\r\nGet the count of subscribers "
+    "for channels\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\n"
+    "group\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n$75\r\n"
+    "O(N) for the NUMSUB subcommand, where N is the number of requested channels\r"
+    "\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "channel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~2\r\n+optional\r\n+multiple\r\n$20\r\npubsub|shardchannels\r\n"
+    "%5\r\n$7\r\nsummary\r\n$26\r\nList active shard channels\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$131\r\nO(N) where N is the number of active "
+    "shard channels, and assuming constant time pattern matching (relatively shor"
+    "t shard channels).\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\n"
+    "pattern\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$18\r\n"
+    "pubsub|shardnumsub\r\n%5\r\n$7\r\nsummary\r\n$47\r\n"
+    "Get the count of subscribers for shard channels\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$86\r\nO(N) for the SHARDNUMSUB subcommand, w"
+    "here N is the number of requested shard channels\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\n"
+    "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_pubsub_channels[] =
     "*10\r\n$15\r\npubsub|channels\r\n:-2\r\n*3\r\n+pubsub\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@pubsub\r\n"
@@ -5877,6 +11086,19 @@ static const char docs_pubsub_channels[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$7\r\n"
     "pattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_pubsub_channels[] =
+    "*10\r\n$15\r\npubsub|channels\r\n:-2\r\n~3\r\n+pubsub\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n"
+    "+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub_channels[] =
+    "$15\r\npubsub|channels\r\n%5\r\n$7\r\nsummary\r\n$20\r\n"
+    "List active channels\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n"
+    "$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n"
+    "$131\r\nO(N) where N is the number of active channels, and assuming constant"
+    " time pattern matching (relatively short channels and patterns)\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "pattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const char info_pubsub_help[] =
     "*10\r\n$11\r\npubsub|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
@@ -5886,12 +11108,30 @@ static const char docs_pubsub_help[] =
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
     "pubsub\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_pubsub_help[] =
+    "*10\r\n$11\r\npubsub|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_pubsub_help[] =
+    "$11\r\npubsub|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_pubsub_numpat[] =
     "*10\r\n$13\r\npubsub|numpat\r\n:2\r\n*3\r\n+pubsub\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@pubsub\r\n"
     "+@slow\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_pubsub_numpat[] =
     "$13\r\npubsub|numpat\r\n*8\r\n$7\r\nsummary\r\n$54\r\n"
+    "Get the count of unique patterns pattern subscriptions\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_pubsub_numpat[] =
+    "*10\r\n$13\r\npubsub|numpat\r\n:2\r\n~3\r\n+pubsub\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n"
+    "+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub_numpat[] =
+    "$13\r\npubsub|numpat\r\n%4\r\n$7\r\nsummary\r\n$54\r\n"
     "Get the count of unique patterns pattern subscriptions\r\n"
     "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\n"
     "pubsub\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -5908,6 +11148,19 @@ static const char docs_pubsub_numsub[] =
     "*1\r\n*6\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
     "+multiple\r\n";
+static const char info3_pubsub_numsub[] =
+    "*10\r\n$13\r\npubsub|numsub\r\n:-2\r\n~3\r\n+pubsub\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n"
+    "+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub_numsub[] =
+    "$13\r\npubsub|numsub\r\n%5\r\n$7\r\nsummary\r\n$41\r\n"
+    "Get the count of subscribers for channels\r\n$5\r\n"
+    "since\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\npubsub\r\n"
+    "$10\r\ncomplexity\r\n$75\r\nO(N) for the NUMSUB subcommand, where N is the n"
+    "umber of requested channels\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n";
 static const char info_pubsub_shardchannels[] =
     "*10\r\n$20\r\npubsub|shardchannels\r\n:-2\r\n*3\r\n"
     "+pubsub\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -5921,6 +11174,19 @@ static const char docs_pubsub_shardchannels[] =
     ".\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
     "$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_pubsub_shardchannels[] =
+    "*10\r\n$20\r\npubsub|shardchannels\r\n:-2\r\n~3\r\n"
+    "+pubsub\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub_shardchannels[] =
+    "$20\r\npubsub|shardchannels\r\n%5\r\n$7\r\nsummary\r\n"
+    "$26\r\nList active shard channels\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\n"
+    "complexity\r\n$131\r\nO(N) where N is the number of active shard channels, a"
+    "nd assuming constant time pattern matching (relatively short shard channels)"
+    ".\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const char info_pubsub_shardnumsub[] =
     "*10\r\n$18\r\npubsub|shardnumsub\r\n:-2\r\n*3\r\n+pubsub\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@pubsub\r\n"
@@ -5934,6 +11200,19 @@ static const char docs_pubsub_shardnumsub[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$12\r\n"
     "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
     "flags\r\n*2\r\n+optional\r\n+multiple\r\n";
+static const char info3_pubsub_shardnumsub[] =
+    "*10\r\n$18\r\npubsub|shardnumsub\r\n:-2\r\n~3\r\n+pubsub\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@pubsub\r\n"
+    "+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_pubsub_shardnumsub[] =
+    "$18\r\npubsub|shardnumsub\r\n%5\r\n$7\r\nsummary\r\n"
+    "$47\r\nGet the count of subscribers for shard channels\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$86\r\nO(N) for the SHARDNUMSUB subcommand, w"
+    "here N is the number of requested shard channels\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\n"
+    "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
+    "flags\r\n~2\r\n+optional\r\n+multiple\r\n";
 static const char info_punsubscribe[] =
     "*10\r\n$12\r\npunsubscribe\r\n:-1\r\n*4\r\n+pubsub\r\n"
     "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -5948,6 +11227,20 @@ static const char docs_punsubscribe[] =
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$7\r\npattern\r\n"
     "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\nflags\r\n*2\r\n"
     "+optional\r\n+multiple\r\n";
+static const char info3_punsubscribe[] =
+    "*10\r\n$12\r\npunsubscribe\r\n:-1\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_punsubscribe[] =
+    "$12\r\npunsubscribe\r\n%5\r\n$7\r\nsummary\r\n$74\r\n"
+    "Stop listening for messages posted to channels matching the given patterns\r"
+    "\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$153\r\nO(N+M) where N is the number of patte"
+    "rns the client is already subscribed and M is the number of total patterns s"
+    "ubscribed in the system (by any client).\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\nflags\r\n~2\r\n"
+    "+optional\r\n+multiple\r\n";
 static const char info_quit[] =
     "*10\r\n$4\r\nquit\r\n:-1\r\n*6\r\n+noscript\r\n+loading\r\n"
     "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
@@ -5955,6 +11248,15 @@ static const char info_quit[] =
     "*0\r\n*0\r\n";
 static const char docs_quit[] =
     "$4\r\nquit\r\n*8\r\n$7\r\nsummary\r\n$20\r\nClose the connection\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_quit[] =
+    "*10\r\n$4\r\nquit\r\n:-1\r\n~6\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_quit[] =
+    "$4\r\nquit\r\n%4\r\n$7\r\nsummary\r\n$20\r\nClose the connection\r\n"
     "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_randomkey[] =
@@ -5967,6 +11269,16 @@ static const char docs_randomkey[] =
     "e keyspace\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
     "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\n"
     "O(1)\r\n";
+static const char info3_randomkey[] =
+    "*10\r\n$9\r\nrandomkey\r\n:1\r\n~1\r\n+readonly\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_randomkey[] =
+    "$9\r\nrandomkey\r\n%4\r\n$7\r\nsummary\r\n$37\r\nReturn a random key from th"
+    "e keyspace\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n";
 static const char info_readonly[] =
     "*10\r\n$8\r\nreadonly\r\n:1\r\n*3\r\n+loading\r\n+stale\r\n"
     "+fast\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n+@connection\r\n"
@@ -5976,12 +11288,30 @@ static const char docs_readonly[] =
     "onnection to a cluster replica node\r\n$5\r\nsince\r\n"
     "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_readonly[] =
+    "*10\r\n$8\r\nreadonly\r\n:1\r\n~3\r\n+loading\r\n+stale\r\n"
+    "+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_readonly[] =
+    "$8\r\nreadonly\r\n%4\r\n$7\r\nsummary\r\n$63\r\nEnables read queries for a c"
+    "onnection to a cluster replica node\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
 static const char info_readwrite[] =
     "*10\r\n$9\r\nreadwrite\r\n:1\r\n*3\r\n+loading\r\n"
     "+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n"
     "+@connection\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_readwrite[] =
     "$9\r\nreadwrite\r\n*8\r\n$7\r\nsummary\r\n$64\r\nDisables read queries for a"
+    " connection to a cluster replica node\r\n$5\r\nsince\r\n"
+    "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_readwrite[] =
+    "*10\r\n$9\r\nreadwrite\r\n:1\r\n~3\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n"
+    "+@connection\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_readwrite[] =
+    "$9\r\nreadwrite\r\n%4\r\n$7\r\nsummary\r\n$64\r\nDisables read queries for a"
     " connection to a cluster replica node\r\n$5\r\nsince\r\n"
     "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$7\r\ncluster\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
@@ -6007,6 +11337,29 @@ static const char docs_rename[] =
     "arguments\r\n*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$6\r\nnewkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n";
+static const char info3_rename[] =
+    "*10\r\n$6\r\nrename\r\n:3\r\n~1\r\n+write\r\n:1\r\n"
+    ":2\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_rename[] =
+    "$6\r\nrename\r\n%5\r\n$7\r\nsummary\r\n$12\r\nRename a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$6\r\nnewkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n";
 static const struct keyspec ks_rename[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -6043,6 +11396,32 @@ static const char docs_renamenx[] =
     "$14\r\nkey_spec_index\r\n:0\r\n*6\r\n$4\r\nname\r\n"
     "$6\r\nnewkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:1\r\n";
+static const char info3_renamenx[] =
+    "*10\r\n$8\r\nrenamenx\r\n:3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:2\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_renamenx[] =
+    "$8\r\nrenamenx\r\n%6\r\n$7\r\nsummary\r\n$48\r\nRename a key, only if the ne"
+    "w key does not exist\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n3.2.0\r\n"
+    "$86\r\nThe command no longer returns an error when source and destination na"
+    "mes are the same.\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nnewkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:1\r\n";
 static const struct keyspec ks_renamenx[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6063,6 +11442,16 @@ static const char docs_replconf[] =
     "$5\r\n3.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n*1\r\n"
     "+syscmd\r\n";
+static const char info3_replconf[] =
+    "*10\r\n$8\r\nreplconf\r\n:-1\r\n~5\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_replconf[] =
+    "$8\r\nreplconf\r\n%5\r\n$7\r\nsummary\r\n$58\r\nAn internal command for conf"
+    "iguring the replication stream\r\n$5\r\nsince\r\n$5\r\n"
+    "3.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n~1\r\n+syscmd\r\n";
 static const char info_replicaof[] =
     "*10\r\n$9\r\nreplicaof\r\n:3\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n*3\r\n"
@@ -6084,6 +11473,27 @@ static const char docs_replicaof[] =
     "$5\r\ntoken\r\n$2\r\nNO\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "one\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$3\r\nONE\r\n";
+static const char info3_replicaof[] =
+    "*10\r\n$9\r\nreplicaof\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_replicaof[] =
+    "$9\r\nreplicaof\r\n%5\r\n$7\r\nsummary\r\n$71\r\nMake the server a replica o"
+    "f another instance, or promote it as master.\r\n$5\r\n"
+    "since\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$4\r\nargs\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$9\r\nhost-port\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$4\r\n"
+    "host\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nno-one\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nNO\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "one\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nONE\r\n";
 static const char info_reset[] =
     "*10\r\n$5\r\nreset\r\n:1\r\n*6\r\n+noscript\r\n+loading\r\n"
     "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
@@ -6091,6 +11501,15 @@ static const char info_reset[] =
     "*0\r\n*0\r\n";
 static const char docs_reset[] =
     "$5\r\nreset\r\n*8\r\n$7\r\nsummary\r\n$20\r\nReset the connection\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_reset[] =
+    "*10\r\n$5\r\nreset\r\n:1\r\n~6\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+no_auth\r\n+allow_busy\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_reset[] =
+    "$5\r\nreset\r\n%4\r\n$7\r\nsummary\r\n$20\r\nReset the connection\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
     "connection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_restore[] =
@@ -6134,6 +11553,46 @@ static const char docs_restore[] =
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$4\r\n"
     "FREQ\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_restore[] =
+    "*10\r\n$7\r\nrestore\r\n:-4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~4\r\n+@keyspace\r\n+@write\r\n+@slow\r\n"
+    "+@dangerous\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n"
+    "+OW\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_restore[] =
+    "$7\r\nrestore\r\n%6\r\n$7\r\nsummary\r\n$81\r\nCreate a key using the provid"
+    "ed serialized value, previously obtained using DUMP.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$386\r\nO(1) to create the new key and addit"
+    "ional O(N*M) to reconstruct the serialized value, where N is the number of R"
+    "edis objects composing the value and M their average size. For small string "
+    "values the time complexity is thus O(1)+O(1*M) where M is small, so simply O"
+    "(1). However for sorted set values the complexity is O(N*M*log(N)) because i"
+    "nserting values into sorted sets is O(log(N)).\r\n"
+    "$7\r\nhistory\r\n~3\r\n*2\r\n$5\r\n3.0.0\r\n$29\r\n"
+    "Added the `REPLACE` modifier.\r\n*2\r\n$5\r\n5.0.0\r\n"
+    "$28\r\nAdded the `ABSTTL` modifier.\r\n*2\r\n$5\r\n"
+    "5.0.0\r\n$40\r\nAdded the `IDLETIME` and `FREQ` options.\r\n"
+    "$9\r\narguments\r\n*7\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nttl\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$16\r\nserialized-value\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n"
+    "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nsince\r\n$5\r\n"
+    "3.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$6\r\nabsttl\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nABSTTL\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$7\r\nseconds\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$8\r\nIDLETIME\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$9\r\nfrequency\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$4\r\nFREQ\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_restore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6182,6 +11641,47 @@ static const char docs_restore_asking[] =
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$4\r\n"
     "FREQ\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_restore_asking[] =
+    "*10\r\n$14\r\nrestore-asking\r\n:-4\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+asking\r\n:1\r\n:1\r\n:1\r\n~4\r\n+@keyspace\r\n"
+    "+@write\r\n+@slow\r\n+@dangerous\r\n~0\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_restore_asking[] =
+    "$14\r\nrestore-asking\r\n%7\r\n$7\r\nsummary\r\n$51\r\n"
+    "An internal command for migrating keys in a cluster\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$386\r\nO(1) to create the new key and additi"
+    "onal O(N*M) to reconstruct the serialized value, where N is the number of Re"
+    "dis objects composing the value and M their average size. For small string v"
+    "alues the time complexity is thus O(1)+O(1*M) where M is small, so simply O("
+    "1). However for sorted set values the complexity is O(N*M*log(N)) because in"
+    "serting values into sorted sets is O(log(N)).\r\n$9\r\n"
+    "doc_flags\r\n~1\r\n+syscmd\r\n$7\r\nhistory\r\n~3\r\n"
+    "*2\r\n$5\r\n3.0.0\r\n$29\r\nAdded the `REPLACE` modifier.\r\n"
+    "*2\r\n$5\r\n5.0.0\r\n$28\r\nAdded the `ABSTTL` modifier.\r\n"
+    "*2\r\n$5\r\n5.0.0\r\n$40\r\nAdded the `IDLETIME` and `FREQ` options.\r\n"
+    "$9\r\narguments\r\n*7\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nttl\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$16\r\nserialized-value\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n"
+    "$7\r\nreplace\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$7\r\nREPLACE\r\n$5\r\nsince\r\n$5\r\n"
+    "3.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$6\r\nabsttl\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nABSTTL\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$7\r\nseconds\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$8\r\nIDLETIME\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$9\r\nfrequency\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$4\r\nFREQ\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_restore_asking[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6194,6 +11694,15 @@ static const char info_role[] =
     "+@fast\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_role[] =
     "$4\r\nrole\r\n*8\r\n$7\r\nsummary\r\n$61\r\nReturn the role of the instance "
+    "in the context of replication\r\n$5\r\nsince\r\n$6\r\n"
+    "2.8.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
+static const char info3_role[] =
+    "*10\r\n$4\r\nrole\r\n:1\r\n~4\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@fast\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_role[] =
+    "$4\r\nrole\r\n%4\r\n$7\r\nsummary\r\n$61\r\nReturn the role of the instance "
     "in the context of replication\r\n$5\r\nsince\r\n$6\r\n"
     "2.8.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
@@ -6217,6 +11726,27 @@ static const char docs_rpop[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*8\r\n"
     "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_rpop[] =
+    "*10\r\n$4\r\nrpop\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_rpop[] =
+    "$4\r\nrpop\r\n%6\r\n$7\r\nsummary\r\n$42\r\nRemove and get the last elements"
+    " in a list\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n$47\r\n"
+    "O(N) where N is the number of elements returned\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$27\r\n"
+    "Added the `count` argument.\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const struct keyspec ks_rpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -6251,6 +11781,33 @@ static const char docs_rpoplpush[] =
     "key_spec_index\r\n:0\r\n*6\r\n$4\r\nname\r\n$11\r\n"
     "destination\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":1\r\n";
+static const char info3_rpoplpush[] =
+    "*10\r\n$9\r\nrpoplpush\r\n:3\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n+@slow\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_rpoplpush[] =
+    "$9\r\nrpoplpush\r\n%8\r\n$7\r\nsummary\r\n$75\r\nRemove the last element in "
+    "a list, prepend it to another list and return it\r\n"
+    "$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n$4\r\n"
+    "list\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "6.2.0\r\n$11\r\nreplaced_by\r\n$45\r\n`LMOVE` with the `RIGHT` and `LEFT` ar"
+    "guments\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nsource\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%3\r\n$4\r\nname\r\n$11\r\n"
+    "destination\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n";
 static const struct keyspec ks_rpoplpush[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6280,6 +11837,26 @@ static const char docs_rpush[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_rpush[] =
+    "*10\r\n$5\r\nrpush\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_rpush[] =
+    "$5\r\nrpush\r\n%6\r\n$7\r\nsummary\r\n$41\r\nAppend one or multiple elements"
+    " to a list\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n$106\r\n"
+    "O(1) for each element added, so O(N) to add N elements when the command is c"
+    "alled with multiple arguments.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n2.4.0\r\n$37\r\nAccepts multiple `element` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_rpush[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6306,6 +11883,26 @@ static const char docs_rpushx[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_rpushx[] =
+    "*10\r\n$6\r\nrpushx\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@list\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_rpushx[] =
+    "$6\r\nrpushx\r\n%6\r\n$7\r\nsummary\r\n$52\r\nAppend an element to a list, o"
+    "nly if the list exists\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n"
+    "$5\r\ngroup\r\n$4\r\nlist\r\n$10\r\ncomplexity\r\n"
+    "$106\r\nO(1) for each element added, so O(N) to add N elements when the comm"
+    "and is called with multiple arguments.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n4.0.0\r\n$37\r\nAccepts multiple `element` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$7\r\nelement\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_rpushx[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6332,6 +11929,26 @@ static const char docs_sadd[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*6\r\n"
     "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_sadd[] =
+    "*10\r\n$4\r\nsadd\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_sadd[] =
+    "$4\r\nsadd\r\n%6\r\n$7\r\nsummary\r\n$32\r\nAdd one or more members to a set"
+    "\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$106\r\nO(1) for each element added, so O(N) to "
+    "add N elements when the command is called with multiple arguments.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.4.0\r\n$36\r\n"
+    "Accepts multiple `member` arguments.\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n"
+    "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_sadd[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6345,6 +11962,16 @@ static const char info_save[] =
     "*0\r\n";
 static const char docs_save[] =
     "$4\r\nsave\r\n*8\r\n$7\r\nsummary\r\n$38\r\nSynchronously save the dataset t"
+    "o disk\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$57\r\nO(N) where N is the total number"
+    " of keys in all databases\r\n";
+static const char info3_save[] =
+    "*10\r\n$4\r\nsave\r\n:1\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_save[] =
+    "$4\r\nsave\r\n%4\r\n$7\r\nsummary\r\n$38\r\nSynchronously save the dataset t"
     "o disk\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
     "$6\r\nserver\r\n$10\r\ncomplexity\r\n$57\r\nO(N) where N is the total number"
     " of keys in all databases\r\n";
@@ -6371,6 +11998,29 @@ static const char docs_scan[] =
     "type\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n"
     "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_scan[] =
+    "*10\r\n$4\r\nscan\r\n:-2\r\n~1\r\n+readonly\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n"
+    "~2\r\n$23\r\nnondeterministic_output\r\n$22\r\nrequest_policy:special\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_scan[] =
+    "$4\r\nscan\r\n%6\r\n$7\r\nsummary\r\n$36\r\nIncrementally iterate the keys s"
+    "pace\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$169\r\nO(1) for every call. O(N) for "
+    "a complete iteration, including enough command calls for the cursor to retur"
+    "n back to 0. N is the number of elements inside the collection.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.0.0\r\n$28\r\n"
+    "Added the `TYPE` subcommand.\r\n$9\r\narguments\r\n"
+    "*4\r\n%2\r\n$4\r\nname\r\n$6\r\ncursor\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$5\r\n"
+    "MATCH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%5\r\n$4\r\nname\r\n$4\r\ntype\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n"
+    "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const char info_scard[] =
     "*10\r\n$5\r\nscard\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n"
     ":1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@set\r\n+@fast\r\n"
@@ -6385,6 +12035,22 @@ static const char docs_scard[] =
     " set\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
     "$3\r\nset\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
     "arguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_scard[] =
+    "*10\r\n$5\r\nscard\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_scard[] =
+    "$5\r\nscard\r\n%5\r\n$7\r\nsummary\r\n$34\r\nGet the number of members in a "
+    "set\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$3\r\nset\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_scard[] = {
@@ -6464,6 +12130,77 @@ static const char docs_script[] =
     "es of the script body.\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$6\r\nscript\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_script[] =
+    "*10\r\n$6\r\nscript\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*6\r\n*10\r\n$12\r\nscript|debug\r\n"
+    ":3\r\n~1\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~0\r\n~0\r\n*10\r\n$13\r\nscript|exists\r\n"
+    ":-3\r\n~1\r\n+noscript\r\n:0\r\n:0\r\n:0\r\n~2\r\n"
+    "+@slow\r\n+@scripting\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
+    "$31\r\nresponse_policy:agg_logical_and\r\n~0\r\n~0\r\n"
+    "*10\r\n$12\r\nscript|flush\r\n:-2\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~2\r\n"
+    "$24\r\nrequest_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$11\r\nscript|help\r\n:2\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nscript|kill\r\n"
+    ":2\r\n~2\r\n+noscript\r\n+allow_busy\r\n:0\r\n:0\r\n"
+    ":0\r\n~2\r\n+@slow\r\n+@scripting\r\n~2\r\n$25\r\n"
+    "request_policy:all_shards\r\n$29\r\nresponse_policy:one_succeeded\r\n"
+    "~0\r\n~0\r\n*10\r\n$11\r\nscript|load\r\n:3\r\n~2\r\n"
+    "+noscript\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n"
+    "+@scripting\r\n~2\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_script[] =
+    "$6\r\nscript\r\n%5\r\n$7\r\nsummary\r\n$47\r\nA container for Lua scripts ma"
+    "nagement commands\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n"
+    "$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\ncomplexity\r\n"
+    "$22\r\nDepends on subcommand.\r\n$11\r\nsubcommands\r\n"
+    "%6\r\n$12\r\nscript|debug\r\n%5\r\n$7\r\nsummary\r\n"
+    "$40\r\nSet the debug mode for executed scripts.\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\nmode\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nyes\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$3\r\nYES\r\n%3\r\n$4\r\n"
+    "name\r\n$4\r\nsync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nSYNC\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "no\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nNO\r\n$13\r\nscript|exists\r\n%5\r\n$7\r\nsummary\r\n"
+    "$47\r\nCheck existence of scripts in the script cache.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$100\r\nO(N) with N being the number of sc"
+    "ripts to check (so checking a single script is an O(1) operation).\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "sha1\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n$12\r\nscript|flush\r\n%6\r\n$7\r\n"
+    "summary\r\n$45\r\nRemove all the scripts from the script cache.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$48\r\nO(N) with N being the number of scr"
+    "ipts in cache\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "6.2.0\r\n$53\r\nAdded the `ASYNC` and `SYNC` flushing mode modifiers.\r\n"
+    "$9\r\narguments\r\n*1\r\n%5\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\nasync\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nASYNC\r\n%3\r\n$4\r\nname\r\n$4\r\nsync\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
+    "SYNC\r\n$11\r\nscript|help\r\n%4\r\n$7\r\nsummary\r\n"
+    "$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$11\r\n"
+    "script|kill\r\n%4\r\n$7\r\nsummary\r\n$39\r\nKill the script currently in ex"
+    "ecution.\r\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n"
+    "$9\r\nscripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$11\r\nscript|load\r\n%5\r\n$7\r\nsummary\r\n$52\r\n"
+    "Load the specified Lua script into the script cache.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$57\r\nO(N) with N being the length in byt"
+    "es of the script body.\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\nscript\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const char info_script_debug[] =
     "*10\r\n$12\r\nscript|debug\r\n:3\r\n*1\r\n+noscript\r\n"
     ":0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n*0\r\n"
@@ -6481,6 +12218,23 @@ static const char docs_script_debug[] =
     "$4\r\nSYNC\r\n*6\r\n$4\r\nname\r\n$2\r\nno\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
     "NO\r\n";
+static const char info3_script_debug[] =
+    "*10\r\n$12\r\nscript|debug\r\n:3\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_script_debug[] =
+    "$12\r\nscript|debug\r\n%5\r\n$7\r\nsummary\r\n$40\r\n"
+    "Set the debug mode for executed scripts.\r\n$5\r\n"
+    "since\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$4\r\nmode\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nyes\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nYES\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "sync\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$4\r\nSYNC\r\n%3\r\n$4\r\nname\r\n$2\r\nno\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "NO\r\n";
 static const char info_script_exists[] =
     "*10\r\n$13\r\nscript|exists\r\n:-3\r\n*1\r\n+noscript\r\n"
     ":0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n*2\r\n"
@@ -6495,6 +12249,20 @@ static const char docs_script_exists[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$4\r\n"
     "sha1\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
     "*1\r\n+multiple\r\n";
+static const char info3_script_exists[] =
+    "*10\r\n$13\r\nscript|exists\r\n:-3\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~2\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$31\r\nresponse_policy:agg_logical_and\r"
+    "\n~0\r\n~0\r\n";
+static const char docs3_script_exists[] =
+    "$13\r\nscript|exists\r\n%5\r\n$7\r\nsummary\r\n$47\r\n"
+    "Check existence of scripts in the script cache.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$100\r\nO(N) with N being the number of sc"
+    "ripts to check (so checking a single script is an O(1) operation).\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "sha1\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const char info_script_flush[] =
     "*10\r\n$12\r\nscript|flush\r\n:-2\r\n*1\r\n+noscript\r\n"
     ":0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n*2\r\n"
@@ -6515,12 +12283,41 @@ static const char docs_script_flush[] =
     "$5\r\nASYNC\r\n*6\r\n$4\r\nname\r\n$4\r\nsync\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
     "SYNC\r\n";
+static const char info3_script_flush[] =
+    "*10\r\n$12\r\nscript|flush\r\n:-2\r\n~1\r\n+noscript\r\n"
+    ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n~2\r\n"
+    "$24\r\nrequest_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_script_flush[] =
+    "$12\r\nscript|flush\r\n%6\r\n$7\r\nsummary\r\n$45\r\n"
+    "Remove all the scripts from the script cache.\r\n$5\r\n"
+    "since\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n"
+    "$10\r\ncomplexity\r\n$48\r\nO(N) with N being the number of scripts in cache"
+    "\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$53\r\n"
+    "Added the `ASYNC` and `SYNC` flushing mode modifiers.\r\n"
+    "$9\r\narguments\r\n*1\r\n%5\r\n$4\r\nname\r\n$5\r\n"
+    "async\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\nasync\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nASYNC\r\n%3\r\n$4\r\nname\r\n$4\r\nsync\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\n"
+    "SYNC\r\n";
 static const char info_script_help[] =
     "*10\r\n$11\r\nscript|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@slow\r\n+@scripting\r\n"
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_script_help[] =
     "$11\r\nscript|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_script_help[] =
+    "*10\r\n$11\r\nscript|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_script_help[] =
+    "$11\r\nscript|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$9\r\n"
     "scripting\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -6531,6 +12328,16 @@ static const char info_script_kill[] =
     "ed\r\n*0\r\n*0\r\n";
 static const char docs_script_kill[] =
     "$11\r\nscript|kill\r\n*8\r\n$7\r\nsummary\r\n$39\r\n"
+    "Kill the script currently in execution.\r\n$5\r\nsince\r\n"
+    "$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n";
+static const char info3_script_kill[] =
+    "*10\r\n$11\r\nscript|kill\r\n:2\r\n~2\r\n+noscript\r\n"
+    "+allow_busy\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:one_succeed"
+    "ed\r\n~0\r\n~0\r\n";
+static const char docs3_script_kill[] =
+    "$11\r\nscript|kill\r\n%4\r\n$7\r\nsummary\r\n$39\r\n"
     "Kill the script currently in execution.\r\n$5\r\nsince\r\n"
     "$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\nscripting\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n";
@@ -6546,6 +12353,19 @@ static const char docs_script_load[] =
     "scripting\r\n$10\r\ncomplexity\r\n$57\r\nO(N) with N being the length in byt"
     "es of the script body.\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$6\r\nscript\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
+static const char info3_script_load[] =
+    "*10\r\n$11\r\nscript|load\r\n:3\r\n~2\r\n+noscript\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@scripting\r\n"
+    "~2\r\n$24\r\nrequest_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeede"
+    "d\r\n~0\r\n~0\r\n";
+static const char docs3_script_load[] =
+    "$11\r\nscript|load\r\n%5\r\n$7\r\nsummary\r\n$52\r\n"
+    "Load the specified Lua script into the script cache.\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$9\r\n"
+    "scripting\r\n$10\r\ncomplexity\r\n$57\r\nO(N) with N being the length in byt"
+    "es of the script body.\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\nscript\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
 static const char info_sdiff[] =
     "*10\r\n$5\r\nsdiff\r\n:-2\r\n*1\r\n+readonly\r\n:1\r\n"
@@ -6565,6 +12385,24 @@ static const char docs_sdiff[] =
     "*8\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
     "*1\r\n+multiple\r\n";
+static const char info3_sdiff[] =
+    "*10\r\n$5\r\nsdiff\r\n:-2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":-1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sdiff[] =
+    "$5\r\nsdiff\r\n%5\r\n$7\r\nsummary\r\n$22\r\nSubtract multiple sets\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$63\r\nO(N) where N is the total number of eleme"
+    "nts in all given sets.\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const struct keyspec ks_sdiff[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6597,6 +12435,32 @@ static const char docs_sdiffstore[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:1\r\n$5\r\nflags\r\n*1\r\n"
     "+multiple\r\n";
+static const char info3_sdiffstore[] =
+    "*10\r\n$10\r\nsdiffstore\r\n:-3\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:1\r\n:-1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sdiffstore[] =
+    "$10\r\nsdiffstore\r\n%5\r\n$7\r\nsummary\r\n$59\r\n"
+    "Subtract multiple sets and store the resulting set in a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$63\r\nO(N) where N is the total number of eleme"
+    "nts in all given sets.\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:1\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n";
 static const struct keyspec ks_sdiffstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6616,6 +12480,17 @@ static const char docs_select[] =
     "1.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\n"
     "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
+static const char info3_select[] =
+    "*10\r\n$6\r\nselect\r\n:2\r\n~3\r\n+loading\r\n+stale\r\n"
+    "+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_select[] =
+    "$6\r\nselect\r\n%5\r\n$7\r\nsummary\r\n$55\r\nChange the selected database f"
+    "or the current connection\r\n$5\r\nsince\r\n$5\r\n"
+    "1.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\nindex\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
 static const char info_set[] =
     "*10\r\n$3\r\nset\r\n:-3\r\n*2\r\n+write\r\n+denyoom\r\n"
@@ -6664,6 +12539,53 @@ static const char docs_set[] =
     "$5\r\n6.2.0\r\n*8\r\n$4\r\nname\r\n$7\r\nkeepttl\r\n"
     "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$7\r\nKEEPTTL\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n";
+static const char info3_set[] =
+    "*10\r\n$3\r\nset\r\n:-3\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%4\r\n$5\r\nnotes\r\n$48\r\nRW and ACCESS due to the optional `G"
+    "ET` argument\r\n$5\r\nflags\r\n~4\r\n+RW\r\n+access\r\n"
+    "+update\r\n+variable_flags\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_set[] =
+    "$3\r\nset\r\n%6\r\n$7\r\nsummary\r\n$29\r\nSet the string value of a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "string\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~4\r\n*2\r\n$6\r\n2.6.12\r\n$44\r\nAdded the `EX`, `PX`, `NX` and"
+    " `XX` options.\r\n*2\r\n$5\r\n6.0.0\r\n$27\r\nAdded the `KEEPTTL` option.\r\n"
+    "*2\r\n$5\r\n6.2.0\r\n$42\r\nAdded the `GET`, `EXAT` and `PXAT` option.\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$55\r\nAllowed the `NX` and `GET` options to be used to"
+    "gether.\r\n$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%5\r\n$4\r\nname\r\n$9\r\ncondition\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n$6\r\n"
+    "2.6.12\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$2\r\nnx\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nNX\r\n%3\r\n$4\r\nname\r\n$2\r\nxx\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "XX\r\n%5\r\n$4\r\nname\r\n$3\r\nget\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nGET\r\n$5\r\n"
+    "since\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$10\r\nexpiration\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*5\r\n%4\r\n$4\r\nname\r\n$7\r\nseconds\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$2\r\n"
+    "EX\r\n$5\r\nsince\r\n$6\r\n2.6.12\r\n%4\r\n$4\r\nname\r\n"
+    "$12\r\nmilliseconds\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$2\r\nPX\r\n$5\r\nsince\r\n$6\r\n2.6.12\r\n"
+    "%4\r\n$4\r\nname\r\n$17\r\nunix-time-seconds\r\n$4\r\n"
+    "type\r\n$9\r\nunix-time\r\n$5\r\ntoken\r\n$4\r\nEXAT\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n%4\r\n$4\r\nname\r\n"
+    "$22\r\nunix-time-milliseconds\r\n$4\r\ntype\r\n$9\r\n"
+    "unix-time\r\n$5\r\ntoken\r\n$4\r\nPXAT\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n%4\r\n$4\r\nname\r\n$7\r\nkeepttl\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$7\r\nKEEPTTL\r\n$5\r\nsince\r\n$5\r\n6.0.0\r\n";
 static const struct keyspec ks_set[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE | KSPEC_VARIABLE_FLAGS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6689,6 +12611,25 @@ static const char docs_setbit[] =
     "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
+static const char info3_setbit[] =
+    "*10\r\n$6\r\nsetbit\r\n:4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@bitmap\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_setbit[] =
+    "$6\r\nsetbit\r\n%5\r\n$7\r\nsummary\r\n$66\r\nSets or clears the bit at offs"
+    "et in the string value stored at key\r\n$5\r\nsince\r\n"
+    "$5\r\n2.2.0\r\n$5\r\ngroup\r\n$6\r\nbitmap\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*3\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
 static const struct keyspec ks_setbit[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6713,6 +12654,24 @@ static const char docs_setex[] =
     ":0\r\n*4\r\n$4\r\nname\r\n$7\r\nseconds\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$5\r\nvalue\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_setex[] =
+    "*10\r\n$5\r\nsetex\r\n:4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_setex[] =
+    "$5\r\nsetex\r\n%5\r\n$7\r\nsummary\r\n$37\r\nSet the value and expiration of"
+    " a key\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$7\r\nseconds\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_setex[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6735,6 +12694,23 @@ static const char docs_setnx[] =
     "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n*6\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$5\r\n"
+    "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_setnx[] =
+    "*10\r\n$5\r\nsetnx\r\n:3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_setnx[] =
+    "$5\r\nsetnx\r\n%5\r\n$7\r\nsummary\r\n$54\r\nSet the value of a key, only if"
+    " the key does not exist\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\n"
     "value\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_setnx[] = {
     { .flags = KSPEC_OW | KSPEC_INSERT,
@@ -6762,6 +12738,27 @@ static const char docs_setrange[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$6\r\n"
     "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
+    "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_setrange[] =
+    "*10\r\n$8\r\nsetrange\r\n:4\r\n~2\r\n+write\r\n+denyoom\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_setrange[] =
+    "$8\r\nsetrange\r\n%5\r\n$7\r\nsummary\r\n$66\r\nOverwrite part of a string a"
+    "t key starting at the specified offset\r\n$5\r\nsince\r\n"
+    "$5\r\n2.2.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\n"
+    "complexity\r\n$215\r\nO(1), not counting the time taken to copy the new stri"
+    "ng in place. Usually, this string is very small so the amortized complexity "
+    "is O(1). Otherwise, complexity is O(M) with M being the length of the value "
+    "argument.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$6\r\n"
+    "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
     "name\r\n$5\r\nvalue\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_setrange[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
@@ -6798,6 +12795,35 @@ static const char docs_shutdown[] =
     "$4\r\nname\r\n$5\r\nabort\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$5\r\nABORT\r\n$5\r\n"
     "since\r\n$5\r\n7.0.0\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_shutdown[] =
+    "*10\r\n$8\r\nshutdown\r\n:-1\r\n~6\r\n+admin\r\n+noscript\r\n"
+    "+loading\r\n+stale\r\n+no_multi\r\n+allow_busy\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_shutdown[] =
+    "$8\r\nshutdown\r\n%6\r\n$7\r\nsummary\r\n$68\r\nSynchronously save the datas"
+    "et to disk and then shut down the server\r\n$5\r\n"
+    "since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$103\r\nO(N) when saving, where N is the total number o"
+    "f keys in all databases when saving data, otherwise O(1)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$47\r\n"
+    "Added the `NOW`, `FORCE` and `ABORT` modifiers.\r\n"
+    "$9\r\narguments\r\n*4\r\n%4\r\n$4\r\nname\r\n$11\r\n"
+    "nosave_save\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$6\r\nnosave\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNOSAVE\r\n"
+    "%3\r\n$4\r\nname\r\n$4\r\nsave\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$4\r\nSAVE\r\n%5\r\n$4\r\n"
+    "name\r\n$3\r\nnow\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nNOW\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n"
+    "$5\r\nforce\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nFORCE\r\n$5\r\nsince\r\n$5\r\n"
+    "7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\n"
+    "name\r\n$5\r\nabort\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nABORT\r\n$5\r\nsince\r\n$5\r\n"
+    "7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const char info_sinter[] =
     "*10\r\n$6\r\nsinter\r\n:-2\r\n*1\r\n+readonly\r\n:1\r\n"
     ":-1\r\n:1\r\n*3\r\n+@read\r\n+@set\r\n+@slow\r\n*1\r\n"
@@ -6816,6 +12842,24 @@ static const char docs_sinter[] =
     "$9\r\narguments\r\n*1\r\n*8\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_sinter[] =
+    "*10\r\n$6\r\nsinter\r\n:-2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":-1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sinter[] =
+    "$6\r\nsinter\r\n%5\r\n$7\r\nsummary\r\n$23\r\nIntersect multiple sets\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$93\r\nO(N*M) worst case where N is the cardinal"
+    "ity of the smallest set and M is the number of sets.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_sinter[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6845,6 +12889,29 @@ static const char docs_sintercard[] =
     "*8\r\n$4\r\nname\r\n$5\r\nlimit\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_sintercard[] =
+    "*10\r\n$10\r\nsintercard\r\n:-3\r\n~2\r\n+readonly\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@read\r\n"
+    "+@set\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n"
+    ":0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n"
+    "~0\r\n";
+static const char docs3_sintercard[] =
+    "$10\r\nsintercard\r\n%5\r\n$7\r\nsummary\r\n$64\r\n"
+    "Intersect multiple sets and return the cardinality of the result\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$93\r\nO(N*M) worst case where N is the cardinal"
+    "ity of the smallest set and M is the number of sets.\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nlimit\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_sintercard[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6877,6 +12944,32 @@ static const char docs_sinterstore[] =
     ":0\r\n*8\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n$5\r\n"
     "flags\r\n*1\r\n+multiple\r\n";
+static const char info3_sinterstore[] =
+    "*10\r\n$11\r\nsinterstore\r\n:-3\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:1\r\n:-1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sinterstore[] =
+    "$11\r\nsinterstore\r\n%5\r\n$7\r\nsummary\r\n$60\r\n"
+    "Intersect multiple sets and store the resulting set in a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$93\r\nO(N*M) worst case where N is the cardinal"
+    "ity of the smallest set and M is the number of sets.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$11\r\n"
+    "destination\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n$5\r\n"
+    "flags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_sinterstore[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6904,6 +12997,23 @@ static const char docs_sismember[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_sismember[] =
+    "*10\r\n$9\r\nsismember\r\n:3\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_sismember[] =
+    "$9\r\nsismember\r\n%5\r\n$7\r\nsummary\r\n$47\r\nDetermine if a given value "
+    "is a member of a set\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n"
+    "$5\r\ngroup\r\n$3\r\nset\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const struct keyspec ks_sismember[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -6931,6 +13041,29 @@ static const char docs_slaveof[] =
     "type\r\n$5\r\nblock\r\n$9\r\narguments\r\n*2\r\n*6\r\n"
     "$4\r\nname\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$2\r\nNO\r\n*6\r\n$4\r\nname\r\n$3\r\n"
+    "one\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nONE\r\n";
+static const char info3_slaveof[] =
+    "*10\r\n$7\r\nslaveof\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+stale\r\n+no_async_loading\r\n:0\r\n:0\r\n:0\r\n~3\r\n"
+    "+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_slaveof[] =
+    "$7\r\nslaveof\r\n%8\r\n$7\r\nsummary\r\n$71\r\nMake the server a replica of "
+    "another instance, or promote it as master.\r\n$5\r\n"
+    "since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "5.0.0\r\n$11\r\nreplaced_by\r\n$11\r\n`REPLICAOF`\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$4\r\n"
+    "args\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$9\r\nhost-port\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$4\r\nhost\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$4\r\nport\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%3\r\n$4\r\nname\r\n$6\r\nno-one\r\n$4\r\n"
+    "type\r\n$5\r\nblock\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nNO\r\n%3\r\n$4\r\nname\r\n$3\r\n"
     "one\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
     "$3\r\nONE\r\n";
 static const char info_slowlog[] =
@@ -6973,6 +13106,46 @@ static const char docs_slowlog[] =
     "ow log\r\n$5\r\nsince\r\n$6\r\n2.2.12\r\n$5\r\ngroup\r\n"
     "$6\r\nserver\r\n$10\r\ncomplexity\r\n$52\r\nO(N) where N is the number of en"
     "tries in the slowlog\r\n";
+static const char info3_slowlog[] =
+    "*10\r\n$7\r\nslowlog\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*4\r\n*10\r\n$11\r\nslowlog|get\r\n"
+    ":-2\r\n~3\r\n+admin\r\n+loading\r\n+stale\r\n:0\r\n"
+    ":0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n"
+    "~2\r\n$24\r\nrequest_policy:all_nodes\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n*10\r\n$12\r\nslowlog|help\r\n:2\r\n~2\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$11\r\nslowlog|len\r\n:2\r\n"
+    "~3\r\n+admin\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n"
+    ":0\r\n~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~3\r\n"
+    "$24\r\nrequest_policy:all_nodes\r\n$23\r\nresponse_policy:agg_sum\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n*10\r\n"
+    "$13\r\nslowlog|reset\r\n:2\r\n~3\r\n+admin\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+    "+@dangerous\r\n~2\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_slowlog[] =
+    "$7\r\nslowlog\r\n%5\r\n$7\r\nsummary\r\n$33\r\nA container for slow log comm"
+    "ands\r\n$5\r\nsince\r\n$6\r\n2.2.12\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n"
+    "$11\r\nsubcommands\r\n%4\r\n$11\r\nslowlog|get\r\n"
+    "%6\r\n$7\r\nsummary\r\n$26\r\nGet the slow log's entries\r\n"
+    "$5\r\nsince\r\n$6\r\n2.2.12\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$46\r\nO(N) where N is the number of entries "
+    "returned\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n"
+    "$52\r\nAdded client IP address, port and name to the reply.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$12\r\nslowlog|help\r\n%4\r\n$7\r\n"
+    "summary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$11\r\n"
+    "slowlog|len\r\n%4\r\n$7\r\nsummary\r\n$25\r\nGet the slow log's length\r\n"
+    "$5\r\nsince\r\n$6\r\n2.2.12\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$13\r\n"
+    "slowlog|reset\r\n%4\r\n$7\r\nsummary\r\n$35\r\nClear all entries from the sl"
+    "ow log\r\n$5\r\nsince\r\n$6\r\n2.2.12\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n$10\r\ncomplexity\r\n$52\r\nO(N) where N is the number of en"
+    "tries in the slowlog\r\n";
 static const char info_slowlog_get[] =
     "*10\r\n$11\r\nslowlog|get\r\n:-2\r\n*3\r\n+admin\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
@@ -6988,12 +13161,36 @@ static const char docs_slowlog_get[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$5\r\n"
     "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_slowlog_get[] =
+    "*10\r\n$11\r\nslowlog|get\r\n:-2\r\n~3\r\n+admin\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~2\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n";
+static const char docs3_slowlog_get[] =
+    "$11\r\nslowlog|get\r\n%6\r\n$7\r\nsummary\r\n$26\r\n"
+    "Get the slow log's entries\r\n$5\r\nsince\r\n$6\r\n"
+    "2.2.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$46\r\nO(N) where N is the number of entries returned\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n$52\r\n"
+    "Added client IP address, port and name to the reply.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const char info_slowlog_help[] =
     "*10\r\n$12\r\nslowlog|help\r\n:2\r\n*2\r\n+loading\r\n"
     "+stale\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@slow\r\n*0\r\n"
     "*0\r\n*0\r\n";
 static const char docs_slowlog_help[] =
     "$12\r\nslowlog|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_slowlog_help[] =
+    "*10\r\n$12\r\nslowlog|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_slowlog_help[] =
+    "$12\r\nslowlog|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -7008,6 +13205,17 @@ static const char docs_slowlog_len[] =
     "Get the slow log's length\r\n$5\r\nsince\r\n$6\r\n"
     "2.2.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n";
+static const char info3_slowlog_len[] =
+    "*10\r\n$11\r\nslowlog|len\r\n:2\r\n~3\r\n+admin\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~3\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$23\r\nresponse_policy:agg_sum\r\n$23\r\nnondeterministic_output\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_slowlog_len[] =
+    "$11\r\nslowlog|len\r\n%4\r\n$7\r\nsummary\r\n$25\r\n"
+    "Get the slow log's length\r\n$5\r\nsince\r\n$6\r\n"
+    "2.2.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n";
 static const char info_slowlog_reset[] =
     "*10\r\n$13\r\nslowlog|reset\r\n:2\r\n*3\r\n+admin\r\n"
     "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@admin\r\n"
@@ -7015,6 +13223,16 @@ static const char info_slowlog_reset[] =
     "$29\r\nresponse_policy:all_succeeded\r\n*0\r\n*0\r\n";
 static const char docs_slowlog_reset[] =
     "$13\r\nslowlog|reset\r\n*8\r\n$7\r\nsummary\r\n$35\r\n"
+    "Clear all entries from the slow log\r\n$5\r\nsince\r\n"
+    "$6\r\n2.2.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
+    "complexity\r\n$52\r\nO(N) where N is the number of entries in the slowlog\r\n";
+static const char info3_slowlog_reset[] =
+    "*10\r\n$13\r\nslowlog|reset\r\n:2\r\n~3\r\n+admin\r\n"
+    "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n"
+    "+@slow\r\n+@dangerous\r\n~2\r\n$24\r\nrequest_policy:all_nodes\r\n"
+    "$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n";
+static const char docs3_slowlog_reset[] =
+    "$13\r\nslowlog|reset\r\n%4\r\n$7\r\nsummary\r\n$35\r\n"
     "Clear all entries from the slow log\r\n$5\r\nsince\r\n"
     "$6\r\n2.2.12\r\n$5\r\ngroup\r\n$6\r\nserver\r\n$10\r\n"
     "complexity\r\n$52\r\nO(N) where N is the number of entries in the slowlog\r\n";
@@ -7034,6 +13252,23 @@ static const char docs_smembers[] =
     "$3\r\nset\r\n$10\r\ncomplexity\r\n$36\r\nO(N) where N is the set cardinality"
     ".\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_smembers[] =
+    "*10\r\n$8\r\nsmembers\r\n:2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n"
+    "~1\r\n$29\r\nnondeterministic_output_order\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_smembers[] =
+    "$8\r\nsmembers\r\n%5\r\n$7\r\nsummary\r\n$28\r\nGet all the members in a set"
+    "\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$36\r\nO(N) where N is the set cardinality.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_smembers[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -7060,6 +13295,25 @@ static const char docs_smismember[] =
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n*6\r\n$4\r\n"
     "name\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_smismember[] =
+    "*10\r\n$10\r\nsmismember\r\n:-3\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_smismember[] =
+    "$10\r\nsmismember\r\n%5\r\n$7\r\nsummary\r\n$67\r\n"
+    "Returns the membership associated with the given elements for a set\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$67\r\nO(N) where N is the number of elements be"
+    "ing checked for membership\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%3\r\n$4\r\n"
+    "name\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_smismember[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7090,6 +13344,31 @@ static const char docs_smove[] =
     ":0\r\n*6\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
     "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
     "*4\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
+static const char info3_smove[] =
+    "*10\r\n$5\r\nsmove\r\n:4\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n+@fast\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_smove[] =
+    "$5\r\nsmove\r\n%5\r\n$7\r\nsummary\r\n$37\r\nMove a member from one set to a"
+    "nother\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$3\r\nset\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$6\r\nsource\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
 static const struct keyspec ks_smove[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
@@ -7153,6 +13432,59 @@ static const char docs_sort[] =
     "*10\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:2\r\n$5\r\n"
     "token\r\n$5\r\nSTORE\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_sort[] =
+    "*10\r\n$4\r\nsort\r\n:-2\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+movablekeys\r\n:1\r\n:1\r\n:1\r\n~6\r\n+@write\r\n"
+    "+@set\r\n+@sortedset\r\n+@list\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~3\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n%4\r\n$5\r\nnotes\r\n$120\r\nFor the optional BY/GET keyword."
+    " It is marked 'unknown' because the key names derive from the content of the"
+    " key we sort\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nunknown\r\n"
+    "$4\r\nspec\r\n%0\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$7\r\nunknown\r\n$4\r\nspec\r\n%0\r\n%4\r\n"
+    "$5\r\nnotes\r\n$116\r\nFor the optional STORE keyword. It is marked 'unknown"
+    "' because the keyword can appear anywhere in the argument array\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$7\r\nunknown\r\n$4\r\nspec\r\n"
+    "%0\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$7\r\n"
+    "unknown\r\n$4\r\nspec\r\n%0\r\n~0\r\n";
+static const char docs3_sort[] =
+    "$4\r\nsort\r\n%5\r\n$7\r\nsummary\r\n$46\r\nSort the elements in a list, set"
+    " or sorted set\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$168\r\n"
+    "O(N+M*log(M)) where N is the number of elements in the list or set to sort, "
+    "and M the number of returned elements. When the elements are not sorted, com"
+    "plexity is O(N).\r\n$9\r\narguments\r\n*7\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%5\r\n$4\r\nname\r\n"
+    "$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$14\r\n"
+    "key_spec_index\r\n:1\r\n$5\r\ntoken\r\n$2\r\nBY\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n"
+    "$12\r\noffset_count\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%5\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\n"
+    "type\r\n$7\r\npattern\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n$5\r\ntoken\r\n$3\r\nGET\r\n$5\r\nflags\r\n~3\r\n"
+    "+optional\r\n+multiple\r\n+multiple_token\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\norder\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "sorting\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nALPHA\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%5\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:2\r\n$5\r\n"
+    "token\r\n$5\r\nSTORE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_sort[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7209,6 +13541,50 @@ static const char docs_sort_ro[] =
     "$5\r\ntoken\r\n$4\r\nDESC\r\n*8\r\n$4\r\nname\r\n$7\r\n"
     "sorting\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
     "token\r\n$5\r\nALPHA\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_sort_ro[] =
+    "*10\r\n$7\r\nsort_ro\r\n:-2\r\n~2\r\n+readonly\r\n"
+    "+movablekeys\r\n:1\r\n:1\r\n:1\r\n~6\r\n+@read\r\n"
+    "+@set\r\n+@sortedset\r\n+@list\r\n+@slow\r\n+@dangerous\r\n"
+    "~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n%4\r\n$5\r\nnotes\r\n$120\r\nFor the optional BY/GET keyword."
+    " It is marked 'unknown' because the key names derive from the content of the"
+    " key we sort\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nunknown\r\n"
+    "$4\r\nspec\r\n%0\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$7\r\nunknown\r\n$4\r\nspec\r\n%0\r\n~0\r\n";
+static const char docs3_sort_ro[] =
+    "$7\r\nsort_ro\r\n%5\r\n$7\r\nsummary\r\n$74\r\nSort the elements in a list, "
+    "set or sorted set. Read-only variant of SORT.\r\n$5\r\n"
+    "since\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$7\r\ngeneric\r\n"
+    "$10\r\ncomplexity\r\n$168\r\nO(N+M*log(M)) where N is the number of elements"
+    " in the list or set to sort, and M the number of returned elements. When the"
+    " elements are not sorted, complexity is O(N).\r\n$9\r\n"
+    "arguments\r\n*6\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n"
+    "$7\r\npattern\r\n$14\r\nkey_spec_index\r\n:1\r\n$5\r\n"
+    "token\r\n$2\r\nBY\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%5\r\n$4\r\nname\r\n$12\r\noffset_count\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%5\r\n$4\r\nname\r\n"
+    "$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n$14\r\n"
+    "key_spec_index\r\n:1\r\n$5\r\ntoken\r\n$3\r\nGET\r\n"
+    "$5\r\nflags\r\n~3\r\n+optional\r\n+multiple\r\n+multiple_token\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\norder\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nasc\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nASC\r\n%3\r\n"
+    "$4\r\nname\r\n$4\r\ndesc\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$4\r\nDESC\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "sorting\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nALPHA\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_sort_ro[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7240,6 +13616,28 @@ static const char docs_spop[] =
     ":0\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\n"
     "flags\r\n*1\r\n+optional\r\n";
+static const char info3_spop[] =
+    "*10\r\n$4\r\nspop\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n+@fast\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~3\r\n+RW\r\n+access\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_spop[] =
+    "$4\r\nspop\r\n%6\r\n$7\r\nsummary\r\n$59\r\nRemove and return one or multipl"
+    "e random members from a set\r\n$5\r\nsince\r\n$5\r\n"
+    "1.0.0\r\n$5\r\ngroup\r\n$3\r\nset\r\n$10\r\ncomplexity\r\n"
+    "$89\r\nWithout the count argument O(1), otherwise O(N) where N is the value "
+    "of the passed count.\r\n$7\r\nhistory\r\n~1\r\n*2\r\n"
+    "$5\r\n3.2.0\r\n$27\r\nAdded the `count` argument.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_spop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7262,6 +13660,24 @@ static const char docs_spublish[] =
     "ients subscribed to the receiving shard channel.\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$12\r\n"
     "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n"
+    "$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
+static const char info3_spublish[] =
+    "*10\r\n$8\r\nspublish\r\n:3\r\n~4\r\n+pubsub\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~2\r\n+@pubsub\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+not_key\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_spublish[] =
+    "$8\r\nspublish\r\n%5\r\n$7\r\nsummary\r\n$33\r\nPost a message to a shard ch"
+    "annel\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\npubsub\r\n$10\r\ncomplexity\r\n$80\r\nO(N) where N is the number of cl"
+    "ients subscribed to the receiving shard channel.\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$12\r\n"
+    "shardchannel\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
     "$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
 static const struct keyspec ks_spublish[] = {
@@ -7293,6 +13709,29 @@ static const char docs_srandmember[] =
     "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_srandmember[] =
+    "*10\r\n$11\r\nsrandmember\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_srandmember[] =
+    "$11\r\nsrandmember\r\n%6\r\n$7\r\nsummary\r\n$45\r\n"
+    "Get one or multiple random members from a set\r\n$5\r\n"
+    "since\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\nset\r\n"
+    "$10\r\ncomplexity\r\n$98\r\nWithout the count argument O(1), otherwise O(N) "
+    "where N is the absolute value of the passed count.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.6.0\r\n$36\r\n"
+    "Added the optional `count` argument.\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const struct keyspec ks_srandmember[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7318,6 +13757,25 @@ static const char docs_srem[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_srem[] =
+    "*10\r\n$4\r\nsrem\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_srem[] =
+    "$4\r\nsrem\r\n%6\r\n$7\r\nsummary\r\n$37\r\nRemove one or more members from "
+    "a set\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$3\r\nset\r\n$10\r\ncomplexity\r\n$52\r\nO(N) where N is the number of membe"
+    "rs to be removed.\r\n$7\r\nhistory\r\n~1\r\n*2\r\n"
+    "$5\r\n2.4.0\r\n$36\r\nAccepts multiple `member` arguments.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_srem[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7349,6 +13807,31 @@ static const char docs_sscan[] =
     "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_sscan[] =
+    "*10\r\n$5\r\nsscan\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n~1\r\n"
+    "$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sscan[] =
+    "$5\r\nsscan\r\n%5\r\n$7\r\nsummary\r\n$34\r\nIncrementally iterate Set eleme"
+    "nts\r\n$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n"
+    "$3\r\nset\r\n$10\r\ncomplexity\r\n$170\r\nO(1) for every call. O(N) for a co"
+    "mplete iteration, including enough command calls for the cursor to return ba"
+    "ck to 0. N is the number of elements inside the collection..\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$6\r\ncursor\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$5\r\n"
+    "MATCH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const struct keyspec ks_sscan[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7373,6 +13856,24 @@ static const char docs_ssubscribe[] =
     "annels to subscribe to.\r\n$9\r\narguments\r\n*1\r\n"
     "*6\r\n$4\r\nname\r\n$12\r\nshardchannel\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_ssubscribe[] =
+    "*10\r\n$10\r\nssubscribe\r\n:-2\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:1\r\n:-1\r\n:1\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~1\r\n+not_key\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_ssubscribe[] =
+    "$10\r\nssubscribe\r\n%5\r\n$7\r\nsummary\r\n$57\r\n"
+    "Listen for messages published to the given shard channels\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$61\r\nO(N) where N is the number of shard ch"
+    "annels to subscribe to.\r\n$9\r\narguments\r\n*1\r\n"
+    "%3\r\n$4\r\nname\r\n$12\r\nshardchannel\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_ssubscribe[] = {
     { .flags = KSPEC_NOT_KEY,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7395,6 +13896,22 @@ static const char docs_strlen[] =
     "O(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n"
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_strlen[] =
+    "*10\r\n$6\r\nstrlen\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_strlen[] =
+    "$6\r\nstrlen\r\n%5\r\n$7\r\nsummary\r\n$43\r\nGet the length of the value st"
+    "ored in a key\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n$5\r\n"
+    "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\n"
+    "O(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_strlen[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7413,6 +13930,18 @@ static const char docs_subscribe[] =
     " to subscribe to.\r\n$9\r\narguments\r\n*1\r\n*6\r\n"
     "$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_subscribe[] =
+    "*10\r\n$9\r\nsubscribe\r\n:-2\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_subscribe[] =
+    "$9\r\nsubscribe\r\n%5\r\n$7\r\nsummary\r\n$51\r\nListen for messages publish"
+    "ed to the given channels\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\npubsub\r\n$10\r\ncomplexity\r\n"
+    "$55\r\nO(N) where N is the number of channels to subscribe to.\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "channel\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const char info_substr[] =
     "*10\r\n$6\r\nsubstr\r\n:4\r\n*1\r\n+readonly\r\n:1\r\n"
     ":1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@slow\r\n"
@@ -7435,6 +13964,29 @@ static const char docs_substr[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n"
     "$5\r\nstart\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n"
+    "$4\r\nname\r\n$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_substr[] =
+    "*10\r\n$6\r\nsubstr\r\n:4\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_substr[] =
+    "$6\r\nsubstr\r\n%8\r\n$7\r\nsummary\r\n$45\r\nGet a substring of the string "
+    "stored at a key\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$231\r\n"
+    "O(N) where N is the length of the returned string. The complexity is ultimat"
+    "ely determined by the returned length, but because creating a substring from"
+    " an existing string is very cheap, it can be considered O(1) for small strin"
+    "gs.\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\n"
+    "deprecated_since\r\n$5\r\n2.0.0\r\n$11\r\nreplaced_by\r\n"
+    "$10\r\n`GETRANGE`\r\n$9\r\narguments\r\n*3\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n"
+    "$5\r\nstart\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n"
     "$4\r\nname\r\n$3\r\nend\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_substr[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -7460,6 +14012,24 @@ static const char docs_sunion[] =
     "*8\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
     "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
     "*1\r\n+multiple\r\n";
+static const char info3_sunion[] =
+    "*10\r\n$6\r\nsunion\r\n:-2\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":-1\r\n:1\r\n~3\r\n+@read\r\n+@set\r\n+@slow\r\n~1\r\n"
+    "$29\r\nnondeterministic_output_order\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sunion[] =
+    "$6\r\nsunion\r\n%5\r\n$7\r\nsummary\r\n$17\r\nAdd multiple sets\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$63\r\nO(N) where N is the total number of eleme"
+    "nts in all given sets.\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const struct keyspec ks_sunion[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7492,6 +14062,32 @@ static const char docs_sunionstore[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:1\r\n$5\r\nflags\r\n*1\r\n"
     "+multiple\r\n";
+static const char info3_sunionstore[] =
+    "*10\r\n$11\r\nsunionstore\r\n:-3\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:1\r\n:-1\r\n:1\r\n~3\r\n+@write\r\n+@set\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sunionstore[] =
+    "$11\r\nsunionstore\r\n%5\r\n$7\r\nsummary\r\n$54\r\n"
+    "Add multiple sets and store the resulting set in a key\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$3\r\n"
+    "set\r\n$10\r\ncomplexity\r\n$63\r\nO(N) where N is the total number of eleme"
+    "nts in all given sets.\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:1\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n";
 static const struct keyspec ks_sunionstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7520,6 +14116,25 @@ static const char docs_sunsubscribe[] =
     "*1\r\n*6\r\n$4\r\nname\r\n$12\r\nshardchannel\r\n$4\r\n"
     "type\r\n$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
     "+multiple\r\n";
+static const char info3_sunsubscribe[] =
+    "*10\r\n$12\r\nsunsubscribe\r\n:-1\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:1\r\n:-1\r\n:1\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~1\r\n+not_key\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_sunsubscribe[] =
+    "$12\r\nsunsubscribe\r\n%5\r\n$7\r\nsummary\r\n$62\r\n"
+    "Stop listening for messages posted to the given shard channels\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$76\r\nO(N) where N is the number of clients "
+    "already subscribed to a shard channel.\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$12\r\nshardchannel\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n";
 static const struct keyspec ks_sunsubscribe[] = {
     { .flags = KSPEC_NOT_KEY,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7538,6 +14153,18 @@ static const char docs_swapdb[] =
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$6\r\n"
     "index1\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
     "name\r\n$6\r\nindex2\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_swapdb[] =
+    "*10\r\n$6\r\nswapdb\r\n:3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":0\r\n:0\r\n:0\r\n~4\r\n+@keyspace\r\n+@write\r\n+@fast\r\n"
+    "+@dangerous\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_swapdb[] =
+    "$6\r\nswapdb\r\n%5\r\n$7\r\nsummary\r\n$25\r\nSwaps two Redis databases\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$86\r\nO(N) where N is the count of clients w"
+    "atching or blocking on keys from both databases.\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$6\r\n"
+    "index1\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\nindex2\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const char info_sync[] =
     "*10\r\n$4\r\nsync\r\n:1\r\n*4\r\n+admin\r\n+noscript\r\n"
     "+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"
@@ -7547,12 +14174,29 @@ static const char docs_sync[] =
     "$4\r\nsync\r\n*6\r\n$7\r\nsummary\r\n$37\r\nInternal command used for replic"
     "ation\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
     "$6\r\nserver\r\n";
+static const char info3_sync[] =
+    "*10\r\n$4\r\nsync\r\n:1\r\n~4\r\n+admin\r\n+noscript\r\n"
+    "+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"
+    "~3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n~0\r\n~0\r\n"
+    "~0\r\n";
+static const char docs3_sync[] =
+    "$4\r\nsync\r\n%3\r\n$7\r\nsummary\r\n$37\r\nInternal command used for replic"
+    "ation\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nserver\r\n";
 static const char info_time[] =
     "*10\r\n$4\r\ntime\r\n:1\r\n*3\r\n+loading\r\n+stale\r\n"
     "+fast\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@fast\r\n*1\r\n$23\r\n"
     "nondeterministic_output\r\n*0\r\n*0\r\n";
 static const char docs_time[] =
     "$4\r\ntime\r\n*8\r\n$7\r\nsummary\r\n$30\r\nReturn the current server time\r"
+    "\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_time[] =
+    "*10\r\n$4\r\ntime\r\n:1\r\n~3\r\n+loading\r\n+stale\r\n"
+    "+fast\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@fast\r\n~1\r\n$23\r\n"
+    "nondeterministic_output\r\n~0\r\n~0\r\n";
+static const char docs3_time[] =
+    "$4\r\ntime\r\n%4\r\n$7\r\nsummary\r\n$30\r\nReturn the current server time\r"
     "\n$5\r\nsince\r\n$5\r\n2.6.0\r\n$5\r\ngroup\r\n$6\r\n"
     "server\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_touch[] =
@@ -7573,6 +14217,25 @@ static const char docs_touch[] =
     "at will be touched.\r\n$9\r\narguments\r\n*1\r\n*8\r\n"
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n*1\r\n"
+    "+multiple\r\n";
+static const char info3_touch[] =
+    "*10\r\n$5\r\ntouch\r\n:-2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~2\r\n$26\r\nrequest_policy:multi_shard\r\n$23\r\n"
+    "response_policy:agg_sum\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~1\r\n+RO\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:-1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_touch[] =
+    "$5\r\ntouch\r\n%5\r\n$7\r\nsummary\r\n$87\r\nAlters the last access time of "
+    "a key(s). Returns the number of existing keys specified.\r\n"
+    "$5\r\nsince\r\n$5\r\n3.2.1\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$56\r\nO(N) where N is the number of keys th"
+    "at will be touched.\r\n$9\r\narguments\r\n*1\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
     "+multiple\r\n";
 static const struct keyspec ks_touch[] = {
     { .flags = KSPEC_RO,
@@ -7598,6 +14261,24 @@ static const char docs_ttl[] =
     "Added the -2 reply.\r\n$9\r\narguments\r\n*1\r\n*6\r\n"
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n";
+static const char info3_ttl[] =
+    "*10\r\n$3\r\nttl\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_ttl[] =
+    "$3\r\nttl\r\n%6\r\n$7\r\nsummary\r\n$41\r\nGet the time to live for a key in"
+    " seconds\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.8.0\r\n$19\r\n"
+    "Added the -2 reply.\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n";
 static const struct keyspec ks_ttl[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7619,6 +14300,22 @@ static const char docs_type[] =
     "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_type[] =
+    "*10\r\n$4\r\ntype\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@keyspace\r\n+@read\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_type[] =
+    "$4\r\ntype\r\n%5\r\n$7\r\nsummary\r\n$32\r\nDetermine the type stored at key"
+    "\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_type[] = {
     { .flags = KSPEC_RO,
@@ -7648,6 +14345,28 @@ static const char docs_unlink[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n*1\r\n"
     "+multiple\r\n";
+static const char info3_unlink[] =
+    "*10\r\n$6\r\nunlink\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:-1\r\n:1\r\n~3\r\n+@keyspace\r\n+@write\r\n"
+    "+@fast\r\n~2\r\n$26\r\nrequest_policy:multi_shard\r\n"
+    "$23\r\nresponse_policy:agg_sum\r\n~1\r\n%3\r\n$5\r\n"
+    "flags\r\n~2\r\n+RM\r\n+delete\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_unlink[] =
+    "$6\r\nunlink\r\n%5\r\n$7\r\nsummary\r\n$93\r\nDelete a key asynchronously in"
+    " another thread. Otherwise it is just as DEL, but non blocking.\r\n"
+    "$5\r\nsince\r\n$5\r\n4.0.0\r\n$5\r\ngroup\r\n$7\r\n"
+    "generic\r\n$10\r\ncomplexity\r\n$207\r\nO(1) for each key removed regardless"
+    " of its size. Then the command does O(N) work in a different thread in order"
+    " to reclaim memory, where N is the number of allocations the deleted objects"
+    " where composed of.\r\n$9\r\narguments\r\n*1\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n";
 static const struct keyspec ks_unlink[] = {
     { .flags = KSPEC_RM | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7667,12 +14386,33 @@ static const char docs_unsubscribe[] =
     "*1\r\n*6\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*2\r\n+optional\r\n"
     "+multiple\r\n";
+static const char info3_unsubscribe[] =
+    "*10\r\n$11\r\nunsubscribe\r\n:-1\r\n~4\r\n+pubsub\r\n"
+    "+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@pubsub\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_unsubscribe[] =
+    "$11\r\nunsubscribe\r\n%5\r\n$7\r\nsummary\r\n$56\r\n"
+    "Stop listening for messages posted to the given channels\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "pubsub\r\n$10\r\ncomplexity\r\n$70\r\nO(N) where N is the number of clients "
+    "already subscribed to a channel.\r\n$9\r\narguments\r\n"
+    "*1\r\n%3\r\n$4\r\nname\r\n$7\r\nchannel\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n";
 static const char info_unwatch[] =
     "*10\r\n$7\r\nunwatch\r\n:1\r\n*5\r\n+noscript\r\n+loading\r\n"
     "+stale\r\n+fast\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
     "*2\r\n+@fast\r\n+@transaction\r\n*0\r\n*0\r\n*0\r\n";
 static const char docs_unwatch[] =
     "$7\r\nunwatch\r\n*8\r\n$7\r\nsummary\r\n$29\r\nForget about all watched keys"
+    "\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n$5\r\ngroup\r\n$12\r\n"
+    "transactions\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_unwatch[] =
+    "*10\r\n$7\r\nunwatch\r\n:1\r\n~5\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+allow_busy\r\n:0\r\n:0\r\n:0\r\n"
+    "~2\r\n+@fast\r\n+@transaction\r\n~0\r\n~0\r\n~0\r\n";
+static const char docs3_unwatch[] =
+    "$7\r\nunwatch\r\n%4\r\n$7\r\nsummary\r\n$29\r\nForget about all watched keys"
     "\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n$5\r\ngroup\r\n$12\r\n"
     "transactions\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
 static const char info_wait[] =
@@ -7687,6 +14427,20 @@ static const char docs_wait[] =
     "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$11\r\n"
     "numreplicas\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n"
+    "$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
+static const char info3_wait[] =
+    "*10\r\n$4\r\nwait\r\n:3\r\n~1\r\n+noscript\r\n:0\r\n"
+    ":0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~2\r\n"
+    "$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:agg_min\r\n"
+    "~0\r\n~0\r\n";
+static const char docs3_wait[] =
+    "$4\r\nwait\r\n%5\r\n$7\r\nsummary\r\n$108\r\nWait for the synchronous replic"
+    "ation of all the write commands sent in the context of the current connectio"
+    "n\r\n$5\r\nsince\r\n$5\r\n3.0.0\r\n$5\r\ngroup\r\n"
+    "$7\r\ngeneric\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$11\r\n"
+    "numreplicas\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n"
     "$4\r\nname\r\n$7\r\ntimeout\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
 static const char info_watch[] =
@@ -7707,6 +14461,24 @@ static const char docs_watch[] =
     "$9\r\narguments\r\n*1\r\n*8\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_watch[] =
+    "*10\r\n$5\r\nwatch\r\n:-2\r\n~5\r\n+noscript\r\n+loading\r\n"
+    "+stale\r\n+fast\r\n+allow_busy\r\n:1\r\n:-1\r\n:1\r\n"
+    "~2\r\n+@fast\r\n+@transaction\r\n~0\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_watch[] =
+    "$5\r\nwatch\r\n%5\r\n$7\r\nsummary\r\n$67\r\nWatch the given keys to determi"
+    "ne execution of the MULTI/EXEC block\r\n$5\r\nsince\r\n"
+    "$5\r\n2.2.0\r\n$5\r\ngroup\r\n$12\r\ntransactions\r\n"
+    "$10\r\ncomplexity\r\n$19\r\nO(1) for every key.\r\n"
+    "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_watch[] = {
     { .flags = KSPEC_RO,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7734,6 +14506,27 @@ static const char docs_xack[] =
     ":0\r\n*4\r\n$4\r\nname\r\n$5\r\ngroup\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n*6\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\n"
     "type\r\n$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_xack[] =
+    "*10\r\n$4\r\nxack\r\n:-4\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xack[] =
+    "$4\r\nxack\r\n%5\r\n$7\r\nsummary\r\n$267\r\nMarks a pending message as corr"
+    "ectly processed, effectively removing it from the pending entries list of th"
+    "e consumer group. Return value of the command is the number of messages succ"
+    "essfully acknowledged, that is, the IDs we were actually able to resolve in "
+    "the PEL.\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nstream\r\n$10\r\ncomplexity\r\n$35\r\nO(1) for each message ID process"
+    "ed.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\ngroup\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_xack[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7794,6 +14587,60 @@ static const char docs_xadd[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n*4\r\n$4\r\nname\r\n$5\r\nvalue\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_xadd[] =
+    "*10\r\n$4\r\nxadd\r\n:-5\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n"
+    "+@fast\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%4\r\n$5\r\nnotes\r\n$65\r\nUPDATE instead of INSERT because of the op"
+    "tional trimming feature\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_xadd[] =
+    "$4\r\nxadd\r\n%6\r\n$7\r\nsummary\r\n$31\r\nAppends a new entry to a stream\r"
+    "\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$93\r\nO(1) when adding a new entry, O(N) whe"
+    "n trimming where N being the number of entries evicted.\r\n"
+    "$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.2.0\r\n$80\r\n"
+    "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` opt"
+    "ion.\r\n*2\r\n$5\r\n7.0.0\r\n$48\r\nAdded support for the `<ms>-*` explicit "
+    "ID form.\r\n$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$10\r\nnomkstream\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\n"
+    "NOMKSTREAM\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$4\r\n"
+    "trim\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*4\r\n%3\r\n"
+    "$4\r\nname\r\n$8\r\nstrategy\r\n$4\r\ntype\r\n$5\r\n"
+    "oneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nmaxlen\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$6\r\nMAXLEN\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\nminid\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$5\r\nMINID\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n%4\r\n$4\r\nname\r\n$8\r\noperator\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\n"
+    "equal\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$1\r\n=\r\n%3\r\n$4\r\nname\r\n$13\r\napproximately\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n~\r\n%2\r\n$4\r\nname\r\n$9\r\nthreshold\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n"
+    "$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$5\r\nLIMIT\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%3\r\n$4\r\nname\r\n"
+    "$10\r\nid_or_auto\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$7\r\n"
+    "auto_id\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$1\r\n*\r\n%2\r\n$4\r\nname\r\n$2\r\nid\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%4\r\n$4\r\nname\r\n"
+    "$11\r\nfield_value\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$5\r\nfield\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$5\r\nvalue\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_xadd[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7831,6 +14678,37 @@ static const char docs_xautoclaim[] =
     "+optional\r\n*8\r\n$4\r\nname\r\n$6\r\njustid\r\n$4\r\n"
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\n"
     "JUSTID\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xautoclaim[] =
+    "*10\r\n$10\r\nxautoclaim\r\n:-6\r\n~2\r\n+write\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n"
+    "+@fast\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xautoclaim[] =
+    "$10\r\nxautoclaim\r\n%6\r\n$7\r\nsummary\r\n$125\r\n"
+    "Changes (or acquires) ownership of messages in a consumer group, as if the m"
+    "essages were delivered to the specified consumer.\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$23\r\nO(1) if COUNT is small.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$96\r\n"
+    "Added an element to the reply array, containing deleted entries the command "
+    "cleared from the PEL\r\n$9\r\narguments\r\n*7\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n"
+    "$5\r\ngroup\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n"
+    "$4\r\nname\r\n$8\r\nconsumer\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$13\r\nmin-idle-time\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n"
+    "$5\r\nstart\r\n$4\r\ntype\r\n$6\r\nstring\r\n%4\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%4\r\n$4\r\nname\r\n$6\r\njustid\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\n"
+    "JUSTID\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xautoclaim[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7877,6 +14755,46 @@ static const char docs_xclaim[] =
     "*8\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\ntoken\r\n$6\r\nLASTID\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_xclaim[] =
+    "*10\r\n$6\r\nxclaim\r\n:-6\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@fast\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xclaim[] =
+    "$6\r\nxclaim\r\n%5\r\n$7\r\nsummary\r\n$124\r\nChanges (or acquires) ownersh"
+    "ip of a message in a consumer group, as if the message was delivered to the "
+    "specified consumer.\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$78\r\nO(log N) with N being the number of messages in the PEL of the consum"
+    "er group.\r\n$9\r\narguments\r\n*11\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "group\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$8\r\nconsumer\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$13\r\nmin-idle-time\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n%4\r\n$4\r\nname\r\n$2\r\nms\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$4\r\n"
+    "IDLE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$22\r\nunix-time-milliseconds\r\n$4\r\ntype\r\n"
+    "$9\r\nunix-time\r\n$5\r\ntoken\r\n$4\r\nTIME\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
+    "$10\r\nRETRYCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nforce\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nFORCE\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$6\r\n"
+    "justid\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$6\r\nJUSTID\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%4\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\ntoken\r\n$6\r\nLASTID\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_xclaim[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -7903,6 +14821,26 @@ static const char docs_xdel[] =
     "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_xdel[] =
+    "*10\r\n$4\r\nxdel\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xdel[] =
+    "$4\r\nxdel\r\n%5\r\n$7\r\nsummary\r\n$178\r\nRemoves the specified entries f"
+    "rom the stream. Returns the number of items actually deleted, that may be di"
+    "fferent from the number of IDs passed in case certain IDs do not exist.\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$81\r\nO(1) for each single item to delete in"
+    " the stream, regardless of the stream size.\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_xdel[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8022,6 +14960,119 @@ static const char docs_xgroup[] =
     "$1\r\n$\r\n*8\r\n$4\r\nname\r\n$12\r\nentries_read\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$11\r\n"
     "ENTRIESREAD\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xgroup[] =
+    "*10\r\n$6\r\nxgroup\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*6\r\n*10\r\n$13\r\nxgroup|create\r\n"
+    ":-5\r\n~2\r\n+write\r\n+denyoom\r\n:2\r\n:2\r\n:1\r\n"
+    "~3\r\n+@write\r\n+@stream\r\n+@slow\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n*10\r\n$21\r\nxgroup|createconsumer\r\n"
+    ":5\r\n~2\r\n+write\r\n+denyoom\r\n:2\r\n:2\r\n:1\r\n"
+    "~3\r\n+@write\r\n+@stream\r\n+@slow\r\n~0\r\n~1\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+insert\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n*10\r\n$18\r\nxgroup|delconsumer\r\n"
+    ":5\r\n~1\r\n+write\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@stream\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RW\r\n+delete\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n*10\r\n$14\r\nxgroup|destroy\r\n:4\r\n~1\r\n"
+    "+write\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n"
+    "*10\r\n$11\r\nxgroup|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$12\r\nxgroup|setid\r\n:-5\r\n"
+    "~1\r\n+write\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@stream\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RW\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xgroup[] =
+    "$6\r\nxgroup\r\n%5\r\n$7\r\nsummary\r\n$40\r\nA container for consumer group"
+    "s commands\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%6\r\n"
+    "$13\r\nxgroup|create\r\n%6\r\n$7\r\nsummary\r\n$24\r\n"
+    "Create a consumer group.\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$40\r\nAdded the `entries_read` named argument.\r\n"
+    "$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "id\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$6\r\nnew_id\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n$\r\n%4\r\n$4\r\nname\r\n$8\r\nmkstream\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\n"
+    "MKSTREAM\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$12\r\nentries_read\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$11\r\nENTRIESREAD\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$21\r\nxgroup|createconsumer\r\n"
+    "%5\r\n$7\r\nsummary\r\n$38\r\nCreate a consumer in a consumer group.\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$12\r\n"
+    "consumername\r\n$4\r\ntype\r\n$6\r\nstring\r\n$18\r\n"
+    "xgroup|delconsumer\r\n%5\r\n$7\r\nsummary\r\n$40\r\n"
+    "Delete a consumer from a consumer group.\r\n$5\r\n"
+    "since\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$12\r\nconsumername\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n$14\r\nxgroup|destroy\r\n"
+    "%5\r\n$7\r\nsummary\r\n$25\r\nDestroy a consumer group.\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$80\r\nO(N) where N is the number of entries "
+    "in the group's pending entries list (PEL).\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n$11\r\nxgroup|help\r\n%4\r\n"
+    "$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$12\r\n"
+    "xgroup|setid\r\n%6\r\n$7\r\nsummary\r\n$61\r\nSet a consumer group to an arb"
+    "itrary last delivered ID value.\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$43\r\nAdded the optional `entries_read` argument.\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "id\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$6\r\nnew_id\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n$\r\n%4\r\n$4\r\nname\r\n$12\r\nentries_read\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$11\r\n"
+    "ENTRIESREAD\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const char info_xgroup_create[] =
     "*10\r\n$13\r\nxgroup|create\r\n:-5\r\n*2\r\n+write\r\n"
     "+denyoom\r\n:2\r\n:2\r\n:1\r\n*3\r\n+@write\r\n+@stream\r\n"
@@ -8051,6 +15102,35 @@ static const char docs_xgroup_create[] =
     "$4\r\nname\r\n$12\r\nentries_read\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\ntoken\r\n$11\r\nENTRIESREAD\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xgroup_create[] =
+    "*10\r\n$13\r\nxgroup|create\r\n:-5\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+insert\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_xgroup_create[] =
+    "$13\r\nxgroup|create\r\n%6\r\n$7\r\nsummary\r\n$24\r\n"
+    "Create a consumer group.\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$40\r\nAdded the `entries_read` named argument.\r\n"
+    "$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "id\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%3\r\n$4\r\nname\r\n$6\r\nnew_id\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n$\r\n%4\r\n$4\r\nname\r\n$8\r\nmkstream\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\n"
+    "MKSTREAM\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$12\r\nentries_read\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$11\r\nENTRIESREAD\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xgroup_create[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8077,6 +15157,26 @@ static const char docs_xgroup_createconsumer[] =
     "$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n*4\r\n$4\r\nname\r\n$12\r\nconsumername\r\n"
     "$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_xgroup_createconsumer[] =
+    "*10\r\n$21\r\nxgroup|createconsumer\r\n:5\r\n~2\r\n"
+    "+write\r\n+denyoom\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n"
+    "+@stream\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RW\r\n+insert\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xgroup_createconsumer[] =
+    "$21\r\nxgroup|createconsumer\r\n%5\r\n$7\r\nsummary\r\n"
+    "$38\r\nCreate a consumer in a consumer group.\r\n$5\r\n"
+    "since\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$12\r\nconsumername\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_xgroup_createconsumer[] = {
     { .flags = KSPEC_RW | KSPEC_INSERT,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8102,6 +15202,25 @@ static const char docs_xgroup_delconsumer[] =
     ":0\r\n*4\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
     "type\r\n$6\r\nstring\r\n*4\r\n$4\r\nname\r\n$12\r\n"
     "consumername\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_xgroup_delconsumer[] =
+    "*10\r\n$18\r\nxgroup|delconsumer\r\n:5\r\n~1\r\n+write\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xgroup_delconsumer[] =
+    "$18\r\nxgroup|delconsumer\r\n%5\r\n$7\r\nsummary\r\n"
+    "$40\r\nDelete a consumer from a consumer group.\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$12\r\n"
+    "consumername\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_xgroup_delconsumer[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8126,6 +15245,24 @@ static const char docs_xgroup_destroy[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$9\r\n"
     "groupname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_xgroup_destroy[] =
+    "*10\r\n$14\r\nxgroup|destroy\r\n:4\r\n~1\r\n+write\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xgroup_destroy[] =
+    "$14\r\nxgroup|destroy\r\n%5\r\n$7\r\nsummary\r\n$25\r\n"
+    "Destroy a consumer group.\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$80\r\nO(N) where N is the number of entries in the group's pending entries "
+    "list (PEL).\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$9\r\n"
+    "groupname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_xgroup_destroy[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8138,6 +15275,15 @@ static const char info_xgroup_help[] =
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_xgroup_help[] =
     "$11\r\nxgroup|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_xgroup_help[] =
+    "*10\r\n$11\r\nxgroup|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_xgroup_help[] =
+    "$11\r\nxgroup|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -8167,6 +15313,33 @@ static const char docs_xgroup_setid[] =
     "$5\r\ntoken\r\n$1\r\n$\r\n*8\r\n$4\r\nname\r\n$12\r\n"
     "entries_read\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
     "token\r\n$11\r\nENTRIESREAD\r\n$5\r\nflags\r\n*1\r\n"
+    "+optional\r\n";
+static const char info3_xgroup_setid[] =
+    "*10\r\n$12\r\nxgroup|setid\r\n:-5\r\n~1\r\n+write\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n+update\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xgroup_setid[] =
+    "$12\r\nxgroup|setid\r\n%6\r\n$7\r\nsummary\r\n$61\r\n"
+    "Set a consumer group to an arbitrary last delivered ID value.\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$43\r\nAdded the optional `entries_rea"
+    "d` argument.\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$9\r\n"
+    "groupname\r\n$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\n"
+    "name\r\n$2\r\nid\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\n"
+    "arguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$2\r\nid\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%3\r\n$4\r\nname\r\n"
+    "$6\r\nnew_id\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$1\r\n$\r\n%4\r\n$4\r\nname\r\n$12\r\n"
+    "entries_read\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$11\r\nENTRIESREAD\r\n$5\r\nflags\r\n~1\r\n"
     "+optional\r\n";
 static const struct keyspec ks_xgroup_setid[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
@@ -8241,6 +15414,72 @@ static const char docs_xinfo[] =
     "*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_xinfo[] =
+    "*10\r\n$5\r\nxinfo\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n"
+    "~1\r\n+@slow\r\n~0\r\n~0\r\n*4\r\n*10\r\n$15\r\nxinfo|consumers\r\n"
+    ":4\r\n~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n"
+    "+@stream\r\n+@slow\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n*10\r\n$12\r\nxinfo|groups\r\n"
+    ":3\r\n~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n"
+    "+@stream\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n*10\r\n$10\r\nxinfo|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n*10\r\n$12\r\nxinfo|stream\r\n:-3\r\n"
+    "~1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n"
+    "+@stream\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xinfo[] =
+    "$5\r\nxinfo\r\n%5\r\n$7\r\nsummary\r\n$45\r\nA container for stream introspe"
+    "ction commands\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\n"
+    "group\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n$22\r\n"
+    "Depends on subcommand.\r\n$11\r\nsubcommands\r\n%4\r\n"
+    "$15\r\nxinfo|consumers\r\n%5\r\n$7\r\nsummary\r\n$38\r\n"
+    "List the consumers in a consumer group\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$12\r\nxinfo|groups\r\n%6\r\n$7\r\nsummary\r\n$36\r\n"
+    "List the consumer groups of a stream\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$41\r\nAdded the `entries-read` and `lag` fields\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$10\r\nxinfo|help\r\n%4\r\n$7\r\nsummary\r\n"
+    "$49\r\nShow helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$12\r\n"
+    "xinfo|stream\r\n%6\r\n$7\r\nsummary\r\n$30\r\nGet information about a stream"
+    "\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$7\r\n"
+    "history\r\n~2\r\n*2\r\n$5\r\n6.0.0\r\n$26\r\nAdded the `FULL` modifier.\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$109\r\nAdded the `max-deleted-entry-id`, `entries-adde"
+    "d`, `recorded-first-entry-id`, `entries-read` and `lag` fields\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$4\r\nfull\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$4\r\nFULL\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const char info_xinfo_consumers[] =
     "*10\r\n$15\r\nxinfo|consumers\r\n:4\r\n*1\r\n+readonly\r\n"
     ":2\r\n:2\r\n:1\r\n*3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
@@ -8260,6 +15499,24 @@ static const char docs_xinfo_consumers[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
+static const char info3_xinfo_consumers[] =
+    "*10\r\n$15\r\nxinfo|consumers\r\n:4\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xinfo_consumers[] =
+    "$15\r\nxinfo|consumers\r\n%5\r\n$7\r\nsummary\r\n$38\r\n"
+    "List the consumers in a consumer group\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\n"
+    "key\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\n"
+    "name\r\n$9\r\ngroupname\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_xinfo_consumers[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8284,6 +15541,24 @@ static const char docs_xinfo_groups[] =
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
+static const char info3_xinfo_groups[] =
+    "*10\r\n$12\r\nxinfo|groups\r\n:3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xinfo_groups[] =
+    "$12\r\nxinfo|groups\r\n%6\r\n$7\r\nsummary\r\n$36\r\n"
+    "List the consumer groups of a stream\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n"
+    "*2\r\n$5\r\n7.0.0\r\n$41\r\nAdded the `entries-read` and `lag` fields\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
 static const struct keyspec ks_xinfo_groups[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8296,6 +15571,15 @@ static const char info_xinfo_help[] =
     "*0\r\n*0\r\n*0\r\n";
 static const char docs_xinfo_help[] =
     "$10\r\nxinfo|help\r\n*8\r\n$7\r\nsummary\r\n$49\r\n"
+    "Show helpful text about the different subcommands\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
+static const char info3_xinfo_help[] =
+    "*10\r\n$10\r\nxinfo|help\r\n:2\r\n~2\r\n+loading\r\n"
+    "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~0\r\n~0\r\n";
+static const char docs3_xinfo_help[] =
+    "$10\r\nxinfo|help\r\n%4\r\n$7\r\nsummary\r\n$49\r\n"
     "Show helpful text about the different subcommands\r\n"
     "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
     "stream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n";
@@ -8324,6 +15608,31 @@ static const char docs_xinfo_stream[] =
     "*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_xinfo_stream[] =
+    "*10\r\n$12\r\nxinfo|stream\r\n:-3\r\n~1\r\n+readonly\r\n"
+    ":2\r\n:2\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xinfo_stream[] =
+    "$12\r\nxinfo|stream\r\n%6\r\n$7\r\nsummary\r\n$30\r\n"
+    "Get information about a stream\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~2\r\n*2\r\n$5\r\n6.0.0\r\n"
+    "$26\r\nAdded the `FULL` modifier.\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$109\r\nAdded the `max-deleted-entry-id`, `entries-added`, `recorded-first-e"
+    "ntry-id`, `entries-read` and `lag` fields\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$4\r\nfull\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$4\r\nFULL\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*1\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_xinfo_stream[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 2 },
@@ -8344,6 +15653,22 @@ static const char docs_xlen[] =
     " a stream\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
     "$6\r\nstream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
     "$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n";
+static const char info3_xlen[] =
+    "*10\r\n$4\r\nxlen\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xlen[] =
+    "$4\r\nxlen\r\n%5\r\n$7\r\nsummary\r\n$40\r\nReturn the number of entries in "
+    "a stream\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n"
+    "$6\r\nstream\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+    "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n";
 static const struct keyspec ks_xlen[] = {
@@ -8389,6 +15714,43 @@ static const char docs_xpending[] =
     "type\r\n$7\r\ninteger\r\n*6\r\n$4\r\nname\r\n$8\r\n"
     "consumer\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_xpending[] =
+    "*10\r\n$8\r\nxpending\r\n:-3\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xpending[] =
+    "$8\r\nxpending\r\n%6\r\n$7\r\nsummary\r\n$131\r\nReturn information and entr"
+    "ies from a stream consumer group pending entries list, that are messages fet"
+    "ched but never acknowledged.\r\n$5\r\nsince\r\n$5\r\n"
+    "5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$364\r\nO(N) with N being the number of elements returned, so asking for a s"
+    "mall fixed number of entries per call is O(1). O(M), where M is the total nu"
+    "mber of entries scanned when used with the IDLE filter. When the command ret"
+    "urns just the summary and the list of consumers is small, it runs in O(1) ti"
+    "me; otherwise, an additional O(N) time for iterating every consumer.\r\n"
+    "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$54\r\n"
+    "Added the `IDLE` option and exclusive range intervals.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\ngroup\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$7\r\nfilters\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*5\r\n%5\r\n$4\r\n"
+    "name\r\n$13\r\nmin-idle-time\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$4\r\nIDLE\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$3\r\nend\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%3\r\n$4\r\nname\r\n$8\r\n"
+    "consumer\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_xpending[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8419,6 +15781,30 @@ static const char docs_xrange[] =
     "type\r\n$6\r\nstring\r\n*8\r\n$4\r\nname\r\n$5\r\n"
     "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
     "$5\r\nCOUNT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xrange[] =
+    "*10\r\n$6\r\nxrange\r\n:-4\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xrange[] =
+    "$6\r\nxrange\r\n%6\r\n$7\r\nsummary\r\n$84\r\nReturn a range of elements in "
+    "a stream, with IDs matching the specified IDs interval\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$158\r\nO(N) with N being the number of eleme"
+    "nts being returned. If N is constant (e.g. always asking for the first 10 el"
+    "ements with COUNT), you can consider it O(1).\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n$23\r\nAdded exclusive ranges.\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$3\r\nend\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
+    "$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8456,6 +15842,37 @@ static const char docs_xread[] =
     "key_spec_index\r\n:0\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n"
     "*6\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_xread[] =
+    "*10\r\n$5\r\nxread\r\n:-4\r\n~3\r\n+readonly\r\n+blocking\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@read\r\n"
+    "+@stream\r\n+@slow\r\n+@blocking\r\n~0\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n$4\r\nspec\r\n"
+    "%2\r\n$7\r\nkeyword\r\n$7\r\nSTREAMS\r\n$9\r\nstartfrom\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:-1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:2\r\n~0\r\n";
+static const char docs3_xread[] =
+    "$5\r\nxread\r\n%5\r\n$7\r\nsummary\r\n$129\r\nReturn never seen elements in "
+    "multiple streams, with IDs greater than the ones reported by the caller for "
+    "each stream. Can block.\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$272\r\nFor each stream mentioned: O(N) with N being the number of elements "
+    "being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note tha"
+    "t when the BLOCK option is used, XADD will pay O(M) time in order to serve t"
+    "he M clients blocked on the stream getting new data.\r\n"
+    "$9\r\narguments\r\n*3\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "count\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n"
+    "$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$12\r\nmilliseconds\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nBLOCK\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "streams\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n"
+    "$7\r\nSTREAMS\r\n$9\r\narguments\r\n*2\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\nid\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_xread[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_KEYWORD, .bs_u.keyword = { "STREAMS", 1 },
@@ -8503,6 +15920,47 @@ static const char docs_xreadgroup[] =
     "flags\r\n*1\r\n+multiple\r\n*6\r\n$4\r\nname\r\n$2\r\n"
     "id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
     "*1\r\n+multiple\r\n";
+static const char info3_xreadgroup[] =
+    "*10\r\n$10\r\nxreadgroup\r\n:-7\r\n~3\r\n+write\r\n"
+    "+blocking\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n~4\r\n"
+    "+@write\r\n+@stream\r\n+@slow\r\n+@blocking\r\n~0\r\n"
+    "~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$7\r\nkeyword\r\n"
+    "$4\r\nspec\r\n%2\r\n$7\r\nkeyword\r\n$7\r\nSTREAMS\r\n"
+    "$9\r\nstartfrom\r\n:4\r\n$9\r\nfind_keys\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\n"
+    "lastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n"
+    ":2\r\n~0\r\n";
+static const char docs3_xreadgroup[] =
+    "$10\r\nxreadgroup\r\n%5\r\n$7\r\nsummary\r\n$134\r\n"
+    "Return new entries from a stream using a consumer group, or access the histo"
+    "ry of the pending entries for a given consumer. Can block.\r\n"
+    "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$321\r\nFor each stream mentioned: O(M) with "
+    "M being the number of elements returned. If M is constant (e.g. always askin"
+    "g for the first 10 elements with COUNT), you can consider it O(1). On the ot"
+    "her side when XREADGROUP blocks, XADD will pay the O(N) time in order to ser"
+    "ve the N clients blocked on the stream getting new data.\r\n"
+    "$9\r\narguments\r\n*5\r\n%4\r\n$4\r\nname\r\n$14\r\n"
+    "group_consumer\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "token\r\n$5\r\nGROUP\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\ngroup\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$8\r\nconsumer\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\n"
+    "COUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$12\r\nmilliseconds\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nBLOCK\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\nnoack\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$5\r\nNOACK\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
+    "$4\r\nname\r\n$7\r\nstreams\r\n$4\r\ntype\r\n$5\r\n"
+    "block\r\n$5\r\ntoken\r\n$7\r\nSTREAMS\r\n$9\r\narguments\r\n"
+    "*2\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n$5\r\n"
+    "flags\r\n~1\r\n+multiple\r\n%3\r\n$4\r\nname\r\n$2\r\n"
+    "id\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n"
+    "~1\r\n+multiple\r\n";
 static const struct keyspec ks_xreadgroup[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_KEYWORD, .bs_u.keyword = { "STREAMS", 4 },
@@ -8534,6 +15992,31 @@ static const char docs_xrevrange[] =
     "$4\r\ntype\r\n$6\r\nstring\r\n*8\r\n$4\r\nname\r\n"
     "$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
     "token\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xrevrange[] =
+    "*10\r\n$9\r\nxrevrange\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@stream\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_xrevrange[] =
+    "$9\r\nxrevrange\r\n%6\r\n$7\r\nsummary\r\n$151\r\n"
+    "Return a range of elements in a stream, with IDs matching the specified IDs "
+    "interval, in reverse order (from greater to smaller IDs) compared to XRANGE\r"
+    "\n$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\n"
+    "stream\r\n$10\r\ncomplexity\r\n$152\r\nO(N) with N being the number of eleme"
+    "nts returned. If N is constant (e.g. always asking for the first 10 elements"
+    " with COUNT), you can consider it O(1).\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n6.2.0\r\n$23\r\nAdded exclusive ranges.\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nend\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%4\r\n$4\r\nname\r\n"
+    "$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xrevrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8565,6 +16048,31 @@ static const char docs_xsetid[] =
     "max_deleted_entry_id\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "$5\r\ntoken\r\n$12\r\nMAXDELETEDID\r\n$5\r\nsince\r\n"
     "$5\r\n7.0.0\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xsetid[] =
+    "*10\r\n$6\r\nxsetid\r\n:-3\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_xsetid[] =
+    "$6\r\nxsetid\r\n%6\r\n$7\r\nsummary\r\n$49\r\nAn internal command for replic"
+    "ating stream values\r\n$5\r\nsince\r\n$5\r\n5.0.0\r\n"
+    "$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n"
+    "$63\r\nAdded the `entries_added` and `max_deleted_entry_id` arguments.\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$7\r\nlast-id\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%5\r\n$4\r\nname\r\n$13\r\nentries_added\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$12\r\n"
+    "ENTRIESADDED\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n$20\r\n"
+    "max_deleted_entry_id\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "$5\r\ntoken\r\n$12\r\nMAXDELETEDID\r\n$5\r\nsince\r\n"
+    "$5\r\n7.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xsetid[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8611,6 +16119,46 @@ static const char docs_xtrim[] =
     "$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
     "token\r\n$5\r\nLIMIT\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_xtrim[] =
+    "*10\r\n$5\r\nxtrim\r\n:-4\r\n~1\r\n+write\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@write\r\n+@stream\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RW\r\n+delete\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_xtrim[] =
+    "$5\r\nxtrim\r\n%6\r\n$7\r\nsummary\r\n$67\r\nTrims the stream to (approximat"
+    "ely if '~' is passed) a certain size\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nstream\r\n$10\r\n"
+    "complexity\r\n$208\r\nO(N), with N being the number of evicted entries. Cons"
+    "tant times are very small however, since entries are organized in macro node"
+    "s containing multiple entries that can be released with a single deallocatio"
+    "n.\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n6.2.0\r\n"
+    "$59\r\nAdded the `MINID` trimming strategy and the `LIMIT` option.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$4\r\ntrim\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\n"
+    "name\r\n$8\r\nstrategy\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$6\r\n"
+    "maxlen\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$6\r\nMAXLEN\r\n%4\r\n$4\r\nname\r\n$5\r\n"
+    "minid\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$5\r\nMINID\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "%4\r\n$4\r\nname\r\n$8\r\noperator\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$5\r\nequal\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n=\r\n%3\r\n$4\r\nname\r\n$13\r\napproximately\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$1\r\n~\r\n%2\r\n$4\r\nname\r\n$9\r\nthreshold\r\n"
+    "$4\r\ntype\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n"
+    "$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$5\r\nLIMIT\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_xtrim[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8663,6 +16211,52 @@ static const char docs_zadd[] =
     "name\r\n$5\r\nscore\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
     "*4\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
+static const char info3_zadd[] =
+    "*10\r\n$4\r\nzadd\r\n:-4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zadd[] =
+    "$4\r\nzadd\r\n%6\r\n$7\r\nsummary\r\n$81\r\nAdd one or more members to a sor"
+    "ted set, or update its score if it already exists\r\n"
+    "$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$83\r\nO(log(N)) for each item added, whe"
+    "re N is the number of elements in the sorted set.\r\n"
+    "$7\r\nhistory\r\n~3\r\n*2\r\n$5\r\n2.4.0\r\n$26\r\n"
+    "Accepts multiple elements.\r\n*2\r\n$5\r\n3.0.2\r\n"
+    "$46\r\nAdded the `XX`, `NX`, `CH` and `INCR` options.\r\n"
+    "*2\r\n$5\r\n6.2.0\r\n$32\r\nAdded the `GT` and `LT` options.\r\n"
+    "$9\r\narguments\r\n*6\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%5\r\n$4\r\nname\r\n$9\r\ncondition\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n3.0.2\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$2\r\nnx\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nNX\r\n%3\r\n"
+    "$4\r\nname\r\n$2\r\nxx\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$2\r\nXX\r\n%5\r\n$4\r\nname\r\n$10\r\n"
+    "comparison\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$2\r\ngt\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$2\r\nGT\r\n%3\r\n$4\r\nname\r\n$2\r\nlt\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\n"
+    "LT\r\n%5\r\n$4\r\nname\r\n$6\r\nchange\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nCH\r\n$5\r\n"
+    "since\r\n$5\r\n3.0.2\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%5\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\nINCR\r\n"
+    "$5\r\nsince\r\n$5\r\n3.0.2\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%4\r\n$4\r\nname\r\n$12\r\nscore_member\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$5\r\nscore\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
 static const struct keyspec ks_zadd[] = {
     { .flags = KSPEC_RW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8683,6 +16277,22 @@ static const char docs_zcard[] =
     " sorted set\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\n"
     "group\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
     "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n";
+static const char info3_zcard[] =
+    "*10\r\n$5\r\nzcard\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zcard[] =
+    "$5\r\nzcard\r\n%5\r\n$7\r\nsummary\r\n$41\r\nGet the number of members in a "
+    "sorted set\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\n"
+    "group\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n";
 static const struct keyspec ks_zcard[] = {
@@ -8709,6 +16319,25 @@ static const char docs_zcount[] =
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n"
     "$3\r\nmin\r\n$4\r\ntype\r\n$6\r\ndouble\r\n*4\r\n$4\r\n"
+    "name\r\n$3\r\nmax\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_zcount[] =
+    "*10\r\n$6\r\nzcount\r\n:4\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zcount[] =
+    "$6\r\nzcount\r\n%5\r\n$7\r\nsummary\r\n$69\r\nCount the members in a sorted "
+    "set with scores within the given values\r\n$5\r\nsince\r\n"
+    "$5\r\n2.0.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$64\r\nO(log(N)) with N being the number of elements in"
+    " the sorted set.\r\n$9\r\narguments\r\n*3\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n"
+    "$3\r\nmin\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\n"
     "name\r\n$3\r\nmax\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_zcount[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -8738,6 +16367,28 @@ static const char docs_zdiff[] =
     "*8\r\n$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zdiff[] =
+    "*10\r\n$5\r\nzdiff\r\n:-3\r\n~2\r\n+readonly\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zdiff[] =
+    "$5\r\nzdiff\r\n%5\r\n$7\r\nsummary\r\n$29\r\nSubtract multiple sorted sets\r"
+    "\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$155\r\nO(L + (N-K)log(N)) worst case whe"
+    "re L is the total number of elements in all the sets, N is the size of the f"
+    "irst set, and K is the size of the result set.\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%4\r\n$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zdiff[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8772,6 +16423,34 @@ static const char docs_zdiffstore[] =
     "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*8\r\n$4\r\n"
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:1\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_zdiffstore[] =
+    "*10\r\n$10\r\nzdiffstore\r\n:-4\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
+    "+@write\r\n+@sortedset\r\n+@slow\r\n~0\r\n~2\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zdiffstore[] =
+    "$10\r\nzdiffstore\r\n%5\r\n$7\r\nsummary\r\n$77\r\n"
+    "Subtract multiple sorted sets and store the resulting sorted set in a new ke"
+    "y\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n"
+    "$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n$155\r\n"
+    "O(L + (N-K)log(N)) worst case where L is the total number of elements in all"
+    " the sets, N is the size of the first set, and K is the size of the result s"
+    "et.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n"
+    "$11\r\ndestination\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:1\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_zdiffstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8800,6 +16479,26 @@ static const char docs_zincrby[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$6\r\n"
+    "member\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_zincrby[] =
+    "*10\r\n$7\r\nzincrby\r\n:4\r\n~3\r\n+write\r\n+denyoom\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+update\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zincrby[] =
+    "$7\r\nzincrby\r\n%5\r\n$7\r\nsummary\r\n$47\r\nIncrement the score of a memb"
+    "er in a sorted set\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$62\r\nO(log(N)) where N is the number of elements in the sorted set.\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$9\r\nincrement\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$6\r\n"
     "member\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_zincrby[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE,
@@ -8841,6 +16540,39 @@ static const char docs_zinter[] =
     "$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zinter[] =
+    "*10\r\n$6\r\nzinter\r\n:-3\r\n~2\r\n+readonly\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zinter[] =
+    "$6\r\nzinter\r\n%5\r\n$7\r\nsummary\r\n$30\r\nIntersect multiple sorted sets"
+    "\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$177\r\nO(N*K)+O(M*log(M)) worst case wit"
+    "h N being the smallest input sorted set, K being the number of input sorted "
+    "sets and M being the number of elements in the resulting sorted set.\r\n"
+    "$9\r\narguments\r\n*5\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%4\r\n$4\r\nname\r\n$6\r\nweight\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nWEIGHTS\r\n$5\r\n"
+    "flags\r\n~2\r\n+optional\r\n+multiple\r\n%5\r\n$4\r\n"
+    "name\r\n$9\r\naggregate\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+    "$5\r\ntoken\r\n$9\r\nAGGREGATE\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nsum\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nSUM\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "min\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nMIN\r\n%3\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
+    "MAX\r\n%4\r\n$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\n"
+    "WITHSCORES\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zinter[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8870,6 +16602,29 @@ static const char docs_zintercard[] =
     "*8\r\n$4\r\nname\r\n$5\r\nlimit\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_zintercard[] =
+    "*10\r\n$10\r\nzintercard\r\n:-3\r\n~2\r\n+readonly\r\n"
+    "+movablekeys\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@read\r\n"
+    "+@sortedset\r\n+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+    "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n"
+    ":0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n"
+    "~0\r\n";
+static const char docs3_zintercard[] =
+    "$10\r\nzintercard\r\n%5\r\n$7\r\nsummary\r\n$71\r\n"
+    "Intersect multiple sorted sets and return the cardinality of the result\r\n"
+    "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$102\r\nO(N*K) worst case with N being th"
+    "e smallest input sorted set, K being the number of input sorted sets.\r\n"
+    "$9\r\narguments\r\n*3\r\n%2\r\n$4\r\nname\r\n$7\r\n"
+    "numkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
+    "%4\r\n$4\r\nname\r\n$5\r\nlimit\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_zintercard[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8916,6 +16671,46 @@ static const char docs_zinterstore[] =
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
     "MIN\r\n*6\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nMAX\r\n";
+static const char info3_zinterstore[] =
+    "*10\r\n$11\r\nzinterstore\r\n:-4\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
+    "+@write\r\n+@sortedset\r\n+@slow\r\n~0\r\n~2\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zinterstore[] =
+    "$11\r\nzinterstore\r\n%5\r\n$7\r\nsummary\r\n$78\r\n"
+    "Intersect multiple sorted sets and store the resulting sorted set in a new k"
+    "ey\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n"
+    "$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n$177\r\n"
+    "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K "
+    "being the number of input sorted sets and M being the number of elements in "
+    "the resulting sorted set.\r\n$9\r\narguments\r\n*5\r\n"
+    "%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:1\r\n"
+    "$5\r\nflags\r\n~1\r\n+multiple\r\n%4\r\n$4\r\nname\r\n"
+    "$6\r\nweight\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+    "token\r\n$7\r\nWEIGHTS\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+    "+multiple\r\n%5\r\n$4\r\nname\r\n$9\r\naggregate\r\n"
+    "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n$9\r\n"
+    "AGGREGATE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+    "arguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\nsum\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nSUM\r\n%3\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
+    "MIN\r\n%3\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nMAX\r\n";
 static const struct keyspec ks_zinterstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -8944,6 +16739,26 @@ static const char docs_zlexcount[] =
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
     "$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
     "*4\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
+static const char info3_zlexcount[] =
+    "*10\r\n$9\r\nzlexcount\r\n:4\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zlexcount[] =
+    "$9\r\nzlexcount\r\n%5\r\n$7\r\nsummary\r\n$81\r\nCount the number of members"
+    " in a sorted set between a given lexicographical range\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$64\r\nO(log(N)) with N being the number "
+    "of elements in the sorted set.\r\n$9\r\narguments\r\n"
+    "*3\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
 static const struct keyspec ks_zlexcount[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -8979,6 +16794,34 @@ static const char docs_zmpop[] =
     "$3\r\nMAX\r\n*8\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
     "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zmpop[] =
+    "*10\r\n$5\r\nzmpop\r\n:-4\r\n~2\r\n+write\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+delete\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n$9\r\nkeynumidx\r\n"
+    ":0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n"
+    "~0\r\n";
+static const char docs3_zmpop[] =
+    "$5\r\nzmpop\r\n%5\r\n$7\r\nsummary\r\n$53\r\nRemove and return members with "
+    "scores in a sorted set\r\n$5\r\nsince\r\n$5\r\n7.0.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$151\r\nO(K) + O(M*log(N)) where K is the number of provided keys, N being t"
+    "he number of elements in the sorted set, and M being the number of elements "
+    "popped.\r\n$9\r\narguments\r\n*4\r\n%2\r\n$4\r\nname\r\n"
+    "$7\r\nnumkeys\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n$5\r\nflags\r\n~1\r\n"
+    "+multiple\r\n%3\r\n$4\r\nname\r\n$5\r\nwhere\r\n$4\r\n"
+    "type\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nMIN\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "max\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nMAX\r\n%4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\n"
+    "type\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$5\r\nCOUNT\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zmpop[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9003,6 +16846,24 @@ static const char docs_zmscore[] =
     "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_zmscore[] =
+    "*10\r\n$7\r\nzmscore\r\n:-3\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zmscore[] =
+    "$7\r\nzmscore\r\n%5\r\n$7\r\nsummary\r\n$63\r\nGet the score associated with"
+    " the given members in a sorted set\r\n$5\r\nsince\r\n"
+    "$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of members being requ"
+    "ested.\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_zmscore[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9029,6 +16890,26 @@ static const char docs_zpopmax[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zpopmax[] =
+    "*10\r\n$7\r\nzpopmax\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+delete\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zpopmax[] =
+    "$7\r\nzpopmax\r\n%5\r\n$7\r\nsummary\r\n$65\r\nRemove and return members wit"
+    "h the highest scores in a sorted set\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$109\r\nO(log(N)*M) with N being the number of elements"
+    " in the sorted set, and M being the number of elements popped.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zpopmax[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9055,6 +16936,26 @@ static const char docs_zpopmin[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zpopmin[] =
+    "*10\r\n$7\r\nzpopmin\r\n:-2\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~3\r\n+RW\r\n"
+    "+access\r\n+delete\r\n$12\r\nbegin_search\r\n%2\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\n"
+    "index\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zpopmin[] =
+    "$7\r\nzpopmin\r\n%5\r\n$7\r\nsummary\r\n$64\r\nRemove and return members wit"
+    "h the lowest scores in a sorted set\r\n$5\r\nsince\r\n"
+    "$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$109\r\nO(log(N)*M) with N being the number of elements"
+    " in the sorted set, and M being the number of elements popped.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zpopmin[] = {
     { .flags = KSPEC_RW | KSPEC_ACCESS | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9085,6 +16986,30 @@ static const char docs_zrandmember[] =
     "*8\r\n$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zrandmember[] =
+    "*10\r\n$11\r\nzrandmember\r\n:-2\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zrandmember[] =
+    "$11\r\nzrandmember\r\n%5\r\n$7\r\nsummary\r\n$53\r\n"
+    "Get one or multiple random elements from a sorted set\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$47\r\nO(N) where N is the number of elem"
+    "ents returned\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%4\r\n$4\r\nname\r\n$7\r\n"
+    "options\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n"
+    "$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%4\r\n$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zrandmember[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9131,6 +17056,46 @@ static const char docs_zrange[] =
     "$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_zrange[] =
+    "*10\r\n$6\r\nzrange\r\n:-4\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrange[] =
+    "$6\r\nzrange\r\n%6\r\n$7\r\nsummary\r\n$41\r\nReturn a range of members in a"
+    " sorted set\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\n"
+    "group\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$104\r\nO(log(N)+M) with N being the number of elements in the sorted set an"
+    "d M the number of elements returned.\r\n$7\r\nhistory\r\n"
+    "~1\r\n*2\r\n$5\r\n6.2.0\r\n$56\r\nAdded the `REV`, `BYSCORE`, `BYLEX` and `L"
+    "IMIT` options.\r\n$9\r\narguments\r\n*7\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "start\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nstop\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+    "%5\r\n$4\r\nname\r\n$6\r\nsortby\r\n$4\r\ntype\r\n"
+    "$5\r\noneof\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%3\r\n$4\r\nname\r\n$7\r\nbyscore\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nBYSCORE\r\n"
+    "%3\r\n$4\r\nname\r\n$5\r\nbylex\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nBYLEX\r\n%5\r\n"
+    "$4\r\nname\r\n$3\r\nrev\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nREV\r\n$5\r\nsince\r\n$5\r\n6.2.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%6\r\n$4\r\nname\r\n"
+    "$12\r\noffset_count\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nsince\r\n$5\r\n"
+    "6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n"
+    "$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_zrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9165,6 +17130,35 @@ static const char docs_zrangebylex[] =
     "token\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$6\r\n"
     "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
+    "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_zrangebylex[] =
+    "*10\r\n$11\r\nzrangebylex\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrangebylex[] =
+    "$11\r\nzrangebylex\r\n%8\r\n$7\r\nsummary\r\n$67\r\n"
+    "Return a range of members in a sorted set, by lexicographical range\r\n"
+    "$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$217\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements being returned"
+    ". If M is constant (e.g. always asking for the first 10 elements with LIMIT)"
+    ", you can consider it O(log(N)).\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "6.2.0\r\n$11\r\nreplaced_by\r\n$34\r\n`ZRANGE` with the `BYLEX` argument\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n$12\r\n"
+    "offset_count\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "token\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$6\r\n"
+    "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
     "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_zrangebylex[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -9206,6 +17200,41 @@ static const char docs_zrangebyscore[] =
     "+optional\r\n$9\r\narguments\r\n*2\r\n*4\r\n$4\r\n"
     "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "*4\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
+    "integer\r\n";
+static const char info3_zrangebyscore[] =
+    "*10\r\n$13\r\nzrangebyscore\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrangebyscore[] =
+    "$13\r\nzrangebyscore\r\n%9\r\n$7\r\nsummary\r\n$51\r\n"
+    "Return a range of members in a sorted set, by score\r\n"
+    "$5\r\nsince\r\n$5\r\n1.0.5\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$217\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements being returned"
+    ". If M is constant (e.g. always asking for the first 10 elements with LIMIT)"
+    ", you can consider it O(log(N)).\r\n$9\r\ndoc_flags\r\n"
+    "~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n"
+    "6.2.0\r\n$11\r\nreplaced_by\r\n$36\r\n`ZRANGE` with the `BYSCORE` argument\r"
+    "\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.0.0\r\n$32\r\n"
+    "Added the `WITHSCORES` modifier.\r\n$9\r\narguments\r\n"
+    "*5\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
+    "$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n$6\r\ndouble\r\n"
+    "%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n$6\r\n"
+    "double\r\n%5\r\n$4\r\nname\r\n$10\r\nwithscores\r\n"
+    "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$10\r\nWITHSCORES\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n%5\r\n$4\r\nname\r\n"
+    "$12\r\noffset_count\r\n$4\r\ntype\r\n$5\r\nblock\r\n"
+    "$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n$9\r\narguments\r\n*2\r\n%2\r\n$4\r\n"
+    "name\r\n$6\r\noffset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "%2\r\n$4\r\nname\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\n"
     "integer\r\n";
 static const struct keyspec ks_zrangebyscore[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -9255,6 +17284,48 @@ static const char docs_zrangestore[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$5\r\ncount\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_zrangestore[] =
+    "*10\r\n$11\r\nzrangestore\r\n:-5\r\n~2\r\n+write\r\n"
+    "+denyoom\r\n:1\r\n:2\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@slow\r\n~0\r\n~2\r\n%3\r\n$5\r\nflags\r\n~2\r\n+OW\r\n"
+    "+update\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zrangestore[] =
+    "$11\r\nzrangestore\r\n%5\r\n$7\r\nsummary\r\n$57\r\n"
+    "Store a range of members from sorted set into another key\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$127\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements stored into th"
+    "e destination key.\r\n$9\r\narguments\r\n*7\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\ndst\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%3\r\n$4\r\nname\r\n"
+    "$3\r\nsrc\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n%2\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%4\r\n$4\r\nname\r\n$6\r\n"
+    "sortby\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$7\r\nbyscore\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$7\r\nBYSCORE\r\n%3\r\n"
+    "$4\r\nname\r\n$5\r\nbylex\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$5\r\nBYLEX\r\n%4\r\n"
+    "$4\r\nname\r\n$3\r\nrev\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$3\r\nREV\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "%5\r\n$4\r\nname\r\n$12\r\noffset_count\r\n$4\r\ntype\r\n"
+    "$5\r\nblock\r\n$5\r\ntoken\r\n$5\r\nLIMIT\r\n$5\r\n"
+    "flags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n*2\r\n"
+    "%2\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_zrangestore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9280,6 +17351,23 @@ static const char docs_zrank[] =
     "$9\r\nO(log(N))\r\n$9\r\narguments\r\n*2\r\n*6\r\n"
     "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
     "$14\r\nkey_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n"
+    "$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_zrank[] =
+    "*10\r\n$5\r\nzrank\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrank[] =
+    "$5\r\nzrank\r\n%5\r\n$7\r\nsummary\r\n$47\r\nDetermine the index of a member"
+    " in a sorted set\r\n$5\r\nsince\r\n$5\r\n2.0.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$9\r\nO(log(N))\r\n$9\r\narguments\r\n*2\r\n%3\r\n"
+    "$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n"
+    "$14\r\nkey_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n"
     "$6\r\nmember\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_zrank[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -9307,6 +17395,26 @@ static const char docs_zrem[] =
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*6\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n$5\r\nflags\r\n*1\r\n+multiple\r\n";
+static const char info3_zrem[] =
+    "*10\r\n$4\r\nzrem\r\n:-3\r\n~2\r\n+write\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zrem[] =
+    "$4\r\nzrem\r\n%6\r\n$7\r\nsummary\r\n$44\r\nRemove one or more members from "
+    "a sorted set\r\n$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\n"
+    "group\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$109\r\nO(M*log(N)) with N being the number of elements in the sorted set an"
+    "d M the number of elements to be removed.\r\n$7\r\n"
+    "history\r\n~1\r\n*2\r\n$5\r\n2.4.0\r\n$26\r\nAccepts multiple elements.\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%3\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n";
 static const struct keyspec ks_zrem[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9332,6 +17440,26 @@ static const char docs_zremrangebylex[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$3\r\n"
     "min\r\n$4\r\ntype\r\n$6\r\nstring\r\n*4\r\n$4\r\nname\r\n"
+    "$3\r\nmax\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
+static const char info3_zremrangebylex[] =
+    "*10\r\n$14\r\nzremrangebylex\r\n:4\r\n~1\r\n+write\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zremrangebylex[] =
+    "$14\r\nzremrangebylex\r\n%5\r\n$7\r\nsummary\r\n$74\r\n"
+    "Remove all members in a sorted set between the given lexicographical range\r"
+    "\n$5\r\nsince\r\n$5\r\n2.8.9\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$120\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements removed by the"
+    " operation.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$3\r\n"
+    "min\r\n$4\r\ntype\r\n$6\r\nstring\r\n%2\r\n$4\r\nname\r\n"
     "$3\r\nmax\r\n$4\r\ntype\r\n$6\r\nstring\r\n";
 static const struct keyspec ks_zremrangebylex[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
@@ -9359,6 +17487,26 @@ static const char docs_zremrangebyrank[] =
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$5\r\n"
     "start\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
     "name\r\n$4\r\nstop\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_zremrangebyrank[] =
+    "*10\r\n$15\r\nzremrangebyrank\r\n:4\r\n~1\r\n+write\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zremrangebyrank[] =
+    "$15\r\nzremrangebyrank\r\n%5\r\n$7\r\nsummary\r\n$59\r\n"
+    "Remove all members in a sorted set within the given indexes\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$120\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements removed by the"
+    " operation.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$5\r\n"
+    "start\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
+    "name\r\n$4\r\nstop\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_zremrangebyrank[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9384,6 +17532,26 @@ static const char docs_zremrangebyscore[] =
     "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
     "key_spec_index\r\n:0\r\n*4\r\n$4\r\nname\r\n$3\r\n"
     "min\r\n$4\r\ntype\r\n$6\r\ndouble\r\n*4\r\n$4\r\nname\r\n"
+    "$3\r\nmax\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
+static const char info3_zremrangebyscore[] =
+    "*10\r\n$16\r\nzremrangebyscore\r\n:4\r\n~1\r\n+write\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@write\r\n+@sortedset\r\n"
+    "+@slow\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RW\r\n"
+    "+delete\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zremrangebyscore[] =
+    "$16\r\nzremrangebyscore\r\n%5\r\n$7\r\nsummary\r\n"
+    "$58\r\nRemove all members in a sorted set within the given scores\r\n"
+    "$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$120\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements removed by the"
+    " operation.\r\n$9\r\narguments\r\n*3\r\n%3\r\n$4\r\n"
+    "name\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\n"
+    "key_spec_index\r\n:0\r\n%2\r\n$4\r\nname\r\n$3\r\n"
+    "min\r\n$4\r\ntype\r\n$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n"
     "$3\r\nmax\r\n$4\r\ntype\r\n$6\r\ndouble\r\n";
 static const struct keyspec ks_zremrangebyscore[] = {
     { .flags = KSPEC_RW | KSPEC_DELETE,
@@ -9417,6 +17585,31 @@ static const char docs_zrevrange[] =
     "$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
     "$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n$5\r\nflags\r\n"
     "*1\r\n+optional\r\n";
+static const char info3_zrevrange[] =
+    "*10\r\n$9\r\nzrevrange\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrevrange[] =
+    "$9\r\nzrevrange\r\n%8\r\n$7\r\nsummary\r\n$89\r\nReturn a range of members i"
+    "n a sorted set, by index, with scores ordered from high to low\r\n"
+    "$5\r\nsince\r\n$5\r\n1.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$104\r\nO(log(N)+M) with N being the numb"
+    "er of elements in the sorted set and M the number of elements returned.\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n$32\r\n`ZRANGE` with the `REV` argument"
+    "\r\n$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$5\r\nstart\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$4\r\nstop\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n"
+    "$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+    "$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n$5\r\nflags\r\n"
+    "~1\r\n+optional\r\n";
 static const struct keyspec ks_zrevrange[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9452,6 +17645,36 @@ static const char docs_zrevrangebylex[] =
     "token\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n*1\r\n+optional\r\n"
     "$9\r\narguments\r\n*2\r\n*4\r\n$4\r\nname\r\n$6\r\n"
     "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n*4\r\n$4\r\n"
+    "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_zrevrangebylex[] =
+    "*10\r\n$14\r\nzrevrangebylex\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrevrangebylex[] =
+    "$14\r\nzrevrangebylex\r\n%8\r\n$7\r\nsummary\r\n$106\r\n"
+    "Return a range of members in a sorted set, by lexicographical range, ordered"
+    " from higher to lower strings.\r\n$5\r\nsince\r\n$5\r\n"
+    "2.8.9\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n$10\r\n"
+    "complexity\r\n$217\r\nO(log(N)+M) with N being the number of elements in the"
+    " sorted set and M the number of elements being returned. If M is constant (e"
+    ".g. always asking for the first 10 elements with LIMIT), you can consider it"
+    " O(log(N)).\r\n$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n"
+    "$16\r\ndeprecated_since\r\n$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n"
+    "$45\r\n`ZRANGE` with the `REV` and `BYLEX` arguments\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n%2\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\n"
+    "type\r\n$6\r\nstring\r\n%5\r\n$4\r\nname\r\n$12\r\n"
+    "offset_count\r\n$4\r\ntype\r\n$5\r\nblock\r\n$5\r\n"
+    "token\r\n$5\r\nLIMIT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$6\r\n"
+    "offset\r\n$4\r\ntype\r\n$7\r\ninteger\r\n%2\r\n$4\r\n"
     "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_zrevrangebylex[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -9493,6 +17716,40 @@ static const char docs_zrevrangebyscore[] =
     "*2\r\n*4\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
     "$7\r\ninteger\r\n*4\r\n$4\r\nname\r\n$5\r\ncount\r\n"
     "$4\r\ntype\r\n$7\r\ninteger\r\n";
+static const char info3_zrevrangebyscore[] =
+    "*10\r\n$16\r\nzrevrangebyscore\r\n:-4\r\n~1\r\n+readonly\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zrevrangebyscore[] =
+    "$16\r\nzrevrangebyscore\r\n%9\r\n$7\r\nsummary\r\n"
+    "$89\r\nReturn a range of members in a sorted set, by score, with scores orde"
+    "red from high to low\r\n$5\r\nsince\r\n$5\r\n2.2.0\r\n"
+    "$5\r\ngroup\r\n$10\r\nsorted-set\r\n$10\r\ncomplexity\r\n"
+    "$217\r\nO(log(N)+M) with N being the number of elements in the sorted set an"
+    "d M the number of elements being returned. If M is constant (e.g. always ask"
+    "ing for the first 10 elements with LIMIT), you can consider it O(log(N)).\r\n"
+    "$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n"
+    "$5\r\n6.2.0\r\n$11\r\nreplaced_by\r\n$47\r\n`ZRANGE` with the `REV` and `BYS"
+    "CORE` arguments\r\n$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n"
+    "2.1.6\r\n$33\r\n`min` and `max` can be exclusive.\r\n"
+    "$9\r\narguments\r\n*5\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
+    "$6\r\ndouble\r\n%2\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\n"
+    "type\r\n$6\r\ndouble\r\n%4\r\n$4\r\nname\r\n$10\r\n"
+    "withscores\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+    "token\r\n$10\r\nWITHSCORES\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n%5\r\n$4\r\nname\r\n$12\r\noffset_count\r\n"
+    "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$5\r\n"
+    "LIMIT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\narguments\r\n"
+    "*2\r\n%2\r\n$4\r\nname\r\n$6\r\noffset\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%2\r\n$4\r\nname\r\n$5\r\ncount\r\n"
+    "$4\r\ntype\r\n$7\r\ninteger\r\n";
 static const struct keyspec ks_zrevrangebyscore[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9516,6 +17773,24 @@ static const char docs_zrevrank[] =
     "$9\r\narguments\r\n*2\r\n*6\r\n$4\r\nname\r\n$3\r\n"
     "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
     ":0\r\n*4\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
+    "$6\r\nstring\r\n";
+static const char info3_zrevrank[] =
+    "*10\r\n$8\r\nzrevrank\r\n:3\r\n~2\r\n+readonly\r\n"
+    "+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n"
+    "+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n"
+    ":1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n$5\r\n"
+    "range\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
+static const char docs3_zrevrank[] =
+    "$8\r\nzrevrank\r\n%5\r\n$7\r\nsummary\r\n$85\r\nDetermine the index of a mem"
+    "ber in a sorted set, with scores ordered from high to low\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$9\r\nO(log(N))\r\n"
+    "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n"
     "$6\r\nstring\r\n";
 static const struct keyspec ks_zrevrank[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
@@ -9549,6 +17824,32 @@ static const char docs_zscan[] =
     "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
     "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n*1\r\n"
     "+optional\r\n";
+static const char info3_zscan[] =
+    "*10\r\n$5\r\nzscan\r\n:-3\r\n~1\r\n+readonly\r\n:1\r\n"
+    ":1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~1\r\n$23\r\nnondeterministic_output\r\n~1\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "~0\r\n";
+static const char docs3_zscan[] =
+    "$5\r\nzscan\r\n%5\r\n$7\r\nsummary\r\n$64\r\nIncrementally iterate sorted se"
+    "ts elements and associated scores\r\n$5\r\nsince\r\n"
+    "$5\r\n2.8.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$170\r\nO(1) for every call. O(N) for a complete iterat"
+    "ion, including enough command calls for the cursor to return back to 0. N is"
+    " the number of elements inside the collection..\r\n"
+    "$9\r\narguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "key\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n%2\r\n$4\r\nname\r\n$6\r\ncursor\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$7\r\npattern\r\n"
+    "$4\r\ntype\r\n$7\r\npattern\r\n$5\r\ntoken\r\n$5\r\n"
+    "MATCH\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\n"
+    "name\r\n$5\r\ncount\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n"
+    "+optional\r\n";
 static const struct keyspec ks_zscan[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9571,6 +17872,24 @@ static const char docs_zscore[] =
     "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
     "*2\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
     "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n*4\r\n"
+    "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
+    "string\r\n";
+static const char info3_zscore[] =
+    "*10\r\n$6\r\nzscore\r\n:3\r\n~2\r\n+readonly\r\n+fast\r\n"
+    ":1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n"
+    "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\n"
+    "limit\r\n:0\r\n~0\r\n";
+static const char docs3_zscore[] =
+    "$6\r\nzscore\r\n%5\r\n$7\r\nsummary\r\n$62\r\nGet the score associated with "
+    "the given member in a sorted set\r\n$5\r\nsince\r\n"
+    "$5\r\n1.2.0\r\n$5\r\ngroup\r\n$10\r\nsorted-set\r\n"
+    "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n"
+    "*2\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+    "$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n%2\r\n"
     "$4\r\nname\r\n$6\r\nmember\r\n$4\r\ntype\r\n$6\r\n"
     "string\r\n";
 static const struct keyspec ks_zscore[] = {
@@ -9612,6 +17931,39 @@ static const char docs_zunion[] =
     "$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\n"
     "pure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
     "$5\r\nflags\r\n*1\r\n+optional\r\n";
+static const char info3_zunion[] =
+    "*10\r\n$6\r\nzunion\r\n:-3\r\n~2\r\n+readonly\r\n+movablekeys\r\n"
+    ":0\r\n:0\r\n:0\r\n~3\r\n+@read\r\n+@sortedset\r\n+@slow\r\n"
+    "~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n"
+    "$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zunion[] =
+    "$6\r\nzunion\r\n%5\r\n$7\r\nsummary\r\n$24\r\nAdd multiple sorted sets\r\n"
+    "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$140\r\nO(N)+O(M*log(M)) with N being the"
+    " sum of the sizes of the input sorted sets, and M being the number of elemen"
+    "ts in the resulting sorted set.\r\n$9\r\narguments\r\n"
+    "*5\r\n%2\r\n$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":0\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%4\r\n$4\r\n"
+    "name\r\n$6\r\nweight\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$7\r\nWEIGHTS\r\n$5\r\nflags\r\n~2\r\n"
+    "+optional\r\n+multiple\r\n%5\r\n$4\r\nname\r\n$9\r\n"
+    "aggregate\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n"
+    "$9\r\nAGGREGATE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "sum\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nSUM\r\n%3\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
+    "MIN\r\n%3\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nMAX\r\n%4\r\n"
+    "$4\r\nname\r\n$10\r\nwithscores\r\n$4\r\ntype\r\n$10\r\n"
+    "pure-token\r\n$5\r\ntoken\r\n$10\r\nWITHSCORES\r\n"
+    "$5\r\nflags\r\n~1\r\n+optional\r\n";
 static const struct keyspec ks_zunion[] = {
     { .flags = KSPEC_RO | KSPEC_ACCESS,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9657,6 +18009,45 @@ static const char docs_zunionstore[] =
     "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
     "MIN\r\n*6\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
     "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nMAX\r\n";
+static const char info3_zunionstore[] =
+    "*10\r\n$11\r\nzunionstore\r\n:-4\r\n~3\r\n+write\r\n"
+    "+denyoom\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n~3\r\n"
+    "+@write\r\n+@sortedset\r\n+@slow\r\n~0\r\n~2\r\n%3\r\n"
+    "$5\r\nflags\r\n~2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n"
+    "%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\n"
+    "type\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n"
+    ":0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    "%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\n"
+    "begin_search\r\n%2\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+    "$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n"
+    "%2\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n"
+    "%3\r\n$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n"
+    "$7\r\nkeystep\r\n:1\r\n~0\r\n";
+static const char docs3_zunionstore[] =
+    "$11\r\nzunionstore\r\n%5\r\n$7\r\nsummary\r\n$72\r\n"
+    "Add multiple sorted sets and store the resulting sorted set in a new key\r\n"
+    "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$10\r\n"
+    "sorted-set\r\n$10\r\ncomplexity\r\n$140\r\nO(N)+O(M log(M)) with N being the"
+    " sum of the sizes of the input sorted sets, and M being the number of elemen"
+    "ts in the resulting sorted set.\r\n$9\r\narguments\r\n"
+    "*5\r\n%3\r\n$4\r\nname\r\n$11\r\ndestination\r\n$4\r\n"
+    "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    "%2\r\n$4\r\nname\r\n$7\r\nnumkeys\r\n$4\r\ntype\r\n"
+    "$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+    "$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n"
+    ":1\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n%4\r\n$4\r\n"
+    "name\r\n$6\r\nweight\r\n$4\r\ntype\r\n$7\r\ninteger\r\n"
+    "$5\r\ntoken\r\n$7\r\nWEIGHTS\r\n$5\r\nflags\r\n~2\r\n"
+    "+optional\r\n+multiple\r\n%5\r\n$4\r\nname\r\n$9\r\n"
+    "aggregate\r\n$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n"
+    "$9\r\nAGGREGATE\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+    "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$3\r\n"
+    "sum\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+    "$3\r\nSUM\r\n%3\r\n$4\r\nname\r\n$3\r\nmin\r\n$4\r\n"
+    "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\n"
+    "MIN\r\n%3\r\n$4\r\nname\r\n$3\r\nmax\r\n$4\r\ntype\r\n"
+    "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nMAX\r\n";
 static const struct keyspec ks_zunionstore[] = {
     { .flags = KSPEC_OW | KSPEC_UPDATE,
       .bs = KSPEC_BS_INDEX, .bs_u.index = { 1 },
@@ -9673,91 +18064,117 @@ static const struct command sub_acl[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_cat, .info_resp_len = sizeof(info_acl_cat) - 1,
-      .docs_resp = docs_acl_cat, .docs_resp_len = sizeof(docs_acl_cat) - 1 },
+      .docs_resp = docs_acl_cat, .docs_resp_len = sizeof(docs_acl_cat) - 1,
+      .info_resp3 = info3_acl_cat, .info_resp3_len = sizeof(info3_acl_cat) - 1,
+      .docs_resp3 = docs3_acl_cat, .docs_resp3_len = sizeof(docs3_acl_cat) - 1 },
     { .name = "deluser", .fullname = "acl|deluser",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_deluser, .info_resp_len = sizeof(info_acl_deluser) - 1,
-      .docs_resp = docs_acl_deluser, .docs_resp_len = sizeof(docs_acl_deluser) - 1 },
+      .docs_resp = docs_acl_deluser, .docs_resp_len = sizeof(docs_acl_deluser) - 1,
+      .info_resp3 = info3_acl_deluser, .info_resp3_len = sizeof(info3_acl_deluser) - 1,
+      .docs_resp3 = docs3_acl_deluser, .docs_resp3_len = sizeof(docs3_acl_deluser) - 1 },
     { .name = "dryrun", .fullname = "acl|dryrun",
       .arity = -4, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_dryrun, .info_resp_len = sizeof(info_acl_dryrun) - 1,
-      .docs_resp = docs_acl_dryrun, .docs_resp_len = sizeof(docs_acl_dryrun) - 1 },
+      .docs_resp = docs_acl_dryrun, .docs_resp_len = sizeof(docs_acl_dryrun) - 1,
+      .info_resp3 = info3_acl_dryrun, .info_resp3_len = sizeof(info3_acl_dryrun) - 1,
+      .docs_resp3 = docs3_acl_dryrun, .docs_resp3_len = sizeof(docs3_acl_dryrun) - 1 },
     { .name = "genpass", .fullname = "acl|genpass",
       .arity = -2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_genpass, .info_resp_len = sizeof(info_acl_genpass) - 1,
-      .docs_resp = docs_acl_genpass, .docs_resp_len = sizeof(docs_acl_genpass) - 1 },
+      .docs_resp = docs_acl_genpass, .docs_resp_len = sizeof(docs_acl_genpass) - 1,
+      .info_resp3 = info3_acl_genpass, .info_resp3_len = sizeof(info3_acl_genpass) - 1,
+      .docs_resp3 = docs3_acl_genpass, .docs_resp3_len = sizeof(docs3_acl_genpass) - 1 },
     { .name = "getuser", .fullname = "acl|getuser",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_getuser, .info_resp_len = sizeof(info_acl_getuser) - 1,
-      .docs_resp = docs_acl_getuser, .docs_resp_len = sizeof(docs_acl_getuser) - 1 },
+      .docs_resp = docs_acl_getuser, .docs_resp_len = sizeof(docs_acl_getuser) - 1,
+      .info_resp3 = info3_acl_getuser, .info_resp3_len = sizeof(info3_acl_getuser) - 1,
+      .docs_resp3 = docs3_acl_getuser, .docs_resp3_len = sizeof(docs3_acl_getuser) - 1 },
     { .name = "help", .fullname = "acl|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_help, .info_resp_len = sizeof(info_acl_help) - 1,
-      .docs_resp = docs_acl_help, .docs_resp_len = sizeof(docs_acl_help) - 1 },
+      .docs_resp = docs_acl_help, .docs_resp_len = sizeof(docs_acl_help) - 1,
+      .info_resp3 = info3_acl_help, .info_resp3_len = sizeof(info3_acl_help) - 1,
+      .docs_resp3 = docs3_acl_help, .docs_resp3_len = sizeof(docs3_acl_help) - 1 },
     { .name = "list", .fullname = "acl|list",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_list, .info_resp_len = sizeof(info_acl_list) - 1,
-      .docs_resp = docs_acl_list, .docs_resp_len = sizeof(docs_acl_list) - 1 },
+      .docs_resp = docs_acl_list, .docs_resp_len = sizeof(docs_acl_list) - 1,
+      .info_resp3 = info3_acl_list, .info_resp3_len = sizeof(info3_acl_list) - 1,
+      .docs_resp3 = docs3_acl_list, .docs_resp3_len = sizeof(docs3_acl_list) - 1 },
     { .name = "load", .fullname = "acl|load",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_load, .info_resp_len = sizeof(info_acl_load) - 1,
-      .docs_resp = docs_acl_load, .docs_resp_len = sizeof(docs_acl_load) - 1 },
+      .docs_resp = docs_acl_load, .docs_resp_len = sizeof(docs_acl_load) - 1,
+      .info_resp3 = info3_acl_load, .info_resp3_len = sizeof(info3_acl_load) - 1,
+      .docs_resp3 = docs3_acl_load, .docs_resp3_len = sizeof(docs3_acl_load) - 1 },
     { .name = "log", .fullname = "acl|log",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_log, .info_resp_len = sizeof(info_acl_log) - 1,
-      .docs_resp = docs_acl_log, .docs_resp_len = sizeof(docs_acl_log) - 1 },
+      .docs_resp = docs_acl_log, .docs_resp_len = sizeof(docs_acl_log) - 1,
+      .info_resp3 = info3_acl_log, .info_resp3_len = sizeof(info3_acl_log) - 1,
+      .docs_resp3 = docs3_acl_log, .docs_resp3_len = sizeof(docs3_acl_log) - 1 },
     { .name = "save", .fullname = "acl|save",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_save, .info_resp_len = sizeof(info_acl_save) - 1,
-      .docs_resp = docs_acl_save, .docs_resp_len = sizeof(docs_acl_save) - 1 },
+      .docs_resp = docs_acl_save, .docs_resp_len = sizeof(docs_acl_save) - 1,
+      .info_resp3 = info3_acl_save, .info_resp3_len = sizeof(info3_acl_save) - 1,
+      .docs_resp3 = docs3_acl_save, .docs_resp3_len = sizeof(docs3_acl_save) - 1 },
     { .name = "setuser", .fullname = "acl|setuser",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_setuser, .info_resp_len = sizeof(info_acl_setuser) - 1,
-      .docs_resp = docs_acl_setuser, .docs_resp_len = sizeof(docs_acl_setuser) - 1 },
+      .docs_resp = docs_acl_setuser, .docs_resp_len = sizeof(docs_acl_setuser) - 1,
+      .info_resp3 = info3_acl_setuser, .info_resp3_len = sizeof(info3_acl_setuser) - 1,
+      .docs_resp3 = docs3_acl_setuser, .docs_resp3_len = sizeof(docs3_acl_setuser) - 1 },
     { .name = "users", .fullname = "acl|users",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_users, .info_resp_len = sizeof(info_acl_users) - 1,
-      .docs_resp = docs_acl_users, .docs_resp_len = sizeof(docs_acl_users) - 1 },
+      .docs_resp = docs_acl_users, .docs_resp_len = sizeof(docs_acl_users) - 1,
+      .info_resp3 = info3_acl_users, .info_resp3_len = sizeof(info3_acl_users) - 1,
+      .docs_resp3 = docs3_acl_users, .docs_resp3_len = sizeof(docs3_acl_users) - 1 },
     { .name = "whoami", .fullname = "acl|whoami",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[0],
       .info_resp = info_acl_whoami, .info_resp_len = sizeof(info_acl_whoami) - 1,
-      .docs_resp = docs_acl_whoami, .docs_resp_len = sizeof(docs_acl_whoami) - 1 },
+      .docs_resp = docs_acl_whoami, .docs_resp_len = sizeof(docs_acl_whoami) - 1,
+      .info_resp3 = info3_acl_whoami, .info_resp3_len = sizeof(info3_acl_whoami) - 1,
+      .docs_resp3 = docs3_acl_whoami, .docs_resp3_len = sizeof(docs3_acl_whoami) - 1 },
 };
 
 static const struct command sub_client[] = {
@@ -9767,112 +18184,144 @@ static const struct command sub_client[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_caching, .info_resp_len = sizeof(info_client_caching) - 1,
-      .docs_resp = docs_client_caching, .docs_resp_len = sizeof(docs_client_caching) - 1 },
+      .docs_resp = docs_client_caching, .docs_resp_len = sizeof(docs_client_caching) - 1,
+      .info_resp3 = info3_client_caching, .info_resp3_len = sizeof(info3_client_caching) - 1,
+      .docs_resp3 = docs3_client_caching, .docs_resp3_len = sizeof(docs3_client_caching) - 1 },
     { .name = "getname", .fullname = "client|getname",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_getname, .info_resp_len = sizeof(info_client_getname) - 1,
-      .docs_resp = docs_client_getname, .docs_resp_len = sizeof(docs_client_getname) - 1 },
+      .docs_resp = docs_client_getname, .docs_resp_len = sizeof(docs_client_getname) - 1,
+      .info_resp3 = info3_client_getname, .info_resp3_len = sizeof(info3_client_getname) - 1,
+      .docs_resp3 = docs3_client_getname, .docs_resp3_len = sizeof(docs3_client_getname) - 1 },
     { .name = "getredir", .fullname = "client|getredir",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_getredir, .info_resp_len = sizeof(info_client_getredir) - 1,
-      .docs_resp = docs_client_getredir, .docs_resp_len = sizeof(docs_client_getredir) - 1 },
+      .docs_resp = docs_client_getredir, .docs_resp_len = sizeof(docs_client_getredir) - 1,
+      .info_resp3 = info3_client_getredir, .info_resp3_len = sizeof(info3_client_getredir) - 1,
+      .docs_resp3 = docs3_client_getredir, .docs_resp3_len = sizeof(docs3_client_getredir) - 1 },
     { .name = "help", .fullname = "client|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_help, .info_resp_len = sizeof(info_client_help) - 1,
-      .docs_resp = docs_client_help, .docs_resp_len = sizeof(docs_client_help) - 1 },
+      .docs_resp = docs_client_help, .docs_resp_len = sizeof(docs_client_help) - 1,
+      .info_resp3 = info3_client_help, .info_resp3_len = sizeof(info3_client_help) - 1,
+      .docs_resp3 = docs3_client_help, .docs_resp3_len = sizeof(docs3_client_help) - 1 },
     { .name = "id", .fullname = "client|id",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_id, .info_resp_len = sizeof(info_client_id) - 1,
-      .docs_resp = docs_client_id, .docs_resp_len = sizeof(docs_client_id) - 1 },
+      .docs_resp = docs_client_id, .docs_resp_len = sizeof(docs_client_id) - 1,
+      .info_resp3 = info3_client_id, .info_resp3_len = sizeof(info3_client_id) - 1,
+      .docs_resp3 = docs3_client_id, .docs_resp3_len = sizeof(docs3_client_id) - 1 },
     { .name = "info", .fullname = "client|info",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_info, .info_resp_len = sizeof(info_client_info) - 1,
-      .docs_resp = docs_client_info, .docs_resp_len = sizeof(docs_client_info) - 1 },
+      .docs_resp = docs_client_info, .docs_resp_len = sizeof(docs_client_info) - 1,
+      .info_resp3 = info3_client_info, .info_resp3_len = sizeof(info3_client_info) - 1,
+      .docs_resp3 = docs3_client_info, .docs_resp3_len = sizeof(docs3_client_info) - 1 },
     { .name = "kill", .fullname = "client|kill",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_kill, .info_resp_len = sizeof(info_client_kill) - 1,
-      .docs_resp = docs_client_kill, .docs_resp_len = sizeof(docs_client_kill) - 1 },
+      .docs_resp = docs_client_kill, .docs_resp_len = sizeof(docs_client_kill) - 1,
+      .info_resp3 = info3_client_kill, .info_resp3_len = sizeof(info3_client_kill) - 1,
+      .docs_resp3 = docs3_client_kill, .docs_resp3_len = sizeof(docs3_client_kill) - 1 },
     { .name = "list", .fullname = "client|list",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_list, .info_resp_len = sizeof(info_client_list) - 1,
-      .docs_resp = docs_client_list, .docs_resp_len = sizeof(docs_client_list) - 1 },
+      .docs_resp = docs_client_list, .docs_resp_len = sizeof(docs_client_list) - 1,
+      .info_resp3 = info3_client_list, .info_resp3_len = sizeof(info3_client_list) - 1,
+      .docs_resp3 = docs3_client_list, .docs_resp3_len = sizeof(docs3_client_list) - 1 },
     { .name = "no-evict", .fullname = "client|no-evict",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_no_evict, .info_resp_len = sizeof(info_client_no_evict) - 1,
-      .docs_resp = docs_client_no_evict, .docs_resp_len = sizeof(docs_client_no_evict) - 1 },
+      .docs_resp = docs_client_no_evict, .docs_resp_len = sizeof(docs_client_no_evict) - 1,
+      .info_resp3 = info3_client_no_evict, .info_resp3_len = sizeof(info3_client_no_evict) - 1,
+      .docs_resp3 = docs3_client_no_evict, .docs_resp3_len = sizeof(docs3_client_no_evict) - 1 },
     { .name = "pause", .fullname = "client|pause",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_pause, .info_resp_len = sizeof(info_client_pause) - 1,
-      .docs_resp = docs_client_pause, .docs_resp_len = sizeof(docs_client_pause) - 1 },
+      .docs_resp = docs_client_pause, .docs_resp_len = sizeof(docs_client_pause) - 1,
+      .info_resp3 = info3_client_pause, .info_resp3_len = sizeof(info3_client_pause) - 1,
+      .docs_resp3 = docs3_client_pause, .docs_resp3_len = sizeof(docs3_client_pause) - 1 },
     { .name = "reply", .fullname = "client|reply",
       .arity = 3, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_reply, .info_resp_len = sizeof(info_client_reply) - 1,
-      .docs_resp = docs_client_reply, .docs_resp_len = sizeof(docs_client_reply) - 1 },
+      .docs_resp = docs_client_reply, .docs_resp_len = sizeof(docs_client_reply) - 1,
+      .info_resp3 = info3_client_reply, .info_resp3_len = sizeof(info3_client_reply) - 1,
+      .docs_resp3 = docs3_client_reply, .docs_resp3_len = sizeof(docs3_client_reply) - 1 },
     { .name = "setname", .fullname = "client|setname",
       .arity = 3, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_setname, .info_resp_len = sizeof(info_client_setname) - 1,
-      .docs_resp = docs_client_setname, .docs_resp_len = sizeof(docs_client_setname) - 1 },
+      .docs_resp = docs_client_setname, .docs_resp_len = sizeof(docs_client_setname) - 1,
+      .info_resp3 = info3_client_setname, .info_resp3_len = sizeof(info3_client_setname) - 1,
+      .docs_resp3 = docs3_client_setname, .docs_resp3_len = sizeof(docs3_client_setname) - 1 },
     { .name = "tracking", .fullname = "client|tracking",
       .arity = -3, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_tracking, .info_resp_len = sizeof(info_client_tracking) - 1,
-      .docs_resp = docs_client_tracking, .docs_resp_len = sizeof(docs_client_tracking) - 1 },
+      .docs_resp = docs_client_tracking, .docs_resp_len = sizeof(docs_client_tracking) - 1,
+      .info_resp3 = info3_client_tracking, .info_resp3_len = sizeof(info3_client_tracking) - 1,
+      .docs_resp3 = docs3_client_tracking, .docs_resp3_len = sizeof(docs3_client_tracking) - 1 },
     { .name = "trackinginfo", .fullname = "client|trackinginfo",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_trackinginfo, .info_resp_len = sizeof(info_client_trackinginfo) - 1,
-      .docs_resp = docs_client_trackinginfo, .docs_resp_len = sizeof(docs_client_trackinginfo) - 1 },
+      .docs_resp = docs_client_trackinginfo, .docs_resp_len = sizeof(docs_client_trackinginfo) - 1,
+      .info_resp3 = info3_client_trackinginfo, .info_resp3_len = sizeof(info3_client_trackinginfo) - 1,
+      .docs_resp3 = docs3_client_trackinginfo, .docs_resp3_len = sizeof(docs3_client_trackinginfo) - 1 },
     { .name = "unblock", .fullname = "client|unblock",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_unblock, .info_resp_len = sizeof(info_client_unblock) - 1,
-      .docs_resp = docs_client_unblock, .docs_resp_len = sizeof(docs_client_unblock) - 1 },
+      .docs_resp = docs_client_unblock, .docs_resp_len = sizeof(docs_client_unblock) - 1,
+      .info_resp3 = info3_client_unblock, .info_resp3_len = sizeof(info3_client_unblock) - 1,
+      .docs_resp3 = docs3_client_unblock, .docs_resp3_len = sizeof(docs3_client_unblock) - 1 },
     { .name = "unpause", .fullname = "client|unpause",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x6a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[19],
       .info_resp = info_client_unpause, .info_resp_len = sizeof(info_client_unpause) - 1,
-      .docs_resp = docs_client_unpause, .docs_resp_len = sizeof(docs_client_unpause) - 1 },
+      .docs_resp = docs_client_unpause, .docs_resp_len = sizeof(docs_client_unpause) - 1,
+      .info_resp3 = info3_client_unpause, .info_resp3_len = sizeof(info3_client_unpause) - 1,
+      .docs_resp3 = docs3_client_unpause, .docs_resp3_len = sizeof(docs3_client_unpause) - 1 },
 };
 
 static const struct command sub_cluster[] = {
@@ -9882,189 +18331,243 @@ static const struct command sub_cluster[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_addslots, .info_resp_len = sizeof(info_cluster_addslots) - 1,
-      .docs_resp = docs_cluster_addslots, .docs_resp_len = sizeof(docs_cluster_addslots) - 1 },
+      .docs_resp = docs_cluster_addslots, .docs_resp_len = sizeof(docs_cluster_addslots) - 1,
+      .info_resp3 = info3_cluster_addslots, .info_resp3_len = sizeof(info3_cluster_addslots) - 1,
+      .docs_resp3 = docs3_cluster_addslots, .docs_resp3_len = sizeof(docs3_cluster_addslots) - 1 },
     { .name = "addslotsrange", .fullname = "cluster|addslotsrange",
       .arity = -4, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_addslotsrange, .info_resp_len = sizeof(info_cluster_addslotsrange) - 1,
-      .docs_resp = docs_cluster_addslotsrange, .docs_resp_len = sizeof(docs_cluster_addslotsrange) - 1 },
+      .docs_resp = docs_cluster_addslotsrange, .docs_resp_len = sizeof(docs_cluster_addslotsrange) - 1,
+      .info_resp3 = info3_cluster_addslotsrange, .info_resp3_len = sizeof(info3_cluster_addslotsrange) - 1,
+      .docs_resp3 = docs3_cluster_addslotsrange, .docs_resp3_len = sizeof(docs3_cluster_addslotsrange) - 1 },
     { .name = "bumpepoch", .fullname = "cluster|bumpepoch",
       .arity = 2, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_bumpepoch, .info_resp_len = sizeof(info_cluster_bumpepoch) - 1,
-      .docs_resp = docs_cluster_bumpepoch, .docs_resp_len = sizeof(docs_cluster_bumpepoch) - 1 },
+      .docs_resp = docs_cluster_bumpepoch, .docs_resp_len = sizeof(docs_cluster_bumpepoch) - 1,
+      .info_resp3 = info3_cluster_bumpepoch, .info_resp3_len = sizeof(info3_cluster_bumpepoch) - 1,
+      .docs_resp3 = docs3_cluster_bumpepoch, .docs_resp3_len = sizeof(docs3_cluster_bumpepoch) - 1 },
     { .name = "count-failure-reports", .fullname = "cluster|count-failure-reports",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_count_failure_reports, .info_resp_len = sizeof(info_cluster_count_failure_reports) - 1,
-      .docs_resp = docs_cluster_count_failure_reports, .docs_resp_len = sizeof(docs_cluster_count_failure_reports) - 1 },
+      .docs_resp = docs_cluster_count_failure_reports, .docs_resp_len = sizeof(docs_cluster_count_failure_reports) - 1,
+      .info_resp3 = info3_cluster_count_failure_reports, .info_resp3_len = sizeof(info3_cluster_count_failure_reports) - 1,
+      .docs_resp3 = docs3_cluster_count_failure_reports, .docs_resp3_len = sizeof(docs3_cluster_count_failure_reports) - 1 },
     { .name = "countkeysinslot", .fullname = "cluster|countkeysinslot",
       .arity = 3, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_countkeysinslot, .info_resp_len = sizeof(info_cluster_countkeysinslot) - 1,
-      .docs_resp = docs_cluster_countkeysinslot, .docs_resp_len = sizeof(docs_cluster_countkeysinslot) - 1 },
+      .docs_resp = docs_cluster_countkeysinslot, .docs_resp_len = sizeof(docs_cluster_countkeysinslot) - 1,
+      .info_resp3 = info3_cluster_countkeysinslot, .info_resp3_len = sizeof(info3_cluster_countkeysinslot) - 1,
+      .docs_resp3 = docs3_cluster_countkeysinslot, .docs_resp3_len = sizeof(docs3_cluster_countkeysinslot) - 1 },
     { .name = "delslots", .fullname = "cluster|delslots",
       .arity = -3, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_delslots, .info_resp_len = sizeof(info_cluster_delslots) - 1,
-      .docs_resp = docs_cluster_delslots, .docs_resp_len = sizeof(docs_cluster_delslots) - 1 },
+      .docs_resp = docs_cluster_delslots, .docs_resp_len = sizeof(docs_cluster_delslots) - 1,
+      .info_resp3 = info3_cluster_delslots, .info_resp3_len = sizeof(info3_cluster_delslots) - 1,
+      .docs_resp3 = docs3_cluster_delslots, .docs_resp3_len = sizeof(docs3_cluster_delslots) - 1 },
     { .name = "delslotsrange", .fullname = "cluster|delslotsrange",
       .arity = -4, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_delslotsrange, .info_resp_len = sizeof(info_cluster_delslotsrange) - 1,
-      .docs_resp = docs_cluster_delslotsrange, .docs_resp_len = sizeof(docs_cluster_delslotsrange) - 1 },
+      .docs_resp = docs_cluster_delslotsrange, .docs_resp_len = sizeof(docs_cluster_delslotsrange) - 1,
+      .info_resp3 = info3_cluster_delslotsrange, .info_resp3_len = sizeof(info3_cluster_delslotsrange) - 1,
+      .docs_resp3 = docs3_cluster_delslotsrange, .docs_resp3_len = sizeof(docs3_cluster_delslotsrange) - 1 },
     { .name = "failover", .fullname = "cluster|failover",
       .arity = -2, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_failover, .info_resp_len = sizeof(info_cluster_failover) - 1,
-      .docs_resp = docs_cluster_failover, .docs_resp_len = sizeof(docs_cluster_failover) - 1 },
+      .docs_resp = docs_cluster_failover, .docs_resp_len = sizeof(docs_cluster_failover) - 1,
+      .info_resp3 = info3_cluster_failover, .info_resp3_len = sizeof(info3_cluster_failover) - 1,
+      .docs_resp3 = docs3_cluster_failover, .docs_resp3_len = sizeof(docs3_cluster_failover) - 1 },
     { .name = "flushslots", .fullname = "cluster|flushslots",
       .arity = 2, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_flushslots, .info_resp_len = sizeof(info_cluster_flushslots) - 1,
-      .docs_resp = docs_cluster_flushslots, .docs_resp_len = sizeof(docs_cluster_flushslots) - 1 },
+      .docs_resp = docs_cluster_flushslots, .docs_resp_len = sizeof(docs_cluster_flushslots) - 1,
+      .info_resp3 = info3_cluster_flushslots, .info_resp3_len = sizeof(info3_cluster_flushslots) - 1,
+      .docs_resp3 = docs3_cluster_flushslots, .docs_resp3_len = sizeof(docs3_cluster_flushslots) - 1 },
     { .name = "forget", .fullname = "cluster|forget",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_forget, .info_resp_len = sizeof(info_cluster_forget) - 1,
-      .docs_resp = docs_cluster_forget, .docs_resp_len = sizeof(docs_cluster_forget) - 1 },
+      .docs_resp = docs_cluster_forget, .docs_resp_len = sizeof(docs_cluster_forget) - 1,
+      .info_resp3 = info3_cluster_forget, .info_resp3_len = sizeof(info3_cluster_forget) - 1,
+      .docs_resp3 = docs3_cluster_forget, .docs_resp3_len = sizeof(docs3_cluster_forget) - 1 },
     { .name = "getkeysinslot", .fullname = "cluster|getkeysinslot",
       .arity = 4, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_getkeysinslot, .info_resp_len = sizeof(info_cluster_getkeysinslot) - 1,
-      .docs_resp = docs_cluster_getkeysinslot, .docs_resp_len = sizeof(docs_cluster_getkeysinslot) - 1 },
+      .docs_resp = docs_cluster_getkeysinslot, .docs_resp_len = sizeof(docs_cluster_getkeysinslot) - 1,
+      .info_resp3 = info3_cluster_getkeysinslot, .info_resp3_len = sizeof(info3_cluster_getkeysinslot) - 1,
+      .docs_resp3 = docs3_cluster_getkeysinslot, .docs_resp3_len = sizeof(docs3_cluster_getkeysinslot) - 1 },
     { .name = "help", .fullname = "cluster|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_help, .info_resp_len = sizeof(info_cluster_help) - 1,
-      .docs_resp = docs_cluster_help, .docs_resp_len = sizeof(docs_cluster_help) - 1 },
+      .docs_resp = docs_cluster_help, .docs_resp_len = sizeof(docs_cluster_help) - 1,
+      .info_resp3 = info3_cluster_help, .info_resp3_len = sizeof(info3_cluster_help) - 1,
+      .docs_resp3 = docs3_cluster_help, .docs_resp3_len = sizeof(docs3_cluster_help) - 1 },
     { .name = "info", .fullname = "cluster|info",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_info, .info_resp_len = sizeof(info_cluster_info) - 1,
-      .docs_resp = docs_cluster_info, .docs_resp_len = sizeof(docs_cluster_info) - 1 },
+      .docs_resp = docs_cluster_info, .docs_resp_len = sizeof(docs_cluster_info) - 1,
+      .info_resp3 = info3_cluster_info, .info_resp3_len = sizeof(info3_cluster_info) - 1,
+      .docs_resp3 = docs3_cluster_info, .docs_resp3_len = sizeof(docs3_cluster_info) - 1 },
     { .name = "keyslot", .fullname = "cluster|keyslot",
       .arity = 3, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_keyslot, .info_resp_len = sizeof(info_cluster_keyslot) - 1,
-      .docs_resp = docs_cluster_keyslot, .docs_resp_len = sizeof(docs_cluster_keyslot) - 1 },
+      .docs_resp = docs_cluster_keyslot, .docs_resp_len = sizeof(docs_cluster_keyslot) - 1,
+      .info_resp3 = info3_cluster_keyslot, .info_resp3_len = sizeof(info3_cluster_keyslot) - 1,
+      .docs_resp3 = docs3_cluster_keyslot, .docs_resp3_len = sizeof(docs3_cluster_keyslot) - 1 },
     { .name = "links", .fullname = "cluster|links",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_links, .info_resp_len = sizeof(info_cluster_links) - 1,
-      .docs_resp = docs_cluster_links, .docs_resp_len = sizeof(docs_cluster_links) - 1 },
+      .docs_resp = docs_cluster_links, .docs_resp_len = sizeof(docs_cluster_links) - 1,
+      .info_resp3 = info3_cluster_links, .info_resp3_len = sizeof(info3_cluster_links) - 1,
+      .docs_resp3 = docs3_cluster_links, .docs_resp3_len = sizeof(docs3_cluster_links) - 1 },
     { .name = "meet", .fullname = "cluster|meet",
       .arity = -4, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_meet, .info_resp_len = sizeof(info_cluster_meet) - 1,
-      .docs_resp = docs_cluster_meet, .docs_resp_len = sizeof(docs_cluster_meet) - 1 },
+      .docs_resp = docs_cluster_meet, .docs_resp_len = sizeof(docs_cluster_meet) - 1,
+      .info_resp3 = info3_cluster_meet, .info_resp3_len = sizeof(info3_cluster_meet) - 1,
+      .docs_resp3 = docs3_cluster_meet, .docs_resp3_len = sizeof(docs3_cluster_meet) - 1 },
     { .name = "myid", .fullname = "cluster|myid",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_myid, .info_resp_len = sizeof(info_cluster_myid) - 1,
-      .docs_resp = docs_cluster_myid, .docs_resp_len = sizeof(docs_cluster_myid) - 1 },
+      .docs_resp = docs_cluster_myid, .docs_resp_len = sizeof(docs_cluster_myid) - 1,
+      .info_resp3 = info3_cluster_myid, .info_resp3_len = sizeof(info3_cluster_myid) - 1,
+      .docs_resp3 = docs3_cluster_myid, .docs_resp3_len = sizeof(docs3_cluster_myid) - 1 },
     { .name = "nodes", .fullname = "cluster|nodes",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_nodes, .info_resp_len = sizeof(info_cluster_nodes) - 1,
-      .docs_resp = docs_cluster_nodes, .docs_resp_len = sizeof(docs_cluster_nodes) - 1 },
+      .docs_resp = docs_cluster_nodes, .docs_resp_len = sizeof(docs_cluster_nodes) - 1,
+      .info_resp3 = info3_cluster_nodes, .info_resp3_len = sizeof(info3_cluster_nodes) - 1,
+      .docs_resp3 = docs3_cluster_nodes, .docs_resp3_len = sizeof(docs3_cluster_nodes) - 1 },
     { .name = "replicas", .fullname = "cluster|replicas",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_replicas, .info_resp_len = sizeof(info_cluster_replicas) - 1,
-      .docs_resp = docs_cluster_replicas, .docs_resp_len = sizeof(docs_cluster_replicas) - 1 },
+      .docs_resp = docs_cluster_replicas, .docs_resp_len = sizeof(docs_cluster_replicas) - 1,
+      .info_resp3 = info3_cluster_replicas, .info_resp3_len = sizeof(info3_cluster_replicas) - 1,
+      .docs_resp3 = docs3_cluster_replicas, .docs_resp3_len = sizeof(docs3_cluster_replicas) - 1 },
     { .name = "replicate", .fullname = "cluster|replicate",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_replicate, .info_resp_len = sizeof(info_cluster_replicate) - 1,
-      .docs_resp = docs_cluster_replicate, .docs_resp_len = sizeof(docs_cluster_replicate) - 1 },
+      .docs_resp = docs_cluster_replicate, .docs_resp_len = sizeof(docs_cluster_replicate) - 1,
+      .info_resp3 = info3_cluster_replicate, .info_resp3_len = sizeof(info3_cluster_replicate) - 1,
+      .docs_resp3 = docs3_cluster_replicate, .docs_resp3_len = sizeof(docs3_cluster_replicate) - 1 },
     { .name = "reset", .fullname = "cluster|reset",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_reset, .info_resp_len = sizeof(info_cluster_reset) - 1,
-      .docs_resp = docs_cluster_reset, .docs_resp_len = sizeof(docs_cluster_reset) - 1 },
+      .docs_resp = docs_cluster_reset, .docs_resp_len = sizeof(docs_cluster_reset) - 1,
+      .info_resp3 = info3_cluster_reset, .info_resp3_len = sizeof(info3_cluster_reset) - 1,
+      .docs_resp3 = docs3_cluster_reset, .docs_resp3_len = sizeof(docs3_cluster_reset) - 1 },
     { .name = "saveconfig", .fullname = "cluster|saveconfig",
       .arity = 2, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_saveconfig, .info_resp_len = sizeof(info_cluster_saveconfig) - 1,
-      .docs_resp = docs_cluster_saveconfig, .docs_resp_len = sizeof(docs_cluster_saveconfig) - 1 },
+      .docs_resp = docs_cluster_saveconfig, .docs_resp_len = sizeof(docs_cluster_saveconfig) - 1,
+      .info_resp3 = info3_cluster_saveconfig, .info_resp3_len = sizeof(info3_cluster_saveconfig) - 1,
+      .docs_resp3 = docs3_cluster_saveconfig, .docs_resp3_len = sizeof(docs3_cluster_saveconfig) - 1 },
     { .name = "set-config-epoch", .fullname = "cluster|set-config-epoch",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_set_config_epoch, .info_resp_len = sizeof(info_cluster_set_config_epoch) - 1,
-      .docs_resp = docs_cluster_set_config_epoch, .docs_resp_len = sizeof(docs_cluster_set_config_epoch) - 1 },
+      .docs_resp = docs_cluster_set_config_epoch, .docs_resp_len = sizeof(docs_cluster_set_config_epoch) - 1,
+      .info_resp3 = info3_cluster_set_config_epoch, .info_resp3_len = sizeof(info3_cluster_set_config_epoch) - 1,
+      .docs_resp3 = docs3_cluster_set_config_epoch, .docs_resp3_len = sizeof(docs3_cluster_set_config_epoch) - 1 },
     { .name = "setslot", .fullname = "cluster|setslot",
       .arity = -4, .flags = CMD_ADMIN | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_setslot, .info_resp_len = sizeof(info_cluster_setslot) - 1,
-      .docs_resp = docs_cluster_setslot, .docs_resp_len = sizeof(docs_cluster_setslot) - 1 },
+      .docs_resp = docs_cluster_setslot, .docs_resp_len = sizeof(docs_cluster_setslot) - 1,
+      .info_resp3 = info3_cluster_setslot, .info_resp3_len = sizeof(info3_cluster_setslot) - 1,
+      .docs_resp3 = docs3_cluster_setslot, .docs_resp3_len = sizeof(docs3_cluster_setslot) - 1 },
     { .name = "shards", .fullname = "cluster|shards",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_shards, .info_resp_len = sizeof(info_cluster_shards) - 1,
-      .docs_resp = docs_cluster_shards, .docs_resp_len = sizeof(docs_cluster_shards) - 1 },
+      .docs_resp = docs_cluster_shards, .docs_resp_len = sizeof(docs_cluster_shards) - 1,
+      .info_resp3 = info3_cluster_shards, .info_resp3_len = sizeof(info3_cluster_shards) - 1,
+      .docs_resp3 = docs3_cluster_shards, .docs_resp3_len = sizeof(docs3_cluster_shards) - 1 },
     { .name = "slaves", .fullname = "cluster|slaves",
       .arity = 3, .flags = CMD_ADMIN | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_slaves, .info_resp_len = sizeof(info_cluster_slaves) - 1,
-      .docs_resp = docs_cluster_slaves, .docs_resp_len = sizeof(docs_cluster_slaves) - 1 },
+      .docs_resp = docs_cluster_slaves, .docs_resp_len = sizeof(docs_cluster_slaves) - 1,
+      .info_resp3 = info3_cluster_slaves, .info_resp3_len = sizeof(info3_cluster_slaves) - 1,
+      .docs_resp3 = docs3_cluster_slaves, .docs_resp3_len = sizeof(docs3_cluster_slaves) - 1 },
     { .name = "slots", .fullname = "cluster|slots",
       .arity = 2, .flags = CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[20],
       .info_resp = info_cluster_slots, .info_resp_len = sizeof(info_cluster_slots) - 1,
-      .docs_resp = docs_cluster_slots, .docs_resp_len = sizeof(docs_cluster_slots) - 1 },
+      .docs_resp = docs_cluster_slots, .docs_resp_len = sizeof(docs_cluster_slots) - 1,
+      .info_resp3 = info3_cluster_slots, .info_resp3_len = sizeof(info3_cluster_slots) - 1,
+      .docs_resp3 = docs3_cluster_slots, .docs_resp3_len = sizeof(docs3_cluster_slots) - 1 },
 };
 
 static const struct command sub_command[] = {
@@ -10074,49 +18577,63 @@ static const struct command sub_command[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_count, .info_resp_len = sizeof(info_command_count) - 1,
-      .docs_resp = docs_command_count, .docs_resp_len = sizeof(docs_command_count) - 1 },
+      .docs_resp = docs_command_count, .docs_resp_len = sizeof(docs_command_count) - 1,
+      .info_resp3 = info3_command_count, .info_resp3_len = sizeof(info3_command_count) - 1,
+      .docs_resp3 = docs3_command_count, .docs_resp3_len = sizeof(docs3_command_count) - 1 },
     { .name = "docs", .fullname = "command|docs",
       .arity = -2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_docs, .info_resp_len = sizeof(info_command_docs) - 1,
-      .docs_resp = docs_command_docs, .docs_resp_len = sizeof(docs_command_docs) - 1 },
+      .docs_resp = docs_command_docs, .docs_resp_len = sizeof(docs_command_docs) - 1,
+      .info_resp3 = info3_command_docs, .info_resp3_len = sizeof(info3_command_docs) - 1,
+      .docs_resp3 = docs3_command_docs, .docs_resp3_len = sizeof(docs3_command_docs) - 1 },
     { .name = "getkeys", .fullname = "command|getkeys",
       .arity = -4, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_getkeys, .info_resp_len = sizeof(info_command_getkeys) - 1,
-      .docs_resp = docs_command_getkeys, .docs_resp_len = sizeof(docs_command_getkeys) - 1 },
+      .docs_resp = docs_command_getkeys, .docs_resp_len = sizeof(docs_command_getkeys) - 1,
+      .info_resp3 = info3_command_getkeys, .info_resp3_len = sizeof(info3_command_getkeys) - 1,
+      .docs_resp3 = docs3_command_getkeys, .docs_resp3_len = sizeof(docs3_command_getkeys) - 1 },
     { .name = "getkeysandflags", .fullname = "command|getkeysandflags",
       .arity = -4, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_getkeysandflags, .info_resp_len = sizeof(info_command_getkeysandflags) - 1,
-      .docs_resp = docs_command_getkeysandflags, .docs_resp_len = sizeof(docs_command_getkeysandflags) - 1 },
+      .docs_resp = docs_command_getkeysandflags, .docs_resp_len = sizeof(docs_command_getkeysandflags) - 1,
+      .info_resp3 = info3_command_getkeysandflags, .info_resp3_len = sizeof(info3_command_getkeysandflags) - 1,
+      .docs_resp3 = docs3_command_getkeysandflags, .docs_resp3_len = sizeof(docs3_command_getkeysandflags) - 1 },
     { .name = "help", .fullname = "command|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_help, .info_resp_len = sizeof(info_command_help) - 1,
-      .docs_resp = docs_command_help, .docs_resp_len = sizeof(docs_command_help) - 1 },
+      .docs_resp = docs_command_help, .docs_resp_len = sizeof(docs_command_help) - 1,
+      .info_resp3 = info3_command_help, .info_resp3_len = sizeof(info3_command_help) - 1,
+      .docs_resp3 = docs3_command_help, .docs_resp3_len = sizeof(docs3_command_help) - 1 },
     { .name = "info", .fullname = "command|info",
       .arity = -2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_info, .info_resp_len = sizeof(info_command_info) - 1,
-      .docs_resp = docs_command_info, .docs_resp_len = sizeof(docs_command_info) - 1 },
+      .docs_resp = docs_command_info, .docs_resp_len = sizeof(docs_command_info) - 1,
+      .info_resp3 = info3_command_info, .info_resp3_len = sizeof(info3_command_info) - 1,
+      .docs_resp3 = docs3_command_info, .docs_resp3_len = sizeof(docs3_command_info) - 1 },
     { .name = "list", .fullname = "command|list",
       .arity = -2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[21],
       .info_resp = info_command_list, .info_resp_len = sizeof(info_command_list) - 1,
-      .docs_resp = docs_command_list, .docs_resp_len = sizeof(docs_command_list) - 1 },
+      .docs_resp = docs_command_list, .docs_resp_len = sizeof(docs_command_list) - 1,
+      .info_resp3 = info3_command_list, .info_resp3_len = sizeof(info3_command_list) - 1,
+      .docs_resp3 = docs3_command_list, .docs_resp3_len = sizeof(docs3_command_list) - 1 },
 };
 
 static const struct command sub_config[] = {
@@ -10126,35 +18643,45 @@ static const struct command sub_config[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[22],
       .info_resp = info_config_get, .info_resp_len = sizeof(info_config_get) - 1,
-      .docs_resp = docs_config_get, .docs_resp_len = sizeof(docs_config_get) - 1 },
+      .docs_resp = docs_config_get, .docs_resp_len = sizeof(docs_config_get) - 1,
+      .info_resp3 = info3_config_get, .info_resp3_len = sizeof(info3_config_get) - 1,
+      .docs_resp3 = docs3_config_get, .docs_resp3_len = sizeof(docs3_config_get) - 1 },
     { .name = "help", .fullname = "config|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[22],
       .info_resp = info_config_help, .info_resp_len = sizeof(info_config_help) - 1,
-      .docs_resp = docs_config_help, .docs_resp_len = sizeof(docs_config_help) - 1 },
+      .docs_resp = docs_config_help, .docs_resp_len = sizeof(docs_config_help) - 1,
+      .info_resp3 = info3_config_help, .info_resp3_len = sizeof(info3_config_help) - 1,
+      .docs_resp3 = docs3_config_help, .docs_resp3_len = sizeof(docs3_config_help) - 1 },
     { .name = "resetstat", .fullname = "config|resetstat",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[22],
       .info_resp = info_config_resetstat, .info_resp_len = sizeof(info_config_resetstat) - 1,
-      .docs_resp = docs_config_resetstat, .docs_resp_len = sizeof(docs_config_resetstat) - 1 },
+      .docs_resp = docs_config_resetstat, .docs_resp_len = sizeof(docs_config_resetstat) - 1,
+      .info_resp3 = info3_config_resetstat, .info_resp3_len = sizeof(info3_config_resetstat) - 1,
+      .docs_resp3 = docs3_config_resetstat, .docs_resp3_len = sizeof(docs3_config_resetstat) - 1 },
     { .name = "rewrite", .fullname = "config|rewrite",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[22],
       .info_resp = info_config_rewrite, .info_resp_len = sizeof(info_config_rewrite) - 1,
-      .docs_resp = docs_config_rewrite, .docs_resp_len = sizeof(docs_config_rewrite) - 1 },
+      .docs_resp = docs_config_rewrite, .docs_resp_len = sizeof(docs_config_rewrite) - 1,
+      .info_resp3 = info3_config_rewrite, .info_resp3_len = sizeof(info3_config_rewrite) - 1,
+      .docs_resp3 = docs3_config_rewrite, .docs_resp3_len = sizeof(docs3_config_rewrite) - 1 },
     { .name = "set", .fullname = "config|set",
       .arity = -4, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[22],
       .info_resp = info_config_set, .info_resp_len = sizeof(info_config_set) - 1,
-      .docs_resp = docs_config_set, .docs_resp_len = sizeof(docs_config_set) - 1 },
+      .docs_resp = docs_config_set, .docs_resp_len = sizeof(docs_config_set) - 1,
+      .info_resp3 = info3_config_set, .info_resp3_len = sizeof(info3_config_set) - 1,
+      .docs_resp3 = docs3_config_set, .docs_resp3_len = sizeof(docs3_config_set) - 1 },
 };
 
 static const struct command sub_function[] = {
@@ -10164,63 +18691,81 @@ static const struct command sub_function[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_delete, .info_resp_len = sizeof(info_function_delete) - 1,
-      .docs_resp = docs_function_delete, .docs_resp_len = sizeof(docs_function_delete) - 1 },
+      .docs_resp = docs_function_delete, .docs_resp_len = sizeof(docs_function_delete) - 1,
+      .info_resp3 = info3_function_delete, .info_resp3_len = sizeof(info3_function_delete) - 1,
+      .docs_resp3 = docs3_function_delete, .docs_resp3_len = sizeof(docs3_function_delete) - 1 },
     { .name = "dump", .fullname = "function|dump",
       .arity = 2, .flags = CMD_NOSCRIPT,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_dump, .info_resp_len = sizeof(info_function_dump) - 1,
-      .docs_resp = docs_function_dump, .docs_resp_len = sizeof(docs_function_dump) - 1 },
+      .docs_resp = docs_function_dump, .docs_resp_len = sizeof(docs_function_dump) - 1,
+      .info_resp3 = info3_function_dump, .info_resp3_len = sizeof(info3_function_dump) - 1,
+      .docs_resp3 = docs3_function_dump, .docs_resp3_len = sizeof(docs3_function_dump) - 1 },
     { .name = "flush", .fullname = "function|flush",
       .arity = -2, .flags = CMD_WRITE | CMD_NOSCRIPT,
       .acl_categories = 0x108004ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_flush, .info_resp_len = sizeof(info_function_flush) - 1,
-      .docs_resp = docs_function_flush, .docs_resp_len = sizeof(docs_function_flush) - 1 },
+      .docs_resp = docs_function_flush, .docs_resp_len = sizeof(docs_function_flush) - 1,
+      .info_resp3 = info3_function_flush, .info_resp3_len = sizeof(info3_function_flush) - 1,
+      .docs_resp3 = docs3_function_flush, .docs_resp3_len = sizeof(docs3_function_flush) - 1 },
     { .name = "help", .fullname = "function|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_help, .info_resp_len = sizeof(info_function_help) - 1,
-      .docs_resp = docs_function_help, .docs_resp_len = sizeof(docs_function_help) - 1 },
+      .docs_resp = docs_function_help, .docs_resp_len = sizeof(docs_function_help) - 1,
+      .info_resp3 = info3_function_help, .info_resp3_len = sizeof(info3_function_help) - 1,
+      .docs_resp3 = docs3_function_help, .docs_resp3_len = sizeof(docs3_function_help) - 1 },
     { .name = "kill", .fullname = "function|kill",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_ALLOW_BUSY,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ONE_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_kill, .info_resp_len = sizeof(info_function_kill) - 1,
-      .docs_resp = docs_function_kill, .docs_resp_len = sizeof(docs_function_kill) - 1 },
+      .docs_resp = docs_function_kill, .docs_resp_len = sizeof(docs_function_kill) - 1,
+      .info_resp3 = info3_function_kill, .info_resp3_len = sizeof(info3_function_kill) - 1,
+      .docs_resp3 = docs3_function_kill, .docs_resp3_len = sizeof(docs3_function_kill) - 1 },
     { .name = "list", .fullname = "function|list",
       .arity = -2, .flags = CMD_NOSCRIPT,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_list, .info_resp_len = sizeof(info_function_list) - 1,
-      .docs_resp = docs_function_list, .docs_resp_len = sizeof(docs_function_list) - 1 },
+      .docs_resp = docs_function_list, .docs_resp_len = sizeof(docs_function_list) - 1,
+      .info_resp3 = info3_function_list, .info_resp3_len = sizeof(info3_function_list) - 1,
+      .docs_resp3 = docs3_function_list, .docs_resp3_len = sizeof(docs3_function_list) - 1 },
     { .name = "load", .fullname = "function|load",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_NOSCRIPT,
       .acl_categories = 0x108004ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_load, .info_resp_len = sizeof(info_function_load) - 1,
-      .docs_resp = docs_function_load, .docs_resp_len = sizeof(docs_function_load) - 1 },
+      .docs_resp = docs_function_load, .docs_resp_len = sizeof(docs_function_load) - 1,
+      .info_resp3 = info3_function_load, .info_resp3_len = sizeof(info3_function_load) - 1,
+      .docs_resp3 = docs3_function_load, .docs_resp3_len = sizeof(docs3_function_load) - 1 },
     { .name = "restore", .fullname = "function|restore",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_NOSCRIPT,
       .acl_categories = 0x108004ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_restore, .info_resp_len = sizeof(info_function_restore) - 1,
-      .docs_resp = docs_function_restore, .docs_resp_len = sizeof(docs_function_restore) - 1 },
+      .docs_resp = docs_function_restore, .docs_resp_len = sizeof(docs_function_restore) - 1,
+      .info_resp3 = info3_function_restore, .info_resp3_len = sizeof(info3_function_restore) - 1,
+      .docs_resp3 = docs3_function_restore, .docs_resp3_len = sizeof(docs3_function_restore) - 1 },
     { .name = "stats", .fullname = "function|stats",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_ALLOW_BUSY,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[46],
       .info_resp = info_function_stats, .info_resp_len = sizeof(info_function_stats) - 1,
-      .docs_resp = docs_function_stats, .docs_resp_len = sizeof(docs_function_stats) - 1 },
+      .docs_resp = docs_function_stats, .docs_resp_len = sizeof(docs_function_stats) - 1,
+      .info_resp3 = info3_function_stats, .info_resp3_len = sizeof(info3_function_stats) - 1,
+      .docs_resp3 = docs3_function_stats, .docs_resp3_len = sizeof(docs3_function_stats) - 1 },
 };
 
 static const struct command sub_latency[] = {
@@ -10230,49 +18775,63 @@ static const struct command sub_latency[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_doctor, .info_resp_len = sizeof(info_latency_doctor) - 1,
-      .docs_resp = docs_latency_doctor, .docs_resp_len = sizeof(docs_latency_doctor) - 1 },
+      .docs_resp = docs_latency_doctor, .docs_resp_len = sizeof(docs_latency_doctor) - 1,
+      .info_resp3 = info3_latency_doctor, .info_resp3_len = sizeof(info3_latency_doctor) - 1,
+      .docs_resp3 = docs3_latency_doctor, .docs_resp3_len = sizeof(docs3_latency_doctor) - 1 },
     { .name = "graph", .fullname = "latency|graph",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_graph, .info_resp_len = sizeof(info_latency_graph) - 1,
-      .docs_resp = docs_latency_graph, .docs_resp_len = sizeof(docs_latency_graph) - 1 },
+      .docs_resp = docs_latency_graph, .docs_resp_len = sizeof(docs_latency_graph) - 1,
+      .info_resp3 = info3_latency_graph, .info_resp3_len = sizeof(info3_latency_graph) - 1,
+      .docs_resp3 = docs3_latency_graph, .docs_resp3_len = sizeof(docs3_latency_graph) - 1 },
     { .name = "help", .fullname = "latency|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_help, .info_resp_len = sizeof(info_latency_help) - 1,
-      .docs_resp = docs_latency_help, .docs_resp_len = sizeof(docs_latency_help) - 1 },
+      .docs_resp = docs_latency_help, .docs_resp_len = sizeof(docs_latency_help) - 1,
+      .info_resp3 = info3_latency_help, .info_resp3_len = sizeof(info3_latency_help) - 1,
+      .docs_resp3 = docs3_latency_help, .docs_resp3_len = sizeof(docs3_latency_help) - 1 },
     { .name = "histogram", .fullname = "latency|histogram",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_histogram, .info_resp_len = sizeof(info_latency_histogram) - 1,
-      .docs_resp = docs_latency_histogram, .docs_resp_len = sizeof(docs_latency_histogram) - 1 },
+      .docs_resp = docs_latency_histogram, .docs_resp_len = sizeof(docs_latency_histogram) - 1,
+      .info_resp3 = info3_latency_histogram, .info_resp3_len = sizeof(info3_latency_histogram) - 1,
+      .docs_resp3 = docs3_latency_histogram, .docs_resp3_len = sizeof(docs3_latency_histogram) - 1 },
     { .name = "history", .fullname = "latency|history",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_history, .info_resp_len = sizeof(info_latency_history) - 1,
-      .docs_resp = docs_latency_history, .docs_resp_len = sizeof(docs_latency_history) - 1 },
+      .docs_resp = docs_latency_history, .docs_resp_len = sizeof(docs_latency_history) - 1,
+      .info_resp3 = info3_latency_history, .info_resp3_len = sizeof(info3_latency_history) - 1,
+      .docs_resp3 = docs3_latency_history, .docs_resp3_len = sizeof(docs3_latency_history) - 1 },
     { .name = "latest", .fullname = "latency|latest",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_latest, .info_resp_len = sizeof(info_latency_latest) - 1,
-      .docs_resp = docs_latency_latest, .docs_resp_len = sizeof(docs_latency_latest) - 1 },
+      .docs_resp = docs_latency_latest, .docs_resp_len = sizeof(docs_latency_latest) - 1,
+      .info_resp3 = info3_latency_latest, .info_resp3_len = sizeof(info3_latency_latest) - 1,
+      .docs_resp3 = docs3_latency_latest, .docs_resp3_len = sizeof(docs3_latency_latest) - 1 },
     { .name = "reset", .fullname = "latency|reset",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[86],
       .info_resp = info_latency_reset, .info_resp_len = sizeof(info_latency_reset) - 1,
-      .docs_resp = docs_latency_reset, .docs_resp_len = sizeof(docs_latency_reset) - 1 },
+      .docs_resp = docs_latency_reset, .docs_resp_len = sizeof(docs_latency_reset) - 1,
+      .info_resp3 = info3_latency_reset, .info_resp3_len = sizeof(info3_latency_reset) - 1,
+      .docs_resp3 = docs3_latency_reset, .docs_resp3_len = sizeof(docs3_latency_reset) - 1 },
 };
 
 static const struct command sub_memory[] = {
@@ -10282,35 +18841,45 @@ static const struct command sub_memory[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[102],
       .info_resp = info_memory_doctor, .info_resp_len = sizeof(info_memory_doctor) - 1,
-      .docs_resp = docs_memory_doctor, .docs_resp_len = sizeof(docs_memory_doctor) - 1 },
+      .docs_resp = docs_memory_doctor, .docs_resp_len = sizeof(docs_memory_doctor) - 1,
+      .info_resp3 = info3_memory_doctor, .info_resp3_len = sizeof(info3_memory_doctor) - 1,
+      .docs_resp3 = docs3_memory_doctor, .docs_resp3_len = sizeof(docs3_memory_doctor) - 1 },
     { .name = "help", .fullname = "memory|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[102],
       .info_resp = info_memory_help, .info_resp_len = sizeof(info_memory_help) - 1,
-      .docs_resp = docs_memory_help, .docs_resp_len = sizeof(docs_memory_help) - 1 },
+      .docs_resp = docs_memory_help, .docs_resp_len = sizeof(docs_memory_help) - 1,
+      .info_resp3 = info3_memory_help, .info_resp3_len = sizeof(info3_memory_help) - 1,
+      .docs_resp3 = docs3_memory_help, .docs_resp3_len = sizeof(docs3_memory_help) - 1 },
     { .name = "malloc-stats", .fullname = "memory|malloc-stats",
       .arity = 2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[102],
       .info_resp = info_memory_malloc_stats, .info_resp_len = sizeof(info_memory_malloc_stats) - 1,
-      .docs_resp = docs_memory_malloc_stats, .docs_resp_len = sizeof(docs_memory_malloc_stats) - 1 },
+      .docs_resp = docs_memory_malloc_stats, .docs_resp_len = sizeof(docs_memory_malloc_stats) - 1,
+      .info_resp3 = info3_memory_malloc_stats, .info_resp3_len = sizeof(info3_memory_malloc_stats) - 1,
+      .docs_resp3 = docs3_memory_malloc_stats, .docs_resp3_len = sizeof(docs3_memory_malloc_stats) - 1 },
     { .name = "purge", .fullname = "memory|purge",
       .arity = 2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[102],
       .info_resp = info_memory_purge, .info_resp_len = sizeof(info_memory_purge) - 1,
-      .docs_resp = docs_memory_purge, .docs_resp_len = sizeof(docs_memory_purge) - 1 },
+      .docs_resp = docs_memory_purge, .docs_resp_len = sizeof(docs_memory_purge) - 1,
+      .info_resp3 = info3_memory_purge, .info_resp3_len = sizeof(info3_memory_purge) - 1,
+      .docs_resp3 = docs3_memory_purge, .docs_resp3_len = sizeof(docs3_memory_purge) - 1 },
     { .name = "stats", .fullname = "memory|stats",
       .arity = 2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[102],
       .info_resp = info_memory_stats, .info_resp_len = sizeof(info_memory_stats) - 1,
-      .docs_resp = docs_memory_stats, .docs_resp_len = sizeof(docs_memory_stats) - 1 },
+      .docs_resp = docs_memory_stats, .docs_resp_len = sizeof(docs_memory_stats) - 1,
+      .info_resp3 = info3_memory_stats, .info_resp3_len = sizeof(info3_memory_stats) - 1,
+      .docs_resp3 = docs3_memory_stats, .docs_resp3_len = sizeof(docs3_memory_stats) - 1 },
     { .name = "usage", .fullname = "memory|usage",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8002ULL, .tips = 0,
@@ -10318,7 +18887,9 @@ static const struct command sub_memory[] = {
       .keyspecs = ks_memory_usage, .nkeyspecs = 1,
       .parent = &command_table[102],
       .info_resp = info_memory_usage, .info_resp_len = sizeof(info_memory_usage) - 1,
-      .docs_resp = docs_memory_usage, .docs_resp_len = sizeof(docs_memory_usage) - 1 },
+      .docs_resp = docs_memory_usage, .docs_resp_len = sizeof(docs_memory_usage) - 1,
+      .info_resp3 = info3_memory_usage, .info_resp3_len = sizeof(info3_memory_usage) - 1,
+      .docs_resp3 = docs3_memory_usage, .docs_resp3_len = sizeof(docs3_memory_usage) - 1 },
 };
 
 static const struct command sub_module[] = {
@@ -10328,35 +18899,45 @@ static const struct command sub_module[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[105],
       .info_resp = info_module_help, .info_resp_len = sizeof(info_module_help) - 1,
-      .docs_resp = docs_module_help, .docs_resp_len = sizeof(docs_module_help) - 1 },
+      .docs_resp = docs_module_help, .docs_resp_len = sizeof(docs_module_help) - 1,
+      .info_resp3 = info3_module_help, .info_resp3_len = sizeof(info3_module_help) - 1,
+      .docs_resp3 = docs3_module_help, .docs_resp3_len = sizeof(docs3_module_help) - 1 },
     { .name = "list", .fullname = "module|list",
       .arity = 2, .flags = CMD_ADMIN | CMD_NOSCRIPT,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[105],
       .info_resp = info_module_list, .info_resp_len = sizeof(info_module_list) - 1,
-      .docs_resp = docs_module_list, .docs_resp_len = sizeof(docs_module_list) - 1 },
+      .docs_resp = docs_module_list, .docs_resp_len = sizeof(docs_module_list) - 1,
+      .info_resp3 = info3_module_list, .info_resp3_len = sizeof(info3_module_list) - 1,
+      .docs_resp3 = docs3_module_list, .docs_resp3_len = sizeof(docs3_module_list) - 1 },
     { .name = "load", .fullname = "module|load",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[105],
       .info_resp = info_module_load, .info_resp_len = sizeof(info_module_load) - 1,
-      .docs_resp = docs_module_load, .docs_resp_len = sizeof(docs_module_load) - 1 },
+      .docs_resp = docs_module_load, .docs_resp_len = sizeof(docs_module_load) - 1,
+      .info_resp3 = info3_module_load, .info_resp3_len = sizeof(info3_module_load) - 1,
+      .docs_resp3 = docs3_module_load, .docs_resp3_len = sizeof(docs3_module_load) - 1 },
     { .name = "loadex", .fullname = "module|loadex",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[105],
       .info_resp = info_module_loadex, .info_resp_len = sizeof(info_module_loadex) - 1,
-      .docs_resp = docs_module_loadex, .docs_resp_len = sizeof(docs_module_loadex) - 1 },
+      .docs_resp = docs_module_loadex, .docs_resp_len = sizeof(docs_module_loadex) - 1,
+      .info_resp3 = info3_module_loadex, .info_resp3_len = sizeof(info3_module_loadex) - 1,
+      .docs_resp3 = docs3_module_loadex, .docs_resp3_len = sizeof(docs3_module_loadex) - 1 },
     { .name = "unload", .fullname = "module|unload",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[105],
       .info_resp = info_module_unload, .info_resp_len = sizeof(info_module_unload) - 1,
-      .docs_resp = docs_module_unload, .docs_resp_len = sizeof(docs_module_unload) - 1 },
+      .docs_resp = docs_module_unload, .docs_resp_len = sizeof(docs_module_unload) - 1,
+      .info_resp3 = info3_module_unload, .info_resp3_len = sizeof(info3_module_unload) - 1,
+      .docs_resp3 = docs3_module_unload, .docs_resp3_len = sizeof(docs3_module_unload) - 1 },
 };
 
 static const struct command sub_object[] = {
@@ -10367,7 +18948,9 @@ static const struct command sub_object[] = {
       .keyspecs = ks_object_encoding, .nkeyspecs = 1,
       .parent = &command_table[111],
       .info_resp = info_object_encoding, .info_resp_len = sizeof(info_object_encoding) - 1,
-      .docs_resp = docs_object_encoding, .docs_resp_len = sizeof(docs_object_encoding) - 1 },
+      .docs_resp = docs_object_encoding, .docs_resp_len = sizeof(docs_object_encoding) - 1,
+      .info_resp3 = info3_object_encoding, .info_resp3_len = sizeof(info3_object_encoding) - 1,
+      .docs_resp3 = docs3_object_encoding, .docs_resp3_len = sizeof(docs3_object_encoding) - 1 },
     { .name = "freq", .fullname = "object|freq",
       .arity = 3, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
@@ -10375,14 +18958,18 @@ static const struct command sub_object[] = {
       .keyspecs = ks_object_freq, .nkeyspecs = 1,
       .parent = &command_table[111],
       .info_resp = info_object_freq, .info_resp_len = sizeof(info_object_freq) - 1,
-      .docs_resp = docs_object_freq, .docs_resp_len = sizeof(docs_object_freq) - 1 },
+      .docs_resp = docs_object_freq, .docs_resp_len = sizeof(docs_object_freq) - 1,
+      .info_resp3 = info3_object_freq, .info_resp3_len = sizeof(info3_object_freq) - 1,
+      .docs_resp3 = docs3_object_freq, .docs_resp3_len = sizeof(docs3_object_freq) - 1 },
     { .name = "help", .fullname = "object|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8001ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[111],
       .info_resp = info_object_help, .info_resp_len = sizeof(info_object_help) - 1,
-      .docs_resp = docs_object_help, .docs_resp_len = sizeof(docs_object_help) - 1 },
+      .docs_resp = docs_object_help, .docs_resp_len = sizeof(docs_object_help) - 1,
+      .info_resp3 = info3_object_help, .info_resp3_len = sizeof(info3_object_help) - 1,
+      .docs_resp3 = docs3_object_help, .docs_resp3_len = sizeof(docs3_object_help) - 1 },
     { .name = "idletime", .fullname = "object|idletime",
       .arity = 3, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
@@ -10390,7 +18977,9 @@ static const struct command sub_object[] = {
       .keyspecs = ks_object_idletime, .nkeyspecs = 1,
       .parent = &command_table[111],
       .info_resp = info_object_idletime, .info_resp_len = sizeof(info_object_idletime) - 1,
-      .docs_resp = docs_object_idletime, .docs_resp_len = sizeof(docs_object_idletime) - 1 },
+      .docs_resp = docs_object_idletime, .docs_resp_len = sizeof(docs_object_idletime) - 1,
+      .info_resp3 = info3_object_idletime, .info_resp3_len = sizeof(info3_object_idletime) - 1,
+      .docs_resp3 = docs3_object_idletime, .docs_resp3_len = sizeof(docs3_object_idletime) - 1 },
     { .name = "refcount", .fullname = "object|refcount",
       .arity = 3, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
@@ -10398,7 +18987,9 @@ static const struct command sub_object[] = {
       .keyspecs = ks_object_refcount, .nkeyspecs = 1,
       .parent = &command_table[111],
       .info_resp = info_object_refcount, .info_resp_len = sizeof(info_object_refcount) - 1,
-      .docs_resp = docs_object_refcount, .docs_resp_len = sizeof(docs_object_refcount) - 1 },
+      .docs_resp = docs_object_refcount, .docs_resp_len = sizeof(docs_object_refcount) - 1,
+      .info_resp3 = info3_object_refcount, .info_resp3_len = sizeof(info3_object_refcount) - 1,
+      .docs_resp3 = docs3_object_refcount, .docs_resp3_len = sizeof(docs3_object_refcount) - 1 },
 };
 
 static const struct command sub_pubsub[] = {
@@ -10408,42 +18999,54 @@ static const struct command sub_pubsub[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_channels, .info_resp_len = sizeof(info_pubsub_channels) - 1,
-      .docs_resp = docs_pubsub_channels, .docs_resp_len = sizeof(docs_pubsub_channels) - 1 },
+      .docs_resp = docs_pubsub_channels, .docs_resp_len = sizeof(docs_pubsub_channels) - 1,
+      .info_resp3 = info3_pubsub_channels, .info_resp3_len = sizeof(info3_pubsub_channels) - 1,
+      .docs_resp3 = docs3_pubsub_channels, .docs_resp3_len = sizeof(docs3_pubsub_channels) - 1 },
     { .name = "help", .fullname = "pubsub|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_help, .info_resp_len = sizeof(info_pubsub_help) - 1,
-      .docs_resp = docs_pubsub_help, .docs_resp_len = sizeof(docs_pubsub_help) - 1 },
+      .docs_resp = docs_pubsub_help, .docs_resp_len = sizeof(docs_pubsub_help) - 1,
+      .info_resp3 = info3_pubsub_help, .info_resp3_len = sizeof(info3_pubsub_help) - 1,
+      .docs_resp3 = docs3_pubsub_help, .docs_resp3_len = sizeof(docs3_pubsub_help) - 1 },
     { .name = "numpat", .fullname = "pubsub|numpat",
       .arity = 2, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_numpat, .info_resp_len = sizeof(info_pubsub_numpat) - 1,
-      .docs_resp = docs_pubsub_numpat, .docs_resp_len = sizeof(docs_pubsub_numpat) - 1 },
+      .docs_resp = docs_pubsub_numpat, .docs_resp_len = sizeof(docs_pubsub_numpat) - 1,
+      .info_resp3 = info3_pubsub_numpat, .info_resp3_len = sizeof(info3_pubsub_numpat) - 1,
+      .docs_resp3 = docs3_pubsub_numpat, .docs_resp3_len = sizeof(docs3_pubsub_numpat) - 1 },
     { .name = "numsub", .fullname = "pubsub|numsub",
       .arity = -2, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_numsub, .info_resp_len = sizeof(info_pubsub_numsub) - 1,
-      .docs_resp = docs_pubsub_numsub, .docs_resp_len = sizeof(docs_pubsub_numsub) - 1 },
+      .docs_resp = docs_pubsub_numsub, .docs_resp_len = sizeof(docs_pubsub_numsub) - 1,
+      .info_resp3 = info3_pubsub_numsub, .info_resp3_len = sizeof(info3_pubsub_numsub) - 1,
+      .docs_resp3 = docs3_pubsub_numsub, .docs_resp3_len = sizeof(docs3_pubsub_numsub) - 1 },
     { .name = "shardchannels", .fullname = "pubsub|shardchannels",
       .arity = -2, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_shardchannels, .info_resp_len = sizeof(info_pubsub_shardchannels) - 1,
-      .docs_resp = docs_pubsub_shardchannels, .docs_resp_len = sizeof(docs_pubsub_shardchannels) - 1 },
+      .docs_resp = docs_pubsub_shardchannels, .docs_resp_len = sizeof(docs_pubsub_shardchannels) - 1,
+      .info_resp3 = info3_pubsub_shardchannels, .info_resp3_len = sizeof(info3_pubsub_shardchannels) - 1,
+      .docs_resp3 = docs3_pubsub_shardchannels, .docs_resp3_len = sizeof(docs3_pubsub_shardchannels) - 1 },
     { .name = "shardnumsub", .fullname = "pubsub|shardnumsub",
       .arity = -2, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[127],
       .info_resp = info_pubsub_shardnumsub, .info_resp_len = sizeof(info_pubsub_shardnumsub) - 1,
-      .docs_resp = docs_pubsub_shardnumsub, .docs_resp_len = sizeof(docs_pubsub_shardnumsub) - 1 },
+      .docs_resp = docs_pubsub_shardnumsub, .docs_resp_len = sizeof(docs_pubsub_shardnumsub) - 1,
+      .info_resp3 = info3_pubsub_shardnumsub, .info_resp3_len = sizeof(info3_pubsub_shardnumsub) - 1,
+      .docs_resp3 = docs3_pubsub_shardnumsub, .docs_resp3_len = sizeof(docs3_pubsub_shardnumsub) - 1 },
 };
 
 static const struct command sub_script[] = {
@@ -10453,42 +19056,54 @@ static const struct command sub_script[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_debug, .info_resp_len = sizeof(info_script_debug) - 1,
-      .docs_resp = docs_script_debug, .docs_resp_len = sizeof(docs_script_debug) - 1 },
+      .docs_resp = docs_script_debug, .docs_resp_len = sizeof(docs_script_debug) - 1,
+      .info_resp3 = info3_script_debug, .info_resp3_len = sizeof(info3_script_debug) - 1,
+      .docs_resp3 = docs3_script_debug, .docs_resp3_len = sizeof(docs3_script_debug) - 1 },
     { .name = "exists", .fullname = "script|exists",
       .arity = -3, .flags = CMD_NOSCRIPT,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_AGG_LOGICAL_AND,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_exists, .info_resp_len = sizeof(info_script_exists) - 1,
-      .docs_resp = docs_script_exists, .docs_resp_len = sizeof(docs_script_exists) - 1 },
+      .docs_resp = docs_script_exists, .docs_resp_len = sizeof(docs_script_exists) - 1,
+      .info_resp3 = info3_script_exists, .info_resp3_len = sizeof(info3_script_exists) - 1,
+      .docs_resp3 = docs3_script_exists, .docs_resp3_len = sizeof(docs3_script_exists) - 1 },
     { .name = "flush", .fullname = "script|flush",
       .arity = -2, .flags = CMD_NOSCRIPT,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_flush, .info_resp_len = sizeof(info_script_flush) - 1,
-      .docs_resp = docs_script_flush, .docs_resp_len = sizeof(docs_script_flush) - 1 },
+      .docs_resp = docs_script_flush, .docs_resp_len = sizeof(docs_script_flush) - 1,
+      .info_resp3 = info3_script_flush, .info_resp3_len = sizeof(info3_script_flush) - 1,
+      .docs_resp3 = docs3_script_flush, .docs_resp3_len = sizeof(docs3_script_flush) - 1 },
     { .name = "help", .fullname = "script|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_help, .info_resp_len = sizeof(info_script_help) - 1,
-      .docs_resp = docs_script_help, .docs_resp_len = sizeof(docs_script_help) - 1 },
+      .docs_resp = docs_script_help, .docs_resp_len = sizeof(docs_script_help) - 1,
+      .info_resp3 = info3_script_help, .info_resp3_len = sizeof(info3_script_help) - 1,
+      .docs_resp3 = docs3_script_help, .docs_resp3_len = sizeof(docs3_script_help) - 1 },
     { .name = "kill", .fullname = "script|kill",
       .arity = 2, .flags = CMD_NOSCRIPT | CMD_ALLOW_BUSY,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ONE_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_kill, .info_resp_len = sizeof(info_script_kill) - 1,
-      .docs_resp = docs_script_kill, .docs_resp_len = sizeof(docs_script_kill) - 1 },
+      .docs_resp = docs_script_kill, .docs_resp_len = sizeof(docs_script_kill) - 1,
+      .info_resp3 = info3_script_kill, .info_resp3_len = sizeof(info3_script_kill) - 1,
+      .docs_resp3 = docs3_script_kill, .docs_resp3_len = sizeof(docs3_script_kill) - 1 },
     { .name = "load", .fullname = "script|load",
       .arity = 3, .flags = CMD_NOSCRIPT | CMD_STALE,
       .acl_categories = 0x108000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[149],
       .info_resp = info_script_load, .info_resp_len = sizeof(info_script_load) - 1,
-      .docs_resp = docs_script_load, .docs_resp_len = sizeof(docs_script_load) - 1 },
+      .docs_resp = docs_script_load, .docs_resp_len = sizeof(docs_script_load) - 1,
+      .info_resp3 = info3_script_load, .info_resp3_len = sizeof(info3_script_load) - 1,
+      .docs_resp3 = docs3_script_load, .docs_resp3_len = sizeof(docs3_script_load) - 1 },
 };
 
 static const struct command sub_slowlog[] = {
@@ -10498,28 +19113,36 @@ static const struct command sub_slowlog[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[164],
       .info_resp = info_slowlog_get, .info_resp_len = sizeof(info_slowlog_get) - 1,
-      .docs_resp = docs_slowlog_get, .docs_resp_len = sizeof(docs_slowlog_get) - 1 },
+      .docs_resp = docs_slowlog_get, .docs_resp_len = sizeof(docs_slowlog_get) - 1,
+      .info_resp3 = info3_slowlog_get, .info_resp3_len = sizeof(info3_slowlog_get) - 1,
+      .docs_resp3 = docs3_slowlog_get, .docs_resp3_len = sizeof(docs3_slowlog_get) - 1 },
     { .name = "help", .fullname = "slowlog|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[164],
       .info_resp = info_slowlog_help, .info_resp_len = sizeof(info_slowlog_help) - 1,
-      .docs_resp = docs_slowlog_help, .docs_resp_len = sizeof(docs_slowlog_help) - 1 },
+      .docs_resp = docs_slowlog_help, .docs_resp_len = sizeof(docs_slowlog_help) - 1,
+      .info_resp3 = info3_slowlog_help, .info_resp3_len = sizeof(info3_slowlog_help) - 1,
+      .docs_resp3 = docs3_slowlog_help, .docs_resp3_len = sizeof(docs3_slowlog_help) - 1 },
     { .name = "len", .fullname = "slowlog|len",
       .arity = 2, .flags = CMD_ADMIN | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_AGG_SUM | CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[164],
       .info_resp = info_slowlog_len, .info_resp_len = sizeof(info_slowlog_len) - 1,
-      .docs_resp = docs_slowlog_len, .docs_resp_len = sizeof(docs_slowlog_len) - 1 },
+      .docs_resp = docs_slowlog_len, .docs_resp_len = sizeof(docs_slowlog_len) - 1,
+      .info_resp3 = info3_slowlog_len, .info_resp3_len = sizeof(info3_slowlog_len) - 1,
+      .docs_resp3 = docs3_slowlog_len, .docs_resp3_len = sizeof(docs3_slowlog_len) - 1 },
     { .name = "reset", .fullname = "slowlog|reset",
       .arity = 2, .flags = CMD_ADMIN | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[164],
       .info_resp = info_slowlog_reset, .info_resp_len = sizeof(info_slowlog_reset) - 1,
-      .docs_resp = docs_slowlog_reset, .docs_resp_len = sizeof(docs_slowlog_reset) - 1 },
+      .docs_resp = docs_slowlog_reset, .docs_resp_len = sizeof(docs_slowlog_reset) - 1,
+      .info_resp3 = info3_slowlog_reset, .info_resp3_len = sizeof(info3_slowlog_reset) - 1,
+      .docs_resp3 = docs3_slowlog_reset, .docs_resp3_len = sizeof(docs3_slowlog_reset) - 1 },
 };
 
 static const struct command sub_xgroup[] = {
@@ -10530,7 +19153,9 @@ static const struct command sub_xgroup[] = {
       .keyspecs = ks_xgroup_create, .nkeyspecs = 1,
       .parent = &command_table[198],
       .info_resp = info_xgroup_create, .info_resp_len = sizeof(info_xgroup_create) - 1,
-      .docs_resp = docs_xgroup_create, .docs_resp_len = sizeof(docs_xgroup_create) - 1 },
+      .docs_resp = docs_xgroup_create, .docs_resp_len = sizeof(docs_xgroup_create) - 1,
+      .info_resp3 = info3_xgroup_create, .info_resp3_len = sizeof(info3_xgroup_create) - 1,
+      .docs_resp3 = docs3_xgroup_create, .docs_resp3_len = sizeof(docs3_xgroup_create) - 1 },
     { .name = "createconsumer", .fullname = "xgroup|createconsumer",
       .arity = 5, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8804ULL, .tips = 0,
@@ -10538,7 +19163,9 @@ static const struct command sub_xgroup[] = {
       .keyspecs = ks_xgroup_createconsumer, .nkeyspecs = 1,
       .parent = &command_table[198],
       .info_resp = info_xgroup_createconsumer, .info_resp_len = sizeof(info_xgroup_createconsumer) - 1,
-      .docs_resp = docs_xgroup_createconsumer, .docs_resp_len = sizeof(docs_xgroup_createconsumer) - 1 },
+      .docs_resp = docs_xgroup_createconsumer, .docs_resp_len = sizeof(docs_xgroup_createconsumer) - 1,
+      .info_resp3 = info3_xgroup_createconsumer, .info_resp3_len = sizeof(info3_xgroup_createconsumer) - 1,
+      .docs_resp3 = docs3_xgroup_createconsumer, .docs_resp3_len = sizeof(docs3_xgroup_createconsumer) - 1 },
     { .name = "delconsumer", .fullname = "xgroup|delconsumer",
       .arity = 5, .flags = CMD_WRITE,
       .acl_categories = 0x8804ULL, .tips = 0,
@@ -10546,7 +19173,9 @@ static const struct command sub_xgroup[] = {
       .keyspecs = ks_xgroup_delconsumer, .nkeyspecs = 1,
       .parent = &command_table[198],
       .info_resp = info_xgroup_delconsumer, .info_resp_len = sizeof(info_xgroup_delconsumer) - 1,
-      .docs_resp = docs_xgroup_delconsumer, .docs_resp_len = sizeof(docs_xgroup_delconsumer) - 1 },
+      .docs_resp = docs_xgroup_delconsumer, .docs_resp_len = sizeof(docs_xgroup_delconsumer) - 1,
+      .info_resp3 = info3_xgroup_delconsumer, .info_resp3_len = sizeof(info3_xgroup_delconsumer) - 1,
+      .docs_resp3 = docs3_xgroup_delconsumer, .docs_resp3_len = sizeof(docs3_xgroup_delconsumer) - 1 },
     { .name = "destroy", .fullname = "xgroup|destroy",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8804ULL, .tips = 0,
@@ -10554,14 +19183,18 @@ static const struct command sub_xgroup[] = {
       .keyspecs = ks_xgroup_destroy, .nkeyspecs = 1,
       .parent = &command_table[198],
       .info_resp = info_xgroup_destroy, .info_resp_len = sizeof(info_xgroup_destroy) - 1,
-      .docs_resp = docs_xgroup_destroy, .docs_resp_len = sizeof(docs_xgroup_destroy) - 1 },
+      .docs_resp = docs_xgroup_destroy, .docs_resp_len = sizeof(docs_xgroup_destroy) - 1,
+      .info_resp3 = info3_xgroup_destroy, .info_resp3_len = sizeof(info3_xgroup_destroy) - 1,
+      .docs_resp3 = docs3_xgroup_destroy, .docs_resp3_len = sizeof(docs3_xgroup_destroy) - 1 },
     { .name = "help", .fullname = "xgroup|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8800ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[198],
       .info_resp = info_xgroup_help, .info_resp_len = sizeof(info_xgroup_help) - 1,
-      .docs_resp = docs_xgroup_help, .docs_resp_len = sizeof(docs_xgroup_help) - 1 },
+      .docs_resp = docs_xgroup_help, .docs_resp_len = sizeof(docs_xgroup_help) - 1,
+      .info_resp3 = info3_xgroup_help, .info_resp3_len = sizeof(info3_xgroup_help) - 1,
+      .docs_resp3 = docs3_xgroup_help, .docs_resp3_len = sizeof(docs3_xgroup_help) - 1 },
     { .name = "setid", .fullname = "xgroup|setid",
       .arity = -5, .flags = CMD_WRITE,
       .acl_categories = 0x8804ULL, .tips = 0,
@@ -10569,7 +19202,9 @@ static const struct command sub_xgroup[] = {
       .keyspecs = ks_xgroup_setid, .nkeyspecs = 1,
       .parent = &command_table[198],
       .info_resp = info_xgroup_setid, .info_resp_len = sizeof(info_xgroup_setid) - 1,
-      .docs_resp = docs_xgroup_setid, .docs_resp_len = sizeof(docs_xgroup_setid) - 1 },
+      .docs_resp = docs_xgroup_setid, .docs_resp_len = sizeof(docs_xgroup_setid) - 1,
+      .info_resp3 = info3_xgroup_setid, .info_resp3_len = sizeof(info3_xgroup_setid) - 1,
+      .docs_resp3 = docs3_xgroup_setid, .docs_resp3_len = sizeof(docs3_xgroup_setid) - 1 },
 };
 
 static const struct command sub_xinfo[] = {
@@ -10580,7 +19215,9 @@ static const struct command sub_xinfo[] = {
       .keyspecs = ks_xinfo_consumers, .nkeyspecs = 1,
       .parent = &command_table[199],
       .info_resp = info_xinfo_consumers, .info_resp_len = sizeof(info_xinfo_consumers) - 1,
-      .docs_resp = docs_xinfo_consumers, .docs_resp_len = sizeof(docs_xinfo_consumers) - 1 },
+      .docs_resp = docs_xinfo_consumers, .docs_resp_len = sizeof(docs_xinfo_consumers) - 1,
+      .info_resp3 = info3_xinfo_consumers, .info_resp3_len = sizeof(info3_xinfo_consumers) - 1,
+      .docs_resp3 = docs3_xinfo_consumers, .docs_resp3_len = sizeof(docs3_xinfo_consumers) - 1 },
     { .name = "groups", .fullname = "xinfo|groups",
       .arity = 3, .flags = CMD_READONLY,
       .acl_categories = 0x8802ULL, .tips = 0,
@@ -10588,14 +19225,18 @@ static const struct command sub_xinfo[] = {
       .keyspecs = ks_xinfo_groups, .nkeyspecs = 1,
       .parent = &command_table[199],
       .info_resp = info_xinfo_groups, .info_resp_len = sizeof(info_xinfo_groups) - 1,
-      .docs_resp = docs_xinfo_groups, .docs_resp_len = sizeof(docs_xinfo_groups) - 1 },
+      .docs_resp = docs_xinfo_groups, .docs_resp_len = sizeof(docs_xinfo_groups) - 1,
+      .info_resp3 = info3_xinfo_groups, .info_resp3_len = sizeof(info3_xinfo_groups) - 1,
+      .docs_resp3 = docs3_xinfo_groups, .docs_resp3_len = sizeof(docs3_xinfo_groups) - 1 },
     { .name = "help", .fullname = "xinfo|help",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x8800ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .parent = &command_table[199],
       .info_resp = info_xinfo_help, .info_resp_len = sizeof(info_xinfo_help) - 1,
-      .docs_resp = docs_xinfo_help, .docs_resp_len = sizeof(docs_xinfo_help) - 1 },
+      .docs_resp = docs_xinfo_help, .docs_resp_len = sizeof(docs_xinfo_help) - 1,
+      .info_resp3 = info3_xinfo_help, .info_resp3_len = sizeof(info3_xinfo_help) - 1,
+      .docs_resp3 = docs3_xinfo_help, .docs_resp3_len = sizeof(docs3_xinfo_help) - 1 },
     { .name = "stream", .fullname = "xinfo|stream",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8802ULL, .tips = 0,
@@ -10603,7 +19244,9 @@ static const struct command sub_xinfo[] = {
       .keyspecs = ks_xinfo_stream, .nkeyspecs = 1,
       .parent = &command_table[199],
       .info_resp = info_xinfo_stream, .info_resp_len = sizeof(info_xinfo_stream) - 1,
-      .docs_resp = docs_xinfo_stream, .docs_resp_len = sizeof(docs_xinfo_stream) - 1 },
+      .docs_resp = docs_xinfo_stream, .docs_resp_len = sizeof(docs_xinfo_stream) - 1,
+      .info_resp3 = info3_xinfo_stream, .info_resp3_len = sizeof(info3_xinfo_stream) - 1,
+      .docs_resp3 = docs3_xinfo_stream, .docs_resp3_len = sizeof(docs3_xinfo_stream) - 1 },
 };
 
 const struct command command_table[] = {
@@ -10613,1634 +19256,2114 @@ const struct command command_table[] = {
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_acl, .nsubcommands = 13,
       .info_resp = info_acl, .info_resp_len = sizeof(info_acl) - 1,
-      .docs_resp = docs_acl, .docs_resp_len = sizeof(docs_acl) - 1 },
+      .docs_resp = docs_acl, .docs_resp_len = sizeof(docs_acl) - 1,
+      .info_resp3 = info3_acl, .info_resp3_len = sizeof(info3_acl) - 1,
+      .docs_resp3 = docs3_acl, .docs_resp3_len = sizeof(docs3_acl) - 1 },
     { .name = "append", .fullname = "append",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_append, .nkeyspecs = 1,
       .info_resp = info_append, .info_resp_len = sizeof(info_append) - 1,
-      .docs_resp = docs_append, .docs_resp_len = sizeof(docs_append) - 1 },
+      .docs_resp = docs_append, .docs_resp_len = sizeof(docs_append) - 1,
+      .info_resp3 = info3_append, .info_resp3_len = sizeof(info3_append) - 1,
+      .docs_resp3 = docs3_append, .docs_resp3_len = sizeof(docs3_append) - 1 },
     { .name = "asking", .fullname = "asking",
       .arity = 1, .flags = CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_asking, .info_resp_len = sizeof(info_asking) - 1,
-      .docs_resp = docs_asking, .docs_resp_len = sizeof(docs_asking) - 1 },
+      .docs_resp = docs_asking, .docs_resp_len = sizeof(docs_asking) - 1,
+      .info_resp3 = info3_asking, .info_resp3_len = sizeof(info3_asking) - 1,
+      .docs_resp3 = docs3_asking, .docs_resp3_len = sizeof(docs3_asking) - 1 },
     { .name = "auth", .fullname = "auth",
       .arity = -2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_auth, .info_resp_len = sizeof(info_auth) - 1,
-      .docs_resp = docs_auth, .docs_resp_len = sizeof(docs_auth) - 1 },
+      .docs_resp = docs_auth, .docs_resp_len = sizeof(docs_auth) - 1,
+      .info_resp3 = info3_auth, .info_resp3_len = sizeof(info3_auth) - 1,
+      .docs_resp3 = docs3_auth, .docs_resp3_len = sizeof(docs3_auth) - 1 },
     { .name = "bgrewriteaof", .fullname = "bgrewriteaof",
       .arity = 1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_bgrewriteaof, .info_resp_len = sizeof(info_bgrewriteaof) - 1,
-      .docs_resp = docs_bgrewriteaof, .docs_resp_len = sizeof(docs_bgrewriteaof) - 1 },
+      .docs_resp = docs_bgrewriteaof, .docs_resp_len = sizeof(docs_bgrewriteaof) - 1,
+      .info_resp3 = info3_bgrewriteaof, .info_resp3_len = sizeof(info3_bgrewriteaof) - 1,
+      .docs_resp3 = docs3_bgrewriteaof, .docs_resp3_len = sizeof(docs3_bgrewriteaof) - 1 },
     { .name = "bgsave", .fullname = "bgsave",
       .arity = -1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_bgsave, .info_resp_len = sizeof(info_bgsave) - 1,
-      .docs_resp = docs_bgsave, .docs_resp_len = sizeof(docs_bgsave) - 1 },
+      .docs_resp = docs_bgsave, .docs_resp_len = sizeof(docs_bgsave) - 1,
+      .info_resp3 = info3_bgsave, .info_resp3_len = sizeof(info3_bgsave) - 1,
+      .docs_resp3 = docs3_bgsave, .docs_resp3_len = sizeof(docs3_bgsave) - 1 },
     { .name = "bitcount", .fullname = "bitcount",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8102ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_bitcount, .nkeyspecs = 1,
       .info_resp = info_bitcount, .info_resp_len = sizeof(info_bitcount) - 1,
-      .docs_resp = docs_bitcount, .docs_resp_len = sizeof(docs_bitcount) - 1 },
+      .docs_resp = docs_bitcount, .docs_resp_len = sizeof(docs_bitcount) - 1,
+      .info_resp3 = info3_bitcount, .info_resp3_len = sizeof(info3_bitcount) - 1,
+      .docs_resp3 = docs3_bitcount, .docs_resp3_len = sizeof(docs3_bitcount) - 1 },
     { .name = "bitfield", .fullname = "bitfield",
       .arity = -2, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8104ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_bitfield, .nkeyspecs = 1,
       .info_resp = info_bitfield, .info_resp_len = sizeof(info_bitfield) - 1,
-      .docs_resp = docs_bitfield, .docs_resp_len = sizeof(docs_bitfield) - 1 },
+      .docs_resp = docs_bitfield, .docs_resp_len = sizeof(docs_bitfield) - 1,
+      .info_resp3 = info3_bitfield, .info_resp3_len = sizeof(info3_bitfield) - 1,
+      .docs_resp3 = docs3_bitfield, .docs_resp3_len = sizeof(docs3_bitfield) - 1 },
     { .name = "bitfield_ro", .fullname = "bitfield_ro",
       .arity = -2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4102ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_bitfield_ro, .nkeyspecs = 1,
       .info_resp = info_bitfield_ro, .info_resp_len = sizeof(info_bitfield_ro) - 1,
-      .docs_resp = docs_bitfield_ro, .docs_resp_len = sizeof(docs_bitfield_ro) - 1 },
+      .docs_resp = docs_bitfield_ro, .docs_resp_len = sizeof(docs_bitfield_ro) - 1,
+      .info_resp3 = info3_bitfield_ro, .info_resp3_len = sizeof(info3_bitfield_ro) - 1,
+      .docs_resp3 = docs3_bitfield_ro, .docs_resp3_len = sizeof(docs3_bitfield_ro) - 1 },
     { .name = "bitop", .fullname = "bitop",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8104ULL, .tips = 0,
       .first_key = 2, .last_key = -1, .key_step = 1,
       .keyspecs = ks_bitop, .nkeyspecs = 2,
       .info_resp = info_bitop, .info_resp_len = sizeof(info_bitop) - 1,
-      .docs_resp = docs_bitop, .docs_resp_len = sizeof(docs_bitop) - 1 },
+      .docs_resp = docs_bitop, .docs_resp_len = sizeof(docs_bitop) - 1,
+      .info_resp3 = info3_bitop, .info_resp3_len = sizeof(info3_bitop) - 1,
+      .docs_resp3 = docs3_bitop, .docs_resp3_len = sizeof(docs3_bitop) - 1 },
     { .name = "bitpos", .fullname = "bitpos",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8102ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_bitpos, .nkeyspecs = 1,
       .info_resp = info_bitpos, .info_resp_len = sizeof(info_bitpos) - 1,
-      .docs_resp = docs_bitpos, .docs_resp_len = sizeof(docs_bitpos) - 1 },
+      .docs_resp = docs_bitpos, .docs_resp_len = sizeof(docs_bitpos) - 1,
+      .info_resp3 = info3_bitpos, .info_resp3_len = sizeof(info3_bitpos) - 1,
+      .docs_resp3 = docs3_bitpos, .docs_resp3_len = sizeof(docs3_bitpos) - 1 },
     { .name = "blmove", .fullname = "blmove",
       .arity = 6, .flags = CMD_WRITE | CMD_DENYOOM | CMD_NOSCRIPT | CMD_BLOCKING,
       .acl_categories = 0x18024ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_blmove, .nkeyspecs = 2,
       .info_resp = info_blmove, .info_resp_len = sizeof(info_blmove) - 1,
-      .docs_resp = docs_blmove, .docs_resp_len = sizeof(docs_blmove) - 1 },
+      .docs_resp = docs_blmove, .docs_resp_len = sizeof(docs_blmove) - 1,
+      .info_resp3 = info3_blmove, .info_resp3_len = sizeof(info3_blmove) - 1,
+      .docs_resp3 = docs3_blmove, .docs_resp3_len = sizeof(docs3_blmove) - 1 },
     { .name = "blmpop", .fullname = "blmpop",
       .arity = -5, .flags = CMD_WRITE | CMD_BLOCKING | CMD_MOVABLE_KEYS,
       .acl_categories = 0x18024ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_blmpop, .nkeyspecs = 1,
       .info_resp = info_blmpop, .info_resp_len = sizeof(info_blmpop) - 1,
-      .docs_resp = docs_blmpop, .docs_resp_len = sizeof(docs_blmpop) - 1 },
+      .docs_resp = docs_blmpop, .docs_resp_len = sizeof(docs_blmpop) - 1,
+      .info_resp3 = info3_blmpop, .info_resp3_len = sizeof(info3_blmpop) - 1,
+      .docs_resp3 = docs3_blmpop, .docs_resp3_len = sizeof(docs3_blmpop) - 1 },
     { .name = "blpop", .fullname = "blpop",
       .arity = -3, .flags = CMD_WRITE | CMD_NOSCRIPT | CMD_BLOCKING,
       .acl_categories = 0x18024ULL, .tips = 0,
       .first_key = 1, .last_key = -2, .key_step = 1,
       .keyspecs = ks_blpop, .nkeyspecs = 1,
       .info_resp = info_blpop, .info_resp_len = sizeof(info_blpop) - 1,
-      .docs_resp = docs_blpop, .docs_resp_len = sizeof(docs_blpop) - 1 },
+      .docs_resp = docs_blpop, .docs_resp_len = sizeof(docs_blpop) - 1,
+      .info_resp3 = info3_blpop, .info_resp3_len = sizeof(info3_blpop) - 1,
+      .docs_resp3 = docs3_blpop, .docs_resp3_len = sizeof(docs3_blpop) - 1 },
     { .name = "brpop", .fullname = "brpop",
       .arity = -3, .flags = CMD_WRITE | CMD_NOSCRIPT | CMD_BLOCKING,
       .acl_categories = 0x18024ULL, .tips = 0,
       .first_key = 1, .last_key = -2, .key_step = 1,
       .keyspecs = ks_brpop, .nkeyspecs = 1,
       .info_resp = info_brpop, .info_resp_len = sizeof(info_brpop) - 1,
-      .docs_resp = docs_brpop, .docs_resp_len = sizeof(docs_brpop) - 1 },
+      .docs_resp = docs_brpop, .docs_resp_len = sizeof(docs_brpop) - 1,
+      .info_resp3 = info3_brpop, .info_resp3_len = sizeof(info3_brpop) - 1,
+      .docs_resp3 = docs3_brpop, .docs_resp3_len = sizeof(docs3_brpop) - 1 },
     { .name = "brpoplpush", .fullname = "brpoplpush",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_NOSCRIPT | CMD_BLOCKING,
       .acl_categories = 0x18024ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_brpoplpush, .nkeyspecs = 2,
       .info_resp = info_brpoplpush, .info_resp_len = sizeof(info_brpoplpush) - 1,
-      .docs_resp = docs_brpoplpush, .docs_resp_len = sizeof(docs_brpoplpush) - 1 },
+      .docs_resp = docs_brpoplpush, .docs_resp_len = sizeof(docs_brpoplpush) - 1,
+      .info_resp3 = info3_brpoplpush, .info_resp3_len = sizeof(info3_brpoplpush) - 1,
+      .docs_resp3 = docs3_brpoplpush, .docs_resp3_len = sizeof(docs3_brpoplpush) - 1 },
     { .name = "bzmpop", .fullname = "bzmpop",
       .arity = -5, .flags = CMD_WRITE | CMD_BLOCKING | CMD_MOVABLE_KEYS,
       .acl_categories = 0x18014ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_bzmpop, .nkeyspecs = 1,
       .info_resp = info_bzmpop, .info_resp_len = sizeof(info_bzmpop) - 1,
-      .docs_resp = docs_bzmpop, .docs_resp_len = sizeof(docs_bzmpop) - 1 },
+      .docs_resp = docs_bzmpop, .docs_resp_len = sizeof(docs_bzmpop) - 1,
+      .info_resp3 = info3_bzmpop, .info_resp3_len = sizeof(info3_bzmpop) - 1,
+      .docs_resp3 = docs3_bzmpop, .docs_resp3_len = sizeof(docs3_bzmpop) - 1 },
     { .name = "bzpopmax", .fullname = "bzpopmax",
       .arity = -3, .flags = CMD_WRITE | CMD_NOSCRIPT | CMD_BLOCKING | CMD_FAST,
       .acl_categories = 0x14014ULL, .tips = 0,
       .first_key = 1, .last_key = -2, .key_step = 1,
       .keyspecs = ks_bzpopmax, .nkeyspecs = 1,
       .info_resp = info_bzpopmax, .info_resp_len = sizeof(info_bzpopmax) - 1,
-      .docs_resp = docs_bzpopmax, .docs_resp_len = sizeof(docs_bzpopmax) - 1 },
+      .docs_resp = docs_bzpopmax, .docs_resp_len = sizeof(docs_bzpopmax) - 1,
+      .info_resp3 = info3_bzpopmax, .info_resp3_len = sizeof(info3_bzpopmax) - 1,
+      .docs_resp3 = docs3_bzpopmax, .docs_resp3_len = sizeof(docs3_bzpopmax) - 1 },
     { .name = "bzpopmin", .fullname = "bzpopmin",
       .arity = -3, .flags = CMD_WRITE | CMD_NOSCRIPT | CMD_BLOCKING | CMD_FAST,
       .acl_categories = 0x14014ULL, .tips = 0,
       .first_key = 1, .last_key = -2, .key_step = 1,
       .keyspecs = ks_bzpopmin, .nkeyspecs = 1,
       .info_resp = info_bzpopmin, .info_resp_len = sizeof(info_bzpopmin) - 1,
-      .docs_resp = docs_bzpopmin, .docs_resp_len = sizeof(docs_bzpopmin) - 1 },
+      .docs_resp = docs_bzpopmin, .docs_resp_len = sizeof(docs_bzpopmin) - 1,
+      .info_resp3 = info3_bzpopmin, .info_resp3_len = sizeof(info3_bzpopmin) - 1,
+      .docs_resp3 = docs3_bzpopmin, .docs_resp3_len = sizeof(docs3_bzpopmin) - 1 },
     { .name = "client", .fullname = "client",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_client, .nsubcommands = 16,
       .info_resp = info_client, .info_resp_len = sizeof(info_client) - 1,
-      .docs_resp = docs_client, .docs_resp_len = sizeof(docs_client) - 1 },
+      .docs_resp = docs_client, .docs_resp_len = sizeof(docs_client) - 1,
+      .info_resp3 = info3_client, .info_resp3_len = sizeof(info3_client) - 1,
+      .docs_resp3 = docs3_client, .docs_resp3_len = sizeof(docs3_client) - 1 },
     { .name = "cluster", .fullname = "cluster",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_cluster, .nsubcommands = 27,
       .info_resp = info_cluster, .info_resp_len = sizeof(info_cluster) - 1,
-      .docs_resp = docs_cluster, .docs_resp_len = sizeof(docs_cluster) - 1 },
+      .docs_resp = docs_cluster, .docs_resp_len = sizeof(docs_cluster) - 1,
+      .info_resp3 = info3_cluster, .info_resp3_len = sizeof(info3_cluster) - 1,
+      .docs_resp3 = docs3_cluster, .docs_resp3_len = sizeof(docs3_cluster) - 1 },
     { .name = "command", .fullname = "command",
       .arity = -1, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_command, .nsubcommands = 7,
       .info_resp = info_command, .info_resp_len = sizeof(info_command) - 1,
-      .docs_resp = docs_command, .docs_resp_len = sizeof(docs_command) - 1 },
+      .docs_resp = docs_command, .docs_resp_len = sizeof(docs_command) - 1,
+      .info_resp3 = info3_command, .info_resp3_len = sizeof(info3_command) - 1,
+      .docs_resp3 = docs3_command, .docs_resp3_len = sizeof(docs3_command) - 1 },
     { .name = "config", .fullname = "config",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_config, .nsubcommands = 5,
       .info_resp = info_config, .info_resp_len = sizeof(info_config) - 1,
-      .docs_resp = docs_config, .docs_resp_len = sizeof(docs_config) - 1 },
+      .docs_resp = docs_config, .docs_resp_len = sizeof(docs_config) - 1,
+      .info_resp3 = info3_config, .info_resp3_len = sizeof(info3_config) - 1,
+      .docs_resp3 = docs3_config, .docs_resp3_len = sizeof(docs3_config) - 1 },
     { .name = "copy", .fullname = "copy",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8005ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_copy, .nkeyspecs = 2,
       .info_resp = info_copy, .info_resp_len = sizeof(info_copy) - 1,
-      .docs_resp = docs_copy, .docs_resp_len = sizeof(docs_copy) - 1 },
+      .docs_resp = docs_copy, .docs_resp_len = sizeof(docs_copy) - 1,
+      .info_resp3 = info3_copy, .info_resp3_len = sizeof(info3_copy) - 1,
+      .docs_resp3 = docs3_copy, .docs_resp3_len = sizeof(docs3_copy) - 1 },
     { .name = "dbsize", .fullname = "dbsize",
       .arity = 1, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_AGG_SUM,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_dbsize, .info_resp_len = sizeof(info_dbsize) - 1,
-      .docs_resp = docs_dbsize, .docs_resp_len = sizeof(docs_dbsize) - 1 },
+      .docs_resp = docs_dbsize, .docs_resp_len = sizeof(docs_dbsize) - 1,
+      .info_resp3 = info3_dbsize, .info_resp3_len = sizeof(info3_dbsize) - 1,
+      .docs_resp3 = docs3_dbsize, .docs_resp3_len = sizeof(docs3_dbsize) - 1 },
     { .name = "debug", .fullname = "debug",
       .arity = -2, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_debug, .info_resp_len = sizeof(info_debug) - 1,
-      .docs_resp = docs_debug, .docs_resp_len = sizeof(docs_debug) - 1 },
+      .docs_resp = docs_debug, .docs_resp_len = sizeof(docs_debug) - 1,
+      .info_resp3 = info3_debug, .info_resp3_len = sizeof(info3_debug) - 1,
+      .docs_resp3 = docs3_debug, .docs_resp3_len = sizeof(docs3_debug) - 1 },
     { .name = "decr", .fullname = "decr",
       .arity = 2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_decr, .nkeyspecs = 1,
       .info_resp = info_decr, .info_resp_len = sizeof(info_decr) - 1,
-      .docs_resp = docs_decr, .docs_resp_len = sizeof(docs_decr) - 1 },
+      .docs_resp = docs_decr, .docs_resp_len = sizeof(docs_decr) - 1,
+      .info_resp3 = info3_decr, .info_resp3_len = sizeof(info3_decr) - 1,
+      .docs_resp3 = docs3_decr, .docs_resp3_len = sizeof(docs3_decr) - 1 },
     { .name = "decrby", .fullname = "decrby",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_decrby, .nkeyspecs = 1,
       .info_resp = info_decrby, .info_resp_len = sizeof(info_decrby) - 1,
-      .docs_resp = docs_decrby, .docs_resp_len = sizeof(docs_decrby) - 1 },
+      .docs_resp = docs_decrby, .docs_resp_len = sizeof(docs_decrby) - 1,
+      .info_resp3 = info3_decrby, .info_resp3_len = sizeof(info3_decrby) - 1,
+      .docs_resp3 = docs3_decrby, .docs_resp3_len = sizeof(docs3_decrby) - 1 },
     { .name = "del", .fullname = "del",
       .arity = -2, .flags = CMD_WRITE,
       .acl_categories = 0x8005ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_AGG_SUM,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_del, .nkeyspecs = 1,
       .info_resp = info_del, .info_resp_len = sizeof(info_del) - 1,
-      .docs_resp = docs_del, .docs_resp_len = sizeof(docs_del) - 1 },
+      .docs_resp = docs_del, .docs_resp_len = sizeof(docs_del) - 1,
+      .info_resp3 = info3_del, .info_resp3_len = sizeof(info3_del) - 1,
+      .docs_resp3 = docs3_del, .docs_resp3_len = sizeof(docs3_del) - 1 },
     { .name = "discard", .fullname = "discard",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
       .acl_categories = 0x84000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_discard, .info_resp_len = sizeof(info_discard) - 1,
-      .docs_resp = docs_discard, .docs_resp_len = sizeof(docs_discard) - 1 },
+      .docs_resp = docs_discard, .docs_resp_len = sizeof(docs_discard) - 1,
+      .info_resp3 = info3_discard, .info_resp3_len = sizeof(info3_discard) - 1,
+      .docs_resp3 = docs3_discard, .docs_resp3_len = sizeof(docs3_discard) - 1 },
     { .name = "dump", .fullname = "dump",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_dump, .nkeyspecs = 1,
       .info_resp = info_dump, .info_resp_len = sizeof(info_dump) - 1,
-      .docs_resp = docs_dump, .docs_resp_len = sizeof(docs_dump) - 1 },
+      .docs_resp = docs_dump, .docs_resp_len = sizeof(docs_dump) - 1,
+      .info_resp3 = info3_dump, .info_resp3_len = sizeof(info3_dump) - 1,
+      .docs_resp3 = docs3_dump, .docs_resp3_len = sizeof(docs3_dump) - 1 },
     { .name = "echo", .fullname = "echo",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_echo, .info_resp_len = sizeof(info_echo) - 1,
-      .docs_resp = docs_echo, .docs_resp_len = sizeof(docs_echo) - 1 },
+      .docs_resp = docs_echo, .docs_resp_len = sizeof(docs_echo) - 1,
+      .info_resp3 = info3_echo, .info_resp3_len = sizeof(info3_echo) - 1,
+      .docs_resp3 = docs3_echo, .docs_resp3_len = sizeof(docs3_echo) - 1 },
     { .name = "eval", .fullname = "eval",
       .arity = -3, .flags = CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_eval, .nkeyspecs = 1,
       .info_resp = info_eval, .info_resp_len = sizeof(info_eval) - 1,
-      .docs_resp = docs_eval, .docs_resp_len = sizeof(docs_eval) - 1 },
+      .docs_resp = docs_eval, .docs_resp_len = sizeof(docs_eval) - 1,
+      .info_resp3 = info3_eval, .info_resp3_len = sizeof(info3_eval) - 1,
+      .docs_resp3 = docs3_eval, .docs_resp3_len = sizeof(docs3_eval) - 1 },
     { .name = "eval_ro", .fullname = "eval_ro",
       .arity = -3, .flags = CMD_READONLY | CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_eval_ro, .nkeyspecs = 1,
       .info_resp = info_eval_ro, .info_resp_len = sizeof(info_eval_ro) - 1,
-      .docs_resp = docs_eval_ro, .docs_resp_len = sizeof(docs_eval_ro) - 1 },
+      .docs_resp = docs_eval_ro, .docs_resp_len = sizeof(docs_eval_ro) - 1,
+      .info_resp3 = info3_eval_ro, .info_resp3_len = sizeof(info3_eval_ro) - 1,
+      .docs_resp3 = docs3_eval_ro, .docs_resp3_len = sizeof(docs3_eval_ro) - 1 },
     { .name = "evalsha", .fullname = "evalsha",
       .arity = -3, .flags = CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_evalsha, .nkeyspecs = 1,
       .info_resp = info_evalsha, .info_resp_len = sizeof(info_evalsha) - 1,
-      .docs_resp = docs_evalsha, .docs_resp_len = sizeof(docs_evalsha) - 1 },
+      .docs_resp = docs_evalsha, .docs_resp_len = sizeof(docs_evalsha) - 1,
+      .info_resp3 = info3_evalsha, .info_resp3_len = sizeof(info3_evalsha) - 1,
+      .docs_resp3 = docs3_evalsha, .docs_resp3_len = sizeof(docs3_evalsha) - 1 },
     { .name = "evalsha_ro", .fullname = "evalsha_ro",
       .arity = -3, .flags = CMD_READONLY | CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_evalsha_ro, .nkeyspecs = 1,
       .info_resp = info_evalsha_ro, .info_resp_len = sizeof(info_evalsha_ro) - 1,
-      .docs_resp = docs_evalsha_ro, .docs_resp_len = sizeof(docs_evalsha_ro) - 1 },
+      .docs_resp = docs_evalsha_ro, .docs_resp_len = sizeof(docs_evalsha_ro) - 1,
+      .info_resp3 = info3_evalsha_ro, .info_resp3_len = sizeof(info3_evalsha_ro) - 1,
+      .docs_resp3 = docs3_evalsha_ro, .docs_resp3_len = sizeof(docs3_evalsha_ro) - 1 },
     { .name = "exec", .fullname = "exec",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_SKIP_SLOWLOG,
       .acl_categories = 0x88000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_exec, .info_resp_len = sizeof(info_exec) - 1,
-      .docs_resp = docs_exec, .docs_resp_len = sizeof(docs_exec) - 1 },
+      .docs_resp = docs_exec, .docs_resp_len = sizeof(docs_exec) - 1,
+      .info_resp3 = info3_exec, .info_resp3_len = sizeof(info3_exec) - 1,
+      .docs_resp3 = docs3_exec, .docs_resp3_len = sizeof(docs3_exec) - 1 },
     { .name = "exists", .fullname = "exists",
       .arity = -2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_AGG_SUM,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_exists, .nkeyspecs = 1,
       .info_resp = info_exists, .info_resp_len = sizeof(info_exists) - 1,
-      .docs_resp = docs_exists, .docs_resp_len = sizeof(docs_exists) - 1 },
+      .docs_resp = docs_exists, .docs_resp_len = sizeof(docs_exists) - 1,
+      .info_resp3 = info3_exists, .info_resp3_len = sizeof(info3_exists) - 1,
+      .docs_resp3 = docs3_exists, .docs_resp3_len = sizeof(docs3_exists) - 1 },
     { .name = "expire", .fullname = "expire",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_expire, .nkeyspecs = 1,
       .info_resp = info_expire, .info_resp_len = sizeof(info_expire) - 1,
-      .docs_resp = docs_expire, .docs_resp_len = sizeof(docs_expire) - 1 },
+      .docs_resp = docs_expire, .docs_resp_len = sizeof(docs_expire) - 1,
+      .info_resp3 = info3_expire, .info_resp3_len = sizeof(info3_expire) - 1,
+      .docs_resp3 = docs3_expire, .docs_resp3_len = sizeof(docs3_expire) - 1 },
     { .name = "expireat", .fullname = "expireat",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_expireat, .nkeyspecs = 1,
       .info_resp = info_expireat, .info_resp_len = sizeof(info_expireat) - 1,
-      .docs_resp = docs_expireat, .docs_resp_len = sizeof(docs_expireat) - 1 },
+      .docs_resp = docs_expireat, .docs_resp_len = sizeof(docs_expireat) - 1,
+      .info_resp3 = info3_expireat, .info_resp3_len = sizeof(info3_expireat) - 1,
+      .docs_resp3 = docs3_expireat, .docs_resp3_len = sizeof(docs3_expireat) - 1 },
     { .name = "expiretime", .fullname = "expiretime",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_expiretime, .nkeyspecs = 1,
       .info_resp = info_expiretime, .info_resp_len = sizeof(info_expiretime) - 1,
-      .docs_resp = docs_expiretime, .docs_resp_len = sizeof(docs_expiretime) - 1 },
+      .docs_resp = docs_expiretime, .docs_resp_len = sizeof(docs_expiretime) - 1,
+      .info_resp3 = info3_expiretime, .info_resp3_len = sizeof(info3_expiretime) - 1,
+      .docs_resp3 = docs3_expiretime, .docs_resp3_len = sizeof(docs3_expiretime) - 1 },
     { .name = "failover", .fullname = "failover",
       .arity = -1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_failover, .info_resp_len = sizeof(info_failover) - 1,
-      .docs_resp = docs_failover, .docs_resp_len = sizeof(docs_failover) - 1 },
+      .docs_resp = docs_failover, .docs_resp_len = sizeof(docs_failover) - 1,
+      .info_resp3 = info3_failover, .info_resp3_len = sizeof(info3_failover) - 1,
+      .docs_resp3 = docs3_failover, .docs_resp3_len = sizeof(docs3_failover) - 1 },
     { .name = "fcall", .fullname = "fcall",
       .arity = -3, .flags = CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_fcall, .nkeyspecs = 1,
       .info_resp = info_fcall, .info_resp_len = sizeof(info_fcall) - 1,
-      .docs_resp = docs_fcall, .docs_resp_len = sizeof(docs_fcall) - 1 },
+      .docs_resp = docs_fcall, .docs_resp_len = sizeof(docs_fcall) - 1,
+      .info_resp3 = info3_fcall, .info_resp3_len = sizeof(info3_fcall) - 1,
+      .docs_resp3 = docs3_fcall, .docs_resp3_len = sizeof(docs3_fcall) - 1 },
     { .name = "fcall_ro", .fullname = "fcall_ro",
       .arity = -3, .flags = CMD_READONLY | CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | CMD_MOVABLE_KEYS,
       .acl_categories = 0x108000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_fcall_ro, .nkeyspecs = 1,
       .info_resp = info_fcall_ro, .info_resp_len = sizeof(info_fcall_ro) - 1,
-      .docs_resp = docs_fcall_ro, .docs_resp_len = sizeof(docs_fcall_ro) - 1 },
+      .docs_resp = docs_fcall_ro, .docs_resp_len = sizeof(docs_fcall_ro) - 1,
+      .info_resp3 = info3_fcall_ro, .info_resp3_len = sizeof(info3_fcall_ro) - 1,
+      .docs_resp3 = docs3_fcall_ro, .docs_resp3_len = sizeof(docs3_fcall_ro) - 1 },
     { .name = "flushall", .fullname = "flushall",
       .arity = -1, .flags = CMD_WRITE,
       .acl_categories = 0x28005ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_flushall, .info_resp_len = sizeof(info_flushall) - 1,
-      .docs_resp = docs_flushall, .docs_resp_len = sizeof(docs_flushall) - 1 },
+      .docs_resp = docs_flushall, .docs_resp_len = sizeof(docs_flushall) - 1,
+      .info_resp3 = info3_flushall, .info_resp3_len = sizeof(info3_flushall) - 1,
+      .docs_resp3 = docs3_flushall, .docs_resp3_len = sizeof(docs3_flushall) - 1 },
     { .name = "flushdb", .fullname = "flushdb",
       .arity = -1, .flags = CMD_WRITE,
       .acl_categories = 0x28005ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_flushdb, .info_resp_len = sizeof(info_flushdb) - 1,
-      .docs_resp = docs_flushdb, .docs_resp_len = sizeof(docs_flushdb) - 1 },
+      .docs_resp = docs_flushdb, .docs_resp_len = sizeof(docs_flushdb) - 1,
+      .info_resp3 = info3_flushdb, .info_resp3_len = sizeof(info3_flushdb) - 1,
+      .docs_resp3 = docs3_flushdb, .docs_resp3_len = sizeof(docs3_flushdb) - 1 },
     { .name = "function", .fullname = "function",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_function, .nsubcommands = 9,
       .info_resp = info_function, .info_resp_len = sizeof(info_function) - 1,
-      .docs_resp = docs_function, .docs_resp_len = sizeof(docs_function) - 1 },
+      .docs_resp = docs_function, .docs_resp_len = sizeof(docs_function) - 1,
+      .info_resp3 = info3_function, .info_resp3_len = sizeof(info3_function) - 1,
+      .docs_resp3 = docs3_function, .docs_resp3_len = sizeof(docs3_function) - 1 },
     { .name = "geoadd", .fullname = "geoadd",
       .arity = -5, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8404ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_geoadd, .nkeyspecs = 1,
       .info_resp = info_geoadd, .info_resp_len = sizeof(info_geoadd) - 1,
-      .docs_resp = docs_geoadd, .docs_resp_len = sizeof(docs_geoadd) - 1 },
+      .docs_resp = docs_geoadd, .docs_resp_len = sizeof(docs_geoadd) - 1,
+      .info_resp3 = info3_geoadd, .info_resp3_len = sizeof(info3_geoadd) - 1,
+      .docs_resp3 = docs3_geoadd, .docs_resp3_len = sizeof(docs3_geoadd) - 1 },
     { .name = "geodist", .fullname = "geodist",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_geodist, .nkeyspecs = 1,
       .info_resp = info_geodist, .info_resp_len = sizeof(info_geodist) - 1,
-      .docs_resp = docs_geodist, .docs_resp_len = sizeof(docs_geodist) - 1 },
+      .docs_resp = docs_geodist, .docs_resp_len = sizeof(docs_geodist) - 1,
+      .info_resp3 = info3_geodist, .info_resp3_len = sizeof(info3_geodist) - 1,
+      .docs_resp3 = docs3_geodist, .docs_resp3_len = sizeof(docs3_geodist) - 1 },
     { .name = "geohash", .fullname = "geohash",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_geohash, .nkeyspecs = 1,
       .info_resp = info_geohash, .info_resp_len = sizeof(info_geohash) - 1,
-      .docs_resp = docs_geohash, .docs_resp_len = sizeof(docs_geohash) - 1 },
+      .docs_resp = docs_geohash, .docs_resp_len = sizeof(docs_geohash) - 1,
+      .info_resp3 = info3_geohash, .info_resp3_len = sizeof(info3_geohash) - 1,
+      .docs_resp3 = docs3_geohash, .docs_resp3_len = sizeof(docs3_geohash) - 1 },
     { .name = "geopos", .fullname = "geopos",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_geopos, .nkeyspecs = 1,
       .info_resp = info_geopos, .info_resp_len = sizeof(info_geopos) - 1,
-      .docs_resp = docs_geopos, .docs_resp_len = sizeof(docs_geopos) - 1 },
+      .docs_resp = docs_geopos, .docs_resp_len = sizeof(docs_geopos) - 1,
+      .info_resp3 = info3_geopos, .info_resp3_len = sizeof(info3_geopos) - 1,
+      .docs_resp3 = docs3_geopos, .docs_resp3_len = sizeof(docs3_geopos) - 1 },
     { .name = "georadius", .fullname = "georadius",
       .arity = -6, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8404ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_georadius, .nkeyspecs = 3,
       .info_resp = info_georadius, .info_resp_len = sizeof(info_georadius) - 1,
-      .docs_resp = docs_georadius, .docs_resp_len = sizeof(docs_georadius) - 1 },
+      .docs_resp = docs_georadius, .docs_resp_len = sizeof(docs_georadius) - 1,
+      .info_resp3 = info3_georadius, .info_resp3_len = sizeof(info3_georadius) - 1,
+      .docs_resp3 = docs3_georadius, .docs_resp3_len = sizeof(docs3_georadius) - 1 },
     { .name = "georadius_ro", .fullname = "georadius_ro",
       .arity = -6, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_georadius_ro, .nkeyspecs = 1,
       .info_resp = info_georadius_ro, .info_resp_len = sizeof(info_georadius_ro) - 1,
-      .docs_resp = docs_georadius_ro, .docs_resp_len = sizeof(docs_georadius_ro) - 1 },
+      .docs_resp = docs_georadius_ro, .docs_resp_len = sizeof(docs_georadius_ro) - 1,
+      .info_resp3 = info3_georadius_ro, .info_resp3_len = sizeof(info3_georadius_ro) - 1,
+      .docs_resp3 = docs3_georadius_ro, .docs_resp3_len = sizeof(docs3_georadius_ro) - 1 },
     { .name = "georadiusbymember", .fullname = "georadiusbymember",
       .arity = -5, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8404ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_georadiusbymember, .nkeyspecs = 3,
       .info_resp = info_georadiusbymember, .info_resp_len = sizeof(info_georadiusbymember) - 1,
-      .docs_resp = docs_georadiusbymember, .docs_resp_len = sizeof(docs_georadiusbymember) - 1 },
+      .docs_resp = docs_georadiusbymember, .docs_resp_len = sizeof(docs_georadiusbymember) - 1,
+      .info_resp3 = info3_georadiusbymember, .info_resp3_len = sizeof(info3_georadiusbymember) - 1,
+      .docs_resp3 = docs3_georadiusbymember, .docs_resp3_len = sizeof(docs3_georadiusbymember) - 1 },
     { .name = "georadiusbymember_ro", .fullname = "georadiusbymember_ro",
       .arity = -5, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_georadiusbymember_ro, .nkeyspecs = 1,
       .info_resp = info_georadiusbymember_ro, .info_resp_len = sizeof(info_georadiusbymember_ro) - 1,
-      .docs_resp = docs_georadiusbymember_ro, .docs_resp_len = sizeof(docs_georadiusbymember_ro) - 1 },
+      .docs_resp = docs_georadiusbymember_ro, .docs_resp_len = sizeof(docs_georadiusbymember_ro) - 1,
+      .info_resp3 = info3_georadiusbymember_ro, .info_resp3_len = sizeof(info3_georadiusbymember_ro) - 1,
+      .docs_resp3 = docs3_georadiusbymember_ro, .docs_resp3_len = sizeof(docs3_georadiusbymember_ro) - 1 },
     { .name = "geosearch", .fullname = "geosearch",
       .arity = -7, .flags = CMD_READONLY,
       .acl_categories = 0x8402ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_geosearch, .nkeyspecs = 1,
       .info_resp = info_geosearch, .info_resp_len = sizeof(info_geosearch) - 1,
-      .docs_resp = docs_geosearch, .docs_resp_len = sizeof(docs_geosearch) - 1 },
+      .docs_resp = docs_geosearch, .docs_resp_len = sizeof(docs_geosearch) - 1,
+      .info_resp3 = info3_geosearch, .info_resp3_len = sizeof(info3_geosearch) - 1,
+      .docs_resp3 = docs3_geosearch, .docs_resp3_len = sizeof(docs3_geosearch) - 1 },
     { .name = "geosearchstore", .fullname = "geosearchstore",
       .arity = -8, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8404ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_geosearchstore, .nkeyspecs = 2,
       .info_resp = info_geosearchstore, .info_resp_len = sizeof(info_geosearchstore) - 1,
-      .docs_resp = docs_geosearchstore, .docs_resp_len = sizeof(docs_geosearchstore) - 1 },
+      .docs_resp = docs_geosearchstore, .docs_resp_len = sizeof(docs_geosearchstore) - 1,
+      .info_resp3 = info3_geosearchstore, .info_resp3_len = sizeof(info3_geosearchstore) - 1,
+      .docs_resp3 = docs3_geosearchstore, .docs_resp3_len = sizeof(docs3_geosearchstore) - 1 },
     { .name = "get", .fullname = "get",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4082ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_get, .nkeyspecs = 1,
       .info_resp = info_get, .info_resp_len = sizeof(info_get) - 1,
-      .docs_resp = docs_get, .docs_resp_len = sizeof(docs_get) - 1 },
+      .docs_resp = docs_get, .docs_resp_len = sizeof(docs_get) - 1,
+      .info_resp3 = info3_get, .info_resp3_len = sizeof(info3_get) - 1,
+      .docs_resp3 = docs3_get, .docs_resp3_len = sizeof(docs3_get) - 1 },
     { .name = "getbit", .fullname = "getbit",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4102ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_getbit, .nkeyspecs = 1,
       .info_resp = info_getbit, .info_resp_len = sizeof(info_getbit) - 1,
-      .docs_resp = docs_getbit, .docs_resp_len = sizeof(docs_getbit) - 1 },
+      .docs_resp = docs_getbit, .docs_resp_len = sizeof(docs_getbit) - 1,
+      .info_resp3 = info3_getbit, .info_resp3_len = sizeof(info3_getbit) - 1,
+      .docs_resp3 = docs3_getbit, .docs_resp3_len = sizeof(docs3_getbit) - 1 },
     { .name = "getdel", .fullname = "getdel",
       .arity = 2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_getdel, .nkeyspecs = 1,
       .info_resp = info_getdel, .info_resp_len = sizeof(info_getdel) - 1,
-      .docs_resp = docs_getdel, .docs_resp_len = sizeof(docs_getdel) - 1 },
+      .docs_resp = docs_getdel, .docs_resp_len = sizeof(docs_getdel) - 1,
+      .info_resp3 = info3_getdel, .info_resp3_len = sizeof(info3_getdel) - 1,
+      .docs_resp3 = docs3_getdel, .docs_resp3_len = sizeof(docs3_getdel) - 1 },
     { .name = "getex", .fullname = "getex",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_getex, .nkeyspecs = 1,
       .info_resp = info_getex, .info_resp_len = sizeof(info_getex) - 1,
-      .docs_resp = docs_getex, .docs_resp_len = sizeof(docs_getex) - 1 },
+      .docs_resp = docs_getex, .docs_resp_len = sizeof(docs_getex) - 1,
+      .info_resp3 = info3_getex, .info_resp3_len = sizeof(info3_getex) - 1,
+      .docs_resp3 = docs3_getex, .docs_resp3_len = sizeof(docs3_getex) - 1 },
     { .name = "getrange", .fullname = "getrange",
       .arity = 4, .flags = CMD_READONLY,
       .acl_categories = 0x8082ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_getrange, .nkeyspecs = 1,
       .info_resp = info_getrange, .info_resp_len = sizeof(info_getrange) - 1,
-      .docs_resp = docs_getrange, .docs_resp_len = sizeof(docs_getrange) - 1 },
+      .docs_resp = docs_getrange, .docs_resp_len = sizeof(docs_getrange) - 1,
+      .info_resp3 = info3_getrange, .info_resp3_len = sizeof(info3_getrange) - 1,
+      .docs_resp3 = docs3_getrange, .docs_resp3_len = sizeof(docs3_getrange) - 1 },
     { .name = "getset", .fullname = "getset",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_getset, .nkeyspecs = 1,
       .info_resp = info_getset, .info_resp_len = sizeof(info_getset) - 1,
-      .docs_resp = docs_getset, .docs_resp_len = sizeof(docs_getset) - 1 },
+      .docs_resp = docs_getset, .docs_resp_len = sizeof(docs_getset) - 1,
+      .info_resp3 = info3_getset, .info_resp3_len = sizeof(info3_getset) - 1,
+      .docs_resp3 = docs3_getset, .docs_resp3_len = sizeof(docs3_getset) - 1 },
     { .name = "hdel", .fullname = "hdel",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hdel, .nkeyspecs = 1,
       .info_resp = info_hdel, .info_resp_len = sizeof(info_hdel) - 1,
-      .docs_resp = docs_hdel, .docs_resp_len = sizeof(docs_hdel) - 1 },
+      .docs_resp = docs_hdel, .docs_resp_len = sizeof(docs_hdel) - 1,
+      .info_resp3 = info3_hdel, .info_resp3_len = sizeof(info3_hdel) - 1,
+      .docs_resp3 = docs3_hdel, .docs_resp3_len = sizeof(docs3_hdel) - 1 },
     { .name = "hello", .fullname = "hello",
       .arity = -1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_hello, .info_resp_len = sizeof(info_hello) - 1,
-      .docs_resp = docs_hello, .docs_resp_len = sizeof(docs_hello) - 1 },
+      .docs_resp = docs_hello, .docs_resp_len = sizeof(docs_hello) - 1,
+      .info_resp3 = info3_hello, .info_resp3_len = sizeof(info3_hello) - 1,
+      .docs_resp3 = docs3_hello, .docs_resp3_len = sizeof(docs3_hello) - 1 },
     { .name = "hexists", .fullname = "hexists",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4042ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hexists, .nkeyspecs = 1,
       .info_resp = info_hexists, .info_resp_len = sizeof(info_hexists) - 1,
-      .docs_resp = docs_hexists, .docs_resp_len = sizeof(docs_hexists) - 1 },
+      .docs_resp = docs_hexists, .docs_resp_len = sizeof(docs_hexists) - 1,
+      .info_resp3 = info3_hexists, .info_resp3_len = sizeof(info3_hexists) - 1,
+      .docs_resp3 = docs3_hexists, .docs_resp3_len = sizeof(docs3_hexists) - 1 },
     { .name = "hget", .fullname = "hget",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4042ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hget, .nkeyspecs = 1,
       .info_resp = info_hget, .info_resp_len = sizeof(info_hget) - 1,
-      .docs_resp = docs_hget, .docs_resp_len = sizeof(docs_hget) - 1 },
+      .docs_resp = docs_hget, .docs_resp_len = sizeof(docs_hget) - 1,
+      .info_resp3 = info3_hget, .info_resp3_len = sizeof(info3_hget) - 1,
+      .docs_resp3 = docs3_hget, .docs_resp3_len = sizeof(docs3_hget) - 1 },
     { .name = "hgetall", .fullname = "hgetall",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x8042ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hgetall, .nkeyspecs = 1,
       .info_resp = info_hgetall, .info_resp_len = sizeof(info_hgetall) - 1,
-      .docs_resp = docs_hgetall, .docs_resp_len = sizeof(docs_hgetall) - 1 },
+      .docs_resp = docs_hgetall, .docs_resp_len = sizeof(docs_hgetall) - 1,
+      .info_resp3 = info3_hgetall, .info_resp3_len = sizeof(info3_hgetall) - 1,
+      .docs_resp3 = docs3_hgetall, .docs_resp3_len = sizeof(docs3_hgetall) - 1 },
     { .name = "hincrby", .fullname = "hincrby",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hincrby, .nkeyspecs = 1,
       .info_resp = info_hincrby, .info_resp_len = sizeof(info_hincrby) - 1,
-      .docs_resp = docs_hincrby, .docs_resp_len = sizeof(docs_hincrby) - 1 },
+      .docs_resp = docs_hincrby, .docs_resp_len = sizeof(docs_hincrby) - 1,
+      .info_resp3 = info3_hincrby, .info_resp3_len = sizeof(info3_hincrby) - 1,
+      .docs_resp3 = docs3_hincrby, .docs_resp3_len = sizeof(docs3_hincrby) - 1 },
     { .name = "hincrbyfloat", .fullname = "hincrbyfloat",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hincrbyfloat, .nkeyspecs = 1,
       .info_resp = info_hincrbyfloat, .info_resp_len = sizeof(info_hincrbyfloat) - 1,
-      .docs_resp = docs_hincrbyfloat, .docs_resp_len = sizeof(docs_hincrbyfloat) - 1 },
+      .docs_resp = docs_hincrbyfloat, .docs_resp_len = sizeof(docs_hincrbyfloat) - 1,
+      .info_resp3 = info3_hincrbyfloat, .info_resp3_len = sizeof(info3_hincrbyfloat) - 1,
+      .docs_resp3 = docs3_hincrbyfloat, .docs_resp3_len = sizeof(docs3_hincrbyfloat) - 1 },
     { .name = "hkeys", .fullname = "hkeys",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x8042ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hkeys, .nkeyspecs = 1,
       .info_resp = info_hkeys, .info_resp_len = sizeof(info_hkeys) - 1,
-      .docs_resp = docs_hkeys, .docs_resp_len = sizeof(docs_hkeys) - 1 },
+      .docs_resp = docs_hkeys, .docs_resp_len = sizeof(docs_hkeys) - 1,
+      .info_resp3 = info3_hkeys, .info_resp3_len = sizeof(info3_hkeys) - 1,
+      .docs_resp3 = docs3_hkeys, .docs_resp3_len = sizeof(docs3_hkeys) - 1 },
     { .name = "hlen", .fullname = "hlen",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4042ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hlen, .nkeyspecs = 1,
       .info_resp = info_hlen, .info_resp_len = sizeof(info_hlen) - 1,
-      .docs_resp = docs_hlen, .docs_resp_len = sizeof(docs_hlen) - 1 },
+      .docs_resp = docs_hlen, .docs_resp_len = sizeof(docs_hlen) - 1,
+      .info_resp3 = info3_hlen, .info_resp3_len = sizeof(info3_hlen) - 1,
+      .docs_resp3 = docs3_hlen, .docs_resp3_len = sizeof(docs3_hlen) - 1 },
     { .name = "hmget", .fullname = "hmget",
       .arity = -3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4042ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hmget, .nkeyspecs = 1,
       .info_resp = info_hmget, .info_resp_len = sizeof(info_hmget) - 1,
-      .docs_resp = docs_hmget, .docs_resp_len = sizeof(docs_hmget) - 1 },
+      .docs_resp = docs_hmget, .docs_resp_len = sizeof(docs_hmget) - 1,
+      .info_resp3 = info3_hmget, .info_resp3_len = sizeof(info3_hmget) - 1,
+      .docs_resp3 = docs3_hmget, .docs_resp3_len = sizeof(docs3_hmget) - 1 },
     { .name = "hmset", .fullname = "hmset",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hmset, .nkeyspecs = 1,
       .info_resp = info_hmset, .info_resp_len = sizeof(info_hmset) - 1,
-      .docs_resp = docs_hmset, .docs_resp_len = sizeof(docs_hmset) - 1 },
+      .docs_resp = docs_hmset, .docs_resp_len = sizeof(docs_hmset) - 1,
+      .info_resp3 = info3_hmset, .info_resp3_len = sizeof(info3_hmset) - 1,
+      .docs_resp3 = docs3_hmset, .docs_resp3_len = sizeof(docs3_hmset) - 1 },
     { .name = "hrandfield", .fullname = "hrandfield",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8042ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hrandfield, .nkeyspecs = 1,
       .info_resp = info_hrandfield, .info_resp_len = sizeof(info_hrandfield) - 1,
-      .docs_resp = docs_hrandfield, .docs_resp_len = sizeof(docs_hrandfield) - 1 },
+      .docs_resp = docs_hrandfield, .docs_resp_len = sizeof(docs_hrandfield) - 1,
+      .info_resp3 = info3_hrandfield, .info_resp3_len = sizeof(info3_hrandfield) - 1,
+      .docs_resp3 = docs3_hrandfield, .docs_resp3_len = sizeof(docs3_hrandfield) - 1 },
     { .name = "hscan", .fullname = "hscan",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8042ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hscan, .nkeyspecs = 1,
       .info_resp = info_hscan, .info_resp_len = sizeof(info_hscan) - 1,
-      .docs_resp = docs_hscan, .docs_resp_len = sizeof(docs_hscan) - 1 },
+      .docs_resp = docs_hscan, .docs_resp_len = sizeof(docs_hscan) - 1,
+      .info_resp3 = info3_hscan, .info_resp3_len = sizeof(info3_hscan) - 1,
+      .docs_resp3 = docs3_hscan, .docs_resp3_len = sizeof(docs3_hscan) - 1 },
     { .name = "hset", .fullname = "hset",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hset, .nkeyspecs = 1,
       .info_resp = info_hset, .info_resp_len = sizeof(info_hset) - 1,
-      .docs_resp = docs_hset, .docs_resp_len = sizeof(docs_hset) - 1 },
+      .docs_resp = docs_hset, .docs_resp_len = sizeof(docs_hset) - 1,
+      .info_resp3 = info3_hset, .info_resp3_len = sizeof(info3_hset) - 1,
+      .docs_resp3 = docs3_hset, .docs_resp3_len = sizeof(docs3_hset) - 1 },
     { .name = "hsetnx", .fullname = "hsetnx",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4044ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hsetnx, .nkeyspecs = 1,
       .info_resp = info_hsetnx, .info_resp_len = sizeof(info_hsetnx) - 1,
-      .docs_resp = docs_hsetnx, .docs_resp_len = sizeof(docs_hsetnx) - 1 },
+      .docs_resp = docs_hsetnx, .docs_resp_len = sizeof(docs_hsetnx) - 1,
+      .info_resp3 = info3_hsetnx, .info_resp3_len = sizeof(info3_hsetnx) - 1,
+      .docs_resp3 = docs3_hsetnx, .docs_resp3_len = sizeof(docs3_hsetnx) - 1 },
     { .name = "hstrlen", .fullname = "hstrlen",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4042ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hstrlen, .nkeyspecs = 1,
       .info_resp = info_hstrlen, .info_resp_len = sizeof(info_hstrlen) - 1,
-      .docs_resp = docs_hstrlen, .docs_resp_len = sizeof(docs_hstrlen) - 1 },
+      .docs_resp = docs_hstrlen, .docs_resp_len = sizeof(docs_hstrlen) - 1,
+      .info_resp3 = info3_hstrlen, .info_resp3_len = sizeof(info3_hstrlen) - 1,
+      .docs_resp3 = docs3_hstrlen, .docs_resp3_len = sizeof(docs3_hstrlen) - 1 },
     { .name = "hvals", .fullname = "hvals",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x8042ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_hvals, .nkeyspecs = 1,
       .info_resp = info_hvals, .info_resp_len = sizeof(info_hvals) - 1,
-      .docs_resp = docs_hvals, .docs_resp_len = sizeof(docs_hvals) - 1 },
+      .docs_resp = docs_hvals, .docs_resp_len = sizeof(docs_hvals) - 1,
+      .info_resp3 = info3_hvals, .info_resp3_len = sizeof(info3_hvals) - 1,
+      .docs_resp3 = docs3_hvals, .docs_resp3_len = sizeof(docs3_hvals) - 1 },
     { .name = "incr", .fullname = "incr",
       .arity = 2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_incr, .nkeyspecs = 1,
       .info_resp = info_incr, .info_resp_len = sizeof(info_incr) - 1,
-      .docs_resp = docs_incr, .docs_resp_len = sizeof(docs_incr) - 1 },
+      .docs_resp = docs_incr, .docs_resp_len = sizeof(docs_incr) - 1,
+      .info_resp3 = info3_incr, .info_resp3_len = sizeof(info3_incr) - 1,
+      .docs_resp3 = docs3_incr, .docs_resp3_len = sizeof(docs3_incr) - 1 },
     { .name = "incrby", .fullname = "incrby",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_incrby, .nkeyspecs = 1,
       .info_resp = info_incrby, .info_resp_len = sizeof(info_incrby) - 1,
-      .docs_resp = docs_incrby, .docs_resp_len = sizeof(docs_incrby) - 1 },
+      .docs_resp = docs_incrby, .docs_resp_len = sizeof(docs_incrby) - 1,
+      .info_resp3 = info3_incrby, .info_resp3_len = sizeof(info3_incrby) - 1,
+      .docs_resp3 = docs3_incrby, .docs_resp3_len = sizeof(docs3_incrby) - 1 },
     { .name = "incrbyfloat", .fullname = "incrbyfloat",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_incrbyfloat, .nkeyspecs = 1,
       .info_resp = info_incrbyfloat, .info_resp_len = sizeof(info_incrbyfloat) - 1,
-      .docs_resp = docs_incrbyfloat, .docs_resp_len = sizeof(docs_incrbyfloat) - 1 },
+      .docs_resp = docs_incrbyfloat, .docs_resp_len = sizeof(docs_incrbyfloat) - 1,
+      .info_resp3 = info3_incrbyfloat, .info_resp3_len = sizeof(info3_incrbyfloat) - 1,
+      .docs_resp3 = docs3_incrbyfloat, .docs_resp3_len = sizeof(docs3_incrbyfloat) - 1 },
     { .name = "info", .fullname = "info",
       .arity = -1, .flags = CMD_LOADING | CMD_STALE,
       .acl_categories = 0x28000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_info, .info_resp_len = sizeof(info_info) - 1,
-      .docs_resp = docs_info, .docs_resp_len = sizeof(docs_info) - 1 },
+      .docs_resp = docs_info, .docs_resp_len = sizeof(docs_info) - 1,
+      .info_resp3 = info3_info, .info_resp3_len = sizeof(info3_info) - 1,
+      .docs_resp3 = docs3_info, .docs_resp3_len = sizeof(docs3_info) - 1 },
     { .name = "keys", .fullname = "keys",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x28003ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_keys, .info_resp_len = sizeof(info_keys) - 1,
-      .docs_resp = docs_keys, .docs_resp_len = sizeof(docs_keys) - 1 },
+      .docs_resp = docs_keys, .docs_resp_len = sizeof(docs_keys) - 1,
+      .info_resp3 = info3_keys, .info_resp3_len = sizeof(info3_keys) - 1,
+      .docs_resp3 = docs3_keys, .docs_resp3_len = sizeof(docs3_keys) - 1 },
     { .name = "lastsave", .fullname = "lastsave",
       .arity = 1, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x26000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_lastsave, .info_resp_len = sizeof(info_lastsave) - 1,
-      .docs_resp = docs_lastsave, .docs_resp_len = sizeof(docs_lastsave) - 1 },
+      .docs_resp = docs_lastsave, .docs_resp_len = sizeof(docs_lastsave) - 1,
+      .info_resp3 = info3_lastsave, .info_resp3_len = sizeof(info3_lastsave) - 1,
+      .docs_resp3 = docs3_lastsave, .docs_resp3_len = sizeof(docs3_lastsave) - 1 },
     { .name = "latency", .fullname = "latency",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_latency, .nsubcommands = 7,
       .info_resp = info_latency, .info_resp_len = sizeof(info_latency) - 1,
-      .docs_resp = docs_latency, .docs_resp_len = sizeof(docs_latency) - 1 },
+      .docs_resp = docs_latency, .docs_resp_len = sizeof(docs_latency) - 1,
+      .info_resp3 = info3_latency, .info_resp3_len = sizeof(info3_latency) - 1,
+      .docs_resp3 = docs3_latency, .docs_resp3_len = sizeof(docs3_latency) - 1 },
     { .name = "lcs", .fullname = "lcs",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8082ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_lcs, .nkeyspecs = 1,
       .info_resp = info_lcs, .info_resp_len = sizeof(info_lcs) - 1,
-      .docs_resp = docs_lcs, .docs_resp_len = sizeof(docs_lcs) - 1 },
+      .docs_resp = docs_lcs, .docs_resp_len = sizeof(docs_lcs) - 1,
+      .info_resp3 = info3_lcs, .info_resp3_len = sizeof(info3_lcs) - 1,
+      .docs_resp3 = docs3_lcs, .docs_resp3_len = sizeof(docs3_lcs) - 1 },
     { .name = "lindex", .fullname = "lindex",
       .arity = 3, .flags = CMD_READONLY,
       .acl_categories = 0x8022ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lindex, .nkeyspecs = 1,
       .info_resp = info_lindex, .info_resp_len = sizeof(info_lindex) - 1,
-      .docs_resp = docs_lindex, .docs_resp_len = sizeof(docs_lindex) - 1 },
+      .docs_resp = docs_lindex, .docs_resp_len = sizeof(docs_lindex) - 1,
+      .info_resp3 = info3_lindex, .info_resp3_len = sizeof(info3_lindex) - 1,
+      .docs_resp3 = docs3_lindex, .docs_resp3_len = sizeof(docs3_lindex) - 1 },
     { .name = "linsert", .fullname = "linsert",
       .arity = 5, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_linsert, .nkeyspecs = 1,
       .info_resp = info_linsert, .info_resp_len = sizeof(info_linsert) - 1,
-      .docs_resp = docs_linsert, .docs_resp_len = sizeof(docs_linsert) - 1 },
+      .docs_resp = docs_linsert, .docs_resp_len = sizeof(docs_linsert) - 1,
+      .info_resp3 = info3_linsert, .info_resp3_len = sizeof(info3_linsert) - 1,
+      .docs_resp3 = docs3_linsert, .docs_resp3_len = sizeof(docs3_linsert) - 1 },
     { .name = "llen", .fullname = "llen",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4022ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_llen, .nkeyspecs = 1,
       .info_resp = info_llen, .info_resp_len = sizeof(info_llen) - 1,
-      .docs_resp = docs_llen, .docs_resp_len = sizeof(docs_llen) - 1 },
+      .docs_resp = docs_llen, .docs_resp_len = sizeof(docs_llen) - 1,
+      .info_resp3 = info3_llen, .info_resp3_len = sizeof(info3_llen) - 1,
+      .docs_resp3 = docs3_llen, .docs_resp3_len = sizeof(docs3_llen) - 1 },
     { .name = "lmove", .fullname = "lmove",
       .arity = 5, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_lmove, .nkeyspecs = 2,
       .info_resp = info_lmove, .info_resp_len = sizeof(info_lmove) - 1,
-      .docs_resp = docs_lmove, .docs_resp_len = sizeof(docs_lmove) - 1 },
+      .docs_resp = docs_lmove, .docs_resp_len = sizeof(docs_lmove) - 1,
+      .info_resp3 = info3_lmove, .info_resp3_len = sizeof(info3_lmove) - 1,
+      .docs_resp3 = docs3_lmove, .docs_resp3_len = sizeof(docs3_lmove) - 1 },
     { .name = "lmpop", .fullname = "lmpop",
       .arity = -4, .flags = CMD_WRITE | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_lmpop, .nkeyspecs = 1,
       .info_resp = info_lmpop, .info_resp_len = sizeof(info_lmpop) - 1,
-      .docs_resp = docs_lmpop, .docs_resp_len = sizeof(docs_lmpop) - 1 },
+      .docs_resp = docs_lmpop, .docs_resp_len = sizeof(docs_lmpop) - 1,
+      .info_resp3 = info3_lmpop, .info_resp3_len = sizeof(info3_lmpop) - 1,
+      .docs_resp3 = docs3_lmpop, .docs_resp3_len = sizeof(docs3_lmpop) - 1 },
     { .name = "lolwut", .fullname = "lolwut",
       .arity = -1, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4002ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_lolwut, .info_resp_len = sizeof(info_lolwut) - 1,
-      .docs_resp = docs_lolwut, .docs_resp_len = sizeof(docs_lolwut) - 1 },
+      .docs_resp = docs_lolwut, .docs_resp_len = sizeof(docs_lolwut) - 1,
+      .info_resp3 = info3_lolwut, .info_resp3_len = sizeof(info3_lolwut) - 1,
+      .docs_resp3 = docs3_lolwut, .docs_resp3_len = sizeof(docs3_lolwut) - 1 },
     { .name = "lpop", .fullname = "lpop",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lpop, .nkeyspecs = 1,
       .info_resp = info_lpop, .info_resp_len = sizeof(info_lpop) - 1,
-      .docs_resp = docs_lpop, .docs_resp_len = sizeof(docs_lpop) - 1 },
+      .docs_resp = docs_lpop, .docs_resp_len = sizeof(docs_lpop) - 1,
+      .info_resp3 = info3_lpop, .info_resp3_len = sizeof(info3_lpop) - 1,
+      .docs_resp3 = docs3_lpop, .docs_resp3_len = sizeof(docs3_lpop) - 1 },
     { .name = "lpos", .fullname = "lpos",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8022ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lpos, .nkeyspecs = 1,
       .info_resp = info_lpos, .info_resp_len = sizeof(info_lpos) - 1,
-      .docs_resp = docs_lpos, .docs_resp_len = sizeof(docs_lpos) - 1 },
+      .docs_resp = docs_lpos, .docs_resp_len = sizeof(docs_lpos) - 1,
+      .info_resp3 = info3_lpos, .info_resp3_len = sizeof(info3_lpos) - 1,
+      .docs_resp3 = docs3_lpos, .docs_resp3_len = sizeof(docs3_lpos) - 1 },
     { .name = "lpush", .fullname = "lpush",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lpush, .nkeyspecs = 1,
       .info_resp = info_lpush, .info_resp_len = sizeof(info_lpush) - 1,
-      .docs_resp = docs_lpush, .docs_resp_len = sizeof(docs_lpush) - 1 },
+      .docs_resp = docs_lpush, .docs_resp_len = sizeof(docs_lpush) - 1,
+      .info_resp3 = info3_lpush, .info_resp3_len = sizeof(info3_lpush) - 1,
+      .docs_resp3 = docs3_lpush, .docs_resp3_len = sizeof(docs3_lpush) - 1 },
     { .name = "lpushx", .fullname = "lpushx",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lpushx, .nkeyspecs = 1,
       .info_resp = info_lpushx, .info_resp_len = sizeof(info_lpushx) - 1,
-      .docs_resp = docs_lpushx, .docs_resp_len = sizeof(docs_lpushx) - 1 },
+      .docs_resp = docs_lpushx, .docs_resp_len = sizeof(docs_lpushx) - 1,
+      .info_resp3 = info3_lpushx, .info_resp3_len = sizeof(info3_lpushx) - 1,
+      .docs_resp3 = docs3_lpushx, .docs_resp3_len = sizeof(docs3_lpushx) - 1 },
     { .name = "lrange", .fullname = "lrange",
       .arity = 4, .flags = CMD_READONLY,
       .acl_categories = 0x8022ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lrange, .nkeyspecs = 1,
       .info_resp = info_lrange, .info_resp_len = sizeof(info_lrange) - 1,
-      .docs_resp = docs_lrange, .docs_resp_len = sizeof(docs_lrange) - 1 },
+      .docs_resp = docs_lrange, .docs_resp_len = sizeof(docs_lrange) - 1,
+      .info_resp3 = info3_lrange, .info_resp3_len = sizeof(info3_lrange) - 1,
+      .docs_resp3 = docs3_lrange, .docs_resp3_len = sizeof(docs3_lrange) - 1 },
     { .name = "lrem", .fullname = "lrem",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lrem, .nkeyspecs = 1,
       .info_resp = info_lrem, .info_resp_len = sizeof(info_lrem) - 1,
-      .docs_resp = docs_lrem, .docs_resp_len = sizeof(docs_lrem) - 1 },
+      .docs_resp = docs_lrem, .docs_resp_len = sizeof(docs_lrem) - 1,
+      .info_resp3 = info3_lrem, .info_resp3_len = sizeof(info3_lrem) - 1,
+      .docs_resp3 = docs3_lrem, .docs_resp3_len = sizeof(docs3_lrem) - 1 },
     { .name = "lset", .fullname = "lset",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_lset, .nkeyspecs = 1,
       .info_resp = info_lset, .info_resp_len = sizeof(info_lset) - 1,
-      .docs_resp = docs_lset, .docs_resp_len = sizeof(docs_lset) - 1 },
+      .docs_resp = docs_lset, .docs_resp_len = sizeof(docs_lset) - 1,
+      .info_resp3 = info3_lset, .info_resp3_len = sizeof(info3_lset) - 1,
+      .docs_resp3 = docs3_lset, .docs_resp3_len = sizeof(docs3_lset) - 1 },
     { .name = "ltrim", .fullname = "ltrim",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_ltrim, .nkeyspecs = 1,
       .info_resp = info_ltrim, .info_resp_len = sizeof(info_ltrim) - 1,
-      .docs_resp = docs_ltrim, .docs_resp_len = sizeof(docs_ltrim) - 1 },
+      .docs_resp = docs_ltrim, .docs_resp_len = sizeof(docs_ltrim) - 1,
+      .info_resp3 = info3_ltrim, .info_resp3_len = sizeof(info3_ltrim) - 1,
+      .docs_resp3 = docs3_ltrim, .docs_resp3_len = sizeof(docs3_ltrim) - 1 },
     { .name = "memory", .fullname = "memory",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_memory, .nsubcommands = 6,
       .info_resp = info_memory, .info_resp_len = sizeof(info_memory) - 1,
-      .docs_resp = docs_memory, .docs_resp_len = sizeof(docs_memory) - 1 },
+      .docs_resp = docs_memory, .docs_resp_len = sizeof(docs_memory) - 1,
+      .info_resp3 = info3_memory, .info_resp3_len = sizeof(info3_memory) - 1,
+      .docs_resp3 = docs3_memory, .docs_resp3_len = sizeof(docs3_memory) - 1 },
     { .name = "mget", .fullname = "mget",
       .arity = -2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4082ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_mget, .nkeyspecs = 1,
       .info_resp = info_mget, .info_resp_len = sizeof(info_mget) - 1,
-      .docs_resp = docs_mget, .docs_resp_len = sizeof(docs_mget) - 1 },
+      .docs_resp = docs_mget, .docs_resp_len = sizeof(docs_mget) - 1,
+      .info_resp3 = info3_mget, .info_resp3_len = sizeof(info3_mget) - 1,
+      .docs_resp3 = docs3_mget, .docs_resp3_len = sizeof(docs3_mget) - 1 },
     { .name = "migrate", .fullname = "migrate",
       .arity = -6, .flags = CMD_WRITE | CMD_MOVABLE_KEYS,
       .acl_categories = 0x28005ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 3, .last_key = 3, .key_step = 1,
       .keyspecs = ks_migrate, .nkeyspecs = 2,
       .info_resp = info_migrate, .info_resp_len = sizeof(info_migrate) - 1,
-      .docs_resp = docs_migrate, .docs_resp_len = sizeof(docs_migrate) - 1 },
+      .docs_resp = docs_migrate, .docs_resp_len = sizeof(docs_migrate) - 1,
+      .info_resp3 = info3_migrate, .info_resp3_len = sizeof(info3_migrate) - 1,
+      .docs_resp3 = docs3_migrate, .docs_resp3_len = sizeof(docs3_migrate) - 1 },
     { .name = "module", .fullname = "module",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_module, .nsubcommands = 5,
       .info_resp = info_module, .info_resp_len = sizeof(info_module) - 1,
-      .docs_resp = docs_module, .docs_resp_len = sizeof(docs_module) - 1 },
+      .docs_resp = docs_module, .docs_resp_len = sizeof(docs_module) - 1,
+      .info_resp3 = info3_module, .info_resp3_len = sizeof(info3_module) - 1,
+      .docs_resp3 = docs3_module, .docs_resp3_len = sizeof(docs3_module) - 1 },
     { .name = "monitor", .fullname = "monitor",
       .arity = 1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_monitor, .info_resp_len = sizeof(info_monitor) - 1,
-      .docs_resp = docs_monitor, .docs_resp_len = sizeof(docs_monitor) - 1 },
+      .docs_resp = docs_monitor, .docs_resp_len = sizeof(docs_monitor) - 1,
+      .info_resp3 = info3_monitor, .info_resp3_len = sizeof(info3_monitor) - 1,
+      .docs_resp3 = docs3_monitor, .docs_resp3_len = sizeof(docs3_monitor) - 1 },
     { .name = "move", .fullname = "move",
       .arity = 3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_move, .nkeyspecs = 1,
       .info_resp = info_move, .info_resp_len = sizeof(info_move) - 1,
-      .docs_resp = docs_move, .docs_resp_len = sizeof(docs_move) - 1 },
+      .docs_resp = docs_move, .docs_resp_len = sizeof(docs_move) - 1,
+      .info_resp3 = info3_move, .info_resp3_len = sizeof(info3_move) - 1,
+      .docs_resp3 = docs3_move, .docs_resp3_len = sizeof(docs3_move) - 1 },
     { .name = "mset", .fullname = "mset",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 1, .last_key = -1, .key_step = 2,
       .keyspecs = ks_mset, .nkeyspecs = 1,
       .info_resp = info_mset, .info_resp_len = sizeof(info_mset) - 1,
-      .docs_resp = docs_mset, .docs_resp_len = sizeof(docs_mset) - 1 },
+      .docs_resp = docs_mset, .docs_resp_len = sizeof(docs_mset) - 1,
+      .info_resp3 = info3_mset, .info_resp3_len = sizeof(info3_mset) - 1,
+      .docs_resp3 = docs3_mset, .docs_resp3_len = sizeof(docs3_mset) - 1 },
     { .name = "msetnx", .fullname = "msetnx",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_AGG_MIN,
       .first_key = 1, .last_key = -1, .key_step = 2,
       .keyspecs = ks_msetnx, .nkeyspecs = 1,
       .info_resp = info_msetnx, .info_resp_len = sizeof(info_msetnx) - 1,
-      .docs_resp = docs_msetnx, .docs_resp_len = sizeof(docs_msetnx) - 1 },
+      .docs_resp = docs_msetnx, .docs_resp_len = sizeof(docs_msetnx) - 1,
+      .info_resp3 = info3_msetnx, .info_resp3_len = sizeof(info3_msetnx) - 1,
+      .docs_resp3 = docs3_msetnx, .docs_resp3_len = sizeof(docs3_msetnx) - 1 },
     { .name = "multi", .fullname = "multi",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
       .acl_categories = 0x84000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_multi, .info_resp_len = sizeof(info_multi) - 1,
-      .docs_resp = docs_multi, .docs_resp_len = sizeof(docs_multi) - 1 },
+      .docs_resp = docs_multi, .docs_resp_len = sizeof(docs_multi) - 1,
+      .info_resp3 = info3_multi, .info_resp3_len = sizeof(info3_multi) - 1,
+      .docs_resp3 = docs3_multi, .docs_resp3_len = sizeof(docs3_multi) - 1 },
     { .name = "object", .fullname = "object",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_object, .nsubcommands = 5,
       .info_resp = info_object, .info_resp_len = sizeof(info_object) - 1,
-      .docs_resp = docs_object, .docs_resp_len = sizeof(docs_object) - 1 },
+      .docs_resp = docs_object, .docs_resp_len = sizeof(docs_object) - 1,
+      .info_resp3 = info3_object, .info_resp3_len = sizeof(info3_object) - 1,
+      .docs_resp3 = docs3_object, .docs_resp3_len = sizeof(docs3_object) - 1 },
     { .name = "persist", .fullname = "persist",
       .arity = 2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_persist, .nkeyspecs = 1,
       .info_resp = info_persist, .info_resp_len = sizeof(info_persist) - 1,
-      .docs_resp = docs_persist, .docs_resp_len = sizeof(docs_persist) - 1 },
+      .docs_resp = docs_persist, .docs_resp_len = sizeof(docs_persist) - 1,
+      .info_resp3 = info3_persist, .info_resp3_len = sizeof(info3_persist) - 1,
+      .docs_resp3 = docs3_persist, .docs_resp3_len = sizeof(docs3_persist) - 1 },
     { .name = "pexpire", .fullname = "pexpire",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_pexpire, .nkeyspecs = 1,
       .info_resp = info_pexpire, .info_resp_len = sizeof(info_pexpire) - 1,
-      .docs_resp = docs_pexpire, .docs_resp_len = sizeof(docs_pexpire) - 1 },
+      .docs_resp = docs_pexpire, .docs_resp_len = sizeof(docs_pexpire) - 1,
+      .info_resp3 = info3_pexpire, .info_resp3_len = sizeof(info3_pexpire) - 1,
+      .docs_resp3 = docs3_pexpire, .docs_resp3_len = sizeof(docs3_pexpire) - 1 },
     { .name = "pexpireat", .fullname = "pexpireat",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_pexpireat, .nkeyspecs = 1,
       .info_resp = info_pexpireat, .info_resp_len = sizeof(info_pexpireat) - 1,
-      .docs_resp = docs_pexpireat, .docs_resp_len = sizeof(docs_pexpireat) - 1 },
+      .docs_resp = docs_pexpireat, .docs_resp_len = sizeof(docs_pexpireat) - 1,
+      .info_resp3 = info3_pexpireat, .info_resp3_len = sizeof(info3_pexpireat) - 1,
+      .docs_resp3 = docs3_pexpireat, .docs_resp3_len = sizeof(docs3_pexpireat) - 1 },
     { .name = "pexpiretime", .fullname = "pexpiretime",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_pexpiretime, .nkeyspecs = 1,
       .info_resp = info_pexpiretime, .info_resp_len = sizeof(info_pexpiretime) - 1,
-      .docs_resp = docs_pexpiretime, .docs_resp_len = sizeof(docs_pexpiretime) - 1 },
+      .docs_resp = docs_pexpiretime, .docs_resp_len = sizeof(docs_pexpiretime) - 1,
+      .info_resp3 = info3_pexpiretime, .info_resp3_len = sizeof(info3_pexpiretime) - 1,
+      .docs_resp3 = docs3_pexpiretime, .docs_resp3_len = sizeof(docs3_pexpiretime) - 1 },
     { .name = "pfadd", .fullname = "pfadd",
       .arity = -2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4204ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_pfadd, .nkeyspecs = 1,
       .info_resp = info_pfadd, .info_resp_len = sizeof(info_pfadd) - 1,
-      .docs_resp = docs_pfadd, .docs_resp_len = sizeof(docs_pfadd) - 1 },
+      .docs_resp = docs_pfadd, .docs_resp_len = sizeof(docs_pfadd) - 1,
+      .info_resp3 = info3_pfadd, .info_resp3_len = sizeof(info3_pfadd) - 1,
+      .docs_resp3 = docs3_pfadd, .docs_resp3_len = sizeof(docs3_pfadd) - 1 },
     { .name = "pfcount", .fullname = "pfcount",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8202ULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_pfcount, .nkeyspecs = 1,
       .info_resp = info_pfcount, .info_resp_len = sizeof(info_pfcount) - 1,
-      .docs_resp = docs_pfcount, .docs_resp_len = sizeof(docs_pfcount) - 1 },
+      .docs_resp = docs_pfcount, .docs_resp_len = sizeof(docs_pfcount) - 1,
+      .info_resp3 = info3_pfcount, .info_resp3_len = sizeof(info3_pfcount) - 1,
+      .docs_resp3 = docs3_pfcount, .docs_resp3_len = sizeof(docs3_pfcount) - 1 },
     { .name = "pfdebug", .fullname = "pfdebug",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_ADMIN,
       .acl_categories = 0x2a204ULL, .tips = 0,
       .first_key = 2, .last_key = 2, .key_step = 1,
       .keyspecs = ks_pfdebug, .nkeyspecs = 1,
       .info_resp = info_pfdebug, .info_resp_len = sizeof(info_pfdebug) - 1,
-      .docs_resp = docs_pfdebug, .docs_resp_len = sizeof(docs_pfdebug) - 1 },
+      .docs_resp = docs_pfdebug, .docs_resp_len = sizeof(docs_pfdebug) - 1,
+      .info_resp3 = info3_pfdebug, .info_resp3_len = sizeof(info3_pfdebug) - 1,
+      .docs_resp3 = docs3_pfdebug, .docs_resp3_len = sizeof(docs3_pfdebug) - 1 },
     { .name = "pfmerge", .fullname = "pfmerge",
       .arity = -2, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8204ULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_pfmerge, .nkeyspecs = 2,
       .info_resp = info_pfmerge, .info_resp_len = sizeof(info_pfmerge) - 1,
-      .docs_resp = docs_pfmerge, .docs_resp_len = sizeof(docs_pfmerge) - 1 },
+      .docs_resp = docs_pfmerge, .docs_resp_len = sizeof(docs_pfmerge) - 1,
+      .info_resp3 = info3_pfmerge, .info_resp3_len = sizeof(info3_pfmerge) - 1,
+      .docs_resp3 = docs3_pfmerge, .docs_resp3_len = sizeof(docs3_pfmerge) - 1 },
     { .name = "pfselftest", .fullname = "pfselftest",
       .arity = 1, .flags = CMD_ADMIN,
       .acl_categories = 0x2a200ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_pfselftest, .info_resp_len = sizeof(info_pfselftest) - 1,
-      .docs_resp = docs_pfselftest, .docs_resp_len = sizeof(docs_pfselftest) - 1 },
+      .docs_resp = docs_pfselftest, .docs_resp_len = sizeof(docs_pfselftest) - 1,
+      .info_resp3 = info3_pfselftest, .info_resp3_len = sizeof(info3_pfselftest) - 1,
+      .docs_resp3 = docs3_pfselftest, .docs_resp3_len = sizeof(docs3_pfselftest) - 1 },
     { .name = "ping", .fullname = "ping",
       .arity = -1, .flags = CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_ALL_SUCCEEDED,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_ping, .info_resp_len = sizeof(info_ping) - 1,
-      .docs_resp = docs_ping, .docs_resp_len = sizeof(docs_ping) - 1 },
+      .docs_resp = docs_ping, .docs_resp_len = sizeof(docs_ping) - 1,
+      .info_resp3 = info3_ping, .info_resp3_len = sizeof(info3_ping) - 1,
+      .docs_resp3 = docs3_ping, .docs_resp3_len = sizeof(docs3_ping) - 1 },
     { .name = "psetex", .fullname = "psetex",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_psetex, .nkeyspecs = 1,
       .info_resp = info_psetex, .info_resp_len = sizeof(info_psetex) - 1,
-      .docs_resp = docs_psetex, .docs_resp_len = sizeof(docs_psetex) - 1 },
+      .docs_resp = docs_psetex, .docs_resp_len = sizeof(docs_psetex) - 1,
+      .info_resp3 = info3_psetex, .info_resp3_len = sizeof(info3_psetex) - 1,
+      .docs_resp3 = docs3_psetex, .docs_resp3_len = sizeof(docs3_psetex) - 1 },
     { .name = "psubscribe", .fullname = "psubscribe",
       .arity = -2, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_psubscribe, .info_resp_len = sizeof(info_psubscribe) - 1,
-      .docs_resp = docs_psubscribe, .docs_resp_len = sizeof(docs_psubscribe) - 1 },
+      .docs_resp = docs_psubscribe, .docs_resp_len = sizeof(docs_psubscribe) - 1,
+      .info_resp3 = info3_psubscribe, .info_resp3_len = sizeof(info3_psubscribe) - 1,
+      .docs_resp3 = docs3_psubscribe, .docs_resp3_len = sizeof(docs3_psubscribe) - 1 },
     { .name = "psync", .fullname = "psync",
       .arity = -3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING | CMD_NO_MULTI,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_psync, .info_resp_len = sizeof(info_psync) - 1,
-      .docs_resp = docs_psync, .docs_resp_len = sizeof(docs_psync) - 1 },
+      .docs_resp = docs_psync, .docs_resp_len = sizeof(docs_psync) - 1,
+      .info_resp3 = info3_psync, .info_resp3_len = sizeof(info3_psync) - 1,
+      .docs_resp3 = docs3_psync, .docs_resp3_len = sizeof(docs3_psync) - 1 },
     { .name = "pttl", .fullname = "pttl",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_pttl, .nkeyspecs = 1,
       .info_resp = info_pttl, .info_resp_len = sizeof(info_pttl) - 1,
-      .docs_resp = docs_pttl, .docs_resp_len = sizeof(docs_pttl) - 1 },
+      .docs_resp = docs_pttl, .docs_resp_len = sizeof(docs_pttl) - 1,
+      .info_resp3 = info3_pttl, .info_resp3_len = sizeof(info3_pttl) - 1,
+      .docs_resp3 = docs3_pttl, .docs_resp3_len = sizeof(docs3_pttl) - 1 },
     { .name = "publish", .fullname = "publish",
       .arity = 3, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x5000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_publish, .info_resp_len = sizeof(info_publish) - 1,
-      .docs_resp = docs_publish, .docs_resp_len = sizeof(docs_publish) - 1 },
+      .docs_resp = docs_publish, .docs_resp_len = sizeof(docs_publish) - 1,
+      .info_resp3 = info3_publish, .info_resp3_len = sizeof(info3_publish) - 1,
+      .docs_resp3 = docs3_publish, .docs_resp3_len = sizeof(docs3_publish) - 1 },
     { .name = "pubsub", .fullname = "pubsub",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_pubsub, .nsubcommands = 6,
       .info_resp = info_pubsub, .info_resp_len = sizeof(info_pubsub) - 1,
-      .docs_resp = docs_pubsub, .docs_resp_len = sizeof(docs_pubsub) - 1 },
+      .docs_resp = docs_pubsub, .docs_resp_len = sizeof(docs_pubsub) - 1,
+      .info_resp3 = info3_pubsub, .info_resp3_len = sizeof(info3_pubsub) - 1,
+      .docs_resp3 = docs3_pubsub, .docs_resp3_len = sizeof(docs3_pubsub) - 1 },
     { .name = "punsubscribe", .fullname = "punsubscribe",
       .arity = -1, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_punsubscribe, .info_resp_len = sizeof(info_punsubscribe) - 1,
-      .docs_resp = docs_punsubscribe, .docs_resp_len = sizeof(docs_punsubscribe) - 1 },
+      .docs_resp = docs_punsubscribe, .docs_resp_len = sizeof(docs_punsubscribe) - 1,
+      .info_resp3 = info3_punsubscribe, .info_resp3_len = sizeof(info3_punsubscribe) - 1,
+      .docs_resp3 = docs3_punsubscribe, .docs_resp3_len = sizeof(docs3_punsubscribe) - 1 },
     { .name = "quit", .fullname = "quit",
       .arity = -1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_quit, .info_resp_len = sizeof(info_quit) - 1,
-      .docs_resp = docs_quit, .docs_resp_len = sizeof(docs_quit) - 1 },
+      .docs_resp = docs_quit, .docs_resp_len = sizeof(docs_quit) - 1,
+      .info_resp3 = info3_quit, .info_resp3_len = sizeof(info3_quit) - 1,
+      .docs_resp3 = docs3_quit, .docs_resp3_len = sizeof(docs3_quit) - 1 },
     { .name = "randomkey", .fullname = "randomkey",
       .arity = 1, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_randomkey, .info_resp_len = sizeof(info_randomkey) - 1,
-      .docs_resp = docs_randomkey, .docs_resp_len = sizeof(docs_randomkey) - 1 },
+      .docs_resp = docs_randomkey, .docs_resp_len = sizeof(docs_randomkey) - 1,
+      .info_resp3 = info3_randomkey, .info_resp3_len = sizeof(info3_randomkey) - 1,
+      .docs_resp3 = docs3_randomkey, .docs_resp3_len = sizeof(docs3_randomkey) - 1 },
     { .name = "readonly", .fullname = "readonly",
       .arity = 1, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_readonly, .info_resp_len = sizeof(info_readonly) - 1,
-      .docs_resp = docs_readonly, .docs_resp_len = sizeof(docs_readonly) - 1 },
+      .docs_resp = docs_readonly, .docs_resp_len = sizeof(docs_readonly) - 1,
+      .info_resp3 = info3_readonly, .info_resp3_len = sizeof(info3_readonly) - 1,
+      .docs_resp3 = docs3_readonly, .docs_resp3_len = sizeof(docs3_readonly) - 1 },
     { .name = "readwrite", .fullname = "readwrite",
       .arity = 1, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_readwrite, .info_resp_len = sizeof(info_readwrite) - 1,
-      .docs_resp = docs_readwrite, .docs_resp_len = sizeof(docs_readwrite) - 1 },
+      .docs_resp = docs_readwrite, .docs_resp_len = sizeof(docs_readwrite) - 1,
+      .info_resp3 = info3_readwrite, .info_resp3_len = sizeof(info3_readwrite) - 1,
+      .docs_resp3 = docs3_readwrite, .docs_resp3_len = sizeof(docs3_readwrite) - 1 },
     { .name = "rename", .fullname = "rename",
       .arity = 3, .flags = CMD_WRITE,
       .acl_categories = 0x8005ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_rename, .nkeyspecs = 2,
       .info_resp = info_rename, .info_resp_len = sizeof(info_rename) - 1,
-      .docs_resp = docs_rename, .docs_resp_len = sizeof(docs_rename) - 1 },
+      .docs_resp = docs_rename, .docs_resp_len = sizeof(docs_rename) - 1,
+      .info_resp3 = info3_rename, .info_resp3_len = sizeof(info3_rename) - 1,
+      .docs_resp3 = docs3_rename, .docs_resp3_len = sizeof(docs3_rename) - 1 },
     { .name = "renamenx", .fullname = "renamenx",
       .arity = 3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_renamenx, .nkeyspecs = 2,
       .info_resp = info_renamenx, .info_resp_len = sizeof(info_renamenx) - 1,
-      .docs_resp = docs_renamenx, .docs_resp_len = sizeof(docs_renamenx) - 1 },
+      .docs_resp = docs_renamenx, .docs_resp_len = sizeof(docs_renamenx) - 1,
+      .info_resp3 = info3_renamenx, .info_resp3_len = sizeof(info3_renamenx) - 1,
+      .docs_resp3 = docs3_renamenx, .docs_resp3_len = sizeof(docs3_renamenx) - 1 },
     { .name = "replconf", .fullname = "replconf",
       .arity = -1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_ALLOW_BUSY,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_replconf, .info_resp_len = sizeof(info_replconf) - 1,
-      .docs_resp = docs_replconf, .docs_resp_len = sizeof(docs_replconf) - 1 },
+      .docs_resp = docs_replconf, .docs_resp_len = sizeof(docs_replconf) - 1,
+      .info_resp3 = info3_replconf, .info_resp3_len = sizeof(info3_replconf) - 1,
+      .docs_resp3 = docs3_replconf, .docs_resp3_len = sizeof(docs3_replconf) - 1 },
     { .name = "replicaof", .fullname = "replicaof",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_replicaof, .info_resp_len = sizeof(info_replicaof) - 1,
-      .docs_resp = docs_replicaof, .docs_resp_len = sizeof(docs_replicaof) - 1 },
+      .docs_resp = docs_replicaof, .docs_resp_len = sizeof(docs_replicaof) - 1,
+      .info_resp3 = info3_replicaof, .info_resp3_len = sizeof(info3_replicaof) - 1,
+      .docs_resp3 = docs3_replicaof, .docs_resp3_len = sizeof(docs3_replicaof) - 1 },
     { .name = "reset", .fullname = "reset",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_reset, .info_resp_len = sizeof(info_reset) - 1,
-      .docs_resp = docs_reset, .docs_resp_len = sizeof(docs_reset) - 1 },
+      .docs_resp = docs_reset, .docs_resp_len = sizeof(docs_reset) - 1,
+      .info_resp3 = info3_reset, .info_resp3_len = sizeof(info3_reset) - 1,
+      .docs_resp3 = docs3_reset, .docs_resp3_len = sizeof(docs3_reset) - 1 },
     { .name = "restore", .fullname = "restore",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x28005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_restore, .nkeyspecs = 1,
       .info_resp = info_restore, .info_resp_len = sizeof(info_restore) - 1,
-      .docs_resp = docs_restore, .docs_resp_len = sizeof(docs_restore) - 1 },
+      .docs_resp = docs_restore, .docs_resp_len = sizeof(docs_restore) - 1,
+      .info_resp3 = info3_restore, .info_resp3_len = sizeof(info3_restore) - 1,
+      .docs_resp3 = docs3_restore, .docs_resp3_len = sizeof(docs3_restore) - 1 },
     { .name = "restore-asking", .fullname = "restore-asking",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_ASKING,
       .acl_categories = 0x28005ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_restore_asking, .nkeyspecs = 1,
       .info_resp = info_restore_asking, .info_resp_len = sizeof(info_restore_asking) - 1,
-      .docs_resp = docs_restore_asking, .docs_resp_len = sizeof(docs_restore_asking) - 1 },
+      .docs_resp = docs_restore_asking, .docs_resp_len = sizeof(docs_restore_asking) - 1,
+      .info_resp3 = info3_restore_asking, .info_resp3_len = sizeof(info3_restore_asking) - 1,
+      .docs_resp3 = docs3_restore_asking, .docs_resp3_len = sizeof(docs3_restore_asking) - 1 },
     { .name = "role", .fullname = "role",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x26000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_role, .info_resp_len = sizeof(info_role) - 1,
-      .docs_resp = docs_role, .docs_resp_len = sizeof(docs_role) - 1 },
+      .docs_resp = docs_role, .docs_resp_len = sizeof(docs_role) - 1,
+      .info_resp3 = info3_role, .info_resp3_len = sizeof(info3_role) - 1,
+      .docs_resp3 = docs3_role, .docs_resp3_len = sizeof(docs3_role) - 1 },
     { .name = "rpop", .fullname = "rpop",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_rpop, .nkeyspecs = 1,
       .info_resp = info_rpop, .info_resp_len = sizeof(info_rpop) - 1,
-      .docs_resp = docs_rpop, .docs_resp_len = sizeof(docs_rpop) - 1 },
+      .docs_resp = docs_rpop, .docs_resp_len = sizeof(docs_rpop) - 1,
+      .info_resp3 = info3_rpop, .info_resp3_len = sizeof(info3_rpop) - 1,
+      .docs_resp3 = docs3_rpop, .docs_resp3_len = sizeof(docs3_rpop) - 1 },
     { .name = "rpoplpush", .fullname = "rpoplpush",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8024ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_rpoplpush, .nkeyspecs = 2,
       .info_resp = info_rpoplpush, .info_resp_len = sizeof(info_rpoplpush) - 1,
-      .docs_resp = docs_rpoplpush, .docs_resp_len = sizeof(docs_rpoplpush) - 1 },
+      .docs_resp = docs_rpoplpush, .docs_resp_len = sizeof(docs_rpoplpush) - 1,
+      .info_resp3 = info3_rpoplpush, .info_resp3_len = sizeof(info3_rpoplpush) - 1,
+      .docs_resp3 = docs3_rpoplpush, .docs_resp3_len = sizeof(docs3_rpoplpush) - 1 },
     { .name = "rpush", .fullname = "rpush",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_rpush, .nkeyspecs = 1,
       .info_resp = info_rpush, .info_resp_len = sizeof(info_rpush) - 1,
-      .docs_resp = docs_rpush, .docs_resp_len = sizeof(docs_rpush) - 1 },
+      .docs_resp = docs_rpush, .docs_resp_len = sizeof(docs_rpush) - 1,
+      .info_resp3 = info3_rpush, .info_resp3_len = sizeof(info3_rpush) - 1,
+      .docs_resp3 = docs3_rpush, .docs_resp3_len = sizeof(docs3_rpush) - 1 },
     { .name = "rpushx", .fullname = "rpushx",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4024ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_rpushx, .nkeyspecs = 1,
       .info_resp = info_rpushx, .info_resp_len = sizeof(info_rpushx) - 1,
-      .docs_resp = docs_rpushx, .docs_resp_len = sizeof(docs_rpushx) - 1 },
+      .docs_resp = docs_rpushx, .docs_resp_len = sizeof(docs_rpushx) - 1,
+      .info_resp3 = info3_rpushx, .info_resp3_len = sizeof(info3_rpushx) - 1,
+      .docs_resp3 = docs3_rpushx, .docs_resp3_len = sizeof(docs3_rpushx) - 1 },
     { .name = "sadd", .fullname = "sadd",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x400cULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_sadd, .nkeyspecs = 1,
       .info_resp = info_sadd, .info_resp_len = sizeof(info_sadd) - 1,
-      .docs_resp = docs_sadd, .docs_resp_len = sizeof(docs_sadd) - 1 },
+      .docs_resp = docs_sadd, .docs_resp_len = sizeof(docs_sadd) - 1,
+      .info_resp3 = info3_sadd, .info_resp3_len = sizeof(info3_sadd) - 1,
+      .docs_resp3 = docs3_sadd, .docs_resp3_len = sizeof(docs3_sadd) - 1 },
     { .name = "save", .fullname = "save",
       .arity = 1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING | CMD_NO_MULTI,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_save, .info_resp_len = sizeof(info_save) - 1,
-      .docs_resp = docs_save, .docs_resp_len = sizeof(docs_save) - 1 },
+      .docs_resp = docs_save, .docs_resp_len = sizeof(docs_save) - 1,
+      .info_resp3 = info3_save, .info_resp3_len = sizeof(info3_save) - 1,
+      .docs_resp3 = docs3_save, .docs_resp3_len = sizeof(docs3_save) - 1 },
     { .name = "scan", .fullname = "scan",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT | CMD_TIP_REQUEST_SPECIAL,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_scan, .info_resp_len = sizeof(info_scan) - 1,
-      .docs_resp = docs_scan, .docs_resp_len = sizeof(docs_scan) - 1 },
+      .docs_resp = docs_scan, .docs_resp_len = sizeof(docs_scan) - 1,
+      .info_resp3 = info3_scan, .info_resp3_len = sizeof(info3_scan) - 1,
+      .docs_resp3 = docs3_scan, .docs_resp3_len = sizeof(docs3_scan) - 1 },
     { .name = "scard", .fullname = "scard",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x400aULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_scard, .nkeyspecs = 1,
       .info_resp = info_scard, .info_resp_len = sizeof(info_scard) - 1,
-      .docs_resp = docs_scard, .docs_resp_len = sizeof(docs_scard) - 1 },
+      .docs_resp = docs_scard, .docs_resp_len = sizeof(docs_scard) - 1,
+      .info_resp3 = info3_scard, .info_resp3_len = sizeof(info3_scard) - 1,
+      .docs_resp3 = docs3_scard, .docs_resp3_len = sizeof(docs3_scard) - 1 },
     { .name = "script", .fullname = "script",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_script, .nsubcommands = 6,
       .info_resp = info_script, .info_resp_len = sizeof(info_script) - 1,
-      .docs_resp = docs_script, .docs_resp_len = sizeof(docs_script) - 1 },
+      .docs_resp = docs_script, .docs_resp_len = sizeof(docs_script) - 1,
+      .info_resp3 = info3_script, .info_resp3_len = sizeof(info3_script) - 1,
+      .docs_resp3 = docs3_script, .docs_resp3_len = sizeof(docs3_script) - 1 },
     { .name = "sdiff", .fullname = "sdiff",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sdiff, .nkeyspecs = 1,
       .info_resp = info_sdiff, .info_resp_len = sizeof(info_sdiff) - 1,
-      .docs_resp = docs_sdiff, .docs_resp_len = sizeof(docs_sdiff) - 1 },
+      .docs_resp = docs_sdiff, .docs_resp_len = sizeof(docs_sdiff) - 1,
+      .info_resp3 = info3_sdiff, .info_resp3_len = sizeof(info3_sdiff) - 1,
+      .docs_resp3 = docs3_sdiff, .docs_resp3_len = sizeof(docs3_sdiff) - 1 },
     { .name = "sdiffstore", .fullname = "sdiffstore",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x800cULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sdiffstore, .nkeyspecs = 2,
       .info_resp = info_sdiffstore, .info_resp_len = sizeof(info_sdiffstore) - 1,
-      .docs_resp = docs_sdiffstore, .docs_resp_len = sizeof(docs_sdiffstore) - 1 },
+      .docs_resp = docs_sdiffstore, .docs_resp_len = sizeof(docs_sdiffstore) - 1,
+      .info_resp3 = info3_sdiffstore, .info_resp3_len = sizeof(info3_sdiffstore) - 1,
+      .docs_resp3 = docs3_sdiffstore, .docs_resp3_len = sizeof(docs3_sdiffstore) - 1 },
     { .name = "select", .fullname = "select",
       .arity = 2, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x44000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_select, .info_resp_len = sizeof(info_select) - 1,
-      .docs_resp = docs_select, .docs_resp_len = sizeof(docs_select) - 1 },
+      .docs_resp = docs_select, .docs_resp_len = sizeof(docs_select) - 1,
+      .info_resp3 = info3_select, .info_resp3_len = sizeof(info3_select) - 1,
+      .docs_resp3 = docs3_select, .docs_resp3_len = sizeof(docs3_select) - 1 },
     { .name = "set", .fullname = "set",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_set, .nkeyspecs = 1,
       .info_resp = info_set, .info_resp_len = sizeof(info_set) - 1,
-      .docs_resp = docs_set, .docs_resp_len = sizeof(docs_set) - 1 },
+      .docs_resp = docs_set, .docs_resp_len = sizeof(docs_set) - 1,
+      .info_resp3 = info3_set, .info_resp3_len = sizeof(info3_set) - 1,
+      .docs_resp3 = docs3_set, .docs_resp3_len = sizeof(docs3_set) - 1 },
     { .name = "setbit", .fullname = "setbit",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8104ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_setbit, .nkeyspecs = 1,
       .info_resp = info_setbit, .info_resp_len = sizeof(info_setbit) - 1,
-      .docs_resp = docs_setbit, .docs_resp_len = sizeof(docs_setbit) - 1 },
+      .docs_resp = docs_setbit, .docs_resp_len = sizeof(docs_setbit) - 1,
+      .info_resp3 = info3_setbit, .info_resp3_len = sizeof(info3_setbit) - 1,
+      .docs_resp3 = docs3_setbit, .docs_resp3_len = sizeof(docs3_setbit) - 1 },
     { .name = "setex", .fullname = "setex",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_setex, .nkeyspecs = 1,
       .info_resp = info_setex, .info_resp_len = sizeof(info_setex) - 1,
-      .docs_resp = docs_setex, .docs_resp_len = sizeof(docs_setex) - 1 },
+      .docs_resp = docs_setex, .docs_resp_len = sizeof(docs_setex) - 1,
+      .info_resp3 = info3_setex, .info_resp3_len = sizeof(info3_setex) - 1,
+      .docs_resp3 = docs3_setex, .docs_resp3_len = sizeof(docs3_setex) - 1 },
     { .name = "setnx", .fullname = "setnx",
       .arity = 3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_setnx, .nkeyspecs = 1,
       .info_resp = info_setnx, .info_resp_len = sizeof(info_setnx) - 1,
-      .docs_resp = docs_setnx, .docs_resp_len = sizeof(docs_setnx) - 1 },
+      .docs_resp = docs_setnx, .docs_resp_len = sizeof(docs_setnx) - 1,
+      .info_resp3 = info3_setnx, .info_resp3_len = sizeof(info3_setnx) - 1,
+      .docs_resp3 = docs3_setnx, .docs_resp3_len = sizeof(docs3_setnx) - 1 },
     { .name = "setrange", .fullname = "setrange",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8084ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_setrange, .nkeyspecs = 1,
       .info_resp = info_setrange, .info_resp_len = sizeof(info_setrange) - 1,
-      .docs_resp = docs_setrange, .docs_resp_len = sizeof(docs_setrange) - 1 },
+      .docs_resp = docs_setrange, .docs_resp_len = sizeof(docs_setrange) - 1,
+      .info_resp3 = info3_setrange, .info_resp3_len = sizeof(info3_setrange) - 1,
+      .docs_resp3 = docs3_setrange, .docs_resp3_len = sizeof(docs3_setrange) - 1 },
     { .name = "shutdown", .fullname = "shutdown",
       .arity = -1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_shutdown, .info_resp_len = sizeof(info_shutdown) - 1,
-      .docs_resp = docs_shutdown, .docs_resp_len = sizeof(docs_shutdown) - 1 },
+      .docs_resp = docs_shutdown, .docs_resp_len = sizeof(docs_shutdown) - 1,
+      .info_resp3 = info3_shutdown, .info_resp3_len = sizeof(info3_shutdown) - 1,
+      .docs_resp3 = docs3_shutdown, .docs_resp3_len = sizeof(docs3_shutdown) - 1 },
     { .name = "sinter", .fullname = "sinter",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sinter, .nkeyspecs = 1,
       .info_resp = info_sinter, .info_resp_len = sizeof(info_sinter) - 1,
-      .docs_resp = docs_sinter, .docs_resp_len = sizeof(docs_sinter) - 1 },
+      .docs_resp = docs_sinter, .docs_resp_len = sizeof(docs_sinter) - 1,
+      .info_resp3 = info3_sinter, .info_resp3_len = sizeof(info3_sinter) - 1,
+      .docs_resp3 = docs3_sinter, .docs_resp3_len = sizeof(docs3_sinter) - 1 },
     { .name = "sintercard", .fullname = "sintercard",
       .arity = -3, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x800aULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_sintercard, .nkeyspecs = 1,
       .info_resp = info_sintercard, .info_resp_len = sizeof(info_sintercard) - 1,
-      .docs_resp = docs_sintercard, .docs_resp_len = sizeof(docs_sintercard) - 1 },
+      .docs_resp = docs_sintercard, .docs_resp_len = sizeof(docs_sintercard) - 1,
+      .info_resp3 = info3_sintercard, .info_resp3_len = sizeof(info3_sintercard) - 1,
+      .docs_resp3 = docs3_sintercard, .docs_resp3_len = sizeof(docs3_sintercard) - 1 },
     { .name = "sinterstore", .fullname = "sinterstore",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x800cULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sinterstore, .nkeyspecs = 2,
       .info_resp = info_sinterstore, .info_resp_len = sizeof(info_sinterstore) - 1,
-      .docs_resp = docs_sinterstore, .docs_resp_len = sizeof(docs_sinterstore) - 1 },
+      .docs_resp = docs_sinterstore, .docs_resp_len = sizeof(docs_sinterstore) - 1,
+      .info_resp3 = info3_sinterstore, .info_resp3_len = sizeof(info3_sinterstore) - 1,
+      .docs_resp3 = docs3_sinterstore, .docs_resp3_len = sizeof(docs3_sinterstore) - 1 },
     { .name = "sismember", .fullname = "sismember",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x400aULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_sismember, .nkeyspecs = 1,
       .info_resp = info_sismember, .info_resp_len = sizeof(info_sismember) - 1,
-      .docs_resp = docs_sismember, .docs_resp_len = sizeof(docs_sismember) - 1 },
+      .docs_resp = docs_sismember, .docs_resp_len = sizeof(docs_sismember) - 1,
+      .info_resp3 = info3_sismember, .info_resp3_len = sizeof(info3_sismember) - 1,
+      .docs_resp3 = docs3_sismember, .docs_resp3_len = sizeof(docs3_sismember) - 1 },
     { .name = "slaveof", .fullname = "slaveof",
       .arity = 3, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_STALE | CMD_NO_ASYNC_LOADING,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_slaveof, .info_resp_len = sizeof(info_slaveof) - 1,
-      .docs_resp = docs_slaveof, .docs_resp_len = sizeof(docs_slaveof) - 1 },
+      .docs_resp = docs_slaveof, .docs_resp_len = sizeof(docs_slaveof) - 1,
+      .info_resp3 = info3_slaveof, .info_resp3_len = sizeof(info3_slaveof) - 1,
+      .docs_resp3 = docs3_slaveof, .docs_resp3_len = sizeof(docs3_slaveof) - 1 },
     { .name = "slowlog", .fullname = "slowlog",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_slowlog, .nsubcommands = 4,
       .info_resp = info_slowlog, .info_resp_len = sizeof(info_slowlog) - 1,
-      .docs_resp = docs_slowlog, .docs_resp_len = sizeof(docs_slowlog) - 1 },
+      .docs_resp = docs_slowlog, .docs_resp_len = sizeof(docs_slowlog) - 1,
+      .info_resp3 = info3_slowlog, .info_resp3_len = sizeof(info3_slowlog) - 1,
+      .docs_resp3 = docs3_slowlog, .docs_resp3_len = sizeof(docs3_slowlog) - 1 },
     { .name = "smembers", .fullname = "smembers",
       .arity = 2, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_smembers, .nkeyspecs = 1,
       .info_resp = info_smembers, .info_resp_len = sizeof(info_smembers) - 1,
-      .docs_resp = docs_smembers, .docs_resp_len = sizeof(docs_smembers) - 1 },
+      .docs_resp = docs_smembers, .docs_resp_len = sizeof(docs_smembers) - 1,
+      .info_resp3 = info3_smembers, .info_resp3_len = sizeof(info3_smembers) - 1,
+      .docs_resp3 = docs3_smembers, .docs_resp3_len = sizeof(docs3_smembers) - 1 },
     { .name = "smismember", .fullname = "smismember",
       .arity = -3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x400aULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_smismember, .nkeyspecs = 1,
       .info_resp = info_smismember, .info_resp_len = sizeof(info_smismember) - 1,
-      .docs_resp = docs_smismember, .docs_resp_len = sizeof(docs_smismember) - 1 },
+      .docs_resp = docs_smismember, .docs_resp_len = sizeof(docs_smismember) - 1,
+      .info_resp3 = info3_smismember, .info_resp3_len = sizeof(info3_smismember) - 1,
+      .docs_resp3 = docs3_smismember, .docs_resp3_len = sizeof(docs3_smismember) - 1 },
     { .name = "smove", .fullname = "smove",
       .arity = 4, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x400cULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_smove, .nkeyspecs = 2,
       .info_resp = info_smove, .info_resp_len = sizeof(info_smove) - 1,
-      .docs_resp = docs_smove, .docs_resp_len = sizeof(docs_smove) - 1 },
+      .docs_resp = docs_smove, .docs_resp_len = sizeof(docs_smove) - 1,
+      .info_resp3 = info3_smove, .info_resp3_len = sizeof(info3_smove) - 1,
+      .docs_resp3 = docs3_smove, .docs_resp3_len = sizeof(docs3_smove) - 1 },
     { .name = "sort", .fullname = "sort",
       .arity = -2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x2803cULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_sort, .nkeyspecs = 3,
       .info_resp = info_sort, .info_resp_len = sizeof(info_sort) - 1,
-      .docs_resp = docs_sort, .docs_resp_len = sizeof(docs_sort) - 1 },
+      .docs_resp = docs_sort, .docs_resp_len = sizeof(docs_sort) - 1,
+      .info_resp3 = info3_sort, .info_resp3_len = sizeof(info3_sort) - 1,
+      .docs_resp3 = docs3_sort, .docs_resp3_len = sizeof(docs3_sort) - 1 },
     { .name = "sort_ro", .fullname = "sort_ro",
       .arity = -2, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x2803aULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_sort_ro, .nkeyspecs = 2,
       .info_resp = info_sort_ro, .info_resp_len = sizeof(info_sort_ro) - 1,
-      .docs_resp = docs_sort_ro, .docs_resp_len = sizeof(docs_sort_ro) - 1 },
+      .docs_resp = docs_sort_ro, .docs_resp_len = sizeof(docs_sort_ro) - 1,
+      .info_resp3 = info3_sort_ro, .info_resp3_len = sizeof(info3_sort_ro) - 1,
+      .docs_resp3 = docs3_sort_ro, .docs_resp3_len = sizeof(docs3_sort_ro) - 1 },
     { .name = "spop", .fullname = "spop",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x400cULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_spop, .nkeyspecs = 1,
       .info_resp = info_spop, .info_resp_len = sizeof(info_spop) - 1,
-      .docs_resp = docs_spop, .docs_resp_len = sizeof(docs_spop) - 1 },
+      .docs_resp = docs_spop, .docs_resp_len = sizeof(docs_spop) - 1,
+      .info_resp3 = info3_spop, .info_resp3_len = sizeof(info3_spop) - 1,
+      .docs_resp3 = docs3_spop, .docs_resp3_len = sizeof(docs3_spop) - 1 },
     { .name = "spublish", .fullname = "spublish",
       .arity = 3, .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x5000ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_spublish, .nkeyspecs = 1,
       .info_resp = info_spublish, .info_resp_len = sizeof(info_spublish) - 1,
-      .docs_resp = docs_spublish, .docs_resp_len = sizeof(docs_spublish) - 1 },
+      .docs_resp = docs_spublish, .docs_resp_len = sizeof(docs_spublish) - 1,
+      .info_resp3 = info3_spublish, .info_resp3_len = sizeof(info3_spublish) - 1,
+      .docs_resp3 = docs3_spublish, .docs_resp3_len = sizeof(docs3_spublish) - 1 },
     { .name = "srandmember", .fullname = "srandmember",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_srandmember, .nkeyspecs = 1,
       .info_resp = info_srandmember, .info_resp_len = sizeof(info_srandmember) - 1,
-      .docs_resp = docs_srandmember, .docs_resp_len = sizeof(docs_srandmember) - 1 },
+      .docs_resp = docs_srandmember, .docs_resp_len = sizeof(docs_srandmember) - 1,
+      .info_resp3 = info3_srandmember, .info_resp3_len = sizeof(info3_srandmember) - 1,
+      .docs_resp3 = docs3_srandmember, .docs_resp3_len = sizeof(docs3_srandmember) - 1 },
     { .name = "srem", .fullname = "srem",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x400cULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_srem, .nkeyspecs = 1,
       .info_resp = info_srem, .info_resp_len = sizeof(info_srem) - 1,
-      .docs_resp = docs_srem, .docs_resp_len = sizeof(docs_srem) - 1 },
+      .docs_resp = docs_srem, .docs_resp_len = sizeof(docs_srem) - 1,
+      .info_resp3 = info3_srem, .info_resp3_len = sizeof(info3_srem) - 1,
+      .docs_resp3 = docs3_srem, .docs_resp3_len = sizeof(docs3_srem) - 1 },
     { .name = "sscan", .fullname = "sscan",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_sscan, .nkeyspecs = 1,
       .info_resp = info_sscan, .info_resp_len = sizeof(info_sscan) - 1,
-      .docs_resp = docs_sscan, .docs_resp_len = sizeof(docs_sscan) - 1 },
+      .docs_resp = docs_sscan, .docs_resp_len = sizeof(docs_sscan) - 1,
+      .info_resp3 = info3_sscan, .info_resp3_len = sizeof(info3_sscan) - 1,
+      .docs_resp3 = docs3_sscan, .docs_resp3_len = sizeof(docs3_sscan) - 1 },
     { .name = "ssubscribe", .fullname = "ssubscribe",
       .arity = -2, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_ssubscribe, .nkeyspecs = 1,
       .info_resp = info_ssubscribe, .info_resp_len = sizeof(info_ssubscribe) - 1,
-      .docs_resp = docs_ssubscribe, .docs_resp_len = sizeof(docs_ssubscribe) - 1 },
+      .docs_resp = docs_ssubscribe, .docs_resp_len = sizeof(docs_ssubscribe) - 1,
+      .info_resp3 = info3_ssubscribe, .info_resp3_len = sizeof(info3_ssubscribe) - 1,
+      .docs_resp3 = docs3_ssubscribe, .docs_resp3_len = sizeof(docs3_ssubscribe) - 1 },
     { .name = "strlen", .fullname = "strlen",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4082ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_strlen, .nkeyspecs = 1,
       .info_resp = info_strlen, .info_resp_len = sizeof(info_strlen) - 1,
-      .docs_resp = docs_strlen, .docs_resp_len = sizeof(docs_strlen) - 1 },
+      .docs_resp = docs_strlen, .docs_resp_len = sizeof(docs_strlen) - 1,
+      .info_resp3 = info3_strlen, .info_resp3_len = sizeof(info3_strlen) - 1,
+      .docs_resp3 = docs3_strlen, .docs_resp3_len = sizeof(docs3_strlen) - 1 },
     { .name = "subscribe", .fullname = "subscribe",
       .arity = -2, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_subscribe, .info_resp_len = sizeof(info_subscribe) - 1,
-      .docs_resp = docs_subscribe, .docs_resp_len = sizeof(docs_subscribe) - 1 },
+      .docs_resp = docs_subscribe, .docs_resp_len = sizeof(docs_subscribe) - 1,
+      .info_resp3 = info3_subscribe, .info_resp3_len = sizeof(info3_subscribe) - 1,
+      .docs_resp3 = docs3_subscribe, .docs_resp3_len = sizeof(docs3_subscribe) - 1 },
     { .name = "substr", .fullname = "substr",
       .arity = 4, .flags = CMD_READONLY,
       .acl_categories = 0x8082ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_substr, .nkeyspecs = 1,
       .info_resp = info_substr, .info_resp_len = sizeof(info_substr) - 1,
-      .docs_resp = docs_substr, .docs_resp_len = sizeof(docs_substr) - 1 },
+      .docs_resp = docs_substr, .docs_resp_len = sizeof(docs_substr) - 1,
+      .info_resp3 = info3_substr, .info_resp3_len = sizeof(info3_substr) - 1,
+      .docs_resp3 = docs3_substr, .docs_resp3_len = sizeof(docs3_substr) - 1 },
     { .name = "sunion", .fullname = "sunion",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x800aULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT_ORDER,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sunion, .nkeyspecs = 1,
       .info_resp = info_sunion, .info_resp_len = sizeof(info_sunion) - 1,
-      .docs_resp = docs_sunion, .docs_resp_len = sizeof(docs_sunion) - 1 },
+      .docs_resp = docs_sunion, .docs_resp_len = sizeof(docs_sunion) - 1,
+      .info_resp3 = info3_sunion, .info_resp3_len = sizeof(info3_sunion) - 1,
+      .docs_resp3 = docs3_sunion, .docs_resp3_len = sizeof(docs3_sunion) - 1 },
     { .name = "sunionstore", .fullname = "sunionstore",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x800cULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sunionstore, .nkeyspecs = 2,
       .info_resp = info_sunionstore, .info_resp_len = sizeof(info_sunionstore) - 1,
-      .docs_resp = docs_sunionstore, .docs_resp_len = sizeof(docs_sunionstore) - 1 },
+      .docs_resp = docs_sunionstore, .docs_resp_len = sizeof(docs_sunionstore) - 1,
+      .info_resp3 = info3_sunionstore, .info_resp3_len = sizeof(info3_sunionstore) - 1,
+      .docs_resp3 = docs3_sunionstore, .docs_resp3_len = sizeof(docs3_sunionstore) - 1 },
     { .name = "sunsubscribe", .fullname = "sunsubscribe",
       .arity = -1, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_sunsubscribe, .nkeyspecs = 1,
       .info_resp = info_sunsubscribe, .info_resp_len = sizeof(info_sunsubscribe) - 1,
-      .docs_resp = docs_sunsubscribe, .docs_resp_len = sizeof(docs_sunsubscribe) - 1 },
+      .docs_resp = docs_sunsubscribe, .docs_resp_len = sizeof(docs_sunsubscribe) - 1,
+      .info_resp3 = info3_sunsubscribe, .info_resp3_len = sizeof(info3_sunsubscribe) - 1,
+      .docs_resp3 = docs3_sunsubscribe, .docs_resp3_len = sizeof(docs3_sunsubscribe) - 1 },
     { .name = "swapdb", .fullname = "swapdb",
       .arity = 3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x24005ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_swapdb, .info_resp_len = sizeof(info_swapdb) - 1,
-      .docs_resp = docs_swapdb, .docs_resp_len = sizeof(docs_swapdb) - 1 },
+      .docs_resp = docs_swapdb, .docs_resp_len = sizeof(docs_swapdb) - 1,
+      .info_resp3 = info3_swapdb, .info_resp3_len = sizeof(info3_swapdb) - 1,
+      .docs_resp3 = docs3_swapdb, .docs_resp3_len = sizeof(docs3_swapdb) - 1 },
     { .name = "sync", .fullname = "sync",
       .arity = 1, .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_ASYNC_LOADING | CMD_NO_MULTI,
       .acl_categories = 0x2a000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_sync, .info_resp_len = sizeof(info_sync) - 1,
-      .docs_resp = docs_sync, .docs_resp_len = sizeof(docs_sync) - 1 },
+      .docs_resp = docs_sync, .docs_resp_len = sizeof(docs_sync) - 1,
+      .info_resp3 = info3_sync, .info_resp3_len = sizeof(info3_sync) - 1,
+      .docs_resp3 = docs3_sync, .docs_resp3_len = sizeof(docs3_sync) - 1 },
     { .name = "time", .fullname = "time",
       .arity = 1, .flags = CMD_LOADING | CMD_STALE | CMD_FAST,
       .acl_categories = 0x4000ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_time, .info_resp_len = sizeof(info_time) - 1,
-      .docs_resp = docs_time, .docs_resp_len = sizeof(docs_time) - 1 },
+      .docs_resp = docs_time, .docs_resp_len = sizeof(docs_time) - 1,
+      .info_resp3 = info3_time, .info_resp3_len = sizeof(info3_time) - 1,
+      .docs_resp3 = docs3_time, .docs_resp3_len = sizeof(docs3_time) - 1 },
     { .name = "touch", .fullname = "touch",
       .arity = -2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_AGG_SUM,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_touch, .nkeyspecs = 1,
       .info_resp = info_touch, .info_resp_len = sizeof(info_touch) - 1,
-      .docs_resp = docs_touch, .docs_resp_len = sizeof(docs_touch) - 1 },
+      .docs_resp = docs_touch, .docs_resp_len = sizeof(docs_touch) - 1,
+      .info_resp3 = info3_touch, .info_resp3_len = sizeof(info3_touch) - 1,
+      .docs_resp3 = docs3_touch, .docs_resp3_len = sizeof(docs3_touch) - 1 },
     { .name = "ttl", .fullname = "ttl",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_ttl, .nkeyspecs = 1,
       .info_resp = info_ttl, .info_resp_len = sizeof(info_ttl) - 1,
-      .docs_resp = docs_ttl, .docs_resp_len = sizeof(docs_ttl) - 1 },
+      .docs_resp = docs_ttl, .docs_resp_len = sizeof(docs_ttl) - 1,
+      .info_resp3 = info3_ttl, .info_resp3_len = sizeof(info3_ttl) - 1,
+      .docs_resp3 = docs3_ttl, .docs_resp3_len = sizeof(docs3_ttl) - 1 },
     { .name = "type", .fullname = "type",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4003ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_type, .nkeyspecs = 1,
       .info_resp = info_type, .info_resp_len = sizeof(info_type) - 1,
-      .docs_resp = docs_type, .docs_resp_len = sizeof(docs_type) - 1 },
+      .docs_resp = docs_type, .docs_resp_len = sizeof(docs_type) - 1,
+      .info_resp3 = info3_type, .info_resp3_len = sizeof(info3_type) - 1,
+      .docs_resp3 = docs3_type, .docs_resp3_len = sizeof(docs3_type) - 1 },
     { .name = "unlink", .fullname = "unlink",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4005ULL, .tips = CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_RESPONSE_AGG_SUM,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_unlink, .nkeyspecs = 1,
       .info_resp = info_unlink, .info_resp_len = sizeof(info_unlink) - 1,
-      .docs_resp = docs_unlink, .docs_resp_len = sizeof(docs_unlink) - 1 },
+      .docs_resp = docs_unlink, .docs_resp_len = sizeof(docs_unlink) - 1,
+      .info_resp3 = info3_unlink, .info_resp3_len = sizeof(info3_unlink) - 1,
+      .docs_resp3 = docs3_unlink, .docs_resp3_len = sizeof(docs3_unlink) - 1 },
     { .name = "unsubscribe", .fullname = "unsubscribe",
       .arity = -1, .flags = CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
       .acl_categories = 0x9000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_unsubscribe, .info_resp_len = sizeof(info_unsubscribe) - 1,
-      .docs_resp = docs_unsubscribe, .docs_resp_len = sizeof(docs_unsubscribe) - 1 },
+      .docs_resp = docs_unsubscribe, .docs_resp_len = sizeof(docs_unsubscribe) - 1,
+      .info_resp3 = info3_unsubscribe, .info_resp3_len = sizeof(info3_unsubscribe) - 1,
+      .docs_resp3 = docs3_unsubscribe, .docs_resp3_len = sizeof(docs3_unsubscribe) - 1 },
     { .name = "unwatch", .fullname = "unwatch",
       .arity = 1, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
       .acl_categories = 0x84000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_unwatch, .info_resp_len = sizeof(info_unwatch) - 1,
-      .docs_resp = docs_unwatch, .docs_resp_len = sizeof(docs_unwatch) - 1 },
+      .docs_resp = docs_unwatch, .docs_resp_len = sizeof(docs_unwatch) - 1,
+      .info_resp3 = info3_unwatch, .info_resp3_len = sizeof(info3_unwatch) - 1,
+      .docs_resp3 = docs3_unwatch, .docs_resp3_len = sizeof(docs3_unwatch) - 1 },
     { .name = "wait", .fullname = "wait",
       .arity = 3, .flags = CMD_NOSCRIPT,
       .acl_categories = 0x48000ULL, .tips = CMD_TIP_REQUEST_ALL_SHARDS | CMD_TIP_RESPONSE_AGG_MIN,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .info_resp = info_wait, .info_resp_len = sizeof(info_wait) - 1,
-      .docs_resp = docs_wait, .docs_resp_len = sizeof(docs_wait) - 1 },
+      .docs_resp = docs_wait, .docs_resp_len = sizeof(docs_wait) - 1,
+      .info_resp3 = info3_wait, .info_resp3_len = sizeof(info3_wait) - 1,
+      .docs_resp3 = docs3_wait, .docs_resp3_len = sizeof(docs3_wait) - 1 },
     { .name = "watch", .fullname = "watch",
       .arity = -2, .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
       .acl_categories = 0x84000ULL, .tips = 0,
       .first_key = 1, .last_key = -1, .key_step = 1,
       .keyspecs = ks_watch, .nkeyspecs = 1,
       .info_resp = info_watch, .info_resp_len = sizeof(info_watch) - 1,
-      .docs_resp = docs_watch, .docs_resp_len = sizeof(docs_watch) - 1 },
+      .docs_resp = docs_watch, .docs_resp_len = sizeof(docs_watch) - 1,
+      .info_resp3 = info3_watch, .info_resp3_len = sizeof(info3_watch) - 1,
+      .docs_resp3 = docs3_watch, .docs_resp3_len = sizeof(docs3_watch) - 1 },
     { .name = "xack", .fullname = "xack",
       .arity = -4, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xack, .nkeyspecs = 1,
       .info_resp = info_xack, .info_resp_len = sizeof(info_xack) - 1,
-      .docs_resp = docs_xack, .docs_resp_len = sizeof(docs_xack) - 1 },
+      .docs_resp = docs_xack, .docs_resp_len = sizeof(docs_xack) - 1,
+      .info_resp3 = info3_xack, .info_resp3_len = sizeof(info3_xack) - 1,
+      .docs_resp3 = docs3_xack, .docs_resp3_len = sizeof(docs3_xack) - 1 },
     { .name = "xadd", .fullname = "xadd",
       .arity = -5, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xadd, .nkeyspecs = 1,
       .info_resp = info_xadd, .info_resp_len = sizeof(info_xadd) - 1,
-      .docs_resp = docs_xadd, .docs_resp_len = sizeof(docs_xadd) - 1 },
+      .docs_resp = docs_xadd, .docs_resp_len = sizeof(docs_xadd) - 1,
+      .info_resp3 = info3_xadd, .info_resp3_len = sizeof(info3_xadd) - 1,
+      .docs_resp3 = docs3_xadd, .docs_resp3_len = sizeof(docs3_xadd) - 1 },
     { .name = "xautoclaim", .fullname = "xautoclaim",
       .arity = -6, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xautoclaim, .nkeyspecs = 1,
       .info_resp = info_xautoclaim, .info_resp_len = sizeof(info_xautoclaim) - 1,
-      .docs_resp = docs_xautoclaim, .docs_resp_len = sizeof(docs_xautoclaim) - 1 },
+      .docs_resp = docs_xautoclaim, .docs_resp_len = sizeof(docs_xautoclaim) - 1,
+      .info_resp3 = info3_xautoclaim, .info_resp3_len = sizeof(info3_xautoclaim) - 1,
+      .docs_resp3 = docs3_xautoclaim, .docs_resp3_len = sizeof(docs3_xautoclaim) - 1 },
     { .name = "xclaim", .fullname = "xclaim",
       .arity = -6, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xclaim, .nkeyspecs = 1,
       .info_resp = info_xclaim, .info_resp_len = sizeof(info_xclaim) - 1,
-      .docs_resp = docs_xclaim, .docs_resp_len = sizeof(docs_xclaim) - 1 },
+      .docs_resp = docs_xclaim, .docs_resp_len = sizeof(docs_xclaim) - 1,
+      .info_resp3 = info3_xclaim, .info_resp3_len = sizeof(info3_xclaim) - 1,
+      .docs_resp3 = docs3_xclaim, .docs_resp3_len = sizeof(docs3_xclaim) - 1 },
     { .name = "xdel", .fullname = "xdel",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xdel, .nkeyspecs = 1,
       .info_resp = info_xdel, .info_resp_len = sizeof(info_xdel) - 1,
-      .docs_resp = docs_xdel, .docs_resp_len = sizeof(docs_xdel) - 1 },
+      .docs_resp = docs_xdel, .docs_resp_len = sizeof(docs_xdel) - 1,
+      .info_resp3 = info3_xdel, .info_resp3_len = sizeof(info3_xdel) - 1,
+      .docs_resp3 = docs3_xdel, .docs_resp3_len = sizeof(docs3_xdel) - 1 },
     { .name = "xgroup", .fullname = "xgroup",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_xgroup, .nsubcommands = 6,
       .info_resp = info_xgroup, .info_resp_len = sizeof(info_xgroup) - 1,
-      .docs_resp = docs_xgroup, .docs_resp_len = sizeof(docs_xgroup) - 1 },
+      .docs_resp = docs_xgroup, .docs_resp_len = sizeof(docs_xgroup) - 1,
+      .info_resp3 = info3_xgroup, .info_resp3_len = sizeof(info3_xgroup) - 1,
+      .docs_resp3 = docs3_xgroup, .docs_resp3_len = sizeof(docs3_xgroup) - 1 },
     { .name = "xinfo", .fullname = "xinfo",
       .arity = -2, .flags = 0,
       .acl_categories = 0x8000ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .subcommands = sub_xinfo, .nsubcommands = 4,
       .info_resp = info_xinfo, .info_resp_len = sizeof(info_xinfo) - 1,
-      .docs_resp = docs_xinfo, .docs_resp_len = sizeof(docs_xinfo) - 1 },
+      .docs_resp = docs_xinfo, .docs_resp_len = sizeof(docs_xinfo) - 1,
+      .info_resp3 = info3_xinfo, .info_resp3_len = sizeof(info3_xinfo) - 1,
+      .docs_resp3 = docs3_xinfo, .docs_resp3_len = sizeof(docs3_xinfo) - 1 },
     { .name = "xlen", .fullname = "xlen",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4802ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xlen, .nkeyspecs = 1,
       .info_resp = info_xlen, .info_resp_len = sizeof(info_xlen) - 1,
-      .docs_resp = docs_xlen, .docs_resp_len = sizeof(docs_xlen) - 1 },
+      .docs_resp = docs_xlen, .docs_resp_len = sizeof(docs_xlen) - 1,
+      .info_resp3 = info3_xlen, .info_resp3_len = sizeof(info3_xlen) - 1,
+      .docs_resp3 = docs3_xlen, .docs_resp3_len = sizeof(docs3_xlen) - 1 },
     { .name = "xpending", .fullname = "xpending",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8802ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xpending, .nkeyspecs = 1,
       .info_resp = info_xpending, .info_resp_len = sizeof(info_xpending) - 1,
-      .docs_resp = docs_xpending, .docs_resp_len = sizeof(docs_xpending) - 1 },
+      .docs_resp = docs_xpending, .docs_resp_len = sizeof(docs_xpending) - 1,
+      .info_resp3 = info3_xpending, .info_resp3_len = sizeof(info3_xpending) - 1,
+      .docs_resp3 = docs3_xpending, .docs_resp3_len = sizeof(docs3_xpending) - 1 },
     { .name = "xrange", .fullname = "xrange",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8802ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xrange, .nkeyspecs = 1,
       .info_resp = info_xrange, .info_resp_len = sizeof(info_xrange) - 1,
-      .docs_resp = docs_xrange, .docs_resp_len = sizeof(docs_xrange) - 1 },
+      .docs_resp = docs_xrange, .docs_resp_len = sizeof(docs_xrange) - 1,
+      .info_resp3 = info3_xrange, .info_resp3_len = sizeof(info3_xrange) - 1,
+      .docs_resp3 = docs3_xrange, .docs_resp3_len = sizeof(docs3_xrange) - 1 },
     { .name = "xread", .fullname = "xread",
       .arity = -4, .flags = CMD_READONLY | CMD_BLOCKING | CMD_MOVABLE_KEYS,
       .acl_categories = 0x18802ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_xread, .nkeyspecs = 1,
       .info_resp = info_xread, .info_resp_len = sizeof(info_xread) - 1,
-      .docs_resp = docs_xread, .docs_resp_len = sizeof(docs_xread) - 1 },
+      .docs_resp = docs_xread, .docs_resp_len = sizeof(docs_xread) - 1,
+      .info_resp3 = info3_xread, .info_resp3_len = sizeof(info3_xread) - 1,
+      .docs_resp3 = docs3_xread, .docs_resp3_len = sizeof(docs3_xread) - 1 },
     { .name = "xreadgroup", .fullname = "xreadgroup",
       .arity = -7, .flags = CMD_WRITE | CMD_BLOCKING | CMD_MOVABLE_KEYS,
       .acl_categories = 0x18804ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_xreadgroup, .nkeyspecs = 1,
       .info_resp = info_xreadgroup, .info_resp_len = sizeof(info_xreadgroup) - 1,
-      .docs_resp = docs_xreadgroup, .docs_resp_len = sizeof(docs_xreadgroup) - 1 },
+      .docs_resp = docs_xreadgroup, .docs_resp_len = sizeof(docs_xreadgroup) - 1,
+      .info_resp3 = info3_xreadgroup, .info_resp3_len = sizeof(info3_xreadgroup) - 1,
+      .docs_resp3 = docs3_xreadgroup, .docs_resp3_len = sizeof(docs3_xreadgroup) - 1 },
     { .name = "xrevrange", .fullname = "xrevrange",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8802ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xrevrange, .nkeyspecs = 1,
       .info_resp = info_xrevrange, .info_resp_len = sizeof(info_xrevrange) - 1,
-      .docs_resp = docs_xrevrange, .docs_resp_len = sizeof(docs_xrevrange) - 1 },
+      .docs_resp = docs_xrevrange, .docs_resp_len = sizeof(docs_xrevrange) - 1,
+      .info_resp3 = info3_xrevrange, .info_resp3_len = sizeof(info3_xrevrange) - 1,
+      .docs_resp3 = docs3_xrevrange, .docs_resp3_len = sizeof(docs3_xrevrange) - 1 },
     { .name = "xsetid", .fullname = "xsetid",
       .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4804ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xsetid, .nkeyspecs = 1,
       .info_resp = info_xsetid, .info_resp_len = sizeof(info_xsetid) - 1,
-      .docs_resp = docs_xsetid, .docs_resp_len = sizeof(docs_xsetid) - 1 },
+      .docs_resp = docs_xsetid, .docs_resp_len = sizeof(docs_xsetid) - 1,
+      .info_resp3 = info3_xsetid, .info_resp3_len = sizeof(info3_xsetid) - 1,
+      .docs_resp3 = docs3_xsetid, .docs_resp3_len = sizeof(docs3_xsetid) - 1 },
     { .name = "xtrim", .fullname = "xtrim",
       .arity = -4, .flags = CMD_WRITE,
       .acl_categories = 0x8804ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_xtrim, .nkeyspecs = 1,
       .info_resp = info_xtrim, .info_resp_len = sizeof(info_xtrim) - 1,
-      .docs_resp = docs_xtrim, .docs_resp_len = sizeof(docs_xtrim) - 1 },
+      .docs_resp = docs_xtrim, .docs_resp_len = sizeof(docs_xtrim) - 1,
+      .info_resp3 = info3_xtrim, .info_resp3_len = sizeof(info3_xtrim) - 1,
+      .docs_resp3 = docs3_xtrim, .docs_resp3_len = sizeof(docs3_xtrim) - 1 },
     { .name = "zadd", .fullname = "zadd",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zadd, .nkeyspecs = 1,
       .info_resp = info_zadd, .info_resp_len = sizeof(info_zadd) - 1,
-      .docs_resp = docs_zadd, .docs_resp_len = sizeof(docs_zadd) - 1 },
+      .docs_resp = docs_zadd, .docs_resp_len = sizeof(docs_zadd) - 1,
+      .info_resp3 = info3_zadd, .info_resp3_len = sizeof(info3_zadd) - 1,
+      .docs_resp3 = docs3_zadd, .docs_resp3_len = sizeof(docs3_zadd) - 1 },
     { .name = "zcard", .fullname = "zcard",
       .arity = 2, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zcard, .nkeyspecs = 1,
       .info_resp = info_zcard, .info_resp_len = sizeof(info_zcard) - 1,
-      .docs_resp = docs_zcard, .docs_resp_len = sizeof(docs_zcard) - 1 },
+      .docs_resp = docs_zcard, .docs_resp_len = sizeof(docs_zcard) - 1,
+      .info_resp3 = info3_zcard, .info_resp3_len = sizeof(info3_zcard) - 1,
+      .docs_resp3 = docs3_zcard, .docs_resp3_len = sizeof(docs3_zcard) - 1 },
     { .name = "zcount", .fullname = "zcount",
       .arity = 4, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zcount, .nkeyspecs = 1,
       .info_resp = info_zcount, .info_resp_len = sizeof(info_zcount) - 1,
-      .docs_resp = docs_zcount, .docs_resp_len = sizeof(docs_zcount) - 1 },
+      .docs_resp = docs_zcount, .docs_resp_len = sizeof(docs_zcount) - 1,
+      .info_resp3 = info3_zcount, .info_resp3_len = sizeof(info3_zcount) - 1,
+      .docs_resp3 = docs3_zcount, .docs_resp3_len = sizeof(docs3_zcount) - 1 },
     { .name = "zdiff", .fullname = "zdiff",
       .arity = -3, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_zdiff, .nkeyspecs = 1,
       .info_resp = info_zdiff, .info_resp_len = sizeof(info_zdiff) - 1,
-      .docs_resp = docs_zdiff, .docs_resp_len = sizeof(docs_zdiff) - 1 },
+      .docs_resp = docs_zdiff, .docs_resp_len = sizeof(docs_zdiff) - 1,
+      .info_resp3 = info3_zdiff, .info_resp3_len = sizeof(info3_zdiff) - 1,
+      .docs_resp3 = docs3_zdiff, .docs_resp3_len = sizeof(docs3_zdiff) - 1 },
     { .name = "zdiffstore", .fullname = "zdiffstore",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zdiffstore, .nkeyspecs = 2,
       .info_resp = info_zdiffstore, .info_resp_len = sizeof(info_zdiffstore) - 1,
-      .docs_resp = docs_zdiffstore, .docs_resp_len = sizeof(docs_zdiffstore) - 1 },
+      .docs_resp = docs_zdiffstore, .docs_resp_len = sizeof(docs_zdiffstore) - 1,
+      .info_resp3 = info3_zdiffstore, .info_resp3_len = sizeof(info3_zdiffstore) - 1,
+      .docs_resp3 = docs3_zdiffstore, .docs_resp3_len = sizeof(docs3_zdiffstore) - 1 },
     { .name = "zincrby", .fullname = "zincrby",
       .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
       .acl_categories = 0x4014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zincrby, .nkeyspecs = 1,
       .info_resp = info_zincrby, .info_resp_len = sizeof(info_zincrby) - 1,
-      .docs_resp = docs_zincrby, .docs_resp_len = sizeof(docs_zincrby) - 1 },
+      .docs_resp = docs_zincrby, .docs_resp_len = sizeof(docs_zincrby) - 1,
+      .info_resp3 = info3_zincrby, .info_resp3_len = sizeof(info3_zincrby) - 1,
+      .docs_resp3 = docs3_zincrby, .docs_resp3_len = sizeof(docs3_zincrby) - 1 },
     { .name = "zinter", .fullname = "zinter",
       .arity = -3, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_zinter, .nkeyspecs = 1,
       .info_resp = info_zinter, .info_resp_len = sizeof(info_zinter) - 1,
-      .docs_resp = docs_zinter, .docs_resp_len = sizeof(docs_zinter) - 1 },
+      .docs_resp = docs_zinter, .docs_resp_len = sizeof(docs_zinter) - 1,
+      .info_resp3 = info3_zinter, .info_resp3_len = sizeof(info3_zinter) - 1,
+      .docs_resp3 = docs3_zinter, .docs_resp3_len = sizeof(docs3_zinter) - 1 },
     { .name = "zintercard", .fullname = "zintercard",
       .arity = -3, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_zintercard, .nkeyspecs = 1,
       .info_resp = info_zintercard, .info_resp_len = sizeof(info_zintercard) - 1,
-      .docs_resp = docs_zintercard, .docs_resp_len = sizeof(docs_zintercard) - 1 },
+      .docs_resp = docs_zintercard, .docs_resp_len = sizeof(docs_zintercard) - 1,
+      .info_resp3 = info3_zintercard, .info_resp3_len = sizeof(info3_zintercard) - 1,
+      .docs_resp3 = docs3_zintercard, .docs_resp3_len = sizeof(docs3_zintercard) - 1 },
     { .name = "zinterstore", .fullname = "zinterstore",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zinterstore, .nkeyspecs = 2,
       .info_resp = info_zinterstore, .info_resp_len = sizeof(info_zinterstore) - 1,
-      .docs_resp = docs_zinterstore, .docs_resp_len = sizeof(docs_zinterstore) - 1 },
+      .docs_resp = docs_zinterstore, .docs_resp_len = sizeof(docs_zinterstore) - 1,
+      .info_resp3 = info3_zinterstore, .info_resp3_len = sizeof(info3_zinterstore) - 1,
+      .docs_resp3 = docs3_zinterstore, .docs_resp3_len = sizeof(docs3_zinterstore) - 1 },
     { .name = "zlexcount", .fullname = "zlexcount",
       .arity = 4, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zlexcount, .nkeyspecs = 1,
       .info_resp = info_zlexcount, .info_resp_len = sizeof(info_zlexcount) - 1,
-      .docs_resp = docs_zlexcount, .docs_resp_len = sizeof(docs_zlexcount) - 1 },
+      .docs_resp = docs_zlexcount, .docs_resp_len = sizeof(docs_zlexcount) - 1,
+      .info_resp3 = info3_zlexcount, .info_resp3_len = sizeof(info3_zlexcount) - 1,
+      .docs_resp3 = docs3_zlexcount, .docs_resp3_len = sizeof(docs3_zlexcount) - 1 },
     { .name = "zmpop", .fullname = "zmpop",
       .arity = -4, .flags = CMD_WRITE | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_zmpop, .nkeyspecs = 1,
       .info_resp = info_zmpop, .info_resp_len = sizeof(info_zmpop) - 1,
-      .docs_resp = docs_zmpop, .docs_resp_len = sizeof(docs_zmpop) - 1 },
+      .docs_resp = docs_zmpop, .docs_resp_len = sizeof(docs_zmpop) - 1,
+      .info_resp3 = info3_zmpop, .info_resp3_len = sizeof(info3_zmpop) - 1,
+      .docs_resp3 = docs3_zmpop, .docs_resp3_len = sizeof(docs3_zmpop) - 1 },
     { .name = "zmscore", .fullname = "zmscore",
       .arity = -3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zmscore, .nkeyspecs = 1,
       .info_resp = info_zmscore, .info_resp_len = sizeof(info_zmscore) - 1,
-      .docs_resp = docs_zmscore, .docs_resp_len = sizeof(docs_zmscore) - 1 },
+      .docs_resp = docs_zmscore, .docs_resp_len = sizeof(docs_zmscore) - 1,
+      .info_resp3 = info3_zmscore, .info_resp3_len = sizeof(info3_zmscore) - 1,
+      .docs_resp3 = docs3_zmscore, .docs_resp3_len = sizeof(docs3_zmscore) - 1 },
     { .name = "zpopmax", .fullname = "zpopmax",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zpopmax, .nkeyspecs = 1,
       .info_resp = info_zpopmax, .info_resp_len = sizeof(info_zpopmax) - 1,
-      .docs_resp = docs_zpopmax, .docs_resp_len = sizeof(docs_zpopmax) - 1 },
+      .docs_resp = docs_zpopmax, .docs_resp_len = sizeof(docs_zpopmax) - 1,
+      .info_resp3 = info3_zpopmax, .info_resp3_len = sizeof(info3_zpopmax) - 1,
+      .docs_resp3 = docs3_zpopmax, .docs_resp3_len = sizeof(docs3_zpopmax) - 1 },
     { .name = "zpopmin", .fullname = "zpopmin",
       .arity = -2, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zpopmin, .nkeyspecs = 1,
       .info_resp = info_zpopmin, .info_resp_len = sizeof(info_zpopmin) - 1,
-      .docs_resp = docs_zpopmin, .docs_resp_len = sizeof(docs_zpopmin) - 1 },
+      .docs_resp = docs_zpopmin, .docs_resp_len = sizeof(docs_zpopmin) - 1,
+      .info_resp3 = info3_zpopmin, .info_resp3_len = sizeof(info3_zpopmin) - 1,
+      .docs_resp3 = docs3_zpopmin, .docs_resp3_len = sizeof(docs3_zpopmin) - 1 },
     { .name = "zrandmember", .fullname = "zrandmember",
       .arity = -2, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrandmember, .nkeyspecs = 1,
       .info_resp = info_zrandmember, .info_resp_len = sizeof(info_zrandmember) - 1,
-      .docs_resp = docs_zrandmember, .docs_resp_len = sizeof(docs_zrandmember) - 1 },
+      .docs_resp = docs_zrandmember, .docs_resp_len = sizeof(docs_zrandmember) - 1,
+      .info_resp3 = info3_zrandmember, .info_resp3_len = sizeof(info3_zrandmember) - 1,
+      .docs_resp3 = docs3_zrandmember, .docs_resp3_len = sizeof(docs3_zrandmember) - 1 },
     { .name = "zrange", .fullname = "zrange",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrange, .nkeyspecs = 1,
       .info_resp = info_zrange, .info_resp_len = sizeof(info_zrange) - 1,
-      .docs_resp = docs_zrange, .docs_resp_len = sizeof(docs_zrange) - 1 },
+      .docs_resp = docs_zrange, .docs_resp_len = sizeof(docs_zrange) - 1,
+      .info_resp3 = info3_zrange, .info_resp3_len = sizeof(info3_zrange) - 1,
+      .docs_resp3 = docs3_zrange, .docs_resp3_len = sizeof(docs3_zrange) - 1 },
     { .name = "zrangebylex", .fullname = "zrangebylex",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrangebylex, .nkeyspecs = 1,
       .info_resp = info_zrangebylex, .info_resp_len = sizeof(info_zrangebylex) - 1,
-      .docs_resp = docs_zrangebylex, .docs_resp_len = sizeof(docs_zrangebylex) - 1 },
+      .docs_resp = docs_zrangebylex, .docs_resp_len = sizeof(docs_zrangebylex) - 1,
+      .info_resp3 = info3_zrangebylex, .info_resp3_len = sizeof(info3_zrangebylex) - 1,
+      .docs_resp3 = docs3_zrangebylex, .docs_resp3_len = sizeof(docs3_zrangebylex) - 1 },
     { .name = "zrangebyscore", .fullname = "zrangebyscore",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrangebyscore, .nkeyspecs = 1,
       .info_resp = info_zrangebyscore, .info_resp_len = sizeof(info_zrangebyscore) - 1,
-      .docs_resp = docs_zrangebyscore, .docs_resp_len = sizeof(docs_zrangebyscore) - 1 },
+      .docs_resp = docs_zrangebyscore, .docs_resp_len = sizeof(docs_zrangebyscore) - 1,
+      .info_resp3 = info3_zrangebyscore, .info_resp3_len = sizeof(info3_zrangebyscore) - 1,
+      .docs_resp3 = docs3_zrangebyscore, .docs_resp3_len = sizeof(docs3_zrangebyscore) - 1 },
     { .name = "zrangestore", .fullname = "zrangestore",
       .arity = -5, .flags = CMD_WRITE | CMD_DENYOOM,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 2, .key_step = 1,
       .keyspecs = ks_zrangestore, .nkeyspecs = 2,
       .info_resp = info_zrangestore, .info_resp_len = sizeof(info_zrangestore) - 1,
-      .docs_resp = docs_zrangestore, .docs_resp_len = sizeof(docs_zrangestore) - 1 },
+      .docs_resp = docs_zrangestore, .docs_resp_len = sizeof(docs_zrangestore) - 1,
+      .info_resp3 = info3_zrangestore, .info_resp3_len = sizeof(info3_zrangestore) - 1,
+      .docs_resp3 = docs3_zrangestore, .docs_resp3_len = sizeof(docs3_zrangestore) - 1 },
     { .name = "zrank", .fullname = "zrank",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrank, .nkeyspecs = 1,
       .info_resp = info_zrank, .info_resp_len = sizeof(info_zrank) - 1,
-      .docs_resp = docs_zrank, .docs_resp_len = sizeof(docs_zrank) - 1 },
+      .docs_resp = docs_zrank, .docs_resp_len = sizeof(docs_zrank) - 1,
+      .info_resp3 = info3_zrank, .info_resp3_len = sizeof(info3_zrank) - 1,
+      .docs_resp3 = docs3_zrank, .docs_resp3_len = sizeof(docs3_zrank) - 1 },
     { .name = "zrem", .fullname = "zrem",
       .arity = -3, .flags = CMD_WRITE | CMD_FAST,
       .acl_categories = 0x4014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrem, .nkeyspecs = 1,
       .info_resp = info_zrem, .info_resp_len = sizeof(info_zrem) - 1,
-      .docs_resp = docs_zrem, .docs_resp_len = sizeof(docs_zrem) - 1 },
+      .docs_resp = docs_zrem, .docs_resp_len = sizeof(docs_zrem) - 1,
+      .info_resp3 = info3_zrem, .info_resp3_len = sizeof(info3_zrem) - 1,
+      .docs_resp3 = docs3_zrem, .docs_resp3_len = sizeof(docs3_zrem) - 1 },
     { .name = "zremrangebylex", .fullname = "zremrangebylex",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zremrangebylex, .nkeyspecs = 1,
       .info_resp = info_zremrangebylex, .info_resp_len = sizeof(info_zremrangebylex) - 1,
-      .docs_resp = docs_zremrangebylex, .docs_resp_len = sizeof(docs_zremrangebylex) - 1 },
+      .docs_resp = docs_zremrangebylex, .docs_resp_len = sizeof(docs_zremrangebylex) - 1,
+      .info_resp3 = info3_zremrangebylex, .info_resp3_len = sizeof(info3_zremrangebylex) - 1,
+      .docs_resp3 = docs3_zremrangebylex, .docs_resp3_len = sizeof(docs3_zremrangebylex) - 1 },
     { .name = "zremrangebyrank", .fullname = "zremrangebyrank",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zremrangebyrank, .nkeyspecs = 1,
       .info_resp = info_zremrangebyrank, .info_resp_len = sizeof(info_zremrangebyrank) - 1,
-      .docs_resp = docs_zremrangebyrank, .docs_resp_len = sizeof(docs_zremrangebyrank) - 1 },
+      .docs_resp = docs_zremrangebyrank, .docs_resp_len = sizeof(docs_zremrangebyrank) - 1,
+      .info_resp3 = info3_zremrangebyrank, .info_resp3_len = sizeof(info3_zremrangebyrank) - 1,
+      .docs_resp3 = docs3_zremrangebyrank, .docs_resp3_len = sizeof(docs3_zremrangebyrank) - 1 },
     { .name = "zremrangebyscore", .fullname = "zremrangebyscore",
       .arity = 4, .flags = CMD_WRITE,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zremrangebyscore, .nkeyspecs = 1,
       .info_resp = info_zremrangebyscore, .info_resp_len = sizeof(info_zremrangebyscore) - 1,
-      .docs_resp = docs_zremrangebyscore, .docs_resp_len = sizeof(docs_zremrangebyscore) - 1 },
+      .docs_resp = docs_zremrangebyscore, .docs_resp_len = sizeof(docs_zremrangebyscore) - 1,
+      .info_resp3 = info3_zremrangebyscore, .info_resp3_len = sizeof(info3_zremrangebyscore) - 1,
+      .docs_resp3 = docs3_zremrangebyscore, .docs_resp3_len = sizeof(docs3_zremrangebyscore) - 1 },
     { .name = "zrevrange", .fullname = "zrevrange",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrevrange, .nkeyspecs = 1,
       .info_resp = info_zrevrange, .info_resp_len = sizeof(info_zrevrange) - 1,
-      .docs_resp = docs_zrevrange, .docs_resp_len = sizeof(docs_zrevrange) - 1 },
+      .docs_resp = docs_zrevrange, .docs_resp_len = sizeof(docs_zrevrange) - 1,
+      .info_resp3 = info3_zrevrange, .info_resp3_len = sizeof(info3_zrevrange) - 1,
+      .docs_resp3 = docs3_zrevrange, .docs_resp3_len = sizeof(docs3_zrevrange) - 1 },
     { .name = "zrevrangebylex", .fullname = "zrevrangebylex",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrevrangebylex, .nkeyspecs = 1,
       .info_resp = info_zrevrangebylex, .info_resp_len = sizeof(info_zrevrangebylex) - 1,
-      .docs_resp = docs_zrevrangebylex, .docs_resp_len = sizeof(docs_zrevrangebylex) - 1 },
+      .docs_resp = docs_zrevrangebylex, .docs_resp_len = sizeof(docs_zrevrangebylex) - 1,
+      .info_resp3 = info3_zrevrangebylex, .info_resp3_len = sizeof(info3_zrevrangebylex) - 1,
+      .docs_resp3 = docs3_zrevrangebylex, .docs_resp3_len = sizeof(docs3_zrevrangebylex) - 1 },
     { .name = "zrevrangebyscore", .fullname = "zrevrangebyscore",
       .arity = -4, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrevrangebyscore, .nkeyspecs = 1,
       .info_resp = info_zrevrangebyscore, .info_resp_len = sizeof(info_zrevrangebyscore) - 1,
-      .docs_resp = docs_zrevrangebyscore, .docs_resp_len = sizeof(docs_zrevrangebyscore) - 1 },
+      .docs_resp = docs_zrevrangebyscore, .docs_resp_len = sizeof(docs_zrevrangebyscore) - 1,
+      .info_resp3 = info3_zrevrangebyscore, .info_resp3_len = sizeof(info3_zrevrangebyscore) - 1,
+      .docs_resp3 = docs3_zrevrangebyscore, .docs_resp3_len = sizeof(docs3_zrevrangebyscore) - 1 },
     { .name = "zrevrank", .fullname = "zrevrank",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zrevrank, .nkeyspecs = 1,
       .info_resp = info_zrevrank, .info_resp_len = sizeof(info_zrevrank) - 1,
-      .docs_resp = docs_zrevrank, .docs_resp_len = sizeof(docs_zrevrank) - 1 },
+      .docs_resp = docs_zrevrank, .docs_resp_len = sizeof(docs_zrevrank) - 1,
+      .info_resp3 = info3_zrevrank, .info_resp3_len = sizeof(info3_zrevrank) - 1,
+      .docs_resp3 = docs3_zrevrank, .docs_resp3_len = sizeof(docs3_zrevrank) - 1 },
     { .name = "zscan", .fullname = "zscan",
       .arity = -3, .flags = CMD_READONLY,
       .acl_categories = 0x8012ULL, .tips = CMD_TIP_NONDETERMINISTIC_OUTPUT,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zscan, .nkeyspecs = 1,
       .info_resp = info_zscan, .info_resp_len = sizeof(info_zscan) - 1,
-      .docs_resp = docs_zscan, .docs_resp_len = sizeof(docs_zscan) - 1 },
+      .docs_resp = docs_zscan, .docs_resp_len = sizeof(docs_zscan) - 1,
+      .info_resp3 = info3_zscan, .info_resp3_len = sizeof(info3_zscan) - 1,
+      .docs_resp3 = docs3_zscan, .docs_resp3_len = sizeof(docs3_zscan) - 1 },
     { .name = "zscore", .fullname = "zscore",
       .arity = 3, .flags = CMD_READONLY | CMD_FAST,
       .acl_categories = 0x4012ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zscore, .nkeyspecs = 1,
       .info_resp = info_zscore, .info_resp_len = sizeof(info_zscore) - 1,
-      .docs_resp = docs_zscore, .docs_resp_len = sizeof(docs_zscore) - 1 },
+      .docs_resp = docs_zscore, .docs_resp_len = sizeof(docs_zscore) - 1,
+      .info_resp3 = info3_zscore, .info_resp3_len = sizeof(info3_zscore) - 1,
+      .docs_resp3 = docs3_zscore, .docs_resp3_len = sizeof(docs3_zscore) - 1 },
     { .name = "zunion", .fullname = "zunion",
       .arity = -3, .flags = CMD_READONLY | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8012ULL, .tips = 0,
       .first_key = 0, .last_key = 0, .key_step = 0,
       .keyspecs = ks_zunion, .nkeyspecs = 1,
       .info_resp = info_zunion, .info_resp_len = sizeof(info_zunion) - 1,
-      .docs_resp = docs_zunion, .docs_resp_len = sizeof(docs_zunion) - 1 },
+      .docs_resp = docs_zunion, .docs_resp_len = sizeof(docs_zunion) - 1,
+      .info_resp3 = info3_zunion, .info_resp3_len = sizeof(info3_zunion) - 1,
+      .docs_resp3 = docs3_zunion, .docs_resp3_len = sizeof(docs3_zunion) - 1 },
     { .name = "zunionstore", .fullname = "zunionstore",
       .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_MOVABLE_KEYS,
       .acl_categories = 0x8014ULL, .tips = 0,
       .first_key = 1, .last_key = 1, .key_step = 1,
       .keyspecs = ks_zunionstore, .nkeyspecs = 2,
       .info_resp = info_zunionstore, .info_resp_len = sizeof(info_zunionstore) - 1,
-      .docs_resp = docs_zunionstore, .docs_resp_len = sizeof(docs_zunionstore) - 1 },
+      .docs_resp = docs_zunionstore, .docs_resp_len = sizeof(docs_zunionstore) - 1,
+      .info_resp3 = info3_zunionstore, .info_resp3_len = sizeof(info3_zunionstore) - 1,
+      .docs_resp3 = docs3_zunionstore, .docs_resp3_len = sizeof(docs3_zunionstore) - 1 },
 };
 const int command_table_size = 240;

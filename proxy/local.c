@@ -688,18 +688,29 @@ static void cmd_client(struct request *r)
 
 /* ---- COMMAND ---- */
 
+/* c's COMMAND INFO entry, or its COMMAND DOCS name and docs, to b in the
+ * client's protocol, from the bytes redis-server writes in it. */
+static void command_add_entry(struct evbuffer *b, struct request *r, const struct command *c,
+                              int docs)
+{
+    size_t len;
+    const char *p = docs ? command_docs_resp(c, request_resp(r), &len)
+                         : command_info_resp(c, request_resp(r), &len);
+    evbuffer_add(b, p, len);
+}
+
+/* COMMAND INFO is an array (a null for an unknown name), COMMAND DOCS a map
+ * of name to docs (unknown names left out), as redis-server 7.0 writes them. */
 static void command_docs_or_info(struct request *r, int docs)
 {
     struct evbuffer *b = out(r);
     if (r->argc == 2) {                 /* all commands */
-        resp_add_array(b, (long long)command_table_size * (docs ? 2 : 1));
-        for (int i = 0; i < command_table_size; i++) {
-            const struct command *c = &command_table[i];
-            if (docs)
-                evbuffer_add(b, c->docs_resp, c->docs_resp_len);
-            else
-                evbuffer_add(b, c->info_resp, c->info_resp_len);
-        }
+        if (docs)
+            resp_add_map(b, request_resp(r), command_table_size);
+        else
+            resp_add_array(b, command_table_size);
+        for (int i = 0; i < command_table_size; i++)
+            command_add_entry(b, r, &command_table[i], docs);
         request_finish(r);
         return;
     }
@@ -712,20 +723,17 @@ static void command_docs_or_info(struct request *r, int docs)
         const struct command *c = command_lookup(name, bar ? (size_t)(bar - name) : len);
         if (c && bar)
             c = command_lookup_sub(c, bar + 1, len - (size_t)(bar - name) - 1);
-        if (docs) {
-            if (c) {
-                evbuffer_add(items, c->docs_resp, c->docs_resp_len);
-                n += 2;
-            }
-        } else {
-            if (c)
-                evbuffer_add(items, c->info_resp, c->info_resp_len);
-            else
-                resp_add_null(items, request_resp(r));
+        if (c)
+            command_add_entry(items, r, c, docs);
+        else if (!docs)
+            resp_add_null(items, request_resp(r));
+        if (c || !docs)
             n++;
-        }
     }
-    resp_add_array(b, n);
+    if (docs)
+        resp_add_map(b, request_resp(r), n);
+    else
+        resp_add_array(b, n);
     evbuffer_add_buffer(b, items);
     evbuffer_free(items);
     request_finish(r);
@@ -773,7 +781,7 @@ static void cmd_command(struct request *r)
     if (r->argc == 1) {
         resp_add_array(b, command_table_size);
         for (int i = 0; i < command_table_size; i++)
-            evbuffer_add(b, command_table[i].info_resp, command_table[i].info_resp_len);
+            command_add_entry(b, r, &command_table[i], 0);
         request_finish(r);
     } else if (strcmp(sub, "count") == 0) {
         resp_add_integer(b, command_table_size);

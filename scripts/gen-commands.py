@@ -9,12 +9,17 @@ Without --port it starts its own redis-server on a free loopback port in a
 temporary directory, and always stops it (by PID) and removes the directory,
 even on failure.
 
-It sends COMMAND INFO and COMMAND DOCS (all commands) over a raw socket, reads
-the RESP2 replies with the small reader below, which remembers where every
-element starts and ends, and writes for every command and subcommand:
-arity, flags, ACL categories, tips, legacy key range, key specs, and the
-exact bytes of its COMMAND INFO entry and of its COMMAND DOCS entry (name and
-docs map: two consecutive elements of the flat COMMAND DOCS array).
+It sends COMMAND INFO and COMMAND DOCS (all commands) over a raw socket, once
+in RESP2 and once on a connection switched to RESP3 by HELLO 3, reads the
+replies with the small reader below, which remembers where every element
+starts and ends, and writes for every command and subcommand: arity, flags,
+ACL categories, tips, legacy key range, key specs, and the exact bytes of its
+COMMAND INFO entry and of its COMMAND DOCS entry (name and docs map: two
+consecutive elements of the flat COMMAND DOCS array in RESP2, one key and
+value of the COMMAND DOCS map in RESP3), in each protocol: RESP3 writes
+flags, ACL categories and tips as sets, key specs and docs as maps and an
+unknown command as _. The RESP3 replies must describe the same commands as
+the RESP2 ones, field by field.
 A container's subcommands are put in name order inside its entries (see
 sorted_docs), so the output is the same on every run.
 
@@ -34,7 +39,7 @@ import tempfile
 import time
 
 # --------------------------------------------------------------------------
-# RESP2 reader keeping byte spans
+# RESP2/RESP3 reader keeping byte spans
 
 
 class Incomplete(Exception):
@@ -45,10 +50,15 @@ class RespError(Exception):
     pass
 
 
+# RESP3 aggregates: the number of elements per count in the header
+AGGREGATES = {"*": 1, "~": 1, ">": 1, "%": 2}
+
+
 class Node:
-    """One RESP2 element: kind is one of + - : $ *, value its payload
-    (str for + - $, int for :, list of Node for *, None for nil),
-    buf[start:end] its exact bytes."""
+    """One RESP2 or RESP3 element: kind is its type byte, value its payload
+    (str for + - $ = ! , (, int for :, bool for #, list of Node for the
+    aggregates * ~ > and % (a map's keys and values alternating), None for
+    a nil or _), buf[start:end] its exact bytes."""
 
     __slots__ = ("kind", "value", "start", "end", "buf")
 
@@ -64,9 +74,16 @@ class Node:
         return self.value
 
     def items(self):
-        if self.kind != "*" or self.value is None:
+        """The elements of an array or set (or a map's, flat)."""
+        if self.kind not in "*~%" or self.value is None:
             raise RespError("expected an array, got %r" % self.raw()[:60])
         return self.value
+
+    def header(self):
+        """The bytes of an aggregate's header line: reordering its elements
+        keeps their count, so it stays the same."""
+        kids = self.items()
+        return self.buf[self.start:kids[0].start] if kids else self.raw()
 
 
 def resp_parse(buf, pos=0):
@@ -78,11 +95,19 @@ def resp_parse(buf, pos=0):
     kind = chr(buf[pos])
     line = buf[pos + 1:eol].decode("utf-8", "replace")
     nxt = eol + 2
-    if kind in "+-":
+    if kind in "+-,(":
         return Node(kind, line, pos, nxt, buf), nxt
     if kind == ":":
         return Node(kind, int(line), pos, nxt, buf), nxt
-    if kind == "$":
+    if kind == "_":
+        if line:
+            raise RespError("bad null at %d" % pos)
+        return Node(kind, None, pos, nxt, buf), nxt
+    if kind == "#":
+        if line not in ("t", "f"):
+            raise RespError("bad boolean at %d" % pos)
+        return Node(kind, line == "t", pos, nxt, buf), nxt
+    if kind in "$=!":
         n = int(line)
         if n < 0:
             return Node(kind, None, pos, nxt, buf), nxt
@@ -92,12 +117,14 @@ def resp_parse(buf, pos=0):
             raise RespError("bulk not terminated by CRLF at %d" % nxt)
         val = buf[nxt:nxt + n].decode("utf-8", "replace")
         return Node(kind, val, pos, nxt + n + 2, buf), nxt + n + 2
-    if kind == "*":
+    if kind in AGGREGATES:
         n = int(line)
         if n < 0:
+            if kind != "*":
+                raise RespError("negative %s count at %d" % (kind, pos))
             return Node(kind, None, pos, nxt, buf), nxt
         kids = []
-        for _ in range(n):
+        for _ in range(n * AGGREGATES[kind]):
             kid, nxt = resp_parse(buf, nxt)
             kids.append(kid)
         return Node(kind, kids, pos, nxt, buf), nxt
@@ -105,9 +132,13 @@ def resp_parse(buf, pos=0):
 
 
 class Conn:
-    def __init__(self, host, port, timeout=10.0):
+    def __init__(self, host, port, timeout=10.0, resp3=False):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf = b""
+        if resp3:
+            hello = self.call("HELLO", "3")
+            if hello.kind != "%" or pairs(hello)["proto"].value != 3:
+                raise RespError("HELLO 3 answered %r" % hello.raw()[:60])
 
     def call(self, *args):
         out = [b"*%d\r\n" % len(args)]
@@ -124,7 +155,7 @@ class Conn:
                 if node is not None:
                     # keep the node's buffer intact: it holds the spans
                     self.buf = self.buf[end:]
-                    if node.kind == "-":
+                    if node.kind in "-!":
                         raise RespError("%s: %s" % (args[0], node.value))
                     return node
             chunk = self.sock.recv(1 << 20)
@@ -242,7 +273,10 @@ TIPS = {
 
 
 def pairs(node):
-    """A RESP2 map (flat array k1 v1 k2 v2 ...) as a dict of str -> Node."""
+    """A RESP2 map (flat array k1 v1 k2 v2 ...) or a RESP3 map as a dict of
+    str -> Node."""
+    if node.kind not in "*%":
+        raise RespError("expected a map, got %r" % node.raw()[:60])
     kids = node.items()
     if len(kids) % 2:
         raise RespError("odd-length map")
@@ -320,11 +354,20 @@ class Command:
                            key=lambda c: c.name)
         if self.subs:
             # field 10 again, its elements in name order (see sorted_docs)
-            self.info_raw = (b"*10\r\n" + b"".join(x.raw() for x in f[:9])
-                             + b"*%d\r\n" % len(self.subs)
+            self.info_raw = (node.header() + b"".join(x.raw() for x in f[:9])
+                             + f[9].header()
                              + b"".join(c.info_raw for c in self.subs))
         self.docs_raw = None
+        self.info_raw3 = None
+        self.docs_raw3 = None
         self.index = None
+
+    def model(self):
+        """What the table says of the command but for its RESP bytes."""
+        ks = tuple((tuple(k.flags), k.bs_type, k.bs, k.fk_type, k.fk) for k in self.keyspecs)
+        return (self.fullname, self.arity, tuple(self.flags), self.first_key,
+                self.last_key, self.key_step, self.acl, tuple(self.tips), ks,
+                tuple(s.model() for s in self.subs))
 
     def all(self):
         yield self
@@ -332,7 +375,7 @@ class Command:
             yield from s.all()
 
 
-def sorted_docs(docs, by_name):
+def sorted_docs(docs, by_name, attr):
     """The bytes of a docs map, with its "subcommands" map in name order.
 
     redis-server lists a container's subcommands in the order of its
@@ -340,7 +383,7 @@ def sorted_docs(docs, by_name):
     name order the generated file is the same on every run, and each entry
     is still one that redis-server could have sent."""
     kids = docs.items()
-    out = [b"*%d\r\n" % len(kids)]
+    out = [docs.header()]
     for i in range(0, len(kids), 2):
         out.append(kids[i].raw())
         if kids[i].text() != "subcommands":
@@ -348,13 +391,14 @@ def sorted_docs(docs, by_name):
             continue
         subs = kids[i + 1].items()
         names = sorted(range(0, len(subs), 2), key=lambda j: subs[j].text().lower())
-        out.append(b"*%d\r\n" % len(subs))
-        out += [by_name[subs[j].text().lower()].docs_raw for j in names]
+        out.append(kids[i + 1].header())
+        out += [getattr(by_name[subs[j].text().lower()], attr) for j in names]
     return b"".join(out)
 
 
-def attach_docs(cmds, docs_node):
-    """Give every command and subcommand the bytes of its name + docs map."""
+def attach_docs(cmds, docs_node, attr):
+    """Give every command and subcommand the bytes of its name + docs map,
+    as its attribute attr (docs_raw in RESP2, docs_raw3 in RESP3)."""
     by_name = {c.fullname: c for top in cmds for c in top.all()}
 
     def walk(flat):
@@ -367,10 +411,10 @@ def attach_docs(cmds, docs_node):
             sub = pairs(kids[i + 1]).get("subcommands")
             if sub is not None:
                 walk(sub)
-            c.docs_raw = kids[i].raw() + sorted_docs(kids[i + 1], by_name)
+            setattr(c, attr, kids[i].raw() + sorted_docs(kids[i + 1], by_name, attr))
 
     walk(docs_node)
-    missing = [n for n, c in by_name.items() if c.docs_raw is None]
+    missing = [n for n, c in by_name.items() if getattr(c, attr) is None]
     if missing:
         raise RespError("no COMMAND DOCS entry for %s" % ", ".join(sorted(missing)))
 
@@ -460,7 +504,9 @@ def emit_entry(c):
     if c.parent is not None:
         lines.append("      .parent = &command_table[%d]," % c.parent.index)
     lines.append("      .info_resp = info_%s, .info_resp_len = sizeof(info_%s) - 1," % (ident, ident))
-    lines.append("      .docs_resp = docs_%s, .docs_resp_len = sizeof(docs_%s) - 1 }," % (ident, ident))
+    lines.append("      .docs_resp = docs_%s, .docs_resp_len = sizeof(docs_%s) - 1," % (ident, ident))
+    lines.append("      .info_resp3 = info3_%s, .info_resp3_len = sizeof(info3_%s) - 1," % (ident, ident))
+    lines.append("      .docs_resp3 = docs3_%s, .docs_resp3_len = sizeof(docs3_%s) - 1 }," % (ident, ident))
     return "\n".join(lines)
 
 
@@ -488,6 +534,10 @@ def generate(version, categories, cmds):
             out.append(c_string(c.info_raw) + ";")
             out.append("static const char docs_%s[] =" % ident)
             out.append(c_string(c.docs_raw) + ";")
+            out.append("static const char info3_%s[] =" % ident)
+            out.append(c_string(c.info_raw3) + ";")
+            out.append("static const char docs3_%s[] =" % ident)
+            out.append(c_string(c.docs_raw3) + ";")
             emit_keyspecs(out, c)
     for top in cmds:
         if top.subs:
@@ -500,7 +550,7 @@ def generate(version, categories, cmds):
     return "\n".join(out)
 
 
-def collect(conn):
+def collect(conn, conn3):
     version = None
     for line in conn.call("INFO", "server").text().splitlines():
         if line.startswith("redis_version:"):
@@ -518,7 +568,18 @@ def collect(conn):
     count = conn.call("COMMAND", "COUNT").value
     if count != len(cmds):
         raise RespError("COMMAND COUNT %d but COMMAND INFO gave %d" % (count, len(cmds)))
-    attach_docs(cmds, conn.call("COMMAND", "DOCS"))
+    attach_docs(cmds, conn.call("COMMAND", "DOCS"), "docs_raw")
+    # the same commands in RESP3: each one's bytes, the same model
+    info3 = conn3.call("COMMAND", "INFO")
+    cmds3 = sorted((Command(n, categories) for n in info3.items()), key=lambda c: c.name)
+    if [c.model() for c in cmds3] != [c.model() for c in cmds]:
+        diff = [c.fullname for c, c3 in zip(cmds, cmds3) if c.model() != c3.model()]
+        raise RespError("COMMAND INFO in RESP3 describes other commands than in RESP2: %s"
+                        % (", ".join(diff) or "another number of commands"))
+    for top, top3 in zip(cmds, cmds3):
+        for c, c3 in zip(top.all(), top3.all()):
+            c.info_raw3 = c3.info_raw
+    attach_docs(cmds, conn3.call("COMMAND", "DOCS"), "docs_raw3")
     return version, categories, cmds
 
 
@@ -546,8 +607,10 @@ def main():
         else:
             host, port = args.host, args.port
         conn = Conn(host, port)
-        version, categories, cmds = collect(conn)
+        conn3 = Conn(host, port, resp3=True)
+        version, categories, cmds = collect(conn, conn3)
         conn.close()
+        conn3.close()
     finally:
         if server is not None:
             server.stop()

@@ -2,7 +2,8 @@
  * What the proxy answers itself, checked against the real cluster:
  *
  *  - COMMAND INFO / DOCS / COUNT / GETKEYS / LIST, CLUSTER KEYSLOT, PING,
- *    ECHO, CLIENT SETNAME errors: the same bytes a cluster node sends;
+ *    ECHO, CLIENT SETNAME errors: the same bytes a cluster node sends; the
+ *    COMMAND forms in RESP3 too (after HELLO 3 on both connections);
  *  - INFO and DBSIZE: the keyspace summed over the masters, asked directly;
  *  - RANDOMKEY: a key that exists; TIME: the nodes' clock;
  *  - CLIENT SETNAME/GETNAME/ID/INFO/LIST over the proxy's own clients;
@@ -339,6 +340,263 @@ START_TEST(test_command_list)
     free(req);
     free(a);
     free(b);
+}
+END_TEST
+
+/* ---------- COMMAND in RESP3, byte for byte as a cluster node ---------- */
+
+/* The bytes of the reply to req from node n, on a new connection that sends
+ * HELLO 3 first; HELLO's own reply (its id and mode differ between a node and
+ * the proxy) is dropped. malloc'd, NUL-terminated, *len set. */
+static char *raw_reply_resp3(const struct h_node *n, const char *req, size_t reqlen, size_t *len)
+{
+    static const char hello[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    size_t size = 1 << 16, got = 0;
+    long first = 0, second = 0;
+    long long deadline = h_now_ms() + H_IO_TIMEOUT_S * 1000;
+    char *buf = malloc(size);
+    int fd = h_raw_connect(n);
+
+    ck_assert_ptr_nonnull(buf);
+    h_raw_send(fd, hello, sizeof hello - 1);
+    h_raw_send(fd, req, reqlen);
+    for (;;) {
+        long k;
+
+        first = h_resp_parse(buf, got, NULL);
+        second = first > 0 ? h_resp_parse(buf + first, got - (size_t)first, NULL) : 0;
+        ck_assert_msg(first >= 0 && second >= 0, "%s:%d sent a malformed reply to HELLO 3 + '%s': '%s'",
+                      n->host, n->port, h_esc(req, reqlen), h_esc(buf, got));
+        if (second > 0)
+            break;
+        k = h_recv_more(fd, &buf, &size, got, deadline);
+        ck_assert_msg(k > 0, "%s:%d sent no (whole) reply to HELLO 3 + '%s' (%ld): '%s'", n->host,
+                      n->port, h_esc(req, reqlen), k, h_esc(buf, got));
+        got += (size_t)k;
+    }
+    close(fd);
+    ck_assert_msg(buf[0] == '%', "%s:%d answered HELLO 3 with '%s'", n->host, n->port,
+                  h_esc(buf, (size_t)first));
+    ck_assert_msg(got == (size_t)(first + second), "%s:%d sent more than two replies: '%s'", n->host,
+                  n->port, h_esc(buf, got));
+    memmove(buf, buf + first, (size_t)second);
+    buf[second] = '\0';
+    *len = (size_t)second;
+    return buf;
+}
+
+static void same_as_node_resp3(const char *const *argv)
+{
+    struct h_node node = first_master(), px = h_proxy_addr();
+    size_t reqlen, alen, blen;
+    char *req = argv_req(argv, &reqlen);
+    char *a = raw_reply_resp3(&node, req, reqlen, &alen);
+    char *b = raw_reply_resp3(&px, req, reqlen, &blen);
+
+    ck_assert_msg(alen == blen && memcmp(a, b, alen) == 0,
+                  "in RESP3, for '%s' the proxy said '%s' (%zu bytes), the node '%s' (%zu bytes)",
+                  h_esc(req, reqlen), h_esc(b, blen), blen, h_esc(a, alen), alen);
+    free(req);
+    free(a);
+    free(b);
+}
+
+/* Every COMMAND case of as_node, in RESP3. */
+START_TEST(test_command_same_bytes_resp3)
+{
+    if (strcmp(as_node[_i].argv[0], "COMMAND") == 0)
+        same_as_node_resp3(as_node[_i].argv);
+}
+END_TEST
+
+/* More COMMAND cases, in RESP2 and RESP3: an unknown name alone (INFO's
+ * null, an empty DOCS map), a subcommand of a command without any. */
+static const struct {
+    const char *argv[MAX_ARGS];
+} command_more[] = {
+    { { "COMMAND", "INFO", "nosuch", NULL } },
+    { { "COMMAND", "DOCS", "nosuch", NULL } },
+    { { "COMMAND", "INFO", "get|x", "client|nosuch", "client|id", NULL } },
+    { { "COMMAND", "DOCS", "get|x", "client|nosuch", "client|id", "get", NULL } },
+    { { "COMMAND", "GETKEYS", "GETEX", "k", "PX", "1", NULL } },
+};
+
+START_TEST(test_command_more_both_protocols)
+{
+    same_as_node(command_more[_i].argv);
+    same_as_node_resp3(command_more[_i].argv);
+}
+END_TEST
+
+/* The elements of the aggregate at buf[0..len) (a map's keys and values
+ * alternating, so 2n of them): their number, *head the header's length. */
+static int elements(const char *buf, size_t len, const char **el, size_t *ellen, int max, size_t *head)
+{
+    const char *crlf = memmem(buf, len, "\r\n", 2);
+    long long n;
+    size_t at;
+
+    ck_assert_msg(crlf != NULL && strchr("*~%", buf[0]), "not an aggregate: '%s'", h_esc(buf, len));
+    n = atoll(buf + 1) * (buf[0] == '%' ? 2 : 1);
+    ck_assert_msg(n >= 0 && n <= max, "an aggregate of %lld elements: '%s'", n, h_esc(buf, len));
+    at = *head = (size_t)(crlf - buf) + 2;
+    for (long long i = 0; i < n; i++) {
+        long one = h_resp_parse(buf + at, len - at, NULL);
+
+        ck_assert_msg(one > 0, "element %lld of '%s' is cut", i, h_esc(buf, len));
+        el[i] = buf + at;
+        ellen[i] = (size_t)one;
+        at += (size_t)one;
+    }
+    ck_assert_uint_eq(at, len);
+    return (int)n;
+}
+
+/* Append pieces to out in sorted order. */
+static size_t put_sorted(char *out, struct piece *pieces, int n)
+{
+    size_t used = 0;
+
+    qsort(pieces, (size_t)n, sizeof(pieces[0]), piece_cmp);
+    for (int i = 0; i < n; i++) {
+        memcpy(out + used, pieces[i].p, pieces[i].len);
+        used += pieces[i].len;
+    }
+    return used;
+}
+
+/* An INFO entry with its subcommands (element 10, an array or a set) in
+ * byte order, to out; its length. */
+static size_t canon_info(const char *e, size_t len, char *out)
+{
+    const char *el[16], *sub[64];
+    size_t ellen[16], sublen[64], head, subhead;
+    struct piece pieces[64];
+    int n = elements(e, len, el, ellen, 16, &head), nsub;
+    size_t used;
+
+    ck_assert_msg(n == 10, "a COMMAND entry of %d elements: '%s'", n, h_esc(e, len));
+    nsub = elements(el[9], ellen[9], sub, sublen, 64, &subhead);
+    used = (size_t)(el[9] - e) + subhead;
+    memcpy(out, e, used);
+    for (int i = 0; i < nsub; i++)
+        pieces[i] = (struct piece){ sub[i], sublen[i] };
+    return used + put_sorted(out + used, pieces, nsub);
+}
+
+/* A DOCS name and docs map with its "subcommands" map's pairs in byte order,
+ * to out; its length. */
+static size_t canon_docs(const char *name, size_t namelen, const char *docs, size_t len, char *out)
+{
+    static const char subcommands[] = "$11\r\nsubcommands\r\n";
+    const char *el[32], *sub[128];
+    size_t ellen[32], sublen[128], head, subhead, used = namelen + 0;
+    struct piece pieces[64];
+    int n = elements(docs, len, el, ellen, 32, &head);
+
+    memcpy(out, name, namelen);
+    memcpy(out + used, docs, head);
+    used += head;
+    for (int i = 0; i < n; i += 2) {
+        memcpy(out + used, el[i], ellen[i]);
+        used += ellen[i];
+        if (ellen[i] != sizeof subcommands - 1 || memcmp(el[i], subcommands, ellen[i]) != 0) {
+            memcpy(out + used, el[i + 1], ellen[i + 1]);
+            used += ellen[i + 1];
+            continue;
+        }
+        int nsub = elements(el[i + 1], ellen[i + 1], sub, sublen, 128, &subhead);
+        memcpy(out + used, el[i + 1], subhead);
+        used += subhead;
+        for (int j = 0; j < nsub; j += 2)
+            pieces[j / 2] = (struct piece){ sub[j], sublen[j] + sublen[j + 1] };
+        used += put_sorted(out + used, pieces, nsub / 2);
+    }
+    return used;
+}
+
+enum canon { CANON_NAMES, CANON_INFO, CANON_DOCS };
+
+/* A whole COMMAND / COMMAND INFO / COMMAND DOCS / COMMAND LIST reply, in
+ * an order that does not depend on Redis's hash tables: its header, then
+ * its entries (or DOCS pairs), each canonical, sorted. malloc'd. */
+static char *canon_reply(const char *buf, size_t len, enum canon how)
+{
+    static const char *el[2048];
+    static size_t ellen[2048];
+    static struct piece pieces[1024];
+    size_t head, used;
+    int n = elements(buf, len, el, ellen, 2048, &head), np = 0;
+    char *out = malloc(len + 1), *scratch = malloc(len + 1), *at = scratch;
+
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(scratch);
+    for (int i = 0; i < n; i += how == CANON_DOCS ? 2 : 1) {
+        size_t one;
+
+        if (how == CANON_INFO)
+            one = canon_info(el[i], ellen[i], at);
+        else if (how == CANON_DOCS)
+            one = canon_docs(el[i], ellen[i], el[i + 1], ellen[i + 1], at);
+        else
+            memcpy(at, el[i], one = ellen[i]);
+        pieces[np++] = (struct piece){ at, one };
+        at += one;
+    }
+    memcpy(out, buf, head);
+    used = head + put_sorted(out + head, pieces, np);
+    ck_assert_uint_eq(used, len);
+    out[used] = '\0';
+    free(scratch);
+    return out;
+}
+
+static const struct {
+    int resp3;
+    enum canon how;
+    const char *argv[4];
+} command_tables[] = {
+    { 1, CANON_INFO, { "COMMAND", NULL } },
+    { 1, CANON_INFO, { "COMMAND", "INFO", NULL } },
+    { 1, CANON_DOCS, { "COMMAND", "DOCS", NULL } },
+    { 1, CANON_NAMES, { "COMMAND", "LIST", NULL } },
+    { 0, CANON_DOCS, { "COMMAND", "DOCS", NULL } },
+};
+
+/* Every command's entry, as the node writes it in that protocol (and for
+ * the entries in name order, the proxy's order). */
+START_TEST(test_command_tables_both_protocols)
+{
+    struct h_node node = first_master(), px = h_proxy_addr();
+    const char *const *argv = command_tables[_i].argv;
+    size_t reqlen, alen, blen;
+    char *req = argv_req(argv, &reqlen), *a, *b, *ca, *cb;
+
+    if (command_tables[_i].resp3) {
+        a = raw_reply_resp3(&node, req, reqlen, &alen);
+        b = raw_reply_resp3(&px, req, reqlen, &blen);
+    } else {
+        a = raw_reply(&node, req, reqlen, &alen);
+        b = raw_reply(&px, req, reqlen, &blen);
+    }
+    ca = canon_reply(a, alen, command_tables[_i].how);
+    cb = canon_reply(b, blen, command_tables[_i].how);
+    if (alen != blen || memcmp(ca, cb, alen) != 0) {
+        size_t at = 0;
+
+        while (at < alen && at < blen && ca[at] == cb[at])
+            at++;
+        at = at > 100 ? at - 100 : 0;
+        ck_abort_msg("%s in RESP%d: %zu bytes from the proxy, %zu from the node; they differ "
+                     "near byte %zu: the proxy '%s', the node '%s'", h_esc(req, reqlen),
+                     command_tables[_i].resp3 ? 3 : 2, blen, alen, at,
+                     h_esc(cb + at, blen - at), h_esc(ca + at, alen - at));
+    }
+    free(req);
+    free(a);
+    free(b);
+    free(ca);
+    free(cb);
 }
 END_TEST
 
@@ -1232,6 +1490,11 @@ static Suite *local_suite(void)
     tcase_add_test(tc, test_command_all);
     tcase_add_test(tc, test_command_info_all);
     tcase_add_test(tc, test_command_list);
+    tcase_add_loop_test(tc, test_command_same_bytes_resp3, 0, (int)(sizeof(as_node) / sizeof(as_node[0])));
+    tcase_add_loop_test(tc, test_command_more_both_protocols, 0,
+                        (int)(sizeof(command_more) / sizeof(command_more[0])));
+    tcase_add_loop_test(tc, test_command_tables_both_protocols, 0,
+                        (int)(sizeof(command_tables) / sizeof(command_tables[0])));
     tcase_add_test(tc, test_info_and_dbsize_sum_the_masters);
     tcase_add_test(tc, test_randomkey_exists);
     tcase_add_test(tc, test_time_between_node_times);

@@ -195,6 +195,16 @@ static void check_resp(const struct command *c)
     ck_assert_msg(strncmp(c->docs_resp, want, (size_t)n) == 0, "DOCS of %s", c->fullname);
     ck_assert(c->info_resp_len > 4 && memcmp(c->info_resp + c->info_resp_len - 2, "\r\n", 2) == 0);
     ck_assert(memcmp(c->docs_resp + c->docs_resp_len - 2, "\r\n", 2) == 0);
+    /* RESP3: the same entry's header, its docs a map */
+    ck_assert_uint_eq(strlen(c->info_resp3), c->info_resp3_len);
+    ck_assert_uint_eq(strlen(c->docs_resp3), c->docs_resp3_len);
+    n = snprintf(want, sizeof want, "*10\r\n$%zu\r\n%s\r\n:%d\r\n~", strlen(c->fullname),
+                 c->fullname, c->arity);
+    ck_assert_msg(strncmp(c->info_resp3, want, (size_t)n) == 0, "RESP3 INFO of %s", c->fullname);
+    n = snprintf(want, sizeof want, "$%zu\r\n%s\r\n%%", strlen(c->fullname), c->fullname);
+    ck_assert_msg(strncmp(c->docs_resp3, want, (size_t)n) == 0, "RESP3 DOCS of %s", c->fullname);
+    ck_assert(memcmp(c->info_resp3 + c->info_resp3_len - 2, "\r\n", 2) == 0);
+    ck_assert(memcmp(c->docs_resp3 + c->docs_resp3_len - 2, "\r\n", 2) == 0);
     for (int i = 0; i < c->nsubcommands; i++)
         check_resp(&c->subcommands[i]);
 }
@@ -208,12 +218,31 @@ START_TEST(test_table_resp)
         "$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
         "*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n"
         "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n";
+    /* as redis-server 7.0 writes it after HELLO 3: sets and maps */
+    static const char get_info3[] =
+        "*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+        "~3\r\n+@read\r\n+@string\r\n+@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n"
+        "~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\ntype\r\n"
+        "$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n"
+        "%2\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n"
+        "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n";
     const struct command *get = lookup("get");
+    size_t len;
 
     for (int i = 0; i < command_table_size; i++)
         check_resp(&command_table[i]);
     ck_assert_uint_eq(get->info_resp_len, sizeof get_info - 1);
     ck_assert(memcmp(get->info_resp, get_info, sizeof get_info - 1) == 0);
+    ck_assert_uint_eq(get->info_resp3_len, sizeof get_info3 - 1);
+    ck_assert(memcmp(get->info_resp3, get_info3, sizeof get_info3 - 1) == 0);
+    ck_assert_ptr_eq(command_info_resp(get, RESP2, &len), get->info_resp);
+    ck_assert_uint_eq(len, get->info_resp_len);
+    ck_assert_ptr_eq(command_info_resp(get, RESP3, &len), get->info_resp3);
+    ck_assert_uint_eq(len, get->info_resp3_len);
+    ck_assert_ptr_eq(command_docs_resp(get, RESP2, &len), get->docs_resp);
+    ck_assert_uint_eq(len, get->docs_resp_len);
+    ck_assert_ptr_eq(command_docs_resp(get, RESP3, &len), get->docs_resp3);
+    ck_assert_uint_eq(len, get->docs_resp3_len);
 }
 END_TEST
 
