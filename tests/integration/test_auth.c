@@ -228,9 +228,9 @@ static const struct {
     { "HELLO 2", 0, NOAUTH_HELLO, NULL, 0 },
     { "HELLO", 0, NOAUTH_HELLO, NULL, 0 },
     { "HELLO 2 SETNAME bot", 0, NOAUTH_HELLO, NULL, 0 },
-    /* The proxy speaks no RESP3 and says so first: a client that asked for
-     * RESP3 falls back to RESP2 and AUTH, which then works as on Redis. */
-    { "HELLO 3", 0, NOAUTH_HELLO, "-NOPROTO unsupported protocol version\r\n", 0 },
+    { "HELLO 3", 0, NOAUTH_HELLO, NULL, 0 },
+    { "HELLO 3 SETNAME bot", 0, NOAUTH_HELLO, NULL, 0 },
+    { "HELLO 4", 0, "-NOPROTO unsupported protocol version\r\n", NULL, 0 },
     /* wrong credentials */
     { "AUTH wrong", 0, WRONGPASS, NULL, 0 },
     { "AUTH default wrong", 0, WRONGPASS, NULL, 0 },
