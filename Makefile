@@ -98,7 +98,7 @@ $(B)/bench/relay: tests/bench/relay.c
 # New inputs go to build/fuzz/corpus-*; tests/fuzz/seeds-* are the committed
 # seeds that make test replays.
 FUZZ_SECONDS ?= 60
-FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I.
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE -I.
 FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
 	proxy/config.c proxy/log.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
 	keylayout/layout.c keylayout/rules.c

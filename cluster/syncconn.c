@@ -50,6 +50,8 @@ void syncconn_reader_free(struct syncconn_reader *r)
 int syncconn_reader_feed(struct syncconn_reader *r, const char *p, size_t n,
                          char *why, size_t whylen)
 {
+    if (n == 0)
+        return 0;               /* nothing to keep (r->buf may not exist yet) */
     if (n > r->max - r->len) {
         snprintf(why, whylen, "reply larger than %zu bytes", r->max);
         return -1;
@@ -94,6 +96,8 @@ int syncconn_reader_next(struct syncconn_reader *r, redisReply **reply,
                          char *why, size_t whylen)
 {
     enum reply_scan_status st = REPLY_SCAN_MORE;
+    if (r->scanned == r->len)
+        return 0;               /* nothing new to scan (r->buf may not exist yet) */
     r->scanned += reply_scan(&r->scan, r->buf + r->scanned, r->len - r->scanned, &st);
     if (st == REPLY_SCAN_ERROR) {
         snprintf(why, whylen, "malformed reply: not RESP2");
