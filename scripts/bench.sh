@@ -32,6 +32,19 @@
 # for each proxy, every round's throughput against the direct run of the same
 # round: the machine drifts between rounds, and this line shows by how much.
 #
+# RESP3 rows (issue 21): the direct server and tagproxy are measured a second
+# time in every case with redis-benchmark -3 (HELLO 3 on each connection, so
+# the proxy serves them over its RESP3 node connections), each run next to
+# the RESP2 run of the same target, case and round (after it in odd rounds,
+# before it in even ones), so that the machine's drift hits both alike. Their rows ("direct RESP3", "tagproxy
+# RESP3") compare with direct RESP3. The summary line `tagproxy RESP3 vs
+# RESP2` gives, for SET and GET at pipeline 1 and 16, the throughput of
+# RESP3 through the proxy over RESP2 through the proxy (goal: at least 0.95)
+# and the same for the proxy's CPU per request; `direct RESP3 vs RESP2`
+# says what the protocol costs redis-server alone, for scale; and each has
+# its round-by-round line, every RESP3 run against the RESP2 run of its
+# round.
+#
 # Everything it starts is stopped by PID, and its folder removed, on exit.
 #
 # Environment:
@@ -45,6 +58,7 @@
 #                        the machine drifts, and 3 rounds left the median to chance)
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
+#   BENCH_RESP3          0: no RESP3 rows                  (default 1)
 #   BENCH_ONLY           "layout": only the key layout rows (below)    (default: all)
 #   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
 #   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
@@ -80,6 +94,8 @@ for v in "$requests" "$requests16" "$clients" "$keyspace" "$threads" "$run_timeo
 done
 [[ $replicas =~ ^[0-9]+$ ]] || die "not a number: $replicas"
 only=${BENCH_ONLY:-}
+resp3=${BENCH_RESP3:-1}
+case $resp3 in 0 | 1) ;; *) die "BENCH_RESP3: 0 or 1, not '$resp3'" ;; esac
 chats=${BENCH_CHATS:-100000}
 keys_requests=${BENCH_KEYS_REQUESTS:-20}
 case $only in '' | layout) ;; *) die "BENCH_ONLY: 'layout' or nothing, not '$only'" ;; esac
@@ -166,7 +182,9 @@ wait_ready() {
 # the servers behind it (whose CPU is reported as "backend").
 
 targets=()
-declare -A tport tpid tbackend tnote tlog
+# tproto: 3 for a RESP3 row (redis-benchmark -3), else RESP2; tref: the
+# target its "x direct" is against (direct, or direct-resp3 for RESP3 rows)
+declare -A tport tpid tbackend tnote tlog tproto tref
 
 start_direct() {
     local port pid
@@ -286,6 +304,36 @@ start_relay() {
     add_peer relay "$port" $!
 }
 
+# RESP3 rows: the direct server and tagproxy once more, as the targets
+# direct-resp3 and tagproxy-resp3 (the same port and processes, measured
+# with redis-benchmark -3), each placed next to its RESP2 twin so that the
+# two run back to back in every case and round.
+add_resp3() {
+    local t order=()
+    if [ "$resp3" = 0 ]; then
+        tnote[resp3]="skipped: BENCH_RESP3=0"
+        return 0
+    fi
+    if ! redis-benchmark --help 2>&1 | grep -Eq '^ *-3 '; then
+        tnote[resp3]="skipped: this redis-benchmark has no -3 (redis-tools 7.0 or later has it)"
+        return 0
+    fi
+    for t in "${targets[@]}"; do
+        order+=("$t")
+        case $t in
+            direct | tagproxy)
+                order+=("$t-resp3")
+                tport[$t-resp3]=${tport[$t]} tpid[$t-resp3]=${tpid[$t]} tlog[$t-resp3]=${tlog[$t]}
+                tbackend[$t-resp3]=${tbackend[$t]} tproto[$t-resp3]=3 tref[$t-resp3]=direct-resp3
+                ;;
+        esac
+    done
+    targets=("${order[@]}")
+}
+
+# label TARGET: the target as the report names it (tagproxy-resp3: "tagproxy RESP3").
+label() { if [ "${tproto[$1]:-2}" = 3 ]; then echo "${1%-resp3} RESP3"; else echo "$1"; fi; }
+
 # ---- measuring -------------------------------------------------------------
 
 # cpu_ticks PID...: utime+stime of all the PIDs, in clock ticks, then their
@@ -317,7 +365,8 @@ declare -A rps p50 p99 cpu sys_cpu backend_cpu machine_cpu idle
 # to $tmp/runs.
 bench() {
     local t=$1 test=$2 pipe=$3 n=$4 key="$1 $2 $3" back0=0 back1=0 own sys back out line
-    local -a f m0 m1 own0 own1
+    local -a f m0 m1 own0 own1 proto=()
+    [ "${tproto[$t]:-2}" = 3 ] && proto=(-3)
     out=$tmp/bench.csv
     if ! pid_alive "${tpid[$t]}"; then
         log "$t is not running any more; the end of its log:"
@@ -330,7 +379,7 @@ bench() {
     read -r -a m0 <<< "$(machine_ticks)"
     # in the background, so that a signal to this script is handled at once
     timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" \
-        -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv \
+        -c "$clients" -n "$n" -r "$keyspace" -P "$pipe" -t "$test" --csv "${proto[@]}" \
         > "$out" 2> "$tmp/bench.err" &
     bench_pid=$!
     if ! wait "$bench_pid"; then
@@ -362,7 +411,7 @@ bench() {
          "$(awk -v b=$((m1[0] - m0[0])) -v i=$((m1[1] - m0[1])) -v t="$tck" -v n="$n" \
                 'BEGIN { printf "%.0f %.0f", b * 1e9 / t / n, (b + i > 0) ? 100 * i / (b + i) : 0 }')" \
          "$sys" >> "$tmp/runs"
-    log "$(printf '%-10s %-3s -P %-2s %10s req/s  p50 %s ms  p99 %s ms' "$t" "$test" "$pipe" "${f[1]}" "${f[4]}" "${f[6]}")"
+    log "$(printf '%-14s %-3s -P %-2s %10s req/s  p50 %s ms  p99 %s ms' "$(label "$t")" "$test" "$pipe" "${f[1]}" "${f[4]}" "${f[6]}")"
 }
 
 # ---- run -------------------------------------------------------------------
@@ -374,20 +423,35 @@ standard_rows() {
 start_tagproxy || log "${tnote[tagproxy]}"
 start_nutcracker || log "${tnote[nutcracker]}"
 start_relay || log "${tnote[relay]}"
+add_resp3
 
-# Warm up every target (connections, allocator, first keys); not measured.
+# Warm up every target (connections, allocator, first keys; the RESP3 rows
+# in RESP3, which the proxy serves over node connections of their own); not
+# measured.
 for t in "${targets[@]}"; do
+    proto=()
+    [ "${tproto[$t]:-2}" = 3 ] && proto=(-3)
     timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" -c "$clients" \
-        -n 20000 -r "$keyspace" -t set --csv > /dev/null 2>&1 || log "$t: warm-up failed"
+        -n 20000 -r "$keyspace" -t set --csv "${proto[@]}" > /dev/null 2>&1 || log "$(label "$t"): warm-up failed"
 done
 
 cases=("SET 1 $requests" "GET 1 $requests" "SET 16 $requests16" "GET 16 $requests16")
 : > "$tmp/runs"
 for ((round = 1; round <= rounds; round++)); do
     if [ "$rounds" -gt 1 ]; then log "round $round of $rounds"; fi
+    # every other round, each RESP3 run goes before its RESP2 twin's, so
+    # that neither protocol always runs second
+    order=()
+    for t in "${targets[@]}"; do
+        if [ "${tproto[$t]:-2}" = 3 ] && [ $((round % 2)) = 0 ]; then
+            order=("${order[@]:0:${#order[@]}-1}" "$t" "${order[-1]}")
+        else
+            order+=("$t")
+        fi
+    done
     for c in "${cases[@]}"; do
         read -r test pipe n <<< "$c"
-        for t in "${targets[@]}"; do
+        for t in "${order[@]}"; do
             bench "$t" "$test" "$pipe" "$n" || tnote[$t]="${tnote[$t]:-}failed on $test -P $pipe; "
         done
     done
@@ -417,26 +481,36 @@ echo "CPU: ns of utime+stime per request of the target process; \"x redis\" divi
      "a proxy spent (cluster masters' total, or the standalone server behind nutcracker);" \
      "\"machine\" is the whole machine's busy CPU per request (redis-benchmark, the target and" \
      "the servers behind it), and \"idle\" the share of the run the CPUs had nothing to run."
+if [ -n "${tproto[tagproxy-resp3]:-}${tproto[direct-resp3]:-}" ]; then
+    echo "RESP3 rows: the same runs with redis-benchmark -3 (HELLO 3 on every connection), each" \
+         "next to the RESP2 run of its target, case and round (after it in odd rounds, before it" \
+         "in even ones); their \"x direct\" and \"x redis\" are against direct RESP3."
+fi
 echo
 echo "| case | target | req/s | x direct | CPU ns/req | redis-server ns/req | CPU x redis | backend ns/req | machine ns/req | idle % | p50 ms | p99 ms |"
 echo "| - | - | -: | -: | -: | -: | -: | -: | -: | -: | -: | -: |"
+# the RESP2 targets in their order, then the RESP3 rows
+shown=()
+for t in "${targets[@]}"; do [ "${tproto[$t]:-2}" = 3 ] || shown+=("$t"); done
+for t in "${targets[@]}"; do [ "${tproto[$t]:-2}" != 3 ] || shown+=("$t"); done
 for c in "${cases[@]}"; do
     read -r test pipe n <<< "$c"
-    d="direct $test $pipe"
-    for t in "${targets[@]}"; do
-        k="$t $test $pipe"
-        [ -n "${rps[$k]:-}" ] || { echo "| $test -P $pipe | $t | failed | | | | | | | | | |"; continue; }
-        echo "| $test -P $pipe | $t | ${rps[$k]} | $(ratio "${rps[$k]}" "${rps[$d]:-}") | ${cpu[$k]}" \
+    for t in "${shown[@]}"; do
+        k="$t $test $pipe" d="${tref[$t]:-direct} $test $pipe"
+        [ -n "${rps[$k]:-}" ] || { echo "| $test -P $pipe | $(label "$t") | failed | | | | | | | | | |"; continue; }
+        echo "| $test -P $pipe | $(label "$t") | ${rps[$k]} | $(ratio "${rps[$k]}" "${rps[$d]:-}") | ${cpu[$k]}" \
              "| ${cpu[$d]:--} | $(ratio "${cpu[$k]}" "${cpu[$d]:-}") | ${backend_cpu[$k]:--}" \
              "| ${machine_cpu[$k]} | ${idle[$k]} | ${p50[$k]} | ${p99[$k]} |"
     done
 done
 echo
-for t in direct tagproxy nutcracker relay; do
-    if [ -n "${tnote[$t]:-}" ]; then echo "$t: ${tnote[$t]}"; fi
+for t in direct tagproxy nutcracker relay direct-resp3 tagproxy-resp3; do
+    if [ -n "${tnote[$t]:-}" ]; then echo "$(label "$t"): ${tnote[$t]}"; fi
 done
+if [ -n "${tnote[resp3]:-}" ]; then echo "RESP3 rows: ${tnote[resp3]}"; fi
 for t in "${targets[@]}"; do
-    if [ "$t" = direct ] || [ -z "${rps[$t GET 16]:-}" ] || [ -z "${rps[$t GET 1]:-}" ]; then
+    if [ "$t" = direct ] || [ "${tproto[$t]:-2}" = 3 ] || [ -z "${rps[$t GET 16]:-}" ] ||
+        [ -z "${rps[$t GET 1]:-}" ]; then
         continue
     fi
     echo "$t vs direct: GET -P 16 throughput $(ratio "${rps[$t GET 16]}" "${rps[direct GET 16]}")" \
@@ -455,23 +529,48 @@ for t in "${targets[@]}"; do
          "redis-server ${sys_cpu[$d]} ns; in user space: $t $((${cpu[$k]} - ${sys_cpu[$k]})) ns," \
          "redis-server $((${cpu[$d]} - ${sys_cpu[$d]})) ns"
 done
+# RESP3 against RESP2, the same target in the same run: throughput and the
+# target's CPU per request, case by case (issue 21: through the proxy, at
+# least 0.95).
+for t in tagproxy direct; do
+    [ -n "${tproto[$t-resp3]:-}" ] || continue
+    tput='' tcpu=''
+    for c in "${cases[@]}"; do
+        read -r test pipe n <<< "$c"
+        k="$t $test $pipe" k3="$t-resp3 $test $pipe"
+        tput+="${tput:+, }$test -P $pipe $(ratio "${rps[$k3]:-}" "${rps[$k]:-}")"
+        tcpu+="${tcpu:+, }$test -P $pipe $(ratio "${cpu[$k3]:-}" "${cpu[$k]:-}")x"
+    done
+    if [ "$t" = tagproxy ]; then goal=" (goal >= 0.95)"; else goal=" (for scale)"; fi
+    echo "$t RESP3 vs RESP2: throughput $tput$goal; CPU/request $tcpu"
+done
 # The same ratios round by round, each run against the direct run of its own
 # round: the machine drifts between rounds, and this shows by how much. The
 # median of those paired ratios follows each case: when the direct server
 # has a slow patch (or the proxy one), the table's ratio of two medians
-# moves with it, and the paired median much less.
-awk -v order="${cases[*]}" '
-    { k = $2 " " $3; n = ++runs[$1, k]; r[$1, k, n] = $4; if (!($1 in seen)) { seen[$1] = 1; t[++nt] = $1 } }
+# moves with it, and the paired median much less. The RESP3 rows follow,
+# each run against the RESP2 run of the same target and round.
+pairs=''
+for t in "${targets[@]}"; do
+    if [ "$t" != direct ] && [ "${tproto[$t]:-2}" != 3 ]; then pairs+=" $t=direct"; fi
+done
+for t in tagproxy direct; do
+    if [ -n "${tproto[$t-resp3]:-}" ]; then pairs+=" $t-resp3=$t"; fi
+done
+awk -v order="${cases[*]}" -v pairs="$pairs" '
+    { k = $2 " " $3; n = ++runs[$1, k]; r[$1, k, n] = $4 }
     END {
         nc = split(order, w, " ")
-        for (i = 1; i <= nt; i++) {
-            if (t[i] == "direct") continue
+        np = split(pairs, p, " ")
+        for (i = 1; i <= np; i++) {
+            split(p[i], q, "="); ta = q[1]; tb = q[2]
+            name = (ta ~ /-resp3$/) ? tb " RESP3 vs RESP2" : ta " vs direct"
             line = ""
             for (j = 1; j + 2 <= nc; j += 3) {
                 k = w[j] " " w[j + 1]; part = ""; m = 0
-                for (n = 1; n <= runs[t[i], k] && n <= runs["direct", k]; n++)
-                    if (r["direct", k, n] > 0) {
-                        v[++m] = r[t[i], k, n] / r["direct", k, n]
+                for (n = 1; n <= runs[ta, k] && n <= runs[tb, k]; n++)
+                    if (r[tb, k, n] > 0) {
+                        v[++m] = r[ta, k, n] / r[tb, k, n]
                         part = part sprintf(" %.2f", v[m])
                     }
                 for (a = 2; a <= m; a++)        # insertion sort, for the median
@@ -480,7 +579,7 @@ awk -v order="${cases[*]}" '
                     part = part sprintf(" (median %.2f)", (v[int((m + 1) / 2)] + v[int(m / 2) + 1]) / 2)
                 if (part != "") line = line sprintf("%s%s -P %s%s", line == "" ? "" : "; ", w[j], w[j + 1], part)
             }
-            if (line != "") print t[i] " vs direct, round by round: " line
+            if (line != "") print name ", round by round: " line
         }
     }' "$tmp/runs"
 [ -n "${rps[direct GET 16]:-}" ] || die "the direct runs failed"
