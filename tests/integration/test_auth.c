@@ -486,6 +486,41 @@ START_TEST(test_reset_drops_auth)
 }
 END_TEST
 
+/* s with HELLO's id value (which differs between servers) taken out. */
+static void drop_hello_id(char *s)
+{
+    char *id = strstr(s, "$2\r\nid\r\n:");
+    ck_assert_ptr_nonnull(id);
+    char *d = id + 9, *end = strchr(d, '\r');
+    ck_assert_ptr_nonnull(end);
+    memmove(d, end, strlen(end) + 1);
+}
+
+/* HELLO 3 AUTH logs in and switches to RESP3 at once: its map, then RESP3
+ * replies (over node connections that speak it), as redis-server 7.0. */
+START_TEST(test_hello3_auth)
+{
+    struct pair p = pair_open();
+    static char a[4096], b[4096];
+    char req[512];
+    size_t len = words_req("HELLO 3 AUTH default " PASS " SETNAME r3-bot", req, sizeof(req));
+    ask_raw(p.ref, req, len, 1, a, sizeof(a));
+    ask_raw(p.px, req, len, 1, b, sizeof(b));
+    drop_hello_id(a);
+    drop_hello_id(b);
+    ck_assert_msg(strcmp(a, b) == 0 && strncmp(b, "%7\r\n", 4) == 0,
+                  "HELLO 3 AUTH: proxy '%s', redis-server '%s'", h_esc_str(b), h_esc_str(a));
+    same_words(&p, "CLIENT GETNAME", "$6\r\nr3-bot\r\n");
+    same_words(&p, "GET {tp-auth}:missing", "_\r\n");
+    same_words(&p, "HSET {tp-auth}:h3 f v", ":1\r\n");
+    same_words(&p, "HGETALL {tp-auth}:h3", "%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    same_words(&p, "DEL {tp-auth}:h3", ":1\r\n");
+    same_words(&p, "RESET", "+RESET\r\n");
+    same_words(&p, "GET {tp-auth}:missing", NOAUTH);
+    pair_close(&p);
+}
+END_TEST
+
 /* ---------- without a password ---------- */
 
 static const struct {
@@ -543,6 +578,7 @@ static Suite *auth_suite(void)
     tcase_add_test(with, test_noauth_runs_nothing);
     tcase_add_test(with, test_auth_password_and_default_user);
     tcase_add_test(with, test_hello_auth);
+    tcase_add_test(with, test_hello3_auth);
     tcase_add_test(with, test_limits_lifted_after_auth);
     tcase_add_test(with, test_reset_drops_auth);
     suite_add_tcase(s, with);
