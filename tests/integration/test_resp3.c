@@ -94,7 +94,7 @@ static void same(int fa, int fb, const char *script, int nreplies)
 }
 
 /* HELLO <ver> on fd: its reply, with the id's digits (which differ
- * between servers) replaced by '#'. */
+ * between servers, in number too) replaced by one '#'. */
 static void hello(int fd, const char *ver, char *buf, size_t size)
 {
     char cmd[64];
@@ -103,8 +103,11 @@ static void hello(int fd, const char *ver, char *buf, size_t size)
     replies(fd, 1, buf, size);
     char *id = strstr(buf, "$2\r\nid\r\n:");
     ck_assert_ptr_nonnull(id);
-    for (char *d = id + 9; *d >= '0' && *d <= '9'; d++)
-        *d = '#';
+    char *d = id + 9, *end = d;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    *d = '#';
+    memmove(d + 1, end, strlen(end) + 1);
 }
 
 /* Both connections in RESP3; HELLO 3 answered the same but for the id. */
