@@ -389,6 +389,9 @@ void client_reply_mode_take(struct client *c, struct request *r)
     if (r->reply_mode_taken)
         return;
     r->reply_mode_taken = 1;
+    /* the protocol too: a HELLO or RESET parked behind a blocking command
+     * runs after the commands read behind it were read */
+    r->resp3 = c->resp == RESP3;
     r->silent = c->reply_off | c->reply_skip_next;
     c->reply_skip_next = 0;
 }

@@ -110,7 +110,8 @@ void client_unqueue(struct client *c, struct request *r);
 /*
  * r, about to run, answers as CLIENT REPLY left c: nothing while OFF,
  * nothing for the one command after SKIP (in Redis a protocol error counts
- * as that command too). Called once r's predecessors have run (the router
+ * as that command too); and in the protocol HELLO or RESET left c in.
+ * Called once r's predecessors have run (the router
  * calls it past a transaction's parked commands); later calls do nothing.
  */
 void client_reply_mode_take(struct client *c, struct request *r);

@@ -95,7 +95,8 @@ struct request {
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
     unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
-    unsigned resp3 : 1;             /* read from a client that spoke RESP3 then (request_resp) */
+    unsigned resp3 : 1;             /* its client spoke RESP3 as it started to run
+                                       (client_reply_mode_take; request_resp) */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
@@ -200,8 +201,9 @@ static inline const char *request_arg(const struct request *r, int i, size_t *le
  * (lens lies in the same block); NULL when out of memory. */
 const char **request_argv_new(const struct request *r, size_t **lens);
 
-/* The protocol r is answered in: its client's when it read r (a part: its
- * parent's), whatever HELLO the client sends later. */
+/* The protocol r is answered in: its client's as r started to run, once
+ * the commands before it had (a part: its parent's), whatever HELLO the
+ * client sends later. */
 static inline enum resp_proto request_resp(const struct request *r)
 {
     return (r->parent ? r->parent->resp3 : r->resp3) ? RESP3 : RESP2;

@@ -354,6 +354,7 @@ void tx_start_asking_locals(struct request *exec)
         exec->exec_waiting++;
         q->exec_waiter = exec;
         q->client = exec->client;
+        q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
         local_dispatch(q);
     }
     if (--exec->exec_waiting == 0)
@@ -381,6 +382,7 @@ void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out
             return;
         }
         q->client = exec->client;
+        q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
         local_dispatch(q);
     }
     if (q->inline_reply_len)                /* a small reply a node sent whole (request.c) */

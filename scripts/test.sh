@@ -60,10 +60,11 @@ summary() {
 }
 
 # The proxy and the tests must not pick up directives from the caller's
-# environment (TAGPROXY_LISTEN, TAGPROXY_REQUIREPASS, ...). TAGPROXY_STORM_SEED
-# is no directive but test_storm's input, given to replay a failure: it stays.
+# environment (TAGPROXY_LISTEN, TAGPROXY_REQUIREPASS, ...). TAGPROXY_*_SEED
+# (TAGPROXY_STORM_SEED, TAGPROXY_DIFF_SEED, ...) is no directive but a random
+# test's input, given to replay a failure: it stays.
 clean_env=()
-for v in $(compgen -e | grep '^TAGPROXY_' | grep -vx TAGPROXY_STORM_SEED || true); do
+for v in $(compgen -e | grep '^TAGPROXY_' | grep -v '^TAGPROXY_[A-Z0-9]*_SEED$' || true); do
     clean_env+=(-u "$v")
 done
 

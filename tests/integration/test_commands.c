@@ -23,14 +23,21 @@
  *
  * CS_THREADS connections each send episodes of up to CS_EPISODE_MAX random
  * commands as one pipeline, then RESET (which leaves MULTI and subscribed
- * mode) and ECHO <token>, and read until the token. Checked:
- *   - every byte that comes back is well-formed RESP2;
+ * mode) and ECHO <token>, and read until the token. Half the episodes
+ * (drawn from the seeded RNG) are RESP3: they start with HELLO 3 (RESET
+ * returns to RESP2), so every command also runs with replies in RESP3's
+ * types and, subscribed, with pushes between them: each worker's RESP3
+ * episodes start with the next command of the list (the workers at
+ * different places), and the run goes on (up to CS_RUN_MS more) until
+ * every command and subcommand has been sent in RESP3. Checked:
+ *   - every byte that comes back is well-formed RESP2 or RESP3;
  *   - the token comes within CS_WAIT_MS, unless the episode has a command
  *     that may block outside MULTI (then the connection is dropped after
  *     CS_BLOCKED_MS, which the proxy must clean up after) or QUIT (then the
  *     proxy closes after its +OK);
  *   - without QUIT or a (un)subscribe command (which answer once per
- *     channel), exactly one reply per command comes before the token;
+ *     channel), exactly one reply per command (HELLO 3 included) comes
+ *     before the token;
  *   - the proxy never closes a connection that did not QUIT.
  * Meanwhile a watcher runs SET/GET/MGET on keys of its own on every master
  * and checks every reply. At the end the proxy is still running and
@@ -68,6 +75,8 @@ struct cs_command {
 
 static struct cs_command g_cmds[CS_MAX_COMMANDS];
 static int g_ncmds;
+static unsigned char g_sent3[CS_MAX_COMMANDS];    /* sent in a RESP3 episode */
+static int g_nsent3;                              /* how many of them */
 
 static int rv_is(const struct h_rv *v, const char *s)
 {
@@ -246,6 +255,7 @@ static void make_arg(uint64_t *s, const struct cs_command *c, int pos, int argc,
 
 struct episode {
     int ncmds;
+    int resp3;                  /* opens with HELLO 3 (not in ncmds) */
     int may_block;              /* a blocking command outside MULTI */
     int quits;
     int per_channel;            /* (un)subscribe: a reply per channel */
@@ -302,9 +312,11 @@ static void episode_note(struct episode *e, int argc, char argv[][1024], const s
         e->text[at++] = '\n', e->text[at] = '\0';
 }
 
-/* A random pipeline, then RESET and ECHO token, into *buf. */
+/* A random pipeline, then RESET and ECHO token, into *buf; in RESP3 its
+ * first command is g_cmds[*next3] (then the next one), so that the workers,
+ * starting at different places, send every command in RESP3. */
 static void make_episode(uint64_t *s, struct episode *e, const char *token, char **buf,
-                         size_t *len, size_t *cap)
+                         size_t *len, size_t *cap, int *next3)
 {
     char argv[CS_MAX_ARGS + 2][1024];
     size_t arglen[CS_MAX_ARGS + 2];
@@ -312,9 +324,23 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token, char
 
     memset(e, 0, sizeof *e);
     *len = 0;
+    e->resp3 = h_rnd(s, 2) == 0;
+    if (e->resp3) {
+        snprintf(argv[0], sizeof argv[0], "HELLO");
+        snprintf(argv[1], sizeof argv[1], "3");
+        arglen[0] = 5;
+        arglen[1] = 1;
+        append_command(buf, len, cap, 2, argv, arglen);
+        episode_note(e, 2, argv, arglen);
+    }
     e->ncmds = 1 + (int)h_rnd(s, CS_EPISODE_MAX);
     for (int k = 0; k < e->ncmds; k++) {
-        const struct cs_command *c = &g_cmds[h_rnd(s, (unsigned)g_ncmds)];
+        unsigned pick = h_rnd(s, (unsigned)g_ncmds);
+        if (e->resp3 && k == 0)
+            pick = (unsigned)(*next3)++ % (unsigned)g_ncmds;
+        const struct cs_command *c = &g_cmds[pick];
+        if (e->resp3 && !__atomic_exchange_n(&g_sent3[pick], 1, __ATOMIC_RELAXED))
+            __atomic_add_fetch(&g_nsent3, 1, __ATOMIC_RELAXED);
         int names = c->sub[0] ? 2 : 1;
         int argc = c->arity >= 0 ? c->arity : -c->arity + (int)h_rnd(s, 4);
         unsigned r = h_rnd(s, 100);
@@ -412,9 +438,10 @@ static enum outcome read_episode(int fd, const struct episode *e, const char *to
                 replies++;
                 continue;
             }
-            if (!e->quits && !e->per_channel && !e->uncounted && replies != e->ncmds + 1) {
+            if (!e->quits && !e->per_channel && !e->uncounted &&
+                replies != e->resp3 + e->ncmds + 1) {
                 cs_fail("%d replies before the token to %d commands and RESET:\n%sthe replies:\n%s",
-                        replies, e->ncmds, e->text, seen);
+                        replies, e->resp3 + e->ncmds, e->text, seen);
                 return EP_FAILED;
             }
             if (at != got) {
@@ -457,7 +484,8 @@ struct worker {
     int id;
     uint64_t rng;
     long long deadline;
-    long episodes, dropped;
+    long episodes, dropped, resp3;
+    int next3;                  /* the next command its RESP3 episodes start with */
 };
 
 static void *worker_main(void *arg)
@@ -467,16 +495,20 @@ static void *worker_main(void *arg)
     char *out = malloc(cap), *in = malloc(rcap), token[64];
     int fd = -1;
 
-    while (!g_failed && h_now_ms() < w->deadline) {
+    /* past the deadline (up to CS_RUN_MS more) until every command ran in RESP3 */
+    while (!g_failed && (h_now_ms() < w->deadline ||
+                         (__atomic_load_n(&g_nsent3, __ATOMIC_RELAXED) < g_ncmds &&
+                          h_now_ms() < w->deadline + CS_RUN_MS))) {
         struct episode e;
         if (fd < 0)
             fd = h_raw_connect(&g_proxy);
         snprintf(token, sizeof token, "cs-token-%d-%ld-%u", w->id, w->episodes,
                  (unsigned)h_rng_next(&w->rng));
-        make_episode(&w->rng, &e, token, &out, &len, &cap);
+        make_episode(&w->rng, &e, token, &out, &len, &cap, &w->next3);
         h_raw_send(fd, out, len);
         enum outcome o = read_episode(fd, &e, token, &in, &rcap);
         w->episodes++;
+        w->resp3 += e.resp3;
         if (o != EP_DONE) {
             w->dropped += o == EP_DROPPED;
             close(fd);
@@ -550,7 +582,7 @@ START_TEST(test_every_command_with_random_arguments)
     char seed[64];
     static struct worker w[CS_THREADS];
     pthread_t tid[CS_THREADS], watch_tid;
-    long episodes = 0, dropped = 0;
+    long episodes = 0, dropped = 0, resp3 = 0;
 
     g_seed = h_run_seed("TAGPROXY_COMMANDS_SEED", "commands");
     load_commands(g_cluster_base);
@@ -568,13 +600,14 @@ START_TEST(test_every_command_with_random_arguments)
     long long deadline = h_now_ms() + CS_RUN_MS;
     for (int i = 0; i < CS_THREADS; i++) {
         w[i] = (struct worker){ .id = i, .rng = g_seed * (uint64_t)(2 * i + 3) | 1,
-                                .deadline = deadline };
+                                .deadline = deadline, .next3 = i * g_ncmds / CS_THREADS };
         ck_assert(pthread_create(&tid[i], NULL, worker_main, &w[i]) == 0);
     }
     for (int i = 0; i < CS_THREADS; i++) {
         pthread_join(tid[i], NULL);
         episodes += w[i].episodes;
         dropped += w[i].dropped;
+        resp3 += w[i].resp3;
     }
     g_watch_stop = 1;
     pthread_join(watch_tid, NULL);
@@ -587,13 +620,20 @@ START_TEST(test_every_command_with_random_arguments)
     } else if (!h_pings(px.addr.host, px.addr.port)) {
         cs_fail("the proxy does not answer PING after the commands");
     }
-    fprintf(stderr, "commands: %d kinds, %ld episodes (%ld dropped: blocked or quit), "
-            "watcher %ld rounds\n", g_ncmds, episodes, dropped, g_watch_rounds);
+    int kinds3 = g_nsent3;
+    fprintf(stderr, "commands: %d kinds (%d of them in RESP3), %ld episodes (%ld in RESP3; %ld "
+            "dropped: blocked or quit), watcher %ld rounds\n", g_ncmds, kinds3, episodes, resp3,
+            dropped, g_watch_rounds);
     if (g_failed)
         h_print_tail(px.log, 4000);
     h_proxy_stop(&px);
     ck_assert_msg(!g_failed, "%s", g_failure);
     ck_assert_msg(episodes > 100, "only %ld episodes ran", episodes);
+    ck_assert_msg(resp3 > 50 && episodes - resp3 > 50, "%ld of %ld episodes in RESP3", resp3,
+                  episodes);
+    for (int i = 0; i < g_ncmds; i++)
+        ck_assert_msg(g_sent3[i], "%s%s%s never ran in RESP3 (%d of %d did)", g_cmds[i].name,
+                      g_cmds[i].sub[0] ? " " : "", g_cmds[i].sub, kinds3, g_ncmds);
     ck_assert_msg(g_watch_rounds > 20, "the watcher made only %ld rounds", g_watch_rounds);
 }
 END_TEST

@@ -17,6 +17,15 @@
  * bytes. The keys live on across episodes, so each starts from the state
  * the earlier ones left, the same on both sides.
  *
+ * Half the episodes (drawn from the seeded RNG) are RESP3: they start with
+ * HELLO 3, whose reply differs between the two only in the client's id (it
+ * is compared with the id's digits taken out); everything after it is
+ * compared byte for byte as in RESP2. There replies carry RESP3's types,
+ * (un)subscribe confirmations are pushes, PING in subscribed mode answers
+ * +PONG, and a subscribed client may run any command (the same templates,
+ * unfiltered). The episode's closing RESET returns to RESP2, so the ECHO
+ * token is a bulk in both.
+ *
  * Left out, because one server and a cluster proxy legitimately differ:
  * PUBLISH (its count of receivers can see the proxy's subscriber
  * connection before the UNSUBSCRIBE on it lands); inside MULTI, SUBSCRIBE
@@ -24,9 +33,10 @@
  * array then lacks the replies REPLY turned off); QUIT after CLIENT REPLY
  * OFF or SKIP (redis-server 7.0 then closes only after a reply it never
  * writes, and reads nothing more: the proxy closes); HELLO and CLIENT
- * ID/LIST (server details); expiry times; the order of set members and of
- * UNSUBSCRIBE's replies (Redis's hash order), so there is one channel and
- * one pattern.
+ * ID/LIST (server details); expiry times (EXPIRE sets 1000 s, beyond the
+ * test's timeout, so no key expires on one side only and not on the
+ * other); the order of set members and of UNSUBSCRIBE's replies (Redis's
+ * hash order), so there is one channel and one pattern.
  *
  * TAGPROXY_DIFF_SEED=<n> replays a run.
  */
@@ -57,7 +67,7 @@ static const char *const templates[] = {
     "LPOS|K|V", "LMPOP|2|K|K|RIGHT|COUNT|2", "SORT|K", "SORT|K|DESC|LIMIT|0|2",
     "ZSCORE|K|m", "ZINCRBY|K|N|m", "ZREM|K|m", "ZCARD|K", "ZMPOP|1|K|MIN", "ZRANK|K|n",
     "SETBIT|K|N|1", "GETBIT|K|N", "BITCOUNT|K", "PFADD|K|V|V", "PFCOUNT|K", "OBJECT|ENCODING|K",
-    "EXPIRE|K|100", "PERSIST|K", "COPY|K|K", "COPY|K|K|REPLACE", "UNLINK|K|K", "TOUCH|K",
+    "EXPIRE|K|1000", "PERSIST|K", "COPY|K|K", "COPY|K|K|REPLACE", "UNLINK|K|K", "TOUCH|K",
     "SMOVE|K|K|V", "SINTERCARD|2|K|K", "SUNIONSTORE|K|K|K", "SREM|K|V",
     "XADD|K|N-1|f|V", "XADD|K|MAXLEN|~|N|N-2|f|V", "XLEN|K", "XRANGE|K|-|+", "XRANGE|K|(N-1|+",
     "XREVRANGE|K|+|-|COUNT|1", "XDEL|K|N-1", "XTRIM|K|MAXLEN|N", "XREAD|STREAMS|K|0",
@@ -100,6 +110,7 @@ struct episode {
     size_t len, cap;
     int quits;
     int inline_mode;            /* commands as inline lines, not multibulk */
+    int resp3;                  /* opens with HELLO 3 */
     char text[4096];
 };
 
@@ -192,7 +203,14 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
     e->len = 0;
     e->quits = 0;
     e->inline_mode = h_rnd(s, 5) == 0;
+    e->resp3 = h_rnd(s, 2) == 0;
     e->text[0] = '\0';
+    if (e->resp3) {
+        snprintf(argv[0], sizeof argv[0], "HELLO");
+        snprintf(argv[1], sizeof argv[1], "3");
+        put_command(e, 2, argv);
+        at += (size_t)snprintf(e->text, sizeof e->text, "HELLO 3\n");
+    }
     int maybe_multi = 0;
     int replies_off = 0;        /* CLIENT REPLY OFF or SKIP seen: no QUIT (below) */
     for (int k = 0; k < n; k++) {
@@ -284,13 +302,33 @@ static void first_difference(const char *a, size_t la, const char *b, size_t lb,
     }
 }
 
+/*
+ * The reply at buf[0..len) into out (size bytes, NUL-terminated) with the
+ * digits of HELLO's "id" taken out: what may differ between two servers.
+ * Returns 0 if the reply has no id.
+ */
+static int hello_masked(const char *buf, size_t len, char *out, size_t size)
+{
+    static const char id[] = "$2\r\nid\r\n:";
+    const char *p = memmem(buf, len, id, sizeof id - 1);
+    if (p == NULL || len >= size)
+        return 0;
+    size_t at = (size_t)(p - buf) + sizeof id - 1, skip = at;
+    memcpy(out, buf, at);
+    while (skip < len && buf[skip] >= '0' && buf[skip] <= '9')
+        skip++;
+    memcpy(out + at, buf + skip, len - skip);
+    out[at + len - skip] = '\0';
+    return 1;
+}
+
 START_TEST(test_random_sessions_as_redis)
 {
     struct h_node proxy = h_proxy_addr();
     struct episode e = { 0 };
     size_t capa = 1 << 16, capb = 1 << 16;
     char *a = malloc(capa), *b = malloc(capb), token[64], where[1024];
-    int fa = -1, fb = -1, quits = 0;
+    int fa = -1, fb = -1, quits = 0, resp3 = 0;
 
     g_seed = h_run_seed("TAGPROXY_DIFF_SEED", "differential");
     uint64_t rng = g_seed;
@@ -308,10 +346,26 @@ START_TEST(test_random_sessions_as_redis)
         h_raw_send(fb, e.bytes, e.len);
         size_t la = collect(fa, token, &a, &capa, &ca, "redis-server", &e);
         size_t lb = collect(fb, token, &b, &capb, &cb, "the proxy", &e);
-        if (la != lb || memcmp(a, b, la) != 0 || ca != cb) {
-            first_difference(a, la, b, lb, where, sizeof where);
-            ck_abort_msg("episode %d differs: %s%s; the episode:\n%s(seed %llu: "
-                         "TAGPROXY_DIFF_SEED=%llu)", i, where,
+        size_t sa = 0, sb = 0;      /* where the byte-for-byte comparison starts */
+        if (e.resp3) {              /* HELLO 3's map first: the same but for the id */
+            char ma[2048], mb[2048];
+            long na = h_resp_parse(a, la, NULL), nb = h_resp_parse(b, lb, NULL);
+            ck_assert_msg(na > 0 && nb > 0 && a[0] == '%' &&
+                          hello_masked(a, (size_t)na, ma, sizeof ma) &&
+                          hello_masked(b, (size_t)nb, mb, sizeof mb) && strcmp(ma, mb) == 0,
+                          "episode %d: HELLO 3 answered: redis-server '%s', proxy '%s' "
+                          "(seed %llu: TAGPROXY_DIFF_SEED=%llu)", i,
+                          h_esc(a, na > 0 ? (size_t)na : la), h_esc(b, nb > 0 ? (size_t)nb : lb),
+                          (unsigned long long)g_seed, (unsigned long long)g_seed);
+            sa = (size_t)na;
+            sb = (size_t)nb;
+            resp3++;
+        }
+        if (la - sa != lb - sb || memcmp(a + sa, b + sb, la - sa) != 0 || ca != cb) {
+            first_difference(a + sa, la - sa, b + sb, lb - sb, where, sizeof where);
+            ck_abort_msg("episode %d differs (%s, after HELLO 3's reply when RESP3): %s%s; "
+                         "the episode:\n%s(seed %llu: TAGPROXY_DIFF_SEED=%llu)", i,
+                         e.resp3 ? "RESP3" : "RESP2", where,
                          ca == cb ? "" : ca ? " (only redis-server closed)"
                                             : " (only the proxy closed)",
                          e.text, (unsigned long long)g_seed, (unsigned long long)g_seed);
@@ -324,7 +378,8 @@ START_TEST(test_random_sessions_as_redis)
             quits++;
         }
     }
-    fprintf(stderr, "differential: %d episodes, %d ended by QUIT\n", DIFF_EPISODES, quits);
+    fprintf(stderr, "differential: %d episodes (%d in RESP3), %d ended by QUIT\n", DIFF_EPISODES,
+            resp3, quits);
     if (fa >= 0) {
         close(fa);
         close(fb);

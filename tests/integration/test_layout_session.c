@@ -13,6 +13,12 @@
  * Afterwards the cluster (read with SCAN on every master directly) holds
  * exactly the cluster names of the keys the reference holds, plus the
  * layout's own keys (indexes, the marker), and no legacy name.
+ *
+ * The session runs twice, each time with a fresh proxy, prefix and
+ * reference: in RESP2 (through hiredis, replies compared by value), and in
+ * RESP3 (HELLO 3 on raw connections, every reply compared byte for byte but
+ * the listings, compared as sets of their elements): maps from HGETALL and
+ * XREAD with the key names mapped back, doubles, `_` nulls.
  */
 #include <stdbool.h>
 
@@ -381,11 +387,119 @@ static void expect_cluster_names(redisContext *direct)
     layout_free(l);
 }
 
-START_TEST(test_bot_session)
+/* ---- the session in RESP3, on raw connections ---- */
+
+/* One whole reply from fd into *buf (grown as needed); its length. */
+static size_t read_reply(int fd, char **buf, size_t *cap, const char *who, const char *what)
+{
+    size_t got = 0;
+    long long deadline = h_now_ms() + 5000;
+    for (;;) {
+        long one = h_resp_parse(*buf, got, NULL);
+        ck_assert_msg(one >= 0, "%s: %s sent a malformed reply: %s", what, who, h_esc(*buf, got));
+        if (one > 0) {
+            ck_assert_msg((size_t)one == got, "%s: %s sent more than one reply: %s", what, who,
+                          h_esc(*buf, got));
+            return got;
+        }
+        long n = h_recv_more(fd, buf, cap, got, deadline);
+        ck_assert_msg(n > 0, "%s: no whole reply from %s within 5 s (%s)", what, who,
+                      h_esc(*buf, got));
+        got += (size_t)n;
+    }
+}
+
+static int cmp_rv(const void *a, const void *b)
+{
+    const struct h_rv *x = a, *y = b;
+    if (x->type != y->type)
+        return x->type - y->type;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->str, y->str, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A listing (an aggregate of strings) compared as a set of its elements. */
+static void expect_same_listing(const char *got, size_t lgot, const char *want, size_t lwant,
+                                const char *what)
+{
+    struct h_rv g, w;
+    h_resp_parse(got, lgot, &g);
+    h_resp_parse(want, lwant, &w);
+    ck_assert_msg(g.type == w.type && g.num == w.num && strchr(H_RESP_AGGR_TYPES, w.type),
+                  "%s: proxy '%s', redis-server '%s'", what, h_esc(got, lgot),
+                  h_esc(want, lwant));
+    for (long long i = 0; i < w.num; i++)
+        ck_assert_msg(!strchr(H_RESP_AGGR_TYPES, w.elem[i].type), "%s: not a flat listing", what);
+    if (w.num > 0) {
+        qsort(g.elem, (size_t)g.num, sizeof *g.elem, cmp_rv);
+        qsort(w.elem, (size_t)w.num, sizeof *w.elem, cmp_rv);
+    }
+    for (long long i = 0; i < w.num; i++)
+        ck_assert_msg(cmp_rv(&g.elem[i], &w.elem[i]) == 0, "%s: proxy '%s', redis-server '%s'",
+                      what, h_esc(got, lgot), h_esc(want, lwant));
+    h_rv_free(&g);
+    h_rv_free(&w);
+}
+
+static void run_session_resp3(int viaproxy, int direct)
+{
+    size_t cap = 1 << 16, capa = 1 << 16, capb = 1 << 16;
+    char *cmd = malloc(cap), *a = malloc(capa), *b = malloc(capb);
+    static const char hello3[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    h_raw_send(viaproxy, hello3, sizeof hello3 - 1);
+    h_raw_send(direct, hello3, sizeof hello3 - 1);
+    size_t lb = read_reply(viaproxy, &b, &capb, "the proxy", "HELLO 3");
+    size_t la = read_reply(direct, &a, &capa, "redis-server", "HELLO 3");
+    ck_assert_msg(b[0] == '%' && a[0] == '%', "HELLO 3: proxy '%s', redis-server '%s'",
+                  h_esc(b, lb), h_esc(a, la));
+    for (int i = 0; session[i]; i++) {
+        struct line l;
+        line_parse(session[i], &l);
+        if (strcmp(l.argv[0], "SLEEP") == 0) {
+            h_sleep_ms(atoi(l.argv[1]));
+            continue;
+        }
+        size_t n = (size_t)snprintf(cmd, cap, "*%d\r\n", l.argc);
+        for (int k = 0; k < l.argc; k++) {
+            ck_assert_uint_lt(n + l.lens[k] + 32, cap);
+            n += (size_t)snprintf(cmd + n, cap - n, "$%zu\r\n", l.lens[k]);
+            memcpy(cmd + n, l.argv[k], l.lens[k]);
+            n += l.lens[k];
+            memcpy(cmd + n, "\r\n", 2);
+            n += 2;
+        }
+        char what[300];
+        snprintf(what, sizeof what, "RESP3 line %d (%.200s)", i, session[i]);
+        h_raw_send(viaproxy, cmd, n);
+        h_raw_send(direct, cmd, n);
+        lb = read_reply(viaproxy, &b, &capb, "the proxy", what);
+        la = read_reply(direct, &a, &capa, "redis-server", what);
+        if (l.unordered)
+            expect_same_listing(b, lb, a, la, what);
+        else
+            ck_assert_msg(la == lb && memcmp(a, b, la) == 0, "%s: proxy '%s', redis-server '%s'",
+                          what, h_esc(b, lb), h_esc(a, la));
+    }
+    free(cmd);
+    free(a);
+    free(b);
+}
+
+/* The session in proto (2: hiredis, 3: raw connections after HELLO 3),
+ * then the checks of what it left. */
+static void bot_session(int proto)
 {
     redisContext *viaproxy = h_connect_node(&proxy.addr);
     redisContext *direct = h_connect_node(&ref.addr);
-    run_session(viaproxy, direct);
+    if (proto == 3) {
+        int fp = h_raw_connect(&proxy.addr), fd = h_raw_connect(&ref.addr);
+        run_session_resp3(fp, fd);
+        close(fp);
+        close(fd);
+    } else {
+        run_session(viaproxy, direct);
+    }
     expect_scans_equal(viaproxy, direct, ":*");
     expect_scans_equal(viaproxy, direct, ":checkpoint:*");
     expect_scans_equal(viaproxy, direct, ":co:turn:*");
@@ -399,6 +513,17 @@ START_TEST(test_bot_session)
     redisFree(viaproxy);
     redisFree(direct);
 }
+
+START_TEST(test_bot_session)
+{
+    bot_session(2);
+}
+END_TEST
+
+START_TEST(test_bot_session_resp3)
+{
+    bot_session(3);
+}
 END_TEST
 
 static Suite *session_suite(void)
@@ -408,6 +533,7 @@ static Suite *session_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, test_bot_session);
+    tcase_add_test(t, test_bot_session_resp3);
     suite_add_tcase(s, t);
     return s;
 }

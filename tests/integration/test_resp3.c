@@ -269,6 +269,24 @@ START_TEST(test_pubsub_pushes)
 }
 END_TEST
 
+/* A command runs in the protocol its predecessors left: a RESET behind a
+ * blocking command returns to RESP2 for the commands read behind it (they
+ * reach the proxy before the RESET runs); a command the proxy answers inside
+ * MULTI is answered in EXEC's array in RESP3. */
+START_TEST(test_protocol_as_commands_run)
+{
+    int fa, fb;
+    connect_both(&fa, &fb);
+    both_hello3(fa, fb);
+    same(fa, fb, "BLPOP|nolist{t}|0.05\nRESET\nHSET|h{t}|f|v\nHGETALL|h{t}\nSUBSCRIBE|ch{t}\n"
+                 "RESET\nDEL|h{t}", 7);
+    both_hello3(fa, fb);
+    same(fa, fb, "MULTI\nCLIENT|GETNAME\nGET|missing{t}\nEXEC", 4);
+    close(fa);
+    close(fb);
+}
+END_TEST
+
 /* What the proxy answers itself, where a standalone server has no answer to
  * compare with: the types redis-server's cluster mode writes. */
 START_TEST(test_local_replies)
@@ -309,6 +327,7 @@ int main(void)
     tcase_add_test(tc, test_replies_forwarded);
     tcase_add_test(tc, test_replies_merged_and_exec);
     tcase_add_test(tc, test_pubsub_pushes);
+    tcase_add_test(tc, test_protocol_as_commands_run);
     tcase_add_test(tc, test_local_replies);
     suite_add_tcase(s, tc);
     return h_run(s);
