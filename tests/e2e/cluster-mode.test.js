@@ -13,41 +13,15 @@
 
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const Redis = require('ioredis');
 const { createCluster } = require('redis');
 const { REDIS_URL, KeyBook } = require('./lib/env');
 const { keySlot, rangeOf } = require('./lib/slots');
+const { clusterInfoError } = require('./lib/cluster-endpoint');
 
 const url = new URL(REDIS_URL);
 const host = url.hostname;
 const port = Number(url.port || 6379);
-
-// CLUSTER INFO over a raw socket (no client library in between): null when
-// it answers cluster_state, else the error or reply, as the reason to skip.
-function clusterInfoError() {
-  return new Promise((resolve) => {
-    const sock = net.connect({ host, port });
-    let buf = '';
-    const done = (why) => {
-      sock.destroy();
-      resolve(why);
-    };
-    sock.setTimeout(5000, () => done('CLUSTER INFO timed out'));
-    sock.on('error', (e) => done(`cannot connect to ${REDIS_URL}: ${e.message}`));
-    sock.on('data', (d) => {
-      buf += d.toString('latin1');
-      if (buf.startsWith('-') && buf.includes('\r\n')) {
-        done(`CLUSTER INFO answered ${buf.trim()}`);
-      } else if (buf.includes('cluster_state:')) {
-        done(null);
-      } else if (buf.length > 4096) {
-        done(`unexpected CLUSTER INFO reply ${JSON.stringify(buf.slice(0, 80))}`);
-      }
-    });
-    sock.write('*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n');
-  });
-}
 
 // Why REDIS_URL is no cluster endpoint (null: it is one). The file is
 // CommonJS, without top-level await, so the first `before` finds out and each
@@ -55,7 +29,7 @@ function clusterInfoError() {
 let notCluster;
 
 async function checkCluster() {
-  if (notCluster === undefined) notCluster = await clusterInfoError();
+  if (notCluster === undefined) notCluster = await clusterInfoError(host, port, REDIS_URL);
 }
 
 function guard(t) {

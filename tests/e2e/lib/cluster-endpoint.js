@@ -2,7 +2,7 @@
 // Is REDIS_URL a cluster endpoint? CLUSTER INFO over a raw socket (no client
 // library in between): null when it answers cluster_state, else the error or
 // reply, as the reason to skip (a plain redis-server says "ERR This instance
-// has cluster support disabled"). The same check as cluster-mode.test.js.
+// has cluster support disabled"). For the cluster-mode tests.
 
 const net = require('node:net');
 
