@@ -198,6 +198,38 @@ static void expect_scan(redisContext *c, const char *pattern, const char *const 
     free(names);
 }
 
+/* A chat id holding ':' (a provider-qualified id, "tg:77"): its log and its
+ * items still share the chat's slot, so a transaction over both runs, as on
+ * one server; on the cluster they are {m:tg%3A77}'s. */
+START_TEST(test_chat_id_with_colon)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    H_OK(c, "MULTI");
+    redisReply *r = h_cmd(c, "ZADD %s 1 m0", P(":msgs:tg:77"));
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(c, "SET %s body", P(":msg:tg:77:m0"));
+    H_EXPECT_STATUS(r, "QUEUED");
+    freeReplyObject(r);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    H_EXPECT_INT(r->element[0], 1);
+    H_EXPECT_STATUS(r->element[1], "OK");
+    freeReplyObject(r);
+    expect_direct(P(":{m:tg%3A77}:i:m0"), "body");
+    redisContext *o = h_connect_owner(&topo, P(":{m:tg%3A77}:z"));
+    r = h_cmd(o, "ZSCORE %s m0", P(":{m:tg%3A77}:z"));
+    H_EXPECT_BULK(r, "1");
+    freeReplyObject(r);
+    redisFree(o);
+    r = h_cmd(c, "DEL %s %s", P(":msgs:tg:77"), P(":msg:tg:77:m0"));
+    H_EXPECT_INT(r, 2);
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
 START_TEST(test_listings)
 {
     redisContext *c = h_connect_extra(&proxy);
@@ -266,6 +298,7 @@ static Suite *layout_suite(void)
     tcase_add_test(t, test_single_keys);
     tcase_add_test(t, test_split_keys);
     tcase_add_test(t, test_movable_keys);
+    tcase_add_test(t, test_chat_id_with_colon);
     tcase_add_test(t, test_listings);
     suite_add_tcase(s, t);
     return s;

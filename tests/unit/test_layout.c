@@ -118,7 +118,9 @@ static const struct {
 } families[] = {
     { "bot:msgs:c1", "bot:{m:c1}:z", "msg-log", NULL, NULL },
     { "bot:msg:c1:1700000000-7", "bot:{m:c1}:i:1700000000-7", "msg-item", NULL, NULL },
-    { "bot:msg:c1:a:b", "bot:{m:c1}:i:a%3Ab", "msg-item", NULL, NULL },
+    { "bot:msg:c1:a:b", "bot:{m:c1%3Aa}:i:b", "msg-item", NULL, NULL },   /* the chat is greedy */
+    { "bot:msgs:tg:77", "bot:{m:tg%3A77}:z", "msg-log", NULL, NULL },
+    { "bot:msg:tg:77:m0", "bot:{m:tg%3A77}:i:m0", "msg-item", NULL, NULL },
     { "bot:chat:chat-1", "bot:{ch:25}:r:chat-1", "chat", "bot:{ch:25}:idx", "chat-1" },
     { "bot:chat:tg:42", "bot:{ch:16}:r:tg%3A42", "chat", "bot:{ch:16}:idx", "tg:42" },
     { "bot:chat:", "bot:{ch:5}:r:", "chat", "bot:{ch:5}:idx", "" },
@@ -187,7 +189,8 @@ START_TEST(test_same_slot_per_family)
     /* LAYOUT.md: a chat's log and items share a slot; a lock and its fence; a turn's counters */
     struct layout *l = layout_default();
     static const char *const groups[][5] = {
-        { "bot:msgs:c9", "bot:msg:c9:1", "bot:msg:c9:2:x", NULL },
+        { "bot:msgs:c9", "bot:msg:c9:1", "bot:msg:c9:2", NULL },
+        { "bot:msgs:tg:9", "bot:msg:tg:9:1", "bot:msg:tg:9:m2", NULL },
         { "bot:lock:j:k", "bot:lock:j:k:fence", NULL },
         { "bot:co:turn:c:seq", "bot:co:turn:c:tix", "bot:co:turn:c:serving", "bot:co:turn:c:last", NULL },
         { "bot:co:leader:n", "bot:co:leader:n:term", NULL },
@@ -224,7 +227,6 @@ static const struct { const char *key; enum layout_result result; } unchanged[] 
     { "bot:co:turn:c:other", LAYOUT_PASS },      /* not a turn part */
     { "bot:co:turn:seq", LAYOUT_PASS },          /* a part without a chat */
     { "bot:co:rep", LAYOUT_PASS },
-    { "bot:msgs:a:b", LAYOUT_PASS },             /* <chat> is one segment */
     { "bot:msg:c1", LAYOUT_PASS },               /* an item needs a member */
     { "bot:chat", LAYOUT_PASS },
     { "bot:user:u1:ns", LAYOUT_PASS },
@@ -451,9 +453,9 @@ static const struct { const char *id; size_t len; } ids[] = {
 #define ID "\x01"
 #define SEG "\x02"
 static const struct { const char *family; const char *parts[7]; } shapes[] = {
-    { "msg-log", { "bot:msgs:", SEG } },
-    { "msg-item", { "bot:msg:", SEG, ":", ID } },
-    { "msg-item", { "bot:msg:c1:", ID, ":", ID } },
+    { "msg-log", { "bot:msgs:", ID } },
+    { "msg-item", { "bot:msg:", ID, ":", SEG } },
+    { "msg-item", { "bot:msg:tg:", ID, ":", SEG } },
     { "chat", { "bot:chat:", ID } },
     { "contact", { "bot:contact:", ID } },
     { "checkpoint", { "bot:checkpoint:", ID } },
