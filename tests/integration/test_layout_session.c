@@ -153,6 +153,16 @@ static const char *const session[] = {
     "LMPOP|1|$P:chat:list1|RIGHT",
     "LMPOP|1|$P:chat:list1|RIGHT|COUNT|3",
     "EXISTS|$P:chat:list1",
+    /* inside EXEC's array too, the replies that name keys name legacy ones */
+    "MULTI",
+    "RPUSH|$P:co:turn:q2:owner|a|b|c|d",
+    "BLPOP|$P:co:turn:q2:owner|0",
+    "LMPOP|1|$P:co:turn:q2:owner|LEFT",
+    "BRPOP|$P:co:turn:q2:owner|$P:co:turn:q2:last|0",
+    "ZADD|$P:co:turn:q2:seq|1|m1|2|m2",
+    "ZMPOP|1|$P:co:turn:q2:seq|MIN",
+    "BZPOPMAX|$P:co:turn:q2:seq|0",
+    "EXEC",
     /* listings over everything */
     "~KEYS|$P:*",
     "~KEYS|$P:c*",
