@@ -406,6 +406,12 @@ static int parse_redirect(const char *p, size_t len, int *slot, char *addr, size
     return 0;
 }
 
+int reply_is_null(const char *reply, size_t len)
+{
+    return (len >= 3 && (reply[0] == '$' || reply[0] == '*') && reply[1] == '-') ||
+           (len == 3 && reply[0] == '_');
+}
+
 enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
                                    char *addr, size_t addr_size)
 {

@@ -405,7 +405,6 @@ static void client_protocol_error(struct client *c, const char *err)
     stat_inc(&c->worker->stats.protocol_errors);
     if (r) {
         r->client = c;
-        r->resp3 = c->resp == RESP3;
         client_reply_mode_take(c, r);
         TAILQ_INSERT_TAIL(&c->queue, r, link);
         c->nqueued++;
@@ -428,7 +427,7 @@ static int client_take_command(struct client *c, const char *bytes)
     if (!r)
         return -1;
     r->client = c;
-    r->resp3 = c->resp == RESP3;
+    r->resp3 = c->resp == RESP3;    /* until it runs (client_reply_mode_take) */
     r->seq = c->next_seq++;
     r->start_us = io_loop_now_us(&c->worker->loop);
     int rc = p->is_inline

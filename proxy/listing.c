@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/reply.h"
 #include "keylayout/glob.h"
 #include "keylayout/layout.h"
 #include "proxy/command.h"
@@ -313,8 +314,8 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
 {
     size_t off = 0, klen;
     const char *key;
-    if ((len >= 3 && buf[0] == '$' && buf[1] == '-') || (len >= 1 && buf[0] == '_')) {
-        evbuffer_add(out, buf, len);        /* a nil, RESP2 or RESP3 */
+    if (reply_is_null(buf, len)) {
+        evbuffer_add(out, buf, len);
         return 0;
     }
     if (next_bulk(buf, len, &off, &key, &klen) < 0)

@@ -264,13 +264,6 @@ static long long array_header(const char *buf, size_t len, size_t *hdr, int *map
     return *map && n > 0 ? 2 * n : n;
 }
 
-/* RESP2's null bulk or array, or RESP3's null. */
-static int is_null(const char *e, size_t elen)
-{
-    return (elen >= 3 && (e[0] == '$' || e[0] == '*') && e[1] == '-') ||
-           (elen == 3 && e[0] == '_');
-}
-
 /* A bulk string reply at buf (len bytes, one whole reply): its payload. */
 static int bulk_payload(const char *buf, size_t len, const char **p, size_t *plen)
 {
@@ -290,7 +283,7 @@ static int add_key_element(struct evbuffer *out, const struct layout *l, const c
 {
     const char *k;
     size_t klen;
-    if (is_null(e, elen)) {
+    if (reply_is_null(e, elen)) {
         evbuffer_add(out, e, elen);
         return 0;
     }
@@ -323,7 +316,7 @@ static int add_array(struct evbuffer *out, const struct layout *l, const char *b
 {
     size_t off;
     int map;
-    if (is_null(buf, len)) {        /* nothing to map */
+    if (reply_is_null(buf, len)) {        /* nothing to map */
         evbuffer_add(out, buf, len);
         return 0;
     }

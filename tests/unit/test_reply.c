@@ -574,6 +574,19 @@ static const struct {
     { "", REPLY_PLAIN, -1, NULL },
 };
 
+/* The nils of both protocols, and what only looks like one. */
+START_TEST(test_is_null)
+{
+    ck_assert(reply_is_null("$-1\r\n", 5));
+    ck_assert(reply_is_null("*-1\r\n", 5));
+    ck_assert(reply_is_null("_\r\n", 3));
+    ck_assert(!reply_is_null("$0\r\n\r\n", 6));
+    ck_assert(!reply_is_null("*0\r\n", 4));
+    ck_assert(!reply_is_null(":-1\r\n", 5));
+    ck_assert(!reply_is_null("$1\r\n_\r\n", 7));
+}
+END_TEST
+
 START_TEST(test_classify)
 {
     for (size_t i = 0; i < sizeof classify / sizeof classify[0]; i++) {
@@ -635,6 +648,7 @@ static Suite *reply_suite(void)
     tcase_add_test(tc, test_init_resets);
     suite_add_tcase(s, tc);
     TCase *tk = tcase_create("classify");
+    tcase_add_test(tk, test_is_null);
     tcase_add_test(tk, test_classify);
     tcase_add_test(tk, test_classify_addr_must_fit);
     tcase_add_test(tk, test_classify_v6_addr_must_fit);
