@@ -44,13 +44,21 @@ for a in "$@"; do
 done
 
 passed=0 failed=0 failures=()
-record() {   # record NAME STATUS
+record() {   # record NAME STATUS [WHY]
     if [ "$2" -eq 0 ]; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
-        failures+=("$1")
+        failures+=("$1${3:+
+$3}")
     fi
+}
+
+# The lines of a test's output that say what failed (Check's "file:line:F:"
+# and ":E:" lines, at most 10), repeated in the summary: a CI log is often
+# read from its end only.
+failure_lines() {   # failure_lines OUTPUT_FILE
+    grep -E '^[^ ]+:[0-9]+:[FE]:' "$1" 2>/dev/null | head -n 10 | sed 's/^/    /'
 }
 
 summary() {
@@ -233,14 +241,14 @@ run_integration() {
         [ -x "$t" ] && [ -f "$t" ] || continue
         case ${t##*/} in *.*) continue ;; esac
         echo "== integration$label: $t"
-        env "${test_env[@]}" "$t"
-        rc=$?
+        env "${test_env[@]}" "$t" 2>&1 | tee "$dir/test-output"
+        rc=${PIPESTATUS[0]}
         if ! pid_alive "$proxy_pid"; then
             echo "the proxy exited during $t"
             rc=1
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail
-        record "$t$label" "$rc"
+        record "$t$label" "$rc" "$(failure_lines "$dir/test-output")"
         if ! pid_alive "$proxy_pid"; then
             start_proxy || return 1
             set_test_env
