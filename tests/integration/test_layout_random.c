@@ -6,7 +6,9 @@
  * of random commands on a few keys of every family of the shipped layout
  * (conf/layouts/botmesh-v1.rules): indexed records (chats, contacts,
  * checkpoints, schedules, user data), the message log and its items, locks
- * and fences, turn counters, leaderships, and families kept as they are.
+ * and fences, turn counters, leaderships, and families kept as they are,
+ * with plain ids and with ids drawn for the run from the bytes a layout
+ * must encode (': { } * % space', UTF-8; printed with the seed).
  * Writes of every kind (SET, HSET, INCR, DEL, UNLINK, GETDEL, EXPIRE 0,
  * RENAME and COPY within a record's slot, MSET, scripts, MULTI/EXEC, list
  * and stream commands) are sent to a proxy with the layout and to a
@@ -34,17 +36,27 @@
 #define LR_LIST_EVERY   150
 #define LR_WAIT_MS      5000
 
-/* Key groups: the names in one group share a slot under the layout. */
+/* Key groups: the names in one group share a slot under the layout. In a
+ * name, '@' stands for an id drawn for the run that may hold ':' (the
+ * greedy captures: chat, record, lock, leadership ids; a user's key) and
+ * '#' for one that holds no ':' (one-segment captures: a user id), both
+ * made of the bytes that need encoding: ': { } * % space', UTF-8. */
 static const char *const groups[][4] = {
     { "msgs:c1", "msg:c1:m1", "msg:c1:m2", NULL },
+    { "msgs:@", "msg:@:m1", "msg:@:m2", NULL },
     { "lock:l1", "lock:l1:fence", NULL },
+    { "lock:@", "lock:@:fence", NULL },
     { "user:u1:ns:k1", "user:u1:ns:k2", "user:u1:prefs:lang", NULL },
+    { "user:#:ns:@", "user:#:ns:k2", "user:#:#:lang", NULL },
     { "co:turn:c1:seq", "co:turn:c1:owner", "co:turn:c1:tix", NULL },
+    { "co:turn:@:seq", "co:turn:@:serving", NULL },
     { "co:leader:n1", "co:leader:n1:term", NULL },
-    { "chat:1", NULL }, { "chat:tg:42", NULL }, { "chat:a:b", NULL },
-    { "contact:7", NULL }, { "contact:u:2", NULL }, { "checkpoint:x", NULL },
-    { "checkpoint:run-1", NULL }, { "schedule:s1", NULL }, { "user:u2:ns:k1", NULL },
-    { "conv:9", NULL }, { "lease:3", NULL },
+    { "co:leader:@", "co:leader:@:term", NULL },
+    { "chat:1", NULL }, { "chat:tg:42", NULL }, { "chat:a:b", NULL }, { "chat:@", NULL },
+    { "contact:7", NULL }, { "contact:u:2", NULL }, { "contact:@", NULL },
+    { "checkpoint:x", NULL }, { "checkpoint:run-1", NULL }, { "checkpoint:@", NULL },
+    { "schedule:s1", NULL }, { "schedule:#", NULL }, { "user:u2:ns:k1", NULL },
+    { "conv:9", NULL }, { "conv:@", NULL }, { "lease:3", NULL },
 };
 #define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
 
@@ -76,6 +88,36 @@ static const char *const ints[] = { "0", "1", "2", "-1" };
 
 static uint64_t g_seed;
 static char g_prefix[64];
+static char g_id[40], g_segment[40];    /* '@' and '#' in groups */
+
+/* An id of 1 to 4 pieces; with_colon: ':' among them. No piece makes a
+ * name end in a literal of a later rule (":fence", ":term", ":seq"...). */
+static void draw_id(uint64_t *s, int with_colon, char *out, size_t size)
+{
+    static const char *const pieces[] = { "a", "7", "{x}", "*", " ", "%", "%41", "\xc3\xbc",
+                                          "\xe7\x8c\xab", "}{", ":", "tg:" };
+    size_t n = 1 + h_rnd(s, 4), at = 0;
+    const size_t npieces = sizeof pieces / sizeof pieces[0] - (with_colon ? 0 : 2);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(out + at, size - at, "%s", pieces[h_rnd(s, (unsigned)npieces)]);
+    if (with_colon && strchr(out, ':') == NULL)
+        snprintf(out + at, size - at, ":b");
+}
+
+/* prefix:name with '@' and '#' replaced, into out. */
+static void expand_name(const char *name, char *out, size_t size)
+{
+    size_t at = (size_t)snprintf(out, size, "%s:", g_prefix);
+    for (const char *c = name; *c && at < size; c++) {
+        const char *with = *c == '@' ? g_id : *c == '#' ? g_segment : NULL;
+        if (with)
+            at += (size_t)snprintf(out + at, size - at, "%s", with);
+        else
+            out[at++] = *c;
+    }
+    out[at < size ? at : size - 1] = '\0';
+}
 static char g_recent[8][400];           /* the last commands, for a failure */
 
 /* The commands before step (up to 7), one a line, into out. */
@@ -313,10 +355,10 @@ static void fill(uint64_t *s, const char *t, int group, int pinned, char *out, s
 {
     if (strcmp(t, "K") == 0) {
         int g = pinned ? group : (int)h_rnd(s, NGROUPS);
-        snprintf(out, size, "%s:%s", g_prefix, groups[g][h_rnd(s, (unsigned)group_size(g))]);
+        expand_name(groups[g][h_rnd(s, (unsigned)group_size(g))], out, size);
     } else if (strcmp(t, "M") == 0) {
         int i = (int)h_rnd(s, (unsigned)group_size(group));
-        snprintf(out, size, "%s:%s", g_prefix, groups[group][i]);
+        expand_name(groups[group][i], out, size);
     } else if (strcmp(t, "V") == 0) {
         snprintf(out, size, "%s", H_PICK(s, values));
     } else if (strcmp(t, "N") == 0) {
@@ -339,6 +381,9 @@ START_TEST(test_random_layout_commands_as_redis)
 
     g_seed = h_run_seed("TAGPROXY_LAYOUT_SEED", "layout random");
     uint64_t rng = g_seed;
+    draw_id(&rng, 1, g_id, sizeof g_id);
+    draw_id(&rng, 0, g_segment, sizeof g_segment);
+    fprintf(stderr, "layout random: ids '%s' and '%s'\n", g_id, g_segment);
     h_ref_start(&ref, "redis-ref-layout", NULL);
     h_layout_proxy_start(&px, "lr", g_prefix, sizeof g_prefix);
     a.fd = h_raw_connect(&ref.addr);
