@@ -289,6 +289,155 @@ START_TEST(test_listings)
 }
 END_TEST
 
+/* ---- ids holding the bytes the layout encodes ---- */
+
+/* prefix + a + b + c, in the ring P() uses. */
+static const char *N(const char *a, const char *b, const char *c)
+{
+    char rest[200];
+    H_FMT(rest, sizeof rest, "%s%s%s", a, b, c);
+    return P(rest);
+}
+
+/* The contract's bucket (LAYOUT.md): FNV-1a 32-bit of the raw id, mod 32. */
+static int bucket_of(const char *id)
+{
+    uint32_t h = 0x811c9dc5u;
+    for (const unsigned char *c = (const unsigned char *)id; *c; c++)
+        h = (h ^ *c) * 0x01000193u;
+    return (int)(h % 32);
+}
+
+static void expect_exec(redisContext *c, const char *const *cmds, const char *want)
+{
+    H_OK(c, "MULTI");
+    for (int i = 0; cmds[i]; i += 3) {
+        redisReply *r = h_cmd(c, cmds[i], cmds[i + 1], cmds[i + 2]);
+        H_EXPECT_STATUS(r, "QUEUED");
+        freeReplyObject(r);
+    }
+    redisReply *r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    char got[64] = "";
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        size_t at = strlen(got);
+        if (e->type == REDIS_REPLY_INTEGER)
+            snprintf(got + at, sizeof got - at, "%s%lld", i ? " " : "", e->integer);
+        else
+            snprintf(got + at, sizeof got - at, "%s%s", i ? " " : "",
+                     e->type == REDIS_REPLY_ERROR ? "(error)" : e->str);
+    }
+    ck_assert_msg(strcmp(got, want) == 0, "EXEC of %s...: [%s], want [%s] (%s)", cmds[1], got,
+                  want, h_show(r));
+    freeReplyObject(r);
+}
+
+static void expect_direct_score(const char *zset, const char *member, const char *score)
+{
+    redisContext *o = h_connect_owner(&topo, zset);
+    redisReply *r = h_cmd(o, "ZSCORE %s %s", zset, member);
+    H_EXPECT_BULK(r, score);
+    freeReplyObject(r);
+    redisFree(o);
+}
+
+/* Every family with an id of ':' '{' '}' '*' space '%' and UTF-8 (a user
+ * id, one segment, without ':'): the keys a transaction groups share a slot,
+ * each lands under its contract name with the id percent-encoded (indexes
+ * hold it raw), and listings give the legacy names back. */
+START_TEST(test_odd_ids_every_family)
+{
+    const char *id = "tg:7 {x}*%\xc3\xbc", *enc = "tg%3A7%20%7Bx%7D%2A%25\xc3\xbc";
+    const char *user = "u {x}*%\xc3\xbc", *uenc = "u%20%7Bx%7D%2A%25\xc3\xbc";
+    char ud[128], tag[16], udenc[128];
+    redisContext *c = h_connect_extra(&proxy);
+
+    const char *msgs[] = { "ZADD %s 1 %s", N(":msgs:", id, ""), "m1",
+                           "SET %s %s", N(":msg:", id, ":m1"), "body", NULL };
+    expect_exec(c, msgs, "1 OK");
+    expect_direct_score(N(":{m:", enc, "}:z"), "m1", "1");
+    expect_direct(N(":{m:", enc, "}:i:m1"), "body");
+
+    const char *lock[] = { "SET %s %s", N(":lock:", id, ""), "owner",
+                           "INCRBY %s %s", N(":lock:", id, ":fence"), "1", NULL };
+    expect_exec(c, lock, "OK 1");
+    expect_direct(N(":{lk:", enc, "}:l"), "owner");
+    expect_direct(N(":{lk:", enc, "}:f"), "1");
+
+    const char *turn[] = { "INCRBY %s %s", N(":co:turn:", id, ":seq"), "1",
+                           "SET %s %s", N(":co:turn:", id, ":owner"), "me", NULL };
+    expect_exec(c, turn, "1 OK");
+    expect_direct(N(":co:{t:", enc, "}:seq"), "1");
+    expect_direct(N(":co:{t:", enc, "}:owner"), "me");
+
+    const char *leader[] = { "SET %s %s", N(":co:leader:", id, ""), "me",
+                             "INCRBY %s %s", N(":co:leader:", id, ":term"), "1", NULL };
+    expect_exec(c, leader, "OK 1");
+    expect_direct(N(":co:{ld:", enc, "}"), "me");
+    expect_direct(N(":co:{ld:", enc, "}:term"), "1");
+
+    H_FMT(ud, sizeof ud, ":user:%s:ns:%s", user, id);
+    H_FMT(udenc, sizeof udenc, ":{ud:%s}:e:ns:%s", uenc, enc);
+    const char *userdata[] = { "SET %s %s", P(ud), "a",
+                               "SET %s %s", N(":user:", user, ":prefs:lang"), "b", NULL };
+    expect_exec(c, userdata, "OK OK");
+    expect_direct(P(udenc), "a");
+    H_FMT(ud, sizeof ud, "ns:%s", id);
+    expect_direct_score(N(":{ud:", uenc, "}:idx"), ud, "inf");
+
+    static const char *const kinds[][2] = { { "chat", "ch" }, { "contact", "ct" },
+                                            { "checkpoint", "cp" }, { "schedule", "sc" } };
+    for (int k = 0; k < 4; k++) {
+        char legacy[64], cluster[64], index[64];
+        H_FMT(legacy, sizeof legacy, ":%s:", kinds[k][0]);
+        H_FMT(tag, sizeof tag, "%d", bucket_of(id));
+        H_FMT(cluster, sizeof cluster, ":{%s:%s}:r:", kinds[k][1], tag);
+        H_FMT(index, sizeof index, ":{%s:%s}:idx", kinds[k][1], tag);
+        H_OK(c, "SET %s %s", N(legacy, id, ""), kinds[k][0]);
+        expect_direct(N(cluster, enc, ""), kinds[k][0]);
+        expect_direct_score(P(index), id, "inf");
+    }
+    H_OK(c, "SET %s kept", N(":conv:", id, ""));
+    expect_direct(N(":conv:", id, ""), "kept");
+
+    H_FMT(ud, sizeof ud, ":user:%s:ns:%s", user, id);
+    const char *all[] = { N(":msgs:", id, ""), N(":msg:", id, ":m1"), N(":lock:", id, ""),
+                          N(":lock:", id, ":fence"), N(":co:turn:", id, ":seq"),
+                          N(":co:turn:", id, ":owner"), N(":co:leader:", id, ""),
+                          N(":co:leader:", id, ":term"), NULL };
+    const char *more[] = { P(ud), N(":user:", user, ":prefs:lang"), N(":chat:", id, ""),
+                           N(":contact:", id, ""), N(":checkpoint:", id, ""),
+                           N(":schedule:", id, ""), N(":conv:", id, ""), NULL };
+    const char *every[16];
+    int n = 0;
+    for (int i = 0; all[i]; i++)
+        every[n++] = all[i];
+    for (int i = 0; more[i]; i++)
+        every[n++] = more[i];
+    every[n] = NULL;
+    char pattern[128];
+    H_FMT(pattern, sizeof pattern, "%s:*", prefix);
+    expect_keys(c, pattern, every);
+    expect_scan(c, pattern, every);
+    H_FMT(pattern, sizeof pattern, "%s:chat:tg:7 \\{x\\}\\*%%\xc3\xbc", prefix);
+    const char *chat[] = { every[10], NULL };
+    expect_keys(c, pattern, chat);
+    expect_scan(c, pattern, chat);
+    H_FMT(pattern, sizeof pattern, "%s:user:u *", prefix);
+    const char *users[] = { every[8], every[9], NULL };
+    expect_keys(c, pattern, users);
+    expect_scan(c, pattern, users);
+
+    for (int i = 0; every[i]; i++) {
+        redisReply *r = h_cmd(c, "DEL %s", every[i]);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
     Suite *s = suite_create("layout");
@@ -300,6 +449,7 @@ static Suite *layout_suite(void)
     tcase_add_test(t, test_movable_keys);
     tcase_add_test(t, test_chat_id_with_colon);
     tcase_add_test(t, test_listings);
+    tcase_add_test(t, test_odd_ids_every_family);
     suite_add_tcase(s, t);
     return s;
 }
