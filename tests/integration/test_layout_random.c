@@ -48,6 +48,7 @@ static const char *const groups[][4] = {
     { "lock:@", "lock:@:fence", NULL },
     { "user:u1:ns:k1", "user:u1:ns:k2", "user:u1:prefs:lang", NULL },
     { "user:#:ns:@", "user:#:ns:k2", "user:#:#:lang", NULL },
+    { "user:tg:42:ns:k1", "user:tg:42:ns:k2", NULL },  /* user "tg", namespace "42" */
     { "co:turn:c1:seq", "co:turn:c1:owner", "co:turn:c1:tix", NULL },
     { "co:turn:@:seq", "co:turn:@:serving", NULL },
     { "co:leader:n1", "co:leader:n1:term", NULL },
