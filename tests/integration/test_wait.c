@@ -44,6 +44,22 @@ static long long blocked_sum_reaches(const struct h_topo *t, long long want, lon
     return have;
 }
 
+/* Waits (10 s at most) until the replica of master n has acknowledged all
+ * the master has written: slave0's offset reaches master_repl_offset. */
+static void expect_replica_acked(const struct h_node *n)
+{
+    long long deadline = h_now_ms() + 10000, master = -1, acked = -2;
+    while (h_now_ms() < deadline) {
+        master = master_info(n, "replication", "master_repl_offset:");
+        acked = master_info(n, "replication", ",offset=");
+        if (acked == master)
+            return;
+        h_sleep_ms(20);
+    }
+    ck_abort_msg("the replica of %s:%d acknowledged offset %lld of %lld", n->host, n->port,
+                 acked, master);
+}
+
 /* No key of the proxy's WAIT is left on any master. */
 static void expect_no_wait_keys(const struct h_topo *t)
 {
@@ -235,6 +251,10 @@ START_TEST(test_client_unblock_ends_wait)
     for (int round = 0; round < 2; round++) {
         H_OK(p, "SET %s a", k0);
         H_OK(p, "SET %s b", k1);
+        /* both replicas have acknowledged the writes first: the count the
+         * unblocked WAIT gives does not race their acknowledgements */
+        expect_replica_acked(&t.masters[0]);
+        expect_replica_acked(&t.masters[1]);
         ck_assert_int_eq(redisAppendCommand(p, "WAIT 2 0"), REDIS_OK);
         h_flush(p);
         ck_assert_int_eq(blocked_sum_reaches(&t, base + 2, 5000), base + 2);
