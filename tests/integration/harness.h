@@ -1298,6 +1298,29 @@ H_UNUSED static const char *h_esc_str(const char *s)
     return h_esc(s, strlen(s));
 }
 
+/* One whole reply from fd into *buf (*cap bytes, grown as needed), within
+ * 5 s, and nothing after it: its length. who sent it and what it answers
+ * name the failure. */
+H_UNUSED static size_t h_raw_reply(int fd, char **buf, size_t *cap, const char *who,
+                                   const char *what)
+{
+    size_t got = 0;
+    long long deadline = h_now_ms() + 5000;
+    for (;;) {
+        long one = h_resp_parse(*buf, got, NULL);
+        ck_assert_msg(one >= 0, "%s: %s sent a malformed reply: %s", what, who, h_esc(*buf, got));
+        if (one > 0) {
+            ck_assert_msg((size_t)one == got, "%s: %s sent more than one reply: %s", what, who,
+                          h_esc(*buf, got));
+            return got;
+        }
+        long n = h_recv_more(fd, buf, cap, got, deadline);
+        ck_assert_msg(n > 0, "%s: no whole reply from %s within 5 s (%s)", what, who,
+                      h_esc(*buf, got));
+        got += (size_t)n;
+    }
+}
+
 /* ---------- running a suite ---------- */
 
 /* Runs s (test output as CK_VERBOSITY says, normal by default); how many

@@ -4,7 +4,8 @@
  * cluster the answer is nil, as from an empty server, never the marker's
  * name; once a legacy key is written (a message log, on another master
  * than the marker), RANDOMKEY gives its legacy name and only that, as a
- * server holding that one key does.
+ * server holding that one key does. Both alone and inside MULTI/EXEC, in
+ * RESP2 and in RESP3, byte for byte.
  */
 #include "harness.h"
 
@@ -21,6 +22,42 @@ static void cluster_down(void)
 {
     h_proxy_stop(&proxy);
     h_cluster_stop(cdir);
+}
+
+#define RANDOMKEY "*1\r\n$9\r\nRANDOMKEY\r\n"
+
+/* RANDOMKEY alone, then inside MULTI/EXEC, in RESP2 and in RESP3: every
+ * reply the proxy sends is the reference's, byte for byte. */
+static void expect_randomkey_as_ref(const struct h_proxy *via, const struct h_proxy *ref)
+{
+    static const char *const calls[] = { RANDOMKEY, "*1\r\n$5\r\nMULTI\r\n", RANDOMKEY,
+                                         "*1\r\n$4\r\nEXEC\r\n" };
+    static const char hello3[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    const char *who[2] = { "the proxy", "redis-server" };
+    for (int proto = 2; proto <= 3; proto++) {
+        int fd[2] = { h_raw_connect(&via->addr), h_raw_connect(&ref->addr) };
+        size_t cap[2] = { 4096, 4096 }, len[2];
+        char *buf[2] = { malloc(cap[0]), malloc(cap[1]) };
+        for (int k = 0; k < 2 && proto == 3; k++) {
+            h_raw_sends(fd[k], hello3);
+            h_raw_reply(fd[k], &buf[k], &cap[k], who[k], "HELLO 3");
+            ck_assert_msg(buf[k][0] == '%', "HELLO 3: %s", who[k]);
+        }
+        for (int i = 0; i < 40; i++) {
+            const char *cmd = calls[i % 4];
+            for (int k = 0; k < 2; k++) {
+                h_raw_sends(fd[k], cmd);
+                len[k] = h_raw_reply(fd[k], &buf[k], &cap[k], who[k], cmd);
+            }
+            ck_assert_msg(len[0] == len[1] && memcmp(buf[0], buf[1], len[0]) == 0,
+                          "RESP%d %s: proxy '%s', redis-server '%s'", proto, h_esc_str(cmd),
+                          h_esc(buf[0], len[0]), h_esc(buf[1], len[1]));
+        }
+        for (int k = 0; k < 2; k++) {
+            close(fd[k]);
+            free(buf[k]);
+        }
+    }
 }
 
 START_TEST(test_randomkey_hides_the_layout_keys)
@@ -57,6 +94,7 @@ START_TEST(test_randomkey_hides_the_layout_keys)
         H_EXPECT_NIL(r);
         freeReplyObject(r);
     }
+    expect_randomkey_as_ref(&proxy, &ref);
 
     /* one legacy key, on another master than the marker (3 even ranges):
      * its legacy name every time, on both */
@@ -80,6 +118,7 @@ START_TEST(test_randomkey_hides_the_layout_keys)
         H_EXPECT_BULK(r, key);
         freeReplyObject(r);
     }
+    expect_randomkey_as_ref(&proxy, &ref);
     redisFree(c);
     redisFree(s);
     h_proxy_stop(&ref);

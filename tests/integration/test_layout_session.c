@@ -8,14 +8,19 @@
  * checkpoints (with TTLs, one expiring during the session), schedules; user
  * data with TTLs; locks and fences; turn counters; leaderships; the
  * unchanged families; and multi-key commands, a script's KEYS[], replies
- * that name keys (XREAD, XREADGROUP, LMPOP, ZMPOP), KEYS and SCAN.
+ * that name keys (XREAD, XREADGROUP, LMPOP, ZMPOP, BLPOP, BRPOP, BLMPOP,
+ * BZPOPMIN, BZPOPMAX, BZMPOP, served at once or timed out), KEYS and SCAN,
+ * each alone and inside MULTI/EXEC. Whole SCANs are walked with each call
+ * alone and each inside MULTI/EXEC. A second test blocks each of those
+ * pops and reads on empty keys and feeds them from another client.
  *
  * Afterwards the cluster (read with SCAN on every master directly) holds
  * exactly the cluster names of the keys the reference holds, plus the
  * layout's own keys (indexes, the marker), and no legacy name.
  *
- * The session runs twice, each time with a fresh proxy, prefix and
- * reference: in RESP2 (through hiredis, replies compared by value), and in
+ * Each test runs twice, each time with a fresh proxy, prefix and
+ * reference: in RESP2 (the session through hiredis, replies compared by
+ * value; SCANs and woken pops on raw connections, byte for byte), and in
  * RESP3 (HELLO 3 on raw connections, every reply compared byte for byte but
  * the listings, compared as sets of their elements): maps from HGETALL and
  * XREAD with the key names mapped back, doubles, `_` nulls.
@@ -37,8 +42,9 @@ static char prefix[64];
 
 /*
  * The session, one command a line, arguments separated by '|', $P the
- * prefix. A line starting with "~" has a reply whose array order is the
- * server's (compared sorted); "SLEEP|ms" waits.
+ * prefix. A line starting with "~" has a reply whose listings (arrays of
+ * strings) are in the server's order (compared sorted), at any depth, as
+ * in EXEC's array; "SLEEP|ms" waits.
  */
 static const char *const session[] = {
     /* messages: a chat's log and its items */
@@ -153,6 +159,35 @@ static const char *const session[] = {
     "LMPOP|1|$P:chat:list1|RIGHT",
     "LMPOP|1|$P:chat:list1|RIGHT|COUNT|3",
     "EXISTS|$P:chat:list1",
+    /* blocking pops and reads, served at once and timed out (nil) */
+    "RPUSH|$P:co:turn:q3:owner|a|b|c|d",
+    "BLPOP|$P:co:turn:q3:last|$P:co:turn:q3:owner|0",
+    "BRPOP|$P:co:turn:q3:last|$P:co:turn:q3:owner|0",
+    "BLMPOP|0|2|$P:co:turn:q3:last|$P:co:turn:q3:owner|LEFT",
+    "BLMPOP|0.05|1|$P:co:turn:q3:owner|RIGHT|COUNT|2",
+    "BLPOP|$P:co:turn:q3:owner|0.05",
+    "BRPOP|$P:co:turn:q3:last|$P:co:turn:q3:owner|0.05",
+    "BLMPOP|0.05|1|$P:co:turn:q3:owner|LEFT",
+    "ZADD|$P:msgs:z1|1|m1|2|m2|3|m3|4.5|m4",
+    "ZADD|$P:msg:z1:side|5|s1",
+    "BZPOPMIN|$P:msg:z1:side|$P:msgs:z1|0",
+    "BZPOPMAX|$P:msg:z1:side|$P:msgs:z1|0",
+    "BZMPOP|0|2|$P:msg:z1:side|$P:msgs:z1|MIN|COUNT|2",
+    "BZMPOP|0.05|1|$P:msgs:z1|MAX",
+    "BZPOPMIN|$P:msgs:z1|0.05",
+    "BZPOPMAX|$P:msg:z1:side|$P:msgs:z1|0.05",
+    "BZMPOP|0.05|1|$P:msgs:z1|MIN",
+    "ZMPOP|2|$P:msg:z1:side|$P:msgs:z1|MAX",
+    "RPUSH|$P:chat:list2|x|y|z",
+    "BLPOP|$P:chat:list2|0",
+    "BRPOP|$P:chat:list2|0",
+    "BLMPOP|0|1|$P:chat:list2|LEFT|COUNT|5",
+    "EXISTS|$P:chat:list2",
+    "XREAD|BLOCK|0|STREAMS|$P:msgs:s1|$P:msg:s1:side|0|0",
+    "XREAD|BLOCK|50|STREAMS|$P:msgs:s1|$",
+    "XADD|$P:msgs:s1|2-1|f|v3",
+    "XREADGROUP|GROUP|g|c2|BLOCK|0|STREAMS|$P:msgs:s1|>",
+    "XREADGROUP|GROUP|g|c2|BLOCK|50|STREAMS|$P:msgs:s1|>",
     /* inside EXEC's array too, the replies that name keys name legacy ones */
     "MULTI",
     "RPUSH|$P:co:turn:q2:owner|a|b|c|d",
@@ -163,6 +198,48 @@ static const char *const session[] = {
     "ZMPOP|1|$P:co:turn:q2:seq|MIN",
     "BZPOPMAX|$P:co:turn:q2:seq|0",
     "EXEC",
+    "MULTI",
+    "RPUSH|$P:co:turn:q4:owner|a|b|c",
+    "BLMPOP|0|2|$P:co:turn:q4:last|$P:co:turn:q4:owner|RIGHT|COUNT|2",
+    "BLMPOP|0|1|$P:co:turn:q4:last|LEFT",
+    "BLPOP|$P:co:turn:q4:last|0",
+    "BRPOP|$P:co:turn:q4:owner|0",
+    "BRPOP|$P:co:turn:q4:owner|0",
+    "ZADD|$P:co:turn:q4:seq|1|m1|2.5|m2|3|m3",
+    "BZPOPMIN|$P:co:turn:q4:seq|0",
+    "BZMPOP|0|1|$P:co:turn:q4:seq|MAX|COUNT|5",
+    "BZPOPMIN|$P:co:turn:q4:seq|0",
+    "BZMPOP|0|1|$P:co:turn:q4:seq|MIN",
+    "LMPOP|1|$P:co:turn:q4:owner|LEFT",
+    "ZMPOP|1|$P:co:turn:q4:seq|MIN",
+    "EXEC",
+    "MULTI",
+    "RPUSH|$P:chat:list3|x|y|z",
+    "BLPOP|$P:chat:list3|0",
+    "BLMPOP|0|1|$P:chat:list3|RIGHT|COUNT|5",
+    "BRPOP|$P:chat:list3|0",
+    "EXEC",
+    "EXISTS|$P:chat:list3",
+    "MULTI",
+    "XADD|$P:msgs:s2|1-1|f|v1",
+    "XADD|$P:msg:s2:side|1-2|f|v2",
+    "XGROUP|CREATE|$P:msgs:s2|g|0",
+    "XREAD|COUNT|10|STREAMS|$P:msgs:s2|$P:msg:s2:side|0|0",
+    "XREADGROUP|GROUP|g|c1|COUNT|5|STREAMS|$P:msgs:s2|>",
+    "XREAD|STREAMS|$P:msgs:s2|9-9",
+    "XREAD|BLOCK|0|STREAMS|$P:msgs:s2|$P:msg:s2:side|1-0|1-0",
+    "XREADGROUP|GROUP|g|c1|BLOCK|0|STREAMS|$P:msgs:s2|>",
+    "XREADGROUP|GROUP|g|c2|STREAMS|$P:msgs:s2|0",
+    "EXEC",
+    /* listings inside EXEC's array, after the block's writes */
+    "MULTI",
+    "SET|$P:chat:tg:5|v",
+    "GET|$P:chat:tg:5",
+    "KEYS|$P:chat:*",
+    "KEYS|$P:co:*",
+    "KEYS|$P:user:u1:*",
+    "KEYS|$P:[lu]*",
+    "~EXEC",
     /* listings over everything */
     "~KEYS|$P:*",
     "~KEYS|$P:c*",
@@ -241,7 +318,16 @@ static int cmp_reply(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* The same reply (arrays sorted first when unordered). */
+/* r is an array of strings: a listing. */
+static bool flat_array(const redisReply *r)
+{
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_ARRAY)
+            return false;
+    return true;
+}
+
+/* The same reply (listings sorted first when unordered). */
 static void expect_same(redisReply *got, redisReply *want, bool unordered, const char *what)
 {
     ck_assert_msg(got->type == want->type, "%s: proxy %s, redis-server %s", what,
@@ -261,7 +347,7 @@ static void expect_same(redisReply *got, redisReply *want, bool unordered, const
     case REDIS_REPLY_ARRAY:
         ck_assert_msg(got->elements == want->elements, "%s: proxy %zu elements, redis-server %zu",
                       what, got->elements, want->elements);
-        if (unordered) {
+        if (unordered && flat_array(want) && flat_array(got)) {
             qsort(got->element, got->elements, sizeof *got->element, cmp_reply);
             qsort(want->element, want->elements, sizeof *want->element, cmp_reply);
         }
@@ -332,18 +418,6 @@ static void expect_same_names(char **got, size_t ngot, char **want, size_t nwant
                       i < nwant ? want[i] : "(none)");
 }
 
-/* SCAN through the proxy walks the same names the reference holds. */
-static void expect_scans_equal(redisContext *viaproxy, redisContext *direct, const char *rest)
-{
-    char pattern[128], **got, **want;
-    H_FMT(pattern, sizeof pattern, "%s%s", prefix, rest);
-    size_t ngot = scan_all(viaproxy, pattern, &got);
-    size_t nwant = scan_all(direct, pattern, &want);
-    expect_same_names(got, ngot, want, nwant, pattern);
-    free_names(got, ngot);
-    free_names(want, nwant);
-}
-
 /* Every master's names of the prefix (SCAN directly) are exactly the
  * cluster names of the reference's keys, plus the layout's own keys. */
 static void expect_cluster_names(redisContext *direct)
@@ -399,24 +473,54 @@ static void expect_cluster_names(redisContext *direct)
 
 /* ---- the session in RESP3, on raw connections ---- */
 
-/* One whole reply from fd into *buf (grown as needed); its length. */
-static size_t read_reply(int fd, char **buf, size_t *cap, const char *who, const char *what)
+/* A raw connection to the proxy or the reference, in one protocol. */
+struct raw {
+    int fd;
+    char *buf;
+    size_t cap;
+    const char *who;
+};
+
+static void raw_send_line(const struct raw *c, const struct line *l)
 {
-    size_t got = 0;
-    long long deadline = h_now_ms() + 5000;
-    for (;;) {
-        long one = h_resp_parse(*buf, got, NULL);
-        ck_assert_msg(one >= 0, "%s: %s sent a malformed reply: %s", what, who, h_esc(*buf, got));
-        if (one > 0) {
-            ck_assert_msg((size_t)one == got, "%s: %s sent more than one reply: %s", what, who,
-                          h_esc(*buf, got));
-            return got;
-        }
-        long n = h_recv_more(fd, buf, cap, got, deadline);
-        ck_assert_msg(n > 0, "%s: no whole reply from %s within 5 s (%s)", what, who,
-                      h_esc(*buf, got));
-        got += (size_t)n;
+    char cmd[4096];
+    size_t n = (size_t)snprintf(cmd, sizeof cmd, "*%d\r\n", l->argc);
+    for (int k = 0; k < l->argc; k++) {
+        ck_assert_uint_lt(n + l->lens[k] + 32, sizeof cmd);
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, "$%zu\r\n", l->lens[k]);
+        memcpy(cmd + n, l->argv[k], l->lens[k]);
+        n += l->lens[k];
+        memcpy(cmd + n, "\r\n", 2);
+        n += 2;
     }
+    h_raw_send(c->fd, cmd, n);
+}
+
+/* The session line text sent on c; its reply's length in c->buf. */
+static size_t raw_call(struct raw *c, const char *text, const char *what)
+{
+    struct line l;
+    line_parse(text, &l);
+    raw_send_line(c, &l);
+    return h_raw_reply(c->fd, &c->buf, &c->cap, c->who, what);
+}
+
+/* A connection to n speaking proto (3: HELLO 3 first). */
+static struct raw raw_open(const struct h_node *n, int proto, const char *who)
+{
+    struct raw c = { h_raw_connect(n), malloc(1 << 16), 1 << 16, who };
+    ck_assert(c.buf != NULL);
+    if (proto == 3) {
+        size_t len = raw_call(&c, "HELLO|3", "HELLO 3");
+        ck_assert_msg(c.buf[0] == '%', "HELLO 3: %s answered '%s'", who, h_esc(c.buf, len));
+    }
+    return c;
+}
+
+static void raw_close(struct raw *c)
+{
+    close(c->fd);
+    free(c->buf);
 }
 
 static int cmp_rv(const void *a, const void *b)
@@ -429,40 +533,62 @@ static int cmp_rv(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* A listing (an aggregate of strings) compared as a set of its elements. */
+static bool rv_aggregate(const struct h_rv *v)
+{
+    return strchr(H_RESP_AGGR_TYPES, v->type) != NULL;
+}
+
+/* v is an aggregate of scalars: a listing. */
+static bool rv_flat(const struct h_rv *v)
+{
+    for (long long i = 0; i < v->num; i++)
+        if (rv_aggregate(&v->elem[i]))
+            return false;
+    return true;
+}
+
+/* g and w the same value, listings at any depth compared as sets of their
+ * elements; false where they differ. */
+static bool same_unordered(struct h_rv *g, struct h_rv *w)
+{
+    if (g->type != w->type || g->num != w->num)
+        return false;
+    if (!rv_aggregate(w) || w->num <= 0)
+        return cmp_rv(g, w) == 0;
+    if (rv_flat(w) && rv_flat(g)) {
+        qsort(g->elem, (size_t)g->num, sizeof *g->elem, cmp_rv);
+        qsort(w->elem, (size_t)w->num, sizeof *w->elem, cmp_rv);
+    }
+    for (long long i = 0; i < w->num; i++)
+        if (!same_unordered(&g->elem[i], &w->elem[i]))
+            return false;
+    return true;
+}
+
+/* A reply holding listings compared with them as sets of their elements. */
 static void expect_same_listing(const char *got, size_t lgot, const char *want, size_t lwant,
                                 const char *what)
 {
     struct h_rv g, w;
-    h_resp_parse(got, lgot, &g);
-    h_resp_parse(want, lwant, &w);
-    ck_assert_msg(g.type == w.type && g.num == w.num && strchr(H_RESP_AGGR_TYPES, w.type),
-                  "%s: proxy '%s', redis-server '%s'", what, h_esc(got, lgot),
-                  h_esc(want, lwant));
-    for (long long i = 0; i < w.num; i++)
-        ck_assert_msg(!strchr(H_RESP_AGGR_TYPES, w.elem[i].type), "%s: not a flat listing", what);
-    if (w.num > 0) {
-        qsort(g.elem, (size_t)g.num, sizeof *g.elem, cmp_rv);
-        qsort(w.elem, (size_t)w.num, sizeof *w.elem, cmp_rv);
-    }
-    for (long long i = 0; i < w.num; i++)
-        ck_assert_msg(cmp_rv(&g.elem[i], &w.elem[i]) == 0, "%s: proxy '%s', redis-server '%s'",
-                      what, h_esc(got, lgot), h_esc(want, lwant));
+    ck_assert(h_resp_parse(got, lgot, &g) > 0 && h_resp_parse(want, lwant, &w) > 0);
+    ck_assert_msg(rv_aggregate(&w) && same_unordered(&g, &w), "%s: proxy '%s', redis-server '%s'",
+                  what, h_esc(got, lgot), h_esc(want, lwant));
     h_rv_free(&g);
     h_rv_free(&w);
 }
 
-static void run_session_resp3(int viaproxy, int direct)
+/* The last replies read on the proxy (lb bytes) and on the reference (la
+ * bytes) are the same bytes. */
+static void expect_same_bytes(const struct raw *viaproxy, size_t lb, const struct raw *direct,
+                              size_t la, const char *what)
 {
-    size_t cap = 1 << 16, capa = 1 << 16, capb = 1 << 16;
-    char *cmd = malloc(cap), *a = malloc(capa), *b = malloc(capb);
-    static const char hello3[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
-    h_raw_send(viaproxy, hello3, sizeof hello3 - 1);
-    h_raw_send(direct, hello3, sizeof hello3 - 1);
-    size_t lb = read_reply(viaproxy, &b, &capb, "the proxy", "HELLO 3");
-    size_t la = read_reply(direct, &a, &capa, "redis-server", "HELLO 3");
-    ck_assert_msg(b[0] == '%' && a[0] == '%', "HELLO 3: proxy '%s', redis-server '%s'",
-                  h_esc(b, lb), h_esc(a, la));
+    ck_assert_msg(la == lb && memcmp(direct->buf, viaproxy->buf, la) == 0,
+                  "%s: proxy '%s', redis-server '%s'", what, h_esc(viaproxy->buf, lb),
+                  h_esc(direct->buf, la));
+}
+
+static void run_session_raw(struct raw *viaproxy, struct raw *direct)
+{
     for (int i = 0; session[i]; i++) {
         struct line l;
         line_parse(session[i], &l);
@@ -470,30 +596,85 @@ static void run_session_resp3(int viaproxy, int direct)
             h_sleep_ms(atoi(l.argv[1]));
             continue;
         }
-        size_t n = (size_t)snprintf(cmd, cap, "*%d\r\n", l.argc);
-        for (int k = 0; k < l.argc; k++) {
-            ck_assert_uint_lt(n + l.lens[k] + 32, cap);
-            n += (size_t)snprintf(cmd + n, cap - n, "$%zu\r\n", l.lens[k]);
-            memcpy(cmd + n, l.argv[k], l.lens[k]);
-            n += l.lens[k];
-            memcpy(cmd + n, "\r\n", 2);
-            n += 2;
-        }
         char what[300];
         snprintf(what, sizeof what, "RESP3 line %d (%.200s)", i, session[i]);
-        h_raw_send(viaproxy, cmd, n);
-        h_raw_send(direct, cmd, n);
-        lb = read_reply(viaproxy, &b, &capb, "the proxy", what);
-        la = read_reply(direct, &a, &capa, "redis-server", what);
+        raw_send_line(viaproxy, &l);
+        raw_send_line(direct, &l);
+        size_t lb = h_raw_reply(viaproxy->fd, &viaproxy->buf, &viaproxy->cap, viaproxy->who, what);
+        size_t la = h_raw_reply(direct->fd, &direct->buf, &direct->cap, direct->who, what);
         if (l.unordered)
-            expect_same_listing(b, lb, a, la, what);
+            expect_same_listing(viaproxy->buf, lb, direct->buf, la, what);
         else
-            ck_assert_msg(la == lb && memcmp(a, b, la) == 0, "%s: proxy '%s', redis-server '%s'",
-                          what, h_esc(b, lb), h_esc(a, la));
+            expect_same_bytes(viaproxy, lb, direct, la, what);
     }
-    free(cmd);
-    free(a);
-    free(b);
+}
+
+/* ---- whole SCANs, alone and inside MULTI/EXEC, in either protocol ---- */
+
+/* The reply of one SCAN call (alone: v; in EXEC's array: its only
+ * element), its cursor copied into cursor and its names appended. */
+static void scan_reply_take(struct h_rv *v, bool in_multi, char *cursor, size_t size,
+                            char ***names, size_t *n, const char *what)
+{
+    struct h_rv *r = in_multi ? (v->type == '*' && v->num == 1 ? &v->elem[0] : NULL) : v;
+    ck_assert_msg(r && r->type == '*' && r->num == 2 && r->elem[0].type == '$' &&
+                  r->elem[1].type == '*', "%s: not a SCAN reply", what);
+    ck_assert(r->elem[0].len < size);
+    memcpy(cursor, r->elem[0].str, r->elem[0].len);
+    cursor[r->elem[0].len] = '\0';
+    struct h_rv *keys = &r->elem[1];
+    *names = realloc(*names, (*n + (size_t)keys->num + 1) * sizeof **names);
+    for (long long i = 0; i < keys->num; i++)
+        (*names)[(*n)++] = strndup(keys->elem[i].str, keys->elem[i].len);
+}
+
+/* A whole SCAN MATCH $P<rest> on c, each call alone or inside
+ * MULTI/EXEC: every name into *names. */
+static size_t scan_walk(struct raw *c, const char *rest, bool in_multi, char ***names)
+{
+    char cursor[64] = "0", text[256], what[300];
+    size_t n = 0;
+    *names = NULL;
+    do {
+        H_FMT(text, sizeof text, "SCAN|%s|MATCH|$P%s|COUNT|7", cursor, rest);
+        snprintf(what, sizeof what, "%s: %s%s", c->who, text, in_multi ? " in MULTI" : "");
+        size_t len;
+        if (in_multi) {
+            len = raw_call(c, "MULTI", what);
+            ck_assert_msg(len == 5 && memcmp(c->buf, "+OK\r\n", 5) == 0, "%s: MULTI", what);
+            len = raw_call(c, text, what);
+            ck_assert_msg(len == 9 && memcmp(c->buf, "+QUEUED\r\n", 9) == 0,
+                          "%s: '%s'", what, h_esc(c->buf, len));
+            len = raw_call(c, "EXEC", what);
+        } else {
+            len = raw_call(c, text, what);
+        }
+        struct h_rv v;
+        ck_assert_msg(h_resp_parse(c->buf, len, &v) > 0, "%s", what);
+        scan_reply_take(&v, in_multi, cursor, sizeof cursor, names, &n, what);
+        h_rv_free(&v);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
+/* SCAN through the proxy walks the same names the reference holds, in
+ * proto, each call alone and each inside MULTI/EXEC. */
+static void expect_scans_equal(int proto, const char *rest)
+{
+    struct raw viaproxy = raw_open(&proxy.addr, proto, "the proxy");
+    struct raw direct = raw_open(&ref.addr, proto, "redis-server");
+    for (int in_multi = 0; in_multi < 2; in_multi++) {
+        char **got, **want, what[200];
+        size_t ngot = scan_walk(&viaproxy, rest, in_multi, &got);
+        size_t nwant = scan_walk(&direct, rest, in_multi, &want);
+        snprintf(what, sizeof what, "RESP%d SCAN MATCH %s%s%s", proto, prefix, rest,
+                 in_multi ? " in MULTI" : "");
+        expect_same_names(got, ngot, want, nwant, what);
+        free_names(got, ngot);
+        free_names(want, nwant);
+    }
+    raw_close(&viaproxy);
+    raw_close(&direct);
 }
 
 /* The session in proto (2: hiredis, 3: raw connections after HELLO 3),
@@ -503,16 +684,18 @@ static void bot_session(int proto)
     redisContext *viaproxy = h_connect_node(&proxy.addr);
     redisContext *direct = h_connect_node(&ref.addr);
     if (proto == 3) {
-        int fp = h_raw_connect(&proxy.addr), fd = h_raw_connect(&ref.addr);
-        run_session_resp3(fp, fd);
-        close(fp);
-        close(fd);
+        struct raw rp = raw_open(&proxy.addr, 3, "the proxy");
+        struct raw rd = raw_open(&ref.addr, 3, "redis-server");
+        run_session_raw(&rp, &rd);
+        raw_close(&rp);
+        raw_close(&rd);
     } else {
         run_session(viaproxy, direct);
     }
-    expect_scans_equal(viaproxy, direct, ":*");
-    expect_scans_equal(viaproxy, direct, ":checkpoint:*");
-    expect_scans_equal(viaproxy, direct, ":co:turn:*");
+    static const char *const scans[] = { ":*", ":checkpoint:*", ":co:turn:*", ":chat:*",
+                                         ":user:u1:*" };
+    for (size_t i = 0; i < sizeof scans / sizeof *scans; i++)
+        expect_scans_equal(proto, scans[i]);
     expect_cluster_names(direct);
     /* the marker was written at start, and is not listed */
     char marker[128];
@@ -523,6 +706,83 @@ static void bot_session(int proto)
     redisFree(viaproxy);
     redisFree(direct);
 }
+
+/* ---- blocking commands that wait, then are fed by another client ---- */
+
+/* Each: a command that blocks on empty keys (prep first, when given), the
+ * write another client sends while it waits; what the write leaves is
+ * compared by the listings afterwards. */
+static const struct woken {
+    const char *prep, *block, *feed;
+} woken[] = {
+    { NULL, "BLPOP|$P:co:turn:w1:last|$P:co:turn:w1:owner|5", "RPUSH|$P:co:turn:w1:owner|a" },
+    { NULL, "BRPOP|$P:chat:w2|5", "RPUSH|$P:chat:w2|a|b" },
+    { NULL, "BLMPOP|5|2|$P:co:turn:w1:last|$P:co:turn:w1:seq|LEFT|COUNT|3",
+      "RPUSH|$P:co:turn:w1:seq|x|y" },
+    { NULL, "BZPOPMIN|$P:msgs:w3|$P:msg:w3:x|5", "ZADD|$P:msg:w3:x|1.5|m" },
+    { NULL, "BZPOPMAX|$P:msgs:w3|5", "ZADD|$P:msgs:w3|1|a|2|b" },
+    { NULL, "BZMPOP|5|2|$P:msgs:w4|$P:msg:w4:z|MAX|COUNT|3", "ZADD|$P:msgs:w4|1|a|2.25|b" },
+    { NULL, "BZMPOP|5|1|$P:user:u9:z:w5|MIN", "ZADD|$P:user:u9:z:w5|3|c|4|d" },
+    { NULL, "XREAD|BLOCK|5000|STREAMS|$P:msgs:w6|$P:msg:w6:side|$|$",
+      "XADD|$P:msg:w6:side|5-1|f|v" },
+    { "XGROUP|CREATE|$P:msgs:w7|g|$|MKSTREAM",
+      "XREADGROUP|GROUP|g|c1|BLOCK|5000|STREAMS|$P:msgs:w7|>", "XADD|$P:msgs:w7|5-1|f|v" },
+};
+
+/* text sent on the proxy and on the reference: the same reply bytes. */
+static void expect_same_call(struct raw *viaproxy, struct raw *direct, const char *text,
+                             const char *what)
+{
+    size_t lb = raw_call(viaproxy, text, what);
+    size_t la = raw_call(direct, text, what);
+    expect_same_bytes(viaproxy, lb, direct, la, what);
+}
+
+/* Each woken row in proto: the blocked client's reply, once fed, byte for
+ * byte the reference's. */
+static void woken_pops(int proto)
+{
+    struct raw pa = raw_open(&proxy.addr, proto, "the proxy");
+    struct raw pb = raw_open(&proxy.addr, proto, "the proxy");
+    struct raw ra = raw_open(&ref.addr, proto, "redis-server");
+    struct raw rb = raw_open(&ref.addr, proto, "redis-server");
+    for (size_t i = 0; i < sizeof woken / sizeof *woken; i++) {
+        const struct woken *w = &woken[i];
+        char what[300];
+        snprintf(what, sizeof what, "RESP%d: %s woken by %s", proto, w->block, w->feed);
+        if (w->prep)
+            expect_same_call(&pb, &rb, w->prep, what);
+        struct line l;
+        line_parse(w->block, &l);
+        raw_send_line(&pa, &l);
+        raw_send_line(&ra, &l);
+        h_sleep_ms(100);
+        expect_same_call(&pb, &rb, w->feed, what);
+        size_t lb = h_raw_reply(pa.fd, &pa.buf, &pa.cap, pa.who, what);
+        size_t la = h_raw_reply(ra.fd, &ra.buf, &ra.cap, ra.who, what);
+        expect_same_bytes(&pa, lb, &ra, la, what);
+    }
+    raw_close(&pa);
+    raw_close(&pb);
+    raw_close(&ra);
+    raw_close(&rb);
+    expect_scans_equal(proto, ":*");
+    redisContext *direct = h_connect_node(&ref.addr);
+    expect_cluster_names(direct);
+    redisFree(direct);
+}
+
+START_TEST(test_woken_pops)
+{
+    woken_pops(2);
+}
+END_TEST
+
+START_TEST(test_woken_pops_resp3)
+{
+    woken_pops(3);
+}
+END_TEST
 
 START_TEST(test_bot_session)
 {
@@ -544,6 +804,8 @@ static Suite *session_suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, test_bot_session);
     tcase_add_test(t, test_bot_session_resp3);
+    tcase_add_test(t, test_woken_pops);
+    tcase_add_test(t, test_woken_pops_resp3);
     suite_add_tcase(s, t);
     return s;
 }

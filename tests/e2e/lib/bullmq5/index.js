@@ -1,0 +1,2 @@
+'use strict';
+module.exports = { bullmq: require('bullmq') };
