@@ -1,6 +1,7 @@
 /*
- * libFuzzer harness for the key layout (keylayout/layout.h), with the
- * shipped rules (conf/layouts/botmesh-v1.rules, prefixes "bot" and "b2";
+ * libFuzzer harness for the key layout (keylayout/layout.h), with each of
+ * the shipped rules (conf/layouts/botmesh-v1.rules, prefixes "bot" and
+ * "b2"; conf/layouts/courier-v1.rules, prefixes "courier" and "presence";
  * make fuzz runs it from the top of the tree).
  *
  * Input: any bytes, taken as a key name a client sends. Checked, as the
@@ -23,20 +24,26 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct layout *layout;
+#define NLAYOUTS 2
 
-static const struct layout *the_layout(void)
+static struct layout *layouts[NLAYOUTS];
+
+/* The shipped layout i, loaded once. */
+static const struct layout *the_layout(int i)
 {
-    if (!layout) {
-        static const char *const prefixes[] = { "bot", "b2" };
+    static const char *const files[NLAYOUTS] = { "conf/layouts/botmesh-v1.rules",
+                                                 "conf/layouts/courier-v1.rules" };
+    static const char *const prefixes[NLAYOUTS][2] = { { "bot", "b2" },
+                                                       { "courier", "presence" } };
+    if (!layouts[i]) {
         char err[256];
-        layout = layout_load_file("conf/layouts/botmesh-v1.rules", prefixes, 2, err, sizeof err);
-        if (!layout) {
+        layouts[i] = layout_load_file(files[i], prefixes[i], 2, err, sizeof err);
+        if (!layouts[i]) {
             fprintf(stderr, "fuzz_layout: %s (run from the top of the tree)\n", err);
             abort();
         }
     }
-    return layout;
+    return layouts[i];
 }
 
 static void check_tag_whole(const char *name, size_t len)
@@ -93,10 +100,12 @@ static void backward(const struct layout *l, const char *key, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct layout *l = the_layout();
-    if (size > 1024 || layout_max_len(l, size) > 4096)
-        return 0;
-    forward(l, (const char *)data, size);
-    backward(l, (const char *)data, size);
+    for (int i = 0; i < NLAYOUTS; i++) {
+        const struct layout *l = the_layout(i);
+        if (size > 1024 || layout_max_len(l, size) > 4096)
+            continue;
+        forward(l, (const char *)data, size);
+        backward(l, (const char *)data, size);
+    }
     return 0;
 }

@@ -777,15 +777,36 @@ H_UNUSED static void h_proxy_start(struct h_proxy *p, const char *const *args)
     h_spawn_wait(p, h_pings, 20000, "extra proxy");
 }
 
+#define H_LAYOUT_PREFIXES_MAX 4
+#define H_LAYOUT_PREFIX_LEN 64
+
+/* An extra proxy serving the rules file `rules` for n run-unique layout
+ * prefixes TAG<pid><ms> (one segment, no ':'), one for each of tags[0..n),
+ * written to prefixes[0..n). */
+H_UNUSED static void h_layout_proxy_start_rules(struct h_proxy *p, const char *rules,
+                                                const char *const *tags, size_t n,
+                                                char (*prefixes)[H_LAYOUT_PREFIX_LEN])
+{
+    const char *args[3 + H_LAYOUT_PREFIXES_MAX + 1] = { "--layout-rules", rules,
+                                                        "--layout-prefix" };
+    ck_assert_msg(n >= 1 && n <= H_LAYOUT_PREFIXES_MAX, "%zu layout prefixes", n);
+    for (size_t i = 0; i < n; i++) {
+        H_FMT(prefixes[i], H_LAYOUT_PREFIX_LEN, "%s%ld%lld", tags[i], (long)getpid(),
+              h_now_ms() % 1000000);
+        args[3 + i] = prefixes[i];
+    }
+    args[3 + n] = NULL;
+    h_proxy_start(p, args);
+}
+
 /* An extra proxy serving conf/layouts/botmesh-v1.rules for a run-unique
  * layout prefix TAG<pid><ms> (one segment, no ':'), written to prefix. */
 H_UNUSED static void h_layout_proxy_start(struct h_proxy *p, const char *tag, char *prefix,
                                           size_t size)
 {
-    snprintf(prefix, size, "%s%ld%lld", tag, (long)getpid(), h_now_ms() % 1000000);
-    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
-                                 "--layout-prefix", prefix, NULL };
-    h_proxy_start(p, args);
+    char one[1][H_LAYOUT_PREFIX_LEN];
+    h_layout_proxy_start_rules(p, "conf/layouts/botmesh-v1.rules", &tag, 1, one);
+    H_FMT(prefix, size, "%s", one[0]);
 }
 
 /*

@@ -2,8 +2,9 @@
  * Legacy <-> cluster names (keylayout/layout.h) with the shipped botmesh-v1
  * rules, against LAYOUT.md: every vector of it, the round trip of every
  * family with ids holding the bytes that matter, malformed cluster names,
- * rule order, the constrained turn part, pass-through families, prefixes.
- * Run from the repository root (as make test does).
+ * rule order, the constrained turn part, pass-through families, prefixes;
+ * and the shipped courier-v1 rules' families. Run from the repository root
+ * (as make test does).
  */
 #include <check.h>
 #include <stdio.h>
@@ -800,6 +801,68 @@ START_TEST(test_index_entries)
 }
 END_TEST
 
+/* ---- the shipped courier-v1 rules ---- */
+
+/* LAYOUT.md "Courier layout", for the prefixes courier and presence. */
+static const struct { const char *legacy, *cluster, *family; } courier[] = {
+    { "courier:presence:score:room:general", "courier:presence:{pr:room%3Ageneral}:score",
+      "courier-presence-score" },
+    { "courier:presence:meta:room:general", "courier:presence:{pr:room%3Ageneral}:meta",
+      "courier-presence-meta" },
+    { "presence:score:activity:team", "presence:{pr:activity%3Ateam}:score", "presence-score" },
+    { "presence:meta:activity:team", "presence:{pr:activity%3Ateam}:meta", "presence-meta" },
+    { "presence:score:a{b}*", "presence:{pr:a%7Bb%7D%2A}:score", "presence-score" },
+    { "courier:presence:meta:x:meta", "courier:presence:{pr:x%3Ameta}:meta",
+      "courier-presence-meta" },
+    { "presence:presence:score:t", "presence:presence:{pr:t}:score", "courier-presence-score" },
+};
+
+/* Names the courier rules leave as they are. */
+static const struct { const char *key; enum layout_result result; } courier_unchanged[] = {
+    { "courier:stream:activity:team", LAYOUT_KEEP },
+    { "courier:ratelimit:caller-1", LAYOUT_KEEP },
+    { "courier:{meta}:layout", LAYOUT_KEEP },
+    { "courier:room:general", LAYOUT_PASS },
+    { "courier:presence:score", LAYOUT_PASS },       /* no topic */
+    { "courier:presence:other:t", LAYOUT_PASS },
+    { "presence:diff:t", LAYOUT_PASS },
+    { "bot:score:t", LAYOUT_PASS },                  /* not a configured prefix */
+};
+
+START_TEST(test_courier_rules)
+{
+    static const char *const pf[] = { "courier", "presence" };
+    char err[256] = "", out[256], back[256];
+    struct layout *l = layout_load_file("conf/layouts/courier-v1.rules", pf, 2, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    for (size_t i = 0; i < sizeof courier / sizeof courier[0]; i++) {
+        size_t n, bn;
+        struct layout_match m;
+        const char *k = courier[i].legacy;
+        ck_assert_int_eq(layout_to_cluster(l, k, strlen(k), out, sizeof out, &n, &m),
+                         LAYOUT_MAPPED);
+        ck_assert_str_eq(m.rule->name, courier[i].family);
+        ck_assert_msg(n == strlen(courier[i].cluster) && memcmp(out, courier[i].cluster, n) == 0,
+                      "%s -> %.*s, want %s", k, (int)n, out, courier[i].cluster);
+        ck_assert_int_eq(layout_to_legacy(l, out, n, back, sizeof back, &bn, NULL), LAYOUT_MAPPED);
+        ck_assert_msg(bn == strlen(k) && memcmp(back, k, bn) == 0, "%s back: %.*s", k, (int)bn,
+                      back);
+    }
+    /* a topic's scores and metadata share its slot */
+    ck_assert_int_eq(slot_of(S("courier:presence:{pr:room%3Ageneral}:score")),
+                     slot_of(S("courier:presence:{pr:room%3Ageneral}:meta")));
+    for (size_t i = 0; i < sizeof courier_unchanged / sizeof courier_unchanged[0]; i++) {
+        const char *k = courier_unchanged[i].key;
+        size_t n;
+        ck_assert_msg(layout_to_cluster(l, k, strlen(k), out, sizeof out, &n, NULL) ==
+                      courier_unchanged[i].result, "to_cluster %s", k);
+        ck_assert_msg(layout_to_legacy(l, k, strlen(k), out, sizeof out, &n, NULL) ==
+                      courier_unchanged[i].result, "to_legacy %s", k);
+    }
+    layout_free(l);
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
     Suite *s = suite_create("layout");
@@ -824,6 +887,7 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_other_rules);
     tcase_add_test(tc, test_short_buffer);
     tcase_add_test(tc, test_index_entries);
+    tcase_add_test(tc, test_courier_rules);
     suite_add_tcase(s, tc);
     return s;
 }
