@@ -182,8 +182,8 @@ void client_close(struct client *c, const char *why)
     tx_client_gone(c);
 }
 
-void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
-                 int before_parked)
+static void push_at(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
+                    int before_parked, struct request *before)
 {
     struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
     if (!out) {                 /* nothing after QUIT's +OK */
@@ -207,7 +207,9 @@ void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_
     }
     r->client = c;
     struct request *parked = c->tx ? tx_first_parked(c) : NULL;
-    if (before_parked && parked) {
+    if (before && before->client == c && !before->done) {
+        TAILQ_INSERT_BEFORE(before, r, link);
+    } else if (before_parked && parked) {
         TAILQ_INSERT_BEFORE(parked, r, link);
     } else {
         for (after = TAILQ_LAST(&c->queue, request_queue); after && !after->done;
@@ -220,6 +222,18 @@ void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_
     }
     c->nqueued++;
     request_deliver(r, in, bytes, len);
+}
+
+void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
+                 int before_parked)
+{
+    push_at(c, in, bytes, len, before_parked, NULL);
+}
+
+void client_push_before(struct client *c, struct request *before, struct evbuffer *in,
+                        const char *bytes, size_t len)
+{
+    push_at(c, in, bytes, len, 0, before);
 }
 
 void client_close_after_replies(struct client *c)

@@ -126,6 +126,12 @@ void client_reply_mode_take(struct client *c, struct request *r);
 void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
                  int before_parked);
 
+/* client_push, but before the reply of before, a request of c's not done
+ * yet (a subscriber command whose confirmation its node has not sent);
+ * NULL, or a request already done: as client_push. */
+void client_push_before(struct client *c, struct request *before, struct evbuffer *in,
+                        const char *bytes, size_t len);
+
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);
 

@@ -30,6 +30,7 @@ struct sub_entry {
     struct sub_conn *conn;          /* shard channels: its connection; NULL: to place */
     uint32_t hash;
     int removing;                   /* picked by the SUNSUBSCRIBE being built */
+    int leaving;                    /* in a leaving set: unconfirmed unsubscribes */
     size_t len;
     char name[];
 };
@@ -127,6 +128,23 @@ static void set_clear(struct sub_set *set)
     set_init(set);
 }
 
+/* A name leaves: one more unsubscribe of it the node has to confirm.
+ * Out of memory: its last messages may be dropped, nothing worse. */
+static void leaving_add(struct sub_set *leaving, const char *name, size_t len)
+{
+    struct sub_entry *e;
+    if (set_add(leaving, name, len, &e) >= 0)
+        e->leaving++;
+}
+
+/* The node confirmed one unsubscribe of name. */
+static void leaving_done(struct sub_set *leaving, const char *name, size_t len)
+{
+    struct sub_entry *e = set_find(leaving, name, len);
+    if (e && --e->leaving <= 0)
+        set_unlink(leaving, e);
+}
+
 /* ---- per-client state ---- */
 
 /* A command sent on a subscriber connection, waiting for its confirmations
@@ -161,6 +179,10 @@ struct pubsub {
     struct client *client;
     struct worker *worker;
     struct sub_set channels, patterns, shard;
+    /* names the client unsubscribed from whose confirmation the node has not
+     * sent yet: the node still delivers their messages, published before it
+     * ran the UNSUBSCRIBE, and the client gets them, as from one server */
+    struct sub_set leaving_channels, leaving_patterns;
     struct sub_conn *main;          /* channels and patterns */
     LIST_HEAD(, sub_conn) shards;
     struct event *resub_timer;
@@ -203,6 +225,8 @@ static struct pubsub *ps_get(struct client *c)
     set_init(&ps->channels);
     set_init(&ps->patterns);
     set_init(&ps->shard);
+    set_init(&ps->leaving_channels);
+    set_init(&ps->leaving_patterns);
     LIST_INIT(&ps->shards);
     ps->resub_timer = evtimer_new(c->worker->base, resub_cb, ps);
     if (!ps->resub_timer) {
@@ -557,6 +581,8 @@ static void conn_down(struct node_conn *nc, void *arg)
         struct sub_wait *wt;
         TAILQ_FOREACH(wt, &sc->waits, link)
             wt->left = 0;       /* answered once the resubscription is confirmed */
+        set_clear(&ps->leaving_channels);   /* nothing more comes from that node */
+        set_clear(&ps->leaving_patterns);
     } else {
         struct sub_entry *e;
         TAILQ_FOREACH(e, &ps->shard.order, order)
@@ -579,6 +605,8 @@ static void main_close(struct pubsub *ps)
         return;
     ps->main = NULL;            /* from here on sc is ours alone */
     sc->closing = 1;
+    set_clear(&ps->leaving_channels);
+    set_clear(&ps->leaving_patterns);
     conn_drop_node(sc);
     waits_finish_all(sc);
     conn_free(sc);
@@ -678,9 +706,16 @@ static const char *push_name(struct evbuffer *in, const char *bytes, size_t len,
 
 /* A message for the client (client_push: its own subscribe confirmation
  * is ahead of it). */
-static void deliver(struct pubsub *ps, struct evbuffer *in, const char *bytes, size_t len)
+/* A message from sc: the node sent it before the confirmations sc still
+ * waits for, so it goes before the reply of the first command waiting
+ * there, as one server writes it before it reads that command. */
+static void deliver(struct sub_conn *sc, struct evbuffer *in, const char *bytes, size_t len)
 {
-    client_push(ps->client, in, bytes, len, 0);
+    struct sub_wait *wt;
+    TAILQ_FOREACH(wt, &sc->waits, link)
+        if (wt->r && !wt->group)
+            break;
+    client_push_before(sc->ps->client, wt ? wt->r : NULL, in, bytes, len);
 }
 
 /* One confirmation came for the oldest wait. */
@@ -754,16 +789,20 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
         return;
     }
     const char *name = p.has_name ? push_name(in, bytes, len, &p) : NULL;
-    struct sub_set *set = NULL;
-    if (strcmp(p.kind, "message") == 0)
+    struct sub_set *set = NULL, *leaving = NULL;
+    if (strcmp(p.kind, "message") == 0) {
         set = &ps->channels;
-    else if (strcmp(p.kind, "pmessage") == 0)
+        leaving = &ps->leaving_channels;
+    } else if (strcmp(p.kind, "pmessage") == 0) {
         set = &ps->patterns;
-    else if (strcmp(p.kind, "smessage") == 0)
+        leaving = &ps->leaving_patterns;
+    } else if (strcmp(p.kind, "smessage") == 0) {
         set = &ps->shard;
+    }
     if (set) {
-        if (name && set_find(set, name, p.name_len))
-            deliver(ps, in, bytes, len);
+        if (name && (set_find(set, name, p.name_len) ||
+                     (leaving && set_find(leaving, name, p.name_len))))
+            deliver(sc, in, bytes, len);
         else if (in)
             evbuffer_drain(in, len);
         return;
@@ -788,6 +827,10 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
         free(big);
         return;
     }
+    if (name && sc == ps->main && strcmp(p.kind, "unsubscribe") == 0)
+        leaving_done(&ps->leaving_channels, name, p.name_len);
+    else if (name && sc == ps->main && strcmp(p.kind, "punsubscribe") == 0)
+        leaving_done(&ps->leaving_patterns, name, p.name_len);
     if (in)
         evbuffer_drain(in, len);
     if (strcmp(p.kind, "subscribe") == 0 || strcmp(p.kind, "psubscribe") == 0 ||
@@ -904,10 +947,11 @@ static void cmd_subscribe_with(struct request *r, struct pubsub *ps, int pattern
 static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
 {
     struct sub_set *set = patterns ? &ps->patterns : &ps->channels;
+    struct sub_set *leaving = patterns ? &ps->leaving_patterns : &ps->leaving_channels;
     const char *kind = patterns ? "punsubscribe" : "unsubscribe";
     struct evbuffer *b = request_reply_buffer(r);
     struct evbuffer *cmd = evbuffer_new();
-    int ngone = 0;
+    int ngone = 0, to_node = cmd && ps->main && ps->main->node;
     if (r->argc == 1 && set->n == 0)
         reply_confirm(b, request_resp(r), kind, NULL, 0, ps_count(ps));
     if (r->argc == 1) {
@@ -919,6 +963,8 @@ static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
             resp_add_push(b, request_resp(r), 3);      /* the count after the name is gone */
             resp_add_bulk_str(b, kind);
             resp_add_bulk(b, e->name, e->len);
+            if (to_node)
+                leaving_add(leaving, e->name, e->len);
             set_unlink(set, e);
             resp_add_integer(b, ps_count(ps));
         }
@@ -929,6 +975,8 @@ static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
         struct sub_entry *e = set_find(set, name, len);
         if (e) {
             set_unlink(set, e);
+            if (to_node)
+                leaving_add(leaving, name, len);
             if (cmd)
                 resp_add_bulk(cmd, name, len);
             ngone++;
@@ -1249,6 +1297,8 @@ static void free_late_cb(evutil_socket_t fd, short what, void *arg)
     set_clear(&ps->channels);
     set_clear(&ps->patterns);
     set_clear(&ps->shard);
+    set_clear(&ps->leaving_channels);
+    set_clear(&ps->leaving_patterns);
     event_free(ps->resub_timer);
     free(ps);
 }

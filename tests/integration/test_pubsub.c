@@ -346,6 +346,49 @@ START_TEST(courier_pattern_in_order)
 }
 END_TEST
 
+/* A message published before the subscriber's UNSUBSCRIBE reached its
+ * node is delivered, and before the confirmation, as one server writes it
+ * before it reads the UNSUBSCRIBE: PUBLISH counted the subscriber. The
+ * race is in the proxy's reading order of two node connections, so it is
+ * run many times. */
+START_TEST(message_before_unsubscribe_confirmation)
+{
+    redisContext *sub = h_connect_proxy(), *pub = h_connect_proxy();
+    char channel[128], pattern[128], payload[16];
+    run_init();
+    snprintf(channel, sizeof(channel), "%s:leaving", run);
+    snprintf(pattern, sizeof(pattern), "%s:pleaving:*", run);
+    redisReply *r = h_cmd(sub, "SUBSCRIBE %s", channel);
+    freeReplyObject(r);
+    r = h_cmd(sub, "PSUBSCRIBE %s", pattern);
+    freeReplyObject(r);
+    for (int i = 0; i < 300; i++) {
+        snprintf(payload, sizeof(payload), "%d", i);
+        int patterns = i % 2;
+        char target[160];
+        snprintf(target, sizeof(target), patterns ? "%s:pleaving:x" : "%s:leaving", run);
+        r = h_cmd(pub, "PUBLISH %s %s", target, payload);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        redisAppendCommand(sub, patterns ? "PUNSUBSCRIBE %s" : "UNSUBSCRIBE %s",
+                           patterns ? pattern : channel);
+        redisAppendCommand(sub, patterns ? "PSUBSCRIBE %s" : "SUBSCRIBE %s",
+                           patterns ? pattern : channel);
+        if (patterns) {
+            expect_push(sub, "pmessage", pattern, target, payload);
+            expect_push(sub, "punsubscribe", pattern, "1", NULL);
+            expect_push(sub, "psubscribe", pattern, "2", NULL);
+        } else {
+            expect_push(sub, "message", channel, payload, NULL);
+            expect_push(sub, "unsubscribe", channel, "1", NULL);
+            expect_push(sub, "subscribe", channel, "2", NULL);
+        }
+    }
+    redisFree(sub);
+    redisFree(pub);
+}
+END_TEST
+
 /* ---------- failures of the subscriber connection ---------- */
 
 /* Kills sub's subscriber connection (it holds `needle`) on its master; the
@@ -875,6 +918,7 @@ static Suite *pubsub_suite(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, shapes_as_redis);
     tcase_add_test(tc, courier_pattern_in_order);
+    tcase_add_test(tc, message_before_unsubscribe_confirmation);
     tcase_add_test(tc, resubscribed_after_kill_on_other_master);
     tcase_add_test(tc, resubscribed_when_node_paused);
     tcase_add_test(tc, sharded);
