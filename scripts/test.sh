@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: scripts/test.sh [--unit-only] [UNIT_TEST_BINARY...]
 #
-# 1. Runs the unit test binaries given as arguments.
+# 1. Runs the unit test binaries given as arguments, and
+#    scripts/check-docs.py (the rules syntax alike in the README and in
+#    every conf/layouts/*.rules header).
 # 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
 #    on free ports (base in 20000-29000, each port and port+10000 free) in a
 #    temporary folder, and build/tagproxy on another free port (its log in
@@ -83,6 +85,11 @@ for u in "${units[@]}"; do
     env "${clean_env[@]}" "$u"
     record "$u" $?
 done
+if [ ${#only[@]} -eq 0 ]; then
+    echo "== docs: scripts/check-docs.py"
+    python3 scripts/check-docs.py
+    record "scripts/check-docs.py" $?
+fi
 
 if [ "$unit_only" = 1 ]; then
     summary
