@@ -101,16 +101,16 @@ FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE -I.
 FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
 	proxy/config.c proxy/log.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
-	keylayout/layout.c keylayout/rules.c
+	keylayout/layout.c keylayout/rules.c keylayout/overlap.c
 # fuzz_client runs a whole worker: every daemon source but main.c.
 FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
 fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c cluster/slot.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proxy/command.c proxy/command_table.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c cluster/slot.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
 	    $(shell pkg-config --cflags --libs hiredis libevent openssl)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_client $(FUZZ_CLIENT_SRCS) \

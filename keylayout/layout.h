@@ -1,6 +1,6 @@
 /*
- * layout: legacy key names <-> cluster layout names, by the rules of a rules
- * file (keylayout/rules.h) and the configured prefixes. Pure code over byte
+ * layout: legacy key names <-> cluster layout names, by the rules of one or
+ * more rules files (keylayout/rules.h), each for its prefixes. Pure code over byte
  * strings; no allocation per call; safe to share between threads once built.
  *
  *   legacy  bot:chat:tg:42  --layout_to_cluster-->  bot:{ch:16}:r:tg%3A42
@@ -54,10 +54,29 @@ struct layout_match {
     struct layout_value cap[RULES_MAX_CAPTURES];
 };
 
-/* Build a layout from the rules file at path (or text[0..len), errors
- * naming `name`) and nprefixes prefixes. NULL on error, with the message in
- * err: `FILE:LINE: what is wrong` for the rules, `layout-prefix "P": ...`
- * for a prefix. Free with layout_free. */
+/* One rules file of a layout and the prefixes it serves. */
+struct layout_source {
+    const char *name;              /* the file's path; with text, the name errors give */
+    const char *text;              /* NULL: read the file; else text[0..len) */
+    size_t len;
+    const char *const *prefix;
+    size_t nprefix;
+};
+
+#define LAYOUT_FILES_MAX 64
+#define LAYOUT_PREFIXES_MAX 1024   /* distinct prefixes, over every file */
+
+/* Build a layout from n rules files, each serving its prefixes. A prefix
+ * served by several files is served by the rules of each, file by file;
+ * those files must not match one same name (keylayout/overlap.h), as which
+ * file a name belongs to would then hang on the order of the files. NULL
+ * on error, with the message in err: `FILE:LINE: what is wrong` for the
+ * rules, `FILE:LINE: ... and FILE:LINE: ... both match "NAME"; ...` for two
+ * files that overlap, `layout-prefix "P": ...` for a prefix. Free with
+ * layout_free. */
+struct layout *layout_load(const struct layout_source *src, size_t n, char *err, size_t errlen);
+
+/* layout_load of one file (path, or text[0..len) named `name`). */
 struct layout *layout_load_file(const char *path, const char *const *prefixes,
                                 size_t nprefixes, char *err, size_t errlen);
 struct layout *layout_load_string(const char *name, const char *text, size_t len,
@@ -69,9 +88,17 @@ void layout_free(struct layout *l);
  * '{' or '}'), else -1 with `layout-prefix "P": why` in err. */
 int layout_check_prefix(const char *prefix, char *err, size_t errlen);
 
-const struct rules *layout_rules(const struct layout *l);
+/* The files, in the order given (a rule's file is also rules_rule.file). */
+size_t layout_file_count(const struct layout *l);
+const struct rules *layout_file_rules(const struct layout *l, size_t i);
+
+/* Every file's prefixes, each once, in the order first given. */
 size_t layout_prefix_count(const struct layout *l);
 const char *layout_prefix(const struct layout *l, size_t i, size_t *len);
+
+/* The rules and keeps prefix i is served by, in the order they are tried. */
+const struct rules_rule *const *layout_prefix_rules(const struct layout *l, size_t i,
+                                                     size_t *n);
 
 /* An output bound for inputs of len bytes in all (both, for index_to_legacy). */
 size_t layout_max_len(const struct layout *l, size_t len);
@@ -105,6 +132,9 @@ enum layout_result layout_index_to_legacy(const struct layout *l, const char *in
 /* Whether key is the index sorted set of an indexed rule (for any bucket,
  * any values: the name has that rule's index template's shape). */
 bool layout_is_index(const struct layout *l, const char *key, size_t len);
+
+/* The rule whose index key is, as layout_is_index; NULL for none. */
+const struct rules_rule *layout_index_rule(const struct layout *l, const char *key, size_t len);
 
 /* Build names from a match of a rule (not a keep). The index functions need
  * m->rule->indexed. A match filled by hand with rule, prefix and bucket only

@@ -128,9 +128,10 @@ bool listing_plan(const struct layout *l, const char *pattern, size_t plen, stru
     segments_split(colon + 1, n - first - 1, &sg);
     memset(&ls->fixed, 0, sizeof ls->fixed);
     ls->fixed.prefix = pi;
-    const struct rules *rs = layout_rules(l);
-    for (size_t i = 0; i < rs->nrule; i++) {
-        const struct rules_rule *r = &rs->rule[i];
+    size_t nrule;
+    const struct rules_rule *const *rule = layout_prefix_rules(l, pi, &nrule);
+    for (size_t i = 0; i < nrule; i++) {
+        const struct rules_rule *r = rule[i];
         if (covers(r, &sg))
             return fix_index(r, &sg, ls);
         if (may_match(r, &sg))

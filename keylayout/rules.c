@@ -410,6 +410,7 @@ void rules_free(struct rules *rules)
     for (size_t i = 0; i < rules->nrule; i++)
         rule_clear(&rules->rule[i]);
     free(rules->rule);
+    free(rules->file);
     free(rules);
 }
 
@@ -440,6 +441,7 @@ static int line_parse(struct parser *ps, struct rules *rules, char *line, char *
 {
     struct rules_rule r;
     memset(&r, 0, sizeof r);
+    r.file = rules->file;
     r.line = ps->line;
     r.text = line;
     int rc;
@@ -472,7 +474,8 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
 {
     struct parser ps = { name, 0, err, errlen };
     struct rules *rules = calloc(1, sizeof *rules);
-    if (!rules) {
+    if (!rules || !(rules->file = strdup(name))) {
+        free(rules);
         snprintf(err, errlen, "%s: out of memory", name);
         return NULL;
     }

@@ -15,8 +15,9 @@
  * NAME      the family: letters, digits, '-', '_', '.', at most 31 bytes,
  *           unique in the file.
  * LEGACY    a pattern of ':'-separated segments. The first segment is always
- *           `p`: it stands for any configured prefix (one literal segment,
- *           given by config `layout-prefix`). Every other segment is one of
+ *           `p`: it stands for any prefix the file serves (one literal
+ *           segment, given by config `layout-rules FILE P ...` or
+ *           `layout-prefix`). Every other segment is one of
  *             lit           a literal (no '<', '>', '*')
  *             <name>        a capture of exactly one segment (no ':')
  *             <name...>     a greedy capture: one or more segments, may hold
@@ -123,6 +124,7 @@ enum rules_kind {
 struct rules_rule {
     enum rules_kind kind;
     char name[RULES_NAME_MAX + 1];   /* a keep's name is its pattern, cut */
+    const char *file;                /* the rules file's name (struct rules owns it) */
     int line;
     struct rules_pattern legacy;     /* keep: the PATTERN */
     struct rules_template cluster;   /* rule only */
@@ -137,6 +139,7 @@ struct rules_rule {
 };
 
 struct rules {
+    char *file;           /* the name errors and rules_rule.file give */
     struct rules_rule *rule;
     size_t nrule;
     size_t literal_max;   /* the most literal bytes of any template or pattern */

@@ -33,6 +33,7 @@ struct loader {
     int cluster_source;         /* who filled c.cluster; -1: nobody yet */
     int address_map_source;
     int layout_prefix_source;
+    int layout_rules_source;
     int users_source;
     int script_map_source;
     char log_file_where[WHERE_MAX];   /* where log-file was last set */
@@ -350,6 +351,71 @@ static int set_address_map(struct loader *l, const struct directive *d, int argc
         if (!m->from || !m->to)
             goto oom;
     }
+    return 0;
+oom:
+    snprintf(l->why, sizeof l->why, "out of memory");
+    return -1;
+}
+
+static void free_layout_rules(struct config *c)
+{
+    for (int i = 0; i < c->nlayout_rules; i++) {
+        struct config_layout_rules *r = &c->layout_rules[i];
+        free(r->path);
+        for (int j = 0; j < r->nprefix; j++)
+            free(r->prefix[j]);
+        free(r->prefix);
+    }
+    free(c->layout_rules);
+    c->layout_rules = NULL;
+    c->nlayout_rules = 0;
+}
+
+static int layout_rules_fill(struct config_layout_rules *r, int argc, char **argv)
+{
+    if (!(r->path = strdup(argv[0])))
+        return -1;
+    if (argc > 1 && !(r->prefix = calloc((size_t)argc - 1, sizeof *r->prefix)))
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        if (!(r->prefix[i - 1] = strdup(argv[i])))
+            return -1;
+        r->nprefix++;
+    }
+    return 0;
+}
+
+/* layout-rules FILE [PREFIX ...]: repeatable as cluster (a file a line); a
+ * lone "" empties the list. Each prefix checked as keylayout will use it. */
+static int set_layout_rules(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    struct config_layout_rules *grown;
+
+    (void)d;
+    if (argv[0][0] == '\0' && argc > 1) {
+        snprintf(l->why, sizeof l->why, "'layout-rules' needs a file before its prefixes");
+        return -1;
+    }
+    for (int i = 1; i < argc; i++)
+        if (layout_check_prefix(argv[i], l->why, sizeof l->why) < 0)
+            return -1;
+    if (l->layout_rules_source != l->source)
+        free_layout_rules(&l->c);
+    l->layout_rules_source = l->source;
+    if (argv[0][0] == '\0')
+        return 0;
+    if (l->c.nlayout_rules == LAYOUT_FILES_MAX) {
+        snprintf(l->why, sizeof l->why, "more than %d 'layout-rules' files", LAYOUT_FILES_MAX);
+        return -1;
+    }
+    grown = realloc(l->c.layout_rules, sizeof *grown * (size_t)(l->c.nlayout_rules + 1));
+    if (!grown)
+        goto oom;
+    l->c.layout_rules = grown;
+    memset(&grown[l->c.nlayout_rules], 0, sizeof *grown);
+    l->c.nlayout_rules++;       /* counted even half-made, so config_free frees it */
+    if (layout_rules_fill(&grown[l->c.nlayout_rules - 1], argc, argv) < 0)
+        goto oom;
     return 0;
 oom:
     snprintf(l->why, sizeof l->why, "out of memory");
@@ -689,7 +755,7 @@ static const struct directive directives[] = {
     { "worker-nice",               1,  1, set_int,          AT(worker_nice), 0, 19 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
-    { "layout-rules",              1,  1, set_string,       AT(layout_rules), 0, 0 },
+    { "layout-rules",              1, -1, set_layout_rules, 0, 0, 0 },
     { "layout-prefix",             1, -1, set_layout_prefix, 0, 0, 0 },
     { "layout-allow-legacy-data",  1,  1, set_yesno,        AT(layout_allow_legacy_data), 0, 0 },
     { "script-cache-max-bytes",    1,  1, set_memory,       AT(script_cache_max_bytes), 0, LLONG_MAX },
@@ -983,8 +1049,8 @@ static const char *env_lookup(char **envp, const char *name)
     return NULL;
 }
 
-static int load_env_one(struct loader *l, const struct directive *d, const char *name,
-                        const char *value, char *err, size_t errlen)
+static int load_env_line(struct loader *l, const struct directive *d, const char *name,
+                         const char *value, char *err, size_t errlen)
 {
     char where[WHERE_MAX];
     struct args a = { NULL, 0, 0 };
@@ -1003,6 +1069,47 @@ static int load_env_one(struct loader *l, const struct directive *d, const char 
     rc = apply(l, d, where, a.n, a.v, err, errlen);
     args_free(&a);
     return rc;
+}
+
+static int all_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!is_blank(s[i]))
+            return 0;
+    return 1;
+}
+
+/* The byte that cuts a directive's environment value into lines, or 0: a
+ * file a line for layout-rules, whose lines have several words each. */
+static char env_separator(const struct directive *d)
+{
+    return d->set == set_layout_rules ? ';' : '\0';
+}
+
+/* Each piece of the value between separators is one line of d (blank
+ * pieces, as after a last separator, are none). */
+static int load_env_one(struct loader *l, const struct directive *d, const char *name,
+                        const char *value, char *err, size_t errlen)
+{
+    char sep = env_separator(d);
+    if (!sep || !strchr(value, sep))
+        return load_env_line(l, d, name, value, err, errlen);
+    for (const char *p = value;;) {
+        const char *cut = strchr(p, sep);
+        size_t len = cut ? (size_t)(cut - p) : strlen(p);
+        if (!all_blank(p, len)) {
+            char *piece = strndup(p, len);
+            int rc = piece ? load_env_line(l, d, name, piece, err, errlen) : -1;
+            if (!piece)
+                snprintf(err, errlen, "env %s: out of memory", name);
+            free(piece);
+            if (rc < 0)
+                return -1;
+        }
+        if (!cut)
+            return 0;
+        p = cut + 1;
+    }
 }
 
 static int load_env(struct loader *l, char **envp, char *err, size_t errlen)
@@ -1121,7 +1228,7 @@ void config_free(struct config *c)
     free(c->cluster_user);
     free(c->cluster_password);
     free_address_map(c);
-    free(c->layout_rules);
+    free_layout_rules(c);
     free_layout_prefix(c);
     free_script_map(c);
     free(c->log_file);
@@ -1139,6 +1246,7 @@ int config_load(struct config *c, const char *path, char **envp,
     memset(&l, 0, sizeof l);
     config_defaults(&l.c);
     l.cluster_source = l.address_map_source = l.layout_prefix_source = l.users_source = -1;
+    l.layout_rules_source = -1;
     l.script_map_source = -1;
     if (path)
         rc = load_file(&l, path, err, errlen);
@@ -1175,22 +1283,41 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
     return config_load(c, path, envp, argc - first, argv + first, err, errlen);
 }
 
+int config_validate_layout(const struct config *c, char *err, size_t errlen)
+{
+    int uses_default = 0;
+    for (int i = 0; i < c->nlayout_rules; i++) {
+        if (c->layout_rules[i].nprefix > 0)
+            continue;
+        uses_default = 1;
+        if (c->nlayout_prefix == 0) {
+            snprintf(err, errlen, "layout-rules %.200s is set but no layout-prefix is given "
+                     "(directive: layout-prefix P, one per prefix the rules serve; or "
+                     "layout-rules FILE P ...)", c->layout_rules[i].path);
+            return -1;
+        }
+    }
+    if (c->nlayout_prefix > 0 && !c->layout_rules) {
+        snprintf(err, errlen, "layout-prefix is set but no layout-rules file is given "
+                 "(directive: layout-rules PATH)");
+        return -1;
+    }
+    if (c->nlayout_prefix > 0 && !uses_default) {
+        snprintf(err, errlen, "layout-prefix is set but every layout-rules file names its own "
+                 "prefixes, so none serves it");
+        return -1;
+    }
+    return 0;
+}
+
 int config_validate(const struct config *c, char *err, size_t errlen)
 {
     if (c->ncluster == 0) {
         snprintf(err, errlen, "no cluster seed given (directive: cluster HOST:PORT)");
         return -1;
     }
-    if (c->layout_rules && c->nlayout_prefix == 0) {
-        snprintf(err, errlen, "layout-rules is set but no layout-prefix is given "
-                 "(directive: layout-prefix P, one per prefix the rules serve)");
+    if (config_validate_layout(c, err, errlen) < 0)
         return -1;
-    }
-    if (!c->layout_rules && c->nlayout_prefix > 0) {
-        snprintf(err, errlen, "layout-prefix is set but no layout-rules file is given "
-                 "(directive: layout-rules PATH)");
-        return -1;
-    }
     if (c->tls_listen && (!c->tls_cert_file || !c->tls_key_file)) {
         snprintf(err, errlen, "tls-listen needs tls-cert-file and tls-key-file");
         return -1;
@@ -1206,4 +1333,27 @@ int config_validate(const struct config *c, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+const char *const *config_layout_prefixes(const struct config *c, int i, int *n)
+{
+    const struct config_layout_rules *r = &c->layout_rules[i];
+    if (r->nprefix > 0) {
+        *n = r->nprefix;
+        return (const char *const *)r->prefix;
+    }
+    *n = c->nlayout_prefix;
+    return (const char *const *)c->layout_prefix;
+}
+
+struct layout *config_layout_load(const struct config *c, char *err, size_t errlen)
+{
+    struct layout_source src[LAYOUT_FILES_MAX];
+    int n = c->nlayout_rules < LAYOUT_FILES_MAX ? c->nlayout_rules : LAYOUT_FILES_MAX;
+    for (int i = 0; i < n; i++) {
+        int np;
+        const char *const *p = config_layout_prefixes(c, i, &np);
+        src[i] = (struct layout_source){ c->layout_rules[i].path, NULL, 0, p, (size_t)np };
+    }
+    return layout_load(src, (size_t)n, err, errlen);
 }

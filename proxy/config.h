@@ -6,8 +6,9 @@
  * be given as TAGPROXY_<NAME> in the environment (dashes become underscores,
  * upper case) and as --name value on the command line. Sources are applied in
  * that order, so a later one wins: file, then environment, then command line.
- * Repeatable directives (cluster, address-map, script-map) append within one source, and
- * a later source that gives them replaces the earlier list as a whole. One
+ * Repeatable directives (cluster, address-map, script-map, layout-rules)
+ * append within one source, and a later source that gives them replaces
+ * the earlier list as a whole. One
  * line may carry several seeds ("cluster a:1 b:2") or several address-map
  * FROM TO pairs, so that one environment variable can hold a whole list.
  *
@@ -28,9 +29,12 @@
  * the first word after --name is always an argument (so a value may start
  * with "--", as in redis-server 7), later ones up to the next "--" word.
  *
- * Empty requirepass, cluster-user, cluster-password, log-file, pidfile and
- * layout-rules mean unset. layout-prefix is repeatable like cluster (several
- * on one line too); each is checked by layout_check_prefix().
+ * Empty requirepass, cluster-user, cluster-password, log-file and pidfile
+ * mean unset. layout-prefix is repeatable like cluster (several on one line
+ * too); each is checked by layout_check_prefix(). layout-rules FILE
+ * [PREFIX ...] is repeatable like cluster, a file a line; a lone empty FILE
+ * empties the list. In the environment, ';' separates its lines
+ * (TAGPROXY_LAYOUT_RULES="a.rules bot;b.rules courier").
  * `user` lines are repeatable like cluster (append within a source); a name
  * given twice is an error.
  *
@@ -45,9 +49,18 @@
 
 #include <stddef.h>
 
+struct layout;
+
 enum tls_auth { TLS_AUTH_NO = 0, TLS_AUTH_YES, TLS_AUTH_OPTIONAL };
 
 enum log_level { LOG_DEBUG = 0, LOG_VERBOSE, LOG_NOTICE, LOG_WARNING };
+
+/* One `layout-rules FILE [PREFIX ...]` line. */
+struct config_layout_rules {
+    char  *path;
+    char **prefix;      /* its own prefixes; none: it serves layout-prefix's */
+    int    nprefix;
+};
 
 struct config_address_map {
     char *from;     /* "host:port" as the cluster announces it */
@@ -121,8 +134,9 @@ struct config {
     struct config_address_map *address_map;
     int    naddress_map;
     int    enable_dangerous_commands;   /* default 0 */
-    char  *layout_rules;                /* rules file; NULL: no key rewriting */
-    char **layout_prefix;               /* prefixes the rules serve, in the order given */
+    struct config_layout_rules *layout_rules;   /* NULL: no key rewriting */
+    int    nlayout_rules;
+    char **layout_prefix;               /* the prefixes of files that name none, in order */
     int    nlayout_prefix;
     int    layout_allow_legacy_data;    /* default 0: refuse a prefix holding legacy keys */
     long long script_cache_max_bytes;   /* client script bodies kept, default 16mb */
@@ -167,13 +181,26 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
 
 /*
  * What a loaded config still needs before the proxy may start: at least one
- * cluster seed; layout-rules and layout-prefix given together or not at all;
+ * cluster seed; a layout-prefix for every layout-rules file that names no
+ * prefix of its own, and layout-prefix only with such a file;
  * with tls-listen, tls-cert-file and tls-key-file (and tls-ca-cert-file
  * unless tls-auth-clients is no); cluster-tls-cert-file and
  * cluster-tls-key-file given together. Returns 0, or -1 with the reason in
  * err.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
+
+/* The prefixes layout-rules file i serves: its own, or else layout-prefix's. */
+const char *const *config_layout_prefixes(const struct config *c, int i, int *n);
+
+/* The key layout of c's layout-rules files, each for its prefixes
+ * (layout_load); NULL with the reason in err. */
+struct layout *config_layout_load(const struct config *c, char *err, size_t errlen);
+
+/* The layout part of config_validate(): a layout-prefix for every
+ * layout-rules file that names no prefix, and layout-prefix only with such
+ * a file. */
+int config_validate_layout(const struct config *c, char *err, size_t errlen);
 
 /* Free what config_load() allocated and reset c to the defaults. */
 void config_free(struct config *c);

@@ -35,6 +35,21 @@ static int same_list(char **a, int na, char **b, int nb)
     return 1;
 }
 
+/* The same rules files serving the same prefixes (the paths may differ). */
+static int same_layout_shape(const struct config *a, const struct config *b)
+{
+    if (a->nlayout_rules != b->nlayout_rules)
+        return 0;
+    for (int i = 0; i < a->nlayout_rules; i++) {
+        int na, nb;
+        const char *const *pa = config_layout_prefixes(a, i, &na);
+        const char *const *pb = config_layout_prefixes(b, i, &nb);
+        if (!same_list((char **)pa, na, (char **)pb, nb))
+            return 0;
+    }
+    return 1;
+}
+
 static int same_script_map(const struct config *a, const struct config *b)
 {
     if (a->nscript_map != b->nscript_map)
@@ -64,7 +79,8 @@ static void report_restart_only(const struct config *running, const struct confi
                                      c->layout_prefix, c->nlayout_prefix) },
         { "layout-allow-legacy-data",
           running->layout_allow_legacy_data == c->layout_allow_legacy_data },
-        { "layout-rules (set or unset)", !running->layout_rules == !c->layout_rules },
+        { "layout-rules (a file added or removed, or its prefixes)",
+          same_layout_shape(running, c) },
         /* the script body cache and its map are built once (scripts.h) */
         { "script-cache-max-bytes", running->script_cache_max_bytes == c->script_cache_max_bytes },
         { "script-map", same_script_map(running, c) },
@@ -118,8 +134,9 @@ static void publish(struct proxy *p, struct config_snapshot *s, struct layout_re
     proxy_want_refresh(p);      /* a new address-map applies to the next map */
 }
 
-/* The layout for the reloaded config c: its rules file read again, for
- * the running prefixes, or the running layout when there is no file. */
+/* The layout for the reloaded config c: its rules files read again when
+ * they serve the running prefixes, else the running config's files read
+ * again; the running layout when there is no file. */
 static int reload_layout(struct proxy *p, const struct config *c, struct layout_ref **out,
                          char *err, size_t errlen)
 {
@@ -127,7 +144,7 @@ static int reload_layout(struct proxy *p, const struct config *c, struct layout_
         *out = layout_ref_get(p->layout);
         return 0;
     }
-    return proxy_layout_build(c->layout_rules, &p->cfg, out, err, errlen);
+    return proxy_layout_build(same_layout_shape(&p->cfg, c) ? c : &p->cfg, out, err, errlen);
 }
 
 static int refuse(struct config *c, const char *why)

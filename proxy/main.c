@@ -4,6 +4,7 @@
  *
  *   build/tagproxy [conf-file] [--directive value ...]
  *   build/tagproxy -t [conf-file] [--directive value ...]   check the config, exit
+ *   build/tagproxy layout explain [options] KEY...           what the layout does (explain.h)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "proxy/command.h"
 #include "proxy/config.h"
 #include "proxy/daemon.h"
+#include "proxy/explain.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
@@ -39,7 +41,7 @@ static int test_config(int argc, char **argv)
     log_min_level = LOG_WARNING;    /* no "key layout ..." notice */
     router_init();
     if (config_validate(c, err, sizeof err) < 0 ||
-        proxy_layout_build(c->layout_rules, c, &layout, err, sizeof err) < 0) {
+        proxy_layout_build(c, &layout, err, sizeof err) < 0) {
         config_free(c);
         free(c);
     } else {
@@ -72,6 +74,13 @@ int main(int argc, char **argv)
     static struct proxy p;
     char err[1024];
 
+    if (argc > 2 && strcmp(argv[1], "layout") == 0 && strcmp(argv[2], "explain") == 0)
+        return explain_main(argc - 3, argv + 3, environ, stdout);
+    if (argc > 1 && strcmp(argv[1], "layout") == 0) {
+        fprintf(stderr, "usage: tagproxy layout explain [options] KEY... (the only layout "
+                "command)\n");
+        return 2;
+    }
     if (argc > 1 && (strcmp(argv[1], "-t") == 0 || strcmp(argv[1], "--test-config") == 0)) {
         argv[1] = argv[0];
         return test_config(argc - 1, argv + 1);

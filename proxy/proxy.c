@@ -121,14 +121,13 @@ void proxy_source_update(struct proxy *p)
     };
 }
 
-int proxy_layout_build(const char *rules, const struct config *c, struct layout_ref **out,
-                       char *err, size_t errlen)
+int proxy_layout_build(const struct config *c, struct layout_ref **out, char *err,
+                       size_t errlen)
 {
     *out = NULL;
-    if (!rules)
+    if (!c->layout_rules)
         return 0;
-    struct layout *l = layout_load_file(rules, (const char *const *)c->layout_prefix,
-                                        (size_t)c->nlayout_prefix, err, errlen);
+    struct layout *l = config_layout_load(c, err, errlen);
     if (!l)
         return -1;
     *out = layout_ref_new(l);
@@ -136,7 +135,11 @@ int proxy_layout_build(const char *rules, const struct config *c, struct layout_
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    log_notice("layout", "key layout %s for %d prefix(es)", rules, c->nlayout_prefix);
+    for (int i = 0; i < c->nlayout_rules; i++) {
+        int n;
+        config_layout_prefixes(c, i, &n);
+        log_notice("layout", "key layout %s for %d prefix(es)", c->layout_rules[i].path, n);
+    }
     return 0;
 }
 
@@ -219,7 +222,7 @@ int proxy_start(struct proxy *p, char *err, size_t errlen)
         return -1;
     if (proxy_tls_setup(p, err, errlen) < 0)
         return -1;
-    if (proxy_layout_build(p->cfg.layout_rules, &p->cfg, &p->layout, err, errlen) < 0)
+    if (proxy_layout_build(&p->cfg, &p->layout, err, errlen) < 0)
         return -1;
     proxy_source_update(p);
     char why[900];

@@ -68,10 +68,10 @@ void proxy_want_refresh(struct proxy *p);
 /* Control thread: (re)build p->source from p->snap (seeds from p->cfg). */
 void proxy_source_update(struct proxy *p);
 
-/* The key layout of the rules file for c's layout-prefix list into *out
- * (NULL when rules is NULL). 0, or -1 with FILE:LINE: what is wrong. */
-int proxy_layout_build(const char *rules, const struct config *c, struct layout_ref **out,
-                       char *err, size_t errlen);
+/* The key layout of c's layout-rules files, each for its prefixes, into
+ * *out (NULL when c has none). 0, or -1 with FILE:LINE: what is wrong. */
+int proxy_layout_build(const struct config *c, struct layout_ref **out, char *err,
+                       size_t errlen);
 
 /* Control thread: the periodic refresh at p->snap's topology-refresh-ms. */
 void proxy_refresh_timer_update(struct proxy *p);

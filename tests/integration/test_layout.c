@@ -6,7 +6,9 @@
  * cluster under their cluster names only (read directly from the owning
  * master). Keys no rule rewrites keep their names. Listings (KEYS, SCAN,
  * RANDOMKEY) return legacy names, filtered by the client's pattern, without
- * the layout's own keys (indexes, the marker).
+ * the layout's own keys (indexes, the marker). Several rules files, each
+ * for its own prefix, in one proxy; and a start refused when two files
+ * serving one prefix overlap.
  */
 #include <stdbool.h>
 
@@ -27,14 +29,20 @@ static void teardown(void)
     h_proxy_stop(&proxy);
 }
 
-/* "PREFIX" + rest, in a ring of static buffers. */
-static const char *P(const char *rest)
+/* pfx + rest, in a ring of static buffers. */
+static const char *Q(const char *pfx, const char *rest)
 {
     static char ring[16][256];
     static int next;
     char *b = ring[next++ % 16];
-    H_FMT(b, sizeof ring[0], "%s%s", prefix, rest);
+    H_FMT(b, sizeof ring[0], "%s%s", pfx, rest);
     return b;
+}
+
+/* "PREFIX" + rest. */
+static const char *P(const char *rest)
+{
+    return Q(prefix, rest);
 }
 
 /* GET name directly on the master that owns it. */
@@ -289,6 +297,144 @@ START_TEST(test_listings)
 }
 END_TEST
 
+/* ---- several rules files ---- */
+
+/* A proxy serving botmesh-v1 for one run-unique prefix and a small rules
+ * file of its own (a presence-like family) for another. */
+static struct h_proxy files_proxy;
+static char bm[64], pr[64];
+static char presence_rules[512];
+
+static const char PRESENCE_RULES[] =
+    "# a presence family, as another app's own rules file\n"
+    "rule presence     p:presence:<user>        ->  p:{pr:<user>}:s\n"
+    "rule presence-dev p:presence:<user>:<dev>  ->  p:{pr:<user>}:d:<dev>\n";
+
+static void write_rules(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void setup_files(void)
+{
+    long long t = h_now_ms() % 1000000;
+    H_FMT(bm, sizeof bm, "bm%ld%lld", (long)getpid(), t);
+    H_FMT(pr, sizeof pr, "pr%ld%lld", (long)getpid(), t);
+    H_FMT(presence_rules, sizeof presence_rules, "%s/presence-%ld.rules",
+          h_env("TAGPROXY_TEST_DIR"), (long)getpid());
+    write_rules(presence_rules, PRESENCE_RULES);
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", bm,
+                                 "--layout-rules", presence_rules, pr, NULL };
+    h_proxy_start(&files_proxy, args);
+    h_topo_load(&topo);
+}
+
+static void teardown_files(void)
+{
+    h_proxy_stop(&files_proxy);
+    unlink(presence_rules);
+}
+
+/* Keys of both files rewrite, each by the rules of its prefix's file only. */
+START_TEST(test_files_rewrite)
+{
+    redisContext *c = h_connect_extra(&files_proxy);
+    H_OK(c, "SET %s v1", Q(bm, ":chat:tg:42"));
+    H_OK(c, "SET %s v2", Q(pr, ":presence:u1"));
+    H_OK(c, "SET %s v3", Q(pr, ":presence:u1:phone"));
+    H_OK(c, "SET %s v4", Q(pr, ":chat:tg:42"));       /* not a family of pr's file */
+    H_OK(c, "SET %s v5", Q(bm, ":presence:u1"));      /* nor of bm's */
+    expect_direct(Q(bm, ":{ch:16}:r:tg%3A42"), "v1");
+    expect_direct(Q(pr, ":{pr:u1}:s"), "v2");
+    expect_direct(Q(pr, ":{pr:u1}:d:phone"), "v3");
+    expect_direct(Q(pr, ":chat:tg:42"), "v4");
+    expect_direct(Q(bm, ":presence:u1"), "v5");
+    expect_direct(Q(pr, ":presence:u1"), NULL);
+    redisReply *r = h_cmd(c, "MGET %s %s %s", Q(pr, ":presence:u1"), Q(bm, ":chat:tg:42"),
+                          Q(pr, ":presence:u1:phone"));
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 3);
+    H_EXPECT_BULK(r->element[0], "v2");
+    H_EXPECT_BULK(r->element[1], "v1");
+    H_EXPECT_BULK(r->element[2], "v3");
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
+/* One transaction over each file's family: the keys of one family share a
+ * slot only in the cluster layout. */
+START_TEST(test_files_transactions)
+{
+    redisContext *c = h_connect_extra(&files_proxy);
+    const char *tx[][2] = { { Q(pr, ":presence:u7"), Q(pr, ":presence:u7:tab") },
+                            { Q(bm, ":msgs:tg:77"), Q(bm, ":msg:tg:77:m0") } };
+    for (int i = 0; i < 2; i++) {
+        H_OK(c, "MULTI");
+        redisReply *r = h_cmd(c, "SET %s a", tx[i][0]);
+        H_EXPECT_STATUS(r, "QUEUED");
+        freeReplyObject(r);
+        r = h_cmd(c, "SET %s b", tx[i][1]);
+        H_EXPECT_STATUS(r, "QUEUED");
+        freeReplyObject(r);
+        r = h_cmd(c, "EXEC");
+        H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+        ck_assert_int_eq(r->elements, 2);
+        H_EXPECT_STATUS(r->element[0], "OK");
+        H_EXPECT_STATUS(r->element[1], "OK");
+        freeReplyObject(r);
+    }
+    expect_direct(Q(pr, ":{pr:u7}:d:tab"), "b");
+    expect_direct(Q(bm, ":{m:tg%3A77}:i:m0"), "b");
+    redisFree(c);
+}
+END_TEST
+
+/* KEYS and SCAN list the legacy names of both files' prefixes. */
+START_TEST(test_files_listings)
+{
+    redisContext *c = h_connect_extra(&files_proxy);
+    const char *bms[] = { Q(bm, ":chat:a"), Q(bm, ":lock:l:fence"), Q(bm, ":conv:1"), NULL };
+    const char *prs[] = { Q(pr, ":presence:u1"), Q(pr, ":presence:u1:d"), Q(pr, ":other"), NULL };
+    const struct { const char *pfx; const char **names; } each[] = { { bm, bms }, { pr, prs } };
+    char pattern[128];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; each[k].names[i]; i++)
+            H_OK(c, "SET %s 1", each[k].names[i]);
+    }
+    for (int k = 0; k < 2; k++) {
+        H_FMT(pattern, sizeof pattern, "%s:*", each[k].pfx);
+        expect_keys(c, pattern, each[k].names);
+        expect_scan(c, pattern, each[k].names);
+    }
+    H_FMT(pattern, sizeof pattern, "%s:presence:*", pr);
+    const char *pres[] = { prs[0], prs[1], NULL };
+    expect_keys(c, pattern, pres);
+    redisFree(c);
+}
+END_TEST
+
+/* Two files serving one prefix whose rules can match one same name: the
+ * start is refused, naming both lines. */
+START_TEST(test_files_overlap_refused)
+{
+    char path[512], seed[128], log[8192], want[600];
+    H_FMT(path, sizeof path, "%s/locks-%ld.rules", h_env("TAGPROXY_TEST_DIR"), (long)getpid());
+    write_rules(path, "# another app's locks\nrule mylock p:lock:<k> -> p:{x:<k>}:l\n");
+    const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                                 "--layout-rules", path, "--layout-prefix", "ovl", NULL };
+    h_seed(seed, sizeof seed);
+    h_proxy_start_fails("overlap", seed, args, log, sizeof log);
+    unlink(path);
+    ck_assert_msg(strstr(log, "conf/layouts/botmesh-v1.rules:") != NULL, "%s", log);
+    H_FMT(want, sizeof want, ": rule lock and %s:2: rule mylock both match \"ovl:lock:x\"", path);
+    ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+}
+END_TEST
+
 /* ---- ids holding the bytes the layout encodes ---- */
 
 /* prefix + a + b + c, in the ring P() uses. */
@@ -451,6 +597,17 @@ static Suite *layout_suite(void)
     tcase_add_test(t, test_listings);
     tcase_add_test(t, test_odd_ids_every_family);
     suite_add_tcase(s, t);
+    TCase *f = tcase_create("files");
+    tcase_set_timeout(f, 60);
+    tcase_add_checked_fixture(f, setup_files, teardown_files);
+    tcase_add_test(f, test_files_rewrite);
+    tcase_add_test(f, test_files_transactions);
+    tcase_add_test(f, test_files_listings);
+    suite_add_tcase(s, f);
+    TCase *o = tcase_create("overlap");
+    tcase_set_timeout(o, 60);
+    tcase_add_test(o, test_files_overlap_refused);
+    suite_add_tcase(s, o);
     return s;
 }
 

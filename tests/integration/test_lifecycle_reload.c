@@ -15,6 +15,8 @@
  *    removed from the file is logged out (NOAUTH, connection closed);
  *  - the layout-rules file is read again: new rules rewrite the next
  *    command's keys; a broken rules file is refused with its FILE:LINE;
+ *    with several files each is read again, two that now overlap refuse
+ *    the reload with both FILE:LINEs, a file added needs a restart;
  *  - log rotation: after the log file is renamed, SIGHUP makes the proxy
  *    log to a new file at the same path.
  * No password ever reaches the log.
@@ -300,9 +302,20 @@ static void expect_on_node(const char *name, const char *value)
     redisFree(n);
 }
 
+/* SET PREFIX+legacy value through c: the cluster holds it as PREFIX+cluster. */
+static void set_lands(redisContext *c, const char *prefix, const char *legacy,
+                      const char *cluster, const char *value)
+{
+    char key[128];
+    H_FMT(key, sizeof(key), "%s%s", prefix, legacy);
+    H_OK(c, "SET %s %s", key, value);
+    H_FMT(key, sizeof(key), "%s%s", prefix, cluster);
+    expect_on_node(key, value);
+}
+
 START_TEST(reload_layout_rules)
 {
-    char rules[600], text[1400], prefix[64], key[128], where[700];
+    char rules[600], text[1400], prefix[64], where[700];
 
     H_FMT(prefix, sizeof(prefix), "lc%ld%lld", (long)getpid(), h_now_ms() % 1000000);
     H_FMT(rules, sizeof(rules), "%s/lifecycle-%s.rules", h_env("TAGPROXY_TEST_DIR"), prefix);
@@ -310,27 +323,64 @@ START_TEST(reload_layout_rules)
     H_FMT(text, sizeof(text), "layout-rules %s\nlayout-prefix %s\n", rules, prefix);
     lc_start(&proxy, text, conf, sizeof(conf), NULL);
     redisContext *c = connect_proxy();
-    H_FMT(key, sizeof(key), "%s:thing:1", prefix);
-    H_OK(c, "SET %s first", key);
-    H_FMT(key, sizeof(key), "%s:{t:1}:one", prefix);
-    expect_on_node(key, "first");
+    set_lands(c, prefix, ":thing:1", ":{t:1}:one", "first");
 
     lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:two\n");
     lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
-    H_FMT(key, sizeof(key), "%s:thing:2", prefix);
-    H_OK(c, "SET %s second", key);                      /* same connection */
-    H_FMT(key, sizeof(key), "%s:{t:2}:two", prefix);
-    expect_on_node(key, "second");
+    set_lands(c, prefix, ":thing:2", ":{t:2}:two", "second");     /* same connection */
 
     lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:two\nrule broken\n");
     lc_signal(&proxy, SIGHUP, "running config is kept", 1);
     H_FMT(where, sizeof(where), "running config is kept: %s:2:", rules);
     ck_assert_msg(lc_count(proxy.log, where) == 1, "the log does not name %s:2", rules);
-    H_FMT(key, sizeof(key), "%s:thing:3", prefix);
-    H_OK(c, "SET %s third", key);
-    H_FMT(key, sizeof(key), "%s:{t:3}:two", prefix);
-    expect_on_node(key, "third");
+    set_lands(c, prefix, ":thing:3", ":{t:3}:two", "third");
     redisFree(c);
+}
+END_TEST
+
+/* Several layout-rules files: SIGHUP reads each again; a file that now
+ * overlaps another serving the same prefix refuses the reload with both
+ * FILE:LINEs; a file added needs a restart (the running files are read
+ * again). */
+START_TEST(reload_layout_files)
+{
+    char one[600], two[600], text[2000], prefix[64], key[128], where[1400];
+
+    H_FMT(prefix, sizeof(prefix), "lf%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    H_FMT(one, sizeof(one), "%s/files-%s-1.rules", h_env("TAGPROXY_TEST_DIR"), prefix);
+    H_FMT(two, sizeof(two), "%s/files-%s-2.rules", h_env("TAGPROXY_TEST_DIR"), prefix);
+    lc_write(one, "rule thing p:thing:<id> -> p:{t:<id>}:one\n");
+    lc_write(two, "rule other p:other:<id> -> p:{o:<id>}:one\n");
+    H_FMT(text, sizeof(text), "layout-rules %s %s\nlayout-rules %s %s\n", one, prefix, two, prefix);
+    lc_start(&proxy, text, conf, sizeof(conf), NULL);
+    redisContext *c = connect_proxy();
+    set_lands(c, prefix, ":other:1", ":{o:1}:one", "first");
+
+    lc_write(two, "rule other p:other:<id> -> p:{o:<id>}:two\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
+    set_lands(c, prefix, ":other:2", ":{o:2}:two", "second");
+
+    lc_write(two, "rule other p:other:<id> -> p:{o:<id>}:two\nrule clash p:thing:<x> -> p:{c:<x>}\n");
+    lc_signal(&proxy, SIGHUP, "running config is kept", 1);
+    H_FMT(where, sizeof(where), "running config is kept: %s:1: rule thing and %s:2: rule clash "
+          "both match \"%s:thing:x\"", one, two, prefix);
+    ck_assert_msg(lc_count(proxy.log, where) == 1, "the log does not name both lines");
+    set_lands(c, prefix, ":thing:3", ":{t:3}:one", "third");
+
+    lc_write(two, "rule other p:other:<id> -> p:{o:<id>}:three\n");
+    H_FMT(text, sizeof(text), "layout-rules %s %s\nlayout-rules %s %s\nlayout-rules %s x%s\n", one,
+          prefix, two, prefix, two, prefix);
+    lc_write(conf, text);
+    lc_signal(&proxy, SIGHUP, "config generation 2 in use by every worker", 1);
+    ck_assert_int_eq(lc_count(proxy.log, "'layout-rules (a file added or removed, or its "
+                                          "prefixes)' changed: it needs a restart"), 1);
+    set_lands(c, prefix, ":other:4", ":{o:4}:three", "fourth");
+    H_FMT(key, sizeof(key), "x%s:other:5", prefix);     /* the added file's prefix: not served */
+    H_OK(c, "SET %s fifth", key);
+    expect_on_node(key, "fifth");
+    redisFree(c);
+    unlink(one);
+    unlink(two);
 }
 END_TEST
 
@@ -374,6 +424,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reload_restart_only_logged);
     tcase_add_test(tc, worker_nice_per_thread);
     tcase_add_test(tc, reload_layout_rules);
+    tcase_add_test(tc, reload_layout_files);
     tcase_add_test(tc, reload_users);
     tcase_add_test(tc, reload_reopens_log_file);
     suite_add_tcase(s, tc);

@@ -99,7 +99,13 @@ static void assert_config_eq(const struct config *a, const struct config *b)
         ck_assert_str_eq(a->address_map[i].to, b->address_map[i].to);
     }
     ck_assert_int_eq(a->enable_dangerous_commands, b->enable_dangerous_commands);
-    assert_str_eq_null(a->layout_rules, b->layout_rules);
+    ck_assert_int_eq(a->nlayout_rules, b->nlayout_rules);
+    for (int i = 0; i < a->nlayout_rules; i++) {
+        ck_assert_str_eq(a->layout_rules[i].path, b->layout_rules[i].path);
+        ck_assert_int_eq(a->layout_rules[i].nprefix, b->layout_rules[i].nprefix);
+        for (int j = 0; j < a->layout_rules[i].nprefix; j++)
+            ck_assert_str_eq(a->layout_rules[i].prefix[j], b->layout_rules[i].prefix[j]);
+    }
     ck_assert_int_eq(a->nlayout_prefix, b->nlayout_prefix);
     for (int i = 0; i < a->nlayout_prefix; i++)
         ck_assert_str_eq(a->layout_prefix[i], b->layout_prefix[i]);
@@ -644,8 +650,11 @@ static const struct { const char *text; const char *message; } error_vectors[] =
     { "layout-prefix a b:c\n",
       "%s:1: layout-prefix \"b:c\": a prefix is one segment: it may not contain :" },
     { "layout-prefix \"\"\n", "%s:1: layout-prefix \"\": a prefix may not be empty" },
-    { "layout-rules a b\n",
-      "%s:1: wrong number of arguments for 'layout-rules' (expected 1, got 2)" },
+    { "layout-rules\n",
+      "%s:1: wrong number of arguments for 'layout-rules' (expected at least 1, got 0)" },
+    { "layout-rules a.rules bot b:c\n",
+      "%s:1: layout-prefix \"b:c\": a prefix is one segment: it may not contain :" },
+    { "layout-rules \"\" bot\n", "%s:1: 'layout-rules' needs a file before its prefixes" },
     { "layout-allow-legacy-data maybe\n", "%s:1: 'layout-allow-legacy-data' must be yes or no" },
 };
 
@@ -956,8 +965,32 @@ START_TEST(test_validate)
 
     ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules\n"), 0);
     ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
-    ck_assert_str_eq(err, "layout-rules is set but no layout-prefix is given "
-                          "(directive: layout-prefix P, one per prefix the rules serve)");
+    ck_assert_str_eq(err, "layout-rules r.rules is set but no layout-prefix is given "
+                          "(directive: layout-prefix P, one per prefix the rules serve; or "
+                          "layout-rules FILE P ...)");
+    config_free(&c);
+
+    /* a file with prefixes of its own needs no layout-prefix, and one given
+     * then serves the files that name none */
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules bot\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
+    config_free(&c);
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules bot\n"
+                                   "layout-rules s.rules\nlayout-prefix x\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
+    config_free(&c);
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules bot\n"
+                                   "layout-rules s.rules\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
+    ck_assert_str_eq(err, "layout-rules s.rules is set but no layout-prefix is given "
+                          "(directive: layout-prefix P, one per prefix the rules serve; or "
+                          "layout-rules FILE P ...)");
+    config_free(&c);
+    ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules r.rules bot\n"
+                                   "layout-prefix x\n"), 0);
+    ck_assert_int_eq(config_validate(&c, err, sizeof err), -1);
+    ck_assert_str_eq(err, "layout-prefix is set but every layout-rules file names its own "
+                          "prefixes, so none serves it");
     config_free(&c);
 
     ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-prefix bot\n"), 0);
@@ -979,7 +1012,9 @@ START_TEST(test_layout_directives)
     ck_assert_int_eq(load_text(&c, "cluster 127.0.0.1:7000\nlayout-rules conf/x.rules\n"
                                    "layout-prefix bot\nlayout-prefix a b\n"
                                    "layout-allow-legacy-data yes\n"), 0);
-    ck_assert_str_eq(c.layout_rules, "conf/x.rules");
+    ck_assert_int_eq(c.nlayout_rules, 1);
+    ck_assert_str_eq(c.layout_rules[0].path, "conf/x.rules");
+    ck_assert_int_eq(c.layout_rules[0].nprefix, 0);
     ck_assert_int_eq(c.nlayout_prefix, 3);
     ck_assert_str_eq(c.layout_prefix[0], "bot");
     ck_assert_str_eq(c.layout_prefix[1], "a");
@@ -1001,6 +1036,63 @@ START_TEST(test_layout_directives)
     ck_assert_str_eq(c.layout_prefix[0], "cli");
     ck_assert_int_eq(c.layout_allow_legacy_data, 1);
     config_free(&c);
+}
+END_TEST
+
+/* layout-rules FILE [P ...] appends a file a line within a source; a later
+ * source replaces the list; in the environment ';' cuts the value into
+ * lines (blank pieces are none); a file with no prefix serves
+ * layout-prefix's. */
+START_TEST(test_layout_rules_files)
+{
+    struct config c;
+    char *env[] = { "TAGPROXY_LAYOUT_RULES=e1.rules a b; e2.rules ;", NULL };
+    char *argv[] = { "--layout-rules", "c1.rules", "x", "--layout-rules", "c2.rules" };
+    int n;
+
+    ck_assert_int_eq(load_text(&c, "layout-rules f1.rules bot courier\nlayout-rules f2.rules\n"
+                                   "layout-prefix p1 p2\n"), 0);
+    ck_assert_int_eq(c.nlayout_rules, 2);
+    ck_assert_str_eq(c.layout_rules[0].path, "f1.rules");
+    const char *const *p = config_layout_prefixes(&c, 0, &n);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(p[0], "bot");
+    ck_assert_str_eq(p[1], "courier");
+    p = config_layout_prefixes(&c, 1, &n);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(p[0], "p1");
+    ck_assert_str_eq(p[1], "p2");
+    config_free(&c);
+
+    ck_assert_int_eq(config_load(&c, write_file("r.conf", "layout-rules f1.rules bot\n"), env, 0,
+                                 NULL, err, sizeof err), 0);
+    ck_assert_int_eq(c.nlayout_rules, 2);
+    ck_assert_str_eq(c.layout_rules[0].path, "e1.rules");
+    ck_assert_int_eq(c.layout_rules[0].nprefix, 2);
+    ck_assert_str_eq(c.layout_rules[0].prefix[1], "b");
+    ck_assert_str_eq(c.layout_rules[1].path, "e2.rules");
+    ck_assert_int_eq(c.layout_rules[1].nprefix, 0);
+    config_free(&c);
+
+    ck_assert_int_eq(config_load(&c, NULL, env, 5, argv, err, sizeof err), 0);
+    ck_assert_int_eq(c.nlayout_rules, 2);
+    ck_assert_str_eq(c.layout_rules[0].path, "c1.rules");
+    ck_assert_str_eq(c.layout_rules[0].prefix[0], "x");
+    ck_assert_str_eq(c.layout_rules[1].path, "c2.rules");
+    config_free(&c);
+
+    /* an empty value empties the list of the sources before */
+    char *unset[] = { "TAGPROXY_LAYOUT_RULES=", NULL };
+    ck_assert_int_eq(config_load(&c, write_file("r.conf", "layout-rules f1.rules bot\n"), unset,
+                                 0, NULL, err, sizeof err), 0);
+    ck_assert_ptr_null(c.layout_rules);
+    ck_assert_int_eq(c.nlayout_rules, 0);
+    config_free(&c);
+
+    char *bad[] = { "TAGPROXY_LAYOUT_RULES=a.rules bot;b.rules {x}", NULL };
+    ck_assert_int_eq(config_load(&c, NULL, bad, 0, NULL, err, sizeof err), -1);
+    ck_assert_str_eq(err, "env TAGPROXY_LAYOUT_RULES: layout-prefix \"{x}\": a prefix may not "
+                          "contain { or } (it would break the hash tags)");
 }
 END_TEST
 
@@ -1152,6 +1244,7 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_load_main);
     tcase_add_test(t, test_validate);
     tcase_add_test(t, test_layout_directives);
+    tcase_add_test(t, test_layout_rules_files);
     tcase_add_test(t, test_shipped_conf);
     tcase_add_test(t, test_shipped_conf_mentions_every_directive);
     suite_add_tcase(s, t);

@@ -783,7 +783,7 @@ START_TEST(test_index_entries)
         ck_assert_mem_eq(out, ok[i].legacy, n);
     }
     /* the 32 index keys of a family, from a match filled by hand */
-    const struct rules *rules = layout_rules(l);
+    const struct rules *rules = layout_file_rules(l, 0);
     const struct rules_rule *chat = NULL;
     for (size_t i = 0; i < rules->nrule; i++)
         if (strcmp(rules->rule[i].name, "checkpoint") == 0)
@@ -798,6 +798,158 @@ START_TEST(test_index_entries)
         ck_assert_mem_eq(out, want, n);
     }
     layout_free(l);
+}
+END_TEST
+
+/* ---- several rules files ---- */
+
+static const char PRESENCE[] = "rule presence p:presence:<user> -> p:{pr:<user>}:s\n";
+
+/* Each file serves its own prefixes: a key is tried against the rules of
+ * the files serving its prefix only, both ways. */
+START_TEST(test_files_own_prefixes)
+{
+    static const char *const bot[] = { "bot" }, *const cour[] = { "cour", "c2" };
+    const struct layout_source src[] = {
+        { DEFAULT_RULES, NULL, 0, bot, 1 },
+        { "presence.rules", PRESENCE, sizeof PRESENCE - 1, cour, 2 },
+    };
+    char err[512] = "", out[128];
+    size_t n;
+    struct layout_match m;
+    struct layout *l = layout_load(src, 2, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    ck_assert_uint_eq(layout_file_count(l), 2);
+    ck_assert_uint_eq(layout_prefix_count(l), 3);
+    ck_assert_str_eq(layout_prefix(l, 1, NULL), "cour");
+    static const struct { const char *legacy, *cluster; const char *file; } v[] = {
+        { "bot:chat:tg:42", "bot:{ch:16}:r:tg%3A42", DEFAULT_RULES },
+        { "cour:presence:u1", "cour:{pr:u1}:s", "presence.rules" },
+        { "c2:presence:a:b", NULL, NULL },      /* <user> is one segment */
+        { "c2:presence:u%", "c2:{pr:u%25}:s", "presence.rules" },
+        { "cour:chat:tg:42", NULL, NULL },      /* botmesh does not serve cour */
+        { "bot:presence:u1", NULL, NULL },      /* nor presence bot */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        enum layout_result r = layout_to_cluster(l, v[i].legacy, strlen(v[i].legacy), out,
+                                                 sizeof out, &n, &m);
+        if (!v[i].cluster) {
+            ck_assert_msg(r == LAYOUT_PASS, "%s", v[i].legacy);
+            continue;
+        }
+        ck_assert_int_eq(r, LAYOUT_MAPPED);
+        ck_assert_str_eq(m.rule->file, v[i].file);
+        ck_assert_uint_eq(n, strlen(v[i].cluster));
+        ck_assert_mem_eq(out, v[i].cluster, n);
+        char back[128];
+        size_t bn;
+        ck_assert_int_eq(layout_to_legacy(l, out, n, back, sizeof back, &bn, &m), LAYOUT_MAPPED);
+        ck_assert_uint_eq(bn, strlen(v[i].legacy));
+        ck_assert_mem_eq(back, v[i].legacy, bn);
+    }
+    /* a cluster name of the other file's shape, under a prefix it does not serve */
+    ck_assert_int_eq(layout_to_legacy(l, S("bot:{pr:u1}:s"), out, sizeof out, &n, &m), LAYOUT_PASS);
+    ck_assert_int_eq(layout_to_legacy(l, S("cour:{ch:16}:r:tg%3A42"), out, sizeof out, &n, &m),
+                     LAYOUT_PASS);
+    ck_assert(layout_is_index(l, S("bot:{ch:3}:idx")));
+    ck_assert(!layout_is_index(l, S("cour:{ch:3}:idx")));
+    size_t nb, nc;
+    layout_prefix_rules(l, 0, &nb);
+    layout_prefix_rules(l, 2, &nc);
+    ck_assert_uint_eq(nb, layout_file_rules(l, 0)->nrule);
+    ck_assert_uint_eq(nc, 1);
+    layout_free(l);
+}
+END_TEST
+
+/* Two files may serve one prefix when no name is matched by both: that
+ * prefix is served by the rules of each. */
+START_TEST(test_files_shared_prefix)
+{
+    static const char *const bot[] = { "bot" }, *const both[] = { "x", "bot" };
+    const struct layout_source src[] = {
+        { DEFAULT_RULES, NULL, 0, bot, 1 },
+        { "presence.rules", PRESENCE, sizeof PRESENCE - 1, both, 2 },
+    };
+    char err[512] = "", out[128];
+    size_t n;
+    struct layout *l = layout_load(src, 2, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    ck_assert_uint_eq(layout_prefix_count(l), 2);
+    ck_assert_int_eq(layout_to_cluster(l, S("bot:presence:u1"), out, sizeof out, &n, NULL),
+                     LAYOUT_MAPPED);
+    ck_assert_mem_eq(out, "bot:{pr:u1}:s", n);
+    ck_assert_int_eq(layout_to_cluster(l, S("bot:lock:a:fence"), out, sizeof out, &n, NULL),
+                     LAYOUT_MAPPED);
+    ck_assert_mem_eq(out, "bot:{lk:a}:f", n);
+    ck_assert_int_eq(layout_to_cluster(l, S("bot:conv:1"), out, sizeof out, &n, NULL), LAYOUT_KEEP);
+    ck_assert_int_eq(layout_to_cluster(l, S("x:chat:1"), out, sizeof out, &n, NULL), LAYOUT_PASS);
+    size_t nr;
+    layout_prefix_rules(l, 0, &nr);
+    ck_assert_uint_eq(nr, layout_file_rules(l, 0)->nrule + 1);
+    layout_free(l);
+}
+END_TEST
+
+/* Files serving one prefix whose rules can match one same name are
+ * refused, naming both lines and such a name; files that overlap but share
+ * no prefix are not. */
+START_TEST(test_files_overlap_refused)
+{
+    static const char LOCKS[] = "# locks of another app\n\nrule mylock p:lock:<k> -> p:{x:<k>}:l\n";
+    static const char *const bot[] = { "bot" }, *const other[] = { "other" };
+    char err[512] = "", want[512];
+    struct rules *shipped = rules_load_file(DEFAULT_RULES, err, sizeof err);
+    ck_assert_ptr_nonnull(shipped);
+    int lock_line = 0;
+    for (size_t i = 0; i < shipped->nrule; i++)
+        if (strcmp(shipped->rule[i].name, "lock") == 0)
+            lock_line = shipped->rule[i].line;
+    rules_free(shipped);
+    ck_assert_int_gt(lock_line, 0);
+
+    struct layout_source src[] = {
+        { DEFAULT_RULES, NULL, 0, bot, 1 },
+        { "locks.rules", LOCKS, sizeof LOCKS - 1, bot, 1 },
+    };
+    ck_assert_ptr_null(layout_load(src, 2, err, sizeof err));
+    snprintf(want, sizeof want, "%s:%d: rule lock and locks.rules:3: rule mylock both match "
+             "\"bot:lock:x\"; both files serve prefix \"bot\", and a name may be matched by one "
+             "file only", DEFAULT_RULES, lock_line);
+    ck_assert_str_eq(err, want);
+
+    /* a keep against a rule, the other way round */
+    static const char CONV[] = "rule conv-state p:conv:<id>:state -> p:{cs:<id>}\n";
+    src[0] = (struct layout_source){ "conv.rules", CONV, sizeof CONV - 1, bot, 1 };
+    src[1] = (struct layout_source){ DEFAULT_RULES, NULL, 0, bot, 1 };
+    ck_assert_ptr_null(layout_load(src, 2, err, sizeof err));
+    snprintf(want, sizeof want, "conv.rules:1: rule conv-state and %s:", DEFAULT_RULES);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    ck_assert_msg(strstr(err, ": keep p:conv:* both match \"bot:conv:x:state\"") != NULL, "%s", err);
+
+    /* the same file twice for one prefix overlaps itself */
+    src[0] = (struct layout_source){ "locks.rules", LOCKS, sizeof LOCKS - 1, bot, 1 };
+    src[1] = src[0];
+    ck_assert_ptr_null(layout_load(src, 2, err, sizeof err));
+    ck_assert_str_eq(err, "locks.rules:3: rule mylock and locks.rules:3: rule mylock both match "
+                          "\"bot:lock:x\"; both files serve prefix \"bot\", and a name may be "
+                          "matched by one file only");
+
+    /* no common prefix: no conflict */
+    src[0] = (struct layout_source){ DEFAULT_RULES, NULL, 0, bot, 1 };
+    src[1] = (struct layout_source){ "locks.rules", LOCKS, sizeof LOCKS - 1, other, 1 };
+    struct layout *l = layout_load(src, 2, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    layout_free(l);
+
+    /* a prefix given twice to one file; an error in the second file */
+    static const char *const twice[] = { "a", "a" };
+    src[1] = (struct layout_source){ "locks.rules", LOCKS, sizeof LOCKS - 1, twice, 2 };
+    ck_assert_ptr_null(layout_load(src, 2, err, sizeof err));
+    ck_assert_str_eq(err, "layout-prefix \"a\": given twice");
+    src[1] = (struct layout_source){ "bad.rules", "keep x\n", 7, other, 1 };
+    ck_assert_ptr_null(layout_load(src, 2, err, sizeof err));
+    ck_assert_str_eq(err, "bad.rules:1: \"x\" must start with p: (the prefix)");
 }
 END_TEST
 
@@ -879,6 +1031,9 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_turn_parts);
     tcase_add_test(tc, test_rule_order);
     tcase_add_test(tc, test_prefixes);
+    tcase_add_test(tc, test_files_own_prefixes);
+    tcase_add_test(tc, test_files_shared_prefix);
+    tcase_add_test(tc, test_files_overlap_refused);
     tcase_add_test(tc, test_prefix_errors);
     tcase_add_test(tc, test_round_trip_every_family);
     tcase_add_test(tc, test_round_trip_random_ids);

@@ -4,11 +4,13 @@
  * Run from the repository root (as make test does).
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "keylayout/layout.h"
+#include "keylayout/overlap.h"
 #include "keylayout/rules.h"
 
 #define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
@@ -284,6 +286,196 @@ START_TEST(test_error_buffer_small)
 }
 END_TEST
 
+/* Whether a rules file of the one line `line` maps or keeps bot:NAME. */
+static bool line_matches(const char *line, const char *name, size_t nlen)
+{
+    static const char *const pf[] = { "bot" };
+    char err[256], key[600], out[1024];
+    size_t n;
+    struct layout *l = layout_load_string("one.rules", line, strlen(line), pf, 1, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    int klen = snprintf(key, sizeof key, "bot:%.*s", (int)nlen, name);
+    enum layout_result r = layout_to_cluster(l, key, (size_t)klen, out, sizeof out, &n, NULL);
+    layout_free(l);
+    return r != LAYOUT_PASS;
+}
+
+/* The overlap detector (keylayout/overlap.h): pairs of lines that can match
+ * one same name (the example it gives is matched by both, each alone) and
+ * pairs that cannot, with literals, one-segment, constrained and greedy
+ * captures and keeps. */
+START_TEST(test_overlap)
+{
+    static const struct { const char *a, *b; bool overlap; } v[] = {
+        { "rule f p:lock:<key...>:fence -> p:{lk:<key...>}:f",
+          "rule l p:lock:<key...> -> p:{lk:<key...>}:l", true },
+        { "rule f p:lock:<key...>:fence -> p:{lk:<key...>}:f",
+          "rule l p:lock:<key> -> p:{lk:<key>}:l", false },
+        { "rule a p:msgs:<chat...> -> p:{m:<chat...>}:z",
+          "rule b p:msg:<chat...>:<m> -> p:{m:<chat...>}:i:<m>", false },
+        { "rule a p:co:turn:<c...>:<part=seq|tix> -> p:{t:<c...>}:<part>",
+          "rule b p:co:turn:<c...>:<q=owner|last> -> p:{u:<c...>}:<q>", false },
+        { "rule a p:co:turn:<c...>:<part=seq|tix> -> p:{t:<c...>}:<part>",
+          "rule b p:co:turn:<c...>:<q=last|tix> -> p:{u:<c...>}:<q>", true },
+        { "rule a p:co:<part=seq|tix>:x -> p:{t:<part>}", "rule b p:co:tix:<y> -> p:{u:<y>}", true },
+        { "rule a p:co:<part=seq|tix>:x -> p:{t:<part>}", "rule b p:co:owner:<y> -> p:{u:<y>}",
+          false },
+        { "keep p:conv:*", "rule s p:conv:<id>:state -> p:{cs:<id>}", true },
+        { "keep p:conv:*", "rule s p:conv -> p:{cs}", false },
+        { "keep p:conv:*", "keep p:cursor:*", false },
+        { "keep p:conv:*", "keep p:conv:a:*", true },
+        { "rule p p:presence:<user> -> p:{pr:<user>}", "rule d p:presence:<user>:<dev> -> p:{pd:<user>}:<dev>",
+          false },
+        { "rule a p:a:<x...>:b:<y> -> p:{a:<x...>}:<y>", "rule b p:<z>:c:<w...> -> p:{b:<z>}:<w...>",
+          true },
+        { "rule a p:<x> -> p:{a:<x>}", "rule b p:x:<y...> -> p:{b:<y...>}", false },
+        { "rule a p:<x...> -> p:{a:<x...>}", "rule b p:x:y:z -> p:{b}", true },
+        { "rule a p:chat: -> p:{e}", "rule b p:chat:<id> -> p:{c:<id>}", true },
+        { "rule a p:chat:a -> p:{e}", "rule b p:chat:b -> p:{c}", false },
+        { "rule a p:q:<x...>:z -> p:{a:<x...>}", "rule b p:q:z -> p:{b}", false },
+        { "rule a p:q:<x...>:z -> p:{a:<x...>}", "rule b p:q:z:z -> p:{b}", true },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char text[512], err[256], ex[256];
+        size_t n = 0;
+        snprintf(text, sizeof text, "%s\n%s\n", v[i].a, v[i].b);
+        struct rules *r = load(text, err, sizeof err);
+        ck_assert_msg(r != NULL, "%s", err);
+        bool got = overlap_find(&r->rule[0], &r->rule[1], ex, sizeof ex, &n);
+        ck_assert_msg(got == v[i].overlap, "%s / %s: %d", v[i].a, v[i].b, got);
+        ck_assert(overlap_find(&r->rule[1], &r->rule[0], ex, sizeof ex, &n) == v[i].overlap);
+        if (got) {
+            ck_assert_uint_lt(n, sizeof ex);
+            ck_assert_msg(line_matches(v[i].a, ex, n) && line_matches(v[i].b, ex, n),
+                          "%s / %s: example %.*s", v[i].a, v[i].b, (int)n, ex);
+        }
+        rules_free(r);
+    }
+}
+END_TEST
+
+/* Every rule and keep overlaps itself; the shipped file's families, taken
+ * two by two from two files, overlap only where botmesh-v1 relies on the
+ * order (the fences under the lock and leader rules). */
+START_TEST(test_overlap_shipped)
+{
+    char err[256], ex[256];
+    size_t n;
+    struct rules *r = rules_load_file(DEFAULT_RULES, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    for (size_t i = 0; i < r->nrule; i++) {
+        ck_assert(overlap_find(&r->rule[i], &r->rule[i], ex, sizeof ex, &n));
+        for (size_t j = i + 1; j < r->nrule; j++) {
+            bool want = (strcmp(r->rule[i].name, "lock-fence") == 0 &&
+                         strcmp(r->rule[j].name, "lock") == 0) ||
+                        (strcmp(r->rule[i].name, "leader-term") == 0 &&
+                         strcmp(r->rule[j].name, "leader") == 0);
+            ck_assert_msg(overlap_find(&r->rule[i], &r->rule[j], ex, sizeof ex, &n) == want,
+                          "%s / %s", r->rule[i].name, r->rule[j].name);
+        }
+    }
+    rules_free(r);
+}
+END_TEST
+
+/* ---- the overlap detector against brute force ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* A random rule or keep line of 1 to 3 segments over the literals a, b, c. */
+static void random_line(uint64_t *rng, char *out, size_t cap)
+{
+    static const char *const segs[] = { "a", "b", "<v%d>", "<v%d=a|b>", "<v%d=b|c>", "<v%d...>" };
+    bool keep = rng_next(rng) % 3 == 0, greedy = false;
+    int nseg = 1 + (int)(rng_next(rng) % 3), ncap = 0;
+    char pat[128] = "p", tpl[128] = "p:{t}";
+    for (int i = 0; i < nseg; i++) {
+        size_t k = rng_next(rng) % (sizeof segs / sizeof segs[0]);
+        if (k == 5 && (greedy || keep))
+            k = 2;
+        greedy |= k == 5;
+        char seg[32];
+        snprintf(seg, sizeof seg, segs[k], ncap);
+        strcat(pat, ":");
+        strcat(pat, seg);
+        if (k >= 2) {
+            snprintf(seg, sizeof seg, k == 5 ? ":<v%d...>" : ":<v%d>", ncap++);
+            strcat(tpl, seg);
+        }
+    }
+    if (keep && rng_next(rng) % 2)
+        strcat(pat, ":*");
+    if (keep)
+        snprintf(out, cap, "keep %s\n", pat);
+    else
+        snprintf(out, cap, "rule r %s -> %s\n", pat, tpl);
+}
+
+/* Whether l maps or keeps bot:NAME. */
+static bool layout_takes(const struct layout *l, const char *name)
+{
+    char key[64], out[256];
+    size_t n;
+    int klen = snprintf(key, sizeof key, "bot:%s", name);
+    return layout_to_cluster(l, key, (size_t)klen, out, sizeof out, &n, NULL) != LAYOUT_PASS;
+}
+
+/* Whether some name of 1 to 6 segments over a, b, c, d is matched by both
+ * (patterns of 3 segments have a common name that short, if any). */
+static bool brute_overlap(const struct layout *a, const struct layout *b)
+{
+    static const char alpha[] = "abcd";
+    for (int len = 1; len <= 6; len++) {
+        int total = 1;
+        for (int i = 0; i < len; i++)
+            total *= 4;
+        for (int code = 0; code < total; code++) {
+            char name[16];
+            int c = code, n = 0;
+            for (int i = 0; i < len; i++, c /= 4) {
+                if (i > 0)
+                    name[n++] = ':';
+                name[n++] = alpha[c % 4];
+            }
+            name[n] = '\0';
+            if (layout_takes(a, name) && layout_takes(b, name))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* overlap_find says overlap exactly when some name is matched by both, over
+ * random pairs of lines (the seed in the message replays a failure). */
+START_TEST(test_overlap_brute_force)
+{
+    static const char *const pf[] = { "bot" };
+    uint64_t rng = 0x9E3779B97F4A7C15u;
+    for (int round = 0; round < 400; round++) {
+        char la[256], lb[256], err[256], ex[256];
+        size_t n;
+        random_line(&rng, la, sizeof la);
+        random_line(&rng, lb, sizeof lb);
+        struct layout *a = layout_load_string("a.rules", la, strlen(la), pf, 1, err, sizeof err);
+        ck_assert_msg(a != NULL, "%s: %s", la, err);
+        struct layout *b = layout_load_string("b.rules", lb, strlen(lb), pf, 1, err, sizeof err);
+        ck_assert_msg(b != NULL, "%s: %s", lb, err);
+        bool got = overlap_find(&layout_file_rules(a, 0)->rule[0], &layout_file_rules(b, 0)->rule[0],
+                                ex, sizeof ex, &n);
+        ck_assert_msg(got == brute_overlap(a, b), "round %d: %s%s: overlap_find says %d", round,
+                      la, lb, got);
+        layout_free(a);
+        layout_free(b);
+    }
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
     Suite *s = suite_create("rules");
@@ -294,6 +486,9 @@ static Suite *rules_suite(void)
     tcase_add_test(tc, test_error_in_a_long_file);
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_error_buffer_small);
+    tcase_add_test(tc, test_overlap);
+    tcase_add_test(tc, test_overlap_shipped);
+    tcase_add_test(tc, test_overlap_brute_force);
     suite_add_tcase(s, tc);
     return s;
 }
