@@ -299,10 +299,11 @@ END_TEST
 
 /* ---- several rules files ---- */
 
-/* A proxy serving botmesh-v1 for one run-unique prefix and a small rules
- * file of its own (a presence-like family) for another. */
+/* A proxy serving both shipped layouts, botmesh-v1 and courier-v1, each for
+ * a run-unique prefix of its own, and a small rules file of its own (a
+ * presence-like family) for a third. */
 static struct h_proxy files_proxy;
-static char bm[64], pr[64];
+static char bm[64], pr[64], cr[64];
 static char presence_rules[512];
 
 static const char PRESENCE_RULES[] =
@@ -323,11 +324,13 @@ static void setup_files(void)
     long long t = h_now_ms() % 1000000;
     H_FMT(bm, sizeof bm, "bm%ld%lld", (long)getpid(), t);
     H_FMT(pr, sizeof pr, "pr%ld%lld", (long)getpid(), t);
+    H_FMT(cr, sizeof cr, "cr%ld%lld", (long)getpid(), t);
     H_FMT(presence_rules, sizeof presence_rules, "%s/presence-%ld.rules",
           h_env("TAGPROXY_TEST_DIR"), (long)getpid());
     write_rules(presence_rules, PRESENCE_RULES);
     const char *const args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", bm,
-                                 "--layout-rules", presence_rules, pr, NULL };
+                                 "--layout-rules", presence_rules, pr,
+                                 "--layout-rules", "conf/layouts/courier-v1.rules", cr, NULL };
     h_proxy_start(&files_proxy, args);
     h_topo_load(&topo);
 }
@@ -371,8 +374,9 @@ START_TEST(test_files_transactions)
 {
     redisContext *c = h_connect_extra(&files_proxy);
     const char *tx[][2] = { { Q(pr, ":presence:u7"), Q(pr, ":presence:u7:tab") },
-                            { Q(bm, ":msgs:tg:77"), Q(bm, ":msg:tg:77:m0") } };
-    for (int i = 0; i < 2; i++) {
+                            { Q(bm, ":msgs:tg:77"), Q(bm, ":msg:tg:77:m0") },
+                            { Q(cr, ":presence:score:room:1"), Q(cr, ":presence:meta:room:1") } };
+    for (int i = 0; i < 3; i++) {
         H_OK(c, "MULTI");
         redisReply *r = h_cmd(c, "SET %s a", tx[i][0]);
         H_EXPECT_STATUS(r, "QUEUED");
@@ -389,23 +393,27 @@ START_TEST(test_files_transactions)
     }
     expect_direct(Q(pr, ":{pr:u7}:d:tab"), "b");
     expect_direct(Q(bm, ":{m:tg%3A77}:i:m0"), "b");
+    expect_direct(Q(cr, ":presence:{pr:room%3A1}:meta"), "b");
     redisFree(c);
 }
 END_TEST
 
-/* KEYS and SCAN list the legacy names of both files' prefixes. */
+/* KEYS and SCAN list the legacy names of every file's prefixes. */
 START_TEST(test_files_listings)
 {
     redisContext *c = h_connect_extra(&files_proxy);
     const char *bms[] = { Q(bm, ":chat:a"), Q(bm, ":lock:l:fence"), Q(bm, ":conv:1"), NULL };
     const char *prs[] = { Q(pr, ":presence:u1"), Q(pr, ":presence:u1:d"), Q(pr, ":other"), NULL };
-    const struct { const char *pfx; const char **names; } each[] = { { bm, bms }, { pr, prs } };
+    const char *crs[] = { Q(cr, ":presence:score:room:1"), Q(cr, ":score:t"), Q(cr, ":stream:t"),
+                          NULL };
+    const struct { const char *pfx; const char **names; } each[] = { { bm, bms }, { pr, prs },
+                                                                     { cr, crs } };
     char pattern[128];
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         for (int i = 0; each[k].names[i]; i++)
             H_OK(c, "SET %s 1", each[k].names[i]);
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         H_FMT(pattern, sizeof pattern, "%s:*", each[k].pfx);
         expect_keys(c, pattern, each[k].names);
         expect_scan(c, pattern, each[k].names);
