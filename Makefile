@@ -22,7 +22,7 @@ LDFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
 B         = build
-SRCS      = $(wildcard proxy/*.c cluster/*.c keylayout/*.c)
+SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c proxy/*.c)
 LUA       = $(wildcard keylayout/lua/*.lua)
 OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o
 LIB_OBJS  = $(filter-out $(B)/proxy/main.o,$(OBJS))
@@ -99,17 +99,16 @@ $(B)/bench/relay: tests/bench/relay.c
 # seeds that make test replays.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE -I.
-FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c cluster/reply.c cluster/syncconn.c cluster/slot.c \
-	proxy/config.c proxy/log.c proxy/resp.c proxy/tls.c proxy/acl.c proxy/command.c proxy/command_table.c \
-	keylayout/layout.c keylayout/rules.c keylayout/overlap.c
+FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c proto/reply.c cluster/syncconn.c cluster/slot.c \
+	base/log.c base/hostport.c proto/resp.c net/tls.c
 # fuzz_client runs a whole worker: every daemon source but main.c.
 FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
 fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proxy/resp.c $(shell pkg-config --cflags --libs libevent)
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c cluster/reply.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proto/resp.c $(shell pkg-config --cflags --libs libevent)
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c proto/reply.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proxy/command.c proxy/command_table.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proto/command.c proto/command_table.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
 	    $(shell pkg-config --cflags --libs hiredis libevent openssl)

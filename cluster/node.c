@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proxy/config.h"
-#include "proxy/resp.h"
-#include "proxy/tls.h"
+#include "base/hostport.h"
+#include "net/tls.h"
+#include "proto/resp.h"
 
 uint64_t node_now_ms(void)
 {
@@ -455,7 +455,7 @@ static int node_start_tls(struct node_conn *c)
 {
     char *host = NULL;
     int port;
-    if (config_parse_hostport(c->addr, &host, &port) < 0)
+    if (hostport_parse(c->addr, &host, &port) < 0)
         return -1;
     SSL *ssl = tls_cluster_ssl(c->opts->tls, c->opts->tls_server_name, host,
                                c->opts->tls_insecure);

@@ -51,9 +51,9 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
-#include "cluster/reply.h"
-#include "proxy/io.h"
-#include "proxy/stats.h"
+#include "base/counter.h"
+#include "net/io.h"
+#include "proto/reply.h"
 
 struct event_base;
 struct evbuffer;
@@ -99,6 +99,18 @@ struct node_req {
 
 #define NODE_BATCHES_MAX 8
 
+/* Node connections of one owner (a worker, or the health probes). */
+struct stats_nodes {
+    uint64_t connects;              /* connections started */
+    uint64_t connect_failures;      /* closed before they were up */
+    uint64_t closed;                /* closed after they were up */
+    uint64_t timeouts;              /* closed because the node did not answer */
+    uint64_t batches;               /* batches written on batching connections */
+    int64_t  connecting;            /* now */
+    int64_t  ready;                 /* now */
+    struct stats_bytes bytes;
+};
+
 enum node_state {
     NODE_CONNECTING,    /* connect() issued, requests buffered */
     NODE_READY,         /* connected: requests flow */
@@ -110,11 +122,11 @@ struct node_opts {
     int timeout_ms;
     const char *user;           /* may be NULL */
     const char *password;       /* NULL: no AUTH */
-    struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (proxy/tls.h) */
+    struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (net/tls.h) */
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
     int resp3;                  /* open with HELLO 3 (AUTH in it): replies in RESP3 */
-    struct stats_nodes *stats;  /* the owner's counters (stats.h); may be NULL */
+    struct stats_nodes *stats;  /* the owner's counters; may be NULL */
     long long max_bulk_len;     /* proto-max-bulk-len: a longer bulk in a reply
                                  * resets the connection; 0: no bound */
 };

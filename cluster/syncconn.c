@@ -19,9 +19,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "proxy/log.h"
-#include "proxy/resp.h"
-#include "proxy/tls.h"
+#include "base/log.h"
+#include "net/tls.h"
+#include "proto/resp.h"
 
 struct syncconn {
     int fd;

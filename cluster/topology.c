@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/reply.h"
+#include "base/hostport.h"
 #include "cluster/syncconn.h"
-#include "proxy/config.h"
+#include "proto/reply.h"
 
 /* Why a seed gave no map: a refused login is told apart, so that a wrong
  * password is reported as such and not as an unreachable cluster. */
@@ -26,7 +26,7 @@ static struct syncconn *node_dial(const struct topology_source *src, const char 
         .tls = src->tls, .tls_server_name = src->tls_server_name,
         .tls_insecure = src->tls_insecure,
     };
-    if (config_parse_hostport(addr, &host, &port) < 0) {
+    if (hostport_parse(addr, &host, &port) < 0) {
         snprintf(why, whylen, "bad address");
         return NULL;
     }
@@ -79,7 +79,7 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
     int port;
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
 
-    if (config_parse_hostport(n->target, &host, &port) < 0) {
+    if (hostport_parse(n->target, &host, &port) < 0) {
         snprintf(why, whylen, "bad node address '%s'", n->target);
         return -1;
     }
@@ -200,7 +200,7 @@ static struct topology *topology_ask(const struct topology_source *src, const ch
     else {
         char *host = NULL;
         int port;
-        config_parse_hostport(addr, &host, &port);
+        hostport_parse(addr, &host, &port);
         t = topology_from_reply(src, host ? host : "127.0.0.1", r, why, whylen);
         free(host);
     }

@@ -48,7 +48,7 @@ struct topology_source {
     const char *password;            /* may be NULL: no AUTH */
     int connect_timeout_ms;
     int timeout_ms;
-    struct ssl_ctx_st *tls;          /* NULL: plain TCP (proxy/tls.h) */
+    struct ssl_ctx_st *tls;          /* NULL: plain TCP (net/tls.h) */
     const char *tls_server_name;     /* NULL: verify the address's host */
     int tls_insecure;
 };

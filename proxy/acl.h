@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/command.h"
+#include "proto/command.h"
 
 struct config;
 

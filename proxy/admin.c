@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hostport.h"
+#include "base/log.h"
 #include "cluster/health.h"
+#include "net/io.h"
 #include "proxy/config.h"
-#include "proxy/io.h"
-#include "proxy/log.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/snapshot.h"
@@ -291,7 +292,7 @@ static int http_bind(const char *listen, char *err, size_t errlen)
 {
     char *host = NULL;
     int port;
-    if (config_parse_hostport(listen, &host, &port) < 0) {
+    if (hostport_parse(listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad admin-listen address '%s'", listen);
         return -1;
     }

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "proxy/acl.h"
 #include "proxy/clientmem.h"
 #include "proxy/dedicated.h"
-#include "proxy/log.h"
 #include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"

@@ -16,10 +16,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "proto/resp.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 
-#include "proxy/io.h"
+#include "net/io.h"
 
 struct worker;
 struct acl_user;

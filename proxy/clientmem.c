@@ -3,8 +3,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "base/log.h"
 #include "proxy/client.h"
-#include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/tx.h"
 #include "proxy/worker.h"

@@ -7,6 +7,7 @@
  */
 #include "proxy/config.h"
 
+#include "base/hostport.h"
 #include "keylayout/layout.h"
 #include "proxy/acl.h"
 
@@ -99,38 +100,6 @@ int config_parse_memory(const char *s, long long *out)
         return 0;
     }
     return -1;
-}
-
-int config_parse_hostport(const char *s, char **host, int *port)
-{
-    const char *colon, *hs = s, *he;
-    long long p;
-
-    if (*s == '[') {
-        hs = s + 1;
-        he = strchr(hs, ']');
-        if (!he || he[1] != ':')
-            return -1;
-        colon = he + 1;
-    } else {
-        colon = strchr(s, ':');
-        if (!colon || strchr(colon + 1, ':'))
-            return -1;
-        he = colon;
-    }
-    if (he == hs || !isdigit((unsigned char)colon[1]) ||
-        parse_int(colon + 1, 1, 65535, &p) < 0)
-        return -1;
-    for (const char *h = hs; h < he; h++)
-        if ((unsigned char)*h <= ' ' || *h == 0x7f || *h == '[' || *h == ']')
-            return -1;
-    if (host) {
-        *host = strndup(hs, (size_t)(he - hs));
-        if (!*host)
-            return -1;
-    }
-    *port = (int)p;
-    return 0;
 }
 
 const char *config_log_level_name(enum log_level l)
@@ -244,7 +213,7 @@ static int check_hostport(struct loader *l, const struct directive *d, const cha
 {
     int port;
 
-    if (config_parse_hostport(s, NULL, &port) < 0) {
+    if (hostport_parse(s, NULL, &port) < 0) {
         snprintf(l->why, sizeof l->why,
                  "'%s' wants host:port with a port from 1 to 65535, not '%.64s'",
                  d->name, s);
@@ -270,7 +239,7 @@ static int set_admin_listen(struct loader *l, const struct directive *d, int arg
         l->c.admin_listen = NULL;
         return 0;
     }
-    if (config_parse_hostport(argv[0], NULL, &(int){ 0 }) < 0) {
+    if (hostport_parse(argv[0], NULL, &(int){ 0 }) < 0) {
         snprintf(l->why, sizeof l->why,
                  "'%s' wants host:port with a port from 1 to 65535, or off, not '%.64s'",
                  d->name, argv[0]);

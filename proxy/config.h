@@ -49,11 +49,11 @@
 
 #include <stddef.h>
 
+#include "base/log.h"
+
 struct layout;
 
 enum tls_auth { TLS_AUTH_NO = 0, TLS_AUTH_YES, TLS_AUTH_OPTIONAL };
-
-enum log_level { LOG_DEBUG = 0, LOG_VERBOSE, LOG_NOTICE, LOG_WARNING };
 
 /* One `layout-rules FILE [PREFIX ...]` line. */
 struct config_layout_rules {
@@ -211,14 +211,6 @@ void config_free(struct config *c);
  * fraction, no overflow. Returns 0 or -1 (*out untouched).
  */
 int config_parse_memory(const char *s, long long *out);
-
-/*
- * "host:port" -> host (malloc'd, caller frees) and port 1..65535;
- * "[::1]:6379" gives host "::1". A bare host with ':' in it, an empty host, a
- * host with blanks, control characters or brackets, or a bad port gives -1
- * and allocates nothing. host may be NULL to only check. Nothing is resolved.
- */
-int config_parse_hostport(const char *s, char **host, int *port);
 
 /* "debug", "verbose", "notice", "warning"; "?" for anything else. */
 const char *config_log_level_name(enum log_level l);

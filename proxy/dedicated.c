@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cluster/node.h"
 #include "proxy/client.h"
-#include "proxy/log.h"
 #include "proxy/worker.h"
 
 static const char pool_full[] =
@@ -189,14 +189,4 @@ void dedicated_forget_user(struct client *c)
         TAILQ_REMOVE(&c->dedicated, d, user_link);
         d->user = NULL;
     }
-}
-
-int dedicated_open_count(const struct worker *w)
-{
-    return w->dedicated ? w->dedicated->open : 0;
-}
-
-int dedicated_idle_count(const struct worker *w)
-{
-    return w->dedicated ? w->dedicated->nidle : 0;
 }

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "proxy/resp.h"
+#include "proto/resp.h"
 
 struct client;
 struct worker;
@@ -88,9 +88,5 @@ int dedicated_targets(const struct client *c, struct dedicated_target *out, int 
 /* c is being freed: its dedicated connections no longer name it. Call with
  * its worker's clients_lock held. */
 void dedicated_forget_user(struct client *c);
-
-/* How many dedicated connections w has open, and how many of them idle. */
-int dedicated_open_count(const struct worker *w);
-int dedicated_idle_count(const struct worker *w);
 
 #endif

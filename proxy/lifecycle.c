@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cluster/node.h"
 #include "proxy/admin.h"
-#include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
 #include "proxy/snapshot.h"

@@ -5,13 +5,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cluster/reply.h"
 #include "keylayout/glob.h"
 #include "keylayout/layout.h"
-#include "proxy/command.h"
+#include "proto/command.h"
+#include "proto/reply.h"
+#include "proto/resp.h"
 #include "proxy/index.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
 #include "proxy/worker.h"

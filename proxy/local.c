@@ -10,9 +10,10 @@
 #include <unistd.h>
 
 #include "cluster/slot.h"
+#include "proto/command.h"
+#include "proto/resp.h"
 #include "proxy/acl.h"
 #include "proxy/client.h"
-#include "proxy/command.h"
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
 #include "proxy/listing.h"
@@ -21,7 +22,6 @@
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 #include "proxy/router.h"
 #include "proxy/snapshot.h"
 #include "proxy/worker.h"

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proxy/command.h"
+#include "base/log.h"
+#include "proto/command.h"
 #include "proxy/config.h"
 #include "proxy/daemon.h"
 #include "proxy/explain.h"
-#include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cluster/slot.h"
 #include "cluster/syncconn.h"
 #include "cluster/topology.h"
 #include "keylayout/layout.h"
-#include "proxy/log.h"
 
 #define MARKER_NAME_MAX 160
 #define SCAN_COUNT "1000"

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/reply.h"
+#include "proto/reply.h"
+#include "proto/resp.h"
 #include "proxy/index.h"
 #include "proxy/listing.h"
 #include "proxy/local.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 #include "proxy/scripts.h"
 #include "proxy/worker.h"
 

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/command.h"
 #include "proxy/admin.h"
 #include "proxy/clientmem.h"
-#include "proxy/command.h"
 #include "proxy/local.h"
 #include "proxy/proxy.h"
 #include "proxy/worker.h"

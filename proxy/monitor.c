@@ -7,10 +7,10 @@
 #include <strings.h>
 #include <sys/time.h>
 
+#include "proto/command.h"
+#include "proto/resp.h"
 #include "proxy/client.h"
-#include "proxy/command.h"
 #include "proxy/proxy.h"
-#include "proxy/resp.h"
 #include "proxy/worker.h"
 
 int monitor_inbox_init(struct monitor_inbox *m)

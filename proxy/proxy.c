@@ -8,12 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hostport.h"
+#include "base/log.h"
 #include "cluster/node.h"
 #include "keylayout/layout.h"
+#include "net/tls.h"
 #include "proxy/admin.h"
 #include "proxy/lifecycle.h"
-#include "proxy/tls.h"
-#include "proxy/log.h"
 #include "proxy/marker.h"
 #include "proxy/rewrite.h"
 #include "proxy/snapshot.h"
@@ -162,12 +163,23 @@ int proxy_draining(void)
  * use the cluster's too (proxy_source_update). */
 static int proxy_tls_setup(struct proxy *p, char *err, size_t errlen)
 {
+    const struct config *c = &p->cfg;
+    const struct tls_server_opts server = {
+        c->tls_cert_file, c->tls_key_file, c->tls_ca_cert_file,
+        c->tls_auth_clients == TLS_AUTH_YES        ? TLS_VERIFY_REQUIRED
+        : c->tls_auth_clients == TLS_AUTH_OPTIONAL ? TLS_VERIFY_OPTIONAL
+                                                   : TLS_VERIFY_NONE,
+    };
+    const struct tls_cluster_opts cluster = {
+        c->cluster_tls_cert_file, c->cluster_tls_key_file, c->cluster_tls_ca_cert_file,
+        c->cluster_tls_insecure,
+    };
     char why[600];
-    if (p->cfg.tls_listen && !(p->tls_server = tls_server_ctx(&p->cfg, why, sizeof why))) {
+    if (c->tls_listen && !(p->tls_server = tls_server_ctx(&server, why, sizeof why))) {
         snprintf(err, errlen, "tls-listen: %s", why);
         return -1;
     }
-    if (p->cfg.cluster_tls && !(p->tls_cluster = tls_cluster_ctx(&p->cfg, why, sizeof why))) {
+    if (c->cluster_tls && !(p->tls_cluster = tls_cluster_ctx(&cluster, why, sizeof why))) {
         snprintf(err, errlen, "cluster-tls: %s", why);
         return -1;
     }
@@ -179,11 +191,11 @@ static int proxy_listen(struct proxy *p, char *err, size_t errlen)
 {
     char *host = NULL, *tls_host = NULL;
     int port, tls_port = 0, rc = 0;
-    if (config_parse_hostport(p->cfg.listen, &host, &port) < 0) {
+    if (hostport_parse(p->cfg.listen, &host, &port) < 0) {
         snprintf(err, errlen, "bad listen address '%s'", p->cfg.listen);
         return -1;
     }
-    if (p->cfg.tls_listen && config_parse_hostport(p->cfg.tls_listen, &tls_host, &tls_port) < 0) {
+    if (p->cfg.tls_listen && hostport_parse(p->cfg.tls_listen, &tls_host, &tls_port) < 0) {
         snprintf(err, errlen, "bad tls-listen address '%s'", p->cfg.tls_listen);
         free(host);
         return -1;

@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "cluster/topology.h"
+#include "net/unixsock.h"
 #include "proxy/config.h"
-#include "proxy/unixsock.h"
 
 struct worker;
 struct layout_ref;

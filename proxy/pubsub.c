@@ -9,13 +9,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/log.h"
 #include "cluster/backoff.h"
 #include "cluster/slot.h"
+#include "proto/command.h"
+#include "proto/resp.h"
 #include "proxy/client.h"
-#include "proxy/command.h"
-#include "proxy/log.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 #include "proxy/router.h"
 #include "proxy/worker.h"
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/command.h"
 #include "proxy/client.h"
-#include "proxy/command.h"
 #include "proxy/index.h"
 #include "proxy/merge.h"
 #include "proxy/tx.h"

@@ -26,7 +26,7 @@
 #include <sys/queue.h>
 
 #include "cluster/node.h"
-#include "proxy/resp.h"
+#include "proto/resp.h"
 
 struct client;
 struct command;

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/reply.h"
 #include "keylayout/layout.h"
-#include "proxy/command.h"
+#include "proto/command.h"
+#include "proto/reply.h"
+#include "proto/resp.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 
 /* ---- the shared layout ---- */
 

@@ -9,15 +9,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/log.h"
 #include "cluster/backoff.h"
-#include "cluster/reply.h"
 #include "cluster/slot.h"
+#include "proto/command.h"
+#include "proto/reply.h"
 #include "proxy/acl.h"
 #include "proxy/client.h"
-#include "proxy/command.h"
 #include "proxy/index.h"
 #include "proxy/local.h"
-#include "proxy/log.h"
 #include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
@@ -39,14 +39,13 @@ enum policy {
     POLICY_PUBSUB,          /* pubsub.h */
     POLICY_TX,              /* MULTI EXEC DISCARD WATCH UNWATCH (tx.h) */
     POLICY_BLOCKING,        /* on a dedicated connection (tx.h) */
-    POLICY_WAIT,            /* WAIT: wait.h, through tx.h */
-    POLICY_LATER            /* not routed yet */
+    POLICY_WAIT             /* WAIT: wait.h, through tx.h */
 };
 
 struct policy_entry {
     const char *name;
     enum policy policy;
-    const char *why;        /* for REFUSED and LATER */
+    const char *why;        /* for REFUSED */
 };
 
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
@@ -1361,7 +1360,6 @@ void router_dispatch(struct request *r)
         plan_dangerous(r, 0);
         return;
     case POLICY_REFUSED:
-    case POLICY_LATER:
         plan_refused(r, e);
         return;
     }

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/log.h"
 #include "cluster/node.h"
-#include "cluster/reply.h"
-#include "proxy/command.h"
-#include "proxy/log.h"
+#include "proto/command.h"
+#include "proto/reply.h"
+#include "proto/resp.h"
 #include "proxy/request.h"
-#include "proxy/resp.h"
 #include "proxy/router.h"
 #include "proxy/scripts.h"
 #include "proxy/worker.h"

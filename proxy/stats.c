@@ -1,9 +1,8 @@
 #include "proxy/stats.h"
 
 #include <stdlib.h>
-#include <time.h>
 
-#include "proxy/command.h"
+#include "proto/command.h"
 
 const uint64_t stats_latency_bounds_us[STATS_LATENCY_NBOUNDS] = STATS_LATENCY_BOUNDS_US;
 
@@ -18,13 +17,6 @@ void stats_free(struct worker_stats *s)
 {
     free(s->cmds);
     s->cmds = NULL;
-}
-
-uint64_t stats_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Most commands take well under a millisecond: a linear scan from the

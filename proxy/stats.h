@@ -28,39 +28,10 @@
 
 #include <stdint.h>
 
+#include "base/counter.h"
+#include "cluster/node.h"
+
 struct command;
-
-/* One writer adds; any thread reads. */
-static inline void stat_add(uint64_t *c, uint64_t n)
-{
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-}
-
-static inline void stat_set(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, v, __ATOMIC_RELAXED);
-}
-
-static inline void stat_inc(uint64_t *c)
-{
-    stat_add(c, 1);
-}
-
-static inline uint64_t stat_get(const uint64_t *c)
-{
-    return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
-
-/* Gauges (connections open now): one writer moves them up and down. */
-static inline void gauge_add(int64_t *g, int64_t n)
-{
-    __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-}
-
-static inline int64_t gauge_get(const int64_t *g)
-{
-    return __atomic_load_n(g, __ATOMIC_RELAXED);
-}
 
 /* Upper bounds (inclusive, microseconds) of the latency buckets; the last
  * bucket, past the last bound, is +Inf. */
@@ -77,23 +48,6 @@ struct stats_command {
     uint64_t errors;                /* of them, error replies */
     uint64_t usec;                  /* sum of latencies */
     uint64_t buckets[STATS_LATENCY_BUCKETS];   /* not cumulative */
-};
-
-/* Bytes through a set of sockets. */
-struct stats_bytes {
-    uint64_t in, out;
-};
-
-/* Node connections of one owner (a worker, or the health probes). */
-struct stats_nodes {
-    uint64_t connects;              /* connections started */
-    uint64_t connect_failures;      /* closed before they were up */
-    uint64_t closed;                /* closed after they were up */
-    uint64_t timeouts;              /* closed because the node did not answer */
-    uint64_t batches;               /* batches written on batching connections (node.h) */
-    int64_t  connecting;            /* now */
-    int64_t  ready;                 /* now */
-    struct stats_bytes bytes;
 };
 
 struct worker_stats {
@@ -122,9 +76,6 @@ struct worker_stats {
 /* Allocate s->cmds (zeroed). 0, or -1 out of memory. */
 int stats_init(struct worker_stats *s);
 void stats_free(struct worker_stats *s);
-
-/* Monotonic microseconds (CLOCK_MONOTONIC: a vDSO call, no system call). */
-uint64_t stats_now_us(void);
 
 /* Index of the latency bucket of usec. */
 int stats_latency_bucket(uint64_t usec);

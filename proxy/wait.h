@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proxy/command.h"
+#include "proto/command.h"
 
 struct client;
 struct request;

@@ -14,7 +14,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "proxy/log.h"
+#include "base/log.h"
 #include "proxy/proxy.h"
 #include "proxy/snapshot.h"
 

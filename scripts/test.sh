@@ -3,7 +3,8 @@
 #
 # 1. Runs the unit test binaries given as arguments, and
 #    scripts/check-docs.py (the rules syntax alike in the README and in
-#    every conf/layouts/*.rules header).
+#    every conf/layouts/*.rules header) and scripts/check-layers.py (every
+#    #include of the daemon points down its layers, scripts/layers).
 # 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
 #    on free ports (base in 20000-29000, each port and port+10000 free) in a
 #    temporary folder, and build/tagproxy on another free port (its log in
@@ -89,6 +90,9 @@ if [ ${#only[@]} -eq 0 ]; then
     echo "== docs: scripts/check-docs.py"
     python3 scripts/check-docs.py
     record "scripts/check-docs.py" $?
+    echo "== layers: scripts/check-layers.py"
+    python3 scripts/check-layers.py
+    record "scripts/check-layers.py" $?
 fi
 
 if [ "$unit_only" = 1 ]; then

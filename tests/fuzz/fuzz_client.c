@@ -29,8 +29,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "proxy/client.h"
-#include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/snapshot.h"
 #include "proxy/worker.h"

@@ -18,7 +18,7 @@
  * closes after the reply).
  */
 #include "harness.h"
-#include "proxy/iobatch.h"
+#include "net/iobatch.h"
 #include "lifecycle.h"
 
 enum {

@@ -3,6 +3,7 @@
  * quoting, every error with its exact "WHERE: what" message, the order
  * file < environment < command line, and the shipped conf/tagproxy.conf.
  */
+#include "base/hostport.h"
 #include "proxy/config.h"
 
 #include <check.h>
@@ -429,7 +430,7 @@ START_TEST(test_hostport)
 {
     char *host = NULL;
     int port = -7;
-    int rc = config_parse_hostport(hostport_vectors[_i].text, &host, &port);
+    int rc = hostport_parse(hostport_vectors[_i].text, &host, &port);
 
     if (hostport_vectors[_i].host) {
         ck_assert_msg(rc == 0, "'%s'", hostport_vectors[_i].text);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/command.h"
+#include "proto/command.h"
 #include "proxy/request.h"
 #include "proxy/worker.h"
 

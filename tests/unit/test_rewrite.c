@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "keylayout/layout.h"
-#include "proxy/command.h"
+#include "proto/command.h"
 #include "proxy/listing.h"
 #include "proxy/request.h"
 #include "proxy/rewrite.h"

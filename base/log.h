@@ -15,7 +15,7 @@
 #ifndef TAGPROXY_LOG_H
 #define TAGPROXY_LOG_H
 
-#include "proxy/config.h"
+enum log_level { LOG_DEBUG = 0, LOG_VERBOSE, LOG_NOTICE, LOG_WARNING };
 
 extern volatile enum log_level log_min_level;
 

@@ -27,13 +27,25 @@
 
 #include <openssl/ssl.h>
 
-struct config;
+enum tls_verify { TLS_VERIFY_NONE, TLS_VERIFY_OPTIONAL, TLS_VERIFY_REQUIRED };
+
+/* The files of the proxy's own side and whether clients show certificates. */
+struct tls_server_opts {
+    const char *cert_file, *key_file, *ca_cert_file;
+    enum tls_verify verify_clients;
+};
+
+/* The files for connections to nodes (cert and CA may be NULL). */
+struct tls_cluster_opts {
+    const char *cert_file, *key_file, *ca_cert_file;
+    int insecure;
+};
 
 /* The context for tls-listen, or NULL with the reason in err. */
-SSL_CTX *tls_server_ctx(const struct config *c, char *err, size_t errlen);
+SSL_CTX *tls_server_ctx(const struct tls_server_opts *o, char *err, size_t errlen);
 
 /* The context for connections to the nodes, or NULL with the reason. */
-SSL_CTX *tls_cluster_ctx(const struct config *c, char *err, size_t errlen);
+SSL_CTX *tls_cluster_ctx(const struct tls_cluster_opts *o, char *err, size_t errlen);
 
 /* A client SSL for a node at host (no port): SNI and the name or IP address
  * to verify, by server_name when not NULL, else host; insecure: none.

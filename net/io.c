@@ -1,4 +1,4 @@
-#include "proxy/io.h"
+#include "net/io.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proxy/iobatch.h"
-#include "proxy/log.h"
-#include "proxy/tls.h"
+#include "base/log.h"
+#include "net/iobatch.h"
+#include "net/tls.h"
 
 #define IO_SPARE_MAX 256
 

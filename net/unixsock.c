@@ -1,4 +1,4 @@
-#include "proxy/unixsock.h"
+#include "net/unixsock.h"
 
 #include <errno.h>
 #include <stdio.h>

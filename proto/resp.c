@@ -8,7 +8,7 @@
  * anything else goes through the slow path, which keeps the line's first 22
  * bytes and decides exactly as Redis's processMultibulkBuffer() does.
  */
-#include "proxy/resp.h"
+#include "proto/resp.h"
 
 #include <event2/buffer.h>
 #include <limits.h>

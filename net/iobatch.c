@@ -1,4 +1,4 @@
-#include "proxy/iobatch.h"
+#include "net/iobatch.h"
 
 #include <errno.h>
 #include <liburing.h>

@@ -17,7 +17,7 @@
  * the table is const and sorted; top-level lookups use a hash table built
  * once (command_lookup), subcommand lookups binary searches.
  */
-#include "proxy/command.h"
+#include "proto/command.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -74,11 +74,11 @@ static const struct command *find_sorted(const struct command *cmds, int n,
 }
 
 /*
- * Top-level commands are looked up for every request, where the binary
- * search above (lower-casing copy, ~8 strncmp) cost ~400 instructions of a
- * ~2,900-instruction GET. A hash table over the names, built once, answers
- * in one hash of the name as sent (case folded while hashing, no copy) and
- * usually one comparison. Open addressing with linear probing; the table is
+ * Top-level commands are looked up for every request, so a binary search
+ * (a lower-casing copy and several strncmp) would be a visible part of a
+ * GET's cost. A hash table over the names, built once, answers in one hash
+ * of the name as sent (case folded while hashing, no copy) and usually one
+ * comparison. Open addressing with linear probing; the table is
  * at most a quarter full.
  */
 #define LOOKUP_SLOTS 1024       /* power of two, >= 4 * command_table_size */

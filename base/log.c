@@ -1,4 +1,4 @@
-#include "proxy/log.h"
+#include "base/log.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

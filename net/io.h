@@ -23,7 +23,7 @@
  * flat output of every dirty connection with one system call, and only
  * what that leaves (a full socket, an error, the evbuffer part) goes
  * through writev() as above. TLS connections are read and written one by
- * one as before.
+ * one, as in the plain flow.
  *
  *   ready sockets ──queue──► read batch (1 call) ──► on_read, on_read, ...
  *   dirty conns ──► send batch (1 call) ──► writev() for what is left
@@ -34,9 +34,8 @@
  * the nodes) go first. Their commands are the long pole of a pipelined
  * round; sent first, the nodes work on them while the proxy is still
  * writing replies. One request per client is the opposite case: the client
- * waiting for its reply is the long pole, and the plain order served it
- * better. (Paired rounds against a cluster on two CPUs: GET -P 16 higher in
- * 28 of 34 with the nodes first, GET -P 1 lower in 20 of 26.)
+ * waiting for its reply is the long pole, and the plain order serves it
+ * better (README, Performance).
  *
  * A round that served a few sockets (IO_PAUSE_MIN_READS to
  * IO_PAUSE_MAX_READS) ends, after its writes, with a pause of pause_us
@@ -71,7 +70,7 @@
 #include <sys/socket.h>
 
 typedef struct ssl_st SSL;
-#include "proxy/stats.h"
+#include "base/counter.h"
 
 struct event_base;
 struct event;

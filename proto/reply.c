@@ -11,7 +11,7 @@
  * leaves the value it annotates owed, so its contents are done when pending
  * is back to 1, and the next type byte is the reply's.
  */
-#include "cluster/reply.h"
+#include "proto/reply.h"
 
 #include <limits.h>
 #include <string.h>

@@ -1,15 +1,13 @@
 /*
  * tls: contexts, per-node client SSL objects, error texts. See tls.h.
  */
-#include "proxy/tls.h"
+#include "net/tls.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "proxy/config.h"
 
 /* "what: OpenSSL's reason" for a context that could not be set up. */
 static SSL_CTX *ctx_fail(SSL_CTX *ctx, char *err, size_t errlen, const char *what,
@@ -49,43 +47,41 @@ static SSL_CTX *ctx_cert(SSL_CTX *ctx, const char *cert, const char *key, char *
     return ctx;
 }
 
-SSL_CTX *tls_server_ctx(const struct config *c, char *err, size_t errlen)
+SSL_CTX *tls_server_ctx(const struct tls_server_opts *o, char *err, size_t errlen)
 {
     SSL_CTX *ctx = ctx_new(TLS_server_method());
     if (!ctx)
         return ctx_fail(NULL, err, errlen, "cannot create a TLS context", "tls-listen");
-    if (!ctx_cert(ctx, c->tls_cert_file, c->tls_key_file, err, errlen))
+    if (!ctx_cert(ctx, o->cert_file, o->key_file, err, errlen))
         return NULL;
-    if (c->tls_auth_clients != TLS_AUTH_NO) {
-        if (SSL_CTX_load_verify_locations(ctx, c->tls_ca_cert_file, NULL) != 1)
-            return ctx_fail(ctx, err, errlen, "cannot load CA certificates", c->tls_ca_cert_file);
+    if (o->verify_clients != TLS_VERIFY_NONE) {
+        if (SSL_CTX_load_verify_locations(ctx, o->ca_cert_file, NULL) != 1)
+            return ctx_fail(ctx, err, errlen, "cannot load CA certificates", o->ca_cert_file);
         /* the CAs clients may pick a certificate by */
-        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(c->tls_ca_cert_file);
+        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(o->ca_cert_file);
         if (names)
             SSL_CTX_set_client_CA_list(ctx, names);
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
-                           (c->tls_auth_clients == TLS_AUTH_YES ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+                           (o->verify_clients == TLS_VERIFY_REQUIRED ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
                            NULL);
     }
     return ctx;
 }
 
-SSL_CTX *tls_cluster_ctx(const struct config *c, char *err, size_t errlen)
+SSL_CTX *tls_cluster_ctx(const struct tls_cluster_opts *o, char *err, size_t errlen)
 {
     SSL_CTX *ctx = ctx_new(TLS_client_method());
     if (!ctx)
         return ctx_fail(NULL, err, errlen, "cannot create a TLS context", "cluster-tls");
-    if (c->cluster_tls_cert_file &&
-        !ctx_cert(ctx, c->cluster_tls_cert_file, c->cluster_tls_key_file, err, errlen))
+    if (o->cert_file && !ctx_cert(ctx, o->cert_file, o->key_file, err, errlen))
         return NULL;
-    if (c->cluster_tls_ca_cert_file) {
-        if (SSL_CTX_load_verify_locations(ctx, c->cluster_tls_ca_cert_file, NULL) != 1)
-            return ctx_fail(ctx, err, errlen, "cannot load CA certificates",
-                            c->cluster_tls_ca_cert_file);
+    if (o->ca_cert_file) {
+        if (SSL_CTX_load_verify_locations(ctx, o->ca_cert_file, NULL) != 1)
+            return ctx_fail(ctx, err, errlen, "cannot load CA certificates", o->ca_cert_file);
     } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
         return ctx_fail(ctx, err, errlen, "cannot load the system's CA certificates", "");
     }
-    SSL_CTX_set_verify(ctx, c->cluster_tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_verify(ctx, o->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     return ctx;
 }
 

@@ -1,9 +1,9 @@
 /*
  * iobatch: many socket reads, or many sends, in one system call.
  *
- * A system call costs the proxy more than the work it carries: on the
- * project's 2-vCPU paravirtualised machine an empty one takes about a
- * microsecond, as long as the proxy's own user-space work for a request.
+ * A system call can cost the proxy more than the work it carries: on a
+ * paravirtualised machine an empty one takes about as long as the proxy's
+ * own user-space work for a request.
  * The event loop knows, when a round starts, every socket that is ready to
  * read, and when it ends, every connection with output to write. io.c queues
  * each set here and runs it with one io_uring_enter, instead of one read()

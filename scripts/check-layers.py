@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""check-layers.py: every #include of the daemon's sources points down.
+
+scripts/layers lists the source folders in layers, the lowest first: a file
+may include headers of its own folder and of folders on lower lines, never
+of its line's other folders or of a higher line. Its "cycle" lines list the
+modules (folder/name, a .c and its .h together) that are known to include
+each other in a ring today, one ring per "cycle:" line (lines starting with
+"+" go on listing its modules): a new ring, a module joining
+one, or two rings merging fails the check, and so does a listed module no
+longer in a ring, so that the list only shrinks and says what is true.
+
+Prints every finding; exit status 1 if there is any.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def read_layers(path):
+    """({folder: rank}, [set of modules per known ring]) from scripts/layers."""
+    rank, rings = {}, []
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "cycle:":
+            rings.append((number, set(words[1:])))
+            continue
+        if words[0] == "+" and rings:
+            rings[-1][1].update(words[1:])
+            continue
+        level = len(set(rank.values()))
+        for folder in words:
+            rank[folder] = level
+    return rank, rings
+
+
+def module_includes(rank):
+    """{module: {included module}} over every .c and .h of the layered folders."""
+    graph = {}
+    for folder in rank:
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if not name.endswith((".c", ".h")):
+                continue
+            path = f"{folder}/{name}"
+            module = path[:-2]
+            text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+            targets = graph.setdefault(module, {})
+            for included in INCLUDE.findall(text):
+                if "/" in included and included.endswith(".h"):
+                    targets.setdefault(included[:-2], path)
+    return graph
+
+
+def upward(rank, graph):
+    """An include of a folder of the same line or a higher one."""
+    found = []
+    for module, targets in graph.items():
+        here = module.split("/")[0]
+        for target, path in targets.items():
+            there = target.split("/")[0]
+            if there == here:
+                continue
+            if there not in rank:
+                found.append(f"{path}: includes {target}.h, of a folder scripts/layers does not list")
+            elif rank[there] >= rank[here]:
+                found.append(f"{path}: includes {target}.h: {there}/ is not below {here}/ "
+                             "in scripts/layers")
+    return found
+
+
+def rings_of(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, rings = {}, {}, [], set(), []
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            ring = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                ring.add(w)
+                if w == v:
+                    break
+            if len(ring) > 1:
+                rings.append(ring)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return rings
+
+
+def compare_rings(found, known):
+    """Findings for rings that are not exactly as scripts/layers lists them."""
+    out = []
+    for ring in found:
+        matches = [(n, k) for n, k in known if k & ring]
+        if len(matches) != 1 or not ring <= matches[0][1]:
+            out.append("modules including each other in a ring scripts/layers does not list: "
+                       + " ".join(sorted(ring)))
+    for number, ring in known:
+        inside = set().union(*[r for r in found if r & ring]) if found else set()
+        gone = sorted(ring - inside)
+        if gone:
+            out.append(f"scripts/layers:{number}: no longer in a ring, take them off its "
+                       "cycle line: " + " ".join(gone))
+    return out
+
+
+def main():
+    rank, known = read_layers(os.path.join(ROOT, "scripts", "layers"))
+    graph = module_includes(rank)
+    findings = upward(rank, graph) + compare_rings(rings_of(graph), known)
+    for f in findings:
+        print("FAIL", f)
+    if not findings:
+        print(f"ok   {len(graph)} modules in {len(rank)} folders: every include points down, "
+              f"{sum(len(k) for _, k in known)} modules in {len(known)} known ring(s)")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
