@@ -1,6 +1,6 @@
 /*
- * acl: command ids, rule parsing, user tables and constant-time logins.
- * See acl.h for the rule grammar.
+ * acl: command ids, user tables and constant-time logins (the rules are read
+ * by aclrule.h). See acl.h for the rule grammar.
  */
 #include "proxy/acl.h"
 
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proxy/aclrule.h"
 #include "proxy/config.h"
 
 /* More than the command table holds (240 in Redis 7.0). */
@@ -45,69 +46,6 @@ static void bit_set(uint64_t *bits, const struct command *cmd, int on)
 
 /* ---- rules ---- */
 
-enum rule_kind { RULE_ALL, RULE_CATEGORY, RULE_COMMAND, RULE_SUBCOMMAND };
-
-struct rule {
-    int on;
-    enum rule_kind kind;
-    int category;                       /* RULE_CATEGORY */
-    const struct command *cmd;          /* RULE_COMMAND, RULE_SUBCOMMAND */
-};
-
-static int category_find(const char *name)
-{
-    for (int i = 0; i < command_acl_category_count; i++)
-        if (strcasecmp(name, command_acl_category_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-static int rule_parse(const char *s, struct rule *r, char *why, size_t whylen)
-{
-    memset(r, 0, sizeof *r);
-    if (strcasecmp(s, "allcommands") == 0 || strcasecmp(s, "nocommands") == 0) {
-        r->on = strcasecmp(s, "allcommands") == 0;
-        r->kind = RULE_ALL;
-        return 0;
-    }
-    if (s[0] != '+' && s[0] != '-') {
-        snprintf(why, whylen, "unknown ACL rule '%.64s' (expected +cmd, -cmd, +cmd|sub, "
-                 "+@category, -@category, allcommands or nocommands)", s);
-        return -1;
-    }
-    r->on = s[0] == '+';
-    s++;
-    if (s[0] == '@') {
-        if (strcasecmp(s + 1, "all") == 0) {
-            r->kind = RULE_ALL;
-            return 0;
-        }
-        r->kind = RULE_CATEGORY;
-        r->category = category_find(s + 1);
-        if (r->category < 0) {
-            snprintf(why, whylen, "unknown ACL category '%.64s' (see ACL CAT)", s + 1);
-            return -1;
-        }
-        return 0;
-    }
-    const char *bar = strchr(s, '|');
-    r->kind = bar ? RULE_SUBCOMMAND : RULE_COMMAND;
-    r->cmd = command_lookup(s, bar ? (size_t)(bar - s) : strlen(s));
-    if (r->cmd && bar)
-        r->cmd = r->cmd->nsubcommands ? command_lookup_sub(r->cmd, bar + 1, strlen(bar + 1)) : NULL;
-    if (!r->cmd) {
-        snprintf(why, whylen, "unknown command '%.64s' in ACL rule", s);
-        return -1;
-    }
-    return 0;
-}
-
-int acl_rule_check(const char *rule, char *why, size_t whylen)
-{
-    struct rule r;
-    return rule_parse(rule, &r, why, whylen);
-}
-
 /* A command and all its subcommands. */
 static void apply_command(uint64_t *bits, const struct command *cmd, int on)
 {
@@ -129,7 +67,7 @@ static void apply_category(uint64_t *bits, int category, int on)
     }
 }
 
-static void rule_apply(uint64_t *bits, const struct rule *r)
+static void rule_apply(uint64_t *bits, const struct acl_rule *r)
 {
     switch (r->kind) {
     case RULE_ALL:
@@ -167,9 +105,9 @@ static int user_fill(struct acl_user *u, const char *name, const char *pass,
     u->nopass = pass == NULL;
     digest(pass ? pass : "", pass ? strlen(pass) : 0, u->pass_digest);
     for (int i = 0; i < nrules; i++) {
-        struct rule r;
+        struct acl_rule r;
         char why[160];
-        if (rule_parse(rules[i], &r, why, sizeof why) < 0)
+        if (acl_rule_parse(rules[i], &r, why, sizeof why) < 0)
             return -1;              /* checked at load: cannot happen */
         rule_apply(u->allowed, &r);
     }

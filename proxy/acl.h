@@ -61,7 +61,7 @@ struct acl {
 extern int acl_sub_base[];
 extern int acl_command_count;
 
-/* Number the commands. Once, before anything else here (router_init). */
+/* Number the commands. Once, before anything else here. */
 void acl_init_ids(void);
 
 static inline int acl_command_id(const struct command *cmd)
@@ -76,10 +76,6 @@ static inline int acl_allows(const struct acl_user *u, const struct command *cmd
     int id = acl_command_id(cmd);
     return (int)((u->allowed[id >> 6] >> (id & 63)) & 1);
 }
-
-/* Is rule one of the forms above, naming a known command or category?
- * 0, or -1 with the reason in why. Needs no acl_init_ids(). */
-int acl_rule_check(const char *rule, char *why, size_t whylen);
 
 /* The users of c (config_user lines and requirepass). NULL with the reason
  * in err (out of memory; the rules were checked when the config loaded). */

@@ -18,13 +18,9 @@
 #include "base/log.h"
 #include "proxy/acl.h"
 #include "proxy/clientmem.h"
-#include "proxy/dedicated.h"
-#include "proxy/monitor.h"
 #include "proxy/proxy.h"
-#include "proxy/pubsub.h"
 #include "proxy/router.h"
 #include "proxy/snapshot.h"
-#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 /* Commands handled per read event before yielding to other connections. */
@@ -51,6 +47,55 @@ static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
     }
 }
 
+static const struct client_family *families[CLIENT_FAMILIES_MAX];
+static int nfamilies;
+
+void client_family_register(const struct client_family *f)
+{
+    if (nfamilies < CLIENT_FAMILIES_MAX)
+        families[nfamilies++] = f;
+}
+
+#define EACH_FAMILY(member, ...)                        \
+    do {                                                \
+        for (int i_ = 0; i_ < nfamilies; i_++)          \
+            if (families[i_]->member)                   \
+                families[i_]->member(__VA_ARGS__);      \
+    } while (0)
+
+void client_counts(const struct client *c, struct client_counts *n)
+{
+    *n = (struct client_counts){ .multi = -1 };
+    EACH_FAMILY(count, c, n);
+}
+
+size_t client_family_bytes(const struct client *c)
+{
+    size_t n = 0;
+    for (int i = 0; i < nfamilies; i++)
+        if (families[i]->held)
+            n += families[i]->held(c);
+    return n;
+}
+
+static struct request *first_parked(const struct client *c)
+{
+    for (int i = 0; i < nfamilies; i++) {
+        struct request *r = families[i]->first_parked ? families[i]->first_parked(c) : NULL;
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* Whether c has the pubsub class's output limits, as a subscriber in Redis. */
+static int client_subscribed(const struct client *c)
+{
+    struct client_counts n;
+    client_counts(c, &n);
+    return n.sub + n.psub + n.ssub > 0;
+}
+
 static void client_free_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
@@ -58,7 +103,7 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->retry_timer)
         event_free(c->retry_timer);
-    tx_client_free(c);
+    EACH_FAMILY(freed, c);
     resp_parser_free(&c->parser);
     snapshot_unref(c->user_snap);
     free(c->name);
@@ -104,7 +149,7 @@ static void client_free(struct client *c)
 {
     struct worker *w = c->worker;
     pthread_mutex_lock(&w->clients_lock);
-    dedicated_forget_user(c);
+    EACH_FAMILY(unlisted, c);
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     pthread_mutex_unlock(&w->clients_lock);
@@ -172,14 +217,13 @@ void client_close(struct client *c, const char *why)
         log_verbose("client", "closing client id=%llu addr=%s: %s",
                     (unsigned long long)c->id, c->addr, why);
     c->state = CLIENT_GONE;
-    monitor_stop(c);
     io_conn_close(&c->io);
-    pubsub_client_gone(c);      /* its subscriber connections close now */
+    EACH_FAMILY(closing, c);    /* MONITOR stops; subscriber connections close */
     /* Requests still at a node keep the client until they end. */
     client_flush(c);
     /* then its parked requests fail and its dedicated connection closes (each
      * flushes again: the flush that empties the queue frees the client) */
-    tx_client_gone(c);
+    EACH_FAMILY(closed, c);
 }
 
 static void push_at(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
@@ -206,7 +250,7 @@ static void push_at(struct client *c, struct evbuffer *in, const char *bytes, si
         return;
     }
     r->client = c;
-    struct request *parked = c->tx ? tx_first_parked(c) : NULL;
+    struct request *parked = first_parked(c);
     if (before && before->client == c && !before->done) {
         TAILQ_INSERT_BEFORE(before, r, link);
     } else if (before_parked && parked) {
@@ -249,7 +293,7 @@ void client_close_after_replies(struct client *c)
 size_t client_output_hard_limit(const struct client *c)
 {
     const struct config *cfg = c->worker->cfg;
-    long long hard = pubsub_subscribed(c) ? cfg->client_output_pubsub_hard_limit
+    long long hard = client_subscribed(c) ? cfg->client_output_pubsub_hard_limit
                                           : cfg->client_output_hard_limit;
     return hard > 0 ? (size_t)hard : 0;
 }
@@ -259,7 +303,7 @@ static int client_over_limits(struct client *c, size_t held)
 {
     const struct config *cfg = c->worker->cfg;
     /* a subscriber has the pubsub class's limits, as in Redis */
-    int sub = pubsub_subscribed(c);
+    int sub = client_subscribed(c);
     long long hard = sub ? cfg->client_output_pubsub_hard_limit : cfg->client_output_hard_limit;
     long long soft = sub ? cfg->client_output_pubsub_soft_limit : cfg->client_output_soft_limit;
     int secs = sub ? cfg->client_output_pubsub_soft_seconds : cfg->client_output_soft_seconds;
@@ -394,8 +438,7 @@ void client_flush(struct client *c)
         client_close(c, NULL);
         return;
     }
-    if (c->tx)
-        tx_client_flushed(c);
+    EACH_FAMILY(flushed, c);
 }
 
 void client_reply_mode_take(struct client *c, struct request *r)
@@ -618,10 +661,10 @@ static void client_flags(const struct client *c, int subscribed, char *buf)
 void client_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
-    int sub, psub, ssub;
+    struct client_counts n;
     char flags[8];
-    pubsub_counts(c, &sub, &psub, &ssub);
-    client_flags(c, sub + psub + ssub > 0, flags);
+    client_counts(c, &n);
+    client_flags(c, n.sub + n.psub + n.ssub > 0, flags);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
              "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
@@ -630,7 +673,7 @@ void client_describe(const struct client *c, char *buf, size_t len)
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             flags, sub, psub, ssub, tx_multi_count(c), clientmem_of(c),
+             flags, n.sub, n.psub, n.ssub, n.multi, clientmem_of(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default",
              (int)c->resp);
 }

@@ -174,4 +174,39 @@ void client_drain_check(struct client *c);
 /* One CLIENT LIST line (without the newline) into buf. */
 void client_describe(const struct client *c, char *buf, size_t len);
 
+/* What the families hold for a client, as CLIENT LIST shows it. */
+struct client_counts {
+    int sub, psub, ssub;            /* subscriptions (pubsub.h) */
+    int multi;                      /* commands queued in MULTI, or -1 outside it (tx.h) */
+};
+
+/*
+ * A command family's part in its clients' lives. Each family registers one
+ * at start (families.c); the client calls every registered family at each
+ * of these moments, in the order they registered, and a family whose state
+ * a client does not hold returns at once. Any member may be NULL.
+ */
+struct client_family {
+    void (*closing)(struct client *c);  /* client_close: its socket is closed, its
+                                           owed replies not yet flushed */
+    void (*closed)(struct client *c);   /* client_close, after that flush */
+    void (*flushed)(struct client *c);  /* a flush left it open */
+    void (*unlisted)(struct client *c); /* it leaves its worker's list (under the
+                                           worker's clients_lock) */
+    void (*freed)(struct client *c);    /* its memory goes next */
+    size_t (*held)(const struct client *c);     /* bytes it holds (maxmemory-clients) */
+    void (*count)(const struct client *c, struct client_counts *n);
+    struct request *(*first_parked)(const struct client *c);    /* the first request
+                                           that waits its turn to run, or NULL */
+};
+
+#define CLIENT_FAMILIES_MAX 8
+
+/* Before any worker starts. */
+void client_family_register(const struct client_family *f);
+
+/* What the families hold for c. */
+void client_counts(const struct client *c, struct client_counts *n);
+size_t client_family_bytes(const struct client *c);
+
 #endif

@@ -6,13 +6,12 @@
 #include "base/log.h"
 #include "proxy/client.h"
 #include "proxy/proxy.h"
-#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 /* What c holds now (clientmem.h). */
 static size_t clientmem_count(const struct client *c)
 {
-    return (c->io.rbuf ? c->io.rcap : 0) + c->backlog + tx_multi_bytes(c) + c->held +
+    return (c->io.rbuf ? c->io.rcap : 0) + c->backlog + client_family_bytes(c) + c->held +
            io_conn_pending(&c->io);
 }
 

@@ -9,7 +9,7 @@
 
 #include "base/hostport.h"
 #include "keylayout/layout.h"
-#include "proxy/acl.h"
+#include "proxy/aclrule.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -182,11 +182,22 @@ int dedicated_targets(const struct client *c, struct dedicated_target *out, int 
     return n;
 }
 
-void dedicated_forget_user(struct client *c)
+/* c is being freed: its dedicated connections no longer name it. Called
+ * with its worker's clients_lock held. */
+static void forget_user(struct client *c)
 {
     struct dedicated *d;
     while ((d = TAILQ_FIRST(&c->dedicated)) != NULL) {
         TAILQ_REMOVE(&c->dedicated, d, user_link);
         d->user = NULL;
     }
+}
+
+static const struct client_family dedicated_family = {
+    .unlisted = forget_user,
+};
+
+void dedicated_register(void)
+{
+    client_family_register(&dedicated_family);
 }

@@ -85,8 +85,8 @@ struct dedicated_target {
 int dedicated_targets(const struct client *c, struct dedicated_target *out, int max,
                       uint64_t hold_until_ms);
 
-/* c is being freed: its dedicated connections no longer name it. Call with
- * its worker's clients_lock held. */
-void dedicated_forget_user(struct client *c);
+/* As each client leaves its worker's list (client.h), its dedicated
+ * connections stop naming it. */
+void dedicated_register(void);
 
 #endif

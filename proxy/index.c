@@ -15,6 +15,7 @@
 #include "keylayout/listing.h"
 #include "proto/command.h"
 #include "proto/resp.h"
+#include "proxy/merge.h"
 #include "proxy/request.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
@@ -61,6 +62,8 @@ void index_init(void)
     if (!write3)
         write3_len = embed_index_write_len;
     script_hash(&script_write3);
+    request_family_register(index_listing_free);
+    merge_register(MERGE_INDEX, index_merge);
 }
 
 /* ---- writes ---- */
@@ -353,6 +356,7 @@ static struct index_listing *listing_new(struct request *r, const struct layout 
     il->plen = plen;
     il->first = 0;
     r->listing = il;
+    r->family_state = 1;                /* index_listing_free frees it */
     return il;
 }
 

@@ -47,7 +47,9 @@ struct command;
 struct layout;
 struct request;
 
-/* Register the embedded scripts (scripts.h). Once, before the workers start. */
+/* Register the embedded scripts (scripts.h), index_listing_free for the
+ * requests that hold a listing (request.h) and index_merge (merge.h). Once,
+ * before the workers start. */
 void index_init(void);
 
 /*

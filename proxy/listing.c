@@ -11,6 +11,7 @@
 #include "proto/reply.h"
 #include "proto/resp.h"
 #include "proxy/index.h"
+#include "proxy/merge.h"
 #include "proxy/request.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
@@ -358,4 +359,9 @@ void listing_after_merge(struct request *p, struct evbuffer *out)
         evbuffer_add_buffer(out, mapped);
     if (mapped)
         evbuffer_free(mapped);
+}
+
+void listing_register(void)
+{
+    merge_register_after(listing_after_merge);
 }

@@ -59,4 +59,7 @@ const char *listing_node_pattern(const struct layout *l, const char *pat, size_t
  */
 void listing_after_merge(struct request *p, struct evbuffer *out);
 
+/* listing_after_merge after every merge (merge.h). */
+void listing_register(void);
+
 #endif

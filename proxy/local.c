@@ -17,11 +17,13 @@
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
 #include "proxy/listing.h"
+#include "proxy/merge.h"
 #include "proxy/metrics.h"
 #include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/request.h"
+#include "proxy/route.h"
 #include "proxy/router.h"
 #include "proxy/snapshot.h"
 #include "proxy/worker.h"
@@ -264,11 +266,11 @@ enum client_kind { KIND_ANY, KIND_NORMAL, KIND_PUBSUB, KIND_NONE };
 
 static int client_is(const struct client *c, enum client_kind kind)
 {
-    int sub, psub, ssub;
+    struct client_counts n;
     if (kind == KIND_ANY)
         return 1;
-    pubsub_counts(c, &sub, &psub, &ssub);
-    int pubsub = sub + psub + ssub > 0;
+    client_counts(c, &n);
+    int pubsub = n.sub + n.psub + n.ssub > 0;
     return kind == KIND_PUBSUB ? pubsub : kind == KIND_NORMAL ? !pubsub : 0;
 }
 
@@ -621,69 +623,72 @@ static void client_help(struct request *r)
     request_finish(r);
 }
 
-static void cmd_client(struct request *r)
+static void client_setname(struct request *r)
 {
-    const char *sub = r->cmd->name;
-    struct client *c = r->client;
-    if (strcmp(sub, "setname") == 0) {
-        if (set_client_name(r, 2) == 0) {
-            resp_add_simple(out(r), "OK");
-            request_finish(r);
-        }
-        return;
+    if (set_client_name(r, 2) == 0) {
+        resp_add_simple(out(r), "OK");
+        request_finish(r);
     }
-    if (strcmp(sub, "reply") == 0) {
-        client_reply_mode(r);
-    } else if (strcmp(sub, "kill") == 0) {
-        client_kill(r);
-    } else if (strcmp(sub, "unblock") == 0) {
-        client_unblock(r);
-    } else if (strcmp(sub, "tracking") == 0) {
-        client_tracking(r);
-    } else if (strcmp(sub, "caching") == 0) {   /* as Redis says it with tracking off */
-        request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
-                        "mode with OPTIN or OPTOUT mode enabled");
-    } else if (strcmp(sub, "no-evict") == 0) {  /* maxmemory-clients passes it over */
-        if (arg_is(r, 2, "on") || arg_is(r, 2, "off")) {
-            r->client->no_evict = arg_is(r, 2, "on");
-            resp_add_simple(out(r), "OK");
-            request_finish(r);
-        } else {
-            request_fail(r, "ERR syntax error");
-        }
-    } else if (strcmp(sub, "getredir") == 0) {
-        resp_add_integer(out(r), -1);
+}
+
+static void client_caching(struct request *r)     /* as Redis says it with tracking off */
+{
+    request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
+                    "mode with OPTIN or OPTOUT mode enabled");
+}
+
+static void client_no_evict(struct request *r)    /* maxmemory-clients passes it over */
+{
+    if (arg_is(r, 2, "on") || arg_is(r, 2, "off")) {
+        r->client->no_evict = arg_is(r, 2, "on");
+        resp_add_simple(out(r), "OK");
         request_finish(r);
-    } else if (strcmp(sub, "trackinginfo") == 0) {
-        resp_add_map(out(r), request_resp(r), 3);
-        resp_add_bulk_str(out(r), "flags");
-        resp_add_set(out(r), request_resp(r), 1);
-        resp_add_bulk_str(out(r), "off");
-        resp_add_bulk_str(out(r), "redirect");
-        resp_add_integer(out(r), -1);
-        resp_add_bulk_str(out(r), "prefixes");
-        resp_add_array(out(r), 0);
-        request_finish(r);
-    } else if (strcmp(sub, "getname") == 0) {
-        if (c->name)
-            resp_add_bulk_str(out(r), c->name);
-        else
-            resp_add_null(out(r), request_resp(r));
-        request_finish(r);
-    } else if (strcmp(sub, "id") == 0) {
-        resp_add_integer(out(r), (long long)c->id);
-        request_finish(r);
-    } else if (strcmp(sub, "info") == 0) {
-        struct evbuffer *text = evbuffer_new();
-        char line[1024];
-        client_describe(c, line, sizeof line);
-        evbuffer_add_printf(text, "%s\n", line);
-        reply_text(r, text);
-    } else if (strcmp(sub, "list") == 0) {
-        client_list(r);
     } else {
-        client_help(r);
+        request_fail(r, "ERR syntax error");
     }
+}
+
+static void client_getredir(struct request *r)
+{
+    resp_add_integer(out(r), -1);
+    request_finish(r);
+}
+
+static void client_trackinginfo(struct request *r)
+{
+    resp_add_map(out(r), request_resp(r), 3);
+    resp_add_bulk_str(out(r), "flags");
+    resp_add_set(out(r), request_resp(r), 1);
+    resp_add_bulk_str(out(r), "off");
+    resp_add_bulk_str(out(r), "redirect");
+    resp_add_integer(out(r), -1);
+    resp_add_bulk_str(out(r), "prefixes");
+    resp_add_array(out(r), 0);
+    request_finish(r);
+}
+
+static void client_getname(struct request *r)
+{
+    if (r->client->name)
+        resp_add_bulk_str(out(r), r->client->name);
+    else
+        resp_add_null(out(r), request_resp(r));
+    request_finish(r);
+}
+
+static void client_id(struct request *r)
+{
+    resp_add_integer(out(r), (long long)r->client->id);
+    request_finish(r);
+}
+
+static void client_info(struct request *r)
+{
+    struct evbuffer *text = evbuffer_new();
+    char line[1024];
+    client_describe(r->client, line, sizeof line);
+    evbuffer_add_printf(text, "%s\n", line);
+    reply_text(r, text);
 }
 
 /* ---- COMMAND ---- */
@@ -774,45 +779,60 @@ static void command_getkeys(struct request *r)
     free(keys);
 }
 
-static void cmd_command(struct request *r)
+static void command_all(struct request *r)
 {
-    const char *sub = r->argc >= 2 ? r->cmd->name : "";
+    resp_add_array(out(r), command_table_size);
+    for (int i = 0; i < command_table_size; i++)
+        command_add_entry(out(r), r, &command_table[i], 0);
+    request_finish(r);
+}
+
+static void command_count(struct request *r)
+{
+    resp_add_integer(out(r), command_table_size);
+    request_finish(r);
+}
+
+static void command_info(struct request *r)
+{
+    command_docs_or_info(r, 0);
+}
+
+static void command_docs(struct request *r)
+{
+    command_docs_or_info(r, 1);
+}
+
+static void command_list(struct request *r)
+{
     struct evbuffer *b = out(r);
-    if (r->argc == 1) {
-        resp_add_array(b, command_table_size);
-        for (int i = 0; i < command_table_size; i++)
-            command_add_entry(b, r, &command_table[i], 0);
-        request_finish(r);
-    } else if (strcmp(sub, "count") == 0) {
-        resp_add_integer(b, command_table_size);
-        request_finish(r);
-    } else if (strcmp(sub, "info") == 0 || strcmp(sub, "docs") == 0) {
-        command_docs_or_info(r, strcmp(sub, "docs") == 0);
-    } else if (strcmp(sub, "getkeys") == 0) {
-        command_getkeys(r);
-    } else if (strcmp(sub, "list") == 0) {
-        if (r->argc > 2) {
-            request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
-            return;
-        }
-        long long n = command_table_size;
-        for (int i = 0; i < command_table_size; i++)
-            n += command_table[i].nsubcommands;
-        resp_add_array(b, n);           /* subcommands too, as "parent|sub" */
-        for (int i = 0; i < command_table_size; i++) {
-            const struct command *c = &command_table[i];
-            resp_add_bulk_str(b, c->fullname);
-            for (int s = 0; s < c->nsubcommands; s++)
-                resp_add_bulk_str(b, c->subcommands[s].fullname);
-        }
-        request_finish(r);
-    } else if (strcmp(sub, "getkeysandflags") == 0) {
-        request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy; use COMMAND GETKEYS");
-    } else {
-        resp_add_array(b, 1);
-        resp_add_simple(b, "COMMAND [COUNT|INFO|DOCS|GETKEYS|LIST]: as Redis, answered by the proxy.");
-        request_finish(r);
+    if (r->argc > 2) {
+        request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
+        return;
     }
+    long long n = command_table_size;
+    for (int i = 0; i < command_table_size; i++)
+        n += command_table[i].nsubcommands;
+    resp_add_array(b, n);           /* subcommands too, as "parent|sub" */
+    for (int i = 0; i < command_table_size; i++) {
+        const struct command *c = &command_table[i];
+        resp_add_bulk_str(b, c->fullname);
+        for (int s = 0; s < c->nsubcommands; s++)
+            resp_add_bulk_str(b, c->subcommands[s].fullname);
+    }
+    request_finish(r);
+}
+
+static void command_getkeysandflags(struct request *r)
+{
+    request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy; use COMMAND GETKEYS");
+}
+
+static void command_help(struct request *r)
+{
+    resp_add_array(out(r), 1);
+    resp_add_simple(out(r), "COMMAND [COUNT|INFO|DOCS|GETKEYS|LIST]: as Redis, answered by the proxy.");
+    request_finish(r);
 }
 
 /* ---- CLUSTER, as a one-node cluster that owns every slot ---- */
@@ -845,6 +865,7 @@ static void cluster_slots(struct request *r)
     resp_add_integer(b, port);
     resp_add_bulk_str(b, r->worker->proxy->id);
     resp_add_array(b, 0);
+    request_finish(r);
 }
 
 static void cluster_shards(struct request *r)
@@ -876,44 +897,54 @@ static void cluster_shards(struct request *r)
     resp_add_integer(b, 0);
     resp_add_bulk_str(b, "health");
     resp_add_bulk_str(b, "online");
+    request_finish(r);
 }
 
-static void cmd_cluster(struct request *r)
+static void cluster_keyslot(struct request *r)
 {
-    const char *sub = r->cmd->name;
-    struct proxy *p = r->worker->proxy;
-    int ok = r->worker->topo->covered == SLOT_COUNT;
+    size_t len;
+    const char *key = request_arg(r, 2, &len);
+    resp_add_integer(out(r), slot_of(key, len));
+    request_finish(r);
+}
+
+static void cluster_myid(struct request *r)
+{
+    resp_add_bulk_str(out(r), r->worker->proxy->id);
+    request_finish(r);
+}
+
+static void cluster_nodes(struct request *r)
+{
     char text[1024], ip[64];
     int port;
-    if (strcmp(sub, "keyslot") == 0) {
-        size_t len;
-        const char *key = request_arg(r, 2, &len);
-        resp_add_integer(out(r), slot_of(key, len));
-    } else if (strcmp(sub, "myid") == 0) {
-        resp_add_bulk_str(out(r), p->id);
-    } else if (strcmp(sub, "slots") == 0) {
-        cluster_slots(r);
-    } else if (strcmp(sub, "shards") == 0) {
-        cluster_shards(r);
-    } else if (strcmp(sub, "nodes") == 0) {
-        local_endpoint(r, ip, sizeof ip, &port);
-        snprintf(text, sizeof text, "%s %s:%d@0 myself,master - 0 0 1 connected 0-%d\n",
-                 p->id, ip, port, SLOT_COUNT - 1);
-        resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
-    } else if (strcmp(sub, "info") == 0) {
-        snprintf(text, sizeof text,
-                 "cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\n"
-                 "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
-                 "cluster_size:1\r\ncluster_current_epoch:1\r\ncluster_my_epoch:1\r\n"
-                 "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
-                 "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                 ok ? "ok" : "fail", SLOT_COUNT, SLOT_COUNT);
-        resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
-    } else {
-        resp_add_array(out(r), 1);
-        resp_add_simple(out(r), "CLUSTER INFO|SLOTS|SHARDS|NODES|MYID|KEYSLOT: answered by the "
-                                "proxy as a one-node cluster that owns every slot.");
-    }
+    local_endpoint(r, ip, sizeof ip, &port);
+    snprintf(text, sizeof text, "%s %s:%d@0 myself,master - 0 0 1 connected 0-%d\n",
+             r->worker->proxy->id, ip, port, SLOT_COUNT - 1);
+    resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
+    request_finish(r);
+}
+
+static void cluster_info(struct request *r)
+{
+    char text[1024];
+    int ok = r->worker->topo->covered == SLOT_COUNT;
+    snprintf(text, sizeof text,
+             "cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\n"
+             "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
+             "cluster_size:1\r\ncluster_current_epoch:1\r\ncluster_my_epoch:1\r\n"
+             "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
+             "total_cluster_links_buffer_limit_exceeded:0\r\n",
+             ok ? "ok" : "fail", SLOT_COUNT, SLOT_COUNT);
+    resp_add_verbatim(out(r), request_resp(r), text, strlen(text));
+    request_finish(r);
+}
+
+static void cluster_help(struct request *r)
+{
+    resp_add_array(out(r), 1);
+    resp_add_simple(out(r), "CLUSTER INFO|SLOTS|SHARDS|NODES|MYID|KEYSLOT: answered by the "
+                            "proxy as a one-node cluster that owns every slot.");
     request_finish(r);
 }
 
@@ -981,7 +1012,9 @@ static void info_stats(const struct metrics *m, struct evbuffer *t)
                         (unsigned long long)s->lost_replies, (unsigned long long)m->refreshes);
 }
 
-void local_info_render(struct request *r, const char *const *texts, int n)
+/* INFO: write the proxy's sections, with the keyspace summed from the
+ * masters' "INFO keyspace" texts (NUL-terminated), into r's reply. */
+static void info_render(struct request *r, const char *const *texts, int n)
 {
     struct metrics m;
     if (metrics_collect(&m, r->worker->proxy) < 0) {
@@ -1017,6 +1050,25 @@ void local_info_render(struct request *r, const char *const *texts, int n)
     evbuffer_free(t);
 }
 
+/* INFO's keyspace from every master's text (MERGE_KEYSPACE); the array of
+ * texts is on the heap (one INFO, not a hot path) so no stack is sized by
+ * the part count. */
+static void merge_info(struct request *p, struct evbuffer *out)
+{
+    const char **texts = calloc(p->nparts > 0 ? (size_t)p->nparts : 1, sizeof *texts);
+    if (!texts) {
+        resp_add_error(out, "ERR out of memory");
+        return;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        struct evbuffer *b = request_reply_buffer(p->parts[i]);
+        evbuffer_add(b, "", 1);          /* NUL-terminate for parsing */
+        texts[i] = (const char *)evbuffer_pullup(b, -1);
+    }
+    info_render(p, texts, p->nparts);
+    free(texts);
+}
+
 /* INFO: the keyspace needs every master's; the proxy's own sections do not. */
 static void cmd_info(struct request *r)
 {
@@ -1026,7 +1078,7 @@ static void cmd_info(struct request *r)
         router_fanout(r, MERGE_KEYSPACE, 2, argv, lens);
         return;
     }
-    local_info_render(r, NULL, 0);
+    info_render(r, NULL, 0);
     request_finish(r);
 }
 
@@ -1038,70 +1090,79 @@ static void fanout_simple(struct request *r, enum merge_kind merge, const char *
     router_fanout(r, merge, arg ? 2 : 1, argv, lens);
 }
 
-/* ---- dispatch ---- */
-
-const char *local_tx_refusal(const struct command *cmd)
+static void cmd_echo(struct request *r)
 {
-    if (strcmp(cmd->fullname, "client|reply") == 0)
-        return "it would take replies out of EXEC's array: send it before MULTI";
-    return NULL;
+    reply_arg_bulk(r, 1);
+    request_finish(r);
 }
 
-int local_asks_masters(const struct command *cmd)
+static void cmd_quit(struct request *r)
 {
-    static const char *const asking[] = { "info", "dbsize", "randomkey", "scan", "keys",
-                                          "client|unblock" };
-    for (size_t i = 0; i < sizeof asking / sizeof asking[0]; i++)
-        if (strcmp(cmd->fullname, asking[i]) == 0)
-            return 1;
-    return 0;
+    resp_add_simple(out(r), "OK");
+    request_finish(r);
+    client_close_after_replies(r->client);
 }
 
-void local_dispatch(struct request *r)
+static void cmd_ok(struct request *r)          /* READONLY, READWRITE */
 {
-    const struct command *cmd = r->cmd;
-    const char *name = cmd->fullname;
-    if (strncmp(name, "client|", 7) == 0) {
-        cmd_client(r);
-    } else if (strncmp(name, "command", 7) == 0) {
-        cmd_command(r);
-    } else if (strncmp(name, "cluster|", 8) == 0) {
-        cmd_cluster(r);
-    } else if (strcmp(name, "ping") == 0) {
-        cmd_ping(r);
-    } else if (strcmp(name, "echo") == 0) {
-        reply_arg_bulk(r, 1);
-        request_finish(r);
-    } else if (strcmp(name, "quit") == 0) {
-        resp_add_simple(out(r), "OK");
-        request_finish(r);
-        client_close_after_replies(r->client);
-    } else if (strcmp(name, "select") == 0) {
-        cmd_select(r);
-    } else if (strcmp(name, "hello") == 0) {
-        cmd_hello(r);
-    } else if (strcmp(name, "auth") == 0) {
-        cmd_auth(r);
-    } else if (strcmp(name, "reset") == 0) {
-        cmd_reset(r);
-    } else if (strcmp(name, "monitor") == 0) {
-        monitor_command(r);
-    } else if (strcmp(name, "time") == 0) {
-        cmd_time(r);
-    } else if (strcmp(name, "readonly") == 0 || strcmp(name, "readwrite") == 0) {
-        resp_add_simple(out(r), "OK");
-        request_finish(r);
-    } else if (strcmp(name, "info") == 0) {
-        cmd_info(r);
-    } else if (strcmp(name, "dbsize") == 0) {
-        fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
-    } else if (strcmp(name, "randomkey") == 0) {
-        fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
-    } else if (strcmp(name, "scan") == 0) {
-        listing_scan(r);
-    } else if (strcmp(name, "keys") == 0) {
-        listing_keys(r);
-    } else {
-        request_fail(r, "ERR the proxy has no local handler for this command");
-    }
+    resp_add_simple(out(r), "OK");
+    request_finish(r);
+}
+
+static void cmd_dbsize(struct request *r)
+{
+    fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
+}
+
+static void cmd_randomkey(struct request *r)
+{
+    fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
+}
+
+/* ---- routes ---- */
+
+#define LOCAL(name, fn, cls) \
+    { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls, .keyless = 1 } }
+#define ASKING(name, fn) \
+    { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = TXC_PROXY, .keyless = 1, \
+              .asks_masters = 1 } }
+
+static const struct route_entry local_routes[] = {
+    LOCAL("ping", cmd_ping, TXC_NODE_LOCAL), LOCAL("echo", cmd_echo, TXC_NODE_LOCAL),
+    LOCAL("time", cmd_time, TXC_NODE_LOCAL), LOCAL("quit", cmd_quit, TXC_IMMEDIATE),
+    LOCAL("reset", cmd_reset, TXC_RESET), LOCAL("select", cmd_select, TXC_PROXY),
+    LOCAL("hello", cmd_hello, TXC_PROXY), LOCAL("auth", cmd_auth, TXC_PROXY),
+    LOCAL("readonly", cmd_ok, TXC_PROXY), LOCAL("readwrite", cmd_ok, TXC_PROXY),
+    ASKING("info", cmd_info), ASKING("dbsize", cmd_dbsize),
+    ASKING("randomkey", cmd_randomkey), ASKING("scan", listing_scan),
+    ASKING("keys", listing_keys),
+    LOCAL("command", command_all, TXC_PROXY), LOCAL("command|count", command_count, TXC_PROXY),
+    LOCAL("command|info", command_info, TXC_PROXY), LOCAL("command|docs", command_docs, TXC_PROXY),
+    LOCAL("command|getkeys", command_getkeys, TXC_PROXY),
+    LOCAL("command|getkeysandflags", command_getkeysandflags, TXC_PROXY),
+    LOCAL("command|list", command_list, TXC_PROXY), LOCAL("command|help", command_help, TXC_PROXY),
+    LOCAL("client|setname", client_setname, TXC_PROXY),
+    LOCAL("client|getname", client_getname, TXC_PROXY), LOCAL("client|id", client_id, TXC_PROXY),
+    LOCAL("client|info", client_info, TXC_PROXY), LOCAL("client|list", client_list, TXC_PROXY),
+    LOCAL("client|help", client_help, TXC_PROXY),
+    { "client|reply", { .plan = ROUTE_FAMILY, .run = client_reply_mode, .in_multi = TXC_OTHER,
+                        .keyless = 1, .multi_why = "it would take replies out of EXEC's array: "
+                                                   "send it before MULTI" } },
+    LOCAL("client|tracking", client_tracking, TXC_PROXY),
+    LOCAL("client|caching", client_caching, TXC_PROXY),
+    LOCAL("client|no-evict", client_no_evict, TXC_PROXY),
+    LOCAL("client|getredir", client_getredir, TXC_PROXY),
+    LOCAL("client|trackinginfo", client_trackinginfo, TXC_PROXY),
+    LOCAL("client|kill", client_kill, TXC_PROXY), ASKING("client|unblock", client_unblock),
+    LOCAL("cluster|info", cluster_info, TXC_PROXY), LOCAL("cluster|slots", cluster_slots, TXC_PROXY),
+    LOCAL("cluster|shards", cluster_shards, TXC_PROXY),
+    LOCAL("cluster|nodes", cluster_nodes, TXC_PROXY), LOCAL("cluster|myid", cluster_myid, TXC_PROXY),
+    LOCAL("cluster|keyslot", cluster_keyslot, TXC_PROXY),
+    LOCAL("cluster|help", cluster_help, TXC_PROXY),
+};
+
+void local_register(void)
+{
+    route_register(local_routes, (int)(sizeof local_routes / sizeof local_routes[0]));
+    merge_register(MERGE_KEYSPACE, merge_info);
 }

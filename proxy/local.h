@@ -9,26 +9,16 @@
 
 #include <stddef.h>
 
-struct command;
 struct request;
 
 /* The Redis version the proxy speaks for (HELLO, INFO). */
 #define LOCAL_REDIS_VERSION "7.0.15"
 #define TAGPROXY_VERSION    "0.1.0"
 
-void local_dispatch(struct request *r);
-
-/* NULL when a transaction can run cmd, a command local_dispatch answers, at
- * EXEC (tx.h); else why not (CLIENT REPLY would take replies out of EXEC's
- * array). */
-const char *local_tx_refusal(const struct command *cmd);
-
-/* Whether local_dispatch answers cmd only after asking the masters (INFO,
- * DBSIZE, RANDOMKEY, SCAN, KEYS), not at once from the proxy's own state. */
-int local_asks_masters(const struct command *cmd);
-
-/* INFO: write the proxy's sections, with the keyspace summed from the
- * masters' "INFO keyspace" texts (NUL-terminated), into r's reply. */
-void local_info_render(struct request *r, const char *const *texts, int n);
+/* Register the commands above with their handlers (route.h): those that
+ * answer only after asking the masters (INFO, DBSIZE, RANDOMKEY, SCAN,
+ * KEYS, CLIENT UNBLOCK) marked so; and INFO's merge of the masters'
+ * keyspaces (merge.h). */
+void local_register(void);
 
 #endif

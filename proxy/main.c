@@ -17,9 +17,9 @@
 #include "proxy/config.h"
 #include "proxy/daemon.h"
 #include "proxy/explain.h"
+#include "proxy/families.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
-#include "proxy/router.h"
 #include "proxy/scripts.h"
 #include "proxy/snapshot.h"
 
@@ -39,7 +39,12 @@ static int test_config(int argc, char **argv)
         return 1;
     }
     log_min_level = LOG_WARNING;    /* no "key layout ..." notice */
-    router_init();
+    if (families_init() < 0) {
+        fprintf(stderr, "out of memory\n");
+        config_free(c);
+        free(c);
+        return 1;
+    }
     if (config_validate(c, err, sizeof err) < 0 ||
         proxy_layout_build(c, &layout, err, sizeof err) < 0) {
         config_free(c);
@@ -102,7 +107,10 @@ int main(int argc, char **argv)
         log_warning("main", "%s", err);
         return 1;
     }
-    router_init();
+    if (families_init() < 0) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
     scripts_init((size_t)p.cfg.script_cache_max_bytes);
     for (int i = 0; i < p.cfg.nscript_map; i++)
         if (scripts_map_add(p.cfg.script_map[i].sha, p.cfg.script_map[i].body,

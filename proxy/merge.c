@@ -8,14 +8,24 @@
 
 #include "proto/reply.h"
 #include "proto/resp.h"
-#include "proxy/index.h"
-#include "proxy/listing.h"
-#include "proxy/local.h"
 #include "proxy/request.h"
 #include "proxy/scripts.h"
 #include "proxy/worker.h"
 
 /* A part's whole reply as contiguous bytes. */
+static merge_fn *family_merge[MERGE_FAILED + 1];
+static merge_fn *after_merge;
+
+void merge_register(enum merge_kind kind, merge_fn *fn)
+{
+    family_merge[kind] = fn;
+}
+
+void merge_register_after(merge_fn *fn)
+{
+    after_merge = fn;
+}
+
 static const char *part_bytes(struct request *part, size_t *len)
 {
     struct evbuffer *b = request_reply_buffer(part);
@@ -166,25 +176,6 @@ static void merge_random(struct request *p, struct evbuffer *out)
         return;
     }
     evbuffer_add_buffer(out, request_reply_buffer(p->parts[pick]));
-}
-
-/* INFO's keyspace from every master's text; the array of texts is on the
- * heap (one INFO, not a hot path) so no stack is sized by the part count. */
-static void merge_keyspace(struct request *p, struct evbuffer *out)
-{
-    const char **texts = calloc(p->nparts > 0 ? (size_t)p->nparts : 1, sizeof *texts);
-    if (!texts) {
-        resp_add_error(out, "ERR out of memory");
-        return;
-    }
-    for (int i = 0; i < p->nparts; i++) {
-        size_t len;
-        struct evbuffer *b = request_reply_buffer(p->parts[i]);
-        evbuffer_add(b, "", 1);          /* NUL-terminate for parsing */
-        texts[i] = part_bytes(p->parts[i], &len);
-    }
-    local_info_render(p, texts, p->nparts);
-    free(texts);
 }
 
 /* The master's [cursor, keys] with the proxy's cursor in its place. */
@@ -476,10 +467,15 @@ void merge_replies(struct request *p)
         add_part_error(out, err);
         return;
     }
+    if (family_merge[p->merge]) {
+        family_merge[p->merge](p, out);
+        if (after_merge)
+            after_merge(p, out);
+        return;
+    }
     switch (p->merge) {
     case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
     case MERGE_SCAN:   merge_scan(p, out); break;
-    case MERGE_INDEX:  index_merge(p, out); break;
     case MERGE_MGET:   merge_mget(p, out); break;
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;
@@ -488,12 +484,12 @@ void merge_replies(struct request *p)
     case MERGE_AND:    merge_and(p, out); break;
     case MERGE_UNION:  merge_union(p, out); break;
     case MERGE_NUMSUB: merge_numsub(p, out); break;
-    case MERGE_KEYSPACE: merge_keyspace(p, out); break;
     case MERGE_ALL_OK:
     case MERGE_NONE:
     default:
         evbuffer_add_buffer(out, request_reply_buffer(p->parts[0]));
         break;
     }
-    listing_after_merge(p, out);     /* key names back to legacy ones */
+    if (after_merge)
+        after_merge(p, out);        /* key names back to legacy ones (listing.h) */
 }

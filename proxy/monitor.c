@@ -11,6 +11,7 @@
 #include "proto/resp.h"
 #include "proxy/client.h"
 #include "proxy/proxy.h"
+#include "proxy/route.h"
 #include "proxy/worker.h"
 
 int monitor_inbox_init(struct monitor_inbox *m)
@@ -217,4 +218,19 @@ void monitor_feed(struct request *r)
             post_line(w, line, len);
     }
     free(line);
+}
+
+static const struct route_entry monitor_routes[] = {
+    { "monitor", { .plan = ROUTE_FAMILY, .run = monitor_command, .in_multi = TXC_PROXY,
+                   .keyless = 1 } },
+};
+
+static const struct client_family monitor_family = {
+    .closing = monitor_stop,
+};
+
+void monitor_register(void)
+{
+    route_register(monitor_routes, 1);
+    client_family_register(&monitor_family);
 }

@@ -47,6 +47,10 @@ int monitor_inbox_init(struct monitor_inbox *m);
 /* MONITOR (local.h): +OK, then every command's line. */
 void monitor_command(struct request *r);
 
+/* Register MONITOR with its handler (route.h); a client that goes stops
+ * monitoring (client.h). */
+void monitor_register(void);
+
 /* c stops monitoring (RESET, or it closes). */
 void monitor_stop(struct client *c);
 

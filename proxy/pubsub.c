@@ -16,6 +16,7 @@
 #include "proto/resp.h"
 #include "proxy/client.h"
 #include "proxy/request.h"
+#include "proxy/route.h"
 #include "proxy/router.h"
 #include "proxy/worker.h"
 
@@ -192,18 +193,22 @@ struct pubsub {
 
 #define PUBSUB_KEEPALIVE_MIN_MS 50
 
-int pubsub_subscribed(const struct client *c)
+/* The client holds at least one channel, pattern or shard channel. */
+static int subscribed(const struct client *c)
 {
     const struct pubsub *ps = c->pubsub;
     return ps && ps->channels.n + ps->patterns.n + ps->shard.n > 0;
 }
 
-void pubsub_counts(const struct client *c, int *sub, int *psub, int *ssub)
+/* Counts for CLIENT LIST. */
+static void client_count(const struct client *c, struct client_counts *n)
 {
     const struct pubsub *ps = c->pubsub;
-    *sub = ps ? (int)ps->channels.n : 0;
-    *psub = ps ? (int)ps->patterns.n : 0;
-    *ssub = ps ? (int)ps->shard.n : 0;
+    if (!ps)
+        return;
+    n->sub = (int)ps->channels.n;
+    n->psub = (int)ps->patterns.n;
+    n->ssub = (int)ps->shard.n;
 }
 
 static long long ps_count(const struct pubsub *ps)
@@ -1247,7 +1252,7 @@ static int allowed_in_context(const char *name)
 int pubsub_intercept(struct request *r)
 {
     /* RESP3 has no subscribed mode: pushes and replies share the connection */
-    if (request_resp(r) == RESP3 || !pubsub_subscribed(r->client))
+    if (request_resp(r) == RESP3 || !subscribed(r->client))
         return 0;
     const char *name = r->cmd->fullname;
     if (!allowed_in_context(name)) {
@@ -1350,7 +1355,31 @@ void pubsub_reset(struct client *c)
     teardown(c);
 }
 
-void pubsub_client_gone(struct client *c)
+/* The client is gone: close its connections (freed late). */
+static void client_gone(struct client *c)
 {
     teardown(c);
+}
+
+/* ---- routes ---- */
+
+#define PUBSUB(name, cls) { name, { .plan = ROUTE_FAMILY, .run = pubsub_dispatch, .in_multi = cls } }
+
+static const struct route_entry pubsub_routes[] = {
+    PUBSUB("subscribe", TXC_OTHER), PUBSUB("psubscribe", TXC_OTHER),
+    PUBSUB("unsubscribe", TXC_OTHER), PUBSUB("punsubscribe", TXC_OTHER),
+    PUBSUB("ssubscribe", TXC_OTHER), PUBSUB("sunsubscribe", TXC_OTHER),
+    PUBSUB("pubsub|*", TXC_OTHER),
+    PUBSUB("spublish", TXC_FORWARD),    /* to its channel's slot, as a node queues it */
+};
+
+static const struct client_family pubsub_family = {
+    .closing = client_gone,
+    .count = client_count,
+};
+
+void pubsub_register(void)
+{
+    route_register(pubsub_routes, (int)(sizeof pubsub_routes / sizeof pubsub_routes[0]));
+    client_family_register(&pubsub_family);
 }

@@ -37,9 +37,6 @@
 struct client;
 struct request;
 
-/* The client holds at least one channel, pattern or shard channel. */
-int pubsub_subscribed(const struct client *c);
-
 /* For a subscribed client: refuse what Redis refuses in that context, and
  * answer PING. 1 when r was handled (answered) here. */
 int pubsub_intercept(struct request *r);
@@ -48,17 +45,16 @@ int pubsub_intercept(struct request *r);
  * SUNSUBSCRIBE, SPUBLISH and PUBSUB subcommands. */
 void pubsub_dispatch(struct request *r);
 
+/* Register the subscription commands, PUBSUB and SPUBLISH with
+ * pubsub_dispatch (route.h), and the module's part in a client's life
+ * (client.h: its subscriber connections close when it goes; its counts). */
+void pubsub_register(void);
+
 /* The client's protocol changed (HELLO): its subscriber connections are
  * told, so their messages reach it in the new one. */
 void pubsub_speak(struct client *c);
 
 /* RESET: drop every subscription and connection. */
 void pubsub_reset(struct client *c);
-
-/* The client is gone: close its connections (freed late). */
-void pubsub_client_gone(struct client *c);
-
-/* Counts for CLIENT LIST (0 without subscriptions). */
-void pubsub_counts(const struct client *c, int *sub, int *psub, int *ssub);
 
 #endif

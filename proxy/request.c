@@ -6,9 +6,7 @@
 
 #include "proto/command.h"
 #include "proxy/client.h"
-#include "proxy/index.h"
 #include "proxy/merge.h"
-#include "proxy/tx.h"
 #include "proxy/worker.h"
 
 #define REQUEST_POOL_MAX 4096
@@ -213,6 +211,17 @@ void request_parts_sent(struct request *p)
     }
 }
 
+#define REQUEST_FAMILIES_MAX 4
+
+static void (*family_freed[REQUEST_FAMILIES_MAX])(struct request *r);
+static int nfamilies;
+
+void request_family_register(void (*freed)(struct request *r))
+{
+    if (nfamilies < REQUEST_FAMILIES_MAX)
+        family_freed[nfamilies++] = freed;
+}
+
 void request_free(struct request *r)
 {
     struct worker *w = r->worker;
@@ -221,14 +230,14 @@ void request_free(struct request *r)
             request_free(r->parts[i]);
     free(r->parts);
     free(r->positions);
-    index_listing_free(r);
+    if (r->family_state)
+        for (int i = 0; i < nfamilies; i++)
+            family_freed[i](r);
     free(r->block_redirect);
     free(r->script_redirect);
     free(r->exec_fix);
     if (r->exec_upkeep)
         evbuffer_free(r->exec_upkeep);
-    if (r->exec_locals)
-        tx_locals_free(r->exec_locals, r->nexec_locals);
     if (r->exec_held)
         evbuffer_free(r->exec_held);
     if (r->data && r->data != r->inline_data)
@@ -262,8 +271,8 @@ void request_finish(struct request *r)
         request_parts_sent(r->parent);
         return;
     }
-    if (r->exec_waiter) {
-        tx_local_answered(r);
+    if (r->on_done) {
+        r->on_done(r);
         return;
     }
     if (r->client && !r->detached) {

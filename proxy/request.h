@@ -27,6 +27,7 @@
 
 #include "cluster/node.h"
 #include "proto/resp.h"
+#include "proxy/route.h"
 
 struct client;
 struct command;
@@ -37,28 +38,6 @@ struct evbuffer;
 #define REQUEST_INLINE_BYTES 224
 #define REQUEST_INLINE_ARGS  8
 #define REQUEST_CACHED_KEYS  8
-
-/* How a parent combines its parts' replies. */
-enum merge_kind {
-    MERGE_NONE = 0,
-    MERGE_MGET,         /* array elements back in the client's key order */
-    MERGE_SUM,          /* integers added (DEL, EXISTS, DBSIZE, ...) */
-    MERGE_ALL_OK,       /* every part must succeed; the first reply is returned */
-    MERGE_CONCAT,       /* arrays concatenated (KEYS) */
-    MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
-    MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
-    MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
-    MERGE_INDEX,        /* KEYS / SCAN read from index sorted sets (index.h) */
-    MERGE_SCRIPT_LOAD,  /* SCRIPT LOAD: the masters agree; the client's body's SHA1 */
-    MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
-    MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
-                           (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
-    MERGE_ANY_ONE,      /* :1 if any part answered :1, else the first error, else :0
-                           (CLIENT UNBLOCK) */
-    MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
-    MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
-    MERGE_FAILED        /* a part could not be made: answer out of memory */
-};
 
 /* Which node connection a request goes on (tx.h). */
 enum request_conn {
@@ -97,6 +76,8 @@ struct request {
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
     unsigned resp3 : 1;             /* its client spoke RESP3 as it started to run
                                        (client_reply_mode_take; request_resp) */
+    unsigned family_state : 1;      /* a command family hung state on it, which
+                                       request_free has the families free */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
@@ -122,6 +103,9 @@ struct request {
                                        ask the masters run (tx_start_asking_locals) */
     int exec_waiting;               /* EXEC: how many of those have not answered */
     struct request *exec_waiter;    /* such an exec_locals copy: its EXEC */
+    void (*on_done)(struct request *r); /* set: another request waits for r, and
+                                       this is called as r is done, instead of
+                                       its reply going to its client */
 
     /* split and fan-out */
     struct request *parent;
@@ -183,6 +167,10 @@ int request_keys_all(struct request *r, int some[16], int **keys);
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */
 void request_parts_sent(struct request *parent);
+
+/* How a command family frees the state it hangs on requests (those it
+ * marks family_state). Before any worker starts. */
+void request_family_register(void (*freed)(struct request *r));
 
 /* Back to the free list (parts and timers included). */
 void request_free(struct request *r);

@@ -17,164 +17,55 @@
 #include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/index.h"
-#include "proxy/local.h"
 #include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/rewrite.h"
+#include "proxy/route.h"
 #include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
 #include "proxy/tx.h"
 #include "proxy/wait.h"
 #include "proxy/worker.h"
 
-enum policy {
-    POLICY_FORWARD = 0,     /* by its keys */
-    POLICY_LOCAL,
-    POLICY_SPLIT,           /* MGET-style: split by slot */
-    POLICY_EVERYWHERE,      /* every master, when dangerous commands are on */
-    POLICY_DANGEROUS,       /* one master, when dangerous commands are on */
-    POLICY_REFUSED,         /* cannot mean the same thing through a proxy */
-    POLICY_SCRIPT,          /* EVAL*, FCALL*, SCRIPT, FUNCTION: scriptcmd.h */
-    POLICY_PUBSUB,          /* pubsub.h */
-    POLICY_TX,              /* MULTI EXEC DISCARD WATCH UNWATCH (tx.h) */
-    POLICY_BLOCKING,        /* on a dedicated connection (tx.h) */
-    POLICY_WAIT             /* WAIT: wait.h, through tx.h */
-};
-
-struct policy_entry {
-    const char *name;
-    enum policy policy;
-    const char *why;        /* for REFUSED */
-};
-
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
 static const char one_node[] = "this CLUSTER subcommand asks about one node of the cluster, "
                                "and the proxy answers as a single node that owns every slot: "
                                "run it on the nodes";
 
-static const struct policy_entry policy_names[] = {
-    { "ping", POLICY_LOCAL, NULL }, { "echo", POLICY_LOCAL, NULL },
-    { "quit", POLICY_LOCAL, NULL }, { "select", POLICY_LOCAL, NULL },
-    { "hello", POLICY_LOCAL, NULL }, { "auth", POLICY_LOCAL, NULL },
-    { "reset", POLICY_LOCAL, NULL }, { "info", POLICY_LOCAL, NULL },
-    { "dbsize", POLICY_LOCAL, NULL }, { "randomkey", POLICY_LOCAL, NULL },
-    { "time", POLICY_LOCAL, NULL }, { "keys", POLICY_LOCAL, NULL },
-    { "readonly", POLICY_LOCAL, NULL }, { "readwrite", POLICY_LOCAL, NULL },
-    { "command", POLICY_LOCAL, NULL }, { "command|count", POLICY_LOCAL, NULL },
-    { "command|info", POLICY_LOCAL, NULL }, { "command|docs", POLICY_LOCAL, NULL },
-    { "command|getkeys", POLICY_LOCAL, NULL }, { "command|getkeysandflags", POLICY_LOCAL, NULL },
-    { "command|list", POLICY_LOCAL, NULL }, { "command|help", POLICY_LOCAL, NULL },
-    { "client|setname", POLICY_LOCAL, NULL }, { "client|getname", POLICY_LOCAL, NULL },
-    { "client|id", POLICY_LOCAL, NULL }, { "client|info", POLICY_LOCAL, NULL },
-    { "client|list", POLICY_LOCAL, NULL }, { "client|help", POLICY_LOCAL, NULL },
-    { "client|setinfo", POLICY_LOCAL, NULL }, { "client|reply", POLICY_LOCAL, NULL },
-    { "client|tracking", POLICY_LOCAL, NULL }, { "client|caching", POLICY_LOCAL, NULL },
-    { "client|no-evict", POLICY_LOCAL, NULL }, { "client|getredir", POLICY_LOCAL, NULL },
-    { "client|trackinginfo", POLICY_LOCAL, NULL }, { "client|kill", POLICY_LOCAL, NULL },
-    { "client|unblock", POLICY_LOCAL, NULL },
-    { "cluster|info", POLICY_LOCAL, NULL }, { "cluster|slots", POLICY_LOCAL, NULL },
-    { "cluster|shards", POLICY_LOCAL, NULL }, { "cluster|nodes", POLICY_LOCAL, NULL },
-    { "cluster|myid", POLICY_LOCAL, NULL }, { "cluster|keyslot", POLICY_LOCAL, NULL },
-    { "cluster|help", POLICY_LOCAL, NULL },
-    { "mget", POLICY_SPLIT, NULL }, { "mset", POLICY_SPLIT, NULL },
-    { "del", POLICY_SPLIT, NULL }, { "unlink", POLICY_SPLIT, NULL },
-    { "exists", POLICY_SPLIT, NULL }, { "touch", POLICY_SPLIT, NULL },
-    { "flushall", POLICY_EVERYWHERE, NULL }, { "flushdb", POLICY_EVERYWHERE, NULL },
-    { "config|set", POLICY_EVERYWHERE, NULL }, { "config|resetstat", POLICY_EVERYWHERE, NULL },
-    { "config|rewrite", POLICY_EVERYWHERE, NULL }, { "save", POLICY_EVERYWHERE, NULL },
-    { "bgsave", POLICY_EVERYWHERE, NULL }, { "bgrewriteaof", POLICY_EVERYWHERE, NULL },
-    { "acl|setuser", POLICY_EVERYWHERE, NULL }, { "acl|deluser", POLICY_EVERYWHERE, NULL },
-    { "acl|load", POLICY_EVERYWHERE, NULL }, { "acl|save", POLICY_EVERYWHERE, NULL },
-    { "slowlog|reset", POLICY_EVERYWHERE, NULL }, { "latency|reset", POLICY_EVERYWHERE, NULL },
-    { "memory|purge", POLICY_EVERYWHERE, NULL },
-    { "config|get", POLICY_FORWARD, NULL },
-    { "eval", POLICY_SCRIPT, NULL }, { "eval_ro", POLICY_SCRIPT, NULL },
-    { "evalsha", POLICY_SCRIPT, NULL }, { "evalsha_ro", POLICY_SCRIPT, NULL },
-    { "fcall", POLICY_SCRIPT, NULL }, { "fcall_ro", POLICY_SCRIPT, NULL },
-    { "script", POLICY_SCRIPT, NULL }, { "function", POLICY_SCRIPT, NULL },
-    { "multi", POLICY_TX, NULL }, { "exec", POLICY_TX, NULL },
-    { "discard", POLICY_TX, NULL }, { "watch", POLICY_TX, NULL },
-    { "unwatch", POLICY_TX, NULL },
-    { "subscribe", POLICY_PUBSUB, NULL }, { "psubscribe", POLICY_PUBSUB, NULL },
-    { "unsubscribe", POLICY_PUBSUB, NULL }, { "punsubscribe", POLICY_PUBSUB, NULL },
-    { "ssubscribe", POLICY_PUBSUB, NULL }, { "sunsubscribe", POLICY_PUBSUB, NULL },
-    { "publish", POLICY_FORWARD, NULL }, { "spublish", POLICY_PUBSUB, NULL },
-    { "pubsub", POLICY_PUBSUB, NULL },
-    { "blpop", POLICY_BLOCKING, NULL }, { "brpop", POLICY_BLOCKING, NULL },
-    { "blmove", POLICY_BLOCKING, NULL }, { "brpoplpush", POLICY_BLOCKING, NULL },
-    { "blmpop", POLICY_BLOCKING, NULL }, { "bzpopmin", POLICY_BLOCKING, NULL },
-    { "bzpopmax", POLICY_BLOCKING, NULL }, { "bzmpop", POLICY_BLOCKING, NULL },
-    { "wait", POLICY_WAIT, NULL }, { "scan", POLICY_LOCAL, NULL },
-    { "monitor", POLICY_LOCAL, NULL },
-    { "move", POLICY_REFUSED, not_proxy }, { "swapdb", POLICY_REFUSED, not_proxy },
-    { "migrate", POLICY_REFUSED, not_proxy }, { "sync", POLICY_REFUSED, not_proxy },
-    { "psync", POLICY_REFUSED, not_proxy }, { "replconf", POLICY_REFUSED, not_proxy },
-    { "replicaof", POLICY_REFUSED, not_proxy }, { "slaveof", POLICY_REFUSED, not_proxy },
-    { "failover", POLICY_REFUSED, not_proxy }, { "shutdown", POLICY_REFUSED, not_proxy },
-    { "debug", POLICY_REFUSED, not_proxy }, { "module", POLICY_REFUSED, not_proxy },
-    { "cluster|countkeysinslot", POLICY_REFUSED, one_node },
-    { "cluster|getkeysinslot", POLICY_REFUSED, one_node },
-    { "cluster|links", POLICY_REFUSED, one_node },
-    { "cluster|count-failure-reports", POLICY_REFUSED, one_node },
-    { "cluster|replicas", POLICY_REFUSED, one_node }, { "cluster|slaves", POLICY_REFUSED, one_node },
-    { "cluster", POLICY_REFUSED, "this CLUSTER subcommand changes the cluster's topology: run it on the nodes, not through the proxy" },
-    { "client", POLICY_REFUSED, "this CLIENT subcommand is not supported through the proxy" },
+#define SPLIT(name, how, args) \
+    { name, { .plan = ROUTE_SPLIT, .in_multi = TXC_SPLIT, .merge = how, .step = args } }
+#define EVERYWHERE(name) { name, { .plan = ROUTE_EVERYWHERE, .in_multi = TXC_OTHER } }
+#define FORWARD(name) { name, { .plan = ROUTE_FORWARD, .in_multi = TXC_FORWARD } }
+#define REFUSED(name, reason) { name, { .plan = ROUTE_REFUSED, .in_multi = TXC_OTHER, .why = reason } }
+
+/* The commands the router plans itself, other than by their keys. */
+static const struct route_entry router_routes[] = {
+    SPLIT("mget", MERGE_MGET, 1), SPLIT("mset", MERGE_ALL_OK, 2),
+    SPLIT("del", MERGE_SUM, 1), SPLIT("unlink", MERGE_SUM, 1),
+    SPLIT("exists", MERGE_SUM, 1), SPLIT("touch", MERGE_SUM, 1),
+    EVERYWHERE("flushall"), EVERYWHERE("flushdb"), EVERYWHERE("config|set"),
+    EVERYWHERE("config|resetstat"), EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
+    EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"), EVERYWHERE("acl|setuser"),
+    EVERYWHERE("acl|deluser"), EVERYWHERE("acl|load"), EVERYWHERE("acl|save"),
+    EVERYWHERE("slowlog|reset"), EVERYWHERE("latency|reset"), EVERYWHERE("memory|purge"),
+    FORWARD("config|get"), FORWARD("publish"),
+    REFUSED("move", not_proxy), REFUSED("swapdb", not_proxy), REFUSED("migrate", not_proxy),
+    REFUSED("sync", not_proxy), REFUSED("psync", not_proxy), REFUSED("replconf", not_proxy),
+    REFUSED("replicaof", not_proxy), REFUSED("slaveof", not_proxy),
+    REFUSED("failover", not_proxy), REFUSED("shutdown", not_proxy),
+    REFUSED("debug", not_proxy), REFUSED("module", not_proxy),
+    REFUSED("cluster|countkeysinslot", one_node), REFUSED("cluster|getkeysinslot", one_node),
+    REFUSED("cluster|links", one_node), REFUSED("cluster|count-failure-reports", one_node),
+    REFUSED("cluster|replicas", one_node), REFUSED("cluster|slaves", one_node),
+    REFUSED("cluster|*", "this CLUSTER subcommand changes the cluster's topology: "
+                         "run it on the nodes, not through the proxy"),
+    REFUSED("client|*", "this CLIENT subcommand is not supported through the proxy"),
 };
 
-/* Policies by command pointer: built once, read by every worker. */
-#define POLICY_SLOTS 1024
-static struct {
-    const struct command *cmd;
-    const struct policy_entry *entry;
-} policy_map[POLICY_SLOTS];
-
-static size_t policy_hash(const struct command *cmd)
-{
-    return ((uintptr_t)cmd >> 4) * 2654435761u % POLICY_SLOTS;
-}
-
-static void policy_put(const struct command *cmd, const struct policy_entry *e)
-{
-    size_t i = policy_hash(cmd);
-    while (policy_map[i].cmd && policy_map[i].cmd != cmd)
-        i = (i + 1) % POLICY_SLOTS;
-    policy_map[i].cmd = cmd;
-    policy_map[i].entry = e;
-}
-
-static const struct policy_entry *policy_get(const struct command *cmd)
-{
-    for (size_t i = policy_hash(cmd); policy_map[i].cmd; i = (i + 1) % POLICY_SLOTS)
-        if (policy_map[i].cmd == cmd)
-            return policy_map[i].entry;
-    return NULL;
-}
-
-/* "cluster" alone names every subcommand not listed on its own. */
 void router_init(void)
 {
-    index_init();
-    const int n = (int)(sizeof policy_names / sizeof policy_names[0]);
-    for (int i = 0; i < n; i++) {
-        const struct policy_entry *e = &policy_names[i];
-        const char *bar = strchr(e->name, '|');
-        size_t plen = bar ? (size_t)(bar - e->name) : strlen(e->name);
-        const struct command *cmd = command_lookup(e->name, plen);
-        if (!cmd)
-            continue;
-        if (bar) {
-            cmd = command_lookup_sub(cmd, bar + 1, strlen(bar + 1));
-            if (cmd)
-                policy_put(cmd, e);
-        } else if (cmd->nsubcommands && e->policy != POLICY_LOCAL) {
-            for (int s = 0; s < cmd->nsubcommands; s++)
-                if (!policy_get(&cmd->subcommands[s]))
-                    policy_put(&cmd->subcommands[s], e);
-        } else {
-            policy_put(cmd, e);
-        }
-    }
+    route_register(router_routes, (int)(sizeof router_routes / sizeof router_routes[0]));
 }
 
 /* ---- errors as Redis words them ---- */
@@ -1184,10 +1075,10 @@ static void plan_dangerous(struct request *r, int everywhere)
         plan_forward(r);
 }
 
-static void plan_refused(struct request *r, const struct policy_entry *e)
+static void plan_refused(struct request *r, const struct route *rt)
 {
     char msg[300];
-    snprintf(msg, sizeof msg, "ERR '%s' is refused: %s", r->cmd->fullname, e->why);
+    snprintf(msg, sizeof msg, "ERR '%s' is refused: %s", r->cmd->fullname, rt->why);
     request_fail(r, msg);
 }
 
@@ -1207,39 +1098,6 @@ static int request_is_blocking_read(const struct request *r)
     return 0;
 }
 
-/* What the tx module needs to know of a command's plan. */
-static enum tx_class tx_class_of(const struct request *r, enum policy pol)
-{
-    const char *name = r->cmd->name;
-    switch (pol) {
-    case POLICY_TX:
-        return TXC_TX;
-    case POLICY_BLOCKING:
-        return TXC_BLOCKING;
-    case POLICY_WAIT:
-        return TXC_WAIT;
-    case POLICY_FORWARD:
-        return TXC_FORWARD;
-    case POLICY_SPLIT:
-        return TXC_SPLIT;
-    case POLICY_SCRIPT:
-        return r->cmd->parent ? TXC_OTHER : TXC_SCRIPT;    /* not SCRIPT x, FUNCTION x */
-    case POLICY_PUBSUB:     /* SPUBLISH, to its channel's slot, as a node queues it */
-        return strcmp(name, "spublish") == 0 ? TXC_FORWARD : TXC_OTHER;
-    case POLICY_LOCAL:
-        if (strcmp(name, "ping") == 0 || strcmp(name, "echo") == 0 || strcmp(name, "time") == 0)
-            return TXC_NODE_LOCAL;
-        if (strcmp(name, "quit") == 0)
-            return TXC_IMMEDIATE;
-        if (strcmp(name, "reset") == 0)
-            return TXC_RESET;
-        /* answered by the proxy: run after EXEC (tx_run_local, tx_start_asking_locals) */
-        return local_tx_refusal(r->cmd) ? TXC_OTHER : TXC_PROXY;
-    default:
-        return TXC_OTHER;
-    }
-}
-
 void router_reject(struct request *r, const char *msg)
 {
     if (r->cmd && strcmp(r->cmd->fullname, "exec") == 0) {
@@ -1250,7 +1108,9 @@ void router_reject(struct request *r, const char *msg)
     request_fail(r, msg);
 }
 
-void router_dispatch(struct request *r)
+/* The command r names, its subcommand resolved and its arity checked, or
+ * NULL when r is answered (unknown command, wrong number of arguments). */
+static const struct command *resolve_command(struct request *r)
 {
     size_t len;
     const char *name = request_arg(r, 0, &len);
@@ -1258,13 +1118,10 @@ void router_dispatch(struct request *r)
     struct client *c = r->client;
     char msg[200];
 
-    if (c->tx && tx_park_if_waiting(r))
-        return;
-    client_reply_mode_take(c, r);       /* its predecessors have run */
     if (!cmd) {
         tx_note_error(c);
         reply_unknown_command(r);
-        return;
+        return NULL;
     }
     if (cmd->nsubcommands && r->argc >= 2) {
         const char *sub = request_arg(r, 1, &len);
@@ -1272,7 +1129,7 @@ void router_dispatch(struct request *r)
         if (!sc) {
             tx_note_error(c);
             reply_unknown_subcommand(r);
-            return;
+            return NULL;
         }
         cmd = sc;
     }
@@ -1281,86 +1138,99 @@ void router_dispatch(struct request *r)
     if (!command_arity_ok(cmd, r->argc)) {
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
         router_reject(r, msg);
-        return;
+        return NULL;
     }
+    return cmd;
+}
+
+/* Whether r's client may run cmd now (its user, AUTH, ACL, MONITOR), else
+ * r is answered with the error Redis gives. */
+static int client_may_run(struct request *r, const struct command *cmd)
+{
+    struct client *c = r->client;
+    char msg[200];
+
     if (c->user_snap != r->worker->snap && client_user_refresh(c) < 0) {
         /* as Redis closes the connections of a deleted user */
         snprintf(msg, sizeof msg, "NOAUTH user '%s' was removed by a config reload",
                  c->user->name);
         request_fail(r, msg);
         client_close_after_replies(c);
-        return;
+        return 0;
     }
     if (!c->authenticated && !(cmd->flags & CMD_NO_AUTH)) {
         router_reject(r, "NOAUTH Authentication required.");
-        return;
+        return 0;
     }
     /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
     if (!acl_allows(c->user, cmd) && !(cmd->flags & CMD_NO_AUTH)) {
         snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
                  cmd->fullname);
         router_reject(r, msg);
-        return;
+        return 0;
     }
     if (c->monitoring && (cmd->flags & (CMD_WRITE | CMD_READONLY | CMD_MAY_REPLICATE))) {
         router_reject(r, "ERR Replica can't interact with the keyspace");   /* as Redis */
-        return;
+        return 0;
     }
+    return 1;
+}
+
+/* Legacy key names become cluster names before anything is planned by
+ * them (slots, splits). Once: a request parked by tx.h comes through the
+ * router again. 0, or -1 with r answered. */
+static int rewrite_keys(struct request *r, const struct route *rt)
+{
+    const struct layout *layout = worker_layout(r->worker);
+    if (!layout || rt->keyless || r->rewritten)
+        return 0;
+    if (rewrite_request(r, layout) < 0) {
+        request_fail(r, "ERR out of memory");
+        return -1;
+    }
+    r->rewritten = 1;
+    return 0;
+}
+
+void router_dispatch(struct request *r)
+{
+    struct client *c = r->client;
+
+    if (c->tx && tx_park_if_waiting(r))
+        return;
+    client_reply_mode_take(c, r);       /* its predecessors have run */
+    const struct command *cmd = resolve_command(r);
+    if (!cmd || !client_may_run(r, cmd))
+        return;
     if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */
         return;
-    const struct policy_entry *e = policy_get(cmd);
-    enum policy pol = e ? e->policy : (cmd->flags & CMD_ADMIN) ? POLICY_DANGEROUS : POLICY_FORWARD;
-    if (pol != POLICY_REFUSED && __atomic_load_n(&r->worker->proxy->nmonitors, __ATOMIC_RELAXED))
+    const struct route *rt = route_of(cmd);
+    if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&r->worker->proxy->nmonitors, __ATOMIC_RELAXED))
         monitor_feed(r);        /* as sent: before the key layout rewrites it */
-    /* legacy key names become cluster names before anything is planned by
-     * them (slots, splits); local commands have no key arguments. Once: a
-     * request parked by tx.h comes through here again. */
-    const struct layout *layout = worker_layout(r->worker);
-    if (layout && pol != POLICY_LOCAL && !r->rewritten) {
-        if (rewrite_request(r, layout) < 0) {
-            request_fail(r, "ERR out of memory");
-            return;
-        }
-        r->rewritten = 1;
-    }
-    if (pol == POLICY_FORWARD && request_is_blocking_read(r))
-        pol = POLICY_BLOCKING;
-    if ((c->tx || pol == POLICY_TX || pol == POLICY_BLOCKING || pol == POLICY_WAIT) &&
-        tx_dispatch(r, tx_class_of(r, pol)))
+    if (rewrite_keys(r, rt) < 0)
         return;
-    switch (pol) {
-    case POLICY_TX:
-    case POLICY_BLOCKING:       /* tx_dispatch took them */
-    case POLICY_WAIT:
+    if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))
+        rt = route_blocking_read();
+    if (c->tx && tx_dispatch(r, rt->in_multi))
         return;
-    case POLICY_FORWARD:
+    switch (rt->plan) {
+    case ROUTE_FORWARD:
         plan_forward(r);
         return;
-    case POLICY_LOCAL:
-        local_dispatch(r);
+    case ROUTE_FAMILY:
+        rt->run(r);
         return;
-    case POLICY_SCRIPT:
-        scriptcmd_dispatch(r);
+    case ROUTE_SPLIT:
+        plan_split(r, rt->merge, rt->step);
         return;
-    case POLICY_PUBSUB:
-        pubsub_dispatch(r);
-        return;
-    case POLICY_SPLIT:
-        if (strcmp(cmd->name, "mget") == 0)
-            plan_split(r, MERGE_MGET, 1);
-        else if (strcmp(cmd->name, "mset") == 0)
-            plan_split(r, MERGE_ALL_OK, 2);
-        else
-            plan_split(r, MERGE_SUM, 1);
-        return;
-    case POLICY_EVERYWHERE:
+    case ROUTE_EVERYWHERE:
         plan_dangerous(r, 1);
         return;
-    case POLICY_DANGEROUS:
+    case ROUTE_DANGEROUS:
         plan_dangerous(r, 0);
         return;
-    case POLICY_REFUSED:
-        plan_refused(r, e);
+    case ROUTE_REFUSED:
+        plan_refused(r, rt);
         return;
     }
 }

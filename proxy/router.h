@@ -37,7 +37,8 @@
 
 #include "proxy/request.h"
 
-/* Build the policy table. Once, before the workers start. */
+/* Register the routes the router plans itself: splits, every master,
+ * refusals (route.h). Once, before the workers start, after route_init. */
 void router_init(void);
 
 /* Plan and start r (already in its client's queue). */

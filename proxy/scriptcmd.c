@@ -13,6 +13,7 @@
 #include "proto/reply.h"
 #include "proto/resp.h"
 #include "proxy/request.h"
+#include "proxy/route.h"
 #include "proxy/router.h"
 #include "proxy/scripts.h"
 #include "proxy/worker.h"
@@ -407,4 +408,19 @@ int scriptcmd_runs_code(const struct command *cmd)
         return 0;
     return scriptcmd_may_write(cmd) || strcmp(name, "eval_ro") == 0 ||
            strcmp(name, "evalsha_ro") == 0 || strcmp(name, "fcall_ro") == 0;
+}
+
+/* ---- routes ---- */
+
+#define SCRIPT(name, cls) { name, { .plan = ROUTE_FAMILY, .run = scriptcmd_dispatch, .in_multi = cls } }
+
+static const struct route_entry scriptcmd_routes[] = {
+    SCRIPT("eval", TXC_SCRIPT), SCRIPT("eval_ro", TXC_SCRIPT), SCRIPT("evalsha", TXC_SCRIPT),
+    SCRIPT("evalsha_ro", TXC_SCRIPT), SCRIPT("fcall", TXC_SCRIPT), SCRIPT("fcall_ro", TXC_SCRIPT),
+    SCRIPT("script|*", TXC_OTHER), SCRIPT("function|*", TXC_OTHER),
+};
+
+void scriptcmd_register(void)
+{
+    route_register(scriptcmd_routes, (int)(sizeof scriptcmd_routes / sizeof scriptcmd_routes[0]));
 }

@@ -34,6 +34,9 @@ struct node_conn;
 /* Plan and start r, whose command is one of the above. */
 void scriptcmd_dispatch(struct request *r);
 
+/* Register EVAL*, FCALL*, SCRIPT and FUNCTION with scriptcmd_dispatch (route.h). */
+void scriptcmd_register(void);
+
 /*
  * r (flagged evalsha: EVALSHA or EVALSHA_RO sha ...) is about to go out on
  * c: if c has not seen sha yet and the proxy knows its body, SCRIPT LOAD it

@@ -17,7 +17,6 @@
 #include "proxy/client.h"
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
-#include "proxy/local.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
 #include "proxy/scriptcmd.h"
@@ -29,6 +28,9 @@
 #define LANE_NEW ((const void *)1)
 
 static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
+
+static void locals_free(struct tx_local *locals, int n);
+static void local_answered(struct request *q);
 
 struct tx_state {
     /* MULTI */
@@ -127,9 +129,10 @@ static void release_cb(evutil_socket_t fd, short what, void *arg)
     client_flush(c);            /* closes it once what is owed is written */
 }
 
-struct request *tx_first_parked(const struct client *c)
+/* The first of c's requests that wait their turn to run, or NULL. */
+static struct request *first_parked(const struct client *c)
 {
-    return TAILQ_FIRST(&c->tx->parked);
+    return c->tx ? TAILQ_FIRST(&c->tx->parked) : NULL;
 }
 
 int tx_park_if_waiting(struct request *r)
@@ -208,7 +211,7 @@ static void reset_multi(struct tx_state *tx)
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
     if (tx->upkeep)
         evbuffer_drain(tx->upkeep, evbuffer_get_length(tx->upkeep));
-    tx_locals_free(tx->locals, tx->nlocal);
+    locals_free(tx->locals, tx->nlocal);
     tx->locals = NULL;
     tx->nlocal = tx->localcap = 0;
     tx->local_bytes = 0;
@@ -334,7 +337,7 @@ static void queue_local(struct tx_state *tx, struct request *r)
 static const struct request *first_asking(const struct tx_local *locals, int n)
 {
     for (int i = 0; i < n; i++)
-        if (local_asks_masters(locals[i].req->cmd))
+        if (route_of(locals[i].req->cmd)->asks_masters)
             return locals[i].req;
     return NULL;
 }
@@ -349,22 +352,25 @@ void tx_start_asking_locals(struct request *exec)
     exec->exec_waiting = 1;                 /* none may end it before all have started */
     for (int i = 0; i < exec->nexec_locals && exec->client; i++) {
         struct request *q = exec->exec_locals[i].req;
-        if (!local_asks_masters(q->cmd))
+        if (!route_of(q->cmd)->asks_masters)
             continue;
         exec->exec_waiting++;
         q->exec_waiter = exec;
+        q->on_done = local_answered;
         q->client = exec->client;
         q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
-        local_dispatch(q);
+        route_of(q->cmd)->run(q);
     }
     if (--exec->exec_waiting == 0)
         router_exec_ready(exec);
 }
 
-void tx_local_answered(struct request *q)
+/* request_finish()'s part for such a command. */
+static void local_answered(struct request *q)
 {
     struct request *exec = q->exec_waiter;
     q->exec_waiter = NULL;
+    q->on_done = NULL;
     if (--exec->exec_waiting == 0)
         router_exec_ready(exec);
 }
@@ -377,13 +383,13 @@ void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out
         return;
     }
     if (!q->done) {
-        if (local_asks_masters(q->cmd)) {   /* never started: cannot be */
+        if (route_of(q->cmd)->asks_masters) {   /* never started: cannot be */
             resp_add_error(out, "ERR the proxy could not run this command after EXEC");
             return;
         }
         q->client = exec->client;
         q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
-        local_dispatch(q);
+        route_of(q->cmd)->run(q);
     }
     if (q->inline_reply_len)                /* a small reply a node sent whole (request.c) */
         evbuffer_add(out, q->inline_data, q->inline_reply_len);
@@ -391,7 +397,7 @@ void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out
         evbuffer_add_buffer(out, q->reply);
 }
 
-void tx_locals_free(struct tx_local *locals, int n)
+static void locals_free(struct tx_local *locals, int n)
 {
     for (int i = 0; i < n; i++)
         request_free(locals[i].req);
@@ -435,7 +441,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
 {
     char msg[300];
     if (cls == TXC_OTHER) {
-        const char *why = local_tx_refusal(r->cmd);
+        const char *why = route_of(r->cmd)->multi_why;
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: a "
                  "transaction runs as one block on one master, and '%s' does not (%s)",
@@ -545,8 +551,9 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
     r->nexec_fix = tx->nqueued;
     if (rc == 0 && tx->nlocal) {
         if (r->exec_locals)
-            tx_locals_free(r->exec_locals, r->nexec_locals);
+            locals_free(r->exec_locals, r->nexec_locals);
         r->exec_locals = tx->locals;        /* (reset_multi then starts a new array) */
+        r->family_state = 1;                /* request_freed frees them */
         r->nexec_locals = tx->nlocal;
         tx->locals = NULL;
         tx->nlocal = tx->localcap = 0;
@@ -1003,7 +1010,8 @@ int tx_dispatch(struct request *r, enum tx_class cls)
 
 /* ---- the client's life ---- */
 
-void tx_client_flushed(struct client *c)
+/* Replies were written. */
+static void client_flushed(struct client *c)
 {
     struct tx_state *tx = c->tx;
     if (!tx || c->state == CLIENT_GONE)
@@ -1020,7 +1028,8 @@ void tx_client_flushed(struct client *c)
     }
 }
 
-void tx_client_gone(struct client *c)
+/* Its socket closed. */
+static void client_gone(struct client *c)
 {
     struct tx_state *tx = c->tx;
     struct request *r;
@@ -1041,7 +1050,8 @@ void tx_client_gone(struct client *c)
         wait_client_gone(c);    /* last: it may free c */
 }
 
-void tx_client_free(struct client *c)
+/* Its struct is about to be freed. */
+static void client_freed(struct client *c)
 {
     struct tx_state *tx = c->tx;
     if (!tx)
@@ -1051,18 +1061,68 @@ void tx_client_free(struct client *c)
     evbuffer_free(tx->queued);
     if (tx->upkeep)
         evbuffer_free(tx->upkeep);
-    tx_locals_free(tx->locals, tx->nlocal);
+    locals_free(tx->locals, tx->nlocal);
     free(tx->fix);
     free(tx);
     c->tx = NULL;
 }
 
-int tx_multi_count(const struct client *c)
+/* For CLIENT LIST: queued commands inside MULTI. */
+static void client_count(const struct client *c, struct client_counts *n)
 {
-    return c->tx && c->tx->in_multi ? c->tx->nqueued + c->tx->nlocal : -1;
+    if (c->tx && c->tx->in_multi)
+        n->multi = c->tx->nqueued + c->tx->nlocal;
 }
 
-size_t tx_multi_bytes(const struct client *c)
+/* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
+static size_t client_held(const struct client *c)
 {
     return c->tx && c->tx->queued ? evbuffer_get_length(c->tx->queued) + c->tx->local_bytes : 0;
+}
+
+/* ---- routes ---- */
+
+static void tx_route(struct request *r)
+{
+    tx_dispatch(r, route_of(r->cmd)->in_multi);
+}
+
+static void blocking_read_route(struct request *r)
+{
+    tx_dispatch(r, TXC_BLOCKING);
+}
+
+#define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }
+
+static const struct route_entry tx_routes[] = {
+    TX("multi", TXC_TX), TX("exec", TXC_TX), TX("discard", TXC_TX), TX("watch", TXC_TX),
+    TX("unwatch", TXC_TX),
+    TX("blpop", TXC_BLOCKING), TX("brpop", TXC_BLOCKING), TX("blmove", TXC_BLOCKING),
+    TX("brpoplpush", TXC_BLOCKING), TX("blmpop", TXC_BLOCKING), TX("bzpopmin", TXC_BLOCKING),
+    TX("bzpopmax", TXC_BLOCKING), TX("bzmpop", TXC_BLOCKING),
+    TX("wait", TXC_WAIT),
+};
+
+/* A request is freed: EXEC's copies of the commands the proxy answers. */
+static void request_freed(struct request *r)
+{
+    if (r->exec_locals)
+        locals_free(r->exec_locals, r->nexec_locals);
+}
+
+static const struct client_family tx_family = {
+    .closed = client_gone,
+    .flushed = client_flushed,
+    .freed = client_freed,
+    .held = client_held,
+    .count = client_count,
+    .first_parked = first_parked,
+};
+
+void tx_register(void)
+{
+    route_register(tx_routes, (int)(sizeof tx_routes / sizeof tx_routes[0]));
+    client_family_register(&tx_family);
+    request_family_register(request_freed);
+    route_register_blocking_read(blocking_read_route);
 }

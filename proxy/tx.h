@@ -38,33 +38,14 @@
 #include <stdint.h>
 
 #include "proxy/request.h"
+#include "proxy/route.h"
 
 struct client;
 struct node_conn;
 
-/* What the router makes of a command, for tx_dispatch(). */
-enum tx_class {
-    TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
-    TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
-    TXC_WAIT,           /* WAIT (wait.h) */
-    TXC_FORWARD,        /* keys of one slot, to one master: queueable */
-    TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
-    TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */
-    TXC_SCRIPT,         /* EVAL* FCALL*: queueable (EVALSHA as EVAL when the body is known) */
-    TXC_PROXY,          /* answered by the proxy from its own state (SELECT, AUTH,
-                           HELLO, CLIENT, CLUSTER SLOTS, COMMAND ...): queueable, run
-                           at EXEC */
-    TXC_IMMEDIATE,      /* QUIT: runs even inside MULTI */
-    TXC_RESET,          /* RESET: also ends MULTI and WATCH */
-    TXC_OTHER           /* answered by the proxy or on every master: not in MULTI */
-};
-
 /* At the start of router_dispatch for a client with tx state: 1 when r was
  * parked behind the client's earlier parked requests. */
 int tx_park_if_waiting(struct request *r);
-
-/* The first of c's requests that wait their turn to run, or NULL (c->tx set). */
-struct request *tx_first_parked(const struct client *c);
 
 /* The router refused r's command (unknown, arity, NOAUTH): inside MULTI
  * that makes EXEC answer EXECABORT, as Redis does. */
@@ -87,6 +68,12 @@ void tx_exec_rejected(struct request *r, const char *why);
 /* Take r if it is the tx module's business (1), or let the router plan it
  * (0; r may then go out on the multiplexed connections). */
 int tx_dispatch(struct request *r, enum tx_class cls);
+
+/* Register MULTI EXEC DISCARD WATCH UNWATCH, the blocking commands and
+ * WAIT with their handlers (route.h), and the module's part in a client's
+ * life (client.h: parked requests fail and dedicated connections close when
+ * it goes; CLIENT LIST's multi=; its MULTI block's bytes). */
+void tx_register(void);
 
 /* router_send() for a request marked dedicated: the connection it must go
  * on, or NULL with *why set (pool exhausted, client gone) or left NULL
@@ -112,7 +99,7 @@ struct tx_local {
 };
 
 /* Whether exec's transaction queued commands that ask the masters (INFO,
- * DBSIZE, KEYS, SCAN, RANDOMKEY: local_asks_masters). */
+ * DBSIZE, KEYS, SCAN, RANDOMKEY: their routes ask the masters). */
 int tx_asking_locals(const struct request *exec);
 
 /*
@@ -123,16 +110,10 @@ int tx_asking_locals(const struct request *exec);
  */
 void tx_start_asking_locals(struct request *exec);
 
-/* request_finish()'s part for such a command. */
-void tx_local_answered(struct request *q);
-
 /* EXEC's array from the node (its elements, without the local ones) is
  * being rebuilt: add l's reply to out, running l (local.h) first unless it
  * asked the masters and has answered. */
 void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out);
-
-/* request_free()'s part: the copies and the array. */
-void tx_locals_free(struct tx_local *locals, int n);
 
 /* EXEC answered, or its connection was lost after it was written: the
  * commands queued in its transaction that may have written outside the
@@ -142,15 +123,5 @@ void tx_locals_free(struct tx_local *locals, int n);
  * call only when it is set. */
 void tx_exec_upkeep(struct request *r);
 
-/* client.c's hooks. */
-void tx_client_flushed(struct client *c);      /* replies were written */
-void tx_client_gone(struct client *c);         /* socket closed */
-void tx_client_free(struct client *c);         /* struct about to be freed */
-
-/* For CLIENT LIST: queued commands inside MULTI, -1 outside. */
-int tx_multi_count(const struct client *c);
-
-/* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
-size_t tx_multi_bytes(const struct client *c);
 
 #endif

@@ -31,6 +31,7 @@
 
 #include "base/log.h"
 #include "proxy/client.h"
+#include "proxy/families.h"
 #include "proxy/proxy.h"
 #include "proxy/snapshot.h"
 #include "proxy/worker.h"
@@ -240,6 +241,8 @@ static void fuzz_setup(void)
     struct sockaddr_in sin;
     node_listen(&sin);
     p->topo = one_node_topology(&sin);
+    if (families_init() < 0)
+        abort();
     if (worker_init(&fz_worker, p, 0, p->topo) < 0)
         abort();
     node_serve();

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "proxy/acl.h"
+#include "proxy/aclrule.h"
 #include "proxy/config.h"
 
 static char err[512];

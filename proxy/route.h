@@ -1,0 +1,111 @@
+/*
+ * route: how each command of the command table is run, by its table entry.
+ *
+ * The router plans the commands it owns itself: forwarded by their keys,
+ * split by slot, sent to every master, or refused. Each command family
+ * (local commands, transactions and blocking commands, pub/sub, scripts,
+ * MONITOR) registers the commands it serves with its handler once at start,
+ * before any worker runs (families.c). Dispatch is then one array load by
+ * command_index(), and no module matches command names to find its work.
+ *
+ *   families_init ── route_register(entries) ──► routes[command_index]
+ *   router_dispatch ── route_of(cmd) ──► plan it, or route->run(r)
+ *
+ * Every command no entry names is forwarded by its keys, or, with the admin
+ * flag, sent to one master when dangerous commands are on.
+ */
+#ifndef TAGPROXY_ROUTE_H
+#define TAGPROXY_ROUTE_H
+
+struct command;
+struct request;
+
+/* How a parent combines its parts' replies. */
+enum merge_kind {
+    MERGE_NONE = 0,
+    MERGE_MGET,         /* array elements back in the client's key order */
+    MERGE_SUM,          /* integers added (DEL, EXISTS, DBSIZE, ...) */
+    MERGE_ALL_OK,       /* every part must succeed; the first reply is returned */
+    MERGE_CONCAT,       /* arrays concatenated (KEYS) */
+    MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
+    MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
+    MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
+    MERGE_INDEX,        /* KEYS / SCAN read from index sorted sets (index.h) */
+    MERGE_SCRIPT_LOAD,  /* SCRIPT LOAD: the masters agree; the client's body's SHA1 */
+    MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
+    MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
+                           (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
+    MERGE_ANY_ONE,      /* :1 if any part answered :1, else the first error, else :0
+                           (CLIENT UNBLOCK) */
+    MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
+    MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
+    MERGE_FAILED        /* a part could not be made: answer out of memory */
+};
+
+enum route_plan {
+    ROUTE_FORWARD = 0,      /* by its keys */
+    ROUTE_SPLIT,            /* MGET-style: split by slot, merged by route.merge */
+    ROUTE_EVERYWHERE,       /* every master, when dangerous commands are on */
+    ROUTE_DANGEROUS,        /* one master, when dangerous commands are on */
+    ROUTE_REFUSED,          /* cannot mean the same thing through a proxy: route.why */
+    ROUTE_FAMILY            /* run by its family's handler, route.run */
+};
+
+/* How a command is queued inside MULTI (tx.h runs the transaction). */
+enum tx_class {
+    TXC_OTHER = 0,      /* answered by the proxy or on every master: not in MULTI */
+    TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
+    TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
+    TXC_WAIT,           /* WAIT (wait.h) */
+    TXC_FORWARD,        /* keys of one slot, to one master: queueable */
+    TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
+    TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */
+    TXC_SCRIPT,         /* EVAL* FCALL*: queueable (EVALSHA as EVAL when the body is known) */
+    TXC_PROXY,          /* answered by the proxy from its own state (SELECT, AUTH,
+                           HELLO, CLIENT, CLUSTER SLOTS, COMMAND ...): queueable, run
+                           at EXEC */
+    TXC_IMMEDIATE,      /* QUIT: runs even inside MULTI */
+    TXC_RESET           /* RESET: also ends MULTI and WATCH */
+};
+
+struct route {
+    enum route_plan plan;
+    void (*run)(struct request *r);     /* ROUTE_FAMILY */
+    enum tx_class in_multi;
+    enum merge_kind merge;              /* ROUTE_SPLIT: how the parts' replies combine */
+    int step;                           /* ROUTE_SPLIT: arguments per key (MSET: 2) */
+    const char *why;                    /* ROUTE_REFUSED: the reason */
+    const char *multi_why;              /* TXC_OTHER: why it is refused inside MULTI,
+                                           when not for the usual reason */
+    unsigned keyless : 1;               /* the router leaves its arguments to the key
+                                           layout's rewriting alone (the family reads
+                                           any key names itself) */
+    unsigned asks_masters : 1;          /* a TXC_PROXY command whose answer needs the
+                                           masters (INFO, DBSIZE, KEYS, ...) */
+};
+
+/* A registration: name is "get", "client|setname", or "cluster|*" for every
+ * subcommand of cluster that no entry names on its own (whatever the order
+ * of the registrations). Names the command table does not hold are passed
+ * over. */
+struct route_entry {
+    const char *name;
+    struct route route;
+};
+
+/* Build the table (every command forwarded or dangerous by its flags) once,
+ * before any registration. 0, or -1 out of memory. */
+int route_init(void);
+
+/* Set the routes of n entries. Before any worker runs. */
+void route_register(const struct route_entry *entries, int n);
+
+/* The route of a command or subcommand of the table. */
+const struct route *route_of(const struct command *cmd);
+
+/* The route a blocking read (XREAD/XREADGROUP with BLOCK) takes instead of
+ * its forwarding one: set by the family that runs blocking commands. */
+void route_register_blocking_read(void (*run)(struct request *r));
+const struct route *route_blocking_read(void);
+
+#endif
