@@ -3,8 +3,12 @@
  */
 #include "proxy/families.h"
 
+#include "proxy/clientcmd.h"
+#include "proxy/clustercmd.h"
+#include "proxy/commandcmd.h"
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
+#include "proxy/info.h"
 #include "proxy/listing.h"
 #include "proxy/local.h"
 #include "proxy/monitor.h"
@@ -20,6 +24,10 @@ int families_init(void)
         return -1;
     router_init();
     local_register();
+    clientcmd_register();
+    commandcmd_register();
+    clustercmd_register();
+    info_register();
     monitor_register();     /* before pubsub: a closing client stops monitoring first */
     tx_register();
     pubsub_register();

@@ -361,7 +361,12 @@ void listing_after_merge(struct request *p, struct evbuffer *out)
         evbuffer_free(mapped);
 }
 
+static const struct route_entry listing_routes[] = {
+    ROUTE_ASKING("scan", listing_scan), ROUTE_ASKING("keys", listing_keys),
+};
+
 void listing_register(void)
 {
+    route_register(listing_routes, (int)(sizeof listing_routes / sizeof listing_routes[0]));
     merge_register_after(listing_after_merge);
 }

@@ -59,7 +59,8 @@ const char *listing_node_pattern(const struct layout *l, const char *pat, size_t
  */
 void listing_after_merge(struct request *p, struct evbuffer *out);
 
-/* listing_after_merge after every merge (merge.h). */
+/* Register SCAN and KEYS with their handlers (route.h: they ask the
+ * masters), and listing_after_merge after every merge (merge.h). */
 void listing_register(void);
 
 #endif

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/version.h"
 #include "proto/command.h"
 #include "proxy/admin.h"
 #include "proxy/clientmem.h"
-#include "proxy/local.h"
 #include "proxy/proxy.h"
 #include "proxy/worker.h"
 
@@ -235,7 +235,7 @@ void metrics_prometheus(const struct metrics *m, struct evbuffer *b)
 {
     prom_head(b, "tagproxy_info", "gauge", "Version of the proxy (label), always 1.");
     evbuffer_add_printf(b, "tagproxy_info{version=\"%s\",redis_version=\"%s\"} 1\n",
-                        TAGPROXY_VERSION, LOCAL_REDIS_VERSION);
+                        TAGPROXY_VERSION, REDIS_SPOKEN_VERSION);
     prom_gauge(b, "tagproxy_uptime_seconds", "Seconds since the proxy started.",
                (long long)m->uptime_s);
     prom_gauge(b, "tagproxy_threads", "Worker threads.", m->threads);

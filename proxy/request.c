@@ -3,6 +3,7 @@
 #include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proto/command.h"
 #include "proxy/client.h"
@@ -262,6 +263,33 @@ struct evbuffer *request_reply_buffer(struct request *r)
     if (!r->reply)
         r->reply = evbuffer_new();
     return r->reply;
+}
+
+int request_arg_is(const struct request *r, int i, const char *word)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    return len == strlen(word) && strncasecmp(a, word, len) == 0;
+}
+
+int request_arg_ll(const struct request *r, int i, long long *v)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    char buf[32], *end;
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, a, len);
+    buf[len] = '\0';
+    *v = strtoll(buf, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+void request_reply_arg(struct request *r, int i)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    resp_add_bulk(request_out(r), a, len);
 }
 
 void request_finish(struct request *r)

@@ -200,6 +200,20 @@ static inline enum resp_proto request_resp(const struct request *r)
 /* The buffer a locally built reply goes into (created on first use). */
 struct evbuffer *request_reply_buffer(struct request *r);
 
+static inline struct evbuffer *request_out(struct request *r)
+{
+    return request_reply_buffer(r);
+}
+
+/* Whether argument i is word, ignoring case. */
+int request_arg_is(const struct request *r, int i, const char *word);
+
+/* Argument i as a whole decimal number: 0, or -1. */
+int request_arg_ll(const struct request *r, int i, long long *v);
+
+/* Argument i, as a bulk string, into r's reply. */
+void request_reply_arg(struct request *r, int i);
+
 /* r's reply is complete in request_reply_buffer(): hand it on. */
 void request_finish(struct request *r);
 

@@ -84,6 +84,14 @@ struct route {
                                            masters (INFO, DBSIZE, KEYS, ...) */
 };
 
+/* A command the proxy answers itself (the key layout leaves its arguments
+ * alone), queued inside MULTI as cls; one that asks the masters first. */
+#define ROUTE_LOCAL(name, fn, cls) \
+    { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls, .keyless = 1 } }
+#define ROUTE_ASKING(name, fn) \
+    { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = TXC_PROXY, .keyless = 1, \
+              .asks_masters = 1 } }
+
 /* A registration: name is "get", "client|setname", or "cluster|*" for every
  * subcommand of cluster that no entry names on its own (whatever the order
  * of the registrations). Names the command table does not hold are passed

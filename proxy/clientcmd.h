@@ -1,0 +1,19 @@
+/*
+ * clientcmd: CLIENT and its subcommands, about this proxy's clients on every
+ * worker: SETNAME, GETNAME, ID, INFO, LIST, KILL, UNBLOCK, REPLY, NO-EVICT,
+ * HELP, and TRACKING OFF, TRACKINGINFO, GETREDIR, CACHING as Redis answers
+ * them with client-side caching off.
+ */
+#ifndef TAGPROXY_CLIENTCMD_H
+#define TAGPROXY_CLIENTCMD_H
+
+struct request;
+
+/* CLIENT SETNAME's and HELLO SETNAME's name, argument i of r: 0, or -1
+ * after Redis's error for a name with spaces or special characters. */
+int clientcmd_set_name(struct request *r, int i);
+
+/* Register the subcommands above with their handlers (route.h). */
+void clientcmd_register(void);
+
+#endif
