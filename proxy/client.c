@@ -92,6 +92,8 @@ static struct request *first_parked(const struct client *c)
 static int client_subscribed(const struct client *c)
 {
     struct client_counts n;
+    if (!c->pubsub)             /* never subscribed, the usual case: no call */
+        return 0;
     client_counts(c, &n);
     return n.sub + n.psub + n.ssub > 0;
 }

@@ -12,19 +12,50 @@
 #include "proxy/client.h"
 #include "proxy/proxy.h"
 #include "proxy/route.h"
+#include "proxy/router.h"
 #include "proxy/worker.h"
 
-int monitor_inbox_init(struct monitor_inbox *m)
+/* Lines waiting for a worker's monitors past this are dropped, and that
+ * worker's monitors closed, as Redis closes a monitor over its output limit. */
+#define MONITOR_INBOX_MAX (64u * 1024 * 1024)
+
+/* A worker's monitors and the lines other workers left for them. */
+struct monitor_inbox {
+    TAILQ_HEAD(, client) clients;   /* this thread's only */
+    int count;                      /* of clients; other threads read it (atomic) */
+    pthread_mutex_t lock;
+    struct evbuffer *lines;         /* under lock */
+    int overflow;                   /* under lock: lines were dropped */
+};
+
+static int family_id = -1;          /* the inbox's, on every worker (worker.h) */
+
+static struct monitor_inbox *inbox(const struct worker *w)
 {
+    return worker_family_state(w, family_id);
+}
+
+static int inbox_init(struct worker *w, void **state)
+{
+    struct monitor_inbox *m = calloc(1, sizeof *m);
+    (void)w;
+    if (!m)
+        return -1;
     TAILQ_INIT(&m->clients);
     pthread_mutex_init(&m->lock, NULL);
     m->lines = evbuffer_new();
-    return m->lines ? 0 : -1;
+    if (!m->lines) {
+        free(m);
+        return -1;
+    }
+    *state = m;
+    return 0;
 }
 
 /* ---- monitors ---- */
 
-void monitor_command(struct request *r)
+/* MONITOR: +OK, then every command's line. */
+static void monitor_command(struct request *r)
 {
     struct client *c = r->client;
     struct worker *w = r->worker;
@@ -40,9 +71,9 @@ void monitor_command(struct request *r)
     resp_add_simple(request_reply_buffer(r), "OK");
     request_finish(r);          /* ahead of the first line */
     c->monitoring = 1;
-    TAILQ_INSERT_TAIL(&w->monitor.clients, c, monitor_link);
-    __atomic_add_fetch(&w->monitor.count, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&w->proxy->nmonitors, 1, __ATOMIC_RELAXED);
+    TAILQ_INSERT_TAIL(&inbox(w)->clients, c, monitor_link);
+    __atomic_add_fetch(&inbox(w)->count, 1, __ATOMIC_RELAXED);
+    router_watching(1);
 }
 
 void monitor_stop(struct client *c)
@@ -51,9 +82,9 @@ void monitor_stop(struct client *c)
     if (!c->monitoring)
         return;
     c->monitoring = 0;
-    TAILQ_REMOVE(&w->monitor.clients, c, monitor_link);
-    __atomic_sub_fetch(&w->monitor.count, 1, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&w->proxy->nmonitors, 1, __ATOMIC_RELAXED);
+    TAILQ_REMOVE(&inbox(w)->clients, c, monitor_link);
+    __atomic_sub_fetch(&inbox(w)->count, 1, __ATOMIC_RELAXED);
+    router_watching(-1);
 }
 
 /* To each monitor of w but `skip` (one may close on its output limit
@@ -62,16 +93,18 @@ static void push_to_monitors(struct worker *w, const char *bytes, size_t len,
                              const struct client *skip)
 {
     struct client *c, *next;
-    for (c = TAILQ_FIRST(&w->monitor.clients); c; c = next) {
+    for (c = TAILQ_FIRST(&inbox(w)->clients); c; c = next) {
         next = TAILQ_NEXT(c, monitor_link);
         if (c != skip)
             client_push(c, NULL, bytes, len, 1);
     }
 }
 
-void monitor_take_inbox(struct worker *w)
+/* The lines other workers left in w's inbox go to its monitors (its mailbox). */
+static void take_inbox(struct worker *w, void *state)
 {
-    struct monitor_inbox *m = &w->monitor;
+    (void)state;
+    struct monitor_inbox *m = inbox(w);
     struct evbuffer *lines = evbuffer_new();
     if (!lines)
         return;
@@ -181,7 +214,7 @@ static char *format_line(const struct request *r, size_t *len)
  * mailbox when the inbox was empty (one ring per batch). */
 static void post_line(struct worker *w, const char *line, size_t len)
 {
-    struct monitor_inbox *m = &w->monitor;
+    struct monitor_inbox *m = inbox(w);
     int ring = 0;
     pthread_mutex_lock(&m->lock);
     size_t held = evbuffer_get_length(m->lines);
@@ -194,10 +227,13 @@ static void post_line(struct worker *w, const char *line, size_t len)
     }
     pthread_mutex_unlock(&m->lock);
     if (ring)
-        worker_post_monitor(w);
+        worker_post_family(w, family_id);
 }
 
-void monitor_feed(struct request *r)
+/* r is about to run: its line to every monitor, once per request. The
+ * router calls it only while some client monitors (router_watching), so
+ * that nobody monitoring costs nothing more. */
+static void monitor_feed(struct request *r)
 {
     struct proxy *p = r->worker->proxy;
     if (r->monitored || (r->cmd->flags & CMD_ADMIN))
@@ -214,7 +250,7 @@ void monitor_feed(struct request *r)
         struct worker *w = &p->workers[i];
         if (w == r->worker)
             push_to_monitors(w, line, len, skip);
-        else if (__atomic_load_n(&w->monitor.count, __ATOMIC_RELAXED) > 0)
+        else if (__atomic_load_n(&inbox(w)->count, __ATOMIC_RELAXED) > 0)
             post_line(w, line, len);
     }
     free(line);
@@ -229,8 +265,15 @@ static const struct client_family monitor_family = {
     .closing = monitor_stop,
 };
 
+static const struct worker_family monitor_worker = {
+    .init = inbox_init,
+    .mail = take_inbox,
+};
+
 void monitor_register(void)
 {
     route_register(monitor_routes, 1);
     client_family_register(&monitor_family);
+    family_id = worker_family_register(&monitor_worker);
+    router_register_watcher(monitor_feed);
 }

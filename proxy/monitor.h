@@ -20,46 +20,14 @@
 #ifndef TAGPROXY_MONITOR_H
 #define TAGPROXY_MONITOR_H
 
-#include <pthread.h>
-#include <sys/queue.h>
-
-#include "proxy/request.h"
-
 struct client;
-struct evbuffer;
-struct worker;
 
-/* Lines waiting for a worker's monitors past this are dropped, and that
- * worker's monitors closed, as Redis closes a monitor over its output limit. */
-#define MONITOR_INBOX_MAX (64u * 1024 * 1024)
-
-/* A worker's monitors and the lines other workers left for them. */
-struct monitor_inbox {
-    TAILQ_HEAD(, client) clients;   /* this thread's only */
-    int count;                      /* of clients; other threads read it (atomic) */
-    pthread_mutex_t lock;
-    struct evbuffer *lines;         /* under lock */
-    int overflow;                   /* under lock: lines were dropped */
-};
-
-int monitor_inbox_init(struct monitor_inbox *m);
-
-/* MONITOR (local.h): +OK, then every command's line. */
-void monitor_command(struct request *r);
-
-/* Register MONITOR with its handler (route.h); a client that goes stops
- * monitoring (client.h). */
+/* Register MONITOR with its handler (route.h), the monitors' inbox on
+ * every worker (worker.h), the feed of every command (router.h), and that
+ * a client that goes stops monitoring (client.h). */
 void monitor_register(void);
 
 /* c stops monitoring (RESET, or it closes). */
 void monitor_stop(struct client *c);
-
-/* The lines other workers left in w's inbox go to its monitors (its mailbox). */
-void monitor_take_inbox(struct worker *w);
-
-/* r is about to run: its line to every monitor, once per request. The
- * caller checks first that some client monitors (proxy->nmonitors, an
- * atomic read), so that nobody monitoring costs nothing more. */
-void monitor_feed(struct request *r);
 
 #endif

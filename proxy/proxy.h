@@ -51,7 +51,6 @@ struct proxy {
     char id[41];                        /* CLUSTER MYID */
     int nclients;                       /* atomic: for max-clients */
     uint64_t next_client_id;            /* atomic */
-    int nmonitors;                      /* atomic: MONITOR clients, every worker's */
     uint64_t refreshes;                 /* stat_inc by the control thread */
     uint64_t refresh_failures;          /* the same */
 };

@@ -17,7 +17,6 @@
 #include "proxy/acl.h"
 #include "proxy/client.h"
 #include "proxy/index.h"
-#include "proxy/monitor.h"
 #include "proxy/proxy.h"
 #include "proxy/pubsub.h"
 #include "proxy/rewrite.h"
@@ -62,6 +61,19 @@ static const struct route_entry router_routes[] = {
                          "run it on the nodes, not through the proxy"),
     REFUSED("client|*", "this CLIENT subcommand is not supported through the proxy"),
 };
+
+static int watchers;                 /* atomic: clients watching, on every worker */
+static void (*watcher)(struct request *r);
+
+void router_register_watcher(void (*watch)(struct request *r))
+{
+    watcher = watch;
+}
+
+void router_watching(int delta)
+{
+    __atomic_add_fetch(&watchers, delta, __ATOMIC_RELAXED);
+}
 
 void router_init(void)
 {
@@ -1205,8 +1217,8 @@ void router_dispatch(struct request *r)
     if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */
         return;
     const struct route *rt = route_of(cmd);
-    if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&r->worker->proxy->nmonitors, __ATOMIC_RELAXED))
-        monitor_feed(r);        /* as sent: before the key layout rewrites it */
+    if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&watchers, __ATOMIC_RELAXED))
+        watcher(r);             /* as sent: before the key layout rewrites it */
     if (rewrite_keys(r, rt) < 0)
         return;
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))

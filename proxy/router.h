@@ -41,6 +41,13 @@
  * refusals (route.h). Once, before the workers start, after route_init. */
 void router_init(void);
 
+/* The family that watches every command as its client sent it (MONITOR),
+ * once it has passed the checks that refuse it before it runs: called only
+ * while router_watching has counted some client watching (one atomic read
+ * per command otherwise). Before any worker starts. */
+void router_register_watcher(void (*watch)(struct request *r));
+void router_watching(int delta);
+
 /* Plan and start r (already in its client's queue). */
 void router_dispatch(struct request *r);
 

@@ -23,6 +23,17 @@
 #define WORKER_IO_BATCH 256
 #define WORKER_TIMER_SLACK_NS 1000  /* the precision of the round pause */
 
+static const struct worker_family *families_known[WORKER_FAMILIES_MAX];
+static int nfamilies;
+
+int worker_family_register(const struct worker_family *f)
+{
+    if (nfamilies == WORKER_FAMILIES_MAX)
+        return -1;
+    families_known[nfamilies] = f;
+    return nfamilies++;
+}
+
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
@@ -197,8 +208,8 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     int stop = w->mailbox_stop;
     int kill = w->mailbox_kill;
     w->mailbox_kill = 0;
-    int monitor = w->mailbox_monitor;
-    w->mailbox_monitor = 0;
+    unsigned families = w->mailbox_families;
+    w->mailbox_families = 0;
     w->mailbox_topo = NULL;
     struct layout_ref *layout = w->mailbox_layout;
     int layout_set = w->mailbox_layout_set;
@@ -216,8 +227,9 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (kill)
         worker_close_killed(w);
-    if (monitor)
-        monitor_take_inbox(w);
+    for (int i = 0; i < nfamilies; i++)
+        if (families & (1u << i))
+            families_known[i]->mail(w, w->family[i]);
     if (drain)
         worker_start_drain(w);
     if (stop)
@@ -279,10 +291,10 @@ void worker_post_kill(struct worker *w)
     mailbox_ring(w);
 }
 
-void worker_post_monitor(struct worker *w)
+void worker_post_family(struct worker *w, int id)
 {
     pthread_mutex_lock(&w->mailbox_lock);
-    w->mailbox_monitor = 1;
+    w->mailbox_families |= 1u << id;
     pthread_mutex_unlock(&w->mailbox_lock);
     mailbox_ring(w);
 }
@@ -354,8 +366,9 @@ int worker_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     pthread_mutex_init(&w->clients_lock, NULL);
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->paused);
-    if (monitor_inbox_init(&w->monitor) < 0)
-        return -1;
+    for (int i = 0; i < nfamilies; i++)
+        if (families_known[i]->init(w, &w->family[i]) < 0)
+            return -1;
     w->node_opts.stats = &w->stats.nodes;
     w->loop.pauses = &w->stats.round_pauses;
     w->loop.batching = &w->stats.io_uring;

@@ -28,13 +28,27 @@
 #include "net/io.h"
 #include "proxy/client.h"
 #include "proxy/config.h"
-#include "proxy/monitor.h"
 #include "proxy/rewrite.h"
 #include "proxy/stats.h"
 
 struct proxy;
 struct config_snapshot;
 struct dedicated_pool;
+
+/*
+ * A command family's state on each worker (families.c registers it before
+ * any worker is made): made as the worker is, and told on the worker's
+ * thread when another thread posted it mail (worker_post_family).
+ */
+struct worker_family {
+    int (*init)(struct worker *w, void **state);    /* 0, or -1 out of memory */
+    void (*mail)(struct worker *w, void *state);
+};
+
+#define WORKER_FAMILIES_MAX 4
+
+/* Its id, for worker_post_family and worker_family_state; -1 when full. */
+int worker_family_register(const struct worker_family *f);
 
 struct worker {
     int id;
@@ -58,7 +72,7 @@ struct worker {
     int mailbox_kill;                   /* under mailbox_lock: clients marked kill_pending */
     struct layout_ref *mailbox_layout;  /* under mailbox_lock */
     int mailbox_layout_set;             /* under mailbox_lock: mailbox_layout is news */
-    int mailbox_monitor;                /* under mailbox_lock: lines in monitor's inbox */
+    unsigned mailbox_families;          /* under mailbox_lock: bit i, family i has mail */
     int draining;                       /* this thread's copy of the drain */
 
     struct topology *topo;
@@ -79,7 +93,7 @@ struct worker {
                                            this thread, read by any (atomic) */
 
     struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
-    struct monitor_inbox monitor;       /* MONITOR clients (monitor.h) */
+    void *family[WORKER_FAMILIES_MAX];  /* each family's state on this worker */
 
     struct request *free_requests;
     int nfree_requests;
@@ -107,8 +121,8 @@ void worker_post_drain(struct worker *w);
 void worker_post_kill(struct worker *w);
 void worker_close_killed(struct worker *w);
 
-/* From any worker: w's monitor inbox has lines (monitor.h). */
-void worker_post_monitor(struct worker *w);
+/* From any thread: family id has mail for w (its mail hook runs on w). */
+void worker_post_family(struct worker *w, int id);
 void worker_post_stop(struct worker *w);
 
 /* From the control thread: publish ref (NULL: no rewriting from now on; a
@@ -116,6 +130,12 @@ void worker_post_stop(struct worker *w);
 void worker_post_layout(struct worker *w, struct layout_ref *ref);
 
 /* The key layout requests use now, or NULL. */
+/* Family id's state on w. */
+static inline void *worker_family_state(const struct worker *w, int id)
+{
+    return w->family[id];
+}
+
 static inline const struct layout *worker_layout(const struct worker *w)
 {
     return w->layout ? w->layout->layout : NULL;
