@@ -50,10 +50,25 @@ static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 static const struct client_family *families[CLIENT_FAMILIES_MAX];
 static int nfamilies;
 
+/* The families with an intercept, apart: it is asked for every request. */
+static int (*interceptors[CLIENT_FAMILIES_MAX])(struct request *r);
+static int ninterceptors;
+
 void client_family_register(const struct client_family *f)
 {
-    if (nfamilies < CLIENT_FAMILIES_MAX)
-        families[nfamilies++] = f;
+    if (nfamilies == CLIENT_FAMILIES_MAX)
+        return;
+    families[nfamilies++] = f;
+    if (f->intercept)
+        interceptors[ninterceptors++] = f->intercept;
+}
+
+int client_intercept(struct request *r)
+{
+    for (int i = 0; i < ninterceptors; i++)
+        if (interceptors[i](r))
+            return 1;
+    return 0;
 }
 
 #define EACH_FAMILY(member, ...)                        \

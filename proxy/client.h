@@ -198,12 +198,18 @@ struct client_family {
     void (*count)(const struct client *c, struct client_counts *n);
     struct request *(*first_parked)(const struct client *c);    /* the first request
                                            that waits its turn to run, or NULL */
+    int (*intercept)(struct request *r);    /* a mode the family put the client in
+                                           (subscribed) takes r first: 1 when it
+                                           answered r, before the router plans it */
 };
 
 #define CLIENT_FAMILIES_MAX 8
 
 /* Before any worker starts. */
 void client_family_register(const struct client_family *f);
+
+/* 1 when a family's mode took r (client_family.intercept). */
+int client_intercept(struct request *r);
 
 /* What the families hold for c. */
 void client_counts(const struct client *c, struct client_counts *n);

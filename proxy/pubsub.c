@@ -1249,7 +1249,9 @@ static int allowed_in_context(const char *name)
     return 0;
 }
 
-int pubsub_intercept(struct request *r)
+/* For a subscribed client: refuse what Redis refuses in that context, and
+ * answer PING. 1 when r was handled (answered) here. */
+static int intercept(struct request *r)
 {
     /* RESP3 has no subscribed mode: pushes and replies share the connection */
     if (request_resp(r) == RESP3 || !subscribed(r->client))
@@ -1376,6 +1378,7 @@ static const struct route_entry pubsub_routes[] = {
 static const struct client_family pubsub_family = {
     .closing = client_gone,
     .count = client_count,
+    .intercept = intercept,
 };
 
 void pubsub_register(void)

@@ -37,17 +37,15 @@
 struct client;
 struct request;
 
-/* For a subscribed client: refuse what Redis refuses in that context, and
- * answer PING. 1 when r was handled (answered) here. */
-int pubsub_intercept(struct request *r);
-
 /* SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
  * SUNSUBSCRIBE, SPUBLISH and PUBSUB subcommands. */
 void pubsub_dispatch(struct request *r);
 
 /* Register the subscription commands, PUBSUB and SPUBLISH with
  * pubsub_dispatch (route.h), and the module's part in a client's life
- * (client.h: its subscriber connections close when it goes; its counts). */
+ * (client.h: its subscriber connections close when it goes; its counts; a
+ * subscribed client's commands refused or answered as Redis does in that
+ * context). */
 void pubsub_register(void);
 
 /* The client's protocol changed (HELLO): its subscriber connections are

@@ -18,7 +18,6 @@
 #include "proxy/client.h"
 #include "proxy/index.h"
 #include "proxy/proxy.h"
-#include "proxy/pubsub.h"
 #include "proxy/rewrite.h"
 #include "proxy/route.h"
 #include "proxy/scriptcmd.h"
@@ -1214,7 +1213,7 @@ void router_dispatch(struct request *r)
     const struct command *cmd = resolve_command(r);
     if (!cmd || !client_may_run(r, cmd))
         return;
-    if (c->pubsub && pubsub_intercept(r))     /* subscribed mode */
+    if (client_intercept(r))        /* a family's mode: subscribed */
         return;
     const struct route *rt = route_of(cmd);
     if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&watchers, __ATOMIC_RELAXED))
