@@ -451,28 +451,9 @@ static void merge_any_one(struct request *p, struct evbuffer *out)
         resp_add_integer(out, 0);
 }
 
-void merge_replies(struct request *p)
+/* The kinds merge.c merges itself. */
+static void merge_own(struct request *p, struct evbuffer *out)
 {
-    struct evbuffer *out = request_reply_buffer(p);
-    if (p->merge == MERGE_ANY_OK) {
-        merge_any_ok(p, out);
-        return;
-    }
-    if (p->merge == MERGE_ANY_ONE) {
-        merge_any_one(p, out);
-        return;
-    }
-    struct request *err = first_error(p);
-    if (err) {
-        add_part_error(out, err);
-        return;
-    }
-    if (family_merge[p->merge]) {
-        family_merge[p->merge](p, out);
-        if (after_merge)
-            after_merge(p, out);
-        return;
-    }
     switch (p->merge) {
     case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
     case MERGE_SCAN:   merge_scan(p, out); break;
@@ -490,6 +471,28 @@ void merge_replies(struct request *p)
         evbuffer_add_buffer(out, request_reply_buffer(p->parts[0]));
         break;
     }
+}
+
+void merge_replies(struct request *p)
+{
+    struct evbuffer *out = request_reply_buffer(p);
+    if (p->merge == MERGE_ANY_OK) {
+        merge_any_ok(p, out);
+        return;
+    }
+    if (p->merge == MERGE_ANY_ONE) {
+        merge_any_one(p, out);
+        return;
+    }
+    struct request *err = first_error(p);
+    if (err) {
+        add_part_error(out, err);
+        return;
+    }
+    if (family_merge[p->merge])
+        family_merge[p->merge](p, out);
+    else
+        merge_own(p, out);
     if (after_merge)
         after_merge(p, out);        /* key names back to legacy ones (listing.h) */
 }
