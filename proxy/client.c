@@ -57,7 +57,7 @@ static int ninterceptors;
 void client_family_register(const struct client_family *f)
 {
     if (nfamilies == CLIENT_FAMILIES_MAX)
-        return;
+        registration_full("client", CLIENT_FAMILIES_MAX);
     families[nfamilies++] = f;
     if (f->intercept)
         interceptors[ninterceptors++] = f->intercept;

@@ -219,8 +219,9 @@ static int nfamilies;
 
 void request_family_register(void (*freed)(struct request *r))
 {
-    if (nfamilies < REQUEST_FAMILIES_MAX)
-        family_freed[nfamilies++] = freed;
+    if (nfamilies == REQUEST_FAMILIES_MAX)
+        registration_full("request", REQUEST_FAMILIES_MAX);
+    family_freed[nfamilies++] = freed;
 }
 
 void request_free(struct request *r)

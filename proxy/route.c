@@ -3,6 +3,7 @@
  */
 #include "proxy/route.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,4 +86,10 @@ void route_register_blocking_read(void (*run)(struct request *r))
 const struct route *route_blocking_read(void)
 {
     return &blocking_read;
+}
+
+void registration_full(const char *table, int max)
+{
+    fprintf(stderr, "tagproxy: more than %d %s families registered\n", max, table);
+    abort();
 }

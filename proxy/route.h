@@ -111,6 +111,11 @@ void route_register(const struct route_entry *entries, int n);
 /* The route of a command or subcommand of the table. */
 const struct route *route_of(const struct command *cmd);
 
+/* One of the core's registration tables (routes aside: client, request and
+ * worker families) has no room left: a programming error, so the start
+ * stops here, before any worker runs (raise the table's _MAX). */
+void registration_full(const char *table, int max) __attribute__((noreturn));
+
 /* The route a blocking read (XREAD/XREADGROUP with BLOCK) takes instead of
  * its forwarding one: set by the family that runs blocking commands. */
 void route_register_blocking_read(void (*run)(struct request *r));

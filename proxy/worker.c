@@ -29,7 +29,7 @@ static int nfamilies;
 int worker_family_register(const struct worker_family *f)
 {
     if (nfamilies == WORKER_FAMILIES_MAX)
-        return -1;
+        registration_full("worker", WORKER_FAMILIES_MAX);
     families_known[nfamilies] = f;
     return nfamilies++;
 }

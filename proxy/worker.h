@@ -47,7 +47,7 @@ struct worker_family {
 
 #define WORKER_FAMILIES_MAX 4
 
-/* Its id, for worker_post_family and worker_family_state; -1 when full. */
+/* Its id, for worker_post_family and worker_family_state. */
 int worker_family_register(const struct worker_family *f);
 
 struct worker {
