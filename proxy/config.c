@@ -645,11 +645,11 @@ static int set_tls_auth(struct loader *l, const struct directive *d, int argc, c
 {
     (void)argc;
     if (strcasecmp(argv[0], "yes") == 0)
-        l->c.tls_auth_clients = TLS_AUTH_YES;
+        l->c.tls_auth_clients = TLS_VERIFY_REQUIRED;
     else if (strcasecmp(argv[0], "no") == 0)
-        l->c.tls_auth_clients = TLS_AUTH_NO;
+        l->c.tls_auth_clients = TLS_VERIFY_NONE;
     else if (strcasecmp(argv[0], "optional") == 0)
-        l->c.tls_auth_clients = TLS_AUTH_OPTIONAL;
+        l->c.tls_auth_clients = TLS_VERIFY_OPTIONAL;
     else {
         snprintf(l->why, sizeof l->why, "'%s' must be yes, no or optional", d->name);
         return -1;
@@ -1175,7 +1175,7 @@ void config_defaults(struct config *c)
     c->log_level = LOG_NOTICE;
     c->shutdown_timeout_ms = 5000;
     c->daemonize = 0;
-    c->tls_auth_clients = TLS_AUTH_YES;
+    c->tls_auth_clients = TLS_VERIFY_REQUIRED;
 }
 
 void config_free(struct config *c)
@@ -1291,10 +1291,10 @@ int config_validate(const struct config *c, char *err, size_t errlen)
         snprintf(err, errlen, "tls-listen needs tls-cert-file and tls-key-file");
         return -1;
     }
-    if (c->tls_listen && c->tls_auth_clients != TLS_AUTH_NO && !c->tls_ca_cert_file) {
+    if (c->tls_listen && c->tls_auth_clients != TLS_VERIFY_NONE && !c->tls_ca_cert_file) {
         snprintf(err, errlen, "tls-auth-clients %s needs tls-ca-cert-file (the CA that signs "
                  "client certificates); or set tls-auth-clients no",
-                 c->tls_auth_clients == TLS_AUTH_YES ? "yes" : "optional");
+                 c->tls_auth_clients == TLS_VERIFY_REQUIRED ? "yes" : "optional");
         return -1;
     }
     if (!c->cluster_tls_cert_file != !c->cluster_tls_key_file) {

@@ -50,10 +50,9 @@
 #include <stddef.h>
 
 #include "base/log.h"
+#include "net/tls.h"
 
 struct layout;
-
-enum tls_auth { TLS_AUTH_NO = 0, TLS_AUTH_YES, TLS_AUTH_OPTIONAL };
 
 /* One `layout-rules FILE [PREFIX ...]` line. */
 struct config_layout_rules {
@@ -101,7 +100,7 @@ struct config {
     int    unixsocketperm;              /* its mode bits, 0: as the umask leaves them */
     char  *tls_listen;                  /* host:port for TLS clients, NULL: none */
     char  *tls_cert_file, *tls_key_file, *tls_ca_cert_file;
-    enum tls_auth tls_auth_clients;     /* default yes, as Redis */
+    enum tls_verify tls_auth_clients;   /* default yes (required), as Redis */
     int    cluster_tls;                 /* default no */
     char  *cluster_tls_ca_cert_file;    /* NULL: the system's CAs */
     char  *cluster_tls_cert_file, *cluster_tls_key_file;  /* client certificate */

@@ -165,10 +165,7 @@ static int proxy_tls_setup(struct proxy *p, char *err, size_t errlen)
 {
     const struct config *c = &p->cfg;
     const struct tls_server_opts server = {
-        c->tls_cert_file, c->tls_key_file, c->tls_ca_cert_file,
-        c->tls_auth_clients == TLS_AUTH_YES        ? TLS_VERIFY_REQUIRED
-        : c->tls_auth_clients == TLS_AUTH_OPTIONAL ? TLS_VERIFY_OPTIONAL
-                                                   : TLS_VERIFY_NONE,
+        c->tls_cert_file, c->tls_key_file, c->tls_ca_cert_file, c->tls_auth_clients,
     };
     const struct tls_cluster_opts cluster = {
         c->cluster_tls_cert_file, c->cluster_tls_key_file, c->cluster_tls_ca_cert_file,

@@ -251,7 +251,7 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.tls_cert_file, "/c.crt");
     ck_assert_str_eq(c.tls_key_file, "/c.key");
     ck_assert_str_eq(c.tls_ca_cert_file, "/ca.crt");
-    ck_assert_int_eq(c.tls_auth_clients, TLS_AUTH_OPTIONAL);
+    ck_assert_int_eq(c.tls_auth_clients, TLS_VERIFY_OPTIONAL);
     ck_assert_int_eq(c.cluster_tls, 1);
     ck_assert_str_eq(c.cluster_tls_ca_cert_file, "/cca.crt");
     ck_assert_str_eq(c.cluster_tls_cert_file, "/cc.crt");
