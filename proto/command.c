@@ -522,3 +522,21 @@ int command_keys(const struct command *cmd, const char *base,
 {
     return command_keys_ex(cmd, base, args, argc, keys, max, 0);
 }
+
+int command_script_may_write(const struct command *cmd)
+{
+    const char *name = cmd->name;
+    if (name[0] != 'e' && name[0] != 'f')
+        return 0;           /* (the first letter first: asked for many replies) */
+    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 ||
+           strcmp(name, "fcall") == 0;
+}
+
+int command_runs_script(const struct command *cmd)
+{
+    const char *name = cmd->name;
+    if (name[0] != 'e' && name[0] != 'f')
+        return 0;
+    return command_script_may_write(cmd) || strcmp(name, "eval_ro") == 0 ||
+           strcmp(name, "evalsha_ro") == 0 || strcmp(name, "fcall_ro") == 0;
+}

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proto/resp.h"
 
@@ -162,6 +163,27 @@ const struct command *command_lookup_sub(const struct command *parent,
 /* Does argc satisfy the command's arity? (argc counts the command name,
  * and for a subcommand the container name too, as Redis does.) */
 int command_arity_ok(const struct command *cmd, int argc);
+
+/* EVAL, EVALSHA, FCALL or a _RO form: code that runs on the node, whose
+ * replies (errors included) are the script's to choose. */
+int command_runs_script(const struct command *cmd);
+
+/* The same, not a _RO form: a script that may write keys the proxy does not
+ * see (a script declares no write flag). */
+int command_script_may_write(const struct command *cmd);
+
+/* Whether cmd may write (what WAIT waits for): a write command, one that
+ * may replicate, or EVAL/EVALSHA/FCALL (not their _RO forms: the table
+ * gives scripts no write flag, what they do is only known when they run).
+ * Inline: asked at every send; a read stops at the first test. */
+static inline int command_may_write(const struct command *cmd)
+{
+    if (cmd->flags & (CMD_WRITE | CMD_MAY_REPLICATE))
+        return 1;
+    if ((cmd->flags & (CMD_NOSCRIPT | CMD_READONLY)) != CMD_NOSCRIPT)
+        return 0;
+    return strncmp(cmd->name, "eval", 4) == 0 || strncmp(cmd->name, "fcall", 5) == 0;
+}
 
 /* Can the command have keys at all (a key spec not marked NOT_KEY)? Redis's
  * COMMAND GETKEYS answers "The command has no key arguments" when not, before

@@ -50,23 +50,46 @@ static void sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 static const struct client_family *families[CLIENT_FAMILIES_MAX];
 static int nfamilies;
 
-/* The families with an intercept, apart: it is asked for every request. */
+/* The families with each hook the router calls for every request, apart,
+ * so that a request asks only those that have it. */
+static int (*holders[CLIENT_FAMILIES_MAX])(struct request *r);
 static int (*interceptors[CLIENT_FAMILIES_MAX])(struct request *r);
-static int ninterceptors;
+static int (*takers[CLIENT_FAMILIES_MAX])(struct request *r, const struct route *rt);
+static int nholders, ninterceptors, ntakers;
 
 void client_family_register(const struct client_family *f)
 {
     if (nfamilies == CLIENT_FAMILIES_MAX)
         registration_full("client", CLIENT_FAMILIES_MAX);
     families[nfamilies++] = f;
+    if (f->hold)
+        holders[nholders++] = f->hold;
     if (f->intercept)
         interceptors[ninterceptors++] = f->intercept;
+    if (f->take)
+        takers[ntakers++] = f->take;
+}
+
+int client_hold(struct request *r)
+{
+    for (int i = 0; i < nholders; i++)
+        if (holders[i](r))
+            return 1;
+    return 0;
 }
 
 int client_intercept(struct request *r)
 {
     for (int i = 0; i < ninterceptors; i++)
         if (interceptors[i](r))
+            return 1;
+    return 0;
+}
+
+int client_take(struct request *r, const struct route *rt)
+{
+    for (int i = 0; i < ntakers; i++)
+        if (takers[i](r, rt))
             return 1;
     return 0;
 }
@@ -82,6 +105,11 @@ void client_counts(const struct client *c, struct client_counts *n)
 {
     *n = (struct client_counts){ .multi = -1 };
     EACH_FAMILY(count, c, n);
+}
+
+void client_refused(struct client *c)
+{
+    EACH_FAMILY(refused, c);
 }
 
 size_t client_family_bytes(const struct client *c)

@@ -27,6 +27,7 @@ struct dedicated;
 struct config_snapshot;
 struct event;
 struct tx_state;
+struct route;
 
 /* Why another thread marked a client for closing (kill_pending). */
 enum client_kill {
@@ -86,13 +87,21 @@ struct client {
     struct pubsub *pubsub;          /* subscriptions (pubsub.h), NULL until one */
     struct tx_state *tx;            /* MULTI, WATCH, blocking (tx.h); NULL until used */
     uint64_t written_masters;       /* masters it may have written to since its last
-                                     * WAIT (wait.h: wait_node_bit) */
+                                     * WAIT (wait.h): client_master_bit's */
     struct wait_op *wait;           /* its WAIT under way, or NULL */
     TAILQ_ENTRY(client) monitor_link;   /* in its worker's monitors, while monitoring */
     unsigned char monitoring;       /* MONITOR (monitor.h) */
     TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
                                      * (dedicated.h; under its worker's clients_lock) */
 };
+
+/* Bit of master `node` in client->written_masters; the last bit stands for
+ * every master from its index on (the set stays one word). */
+#define CLIENT_MASTER_BITS 64
+static inline uint64_t client_master_bit(int node)
+{
+    return (uint64_t)1 << (node < CLIENT_MASTER_BITS - 1 ? node : CLIENT_MASTER_BITS - 1);
+}
 
 /* Take over an accepted socket: the new client, or NULL when it was refused
  * (max-clients) or could not be set up (the socket is closed then). */
@@ -187,6 +196,18 @@ struct client_counts {
  * a client does not hold returns at once. Any member may be NULL.
  */
 struct client_family {
+    int (*hold)(struct request *r);     /* r must wait for the client's earlier
+                                           requests (a transaction's parked ones):
+                                           1 when the family took it, before anything
+                                           else looks at it */
+    int (*intercept)(struct request *r);    /* a mode the family put the client in
+                                           (subscribed) takes r first: 1 when it
+                                           answered r, before the router plans it */
+    int (*take)(struct request *r, const struct route *rt);    /* r, with its keys
+                                           rewritten and rt its route, is the family's
+                                           in the client's present state (queued in
+                                           MULTI, pinned by WATCH): 1 when it took r */
+    void (*refused)(struct client *c);  /* the router refused a command of c's */
     void (*closing)(struct client *c);  /* client_close: its socket is closed, its
                                            owed replies not yet flushed */
     void (*closed)(struct client *c);   /* client_close, after that flush */
@@ -198,9 +219,6 @@ struct client_family {
     void (*count)(const struct client *c, struct client_counts *n);
     struct request *(*first_parked)(const struct client *c);    /* the first request
                                            that waits its turn to run, or NULL */
-    int (*intercept)(struct request *r);    /* a mode the family put the client in
-                                           (subscribed) takes r first: 1 when it
-                                           answered r, before the router plans it */
 };
 
 #define CLIENT_FAMILIES_MAX 8
@@ -208,8 +226,14 @@ struct client_family {
 /* Before any worker starts. */
 void client_family_register(const struct client_family *f);
 
-/* 1 when a family's mode took r (client_family.intercept). */
+/* 1 when a family took r (client_family.hold, .intercept, .take); the
+ * router asks at each of those points of its plan. */
+int client_hold(struct request *r);
 int client_intercept(struct request *r);
+int client_take(struct request *r, const struct route *rt);
+
+/* The router refused a command of c's (client_family.refused). */
+void client_refused(struct client *c);
 
 /* What the families hold for c. */
 void client_counts(const struct client *c, struct client_counts *n);

@@ -24,6 +24,9 @@
 
 /* ---- the scripts ---- */
 
+static const struct request_hooks write_hooks;
+static const char *wrap_routed_write(struct request *r, const struct command *cmd);
+
 struct script {
     const char *body;
     const size_t *len;
@@ -64,6 +67,7 @@ void index_init(void)
     script_hash(&script_write3);
     request_family_register(index_listing_free);
     merge_register(MERGE_INDEX, index_merge);
+    router_register_write_wrap(wrap_routed_write);
 }
 
 /* ---- writes ---- */
@@ -239,8 +243,10 @@ int index_wrap_write(struct request *r, const struct command *cmd, const struct 
         rc = INDEX_TOO_LONG;
     else
         rc = p.nrec == 0 ? 0 : write_wrap(r, &p) < 0 ? -1 : 1;
-    if (rc == 1)
+    if (rc == 1) {
         stat_inc(&r->worker->stats.index_syncs);
+        r->hooks = &write_hooks;
+    }
 out:
     write_plan_release(&p);
     return rc;
@@ -290,7 +296,11 @@ static long arg_count(const struct request *r, int i)
     return v;
 }
 
-int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len)
+/* Whether reply[0..5) (at the front of in, or at bytes) is a "$-1" of a
+ * wrapped command whose own answer is a null array: Lua turns a null array
+ * into false, which the script returns as a null bulk. */
+static int null_array_lost(const struct request *r, struct evbuffer *in, const char *bytes,
+                           size_t len)
 {
     char head[5];
     if (len != 5)
@@ -315,6 +325,97 @@ int index_answers_null_array(const char *name, size_t len, int argc)
     if (len == 4 && (strncasecmp(name, "lpop", 4) == 0 || strncasecmp(name, "rpop", 4) == 0))
         return argc == 3;
     return len == 5 && (strncasecmp(name, "lmpop", 5) == 0 || strncasecmp(name, "zmpop", 5) == 0);
+}
+
+/* The reply of a write sent as the index script: its null array back. */
+static int write_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
+                       const char *bytes, size_t len, const struct reply_scanner *s)
+{
+    (void)from, (void)s;
+    if (!null_array_lost(r, in, bytes, len))
+        return 0;
+    if (in)
+        evbuffer_drain(in, len);
+    request_deliver(r, NULL, "*-1\r\n", 5);
+    return 1;
+}
+
+static const struct request_hooks write_hooks = { .reply = write_reply };
+
+/* The router's write wrapper (router.h). */
+static const char *wrap_routed_write(struct request *r, const struct command *cmd)
+{
+    int rc = index_wrap_write(r, cmd, worker_layout(r->worker));
+    return rc < 0 ? index_wrap_error(rc) : NULL;
+}
+
+/* ---- upkeep after writes outside the index script ---- */
+
+static void quiet_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
+                        size_t len, const struct reply_scanner *s)
+{
+    (void)bytes;
+    (void)s;
+    if (in)
+        evbuffer_drain(in, len);
+    free(nr);
+}
+
+static void quiet_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    (void)may_have_run;
+    (void)why;
+    free(nr);
+}
+
+void index_upkeep_key(struct worker *w, const struct layout *l, const struct command *rename,
+                      const char *key, size_t len)
+{
+    const char *argv[3] = { "RENAME", key, key };
+    const size_t lens[3] = { 6, len, len };
+    struct request *u = request_new(w);
+    if (!u)
+        return;
+    if (request_build(u, 3, argv, lens) == 0 && index_wrap_write(u, rename, l) == 1 &&
+        u->argc >= 2) {
+        const char **uargv = malloc(sizeof *uargv * (size_t)u->argc);
+        size_t *ulens = malloc(sizeof *ulens * (size_t)u->argc);
+        struct node_conn *conn = worker_conn(w, worker_node_for_slot(w, slot_of(key, len)), RESP2);
+        struct node_req *q = calloc(1, sizeof *q);
+        if (uargv && ulens && conn && q) {
+            for (int i = 0; i < u->argc; i++)
+                uargv[i] = request_arg(u, i, &ulens[i]);
+            uargv[0] = "EVAL", ulens[0] = 4;
+            uargv[1] = embed_index_write, ulens[1] = embed_index_write_len;
+            if (request_rebuild(u, u->argc, uargv, ulens) == 0) {
+                q->on_reply = quiet_reply;
+                q->on_fail = quiet_fail;
+                node_send(conn, q, u->data, u->len);
+                q = NULL;
+            }
+        }
+        free(q);
+        free(uargv);
+        free(ulens);
+    }
+    request_free(u);
+}
+
+void index_upkeep(struct request *r)
+{
+    const struct layout *l = worker_layout(r->worker);
+    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
+    if (!rename)
+        return;
+    int some[16], *keys;
+    int n = request_keys_all(r, some, &keys);
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const char *key = request_arg(r, keys[i], &len);
+        index_upkeep_key(r->worker, l, rename, key, len);
+    }
+    if (keys != some)
+        free(keys);
 }
 
 /* ---- listings ---- */

@@ -46,10 +46,11 @@
 struct command;
 struct layout;
 struct request;
+struct worker;
 
 /* Register the embedded scripts (scripts.h), index_listing_free for the
- * requests that hold a listing (request.h) and index_merge (merge.h). Once,
- * before the workers start. */
+ * requests that hold a listing (request.h), index_merge (merge.h) and the
+ * router's write wrapper (router.h). Once, before the workers start. */
 void index_init(void);
 
 /*
@@ -57,7 +58,8 @@ void index_init(void);
  * rebuild r as the index_write EVALSHA. cmd is r's command (a split part
  * has the parent's). Returns 0 when r is left as it is (no layout, not a
  * write, no indexed key, a blocking or no-script command: Lua cannot run
- * it), 1 when rebuilt; below 0 r is unchanged and must be answered
+ * it), 1 when rebuilt (with r->hooks that give its reply back as the
+ * command's own); below 0 r is unchanged and must be answered
  * index_wrap_error(rc): -1 out of memory, INDEX_TOO_LONG more arguments
  * than the script can take.
  */
@@ -73,13 +75,15 @@ int index_keys(struct request *r, const struct layout *l);
  * untouched (0), for the every-master path to answer as the node does. */
 int index_scan(struct request *r, const struct layout *l);
 
-/*
- * Lua turns a null array reply into false, which comes back as a null bulk:
- * whether reply[0..5) (at the front of in, or at bytes) is such a "$-1" of
- * a wrapped command whose own answer is a null array (LPOP/RPOP with a
- * count, LMPOP, ZMPOP on a missing key); the caller then answers "*-1".
- */
-int index_null_array(const struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+/* A command that wrote outside the index script (a blocking write, a
+ * script) answered: the indexes of those of its keys that are indexed
+ * records are brought up to date now (the index script around a write that
+ * changes nothing, on the shared connection; its reply dropped). */
+void index_upkeep(struct request *r);
+
+/* The same for one key (cluster name), with rename, RENAME's table entry. */
+void index_upkeep_key(struct worker *w, const struct layout *l, const struct command *rename,
+                      const char *key, size_t len);
 
 /* Whether the command name[0..len) with argc arguments (its name counted)
  * answers a null array for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP),

@@ -235,13 +235,7 @@ void request_free(struct request *r)
     if (r->family_state)
         for (int i = 0; i < nfamilies; i++)
             family_freed[i](r);
-    free(r->block_redirect);
     free(r->script_redirect);
-    free(r->exec_fix);
-    if (r->exec_upkeep)
-        evbuffer_free(r->exec_upkeep);
-    if (r->exec_held)
-        evbuffer_free(r->exec_held);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

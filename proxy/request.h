@@ -31,20 +31,28 @@
 
 struct client;
 struct command;
-struct tx_local;
+struct tx_exec;
 struct worker;
 struct evbuffer;
+struct reply_scanner;
 
 #define REQUEST_INLINE_BYTES 224
 #define REQUEST_INLINE_ARGS  8
 #define REQUEST_CACHED_KEYS  8
 
-/* Which node connection a request goes on (tx.h). */
-enum request_conn {
-    REQ_CONN_SHARED = 0,        /* the worker's multiplexed connection */
-    REQ_CONN_PREFER_PINNED,     /* the client's WATCH connection if it serves the slot */
-    REQ_CONN_DEDICATED,         /* a dedicated one (WATCH, blocking commands) */
-    REQ_CONN_PINNED_EXEC        /* a transaction after WATCH: that connection only */
+/*
+ * How a command family handles the node's answers to a request it planned
+ * (r->hooks; NULL: the router's handling alone). Any member may be NULL.
+ */
+struct request_hooks {
+    /* r's reply, before the router's handling (redirects, NOSCRIPT, key
+     * names): 1 when the family took it (and drained its len bytes from in). */
+    int (*reply)(struct request *r, struct node_conn *from, struct evbuffer *in,
+                 const char *bytes, size_t len, const struct reply_scanner *s);
+    /* a reply the node sends ahead of r's own (r->block_parts of them) */
+    void (*extra)(struct request *r, const struct reply_scanner *s);
+    /* r's connection failed: 1 when the family answered r */
+    int (*fail)(struct request *r, int may_have_run);
 };
 
 struct request {
@@ -68,7 +76,10 @@ struct request {
     unsigned releasing : 1;         /* being sent from its client's held list */
     unsigned evalsha : 1;           /* EVALSHA/EVALSHA_RO sha ...: its body is loaded
                                        first on a connection that has not seen it */
-    unsigned conn_kind : 2;         /* enum request_conn */
+    unsigned conn_kind : 2;         /* 0: the worker's shared connection to the
+                                       node; else the connection family registered
+                                       with the router (router.h) chooses it, as
+                                       this value says (tx.h) */
     unsigned rewritten : 1;         /* its keys have their cluster names */
     unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
@@ -88,24 +99,17 @@ struct request {
     int redirects;
     int retries;
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
-    int block_parts;                /* MULTI..EXEC block: replies before EXEC's */
-    char *block_redirect;           /* the first redirect error among them */
+    int block_parts;                /* replies the node sends before its own
+                                       (a MULTI block's, before EXEC's) */
     char *script_redirect;          /* a script's redirect-like error while the
-                                       cluster's state is read to confirm it */
-    unsigned char *exec_fix;        /* EXEC with a layout: per queued command, what
-                                       its element of EXEC's array needs (tx.h) */
-    int nexec_fix;                  /* EXEC: the commands its block holds (its array's
-                                       elements from the node) */
-    struct evbuffer *exec_upkeep;   /* EXEC: keys of its scripts that may write (tx.c) */
-    struct tx_local *exec_locals;   /* EXEC: the commands the proxy answers (tx.h) */
-    int nexec_locals;
-    struct evbuffer *exec_held;     /* EXEC: the node's array, while exec_locals that
-                                       ask the masters run (tx_start_asking_locals) */
-    int exec_waiting;               /* EXEC: how many of those have not answered */
-    struct request *exec_waiter;    /* such an exec_locals copy: its EXEC */
+                                       cluster's state is read to confirm it
+                                       (scriptreply.h) */
+    const struct request_hooks *hooks;  /* its family's reply handling, or NULL */
+    struct tx_exec *exec;           /* EXEC: its transaction's state (txexec.h) */
     void (*on_done)(struct request *r); /* set: another request waits for r, and
                                        this is called as r is done, instead of
                                        its reply going to its client */
+    struct request *waiter;         /* that request (on_done's) */
 
     /* split and fan-out */
     struct request *parent;
@@ -174,6 +178,12 @@ void request_family_register(void (*freed)(struct request *r));
 
 /* Back to the free list (parts and timers included). */
 void request_free(struct request *r);
+
+/* The request whose node_req nr is. */
+static inline struct request *request_of(struct node_req *nr)
+{
+    return (struct request *)((char *)nr - offsetof(struct request, nreq));
+}
 
 /* Argument i as pointer/length. */
 static inline const char *request_arg(const struct request *r, int i, size_t *len)

@@ -71,6 +71,8 @@ enum tx_class {
 struct route {
     enum route_plan plan;
     void (*run)(struct request *r);     /* ROUTE_FAMILY */
+    void (*refuse)(struct request *r, const char *why);    /* NULL, or how the family
+                                           answers when the router refuses r (EXEC) */
     enum tx_class in_multi;
     enum merge_kind merge;              /* ROUTE_SPLIT: how the parts' replies combine */
     int step;                           /* ROUTE_SPLIT: arguments per key (MSET: 2) */

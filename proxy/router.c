@@ -16,14 +16,11 @@
 #include "proto/reply.h"
 #include "proxy/acl.h"
 #include "proxy/client.h"
-#include "proxy/index.h"
 #include "proxy/proxy.h"
 #include "proxy/rewrite.h"
 #include "proxy/route.h"
-#include "proxy/scriptcmd.h"
+#include "proxy/scriptload.h"
 #include "proxy/scripts.h"
-#include "proxy/tx.h"
-#include "proxy/wait.h"
 #include "proxy/worker.h"
 
 static const char not_proxy[] = "cannot mean the same thing through a cluster proxy";
@@ -74,6 +71,26 @@ void router_watching(int delta)
     __atomic_add_fetch(&watchers, delta, __ATOMIC_RELAXED);
 }
 
+/* The family that provides connections other than the shared ones. */
+static struct node_conn *(*family_conn)(struct request *r, int node, const char **why);
+static uint64_t (*family_wait_ms)(const struct request *r);
+
+void router_register_conns(struct node_conn *(*conn)(struct request *r, int node,
+                                                     const char **why),
+                           uint64_t (*wait_ms)(const struct request *r))
+{
+    family_conn = conn;
+    family_wait_ms = wait_ms;
+}
+
+/* The family that wraps writes (the index script). */
+static const char *(*write_wrap)(struct request *r, const struct command *cmd);
+
+void router_register_write_wrap(const char *(*wrap)(struct request *r, const struct command *cmd))
+{
+    write_wrap = wrap;
+}
+
 void router_init(void)
 {
     route_register(router_routes, (int)(sizeof router_routes / sizeof router_routes[0]));
@@ -122,11 +139,6 @@ static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why);
 static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
                            size_t len, const struct reply_scanner *s);
-
-static struct request *request_of(struct node_req *nr)
-{
-    return (struct request *)((char *)nr - offsetof(struct request, nreq));
-}
 
 /*
  * Order of execution. A command waiting out a backoff has not run, and a
@@ -216,7 +228,7 @@ void router_send(struct request *r)
              : worker_node_for_slot(w, r->slot);
     const char *why = NULL;
     struct node_conn *conn = node < 0 ? NULL
-                           : r->conn_kind ? tx_dedicated_conn(r, node, &why)
+                           : r->conn_kind ? family_conn(r, node, &why)
                            : worker_conn(w, node, request_resp(r));
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
@@ -232,8 +244,8 @@ void router_send(struct request *r)
     }
     /* what WAIT will have to wait for (wait.h); parts have their parent's command */
     struct request *top = r->parent ? r->parent : r;
-    if (owner && top->cmd && (r->block_parts || wait_may_write(top->cmd)))
-        owner->written_masters |= wait_node_bit(node);
+    if (owner && top->cmd && (r->block_parts || command_may_write(top->cmd)))
+        owner->written_masters |= client_master_bit(node);
     router_send_on(r, conn);
     /* a node that does not keep up stops the clients that feed it */
     if (top->client && node_conn_usable(conn) && node_conn_congested(conn))
@@ -242,8 +254,11 @@ void router_send(struct request *r)
 
 void router_send_on(struct request *r, struct node_conn *conn)
 {
-    if (r->evalsha)
-        scriptcmd_before_send(r, conn);     /* before ASKING: it must precede the command */
+    if (r->evalsha && r->argc >= 2) {   /* before ASKING: it must precede the command */
+        size_t len;
+        const char *sha = request_arg(r, 1, &len);
+        scriptload_unseen(conn, sha, len);
+    }
     if (r->asking) {        /* before a MULTI block too: it holds until EXEC */
         node_send_asking(conn);
         r->asking = 0;
@@ -252,7 +267,7 @@ void router_send_on(struct request *r, struct node_conn *conn)
     r->nreq.on_fail = router_on_fail;
     r->nreq.on_part = router_on_part;
     r->nreq.extra_replies = r->block_parts;
-    r->nreq.wait_ms = r->conn_kind == REQ_CONN_DEDICATED ? tx_wait_ms(r) : 0;
+    r->nreq.wait_ms = r->conn_kind ? family_wait_ms(r) : 0;
     struct request *top = r->parent ? r->parent : r;
     r->nreq.reply_max = top->client ? client_output_hard_limit(top->client)
                                     : (size_t)r->worker->cfg->client_output_hard_limit;
@@ -276,7 +291,7 @@ static struct node_conn *router_next_conn(struct request *r)
  * and the load is ahead of the resend on the connection. Twice at most per
  * command. 0: the client gets the NOSCRIPT.
  */
-static int router_noscript(struct request *r, struct node_conn *answered)
+int router_noscript(struct request *r, struct node_conn *answered)
 {
     char sha[SCRIPTS_SHA_HEX];
     size_t len, body_len;
@@ -292,10 +307,10 @@ static int router_noscript(struct request *r, struct node_conn *answered)
         return 0;
     r->noscript_retries++;
     if (answered && node_conn_usable(answered))
-        scriptcmd_load_on(answered, body, body_len);
+        scriptload_on(answered, body, body_len);
     struct node_conn *next = router_next_conn(r);
     if (next && next != answered && node_conn_usable(next))
-        scriptcmd_load_on(next, body, body_len);
+        scriptload_on(next, body, body_len);
     free(body);
     log_verbose("scripts", "NOSCRIPT for %s from %s: body loaded, EVALSHA resent", sha,
                 answered ? answered->addr : "?");
@@ -304,8 +319,7 @@ static int router_noscript(struct request *r, struct node_conn *answered)
 }
 
 /* Follow a redirect or schedule a retry. 0: give the error to the client. */
-static int router_redirect(struct request *r, enum reply_redirect kind, int slot,
-                           const char *addr)
+int router_redirect(struct request *r, enum reply_redirect kind, int slot, const char *addr)
 {
     struct worker *w = r->worker;
     char full[160];
@@ -349,229 +363,16 @@ static int router_redirect(struct request *r, enum reply_redirect kind, int slot
     }
 }
 
-/*
- * A script can answer "MOVED 1 host:port" (or ASK, TRYAGAIN, CLUSTERDOWN)
- * after it wrote, so such a reply to a script proves nothing by itself. The
- * cluster redirects a script only about its keys' slot (it checks them
- * before the script runs), so a keyless script or another slot is the
- * script's own error. Otherwise the answering node's CLUSTER NODES (CLUSTER
- * INFO for CLUSTERDOWN) is read on the same connection, with the request's
- * own node_req, so the request stays in flight (and in its client's order)
- * until the node's state says whether the cluster sent the reply.
- */
-static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
-                                    const char *bytes, size_t len,
-                                    const struct reply_scanner *s);
-static void script_confirm_on_fail(struct node_req *nr, int may_have_run, const char *why);
-
-static void script_redirect_deliver(struct request *r, const char *line)
-{
-    stat_inc(&r->worker->stats.script_redirects_unconfirmed);
-    size_t n = strlen(line);
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        request_fail(r, line);
-        return;
-    }
-    evbuffer_add(b, "-", 1);
-    evbuffer_add(b, line, n);
-    evbuffer_add(b, "\r\n", 2);
-    size_t len = evbuffer_get_length(b);
-    const char *bytes = (const char *)evbuffer_pullup(b, -1);
-    request_deliver(r, NULL, bytes, len);
-    evbuffer_free(b);
-}
-
-/* 1: the confirmation is under way (the reply was taken); 0: give it as it is. */
-static int script_confirm_start(struct request *r, struct node_conn *conn,
-                                enum reply_redirect kind, int slot, const char *line)
-{
-    static const char nodes[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n";
-    static const char info[] = "*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n";
-    if (r->parent || r->block_parts || r->slot < 0 || ((kind == REPLY_MOVED || kind == REPLY_ASK) && slot != r->slot) ||
-        !conn || !node_conn_usable(conn) || !(r->script_redirect = strdup(line))) {
-        stat_inc(&r->worker->stats.script_redirects_unconfirmed);
-        return 0;
-    }
-    r->nreq.on_reply = script_confirm_on_reply;
-    r->nreq.on_fail = script_confirm_on_fail;
-    r->nreq.on_part = NULL;
-    r->nreq.extra_replies = 0;
-    r->nreq.wait_ms = 0;
-    if (kind == REPLY_CLUSTERDOWN)
-        node_send(conn, &r->nreq, info, sizeof info - 1);
-    else
-        node_send(conn, &r->nreq, nodes, sizeof nodes - 1);
-    return 1;
-}
-
-/* Whether the slot list of one CLUSTER NODES line (from its 9th field on)
- * has slot in a range; *moving: it has "[slot->-" or "[slot-<-". */
-static int nodes_line_slot(const char *line, const char *end, int slot, int *moving)
-{
-    int field = 0, owns = 0;
-    const char *p = line;
-    *moving = 0;
-    while (p < end) {
-        while (p < end && *p == ' ')
-            p++;
-        const char *tok = p;
-        while (p < end && *p != ' ')
-            p++;
-        if (p == tok)
-            break;
-        if (++field < 9)
-            continue;
-        if (*tok == '[') {
-            char *q;
-            long a = strtol(tok + 1, &q, 10);
-            if (a == slot && q < p && *q == '-')
-                *moving = 1;
-            continue;
-        }
-        char *q;
-        long a = strtol(tok, &q, 10), b = a;
-        if (q < p && *q == '-')
-            b = strtol(q + 1, NULL, 10);
-        if (slot >= a && slot <= b)
-            owns = 1;
-    }
-    return owns;
-}
-
-/* Whether a node's CLUSTER NODES (text of n bytes) confirms the reply. */
-static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, int slot,
-                         const char *addr)
-{
-    const char *end = text + n, *line = text;
-    int self_owns = 0, self_moving = 0, target_owns = 0;
-    size_t alen = strlen(addr);
-    while (line < end) {
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        if (!eol)
-            eol = end;
-        const char *sp = memchr(line, ' ', (size_t)(eol - line));
-        int moving, owns = nodes_line_slot(line, eol, slot, &moving);
-        const char *flags = sp ? memchr(sp + 1, ' ', (size_t)(eol - sp - 1)) : NULL;
-        const char *fend = flags ? memchr(flags + 1, ' ', (size_t)(eol - flags - 1)) : NULL;
-        int self = fend && memmem(flags, (size_t)(fend - flags), "myself", 6) != NULL;
-        if (self) {
-            self_owns = owns;
-            self_moving = moving;
-        }
-        /* "ip:port@cport": the address the redirect names */
-        if (sp && (size_t)(eol - sp) > alen + 1 && memcmp(sp + 1, addr, alen) == 0 &&
-            (sp[1 + alen] == '@' || sp[1 + alen] == ' ' || sp[1 + alen] == ','))
-            target_owns = owns;
-        line = eol + 1;
-    }
-    if (kind == REPLY_MOVED)
-        return !self_owns && target_owns;
-    return self_moving;
-}
-
-static void script_confirm_decide(struct request *r, const char *text, size_t n)
-{
-    char *line = r->script_redirect, addr[128];
-    int slot, ok = 0;
-    r->script_redirect = NULL;
-    enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
-    if (text && kind == REPLY_CLUSTERDOWN)
-        ok = memmem(text, n, "cluster_state:fail", 18) != NULL;
-    else if (text && addr[0] != ':')
-        ok = nodes_confirm(text, n, kind, slot, addr);
-    else if (text)
-        ok = nodes_confirm(text, n, kind, slot, "") && kind != REPLY_MOVED;
-    if (!(ok && router_redirect(r, kind, slot, addr)))
-        script_redirect_deliver(r, line);
-    free(line);
-}
-
-static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
-                                    const char *bytes, size_t len,
-                                    const struct reply_scanner *s)
-{
-    struct request *r = request_of(nr);
-    if (in)
-        bytes = (const char *)evbuffer_pullup(in, (ssize_t)len);
-    const char *text = NULL;
-    size_t n = 0;
-    if (s->type == '$' || s->type == '=' || s->type == '+') {
-        const char *crlf = bytes ? memchr(bytes, '\n', len) : NULL;
-        if (crlf && s->type != '+') {
-            text = crlf + 1;
-            n = len - (size_t)(text - bytes);
-            if (s->type == '=' && n >= 4) {     /* RESP3's verbatim: past "txt:" */
-                text += 4;
-                n -= 4;
-            }
-        } else if (bytes) {
-            text = bytes;
-            n = len;
-        }
-    }
-    script_confirm_decide(r, text, n);
-    if (in)
-        evbuffer_drain(in, len);
-}
-
-static void script_confirm_on_fail(struct node_req *nr, int may_have_run, const char *why)
-{
-    (void)may_have_run;
-    (void)why;
-    script_confirm_decide(request_of(nr), NULL, 0);
-}
-
-/* A reply inside a MULTI..EXEC block (+OK, +QUEUED, or an error that makes
- * EXEC abort): the client sees only EXEC's; the first redirect is kept. */
+/* A reply the node sends before r's own (a MULTI block's): its family's. */
 static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
                            size_t len, const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    int slot;
-    char addr[128];
     (void)bytes;
-    if (s->type == '-' && !r->block_redirect &&
-        reply_classify(s->errline, strlen(s->errline), &slot, addr, sizeof addr) != REPLY_PLAIN)
-        r->block_redirect = strdup(s->errline);
+    if (r->hooks && r->hooks->extra)
+        r->hooks->extra(r, s);
     if (in)
         evbuffer_drain(in, len);
-}
-
-/* EXEC's reply to a block. An error to EXEC means nothing ran: after a
- * redirect the whole block goes to the right node; after WATCH it cannot
- * (the watch lives on this connection), so EXEC answers null, as when a
- * watched key changed, and the client retries. 1: handled here. */
-static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
-                            const struct reply_scanner *s)
-{
-    char *line = r->block_redirect;
-    int slot, handled = 0;
-    char addr[128];
-    r->block_redirect = NULL;
-    if (s->type != '-') {
-        free(line);
-        return 0;
-    }
-    const char *err = line ? line : s->errline;
-    enum reply_redirect kind = reply_classify(err, strlen(err), &slot, addr, sizeof addr);
-    if (kind != REPLY_PLAIN) {
-        if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
-            resp_add_null_array(request_reply_buffer(r), request_resp(r));
-            handled = 1;
-        } else if (router_redirect(r, kind, slot, addr)) {
-            handled = 2;
-        } else {
-            resp_add_error(request_reply_buffer(r), err);
-            handled = 1;
-        }
-        if (in)
-            evbuffer_drain(in, len);
-        if (handled == 1)
-            request_finish(r);
-    }
-    free(line);
-    return handled;
 }
 
 /* Which replies carry key names the layout maps back (rewrite.h): a pop's
@@ -614,134 +415,32 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
     return 1;
 }
 
-/* EXEC's array as the client queued it, from reply, the node's array (len
- * bytes): each element from the node as tx.h's exec_fix says (key names
- * mapped back to legacy names, a null array restored), and the replies of
- * the commands the proxy answers (exec_locals) put in their places. */
-static void build_exec_array(struct request *r, const char *reply, size_t len,
-                             struct evbuffer *out)
+/* An error the router acts on: a redirect or retry (MOVED, ASK, TRYAGAIN,
+ * CLUSTERDOWN), or NOSCRIPT to an EVALSHA. 1: r goes out again. */
+static int router_resends(struct request *r, struct node_conn *from, const char *errline)
 {
-    const struct layout *layout = worker_layout(r->worker);
-    size_t at = (size_t)((const char *)memchr(reply, '\r', len) - reply) + 2;
-    int total = r->nexec_fix + r->nexec_locals, k = 0;
-    resp_add_array(out, total);
-    for (int pos = 0, i = 0; pos < total; pos++) {
-        if (k < r->nexec_locals && r->exec_locals[k].pos == pos) {
-            tx_run_local(r, &r->exec_locals[k++], out);
-            continue;
-        }
-        struct reply_scanner sc;
-        enum reply_scan_status st;
-        const char *e = reply + at;
-        reply_scanner_init(&sc);
-        size_t one = at < len ? reply_scan(&sc, e, len - at, &st) : 0;
-        if (at >= len || st != REPLY_SCAN_DONE)
-            one = len - at;             /* cannot be: the whole reply was scanned */
-        unsigned f = r->exec_fix ? r->exec_fix[i++] : 0;
-        if ((f & TX_FIX_NULL_ARRAY) && one == 5 && memcmp(e, "$-1\r\n", 5) == 0)
-            evbuffer_add(out, "*-1\r\n", 5);
-        else if (!(f & TX_FIX_SHAPE) || !layout ||
-                 rewrite_reply_keys(layout, e, one,
-                                    (enum rewrite_reply_shape)((f & TX_FIX_SHAPE) - 1), out) != 0)
-            evbuffer_add(out, e, one);
-        at += one;
+    char c = errline[0];
+    if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
+        int slot;
+        char addr[128];
+        enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
+                                                  sizeof addr);
+        return kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr);
     }
-}
-
-/* EXEC's array, rebuilt as build_exec_array says. 1: answered here (or held
- * while queued commands that ask the masters run: router_exec_ready ends
- * it); 0: forward the reply as it is (not an array of one element per
- * command the block held: an abort, an error). */
-static int deliver_exec_array(struct request *r, struct evbuffer *in, const char *bytes,
-                              size_t len)
-{
-    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
-    struct evbuffer *out = request_reply_buffer(r);
-    const char *crlf = reply ? memchr(reply, '\r', len) : NULL;
-    if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != r->nexec_fix)
-        return 0;
-    if (tx_asking_locals(r) && (r->exec_held = evbuffer_new()) != NULL) {
-        if (in)
-            evbuffer_remove_buffer(in, r->exec_held, len);
-        else
-            evbuffer_add(r->exec_held, bytes, len);
-        tx_start_asking_locals(r);  /* r may be answered and gone when it returns */
-        return 1;
-    }
-    build_exec_array(r, reply, len, out);
-    if (in)
-        evbuffer_drain(in, len);
-    request_finish(r);
-    return 1;
-}
-
-void router_exec_ready(struct request *r)
-{
-    size_t len = evbuffer_get_length(r->exec_held);
-    const char *reply = (const char *)evbuffer_pullup(r->exec_held, -1);
-    build_exec_array(r, reply, len, request_reply_buffer(r));
-    evbuffer_free(r->exec_held);
-    r->exec_held = NULL;
-    request_finish(r);
-}
-
-/* The client's own EVAL, EVALSHA or FCALL (not a _RO one): whatever it
- * answers, it may have written its keys, and only the index script keeps
- * indexes exact; so, as after a blocking command, the indexes of its keys
- * that are indexed records are brought up to date once it has run. */
-static int script_may_write(const struct request *r)
-{
-    if (r->parent || !r->cmd)       /* a part (r->cmd may be unset), or built here */
-        return 0;
-    return scriptcmd_may_write(r->cmd) && worker_layout(r->worker);
+    return c == 'N' && strncmp(errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from);
 }
 
 static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
                             size_t len, const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    if (r->block_parts) {
-        if (block_redirected(r, in, len, s))
-            return;
-        if (r->exec_upkeep)
-            tx_exec_upkeep(r);
-        if ((r->exec_fix || r->exec_locals) && s->type == '*' &&
-            deliver_exec_array(r, in, bytes, len))
-            return;
-    } else if (s->type == '-') {
-        char c = s->errline[0];
-        if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
-            int slot;
-            char addr[128];
-            enum reply_redirect kind = reply_classify(s->errline, strlen(s->errline),
-                                                      &slot, addr, sizeof addr);
-            if (kind != REPLY_PLAIN && r->cmd && scriptcmd_runs_code(r->cmd)) {
-                if (script_confirm_start(r, nr->conn, kind, slot, s->errline)) {
-                    if (in)
-                        evbuffer_drain(in, len);
-                    return;
-                }
-            } else if (kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr)) {
-                if (in)
-                    evbuffer_drain(in, len);
-                return;
-            }
-        } else if (c == 'N' && strncmp(s->errline, "NOSCRIPT", 8) == 0 &&
-                   router_noscript(r, nr->conn)) {
-            if (in)
-                evbuffer_drain(in, len);
-            return;
-        }
-    }
-    if (len == 5 && index_null_array(r, in, bytes, len)) {
+    if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, in, bytes, len, s))
+        return;
+    if (s->type == '-' && !r->block_parts && router_resends(r, nr->conn, s->errline)) {
         if (in)
             evbuffer_drain(in, len);
-        request_deliver(r, NULL, "*-1\r\n", 5);
         return;
     }
-    if ((r->conn_kind == REQ_CONN_DEDICATED && (r->cmd->flags & CMD_BLOCKING) && s->type != '-') ||
-        script_may_write(r))
-        tx_index_upkeep(r);
     if (deliver_legacy_keys(r, in, bytes, len, s))
         return;
     request_deliver(r, in, bytes, len);
@@ -753,14 +452,8 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct worker *w = r->worker;
     char msg[400];
     worker_want_refresh(w);
-    if (may_have_run && r->exec_upkeep)
-        tx_exec_upkeep(r);
-    if (!may_have_run && r->conn_kind == REQ_CONN_PINNED_EXEC) {
-        /* the watch went with the connection: nothing ran, retry the WATCH */
-        resp_add_null_array(request_reply_buffer(r), request_resp(r));
-        request_finish(r);
+    if (r->hooks && r->hooks->fail && r->hooks->fail(r, may_have_run))
         return;
-    }
     if (!may_have_run && router_retry_later(r))
         return;
     if (may_have_run) {
@@ -807,9 +500,9 @@ static void plan_forward(struct request *r)
         return;
     }
     r->slot = slot;
-    int wrapped = index_wrap_write(r, r->cmd, worker_layout(r->worker));
-    if (wrapped < 0) {
-        request_fail(r, index_wrap_error(wrapped));
+    const char *why = write_wrap ? write_wrap(r, r->cmd) : NULL;
+    if (why) {
+        request_fail(r, why);
         return;
     }
     router_send(r);
@@ -895,9 +588,9 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     }
     if (single) {               /* the common case: nothing to split */
         r->slot = first;
-        int wrapped = index_wrap_write(r, r->cmd, worker_layout(r->worker));
-        if (wrapped < 0) {
-            request_fail(r, index_wrap_error(wrapped));
+        const char *why = write_wrap ? write_wrap(r, r->cmd) : NULL;
+        if (why) {
+            request_fail(r, why);
             goto out;
         }
         router_send(r);
@@ -921,7 +614,7 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
             break;
         }
         part->slot = slots[k];
-        if (index_wrap_write(part, r->cmd, worker_layout(r->worker)) < 0) {
+        if (write_wrap && write_wrap(part, r->cmd)) {
             request_free(part);
             r->merge = MERGE_FAILED;
             break;
@@ -1111,11 +804,12 @@ static int request_is_blocking_read(const struct request *r)
 
 void router_reject(struct request *r, const char *msg)
 {
-    if (r->cmd && strcmp(r->cmd->fullname, "exec") == 0) {
-        tx_exec_rejected(r, msg);
+    const struct route *rt = r->cmd ? route_of(r->cmd) : NULL;
+    if (rt && rt->refuse) {
+        rt->refuse(r, msg);
         return;
     }
-    tx_note_error(r->client);
+    client_refused(r->client);
     request_fail(r, msg);
 }
 
@@ -1130,7 +824,7 @@ static const struct command *resolve_command(struct request *r)
     char msg[200];
 
     if (!cmd) {
-        tx_note_error(c);
+        client_refused(c);
         reply_unknown_command(r);
         return NULL;
     }
@@ -1138,7 +832,7 @@ static const struct command *resolve_command(struct request *r)
         const char *sub = request_arg(r, 1, &len);
         const struct command *sc = command_lookup_sub(cmd, sub, len);
         if (!sc) {
-            tx_note_error(c);
+            client_refused(c);
             reply_unknown_subcommand(r);
             return NULL;
         }
@@ -1207,7 +901,7 @@ void router_dispatch(struct request *r)
 {
     struct client *c = r->client;
 
-    if (c->tx && tx_park_if_waiting(r))
+    if (client_hold(r))             /* behind the client's parked requests */
         return;
     client_reply_mode_take(c, r);       /* its predecessors have run */
     const struct command *cmd = resolve_command(r);
@@ -1222,7 +916,7 @@ void router_dispatch(struct request *r)
         return;
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))
         rt = route_blocking_read();
-    if (c->tx && tx_dispatch(r, rt->in_multi))
+    if (client_take(r, rt))         /* a family's state: MULTI, WATCH */
         return;
     switch (rt->plan) {
     case ROUTE_FORWARD:

@@ -19,7 +19,10 @@
  *   tx            MULTI/EXEC/WATCH and blocking commands: tx.h, which may
  *                 also hold a client's later commands back to keep their order
  *
- * Replies are checked for redirects before they reach the client:
+ * A reply goes first to the hooks of the family that planned its request
+ * (request.h: EXEC's block, a script's redirect-like errors, the index
+ * script's null arrays); the router then checks it for redirects before it
+ * reaches the client:
  *   MOVED      slot map patched, resent, topology refresh asked for
  *   ASK        ASKING + the command on the named node, once
  *   TRYAGAIN, CLUSTERDOWN, redirects past max-redirects, and a node that
@@ -35,6 +38,9 @@
 #ifndef TAGPROXY_ROUTER_H
 #define TAGPROXY_ROUTER_H
 
+#include <stdint.h>
+
+#include "proto/reply.h"
 #include "proxy/request.h"
 
 /* Register the routes the router plans itself: splits, every master,
@@ -59,9 +65,29 @@ void router_reject(struct request *r, const char *msg);
 /* Send r to the master of r->slot (or r->fixed_node, or the ASK target). */
 void router_send(struct request *r);
 
-/* EXEC whose array waited in r->exec_held for the queued commands that ask
- * the masters (tx.h): all have answered, so answer it. */
-void router_exec_ready(struct request *r);
+/* The family whose requests go on connections of its own (request.h:
+ * conn_kind not 0): conn gives the one r goes on to master `node` (NULL with
+ * *why: r is answered why; NULL without: the usual retry), wait_ms how long
+ * the node may stay silent about r (node.h). Before any worker starts. */
+void router_register_conns(struct node_conn *(*conn)(struct request *r, int node,
+                                                     const char **why),
+                           uint64_t (*wait_ms)(const struct request *r));
+
+/* The family that rebuilds writes before they go out by their keys
+ * (index.h: the index script around writes to indexed records): wrap
+ * gives NULL, or why r cannot be sent (r unchanged). cmd is r's command (a
+ * split part has its parent's). Before any worker starts. */
+void router_register_write_wrap(const char *(*wrap)(struct request *r, const struct command *cmd));
+
+/* Follow a redirect (MOVED, ASK) or schedule a retry (TRYAGAIN,
+ * CLUSTERDOWN, an unknown target): 1 when r goes out again, 0 when the
+ * error is for the client. */
+int router_redirect(struct request *r, enum reply_redirect kind, int slot, const char *addr);
+
+/* An EVALSHA answered NOSCRIPT on `answered`: the body the proxy knows
+ * (scripts.h) loaded there and on the node the resend goes to, then
+ * resent (twice at most). 1 when resent; 0: the client gets the NOSCRIPT. */
+int router_noscript(struct request *r, struct node_conn *answered);
 
 /* Send r on conn, with the router's handling of its reply. */
 void router_send_on(struct request *r, struct node_conn *conn);

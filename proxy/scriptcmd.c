@@ -15,6 +15,7 @@
 #include "proxy/request.h"
 #include "proxy/route.h"
 #include "proxy/router.h"
+#include "proxy/scriptreply.h"
 #include "proxy/scripts.h"
 #include "proxy/worker.h"
 
@@ -110,17 +111,9 @@ static int evalsha_sha(struct request *r)
     return replace_arg(r, 1, mapped_sha, SCRIPTS_SHA_HEX - 1);
 }
 
-static void plan_call(struct request *r)
+/* A script by its keys (all in one slot), with its replies' handling. */
+static void send_script(struct request *r)
 {
-    const char *name = r->cmd->name;
-    if (strncmp(name, "evalsha", 7) == 0) {
-        if (evalsha_sha(r) < 0)
-            return;
-        r->evalsha = 1;
-    } else if (strncmp(name, "eval", 4) == 0) {
-        if (eval_body(r) < 0)
-            return;
-    }
     int slot = router_key_slot(r);
     if (slot == -2) {
         char msg[160];
@@ -131,7 +124,22 @@ static void plan_call(struct request *r)
         return;
     }
     r->slot = slot;
+    r->hooks = &scriptreply_hooks;
     router_send(r);
+}
+
+static void plan_eval(struct request *r)
+{
+    if (eval_body(r) == 0)
+        send_script(r);
+}
+
+static void plan_evalsha(struct request *r)
+{
+    if (evalsha_sha(r) < 0)
+        return;
+    r->evalsha = 1;
+    send_script(r);
 }
 
 /* ---- SCRIPT ---- */
@@ -193,16 +201,11 @@ static void plan_script_flush(struct request *r)
 
 /* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
 
-static struct request *part_of(struct node_req *nr)
-{
-    return (struct request *)((char *)nr - offsetof(struct request, nreq));
-}
-
 static void kill_reply(struct node_req *nr, struct evbuffer *in, const char *bytes, size_t len,
                        const struct reply_scanner *s)
 {
     (void)s;
-    request_deliver(part_of(nr), in, bytes, len);
+    request_deliver(request_of(nr), in, bytes, len);
 }
 
 static void kill_fail(struct node_req *nr, int may_have_run, const char *why)
@@ -210,7 +213,7 @@ static void kill_fail(struct node_req *nr, int may_have_run, const char *why)
     char msg[300];
     snprintf(msg, sizeof msg, "ERR %s%s", why,
              may_have_run ? ": connection to the node was lost" : "");
-    request_fail(part_of(nr), msg);
+    request_fail(request_of(nr), msg);
 }
 
 /* Send part to master i on a new connection that closes after its reply. */
@@ -261,163 +264,28 @@ static void plan_everywhere_ok(struct request *r)
     fanout_same(r, MERGE_ALL_OK);
 }
 
-static const struct {
-    const char *fullname;
-    void (*plan)(struct request *r);
-} plans[] = {
-    { "eval", plan_call }, { "eval_ro", plan_call },
-    { "evalsha", plan_call }, { "evalsha_ro", plan_call },
-    { "fcall", plan_call }, { "fcall_ro", plan_call },
-    { "script|load", plan_script_load }, { "script|exists", plan_script_exists },
-    { "script|flush", plan_script_flush }, { "script|kill", plan_kill },
-    { "script|debug", plan_refuse_debug }, { "script|help", to_one_master },
-    { "function|load", plan_everywhere_ok }, { "function|delete", plan_everywhere_ok },
-    { "function|flush", plan_everywhere_ok }, { "function|restore", plan_everywhere_ok },
-    { "function|kill", plan_kill }, { "function|list", to_one_master },
-    { "function|dump", to_one_master }, { "function|stats", to_one_master },
-    { "function|help", to_one_master },
-};
-
-void scriptcmd_dispatch(struct request *r)
-{
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
-        if (strcmp(r->cmd->fullname, plans[i].fullname) == 0) {
-            plans[i].plan(r);
-            return;
-        }
-    to_one_master(r);      /* a subcommand of a later Redis: one master says what it is */
-}
-
-/* ---- SHAs a connection has seen ---- */
-
-#define SEEN_SLOTS 128
-
-struct conn_seen {
-    uint64_t epoch;             /* scripts_epoch() when last emptied */
-    int n;
-    unsigned char used[SEEN_SLOTS];
-    char sha[SEEN_SLOTS][SCRIPTS_SHA_HEX - 1];
-};
-
-/* 1 if c's set has sha; else adds it and returns 0. */
-static int conn_seen_add(struct node_conn *c, const char *sha)
-{
-    struct conn_seen *k = c->ext;
-    uint64_t epoch = scripts_epoch();
-    if (!k) {
-        k = calloc(1, sizeof *k);
-        if (!k)
-            return 1;           /* no memory: NOSCRIPT recovery still works */
-        c->ext = k;
-        c->ext_free = free;
-        k->epoch = epoch;
-    }
-    if (k->epoch != epoch || k->n >= SEEN_SLOTS * 3 / 4) {
-        memset(k->used, 0, sizeof k->used);
-        k->n = 0;
-        k->epoch = epoch;
-    }
-    size_t i = 0;
-    for (int j = 0; j < 8; j++)     /* SHAs are uniform: a few digits hash well */
-        i = i * 31 + (unsigned char)sha[j];
-    i %= SEEN_SLOTS;
-    while (k->used[i]) {
-        if (memcmp(k->sha[i], sha, SCRIPTS_SHA_HEX - 1) == 0)
-            return 1;
-        i = (i + 1) % SEEN_SLOTS;
-    }
-    k->used[i] = 1;
-    memcpy(k->sha[i], sha, SCRIPTS_SHA_HEX - 1);
-    k->n++;
-    return 0;
-}
-
-void scriptcmd_before_send(struct request *r, struct node_conn *c)
-{
-    char sha[SCRIPTS_SHA_HEX];
-    size_t len;
-    if (r->argc < 2)
-        return;
-    const char *arg = request_arg(r, 1, &len);
-    if (scripts_sha_parse(arg, len, sha) < 0 || conn_seen_add(c, sha))
-        return;
-    char *body = scripts_body_copy(sha, &len);
-    if (body) {
-        scriptcmd_load_on(c, body, len);
-        free(body);
-    }
-}
-
-/* ---- loading a body for NOSCRIPT recovery ---- */
-
-static void load_reply(struct node_req *nr, struct evbuffer *in, const char *bytes, size_t len,
-                       const struct reply_scanner *s)
-{
-    (void)bytes;
-    if (s->type == '-') {
-        char code[32];
-        reply_error_code(s->errline, code, sizeof code);
-        log_warning("scripts", "node %s refused SCRIPT LOAD of a known body (%s)",
-                    nr->conn ? nr->conn->addr : "?", code);
-    }
-    if (in)
-        evbuffer_drain(in, len);
-    free(nr);
-}
-
-static void load_fail(struct node_req *nr, int may_have_run, const char *why)
-{
-    (void)may_have_run;
-    (void)why;
-    free(nr);
-}
-
-void scriptcmd_load_on(struct node_conn *c, const char *body, size_t len)
-{
-    const char *argv[3] = { "SCRIPT", "LOAD", body };
-    size_t lens[3] = { 6, 4, len };
-    struct node_req *nr = calloc(1, sizeof *nr);
-    struct evbuffer *tmp = evbuffer_new();
-    if (!nr || !tmp) {
-        free(nr);
-        if (tmp)
-            evbuffer_free(tmp);
-        return;
-    }
-    resp_add_command(tmp, 3, argv, lens);
-    nr->on_reply = load_reply;
-    nr->on_fail = load_fail;
-    size_t n = evbuffer_get_length(tmp);
-    node_send(c, nr, evbuffer_pullup(tmp, -1), n);
-    evbuffer_free(tmp);
-}
-
-int scriptcmd_may_write(const struct command *cmd)
-{
-    const char *name = cmd->name;
-    if (name[0] != 'e' && name[0] != 'f')
-        return 0;           /* (the first letter first: the router asks for every reply) */
-    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 ||
-           strcmp(name, "fcall") == 0;
-}
-
-int scriptcmd_runs_code(const struct command *cmd)
-{
-    const char *name = cmd->name;
-    if (name[0] != 'e' && name[0] != 'f')
-        return 0;
-    return scriptcmd_may_write(cmd) || strcmp(name, "eval_ro") == 0 ||
-           strcmp(name, "evalsha_ro") == 0 || strcmp(name, "fcall_ro") == 0;
-}
-
 /* ---- routes ---- */
 
-#define SCRIPT(name, cls) { name, { .plan = ROUTE_FAMILY, .run = scriptcmd_dispatch, .in_multi = cls } }
+#define SCRIPT(name, fn, cls) { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls } }
 
+/* "script|*" and "function|*": HELP, LIST, DUMP, STATS, and a subcommand of
+ * a later Redis: one master says what it is. */
 static const struct route_entry scriptcmd_routes[] = {
-    SCRIPT("eval", TXC_SCRIPT), SCRIPT("eval_ro", TXC_SCRIPT), SCRIPT("evalsha", TXC_SCRIPT),
-    SCRIPT("evalsha_ro", TXC_SCRIPT), SCRIPT("fcall", TXC_SCRIPT), SCRIPT("fcall_ro", TXC_SCRIPT),
-    SCRIPT("script|*", TXC_OTHER), SCRIPT("function|*", TXC_OTHER),
+    SCRIPT("eval", plan_eval, TXC_SCRIPT), SCRIPT("eval_ro", plan_eval, TXC_SCRIPT),
+    SCRIPT("evalsha", plan_evalsha, TXC_SCRIPT), SCRIPT("evalsha_ro", plan_evalsha, TXC_SCRIPT),
+    SCRIPT("fcall", send_script, TXC_SCRIPT), SCRIPT("fcall_ro", send_script, TXC_SCRIPT),
+    SCRIPT("script|load", plan_script_load, TXC_OTHER),
+    SCRIPT("script|exists", plan_script_exists, TXC_OTHER),
+    SCRIPT("script|flush", plan_script_flush, TXC_OTHER),
+    SCRIPT("script|kill", plan_kill, TXC_OTHER),
+    SCRIPT("script|debug", plan_refuse_debug, TXC_OTHER),
+    SCRIPT("script|*", to_one_master, TXC_OTHER),
+    SCRIPT("function|load", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|delete", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|flush", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|restore", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|kill", plan_kill, TXC_OTHER),
+    SCRIPT("function|*", to_one_master, TXC_OTHER),
 };
 
 void scriptcmd_register(void)

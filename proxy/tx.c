@@ -13,14 +13,15 @@
 #include "cluster/slot.h"
 #include "keylayout/index_lua.h"
 #include "proto/command.h"
+#include "proto/reply.h"
 #include "proto/resp.h"
 #include "proxy/client.h"
 #include "proxy/dedicated.h"
 #include "proxy/index.h"
 #include "proxy/rewrite.h"
 #include "proxy/router.h"
-#include "proxy/scriptcmd.h"
 #include "proxy/scripts.h"
+#include "proxy/txexec.h"
 #include "proxy/wait.h"
 #include "proxy/worker.h"
 
@@ -29,8 +30,6 @@
 
 static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 
-static void locals_free(struct tx_local *locals, int n);
-static void local_answered(struct request *q);
 
 struct tx_state {
     /* MULTI */
@@ -135,16 +134,20 @@ static struct request *first_parked(const struct client *c)
     return c->tx ? TAILQ_FIRST(&c->tx->parked) : NULL;
 }
 
-int tx_park_if_waiting(struct request *r)
+/* At the start of router_dispatch: 1 when r was parked behind the client's
+ * earlier parked requests. */
+static int hold_if_parked(struct request *r)
 {
     struct tx_state *tx = r->client->tx;
-    if (TAILQ_EMPTY(&tx->parked) || tx->releasing == r)
+    if (!tx || TAILQ_EMPTY(&tx->parked) || tx->releasing == r)
         return 0;
     park(tx, r);
     return 1;
 }
 
-void tx_note_error(struct client *c)
+/* The router refused a command of c's (unknown, arity, NOAUTH): inside
+ * MULTI the transaction aborts at EXEC. */
+static void note_refused(struct client *c)
 {
     if (c->tx && c->tx->in_multi)
         c->tx->dirty = 1;
@@ -165,7 +168,8 @@ static void drop_dconn(struct tx_state *tx)
     dedicated_release(tx->dconn);
 }
 
-struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **why)
+/* The connection r goes on when it is not the shared one (router.h). */
+static struct node_conn *conn_for(struct request *r, int node, const char **why)
 {
     struct client *c = r->client;
     struct tx_state *tx = c ? c->tx : NULL;
@@ -178,9 +182,9 @@ struct node_conn *tx_dedicated_conn(struct request *r, int node, const char **wh
         dedicated_speak(tx->dconn, request_resp(r));
         return tx->dconn->conn;
     }
-    if (r->conn_kind == REQ_CONN_PREFER_PINNED)
+    if (r->conn_kind == TX_CONN_PREFER_PINNED)
         return worker_conn(r->worker, node, request_resp(r));
-    if (r->conn_kind == REQ_CONN_PINNED_EXEC) {
+    if (r->conn_kind == TX_CONN_PINNED_EXEC) {
         *why = "ERR the WATCHed connection was lost";
         return NULL;
     }
@@ -211,7 +215,7 @@ static void reset_multi(struct tx_state *tx)
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
     if (tx->upkeep)
         evbuffer_drain(tx->upkeep, evbuffer_get_length(tx->upkeep));
-    locals_free(tx->locals, tx->nlocal);
+    txexec_locals_free(tx->locals, tx->nlocal);
     tx->locals = NULL;
     tx->nlocal = tx->localcap = 0;
     tx->local_bytes = 0;
@@ -333,77 +337,6 @@ static void queue_local(struct tx_state *tx, struct request *r)
     reply_simple(r, "QUEUED");
 }
 
-/* The first of n queued proxy commands that asks the masters, or NULL. */
-static const struct request *first_asking(const struct tx_local *locals, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (route_of(locals[i].req->cmd)->asks_masters)
-            return locals[i].req;
-    return NULL;
-}
-
-int tx_asking_locals(const struct request *exec)
-{
-    return first_asking(exec->exec_locals, exec->nexec_locals) != NULL;
-}
-
-void tx_start_asking_locals(struct request *exec)
-{
-    exec->exec_waiting = 1;                 /* none may end it before all have started */
-    for (int i = 0; i < exec->nexec_locals && exec->client; i++) {
-        struct request *q = exec->exec_locals[i].req;
-        if (!route_of(q->cmd)->asks_masters)
-            continue;
-        exec->exec_waiting++;
-        q->exec_waiter = exec;
-        q->on_done = local_answered;
-        q->client = exec->client;
-        q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
-        route_of(q->cmd)->run(q);
-    }
-    if (--exec->exec_waiting == 0)
-        router_exec_ready(exec);
-}
-
-/* request_finish()'s part for such a command. */
-static void local_answered(struct request *q)
-{
-    struct request *exec = q->exec_waiter;
-    q->exec_waiter = NULL;
-    q->on_done = NULL;
-    if (--exec->exec_waiting == 0)
-        router_exec_ready(exec);
-}
-
-void tx_run_local(struct request *exec, struct tx_local *l, struct evbuffer *out)
-{
-    struct request *q = l->req;
-    if (!exec->client) {                    /* (its reply goes nowhere) */
-        resp_add_error(out, "ERR the client has gone");
-        return;
-    }
-    if (!q->done) {
-        if (route_of(q->cmd)->asks_masters) {   /* never started: cannot be */
-            resp_add_error(out, "ERR the proxy could not run this command after EXEC");
-            return;
-        }
-        q->client = exec->client;
-        q->resp3 = exec->resp3;             /* answered in EXEC's protocol */
-        route_of(q->cmd)->run(q);
-    }
-    if (q->inline_reply_len)                /* a small reply a node sent whole (request.c) */
-        evbuffer_add(out, q->inline_data, q->inline_reply_len);
-    if (q->reply)
-        evbuffer_add_buffer(out, q->reply);
-}
-
-static void locals_free(struct tx_local *locals, int n)
-{
-    for (int i = 0; i < n; i++)
-        request_free(locals[i].req);
-    free(locals);
-}
-
 /* A queued command that may write its keys outside the index script: a
  * script (the proxy cannot see inside it), or a blocking write such as
  * BLPOP (Lua cannot run it). */
@@ -411,12 +344,12 @@ static int writes_unseen(const struct request *r, enum tx_class cls)
 {
     unsigned f = r->cmd->flags;
     if (cls == TXC_SCRIPT)
-        return scriptcmd_may_write(r->cmd);
+        return command_script_may_write(r->cmd);
     return (f & CMD_WRITE) && (f & (CMD_BLOCKING | CMD_NOSCRIPT));
 }
 
 /* A command queued in MULTI that writes_unseen: its keys, for the index upkeep
- * once EXEC has run (tx_exec_upkeep), each as its length (uint32_t) and
+ * once EXEC has run (txexec.c), each as its length (uint32_t) and
  * bytes. 0, or -1 out of memory. */
 static int upkeep_note(struct tx_state *tx, struct request *r)
 {
@@ -460,8 +393,8 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         return;
     }
     /* one that asks the masters runs after the block: no write may follow it */
-    const struct request *asking = first_asking(tx->locals, tx->nlocal);
-    if (asking && ((r->cmd->flags & CMD_WRITE) || (cls == TXC_SCRIPT && scriptcmd_may_write(r->cmd)))) {
+    const struct request *asking = txexec_first_asking(tx->locals, tx->nlocal);
+    if (asking && ((r->cmd->flags & CMD_WRITE) || (cls == TXC_SCRIPT && command_script_may_write(r->cmd)))) {
         snprintf(msg, sizeof msg,
                  "ERR Command not allowed inside a transaction through the proxy: '%s' asks "
                  "the masters, so it runs once the transaction's other commands have run, "
@@ -541,29 +474,31 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
         free((void *)old);
     evbuffer_free(b);
     r->block_parts = loads + tx->nqueued + 1;
-    if (rc == 0 && tx->fix_any) {
-        free(r->exec_fix);
-        r->exec_fix = malloc((size_t)tx->nqueued);
-        if (!r->exec_fix)
+    struct tx_exec *e = rc == 0 ? txexec_of(r) : NULL;
+    if (!e)
+        return -1;
+    if (tx->fix_any) {
+        free(e->fix);
+        e->fix = malloc((size_t)tx->nqueued);
+        if (!e->fix)
             return -1;
-        memcpy(r->exec_fix, tx->fix, (size_t)tx->nqueued);
+        memcpy(e->fix, tx->fix, (size_t)tx->nqueued);
     }
-    r->nexec_fix = tx->nqueued;
-    if (rc == 0 && tx->nlocal) {
-        if (r->exec_locals)
-            locals_free(r->exec_locals, r->nexec_locals);
-        r->exec_locals = tx->locals;        /* (reset_multi then starts a new array) */
-        r->family_state = 1;                /* request_freed frees them */
-        r->nexec_locals = tx->nlocal;
+    e->nfix = tx->nqueued;
+    if (tx->nlocal) {
+        txexec_locals_free(e->locals, e->nlocals);
+        e->locals = tx->locals;             /* (reset_multi then starts a new array) */
+        e->nlocals = tx->nlocal;
         tx->locals = NULL;
         tx->nlocal = tx->localcap = 0;
     }
-    if (rc == 0 && tx->upkeep && evbuffer_get_length(tx->upkeep)) {
-        if (r->exec_upkeep)
-            evbuffer_free(r->exec_upkeep);
-        r->exec_upkeep = tx->upkeep;        /* (a new one when a script is queued again) */
+    if (tx->upkeep && evbuffer_get_length(tx->upkeep)) {
+        if (e->upkeep)
+            evbuffer_free(e->upkeep);
+        e->upkeep = tx->upkeep;             /* (a new one when a script is queued again) */
         tx->upkeep = NULL;
     }
+    r->hooks = &txexec_hooks;
     return rc;
 }
 
@@ -609,7 +544,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     reset_multi(tx);
     if (tx->watching) {
         struct node_conn *conn = tx->dconn->conn;
-        r->conn_kind = REQ_CONN_PINNED_EXEC;
+        r->conn_kind = TX_CONN_PINNED_EXEC;
         r->slot = tx->watch_slot;
         router_send_on(r, conn);
         tx->lane = conn;
@@ -622,11 +557,14 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     }
     /* the proxy's own commands in it run when EXEC answers: what the client
      * sends next waits for that, as it would for EXEC on one server */
-    if (r->exec_locals)
+    if (r->exec && r->exec->locals)
         tx->lane = LANE_NEW;
 }
 
-void tx_exec_rejected(struct request *r, const char *why)
+/* EXEC refused before it ran (why: the refusal): as Redis, the transaction
+ * ends (MULTI and WATCH), and EXEC answers "EXECABORT Transaction discarded
+ * because of: why" (an ERR code left out), inside MULTI or not. */
+static void exec_rejected(struct request *r, const char *why)
 {
     struct tx_state *tx = r->client->tx;
     char msg[512];
@@ -712,7 +650,7 @@ static void cmd_watch(struct tx_state *tx, struct request *r)
     if (!lane_ready(tx, r, lane))
         return;
     r->slot = slot;
-    r->conn_kind = REQ_CONN_DEDICATED;
+    r->conn_kind = TX_CONN_DEDICATED;
     router_send(r);
     if (tx->dconn) {
         tx->watching = 1;
@@ -741,22 +679,38 @@ static void cmd_unwatch(struct tx_state *tx, struct request *r)
     dedicated_release(tx->dconn);
 }
 
-static void tx_command(struct tx_state *tx, struct request *r)
-{
-    const char *name = r->cmd->name;
-    if (strcmp(name, "exec") == 0)
-        cmd_exec(tx, r);
-    else if (strcmp(name, "multi") == 0)
-        cmd_multi(tx, r);
-    else if (strcmp(name, "discard") == 0)
-        cmd_discard(tx, r);
-    else if (strcmp(name, "watch") == 0)
-        cmd_watch(tx, r);
-    else
-        cmd_unwatch(tx, r);
-}
+/* The routes of MULTI EXEC DISCARD WATCH UNWATCH: each runs with the
+ * client's state, made on first use. */
+#define TX_COMMAND(cmd)                                         \
+    static void run_##cmd(struct request *r)                    \
+    {                                                           \
+        struct tx_state *tx = tx_get(r->client);                \
+        if (tx)                                                 \
+            cmd_##cmd(tx, r);                                   \
+        else                                                    \
+            request_fail(r, "ERR out of memory");               \
+    }
+TX_COMMAND(multi)
+TX_COMMAND(exec)
+TX_COMMAND(discard)
+TX_COMMAND(watch)
+TX_COMMAND(unwatch)
 
 /* ---- blocking commands ---- */
+
+/* A blocking command answered (not with an error). It ran outside the
+ * index script (Lua does not block): the indexes of its keys that are
+ * indexed records are brought up to date now (index.h). */
+static int blocking_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
+                          const char *bytes, size_t len, const struct reply_scanner *s)
+{
+    (void)from, (void)in, (void)bytes, (void)len;
+    if (s->type != '-')
+        index_upkeep(r);
+    return 0;
+}
+
+static const struct request_hooks blocking_hooks = { .reply = blocking_reply };
 
 static void blocking_dispatch(struct tx_state *tx, struct request *r)
 {
@@ -781,7 +735,8 @@ static void blocking_dispatch(struct tx_state *tx, struct request *r)
     if (!lane_ready(tx, r, serves ? dconn_lane(tx) : LANE_NEW))
         return;
     r->slot = slot;
-    r->conn_kind = REQ_CONN_DEDICATED;
+    r->conn_kind = TX_CONN_DEDICATED;
+    r->hooks = &blocking_hooks;
     router_send(r);
     tx->lane = tx->dconn ? (const void *)tx->dconn->conn : NULL;
 }
@@ -813,8 +768,13 @@ static uint64_t millis(const char *s, size_t len)
     return v == 0 ? NODE_WAIT_FOREVER : (uint64_t)v;
 }
 
-uint64_t tx_wait_ms(const struct request *r)
+/* How long a blocking command on a dedicated connection may legitimately
+ * keep the node silent (its own timeout; NODE_WAIT_FOREVER for 0); 0 for
+ * any other request. */
+static uint64_t wait_ms_of(const struct request *r)
 {
+    if (r->conn_kind != TX_CONN_DEDICATED)
+        return 0;
     size_t len;
     const char *a, *name = r->cmd->name;
     if (!(r->cmd->flags & CMD_BLOCKING) || r->argc < 2)
@@ -858,95 +818,6 @@ static void cmd_wait(struct tx_state *tx, struct request *r)
     wait_dispatch(r, millis(t, len));
 }
 
-/* ---- indexes after a blocking command ---- */
-
-static void quiet_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                        size_t len, const struct reply_scanner *s)
-{
-    (void)bytes;
-    (void)s;
-    if (in)
-        evbuffer_drain(in, len);
-    free(nr);
-}
-
-static void quiet_fail(struct node_req *nr, int may_have_run, const char *why)
-{
-    (void)may_have_run;
-    (void)why;
-    free(nr);
-}
-
-/* The index script around RENAME key key (a write that changes nothing),
- * sent with its body (EVAL: no NOSCRIPT to recover), its reply dropped. */
-static void index_upkeep_key(struct worker *w, const struct layout *l,
-                             const struct command *rename, const char *key, size_t len)
-{
-    const char *argv[3] = { "RENAME", key, key };
-    const size_t lens[3] = { 6, len, len };
-    struct request *u = request_new(w);
-    if (!u)
-        return;
-    if (request_build(u, 3, argv, lens) == 0 && index_wrap_write(u, rename, l) == 1 &&
-        u->argc >= 2) {
-        const char **uargv = malloc(sizeof *uargv * (size_t)u->argc);
-        size_t *ulens = malloc(sizeof *ulens * (size_t)u->argc);
-        struct node_conn *conn = worker_conn(w, worker_node_for_slot(w, slot_of(key, len)), RESP2);
-        struct node_req *q = calloc(1, sizeof *q);
-        if (uargv && ulens && conn && q) {
-            for (int i = 0; i < u->argc; i++)
-                uargv[i] = request_arg(u, i, &ulens[i]);
-            uargv[0] = "EVAL", ulens[0] = 4;
-            uargv[1] = embed_index_write, ulens[1] = embed_index_write_len;
-            if (request_rebuild(u, u->argc, uargv, ulens) == 0) {
-                q->on_reply = quiet_reply;
-                q->on_fail = quiet_fail;
-                node_send(conn, q, u->data, u->len);
-                q = NULL;
-            }
-        }
-        free(q);
-        free(uargv);
-        free(ulens);
-    }
-    request_free(u);
-}
-
-void tx_index_upkeep(struct request *r)
-{
-    const struct layout *l = worker_layout(r->worker);
-    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
-    if (!rename)
-        return;
-    int some[16], *keys;
-    int n = request_keys_all(r, some, &keys);
-    for (int i = 0; i < n; i++) {
-        size_t len;
-        const char *key = request_arg(r, keys[i], &len);
-        index_upkeep_key(r->worker, l, rename, key, len);
-    }
-    if (keys != some)
-        free(keys);
-}
-
-void tx_exec_upkeep(struct request *r)
-{
-    const struct layout *l = worker_layout(r->worker);
-    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
-    struct evbuffer *b = r->exec_upkeep;
-    uint32_t len;
-    r->exec_upkeep = NULL;
-    while (rename && evbuffer_remove(b, &len, sizeof len) == sizeof len &&
-           evbuffer_get_length(b) >= len) {
-        const char *key = (const char *)evbuffer_pullup(b, len);
-        if (len && !key)
-            break;
-        index_upkeep_key(r->worker, l, rename, key, len);
-        evbuffer_drain(b, len);
-    }
-    evbuffer_free(b);
-}
-
 /* ---- dispatch ---- */
 
 /* A plain command while WATCHing: on the pinned connection when it is about
@@ -966,13 +837,15 @@ static int send_pinned(struct tx_state *tx, struct request *r)
         return 1;
     }
     r->slot = slot;
-    r->conn_kind = REQ_CONN_PREFER_PINNED;
+    r->conn_kind = TX_CONN_PREFER_PINNED;
     tx->lane = conn;
     router_send(r);
     return 1;
 }
 
-int tx_dispatch(struct request *r, enum tx_class cls)
+/* Take r if it is the family's business (1), or let the router plan it
+ * (0; r may then go out on the multiplexed connections). */
+static int tx_dispatch(struct request *r, enum tx_class cls)
 {
     struct client *c = r->client;
     struct tx_state *tx = tx_get(c);
@@ -981,7 +854,7 @@ int tx_dispatch(struct request *r, enum tx_class cls)
         return 1;
     }
     if (cls == TXC_TX) {
-        tx_command(tx, r);
+        route_of(r->cmd)->run(r);      /* run_exec, ... */
         return 1;
     }
     if (cls == TXC_WAIT) {
@@ -1061,7 +934,7 @@ static void client_freed(struct client *c)
     evbuffer_free(tx->queued);
     if (tx->upkeep)
         evbuffer_free(tx->upkeep);
-    locals_free(tx->locals, tx->nlocal);
+    txexec_locals_free(tx->locals, tx->nlocal);
     free(tx->fix);
     free(tx);
     c->tx = NULL;
@@ -1092,25 +965,37 @@ static void blocking_read_route(struct request *r)
     tx_dispatch(r, TXC_BLOCKING);
 }
 
+/* A client with the family's state: its request r, whose route is rt, is
+ * the family's when it is queued in MULTI, pinned by WATCH, ... (client.h). */
+static int take(struct request *r, const struct route *rt)
+{
+    return r->client->tx && tx_dispatch(r, rt->in_multi);
+}
+
 #define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }
+#define TX_CMD(name, fn) { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = TXC_TX } }
 
 static const struct route_entry tx_routes[] = {
-    TX("multi", TXC_TX), TX("exec", TXC_TX), TX("discard", TXC_TX), TX("watch", TXC_TX),
-    TX("unwatch", TXC_TX),
+    TX_CMD("multi", run_multi), TX_CMD("discard", run_discard), TX_CMD("watch", run_watch),
+    TX_CMD("unwatch", run_unwatch),
+    { "exec", { .plan = ROUTE_FAMILY, .run = run_exec, .refuse = exec_rejected,
+                .in_multi = TXC_TX } },
     TX("blpop", TXC_BLOCKING), TX("brpop", TXC_BLOCKING), TX("blmove", TXC_BLOCKING),
     TX("brpoplpush", TXC_BLOCKING), TX("blmpop", TXC_BLOCKING), TX("bzpopmin", TXC_BLOCKING),
     TX("bzpopmax", TXC_BLOCKING), TX("bzmpop", TXC_BLOCKING),
     TX("wait", TXC_WAIT),
 };
 
-/* A request is freed: EXEC's copies of the commands the proxy answers. */
+/* A request is freed: an EXEC's state. */
 static void request_freed(struct request *r)
 {
-    if (r->exec_locals)
-        locals_free(r->exec_locals, r->nexec_locals);
+    txexec_free(r);
 }
 
 static const struct client_family tx_family = {
+    .hold = hold_if_parked,
+    .take = take,
+    .refused = note_refused,
     .closed = client_gone,
     .flushed = client_flushed,
     .freed = client_freed,
@@ -1124,5 +1009,6 @@ void tx_register(void)
     route_register(tx_routes, (int)(sizeof tx_routes / sizeof tx_routes[0]));
     client_family_register(&tx_family);
     request_family_register(request_freed);
+    router_register_conns(conn_for, wait_ms_of);
     route_register_blocking_read(blocking_read_route);
 }

@@ -180,7 +180,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     uint64_t mask = c->written_masters;
     c->written_masters = 0;
     for (int i = 0; i < nnodes; i++)
-        count += (mask & wait_node_bit(i)) != 0;
+        count += (mask & client_master_bit(i)) != 0;
     if (count == 0) {           /* no write: one master answers at once */
         first = worker_node_for_slot(w, 0);
         if (first < 0) {
@@ -199,7 +199,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     op->min = -1;
     op->nparts = 0;
     for (int i = 0; i < nnodes && first < 0; i++)
-        if (mask & wait_node_bit(i))
+        if (mask & client_master_bit(i))
             op->parts[op->nparts++].node = i;
     if (first >= 0)
         op->parts[op->nparts++].node = first;

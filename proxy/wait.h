@@ -29,33 +29,9 @@
 #define TAGPROXY_WAIT_H
 
 #include <stdint.h>
-#include <string.h>
-
-#include "proto/command.h"
 
 struct client;
 struct request;
-
-/* May cmd write (what WAIT waits for)? Write commands, those that may
- * replicate, and EVAL/EVALSHA/FCALL (not their _RO forms: the table gives
- * scripts no write flag, what they do is only known when they run). A read
- * stops at the first test. */
-static inline int wait_may_write(const struct command *cmd)
-{
-    if (cmd->flags & (CMD_WRITE | CMD_MAY_REPLICATE))
-        return 1;
-    if ((cmd->flags & (CMD_NOSCRIPT | CMD_READONLY)) != CMD_NOSCRIPT)
-        return 0;
-    return strncmp(cmd->name, "eval", 4) == 0 || strncmp(cmd->name, "fcall", 5) == 0;
-}
-
-/* Bit of master `node` in client->written_masters; the last bit stands for
- * every master from its index on (the set stays one word). */
-#define WAIT_NODE_BITS 64
-static inline uint64_t wait_node_bit(int node)
-{
-    return (uint64_t)1 << (node < WAIT_NODE_BITS - 1 ? node : WAIT_NODE_BITS - 1);
-}
 
 /* Run WAIT r (its client's earlier commands are all answered). */
 void wait_dispatch(struct request *r, uint64_t wait_ms);
