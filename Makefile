@@ -22,10 +22,10 @@ LDFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
 B         = build
-SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c proxy/*.c)
+SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c config/*.c core/*.c families/*.c ops/*.c)
 LUA       = $(wildcard keylayout/lua/*.lua)
 OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o
-LIB_OBJS  = $(filter-out $(B)/proxy/main.o,$(OBJS))
+LIB_OBJS  = $(filter-out $(B)/ops/main.o,$(OBJS))
 UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 TEST_HELP = $(wildcard tests/unit/check_main.c)
@@ -102,7 +102,7 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=un
 FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c proto/reply.c cluster/syncconn.c cluster/slot.c \
 	base/log.c base/hostport.c proto/resp.c net/tls.c
 # fuzz_client runs a whole worker: every daemon source but main.c.
-FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
+FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out ops/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
 fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proto/resp.c $(shell pkg-config --cflags --libs libevent)

@@ -900,3 +900,32 @@ enum layout_result layout_member_to_legacy(const struct layout *l, struct layout
     *outlen = need;
     return need <= cap ? LAYOUT_MAPPED : LAYOUT_SHORT;
 }
+
+/* ---- shared references ---- */
+
+struct layout_ref *layout_ref_new(struct layout *l)
+{
+    struct layout_ref *ref = malloc(sizeof *ref);
+    if (!ref) {
+        layout_free(l);
+        return NULL;
+    }
+    ref->layout = l;
+    ref->refs = 1;
+    return ref;
+}
+
+struct layout_ref *layout_ref_get(struct layout_ref *ref)
+{
+    if (ref)
+        __atomic_add_fetch(&ref->refs, 1, __ATOMIC_RELAXED);
+    return ref;
+}
+
+void layout_ref_put(struct layout_ref *ref)
+{
+    if (ref && __atomic_sub_fetch(&ref->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        layout_free(ref->layout);
+        free(ref);
+    }
+}

@@ -84,6 +84,18 @@ struct layout *layout_load_string(const char *name, const char *text, size_t len
                                   char *err, size_t errlen);
 void layout_free(struct layout *l);
 
+/* A loaded layout shared by threads: read-only, freed by its last
+ * reference (the count is atomic). */
+struct layout_ref {
+    struct layout *layout;
+    int refs;
+};
+
+/* Takes l; one reference. NULL when out of memory (l is freed). */
+struct layout_ref *layout_ref_new(struct layout *l);
+struct layout_ref *layout_ref_get(struct layout_ref *ref);   /* NULL-safe */
+void layout_ref_put(struct layout_ref *ref);                 /* NULL-safe */
+
 /* 0 if prefix is a valid layout-prefix (one non-empty segment, no ':', no
  * '{' or '}'), else -1 with `layout-prefix "P": why` in err. */
 int layout_check_prefix(const char *prefix, char *err, size_t errlen);

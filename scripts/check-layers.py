@@ -3,12 +3,9 @@
 
 scripts/layers lists the source folders in layers, the lowest first: a file
 may include headers of its own folder and of folders on lower lines, never
-of its line's other folders or of a higher line. Its "cycle" lines list the
-modules (folder/name, a .c and its .h together) that are known to include
-each other in a ring today, one ring per "cycle:" line (lines starting with
-"+" go on listing its modules): a new ring, a module joining
-one, or two rings merging fails the check, and so does a listed module no
-longer in a ring, so that the list only shrinks and says what is true.
+of its line's other folders or of a higher line. Within a folder, no
+modules (folder/name, a .c and its .h together) may include each other in
+a ring, directly or through others: each module's includes point down too.
 
 Prints every finding; exit status 1 if there is any.
 """
@@ -21,22 +18,16 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def read_layers(path):
-    """({folder: rank}, [set of modules per known ring]) from scripts/layers."""
-    rank, rings = {}, []
-    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+    """{folder: rank} from scripts/layers."""
+    rank = {}
+    for line in open(path, encoding="utf-8"):
         words = line.split("#", 1)[0].split()
         if not words:
-            continue
-        if words[0] == "cycle:":
-            rings.append((number, set(words[1:])))
-            continue
-        if words[0] == "+" and rings:
-            rings[-1][1].update(words[1:])
             continue
         level = len(set(rank.values()))
         for folder in words:
             rank[folder] = level
-    return rank, rings
+    return rank
 
 
 def module_includes(rank):
@@ -107,32 +98,17 @@ def rings_of(graph):
     return rings
 
 
-def compare_rings(found, known):
-    """Findings for rings that are not exactly as scripts/layers lists them."""
-    out = []
-    for ring in found:
-        matches = [(n, k) for n, k in known if k & ring]
-        if len(matches) != 1 or not ring <= matches[0][1]:
-            out.append("modules including each other in a ring scripts/layers does not list: "
-                       + " ".join(sorted(ring)))
-    for number, ring in known:
-        inside = set().union(*[r for r in found if r & ring]) if found else set()
-        gone = sorted(ring - inside)
-        if gone:
-            out.append(f"scripts/layers:{number}: no longer in a ring, take them off its "
-                       "cycle line: " + " ".join(gone))
-    return out
-
-
 def main():
-    rank, known = read_layers(os.path.join(ROOT, "scripts", "layers"))
+    rank = read_layers(os.path.join(ROOT, "scripts", "layers"))
     graph = module_includes(rank)
-    findings = upward(rank, graph) + compare_rings(rings_of(graph), known)
+    findings = upward(rank, graph) + [
+        "modules including each other in a ring: " + " ".join(sorted(ring))
+        for ring in rings_of(graph)]
     for f in findings:
         print("FAIL", f)
     if not findings:
         print(f"ok   {len(graph)} modules in {len(rank)} folders: every include points down, "
-              f"{sum(len(k) for _, k in known)} modules in {len(known)} known ring(s)")
+              "no ring")
     return 1 if findings else 0
 
 

@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for the request path in front of the router: random
- * bytes from a client, read by proxy/client.c (client_read_cb) on a real
- * worker (proxy/worker.c, its own event base), routed to a node.
+ * bytes from a client, read by core/client.c (client_read_cb) on a real
+ * worker (core/worker.c, its own event base), routed to a node.
  *
  * Set up once: a config of defaults (no io_uring, no round pause, a long
  * node timeout, so that nothing depends on the clock), a topology whose
@@ -30,11 +30,14 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "proxy/client.h"
-#include "proxy/proxy.h"
-#include "proxy/route.h"
-#include "proxy/snapshot.h"
-#include "proxy/worker.h"
+#include "config/snapshot.h"
+#include "core/client.h"
+#include "core/merge.h"
+#include "core/proxy.h"
+#include "core/route.h"
+#include "core/router.h"
+#include "core/thread.h"
+#include "core/worker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -246,7 +249,9 @@ static void fuzz_setup(void)
      * everything, which no subscription would take as its confirmation */
     if (route_init() < 0)
         abort();
-    if (worker_init(&fz_worker, p, 0, p->topo) < 0)
+    client_init(router_dispatch);
+    request_merge_register(merge_replies);
+    if (thread_init(&fz_worker, p, 0, p->topo) < 0)
         abort();
     node_serve();
     p->refresh_event = event_new(fz_worker.base, -1, 0, refresh_cb, p);

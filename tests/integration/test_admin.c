@@ -502,7 +502,7 @@ START_TEST(test_metrics_move_with_traffic)
 }
 END_TEST
 
-/* Index-sync scripts and listings from the indexes (proxy/index.h) count
+/* Index-sync scripts and listings from the indexes (families/index.h) count
  * once per wrapped write and once per listing; plain reads count neither. */
 START_TEST(test_index_counters)
 {

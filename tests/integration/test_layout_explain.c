@@ -1,5 +1,5 @@
 /*
- * `tagproxy layout explain` (proxy/explain.h), run as users run it: the
+ * `tagproxy layout explain` (ops/explain.h), run as users run it: the
  * binary, offline, its output and exit status. The README's examples with
  * the shipped botmesh-v1 rules (a chat id holding ':', a lock fence, a
  * user-data key, a cluster name mapped back, a key no rule matches), two

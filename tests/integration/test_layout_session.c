@@ -28,8 +28,8 @@
 #include <stdbool.h>
 
 #include "harness.h"
+#include "core/rewrite.h"
 #include "keylayout/layout.h"
-#include "proxy/rewrite.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proxy/acl.h"
-#include "proxy/aclrule.h"
-#include "proxy/config.h"
+#include "config/acl.h"
+#include "config/aclrule.h"
+#include "config/config.h"
 
 static char err[512];
 

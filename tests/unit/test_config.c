@@ -4,7 +4,7 @@
  * file < environment < command line, and the shipped conf/tagproxy.conf.
  */
 #include "base/hostport.h"
-#include "proxy/config.h"
+#include "config/config.h"
 
 #include <check.h>
 #include <dirent.h>

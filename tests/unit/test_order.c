@@ -1,5 +1,5 @@
 /*
- * The in-order reply queue (proxy/request.h, proxy/client.h): replies leave
+ * The in-order reply queue (core/request.h, core/client.h): replies leave
  * a client in the order it sent its commands, whatever order they finish in.
  *
  * No sockets: the client is a struct whose output evbuffer is read back
@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/client.h"
-#include "proxy/config.h"
-#include "proxy/merge.h"
-#include "proxy/request.h"
-#include "proxy/worker.h"
+#include "config/config.h"
+#include "core/client.h"
+#include "core/merge.h"
+#include "core/request.h"
+#include "core/worker.h"
 
 #define NMAX      128
 #define REPLY_MAX 64
@@ -57,6 +57,8 @@ struct run {
 static void world_init(struct world *x)
 {
     memset(x, 0, sizeof *x);
+    client_init(NULL);              /* replies reach the client (request.h) */
+    request_merge_register(merge_replies);
     config_defaults(&x->cfg);
     x->cfg.client_output_hard_limit = 0;
     x->cfg.client_output_soft_limit = 0;

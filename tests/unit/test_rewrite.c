@@ -1,8 +1,8 @@
 /*
- * rewrite (proxy/rewrite.h): key arguments of requests legacy -> cluster by
+ * rewrite (core/rewrite.h): key arguments of requests legacy -> cluster by
  * the shipped conf/layouts/botmesh-v1.rules (prefixes "bot" and "other"),
  * key names in replies back, and the wider patterns listings send to the
- * masters (proxy/listing.h).
+ * masters (families/listing.h).
  *
  * A request is built from argv, rewritten, and compared byte for byte with
  * the same command built from the expected argv (offsets included). What no
@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/request.h"
+#include "core/rewrite.h"
+#include "core/worker.h"
+#include "families/listing.h"
 #include "keylayout/layout.h"
 #include "proto/command.h"
-#include "proxy/listing.h"
-#include "proxy/request.h"
-#include "proxy/rewrite.h"
-#include "proxy/worker.h"
 
 static struct layout *layout;
 static struct worker worker;

@@ -1,5 +1,5 @@
 /*
- * Counters (proxy/stats.h) and command indexes (proto/command.h): every
+ * Counters (core/stats.h) and command indexes (proto/command.h): every
  * command and subcommand has its own index and back; latencies land in the
  * bucket whose bound is the first at or above them; stats_sum adds workers.
  */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "proto/command.h"
-#include "proxy/stats.h"
 
 START_TEST(test_command_indexes_are_a_bijection)
 {

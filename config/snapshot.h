@@ -1,0 +1,59 @@
+/*
+ * snapshot: one immutable config, shared by the workers through a
+ * reference count.
+ *
+ *   control thread                         worker (its own loop)
+ *   SIGHUP: config_load() ─► snapshot_new ─► mailbox ─► w->cfg = s->cfg
+ *                                                        snapshot_unref(old)
+ *
+ * A worker reads its config through w->cfg, a plain pointer into the
+ * snapshot it took last: no lock and no atomic on the request path. A new
+ * snapshot reaches a worker through its mailbox (worker_post_config) and is
+ * taken between two events, so one event's work sees one config. The last
+ * reference dropped frees the snapshot (and its config when it owns it), on
+ * whichever thread drops it.
+ *
+ * Derived state that a reload must rebuild with the config (the users and
+ * their ACL) belongs in the snapshot: build it in snapshot_new(), which may
+ * refuse the config, and free it in snapshot_free(). A pointer into a
+ * snapshot is valid while the worker holds that snapshot, which is until
+ * the worker's loop takes the next one; whatever keeps such a pointer
+ * longer takes its own reference: a client keeps the snapshot of the user
+ * it runs as (client_set_user). After a reload a client stays logged in
+ * and runs, from its next command, with its user's new rules
+ * (client_user_refresh); a user the new config removed is logged out.
+ */
+#ifndef TAGPROXY_SNAPSHOT_H
+#define TAGPROXY_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+struct acl;
+
+struct config_snapshot {
+    const struct config *cfg;
+    struct acl *acl;                /* cfg's users (acl.h) */
+    uint64_t generation;            /* 0 for the config the process started with */
+    int refs;                       /* atomic */
+    int workers_left;               /* atomic: workers yet to take it (reloads) */
+    int owns_cfg;                   /* cfg is freed with the snapshot */
+};
+
+/*
+ * A snapshot of cfg with one reference, or NULL with the reason in err.
+ * owns_cfg: cfg was malloc'd and filled by config_load(); the snapshot
+ * frees both (also when this call fails). Otherwise cfg must outlive every
+ * reference (the start-up config in struct proxy).
+ */
+struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t generation,
+                                     char *err, size_t errlen);
+
+struct config_snapshot *snapshot_ref(struct config_snapshot *s);
+
+/* Drop a reference (NULL is fine); the last one frees. Any thread. */
+void snapshot_unref(struct config_snapshot *s);
+
+#endif

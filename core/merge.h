@@ -1,0 +1,23 @@
+/*
+ * merge: one reply from the replies of a parent's parts (request.h).
+ * Parts' replies are whole RESP replies in part->reply; the merged reply goes
+ * into the parent's reply buffer. An error from any part is the answer.
+ */
+#ifndef TAGPROXY_MERGE_H
+#define TAGPROXY_MERGE_H
+
+#include "core/route.h"
+
+struct evbuffer;
+struct request;
+
+void merge_replies(struct request *parent);
+
+/* A family's merge, for a kind the core does not merge itself (MERGE_INDEX:
+ * index.h; MERGE_KEYSPACE: local.h), and what runs after every merge that
+ * did not fail (listing.h maps key names back). Before any worker starts. */
+typedef void merge_fn(struct request *parent, struct evbuffer *out);
+void merge_register(enum merge_kind kind, merge_fn *fn);
+void merge_register_after(merge_fn *fn);
+
+#endif

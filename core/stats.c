@@ -1,0 +1,98 @@
+#include "core/stats.h"
+
+#include <stdlib.h>
+
+#include "proto/command.h"
+
+const uint64_t stats_latency_bounds_us[STATS_LATENCY_NBOUNDS] = STATS_LATENCY_BOUNDS_US;
+
+int stats_init(struct worker_stats *s)
+{
+    command_index_init();
+    s->cmds = calloc((size_t)command_index_count(), sizeof *s->cmds);
+    return s->cmds ? 0 : -1;
+}
+
+void stats_free(struct worker_stats *s)
+{
+    free(s->cmds);
+    s->cmds = NULL;
+}
+
+/* Most commands take well under a millisecond: a linear scan from the
+ * smallest bound stops within a few compares. */
+int stats_latency_bucket(uint64_t usec)
+{
+    int i = 0;
+    while (i < STATS_LATENCY_NBOUNDS && usec > stats_latency_bounds_us[i])
+        i++;
+    return i;
+}
+
+void stats_command_done(struct worker_stats *s, const struct command *cmd, uint64_t usec,
+                        int error)
+{
+    struct stats_command *c = &s->cmds[command_index(cmd)];
+    stat_inc(&c->calls);
+    if (error)
+        stat_inc(&c->errors);
+    stat_add(&c->usec, usec);
+    stat_inc(&c->buckets[stats_latency_bucket(usec)]);
+}
+
+static void sum_bytes(struct stats_bytes *a, const struct stats_bytes *b)
+{
+    a->in += stat_get(&b->in);
+    a->out += stat_get(&b->out);
+}
+
+void stats_nodes_add(struct stats_nodes *a, const struct stats_nodes *b)
+{
+    a->connects += stat_get(&b->connects);
+    a->connect_failures += stat_get(&b->connect_failures);
+    a->closed += stat_get(&b->closed);
+    a->timeouts += stat_get(&b->timeouts);
+    a->batches += stat_get(&b->batches);
+    a->connecting += gauge_get(&b->connecting);
+    a->ready += gauge_get(&b->ready);
+    sum_bytes(&a->bytes, &b->bytes);
+}
+
+static void sum_command(struct stats_command *a, const struct stats_command *b)
+{
+    a->calls += stat_get(&b->calls);
+    a->errors += stat_get(&b->errors);
+    a->usec += stat_get(&b->usec);
+    for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
+        a->buckets[i] += stat_get(&b->buckets[i]);
+}
+
+void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each, int n)
+{
+    int ncmds = command_index_count();
+    for (int w = 0; w < n; w++) {
+        const struct worker_stats *s = each[w];
+        sum->connections += stat_get(&s->connections);
+        sum->rejected_clients += stat_get(&s->rejected_clients);
+        sum->evicted_clients += stat_get(&s->evicted_clients);
+        sum->commands += stat_get(&s->commands);
+        sum->unknown_commands += stat_get(&s->unknown_commands);
+        sum->protocol_errors += stat_get(&s->protocol_errors);
+        sum->moved += stat_get(&s->moved);
+        sum->ask += stat_get(&s->ask);
+        sum->script_redirects_unconfirmed += stat_get(&s->script_redirects_unconfirmed);
+        sum->retries += stat_get(&s->retries);
+        sum->retries_exhausted += stat_get(&s->retries_exhausted);
+        sum->lost_replies += stat_get(&s->lost_replies);
+        sum->index_syncs += stat_get(&s->index_syncs);
+        sum->listing_fanouts += stat_get(&s->listing_fanouts);
+        sum->round_pauses += stat_get(&s->round_pauses);
+        sum->io_uring += stat_get(&s->io_uring);
+        sum->io_batches += stat_get(&s->io_batches);
+        sum->io_batched_ops += stat_get(&s->io_batched_ops);
+        sum_bytes(&sum->clients, &s->clients);
+        stats_nodes_add(&sum->nodes, &s->nodes);
+        for (int i = 0; sum->cmds && s->cmds && i < ncmds; i++)
+            sum_command(&sum->cmds[i], &s->cmds[i]);
+    }
+}
