@@ -1200,41 +1200,39 @@ static void cmd_pubsub_info(struct request *r)
     free(argv);
 }
 
-void pubsub_dispatch(struct request *r)
+static void run_spublish(struct request *r)
 {
-    const char *name = r->cmd->fullname;
-    if (strncmp(name, "pubsub|", 7) == 0) {
-        cmd_pubsub_info(r);
-        return;
-    }
-    if (strcmp(name, "spublish") == 0) {
-        size_t len;
-        const char *ch = request_arg(r, 1, &len);
-        r->slot = slot_of(ch, len);
-        router_send(r);
-        return;
-    }
+    size_t len;
+    const char *ch = request_arg(r, 1, &len);
+    r->slot = slot_of(ch, len);
+    router_send(r);
+}
+
+/* A subscriber command with the client's state, made on first use. */
+static struct pubsub *subscriber(struct request *r)
+{
     struct pubsub *ps = ps_get(r->client);
     if (!ps) {
         request_fail(r, "ERR out of memory");
-        return;
+        return NULL;
     }
     r->silent = 0;      /* confirmations are pushes: Redis sends them under CLIENT REPLY OFF too */
-    if (strcmp(name, "subscribe") == 0)
-        cmd_subscribe(r, ps, 0);
-    else if (strcmp(name, "psubscribe") == 0)
-        cmd_subscribe(r, ps, 1);
-    else if (strcmp(name, "unsubscribe") == 0)
-        cmd_unsubscribe(r, ps, 0);
-    else if (strcmp(name, "punsubscribe") == 0)
-        cmd_unsubscribe(r, ps, 1);
-    else if (strcmp(name, "ssubscribe") == 0)
-        cmd_ssubscribe(r, ps);
-    else if (strcmp(name, "sunsubscribe") == 0)
-        cmd_sunsubscribe(r, ps);
-    else
-        request_fail(r, "ERR the proxy has no pub/sub handler for this command");
+    return ps;
 }
+
+#define SUBSCRIBER_COMMAND(fn, call)                    \
+    static void fn(struct request *r)                   \
+    {                                                   \
+        struct pubsub *ps = subscriber(r);              \
+        if (ps)                                         \
+            call;                                       \
+    }
+SUBSCRIBER_COMMAND(run_subscribe, cmd_subscribe(r, ps, 0))
+SUBSCRIBER_COMMAND(run_psubscribe, cmd_subscribe(r, ps, 1))
+SUBSCRIBER_COMMAND(run_unsubscribe, cmd_unsubscribe(r, ps, 0))
+SUBSCRIBER_COMMAND(run_punsubscribe, cmd_unsubscribe(r, ps, 1))
+SUBSCRIBER_COMMAND(run_ssubscribe, cmd_ssubscribe(r, ps))
+SUBSCRIBER_COMMAND(run_sunsubscribe, cmd_sunsubscribe(r, ps))
 
 /* What Redis 7.0 lets a RESP2 client in subscribed mode run. */
 static int allowed_in_context(const char *name)
@@ -1365,14 +1363,18 @@ static void client_gone(struct client *c)
 
 /* ---- routes ---- */
 
-#define PUBSUB(name, cls) { name, { .plan = ROUTE_FAMILY, .run = pubsub_dispatch, .in_multi = cls } }
+#define PUBSUB(name, fn, cls) { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls } }
 
 static const struct route_entry pubsub_routes[] = {
-    PUBSUB("subscribe", TXC_OTHER), PUBSUB("psubscribe", TXC_OTHER),
-    PUBSUB("unsubscribe", TXC_OTHER), PUBSUB("punsubscribe", TXC_OTHER),
-    PUBSUB("ssubscribe", TXC_OTHER), PUBSUB("sunsubscribe", TXC_OTHER),
-    PUBSUB("pubsub|*", TXC_OTHER),
-    PUBSUB("spublish", TXC_FORWARD),    /* to its channel's slot, as a node queues it */
+    PUBSUB("subscribe", run_subscribe, TXC_OTHER),
+    PUBSUB("psubscribe", run_psubscribe, TXC_OTHER),
+    PUBSUB("unsubscribe", run_unsubscribe, TXC_OTHER),
+    PUBSUB("punsubscribe", run_punsubscribe, TXC_OTHER),
+    PUBSUB("ssubscribe", run_ssubscribe, TXC_OTHER),
+    PUBSUB("sunsubscribe", run_sunsubscribe, TXC_OTHER),
+    PUBSUB("pubsub|*", cmd_pubsub_info, TXC_OTHER),
+    /* to its channel's slot, as a node queues it */
+    PUBSUB("spublish", run_spublish, TXC_FORWARD),
 };
 
 static const struct client_family pubsub_family = {

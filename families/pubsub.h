@@ -37,12 +37,9 @@
 struct client;
 struct request;
 
-/* SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
- * SUNSUBSCRIBE, SPUBLISH and PUBSUB subcommands. */
-void pubsub_dispatch(struct request *r);
-
-/* Register the subscription commands, PUBSUB and SPUBLISH with
- * pubsub_dispatch (route.h), and the module's part in a client's life
+/* Register SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
+ * SUNSUBSCRIBE, SPUBLISH and the PUBSUB subcommands, each with its handler
+ * (route.h), and the module's part in a client's life
  * (client.h: its subscriber connections close when it goes; its counts; a
  * subscribed client's commands refused or answered as Redis does in that
  * context). */
