@@ -197,32 +197,35 @@ static void upkeep_if_written(struct request *r)
         index_upkeep(r);
 }
 
+/* A script's error that goes no further than the node yet: a redirect-like
+ * one whose confirmation started, or NOSCRIPT with the EVALSHA resent. */
+static int error_taken(struct request *r, struct node_conn *from, const char *errline)
+{
+    int slot;
+    char addr[128];
+    enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
+                                              sizeof addr);
+    if (kind != REPLY_PLAIN)
+        return script_confirm_start(r, from, kind, slot, errline);
+    return strncmp(errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from);
+}
+
+/* Every error of a script is answered here: the router's own handling of
+ * redirects and NOSCRIPT is what error_taken does for a script, and a
+ * script's reply names no keys to map back. */
 static int script_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
                         const char *bytes, size_t len, const struct reply_scanner *s)
 {
-    char c = s->type == '-' ? s->errline[0] : 0;
-    if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
-        int slot;
-        char addr[128];
-        enum reply_redirect kind = reply_classify(s->errline, strlen(s->errline), &slot,
-                                                  addr, sizeof addr);
-        if (kind != REPLY_PLAIN && script_confirm_start(r, from, kind, slot, s->errline)) {
-            if (in)
-                evbuffer_drain(in, len);
-            return 1;
-        }
-        if (kind != REPLY_PLAIN) {      /* the script's own: as it is */
-            upkeep_if_written(r);
-            request_deliver(r, in, bytes, len);
-            return 1;
-        }
-    } else if (c == 'N' && strncmp(s->errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from)) {
+    if (s->type == '-' && error_taken(r, from, s->errline)) {
         if (in)
             evbuffer_drain(in, len);
         return 1;
     }
     upkeep_if_written(r);
-    return 0;
+    if (s->type != '-')
+        return 0;
+    request_deliver(r, in, bytes, len);     /* the script's own error, as it is */
+    return 1;
 }
 
 const struct request_hooks scriptreply_hooks = { .reply = script_reply };
