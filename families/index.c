@@ -25,6 +25,8 @@
 /* ---- the scripts ---- */
 
 static const struct request_hooks write_hooks;
+/* RENAME's table entry: the write the upkeep wraps (index_init). */
+static const struct command *rename_cmd;
 static const char *wrap_routed_write(struct request *r, const struct command *cmd);
 
 struct script {
@@ -68,6 +70,7 @@ void index_init(void)
     request_family_register(index_listing_free);
     merge_register(MERGE_INDEX, index_merge);
     router_register_write_wrap(wrap_routed_write);
+    rename_cmd = command_lookup("rename", 6);
 }
 
 /* ---- writes ---- */
@@ -368,15 +371,17 @@ static void quiet_fail(struct node_req *nr, int may_have_run, const char *why)
     free(nr);
 }
 
-void index_upkeep_key(struct worker *w, const struct layout *l, const struct command *rename,
-                      const char *key, size_t len)
+void index_upkeep_key(struct worker *w, const char *key, size_t len)
 {
+    const struct layout *l = worker_layout(w);
+    if (!l || !rename_cmd)
+        return;
     const char *argv[3] = { "RENAME", key, key };
     const size_t lens[3] = { 6, len, len };
     struct request *u = request_new(w);
     if (!u)
         return;
-    if (request_build(u, 3, argv, lens) == 0 && index_wrap_write(u, rename, l) == 1 &&
+    if (request_build(u, 3, argv, lens) == 0 && index_wrap_write(u, rename_cmd, l) == 1 &&
         u->argc >= 2) {
         const char **uargv = malloc(sizeof *uargv * (size_t)u->argc);
         size_t *ulens = malloc(sizeof *ulens * (size_t)u->argc);
@@ -403,16 +408,14 @@ void index_upkeep_key(struct worker *w, const struct layout *l, const struct com
 
 void index_upkeep(struct request *r)
 {
-    const struct layout *l = worker_layout(r->worker);
-    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
-    if (!rename)
+    if (!worker_layout(r->worker))
         return;
     int some[16], *keys;
     int n = request_keys_all(r, some, &keys);
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *key = request_arg(r, keys[i], &len);
-        index_upkeep_key(r->worker, l, rename, key, len);
+        index_upkeep_key(r->worker, key, len);
     }
     if (keys != some)
         free(keys);

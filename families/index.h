@@ -81,9 +81,8 @@ int index_scan(struct request *r, const struct layout *l);
  * changes nothing, on the shared connection; its reply dropped). */
 void index_upkeep(struct request *r);
 
-/* The same for one key (cluster name), with rename, RENAME's table entry. */
-void index_upkeep_key(struct worker *w, const struct layout *l, const struct command *rename,
-                      const char *key, size_t len);
+/* The same for one key (its cluster name), on worker w. */
+void index_upkeep_key(struct worker *w, const char *key, size_t len);
 
 /* Whether the command name[0..len) with argc arguments (its name counted)
  * answers a null array for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP),

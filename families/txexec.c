@@ -13,7 +13,6 @@
 #include "core/router.h"
 #include "core/worker.h"
 #include "families/index.h"
-#include "proto/command.h"
 #include "proto/reply.h"
 #include "proto/resp.h"
 
@@ -58,17 +57,15 @@ void txexec_free(struct request *r)
  * are brought up to date as after a blocking command (index.h). */
 static void exec_upkeep(struct request *r)
 {
-    const struct layout *l = worker_layout(r->worker);
-    const struct command *rename = l ? command_lookup("rename", 6) : NULL;
     struct evbuffer *b = r->exec->upkeep;
     uint32_t len;
     r->exec->upkeep = NULL;
-    while (rename && evbuffer_remove(b, &len, sizeof len) == sizeof len &&
+    while (worker_layout(r->worker) && evbuffer_remove(b, &len, sizeof len) == sizeof len &&
            evbuffer_get_length(b) >= len) {
         const char *key = (const char *)evbuffer_pullup(b, len);
         if (len && !key)
             break;
-        index_upkeep_key(r->worker, l, rename, key, len);
+        index_upkeep_key(r->worker, key, len);
         evbuffer_drain(b, len);
     }
     evbuffer_free(b);
