@@ -112,13 +112,10 @@ static const char *not_ready_locked(char *why, size_t len)
 
 const char *masters_not_ready(char *why, size_t len)
 {
-    char mine[320];
     pthread_mutex_lock(&known.lock);
-    const char *not_ready = not_ready_locked(mine, sizeof mine);
-    if (not_ready)
-        snprintf(why, len, "%s", not_ready);
+    const char *not_ready = not_ready_locked(why, len);
     pthread_mutex_unlock(&known.lock);
-    return not_ready ? why : NULL;
+    return not_ready;
 }
 
 int masters_view(struct masters_view *v)

@@ -49,7 +49,8 @@ void masters_set_probes(const struct health *h);
 /* A copy of it all. 0, or -1 out of memory (v->masters NULL). */
 int masters_view(struct masters_view *v);
 
-/* The first reason not to be ready (into why), or NULL when ready. */
+/* The first reason not to be ready (a constant, or written into why), or
+ * NULL when ready. */
 const char *masters_not_ready(char *why, size_t len);
 
 #endif

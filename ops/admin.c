@@ -133,8 +133,9 @@ static void http_text(struct evhttp_request *req, int code, const char *reason,
 static void serve_readyz(struct evhttp_request *req)
 {
     char why[320];
-    if (masters_not_ready(why, sizeof why))
-        http_text(req, 503, "Service Unavailable", why);
+    const char *not_ready = masters_not_ready(why, sizeof why);
+    if (not_ready)
+        http_text(req, 503, "Service Unavailable", not_ready);
     else
         http_text(req, 200, "OK", "ready");
 }

@@ -20,12 +20,12 @@
  *   anything else 404; methods other than GET and HEAD 501 (libevent).
  *
  * The control thread hands every new topology to admin_post_topology() and
- * every reloaded config to admin_post_config(); the
- * admin thread keeps a snapshot of the masters (address, slots, up or down
- * and why) under a lock that INFO and /metrics read.
+ * every reloaded config to admin_post_config(); the probes' findings go to
+ * the masters' state (core/masters.h: address, slots, up or down and why),
+ * which /readyz, INFO and /metrics read.
  *
- * admin-listen off: no thread, no probes, no endpoint; the snapshot still
- * has the masters and slots (their state unknown) for INFO.
+ * admin-listen off: no thread, no probes, no endpoint; the masters' state
+ * still has the masters and slots (their state unknown) for INFO.
  *
  * During a drain /readyz answers 503 "draining" from its first moment, and
  * /healthz 200 until the process exits.
