@@ -5,6 +5,7 @@
 #   make run      a local 3+3 Redis Cluster and the proxy in the foreground
 #   make test     unit, integration and end-to-end tests (own cluster, free ports)
 #   make bench    proxy vs direct redis-server, ratios in one run
+#   make chaos    the fault suite: failovers, kills, stops under a verified load
 #
 # make SANITIZE=address,undefined test   builds everything with sanitizers;
 # any finding stops the process it is in, so the test that ran it fails.
@@ -35,7 +36,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 FUZZ_TARGETS = resp reply layout command rules slots client
 REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
-.PHONY: all deps run test unit integration e2e bench fuzz clean
+.PHONY: all deps run test unit integration e2e bench fuzz chaos clean
 
 all: $(B)/tagproxy
 
@@ -62,6 +63,13 @@ $(B)/tests/integration/%: tests/integration/%.c $(LIB_OBJS) $(wildcard tests/int
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
 
+# The fault suite (tests/chaos): a client of the proxy and the cluster only,
+# so it links none of the proxy's objects.
+CHAOS_SRCS = $(wildcard tests/chaos/*.c)
+$(B)/tests/chaos/chaos: $(CHAOS_SRCS) tests/chaos/chaos.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CHAOS_SRCS) $(LDLIBS)
+
 # fuzz_slots includes cluster/topology.c itself (its builder is static).
 REPLAY_OBJS = $(LIB_OBJS)
 $(B)/tests/fuzz/replay_slots: REPLAY_OBJS = $(filter-out $(B)/cluster/topology.o,$(LIB_OBJS))
@@ -78,11 +86,16 @@ run: deps
 	@scripts/run.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG) $(REPLAY)
+	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG) $(REPLAY) $(B)/tests/chaos/chaos
 	@scripts/test.sh $(UNIT) $(REPLAY)
 
 unit: all $(UNIT) $(REPLAY)
 	@scripts/test.sh --unit-only $(UNIT) $(REPLAY)
+
+# The whole fault suite, with its own 3+3 cluster: one table (tests/chaos).
+chaos: deps
+	@$(MAKE) --no-print-directory all $(B)/tests/chaos/chaos
+	@$(B)/tests/chaos/chaos
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(B)/bench/relay

@@ -190,29 +190,44 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         snprintf(why, sizeof why, "cannot connect to node %s: timed out after %d ms",
                  c->addr, c->opts->connect_timeout_ms);
         NODE_COUNT(c, timeouts);
+        c->timed_out = 1;
         node_conn_close(c, why);
         return;
     }
     struct node_req *head = TAILQ_FIRST(&c->inflight);
     if (!head)
         return;
-    if (head->wait_ms == NODE_WAIT_FOREVER) {
-        /* blocked with no timeout: only a failure ends it; look again
-         * later for whatever follows it */
-        timer_arm(c, (uint64_t)c->opts->timeout_ms);
-        return;
-    }
+    uint64_t timeout = (uint64_t)c->opts->timeout_ms;
     uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
     uint64_t now = node_now_ms();
-    uint64_t deadline = since + (uint64_t)c->opts->timeout_ms + head->wait_ms;
+    uint64_t deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX
+                      : since + timeout + head->wait_ms;
     if (now >= deadline) {
         snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
                  c->opts->timeout_ms);
         NODE_COUNT(c, timeouts);
+        c->timed_out = 1;
         node_conn_close(c, why);
-    } else {
-        timer_arm(c, deadline - now);
+        return;
     }
+    /* still in its own wait: is the node alive? (node.h) */
+    if (head->wait_ms > 0 && now >= since + timeout && c->on_blocked) {
+        c->on_blocked(c, c->down_arg);
+        if (c->state == NODE_CLOSED)
+            return;
+    }
+    timer_arm(c, deadline - now < timeout ? deadline - now : timeout);
+}
+
+/* Keepalive probes after about timeout_ms of silence, a few seconds apart:
+ * a connection to a host that is gone ends instead of waiting forever. */
+static void keepalive_set(int fd, int timeout_ms)
+{
+    int on = 1, idle = timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1, interval = 1, count = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 /* ---- write batching ---- */
@@ -408,6 +423,7 @@ static void connected_cb(struct io_conn *io, void *arg)
     (void)io;
     node_count_state(c, c->state, NODE_READY);
     c->state = NODE_READY;
+    c->was_up = 1;
     /* everything queued while connecting is written now, as one batch */
     if (c->batch_window > 0 && c->ninflight > 0) {
         c->batch_first = 0;
@@ -489,6 +505,7 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
     }
     if (opts->stats)
         c->io.bytes = &opts->stats->bytes;
+    keepalive_set(c->io.fd, opts->timeout_ms);
     NODE_COUNT(c, connects);
     node_count_state(c, NODE_CLOSED, NODE_CONNECTING);
     if (opts->tls && node_start_tls(c) < 0) {

@@ -18,6 +18,13 @@
  * node for timeout_ms since it was sent or since the node last sent bytes
  * (which, replies being in order, are the oldest request's).
  *
+ * A request in its own wait (a blocking command) keeps the node silent
+ * legitimately, so silence cannot tell a frozen node from a waiting one:
+ * every timeout_ms of such a wait on_blocked is called, for the owner to
+ * ask the node on another connection whether it still answers (dedicated
+ * connections: families/dedicated.c). TCP keepalive, at about timeout_ms,
+ * ends a connection whose host is gone.
+ *
  * When the connection fails or a request waits longer than timeout_ms, the
  * connection is closed and every request still in the FIFO is failed through
  * on_fail(), so a late reply can never be matched to the wrong request.
@@ -154,7 +161,11 @@ struct node_conn {
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
-    void *down_arg;                 /* for both */
+    void (*on_blocked)(struct node_conn *c, void *arg); /* its oldest request has
+                                     * waited timeout_ms more in its own wait */
+    void *down_arg;                 /* for the three */
+    int timed_out;                  /* closed because the node did not answer */
+    int was_up;                     /* it connected (and failed later, if closed) */
     void *ext;                      /* another module's state for this connection */
     void (*ext_free)(void *ext);    /* frees it with the connection */
     node_push_fn *on_push;          /* NULL: a reply to no request breaks the protocol

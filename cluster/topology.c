@@ -2,9 +2,12 @@
 
 #include <hiredis/hiredis.h>
 #include <netdb.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/hostport.h"
 #include "cluster/syncconn.h"
@@ -105,7 +108,8 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
     return 0;
 }
 
-/* Find or add the master of one CLUSTER SLOTS range. Returns its index or -1. */
+/* Find or add the master of one CLUSTER SLOTS range. Returns its index, -2
+ * when its address does not resolve (it is left out), or -1. */
 static int node_intern(struct topology *t, const struct topology_source *src,
                        const char *seed_host, redisReply *master, char *why, size_t whylen)
 {
@@ -133,8 +137,13 @@ static int node_intern(struct topology *t, const struct topology_source *src,
     snprintf(n->target, sizeof n->target, "%s", address_target(src, announced));
     if (master->elements >= 3 && master->element[2]->type == REDIS_REPLY_STRING)
         snprintf(n->id, sizeof n->id, "%s", master->element[2]->str);
-    if (node_resolve(n, why, whylen) < 0)
-        return -1;
+    if (node_resolve(n, why, whylen) < 0) {
+        /* one name the resolver does not know (yet) costs its own slots,
+         * not the whole map */
+        if (t->ndropped++ == 0)
+            snprintf(t->dropped_why, sizeof t->dropped_why, "%s", why);
+        return -2;
+    }
     return t->nnodes++;
 }
 
@@ -142,12 +151,9 @@ static struct topology *topology_from_reply(const struct topology_source *src,
                                             const char *seed_host, redisReply *r,
                                             char *why, size_t whylen)
 {
-    struct topology *t = calloc(1, sizeof *t);
+    struct topology *t = topology_empty();
     if (!t)
         return NULL;
-    t->refs = 1;
-    for (int s = 0; s < SLOT_COUNT; s++)
-        t->slot_node[s] = -1;
     for (size_t i = 0; i < r->elements; i++) {
         redisReply *range = r->element[i];
         if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
@@ -158,6 +164,8 @@ static struct topology *topology_from_reply(const struct topology_source *src,
         if (lo < 0 || hi >= SLOT_COUNT || lo > hi)
             goto malformed;
         int idx = node_intern(t, src, seed_host, range->element[2], why, whylen);
+        if (idx == -2)
+            continue;
         if (idx < 0)
             goto fail;
         for (long long s = lo; s <= hi; s++) {
@@ -167,7 +175,8 @@ static struct topology *topology_from_reply(const struct topology_source *src,
         }
     }
     if (t->nnodes == 0) {
-        snprintf(why, whylen, "the cluster has no slot assigned");
+        snprintf(why, whylen, "%s", t->ndropped ? t->dropped_why
+                                                : "the cluster has no slot assigned");
         goto fail;
     }
     return t;
@@ -222,34 +231,223 @@ static size_t fetch_error_head(enum ask_failure worst, char *err, size_t errlen)
     return n > 0 && (size_t)n < errlen ? (size_t)n : 0;
 }
 
+/*
+ * The race of topology_fetch: one thread per address asks it (topology_ask)
+ * and the first usable map wins; the caller waits for that, or for every
+ * ask to fail. An ask that is still out when the caller returns (a frozen
+ * node) finishes on its own: it owns a reference to the race, which holds
+ * its own copy of the source, and the last reference frees it.
+ */
+struct fetch_ask {
+    char addr[TOPO_ADDR_MAX];
+    struct fetch_race *race;
+    struct topology *t;
+    enum ask_failure fail;
+    int done;
+    char why[300];
+};
+
+struct fetch_race {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int refs;                       /* the caller and each ask still out */
+    int pending;                    /* asks not done */
+    int winner;                     /* the ask whose map won, or -1 */
+    struct topology_source src;     /* a copy: its strings below */
+    char *user, *password, *server_name;
+    char **map;                     /* nmap "from" strings, then nmap "to" */
+    int nasks;
+    struct fetch_ask asks[];
+};
+
+static void race_unref(struct fetch_race *race)
+{
+    pthread_mutex_lock(&race->lock);
+    int last = --race->refs == 0;
+    pthread_mutex_unlock(&race->lock);
+    if (!last)
+        return;
+    for (int i = 0; i < race->nasks; i++)
+        topology_unref(race->asks[i].t);
+    for (int i = 0; i < 2 * race->src.nmap; i++)
+        free(race->map[i]);
+    free(race->map);
+    free(race->user);
+    free(race->password);
+    free(race->server_name);
+    if (race->src.tls)
+        SSL_CTX_free(race->src.tls);
+    pthread_mutex_destroy(&race->lock);
+    pthread_cond_destroy(&race->cond);
+    free(race);
+}
+
+static char *dup_or_null(const char *s, int *failed)
+{
+    char *d = s ? strdup(s) : NULL;
+    *failed |= s && !d;
+    return d;
+}
+
+/* race->src: src's settings in strings of the race's own. 0 or -1. */
+static int race_copy_source(struct fetch_race *race, const struct topology_source *src)
+{
+    int failed = 0;
+    race->src = *src;
+    race->src.seeds = NULL;
+    race->src.nseeds = 0;
+    race->user = dup_or_null(src->user, &failed);
+    race->password = dup_or_null(src->password, &failed);
+    race->server_name = dup_or_null(src->tls_server_name, &failed);
+    race->src.user = race->user;
+    race->src.password = race->password;
+    race->src.tls_server_name = race->server_name;
+    race->map = calloc((size_t)src->nmap * 2 + 1, sizeof *race->map);
+    failed |= !race->map;
+    for (int i = 0; race->map && i < src->nmap; i++) {
+        race->map[i] = dup_or_null(src->map_from[i], &failed);
+        race->map[src->nmap + i] = dup_or_null(src->map_to[i], &failed);
+    }
+    race->src.map_from = (const char *const *)race->map;
+    race->src.map_to = race->map ? (const char *const *)race->map + src->nmap : NULL;
+    if (src->tls)
+        SSL_CTX_up_ref(src->tls);
+    return failed ? -1 : 0;
+}
+
+static void *ask_main(void *arg)
+{
+    struct fetch_ask *a = arg;
+    struct fetch_race *race = a->race;
+    struct topology *t = topology_ask(&race->src, a->addr, &a->fail, a->why, sizeof a->why);
+    pthread_mutex_lock(&race->lock);
+    a->t = t;
+    a->done = 1;
+    race->pending--;
+    if (t && race->winner < 0)
+        race->winner = (int)(a - race->asks);
+    pthread_cond_signal(&race->cond);
+    pthread_mutex_unlock(&race->lock);
+    race_unref(race);
+    return NULL;
+}
+
+/* A race over the addresses (duplicates asked once), its asks started. */
+static struct fetch_race *race_start(const struct topology_source *src,
+                                     const char *const *addrs, int n)
+{
+    struct fetch_race *race = calloc(1, sizeof *race + (size_t)n * sizeof race->asks[0]);
+    if (!race)
+        return NULL;
+    pthread_mutex_init(&race->lock, NULL);
+    pthread_cond_init(&race->cond, NULL);
+    race->refs = 1;
+    race->winner = -1;
+    if (race_copy_source(race, src) < 0) {
+        race_unref(race);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < race->nasks; j++)
+            seen |= strcmp(race->asks[j].addr, addrs[i]) == 0;
+        if (!seen)
+            snprintf(race->asks[race->nasks++].addr, TOPO_ADDR_MAX, "%s", addrs[i]);
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int i = 0; i < race->nasks; i++) {
+        struct fetch_ask *a = &race->asks[i];
+        pthread_t th;
+        a->race = race;
+        race->refs++;
+        race->pending++;
+        if (pthread_create(&th, &attr, ask_main, a) != 0) {
+            race->refs--;
+            race->pending--;
+            a->done = 1;
+            snprintf(a->why, sizeof a->why, "cannot start a thread to ask it");
+        }
+    }
+    pthread_attr_destroy(&attr);
+    return race;
+}
+
+/* What each address said (in their order), after the words for a refused
+ * login. Called with the race's lock held. */
+static void race_error(const struct fetch_race *race, char *err, size_t errlen)
+{
+    char tried[2048];
+    size_t used = 0;
+    enum ask_failure worst = ASK_FAILED;
+    tried[0] = '\0';
+    for (int i = 0; i < race->nasks && used < sizeof tried; i++) {
+        const struct fetch_ask *a = &race->asks[i];
+        if (a->done)
+            worst = a->fail > worst ? a->fail : worst;
+        int k = snprintf(tried + used, sizeof tried - used, "%s%s: %s", used ? "; " : "",
+                         a->addr, a->done ? a->why : "no answer in time");
+        used += k > 0 ? (size_t)k : 0;
+    }
+    size_t head = fetch_error_head(worst, err, errlen);
+    snprintf(err + head, errlen - head, "%s", tried);
+}
+
 struct topology *topology_fetch(const struct topology_source *src,
                                 const char *const *extra, int nextra,
                                 char *err, size_t errlen)
 {
     static uint64_t next_version;   /* only the control thread fetches */
-    char tried[2048];
-    size_t used = 0;
-    enum ask_failure worst = ASK_FAILED;
-    tried[0] = '\0';
-    for (int i = 0; i < nextra + src->nseeds; i++) {
-        const char *addr = i < nextra ? extra[i] : src->seeds[i - nextra];
-        char why[300];
-        enum ask_failure fail;
-        struct topology *t = topology_ask(src, addr, &fail, why, sizeof why);
-        if (t) {
-            t->version = ++next_version;
-            return t;
-        }
-        worst = fail > worst ? fail : worst;
-        if (used < sizeof tried) {
-            int n = snprintf(tried + used, sizeof tried - used, "%s%s: %s",
-                             used ? "; " : "", addr, why);
-            used += n > 0 ? (size_t)n : 0;
-        }
+    int n = nextra + src->nseeds;
+    const char **addrs = calloc((size_t)n + 1, sizeof *addrs);
+    struct fetch_race *race = NULL;
+    if (addrs) {
+        for (int i = 0; i < n; i++)
+            addrs[i] = i < nextra ? extra[i] : src->seeds[i - nextra];
+        race = race_start(src, addrs, n);
     }
-    size_t head = fetch_error_head(worst, err, errlen);
-    snprintf(err + head, errlen - head, "%s", tried);
-    return NULL;
+    free(addrs);
+    if (!race) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    /* each ask ends within its own timeouts; this bounds the wait anyway */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    long long wait_ms = (long long)src->connect_timeout_ms + 3LL * src->timeout_ms + 1000;
+    deadline.tv_sec += (time_t)(wait_ms / 1000);
+    deadline.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    struct topology *t = NULL;
+    pthread_mutex_lock(&race->lock);
+    while (race->winner < 0 && race->pending > 0 &&
+           pthread_cond_timedwait(&race->cond, &race->lock, &deadline) == 0)
+        ;
+    if (race->winner >= 0) {
+        t = race->asks[race->winner].t;
+        race->asks[race->winner].t = NULL;
+        t->version = ++next_version;
+    } else {
+        race_error(race, err, errlen);
+    }
+    pthread_mutex_unlock(&race->lock);
+    race_unref(race);
+    return t;
+}
+
+struct topology *topology_empty(void)
+{
+    struct topology *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->refs = 1;
+    for (int s = 0; s < SLOT_COUNT; s++)
+        t->slot_node[s] = -1;
+    return t;
 }
 
 struct topology *topology_ref(struct topology *t)

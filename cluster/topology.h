@@ -35,6 +35,9 @@ struct topology {
     int covered;                     /* slots owned */
     uint64_t version;
     int refs;                        /* atomic */
+    int ndropped;                    /* masters left out: their address does not
+                                      * resolve (their slots stay unowned) */
+    char dropped_why[300];           /* the first one's reason */
 };
 
 /* Where to look and how to log in; address_map pairs are announced -> target. */
@@ -54,10 +57,12 @@ struct topology_source {
 };
 
 /*
- * Ask each address in turn (first `extra`, then the seeds) for CLUSTER SLOTS
- * until one answers with a usable map. Returns a new topology with one
- * reference, or NULL with a one-line reason in err (which seeds were tried
- * and what each said). Blocking: call from the control thread only.
+ * Ask every address at once (`extra`, then the seeds; each on a thread of
+ * its own) for CLUSTER SLOTS: the first usable map wins, so a frozen node
+ * costs nothing while another answers. Returns a new topology with one
+ * reference, or NULL with a one-line reason in err (what each address
+ * said, in their order) once every ask has failed. Blocking: call from the
+ * control thread only.
  */
 struct topology *topology_fetch(const struct topology_source *src,
                                 const char *const *extra, int nextra,
@@ -73,6 +78,10 @@ struct topology *topology_fetch(const struct topology_source *src,
 struct syncconn;
 struct syncconn *topology_dial(const struct topology_source *src, const char *addr,
                                char *why, size_t whylen);
+
+/* A map of no master and no slot, with one reference (what the proxy
+ * serves until the cluster first answers), or NULL out of memory. */
+struct topology *topology_empty(void);
 
 struct topology *topology_ref(struct topology *t);
 void topology_unref(struct topology *t);

@@ -714,6 +714,7 @@ static const struct directive directives[] = {
     { "node-connect-timeout-ms",   1,  1, set_int,          AT(node_connect_timeout_ms), 1, 3600000 },
     { "node-timeout-ms",           1,  1, set_int,          AT(node_timeout_ms), 1, 3600000 },
     { "topology-refresh-ms",       1,  1, set_int,          AT(topology_refresh_ms), 0, 86400000 },
+    { "cluster-wait-at-start",     1,  1, set_yesno,        AT(cluster_wait_at_start), 0, 0 },
     { "max-redirects",             1,  1, set_int,          AT(max_redirects), 0, 100 },
     { "retry-attempts",            1,  1, set_int,          AT(retry_attempts), 0, 1000 },
     { "retry-base-ms",             1,  1, set_int,          AT(retry_base_ms), 1, 60000 },
@@ -1162,6 +1163,7 @@ void config_defaults(struct config *c)
     c->node_connect_timeout_ms = 1000;
     c->node_timeout_ms = 5000;
     c->topology_refresh_ms = 10000;
+    c->cluster_wait_at_start = 1;
     c->max_redirects = 5;
     c->retry_attempts = 10;
     c->retry_base_ms = 10;

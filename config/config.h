@@ -122,6 +122,7 @@ struct config {
     int    node_connect_timeout_ms;     /* default 1000 */
     int    node_timeout_ms;             /* default 5000 */
     int    topology_refresh_ms;         /* default 10000; 0 disables the timer */
+    int    cluster_wait_at_start;       /* default 1: no slot map at start is waited for */
     int    max_redirects;               /* default 5 */
     int    retry_attempts;              /* default 10 */
     int    retry_base_ms;               /* default 10 */

@@ -16,6 +16,7 @@
 static struct {
     pthread_mutex_t lock;
     int have_topo;
+    char waiting[300];              /* no slot map yet: why */
     int covered;
     uint64_t version;
     struct master_state *masters;
@@ -70,6 +71,13 @@ void masters_set_topology(const struct topology *t, int probed)
     pthread_mutex_unlock(&known.lock);
 }
 
+void masters_set_waiting(const char *why)
+{
+    pthread_mutex_lock(&known.lock);
+    snprintf(known.waiting, sizeof known.waiting, "%s", why ? why : "");
+    pthread_mutex_unlock(&known.lock);
+}
+
 void masters_set_probes(const struct health *h)
 {
     pthread_mutex_lock(&known.lock);
@@ -95,6 +103,11 @@ static const char *not_ready_locked(char *why, size_t len)
 {
     if (proxy_draining())
         return "draining: the proxy is shutting down";
+    if (known.waiting[0]) {
+        snprintf(why, len, "waiting for the cluster: no seed gave a slot map yet (%s)",
+                 known.waiting);
+        return why;
+    }
     if (!known.have_topo)
         return "no slot map yet";
     if (known.covered < SLOT_COUNT) {

@@ -43,6 +43,10 @@ struct masters_view {
  * new one is down until it answers PING), else their state is unknown (-1). */
 void masters_set_topology(const struct topology *t, int probed);
 
+/* Control thread: the proxy has no slot map yet, and why (what the seeds
+ * said), or (NULL) it has one now. */
+void masters_set_waiting(const char *why);
+
 /* The probes' states, after one changed; each change is logged. */
 void masters_set_probes(const struct health *h);
 

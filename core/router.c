@@ -218,6 +218,17 @@ static int router_retry_later(struct request *r)
     return 1;
 }
 
+/* A master that cannot be reached is given node-timeout-ms from when the
+ * command came (and at most the connect it waits on then), not a connect
+ * timeout per retry: worker_conn holds a failed connect off for a connect
+ * timeout, and the retries in between cost only their backoff. */
+static int unreachable_too_long(struct request *r)
+{
+    const struct request *top = r->parent ? r->parent : r;
+    uint64_t waited_us = io_loop_now_us(&r->worker->loop) - top->start_us;
+    return top->start_us && waited_us >= (uint64_t)r->worker->cfg->node_timeout_ms * 1000;
+}
+
 void router_send(struct request *r)
 {
     struct worker *w = r->worker;
@@ -240,6 +251,11 @@ void router_send(struct request *r)
     if (!conn) {
         if (node < 0)
             worker_want_refresh(w);
+        if (node >= 0 && unreachable_too_long(r)) {
+            request_fail(r, "ERR cannot connect to the node that serves this key "
+                            "(for node-timeout-ms)");
+            return;
+        }
         if (!router_retry_later(r))
             request_fail(r, node < 0 ? "CLUSTERDOWN Hash slot not served"
                                      : "ERR cannot connect to the node that serves this key");
@@ -457,7 +473,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     worker_want_refresh(w);
     if (r->hooks && r->hooks->fail && r->hooks->fail(r, may_have_run))
         return;
-    if (!may_have_run && router_retry_later(r))
+    if (!may_have_run && !unreachable_too_long(r) && router_retry_later(r))
         return;
     if (may_have_run) {
         stat_inc(&w->stats.lost_replies);

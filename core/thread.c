@@ -31,14 +31,24 @@
 /* Take a new topology: connections to masters it still has are kept. */
 static void worker_take_topology(struct worker *w, struct topology *t)
 {
-    struct node_conn **conns[2] = { calloc((size_t)t->nnodes, sizeof *conns[0]),
-                                    calloc((size_t)t->nnodes, sizeof *conns[1]) };
-    if (!conns[0] || !conns[1]) {
+    struct node_conn **conns[2] = { calloc((size_t)t->nnodes + 1, sizeof *conns[0]),
+                                    calloc((size_t)t->nnodes + 1, sizeof *conns[1]) };
+    uint64_t *after = calloc((size_t)t->nnodes + 1, sizeof *after);
+    if (!conns[0] || !conns[1] || !after) {
         free(conns[0]);
         free(conns[1]);
+        free(after);
         topology_unref(t);
         return;
     }
+    /* a master that stays keeps its connect hold-off */
+    for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
+        int j = topology_find(t, w->topo->nodes[i].announced);
+        if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0)
+            after[j] = w->connect_after_ms[i];
+    }
+    free(w->connect_after_ms);
+    w->connect_after_ms = after;
     for (int p = 0; p < 2; p++) {
         for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
             struct node_conn *c = w->conns[p][i];
@@ -56,6 +66,7 @@ static void worker_take_topology(struct worker *w, struct topology *t)
     topology_unref(w->topo);
     w->topo = t;
     memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);
+    worker_topology_taken(w);
 }
 
 /* Take a new config snapshot (a reference passed to w). Connections keep

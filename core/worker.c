@@ -34,14 +34,44 @@ const struct worker_family *worker_family_at(int i)
     return families_known[i];
 }
 
+static const struct worker_node_watch *node_watch;
+
+void worker_register_node_watch(const struct worker_node_watch *watch)
+{
+    node_watch = watch;
+}
+
+void worker_topology_taken(struct worker *w)
+{
+    if (node_watch && node_watch->topology)
+        node_watch->topology(w);
+}
+
+int worker_node_probe(struct worker *w, const char *addr)
+{
+    int node = topology_find(w->topo, addr);
+    if (node < 0)
+        return -1;
+    struct node_conn *c = worker_conn(w, node, RESP2);
+    if (c && c->ninflight == 0) {
+        const char *argv[1] = { "PING" };
+        node_send_quiet(c, 1, argv);
+    }
+    return 0;
+}
+
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
     w->node_caught_up(w, c);
+    if (c->timed_out && node_watch && node_watch->silent)
+        node_watch->silent(w, c->addr);
     for (int p = 0; p < 2; p++)
         for (int i = 0; i < w->topo->nnodes; i++)
             if (w->conns[p][i] == c) {
                 w->conns[p][i] = NULL;
+                if (!c->was_up)
+                    w->connect_after_ms[i] = node_now_ms() + (uint64_t)c->opts->connect_timeout_ms;
                 log_notice("node", "worker %d: connection to master %s closed (%s); topology "
                            "refresh requested", w->id, c->addr, c->down_why ? c->down_why : "?");
                 worker_want_refresh(w);
@@ -61,6 +91,8 @@ struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto)
     struct node_conn **slot = &w->conns[proto == RESP3][node];
     if (node_conn_usable(*slot))
         return *slot;
+    if (node_now_ms() < w->connect_after_ms[node])
+        return NULL;
     const struct topology_node *n = &w->topo->nodes[node];
     struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
                                         n->salen, worker_node_opts(w, proto));

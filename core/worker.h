@@ -91,6 +91,10 @@ struct worker {
      * client's commands go on connections opened with HELLO 3, so the
      * node's replies reach it as they are (worker_conn). */
     struct node_conn **conns[2];
+    /* Per topo node: no new connection to it before this (node_now_ms), as
+     * its last connect failed: a retry toward a master that is gone waits
+     * out its backoff instead of a connect timeout each time. */
+    uint64_t *connect_after_ms;
     struct node_opts node_opts;         /* RESP2 connections */
     struct node_opts node_opts3;        /* RESP3 ones: the same but resp3 */
 
@@ -158,5 +162,27 @@ int worker_node_for_slot(const struct worker *w, int slot);
 
 /* Ask the control thread to read the topology again (rate-limited there). */
 void worker_want_refresh(struct worker *w);
+
+/*
+ * A family that keeps node connections of its own (dedicated.h) hears what
+ * the worker learns about the nodes: `silent` when a node let a request on
+ * a shared connection go unanswered for node-timeout-ms (the connection is
+ * closed: a frozen node, a lost host), `topology` once w has taken a new
+ * topology (its masters may have changed).
+ */
+struct worker_node_watch {
+    void (*silent)(struct worker *w, const char *addr);
+    void (*topology)(struct worker *w);
+};
+void worker_register_node_watch(const struct worker_node_watch *watch);
+
+/* w has taken a new topology (thread.c): the watch hears it. */
+void worker_topology_taken(struct worker *w);
+
+/* Does the master announced as addr still answer? A PING goes out on w's
+ * shared connection to it unless a request is in flight there already:
+ * either ends in a reply, or in `silent` after node-timeout-ms. -1 when
+ * addr is not a master of w's topology. */
+int worker_node_probe(struct worker *w, const char *addr);
 
 #endif

@@ -20,8 +20,10 @@ static struct dedicated_pool *pool_of(struct worker *w)
 {
     if (!w->dedicated) {
         w->dedicated = calloc(1, sizeof *w->dedicated);
-        if (w->dedicated)
+        if (w->dedicated) {
             TAILQ_INIT(&w->dedicated->idle);
+            TAILQ_INIT(&w->dedicated->busy);
+        }
     }
     return w->dedicated;
 }
@@ -49,6 +51,7 @@ static void dedicated_down(struct node_conn *c, void *arg)
     set_user(d, NULL);
     if (d->owner) {
         *d->owner = NULL;
+        TAILQ_REMOVE(&pool->busy, d, link);
     } else {
         TAILQ_REMOVE(&pool->idle, d, link);
         pool->nidle--;
@@ -61,6 +64,17 @@ static void dedicated_drained(struct node_conn *c, void *arg)
 {
     struct dedicated *d = arg;
     client_resume_paused(d->worker, c);
+}
+
+/* A command has waited node-timeout-ms more on c: does its node answer? */
+static void dedicated_blocked(struct node_conn *c, void *arg)
+{
+    struct dedicated *d = arg;
+    char why[200];
+    if (worker_node_probe(d->worker, c->addr) < 0) {
+        snprintf(why, sizeof why, "node %s is no longer a master of the cluster", c->addr);
+        node_conn_close(c, why);
+    }
 }
 
 void dedicated_speak(struct dedicated *d, enum resp_proto proto)
@@ -103,6 +117,7 @@ static struct dedicated *dedicated_open(struct worker *w, int node)
     }
     d->conn->on_down = dedicated_down;
     d->conn->on_drained = dedicated_drained;
+    d->conn->on_blocked = dedicated_blocked;
     d->conn->down_arg = d;
     node_conn_ask_id(d->conn);
     pool->open++;
@@ -143,6 +158,7 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
     }
     d->owner = owner;
     *owner = d;
+    TAILQ_INSERT_TAIL(&pool->busy, d, link);
     set_user(d, user);
     return d;
 }
@@ -151,6 +167,7 @@ void dedicated_release(struct dedicated *d)
 {
     struct dedicated_pool *pool = d->worker->dedicated;
     int keep = pool->nidle < DEDICATED_IDLE_MAX;
+    TAILQ_REMOVE(&pool->busy, d, link);
     *d->owner = NULL;
     d->owner = NULL;
     set_user(d, NULL);
@@ -193,11 +210,48 @@ static void forget_user(struct client *c)
     }
 }
 
+/* Close, in both lists, the connections to addr, or (addr NULL) to nodes
+ * that are not masters of the worker's topology any more. */
+static void close_where(struct worker *w, const char *addr, const char *why)
+{
+    struct dedicated_pool *pool = w->dedicated;
+    struct dedicated *d, *next;
+    char msg[240];
+    if (!pool)
+        return;
+    struct dedicated_list *lists[2] = { &pool->idle, &pool->busy };
+    for (int i = 0; i < 2; i++)
+        for (d = TAILQ_FIRST(lists[i]); d; d = next) {
+            next = TAILQ_NEXT(d, link);
+            const char *at = d->conn->addr;
+            if (addr ? strcmp(at, addr) != 0 : topology_find(w->topo, at) >= 0)
+                continue;
+            snprintf(msg, sizeof msg, "node %s %s", at, why);
+            dedicated_close(d, msg);    /* frees d: next was read before */
+        }
+}
+
+static void node_silent(struct worker *w, const char *addr)
+{
+    close_where(w, addr, "does not answer");
+}
+
+static void topology_taken(struct worker *w)
+{
+    close_where(w, NULL, "is no longer a master of the cluster");
+}
+
 static const struct client_family dedicated_family = {
     .unlisted = forget_user,
+};
+
+static const struct worker_node_watch dedicated_watch = {
+    .silent = node_silent,
+    .topology = topology_taken,
 };
 
 void dedicated_register(void)
 {
     client_family_register(&dedicated_family);
+    worker_register_node_watch(&dedicated_watch);
 }

@@ -14,6 +14,13 @@
  * than waiting (a client queued behind blocked ones could wait forever).
  * An idle connection is handed out again only once it has answered
  * everything sent on it, so one client's replies never reach another.
+ *
+ * A blocked command can wait on a node that no longer answers (a frozen
+ * process, a lost host) or no longer is a master: while one waits, its
+ * node is asked every node-timeout-ms, on the worker's shared connection,
+ * whether it still answers (worker_node_probe). A node that does not, or
+ * that leaves the topology, has its dedicated connections closed: what
+ * waited on them gets the "may have run" error, the WATCHes are lost.
  */
 #ifndef TAGPROXY_DEDICATED_H
 #define TAGPROXY_DEDICATED_H
@@ -37,7 +44,7 @@ struct dedicated {
     uint64_t unblock_hold_ms;       /* atomic: a CLIENT UNBLOCK for its user may be on
                                      * its way to the node: not handed to another
                                      * client before this (node_now_ms) */
-    TAILQ_ENTRY(dedicated) link;    /* in the idle list */
+    TAILQ_ENTRY(dedicated) link;    /* in the idle or the busy list */
     TAILQ_ENTRY(dedicated) user_link; /* in user->dedicated (under the worker's
                                      * clients_lock: CLIENT UNBLOCK reads it) */
 };
@@ -45,7 +52,8 @@ struct dedicated {
 struct dedicated_pool {
     int open;                       /* idle + in use */
     int nidle;
-    TAILQ_HEAD(, dedicated) idle;
+    TAILQ_HEAD(dedicated_list, dedicated) idle;
+    struct dedicated_list busy;     /* in use */
 };
 
 #define DEDICATED_IDLE_MAX 16

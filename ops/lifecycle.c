@@ -74,6 +74,7 @@ static void report_restart_only(const struct config *running, const struct confi
         /* taking back niceness once given needs privilege (worker.c) */
         { "worker-nice", running->worker_nice == c->worker_nice },
         { "cluster", same_list(running->cluster, running->ncluster, c->cluster, c->ncluster) },
+        { "cluster-wait-at-start", running->cluster_wait_at_start == c->cluster_wait_at_start },
         /* the prefixes' markers are checked at start; a rules file can
          * change live, but not whether there is one */
         { "layout-prefix", same_list(running->layout_prefix, running->nlayout_prefix,

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "cluster/node.h"
 #include "config/snapshot.h"
+#include "core/masters.h"
 #include "core/proxy.h"
 #include "core/thread.h"
 #include "core/worker.h"
@@ -99,6 +100,35 @@ static int process_listen(struct proxy *p, char *err, size_t errlen)
     return rc;
 }
 
+/* The slot map to start with: the seeds', or (cluster-wait-at-start yes)
+ * an empty one while they do not answer; refresh.c then asks again. */
+static int process_first_map(struct proxy *p, char *err, size_t errlen)
+{
+    char why[900];
+    p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
+    if (!p->topo && !p->cfg.cluster_wait_at_start) {
+        snprintf(err, errlen, "no cluster seed gave a slot map: %s", why);
+        return -1;
+    }
+    if (!p->topo) {
+        log_warning("topology", "no cluster seed gave a slot map: %s; waiting for the cluster "
+                    "(cluster-wait-at-start yes)", why);
+        masters_set_waiting(why);
+        p->marker_pending = p->layout != NULL;
+        p->topo = topology_empty();
+        if (!p->topo) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    refresh_log(NULL, p->topo);
+    if (p->layout && marker_check(p->layout->layout, p->topo, &p->source,
+                                  p->cfg.layout_allow_legacy_data, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
 int process_start(struct proxy *p, char *err, size_t errlen)
 {
     proxy_instance = p;
@@ -119,15 +149,7 @@ int process_start(struct proxy *p, char *err, size_t errlen)
     if (lifecycle_layout_build(&p->cfg, &p->layout, err, errlen) < 0)
         return -1;
     refresh_source_update(p);
-    char why[900];
-    p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
-    if (!p->topo) {
-        snprintf(err, errlen, "no cluster seed gave a slot map: %s", why);
-        return -1;
-    }
-    refresh_log(NULL, p->topo);
-    if (p->layout && marker_check(p->layout->layout, p->topo, &p->source,
-                                  p->cfg.layout_allow_legacy_data, err, errlen) < 0)
+    if (process_first_map(p, err, errlen) < 0)
         return -1;
     p->nworkers = p->cfg.threads;
     p->workers = calloc((size_t)p->nworkers, sizeof *p->workers);
@@ -165,5 +187,5 @@ int process_run(struct proxy *p)
     unixsock_close(&p->unixsock);
     admin_stop();
     log_notice("main", "stopped");
-    return 0;
+    return p->exit_status;
 }

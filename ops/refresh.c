@@ -10,12 +10,52 @@
 #include "base/log.h"
 #include "cluster/node.h"
 #include "config/snapshot.h"
+#include "core/masters.h"
 #include "core/proxy.h"
 #include "core/worker.h"
 #include "ops/admin.h"
+#include "ops/marker.h"
 
 /* Refreshes closer together than this are merged into one. */
 #define REFRESH_MIN_INTERVAL_MS 100
+/* How often the seeds are asked while the proxy has no slot map yet. */
+#define REFRESH_WAITING_MS 500
+
+static int waiting(const struct proxy *p)
+{
+    return p->topo->nnodes == 0;
+}
+
+/* No map yet, and the seeds still say no: logged when they say something
+ * new, not twice a second. */
+static void waiting_failed(const char *err)
+{
+    static char last[1024];
+    masters_set_waiting(err);
+    if (strcmp(last, err) == 0)
+        return;
+    snprintf(last, sizeof last, "%s", err);
+    log_warning("topology", "still no slot map: %s", err);
+}
+
+/* The first map after a start without one: the layout markers are checked
+ * now, as they would have been at start. 0, or -1: the proxy stops. */
+static int first_map(struct proxy *p, const struct topology *t)
+{
+    char err[1024];
+    masters_set_waiting(NULL);
+    log_notice("topology", "the cluster answers: serving from now on");
+    if (p->marker_pending && marker_check(p->layout->layout, t, &p->source,
+                                          p->snap->cfg->layout_allow_legacy_data, err,
+                                          sizeof err) < 0) {
+        log_warning("main", "%s", err);
+        p->exit_status = 1;
+        event_base_loopexit(p->base, NULL);
+        return -1;
+    }
+    p->marker_pending = 0;
+    return 0;
+}
 
 void refresh_log(const struct topology *old, const struct topology *t)
 {
@@ -24,6 +64,9 @@ void refresh_log(const struct topology *old, const struct topology *t)
         return;
     log_notice("topology", "%d masters, %d of %d slots covered (version %llu)", t->nnodes,
                t->covered, SLOT_COUNT, (unsigned long long)t->version);
+    if (t->ndropped)
+        log_warning("topology", "%d master(s) left out, their slots unserved: %s", t->ndropped,
+                    t->dropped_why);
     for (int i = 0; i < t->nnodes; i++)
         log_verbose("topology", "master %s -> %s", t->nodes[i].announced, t->nodes[i].target);
 }
@@ -42,7 +85,15 @@ static void refresh_now(struct proxy *p)
     stat_inc(&p->refreshes);
     if (!t) {
         stat_inc(&p->refresh_failures);
-        log_warning("topology", "refresh failed: %s", err);
+        if (waiting(p))
+            waiting_failed(err);
+        else
+            log_warning("topology", "refresh failed: %s", err);
+        return;
+    }
+    int was_waiting = waiting(p);
+    if (was_waiting && first_map(p, t) < 0) {
+        topology_unref(t);
         return;
     }
     refresh_log(p->topo, t);
@@ -51,6 +102,8 @@ static void refresh_now(struct proxy *p)
     admin_post_topology(t);
     topology_unref(p->topo);
     p->topo = t;
+    if (was_waiting)
+        refresh_timer_update(p);
 }
 
 static void refresh_cb(evutil_socket_t fd, short what, void *arg)
@@ -101,7 +154,7 @@ void refresh_source_update(struct proxy *p)
 
 void refresh_timer_update(struct proxy *p)
 {
-    int ms = p->snap->cfg->topology_refresh_ms;
+    int ms = waiting(p) ? REFRESH_WAITING_MS : p->snap->cfg->topology_refresh_ms;
     event_del(p->refresh_timer);
     if (ms > 0) {
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };

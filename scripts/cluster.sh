@@ -6,6 +6,7 @@
 #                             [--requirepass PASS] [--bind HOST]
 #   scripts/cluster.sh stop   [--base-port N | --dir D]
 #   scripts/cluster.sh status [--base-port N | --dir D]
+#   scripts/cluster.sh restart-node --dir D --port P
 #
 # start runs M*(1+R) redis-servers (default 3 masters, 1 replica each) on
 # 127.0.0.1 ports N.. (default 7000; each also uses port+10000 for the cluster
@@ -28,14 +29,19 @@
 # (${TMPDIR:-/tmp}/tagproxy-cluster-N.dir), written by start.
 # Both are idempotent: start on a running cluster and stop on a stopped one
 # say so and succeed.
+#
+# restart-node starts node P of the cluster in D again, as start ran it,
+# with its folder and nodes.conf (for the fault tests: a master killed with
+# kill -9 comes back and rejoins as its promoted replica's replica). D/pids
+# then names its new PID. It fails if P still runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-usage() { sed -n '2,30s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '2,36s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass= host=127.0.0.1
+base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass= host=127.0.0.1 port=
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -47,6 +53,7 @@ while [ $# -gt 0 ]; do
         --tls)          tls=$2 ;;
         --requirepass)  pass=$2 ;;
         --bind)         host=$2 ;;
+        --port)         port=$2 ;;
         *) usage ;;
     esac
     shift 2
@@ -86,7 +93,8 @@ resolve_dir() {
     fi
     set_cli_args
     if [ -n "$dir" ] && [ -f "$dir/layout" ]; then
-        read -r base masters replicas < "$dir/layout" || true
+        read -r base masters replicas layout_timeout < "$dir/layout" || true
+        node_timeout=${layout_timeout:-$node_timeout}
         nodes=$((masters * (1 + replicas)))
         statefile=${TMPDIR:-/tmp}/tagproxy-cluster-$base.dir
     fi
@@ -202,6 +210,48 @@ start_exit() {
     exit $((rc == 0 ? 1 : rc))
 }
 
+# start_node PORT: runs node PORT of $dir, daemonized: the nodes do not get
+# the terminal's Ctrl-C; whoever started them stops them with `stop`, by PID.
+start_node() {
+    local p=$1 port_args node_args=()
+    mkdir -p "$dir/$p"
+    if [ -n "$tls" ]; then
+        node_args+=(--tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key"
+                    --tls-ca-cert-file "$tls/ca.crt" --tls-cluster yes --tls-replication yes
+                    --tls-auth-clients optional)
+    fi
+    if [ -n "$pass" ]; then node_args+=(--requirepass "$pass" --masterauth "$pass"); fi
+    if [ -n "$tls" ]; then port_args=(--port 0 --tls-port "$p"); else port_args=(--port "$p"); fi
+    redis-server "${port_args[@]}" --bind "$host" --daemonize yes \
+        --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" \
+        --dir "$dir/$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-node-timeout "$node_timeout" --save '' --appendonly no \
+        "${node_args[@]}" >/dev/null
+}
+
+do_restart_node() {
+    local pid i
+    [ -n "$dir" ] && [ -n "$port" ] || usage
+    resolve_dir
+    [ -f "$dir/$MARKER" ] && [ -d "$dir/$port" ] || die "$dir holds no node $port"
+    live_pids | grep -q "^$port " && die "node $port still runs"
+    rm -f "$dir/$port/redis.pid"
+    start_node "$port"
+    for ((i = 0; i < 100; i++)); do
+        [ -s "$dir/$port/redis.pid" ] && break
+        sleep 0.1
+    done
+    pid=$(cat "$dir/$port/redis.pid" 2>/dev/null || true)
+    [ -n "$pid" ] || die "node $port wrote no pid file"
+    { grep -v "^$port " "$dir/pids" || true; echo "$port $pid"; } > "$dir/pids.new"
+    mv "$dir/pids.new" "$dir/pids"
+    for ((i = 0; i < 100; i++)); do
+        node_ping "$port" && return 0
+        sleep 0.1
+    done
+    die "node $port does not answer"
+}
+
 do_start() {
     local p pid made_dir=0 i addrs=()
     resolve_dir
@@ -228,35 +278,18 @@ do_start() {
     dir=$(cd "$dir" && pwd)
     : > "$dir/$MARKER"
     : > "$dir/pids"
-    echo "$base $masters $replicas" > "$dir/layout"
+    echo "$base $masters $replicas $node_timeout" > "$dir/layout"
     if [ -n "$tls" ]; then tls=$(cd "$tls" && pwd); fi
     printf '%s\n%s\n%s\n' "$tls" "$pass" "$host" > "$dir/access"
     chmod 600 "$dir/access"
     set_cli_args
-    node_args=()
-    if [ -n "$tls" ]; then
-        node_args+=(--tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key"
-                    --tls-ca-cert-file "$tls/ca.crt" --tls-cluster yes --tls-replication yes
-                    --tls-auth-clients optional)
-    fi
-    if [ -n "$pass" ]; then node_args+=(--requirepass "$pass" --masterauth "$pass"); fi
     echo "$dir" > "$statefile"
     started=0
     trap start_exit EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
 
-    for p in $(ports); do
-        mkdir -p "$dir/$p"
-        # daemonized: the nodes do not get the terminal's Ctrl-C; whoever
-        # started them stops them with `stop`, by PID
-        if [ -n "$tls" ]; then port_args=(--port 0 --tls-port "$p"); else port_args=(--port "$p"); fi
-        redis-server "${port_args[@]}" --bind "$host" --daemonize yes \
-            --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" \
-            --dir "$dir/$p" --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout "$node_timeout" --save '' --appendonly no \
-            "${node_args[@]}" >/dev/null
-    done
+    for p in $(ports); do start_node "$p"; done
     for p in $(ports); do
         for ((i = 0; i < 100; i++)); do
             [ -s "$dir/$p/redis.pid" ] && break
@@ -292,5 +325,6 @@ case $cmd in
     start)  do_start ;;
     stop)   do_stop ;;
     status) do_status ;;
+    restart-node) do_restart_node ;;
     *)      usage ;;
 esac

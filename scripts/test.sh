@@ -25,10 +25,12 @@
 #    on the cluster).
 # 3. Stops the proxy and the cluster by PID and removes the folder, whatever
 #    happens. Touches no Redis it did not start.
+# 4. Runs the fault suite's short form, build/tests/chaos/chaos --short
+#    (tests/chaos/chaos.h): its own 3+3 cluster and proxy, every fault once.
 #
 # TESTS="pipeline storm" (make test TESTS=...) runs only those integration
 # tests (build/tests/integration/test_NAME), both passes, and no unit or e2e
-# test: for working on a few tests at a time.
+# test: for working on a few tests at a time; TESTS=chaos the fault suite.
 #
 # Counts test binaries and suites; the last line is "tests: N passed, N failed";
 # the exit status is 0 only if nothing failed.
@@ -41,7 +43,7 @@ units=()
 for a in "$@"; do
     case $a in
         --unit-only) unit_only=1 ;;
-        -h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) units+=("$a") ;;
     esac
 done
@@ -80,6 +82,18 @@ for v in $(compgen -e | grep '^TAGPROXY_' | grep -v '^TAGPROXY_[A-Z0-9]*_SEED$' 
 done
 
 only=(${TESTS:-})
+want_chaos=$(( ${#only[@]} == 0 ))
+if printf '%s\n' "${only[@]}" | grep -qx chaos; then
+    want_chaos=1
+    only=($(printf '%s\n' "${only[@]}" | grep -vx chaos || true))
+    [ ${#only[@]} -eq 0 ] && unit_only=1 units=()
+fi
+run_chaos() {
+    [ "$want_chaos" = 1 ] || return 0
+    echo "== chaos: build/tests/chaos/chaos --short"
+    env "${clean_env[@]}" build/tests/chaos/chaos --short
+    record "build/tests/chaos/chaos --short" $?
+}
 [ ${#only[@]} -gt 0 ] && units=()
 for u in "${units[@]}"; do
     echo "== unit: $u"
@@ -96,6 +110,7 @@ if [ ${#only[@]} -eq 0 ]; then
 fi
 
 if [ "$unit_only" = 1 ]; then
+    [ ${#units[@]} -eq 0 ] && run_chaos
     summary
     [ "$failed" -eq 0 ]
     exit
@@ -309,5 +324,10 @@ else
 fi
 
 cleanup
+
+# The fault suite's short form (tests/chaos; make chaos runs it whole), on
+# a cluster of its own once the one above is gone: one repetition of each
+# fault under a smaller verified workload.
+run_chaos
 summary
 [ "$failed" -eq 0 ]

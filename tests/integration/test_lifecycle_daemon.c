@@ -88,6 +88,8 @@ START_TEST(daemon_that_cannot_start_fails)
     char seed[64], pidfile[600];
     int port = h_free_port();       /* nothing listens there */
 
+    /* the start that refuses: by default the proxy waits for the cluster */
+    setenv("TAGPROXY_CLUSTER_WAIT_AT_START", "no", 1);
     H_FMT(seed, sizeof(seed), "127.0.0.1:%d", port);
     H_FMT(pidfile, sizeof(pidfile), "%s/lifecycle-nodaemon-%d.pid", h_env("TAGPROXY_TEST_DIR"),
           (int)getpid());

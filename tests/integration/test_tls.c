@@ -99,7 +99,10 @@ static void expect_start_fails(const char *const *args, char *log, size_t size)
 {
     char seed[64];
     H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
+    /* the start that refuses: by default the proxy waits for the cluster */
+    setenv("TAGPROXY_CLUSTER_WAIT_AT_START", "no", 1);
     h_proxy_start_fails("proxy-tls-fail", seed, args, log, size);
+    unsetenv("TAGPROXY_CLUSTER_WAIT_AT_START");
 }
 
 /* ---------- clients over TLS ---------- */
