@@ -178,9 +178,15 @@ static void held_release_cb(evutil_socket_t fd, short what, void *arg)
     struct request *r;
     (void)fd;
     (void)what;
+    /* read once: failing the last request may free a gone client */
+    int gone = c->state == CLIENT_GONE;
     TAILQ_CONCAT(&batch, &c->held_back, hold_link);
     while ((r = TAILQ_FIRST(&batch)) != NULL) {
         TAILQ_REMOVE(&batch, r, hold_link);
+        if (gone) {                         /* as router_retry_later */
+            request_fail(r, "ERR the client has gone");
+            continue;
+        }
         r->releasing = 1;
         router_send(r);
         r->releasing = 0;
@@ -197,6 +203,11 @@ static int router_retry_later(struct request *r)
 {
     struct worker *w = r->worker;
     const struct config *cfg = w->cfg;
+    struct client *owner = request_owner(r);
+    /* a command that has not run is not run for a client that has gone:
+     * Redis drops what a closed client left unread */
+    if (owner->state == CLIENT_GONE)
+        return 0;
     if (r->retries >= cfg->retry_attempts) {
         stat_inc(&w->stats.retries_exhausted);
         return 0;
@@ -207,7 +218,6 @@ static int router_retry_later(struct request *r)
     r->redirects = 0;
     r->asking = 0;
     stat_inc(&w->stats.retries);
-    struct client *owner = request_owner(r);
     if (!owner->retry_timer)
         owner->retry_timer = evtimer_new(w->base, held_release_cb, owner);
     if (!owner->retry_timer)

@@ -14,7 +14,7 @@
 
 int main(int argc, char **argv)
 {
-    struct chaos ch = { 0 };
+    static struct chaos ch;     /* chaos_cleanup runs after main returns */
     const char *names[32];
     int n = 0;
     for (int i = 1; i < argc; i++) {
