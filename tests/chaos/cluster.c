@@ -394,7 +394,9 @@ int cl_cli(struct chaos *ch, const char *fmt, ...)
     return rc;
 }
 
-/* CRC16 (XMODEM) of the key's hash tag or of the whole key, mod 16384. */
+/* CRC16 (XMODEM) of the key's hash tag or of the whole key, mod 16384: its
+ * own, not cluster/slot.c's, so that the verifier does not share a bug with
+ * the proxy it checks. */
 unsigned key_slot(const char *key, size_t len)
 {
     size_t s = 0, e = len;

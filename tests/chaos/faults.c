@@ -13,7 +13,8 @@
 
 struct fault {
     const char *name;
-    void (*run)(struct chaos *ch, struct fault_row *row);
+    void (*run)(struct chaos *ch, struct fault_row *row, long arg);
+    long arg;                   /* which form of the fault (each runner says) */
     int full_only;              /* not in --short: see its entry */
 };
 
@@ -97,10 +98,11 @@ static void wait_master(int port, long timeout_ms, const char *what)
 
 /* ---------- CLUSTER FAILOVER on a replica ---------- */
 
-static void fault_failover(struct chaos *ch, struct fault_row *row)
+static void fault_failover(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct workload wl;
     struct wl_opts o = load(ch, "failover");
+    (void)arg;
     row->reps = reps(ch, 10);
     wl_start(&wl, ch, &o);
     warm(1000);
@@ -150,7 +152,8 @@ static void kill_master(struct chaos *ch, struct workload *wl, int i, char *offs
     cl_wait_healthy(ch, 60000, "a master's restart");
 }
 
-static void kill_run(struct chaos *ch, struct fault_row *row, int wait_replica)
+/* arg: each write followed by WAIT 1 0 */
+static void kill_run(struct chaos *ch, struct fault_row *row, long wait_replica)
 {
     struct workload wl;
     struct wl_opts o = load(ch, wait_replica ? "killwait" : "kill");
@@ -175,22 +178,13 @@ static void kill_run(struct chaos *ch, struct fault_row *row, int wait_replica)
              "%sreplication lag at the kills (bytes): %s", row->note[0] ? "; " : "", offsets);
 }
 
-static void fault_kill(struct chaos *ch, struct fault_row *row)
-{
-    kill_run(ch, row, 0);
-}
-
-static void fault_kill_wait(struct chaos *ch, struct fault_row *row)
-{
-    kill_run(ch, row, 1);
-}
-
 /* ---------- CLIENT KILL TYPE normal on every master ---------- */
 
-static void fault_client_kill(struct chaos *ch, struct fault_row *row)
+static void fault_client_kill(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct workload wl;
     struct wl_opts o = load(ch, "clientkill");
+    (void)arg;
     o.depth = 64;
     row->reps = ch->short_form ? 3 : 10;
     wl_start(&wl, ch, &o);
@@ -234,7 +228,8 @@ static int proc_stopped(pid_t pid)
     return 0;
 }
 
-static void stop_run(struct chaos *ch, struct fault_row *row, int stop_ms)
+/* arg: how long the master stays stopped, in ms */
+static void stop_run(struct chaos *ch, struct fault_row *row, long stop_ms)
 {
     struct workload wl;
     struct wl_opts o = load(ch, stop_ms > CHAOS_NODE_TIMEOUT ? "stop10" : "stop1");
@@ -288,16 +283,6 @@ static void stop_run(struct chaos *ch, struct fault_row *row, int stop_ms)
     snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
              "%sother masters' slowest reply %lld ms during, %lld ms before",
              row->note[0] ? "; " : "", others_during, others_before);
-}
-
-static void fault_stop_short(struct chaos *ch, struct fault_row *row)
-{
-    stop_run(ch, row, 1500);
-}
-
-static void fault_stop_long(struct chaos *ch, struct fault_row *row)
-{
-    stop_run(ch, row, 10000);
 }
 
 /* ---------- resharding ---------- */
@@ -389,13 +374,14 @@ static void migrating_hold(struct chaos *ch, const struct cl_master *a, const st
     setslot_all(ch, slot, b->id);
 }
 
-static void fault_reshard(struct chaos *ch, struct fault_row *row)
+static void fault_reshard(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct workload wl;
     struct wl_opts o = load(ch, "reshard");
     struct multikey mk = { .ch = ch };
     struct cl_master a, b;
     int moves = ch->short_form ? 1 : 3, nslots = ch->short_form ? 200 : 1000;
+    (void)arg;
     row->reps = 2 * moves + 2;
     wl_start(&wl, ch, &o);
     warm(1000);
@@ -464,8 +450,22 @@ struct net_fault {
     int no_errors;              /* the fault must not show to clients */
 };
 
-static void net_run(struct chaos *ch, struct fault_row *row, const struct net_fault *nf)
+/* A host that is gone (unreachable): a request waits node-timeout-ms and at
+ * most one connect timeout, not a connect timeout per retry. */
+enum { NET_LATENCY, NET_BANDWIDTH, NET_RESET, NET_BLACKHOLE, NET_HALFCLOSE, NET_UNREACHABLE };
+static const struct net_fault net_faults[] = {
+    [NET_LATENCY] = { RELAY_LATENCY, 300, 6000, 1 },
+    [NET_BANDWIDTH] = { RELAY_BANDWIDTH, 32768, 6000, 0 },
+    [NET_RESET] = { RELAY_RESET, 50000, 6000, 0 },
+    [NET_BLACKHOLE] = { RELAY_BLACKHOLE, 0, 6000, 0 },
+    [NET_HALFCLOSE] = { RELAY_HALFCLOSE, 0, 6000, 0 },
+    [NET_UNREACHABLE] = { RELAY_UNREACHABLE, 0, 8000, 0 },
+};
+
+/* arg: which of net_faults */
+static void net_run(struct chaos *ch, struct fault_row *row, long arg)
 {
+    const struct net_fault *nf = &net_faults[arg];
     struct cl_master m;
     struct workload wl;
     struct wl_opts o = load(ch, row->name);
@@ -505,57 +505,21 @@ static void net_run(struct chaos *ch, struct fault_row *row, const struct net_fa
                       (nf->mode == RELAY_UNREACHABLE ? 1000 : 0);
     if (!ch->short_form)
         check(row, row->r.max_latency_ms <= bound, "a reply took %lld ms", row->r.max_latency_ms);
-}
-
-static void fault_net_latency(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_LATENCY, 300, 6000, 1 };
-    net_run(ch, row, &nf);
-}
-
-static void fault_net_bandwidth(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_BANDWIDTH, 32768, 6000, 0 };
-    net_run(ch, row, &nf);
-}
-
-static void fault_net_reset(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_RESET, 50000, 6000, 0 };
-    net_run(ch, row, &nf);
-}
-
-static void fault_net_blackhole(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_BLACKHOLE, 0, 6000, 0 };
-    net_run(ch, row, &nf);
-}
-
-/* A host that is gone: a request waits node-timeout-ms (and at most one
- * connect timeout), not a connect timeout per retry. */
-static void fault_net_unreachable(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_UNREACHABLE, 0, 8000, 0 };
-    net_run(ch, row, &nf);
-    snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
-             "%sslowest reply %lld ms", row->note[0] ? "; " : "", row->r.max_latency_ms);
-}
-
-static void fault_net_halfclose(struct chaos *ch, struct fault_row *row)
-{
-    static const struct net_fault nf = { RELAY_HALFCLOSE, 0, 6000, 0 };
-    net_run(ch, row, &nf);
+    if (nf->mode == RELAY_UNREACHABLE)
+        snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
+                 "%sslowest reply %lld ms", row->note[0] ? "; " : "", row->r.max_latency_ms);
 }
 
 /* A client that leaves while its command waits for an unreachable master:
  * the command, which never ran, is not run later when the master is back
  * (Redis drops what a closed client left unread). */
-static void fault_gone_client(struct chaos *ch, struct fault_row *row)
+static void fault_gone_client(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct cl_master m;
     struct cl_view v;
     struct chaos_proxy px = { 0 };
     char from[64], to[64], key[64];
+    (void)arg;
     master_at(ch, 0, &m);
     if (cl_view(ch, &v) < 0)
         die("cannot read the slot map");
@@ -661,12 +625,13 @@ static long long serves_after(struct chaos_proxy *p, long long since)
     return -1;
 }
 
-static void fault_restart_all(struct chaos *ch, struct fault_row *row)
+static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct prober pr = { .px = &ch->proxy };
     struct chaos_proxy late = { 0 };
     char body[2048];
     pid_t pids[CHAOS_NODES];
+    (void)arg;
     row->reps = 1;
     pthread_create(&pr.thread, NULL, prober_main, &pr);
     sleep_ms(1000);
@@ -840,8 +805,10 @@ static long long blocked_fault(struct chaos *ch, const struct cl_master *m, enum
     return now_ms();
 }
 
-static void blocked_run(struct chaos *ch, struct fault_row *row, enum blocked_fault f)
+/* arg: the enum blocked_fault */
+static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
 {
+    enum blocked_fault f = (enum blocked_fault)arg;
     static const char *const whats[] = { "BLPOP", "XREADGROUP", "SSUBSCRIBE" };
     struct blocker b[3];
     struct publisher pub = { .ch = ch };
@@ -917,42 +884,27 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, enum blocked_fa
     }
 }
 
-static void fault_blocked_failover(struct chaos *ch, struct fault_row *row)
-{
-    blocked_run(ch, row, BLOCKED_FAILOVER);
-}
-
-static void fault_blocked_kill(struct chaos *ch, struct fault_row *row)
-{
-    blocked_run(ch, row, BLOCKED_KILL);
-}
-
-static void fault_blocked_stop(struct chaos *ch, struct fault_row *row)
-{
-    blocked_run(ch, row, BLOCKED_STOP);
-}
-
 static const struct fault faults[] = {
-    { "failover", fault_failover, 0 },
-    { "kill", fault_kill, 0 },
-    { "kill-wait", fault_kill_wait, 0 },
-    { "client-kill", fault_client_kill, 0 },
-    { "sigstop-1.5s", fault_stop_short, 0 },
-    { "sigstop-10s", fault_stop_long, 0 },
-    { "reshard", fault_reshard, 0 },
-    { "net-latency", fault_net_latency, 0 },
-    { "net-bandwidth", fault_net_bandwidth, 0 },
-    { "net-reset", fault_net_reset, 0 },
-    { "net-blackhole", fault_net_blackhole, 0 },
-    { "net-halfclose", fault_net_halfclose, 0 },
-    { "net-unreachable", fault_net_unreachable, 0 },
-    { "gone-client", fault_gone_client, 0 },
+    { "failover", fault_failover, 0, 0 },
+    { "kill", kill_run, 0, 0 },
+    { "kill-wait", kill_run, 1, 0 },
+    { "client-kill", fault_client_kill, 0, 0 },
+    { "sigstop-1.5s", stop_run, 1500, 0 },
+    { "sigstop-10s", stop_run, 10000, 0 },
+    { "reshard", fault_reshard, 0, 0 },
+    { "net-latency", net_run, NET_LATENCY, 0 },
+    { "net-bandwidth", net_run, NET_BANDWIDTH, 0 },
+    { "net-reset", net_run, NET_RESET, 0 },
+    { "net-blackhole", net_run, NET_BLACKHOLE, 0 },
+    { "net-halfclose", net_run, NET_HALFCLOSE, 0 },
+    { "net-unreachable", net_run, NET_UNREACHABLE, 0 },
+    { "gone-client", fault_gone_client, 0, 0 },
     /* once in make test's short form the cluster did not re-form within
      * 60 s of every node's restart: make chaos only until that is known */
-    { "restart-all", fault_restart_all, 1 },
-    { "blocked-failover", fault_blocked_failover, 0 },
-    { "blocked-kill", fault_blocked_kill, 0 },
-    { "blocked-sigstop", fault_blocked_stop, 0 },
+    { "restart-all", fault_restart_all, 0, 1 },
+    { "blocked-failover", blocked_run, BLOCKED_FAILOVER, 0 },
+    { "blocked-kill", blocked_run, BLOCKED_KILL, 0 },
+    { "blocked-sigstop", blocked_run, BLOCKED_STOP, 0 },
 };
 
 static void print_table(const struct fault_row *rows, int n)
@@ -986,7 +938,7 @@ int faults_run(struct chaos *ch, const char *const *names, int nnames)
         cl_wait_healthy(ch, 60000, "the last fault");
         long long t = now_ms();
         say("%s ...", faults[f].name);
-        faults[f].run(ch, row);
+        faults[f].run(ch, row, faults[f].arg);
         say("%s: %s in %lld s %s", faults[f].name, row->passed ? "ok" : "FAILED",
             (now_ms() - t) / 1000, row->note);
         failed += !row->passed;
