@@ -180,6 +180,23 @@ static void timer_arm(struct node_conn *c, uint64_t after_ms)
     evtimer_add(c->timer, &tv);
 }
 
+/* How often a silent request is looked at: a quarter of its timeout when
+ * the owner can ask the node elsewhere (node.h), so that a PING has most
+ * of the timeout to be answered; else at the timeout. */
+static uint64_t check_every_ms(const struct node_conn *c)
+{
+    uint64_t timeout = (uint64_t)c->opts->timeout_ms;
+    return c->on_silent && timeout / 4 ? timeout / 4 : timeout;
+}
+
+/* From when the oldest request's silence counts: its sending, the node's
+ * last bytes on c, or its last answer elsewhere. */
+static uint64_t silent_since(const struct node_conn *c, const struct node_req *head)
+{
+    uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
+    return since > c->alive_ms ? since : c->alive_ms;
+}
+
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct node_conn *c = arg;
@@ -197,11 +214,27 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     struct node_req *head = TAILQ_FIRST(&c->inflight);
     if (!head)
         return;
-    uint64_t timeout = (uint64_t)c->opts->timeout_ms;
-    uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
-    uint64_t now = node_now_ms();
-    uint64_t deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX
-                      : since + timeout + head->wait_ms;
+    uint64_t timeout = (uint64_t)c->opts->timeout_ms, every = check_every_ms(c);
+    uint64_t now = node_now_ms(), deadline, next;
+    if (c->on_silent) {
+        /* only a node silent everywhere for timeout_ms is given up on,
+         * whatever the request's own wait */
+        int ask = now >= silent_since(c, head) + every;
+        if (ask) {
+            uint64_t answered = c->on_silent(c, c->down_arg);
+            if (c->state == NODE_CLOSED)
+                return;
+            if (answered > c->alive_ms)
+                c->alive_ms = answered;
+        }
+        uint64_t since = silent_since(c, head);
+        deadline = since + timeout;
+        next = ask ? every : since + every - now;
+    } else {
+        uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
+        deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX : since + timeout + head->wait_ms;
+        next = timeout;
+    }
     if (now >= deadline) {
         snprintf(why, sizeof why, "node %s did not answer within %d ms", c->addr,
                  c->opts->timeout_ms);
@@ -210,13 +243,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         node_conn_close(c, why);
         return;
     }
-    /* still in its own wait: is the node alive? (node.h) */
-    if (head->wait_ms > 0 && now >= since + timeout && c->on_blocked) {
-        c->on_blocked(c, c->down_arg);
-        if (c->state == NODE_CLOSED)
-            return;
-    }
-    timer_arm(c, deadline - now < timeout ? deadline - now : timeout);
+    timer_arm(c, deadline - now < next ? deadline - now : next);
 }
 
 /* Keepalive probes after about timeout_ms of silence, a few seconds apart:
@@ -433,7 +460,7 @@ static void connected_cb(struct io_conn *io, void *arg)
     }
     evtimer_del(c->timer);
     if (!TAILQ_EMPTY(&c->inflight))
-        timer_arm(c, (uint64_t)c->opts->timeout_ms);
+        timer_arm(c, check_every_ms(c));
 }
 
 static void error_cb(struct io_conn *io, int err, void *arg)
@@ -531,7 +558,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
     r->len = len;
     r->sent_ms = node_now_ms();
     if (TAILQ_EMPTY(&c->inflight) && c->state == NODE_READY)
-        timer_arm(c, (uint64_t)c->opts->timeout_ms);
+        timer_arm(c, check_every_ms(c));
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
     io_out_add(&c->io, bytes, len);

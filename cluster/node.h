@@ -18,12 +18,19 @@
  * node for timeout_ms since it was sent or since the node last sent bytes
  * (which, replies being in order, are the oldest request's).
  *
- * A request in its own wait (a blocking command) keeps the node silent
- * legitimately, so silence cannot tell a frozen node from a waiting one:
- * every timeout_ms of such a wait on_blocked is called, for the owner to
- * ask the node on another connection whether it still answers (dedicated
- * connections: families/dedicated.c). TCP keepalive, at about timeout_ms,
- * ends a connection whose host is gone.
+ * Silence on one connection cannot tell a frozen node from one that holds
+ * a command back: a blocking command in its own wait, a write while the
+ * node pauses writes (CLIENT PAUSE; a manual failover pauses them until it
+ * ends). A connection whose owner sets on_silent lets the owner ask the
+ * node elsewhere: once the oldest request has been silent timeout_ms / 4,
+ * and every timeout_ms / 4 after, on_silent asks (a PING on another
+ * connection) and says when the node last answered there, a sign of life
+ * as good as a reply on this connection. Such a connection is
+ * given up on only when the node has answered nothing, on it or elsewhere,
+ * for timeout_ms, whatever the request's own wait. Without on_silent a
+ * request may stay silent timeout_ms beyond its own wait (wait_ms;
+ * NODE_WAIT_FOREVER: no limit). TCP keepalive, at about timeout_ms, ends
+ * a connection whose host is gone.
  *
  * When the connection fails or a request waits longer than timeout_ms, the
  * connection is closed and every request still in the FIFO is failed through
@@ -161,9 +168,11 @@ struct node_conn {
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */
-    void (*on_blocked)(struct node_conn *c, void *arg); /* its oldest request has
-                                     * waited timeout_ms more in its own wait */
-    void *down_arg;                 /* for the three */
+    /* Its oldest request is silent (above): ask the node elsewhere, and
+     * say when it last answered there (node_now_ms; 0 never). */
+    uint64_t (*on_silent)(struct node_conn *c, void *arg);
+    uint64_t alive_ms;              /* the last such answer on_silent said */
+    void *down_arg;                 /* for the four */
     int timed_out;                  /* closed because the node did not answer */
     int was_up;                     /* it connected (and failed later, if closed) */
     void *ext;                      /* another module's state for this connection */

@@ -31,25 +31,27 @@
 /* Take a new topology: connections to masters it still has are kept. */
 static void worker_take_topology(struct worker *w, struct topology *t)
 {
-    struct node_conn **conns[2] = { calloc((size_t)t->nnodes + 1, sizeof *conns[0]),
-                                    calloc((size_t)t->nnodes + 1, sizeof *conns[1]) };
-    uint64_t *after = calloc((size_t)t->nnodes + 1, sizeof *after);
-    if (!conns[0] || !conns[1] || !after) {
-        free(conns[0]);
-        free(conns[1]);
-        free(after);
+    struct node_conn **conns[WORKER_CONN_KINDS];
+    struct worker_node *nodes = calloc((size_t)t->nnodes + 1, sizeof *nodes);
+    int have = nodes != NULL;
+    for (int p = 0; p < WORKER_CONN_KINDS; p++)
+        have &= (conns[p] = calloc((size_t)t->nnodes + 1, sizeof *conns[p])) != NULL;
+    if (!have) {
+        for (int p = 0; p < WORKER_CONN_KINDS; p++)
+            free(conns[p]);
+        free(nodes);
         topology_unref(t);
         return;
     }
-    /* a master that stays keeps its connect hold-off */
+    /* a master that stays keeps its hold-offs */
     for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
         int j = topology_find(t, w->topo->nodes[i].announced);
         if (j >= 0 && strcmp(t->nodes[j].target, w->topo->nodes[i].target) == 0)
-            after[j] = w->connect_after_ms[i];
+            nodes[j] = w->nodes[i];
     }
-    free(w->connect_after_ms);
-    w->connect_after_ms = after;
-    for (int p = 0; p < 2; p++) {
+    free(w->nodes);
+    w->nodes = nodes;
+    for (int p = 0; p < WORKER_CONN_KINDS; p++) {
         for (int i = 0; w->topo && i < w->topo->nnodes; i++) {
             struct node_conn *c = w->conns[p][i];
             if (!c)

@@ -47,31 +47,20 @@ void worker_topology_taken(struct worker *w)
         node_watch->topology(w);
 }
 
-int worker_node_probe(struct worker *w, const char *addr)
-{
-    int node = topology_find(w->topo, addr);
-    if (node < 0)
-        return -1;
-    struct node_conn *c = worker_conn(w, node, RESP2);
-    if (c && c->ninflight == 0) {
-        const char *argv[1] = { "PING" };
-        node_send_quiet(c, 1, argv);
-    }
-    return 0;
-}
-
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
     w->node_caught_up(w, c);
     if (c->timed_out && node_watch && node_watch->silent)
         node_watch->silent(w, c->addr);
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < WORKER_CONN_KINDS; p++)
         for (int i = 0; i < w->topo->nnodes; i++)
             if (w->conns[p][i] == c) {
                 w->conns[p][i] = NULL;
                 if (!c->was_up)
-                    w->connect_after_ms[i] = node_now_ms() + (uint64_t)c->opts->connect_timeout_ms;
+                    w->nodes[i].connect_after_ms = node_now_ms() + (uint64_t)c->opts->connect_timeout_ms;
+                if (c->timed_out && p != WORKER_CONN_PROBE)
+                    w->nodes[i].silent_ms = node_now_ms();
                 log_notice("node", "worker %d: connection to master %s closed (%s); topology "
                            "refresh requested", w->id, c->addr, c->down_why ? c->down_why : "?");
                 worker_want_refresh(w);
@@ -84,26 +73,73 @@ static void worker_conn_drained(struct node_conn *c, void *arg)
     w->node_caught_up(w, c);
 }
 
-struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto)
+static uint64_t worker_conn_silent(struct node_conn *c, void *arg)
+{
+    return worker_ask_node(arg, c->addr);
+}
+
+static uint64_t ask_node(struct worker *w, int node);
+
+/* Has master `node` not answered since a shared connection to it timed
+ * out? It is asked again (worker_node.silent_ms). */
+static int still_silent(struct worker *w, int node, int kind)
+{
+    struct worker_node *n = &w->nodes[node];
+    if (!n->silent_ms || kind == WORKER_CONN_PROBE)
+        return 0;
+    if (ask_node(w, node) < n->silent_ms)
+        return 1;
+    n->silent_ms = 0;
+    return 0;
+}
+
+/* w's connection of this kind to master `node`, made on demand. */
+static struct node_conn *conn_of(struct worker *w, int node, int kind)
 {
     if (node < 0 || node >= w->topo->nnodes)
         return NULL;
-    struct node_conn **slot = &w->conns[proto == RESP3][node];
+    struct node_conn **slot = &w->conns[kind][node];
     if (node_conn_usable(*slot))
         return *slot;
-    if (node_now_ms() < w->connect_after_ms[node])
+    if (node_now_ms() < w->nodes[node].connect_after_ms || still_silent(w, node, kind))
         return NULL;
     const struct topology_node *n = &w->topo->nodes[node];
+    const struct node_opts *opts = worker_node_opts(w, kind == WORKER_CONN_RESP3 ? RESP3 : RESP2);
     struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
-                                        n->salen, worker_node_opts(w, proto));
+                                        n->salen, opts);
     if (c) {
         c->on_down = worker_conn_down;
         c->on_drained = worker_conn_drained;
         c->down_arg = w;
-        node_conn_batch(c, 1);
+        if (kind != WORKER_CONN_PROBE) {
+            c->on_silent = worker_conn_silent;
+            node_conn_batch(c, 1);
+        }
     }
     *slot = c;
     return c;
+}
+
+struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto)
+{
+    return conn_of(w, node, proto == RESP3 ? WORKER_CONN_RESP3 : WORKER_CONN_RESP2);
+}
+
+uint64_t worker_ask_node(struct worker *w, const char *addr)
+{
+    return ask_node(w, topology_find(w->topo, addr));
+}
+
+static uint64_t ask_node(struct worker *w, int node)
+{
+    struct node_conn *probe = conn_of(w, node, WORKER_CONN_PROBE);
+    if (!probe)
+        return 0;
+    if (probe->ninflight == 0) {
+        const char *argv[1] = { "PING" };
+        node_send_quiet(probe, 1, argv);
+    }
+    return probe->last_read_ms;
 }
 
 int worker_node_for_slot(const struct worker *w, int slot)

@@ -59,6 +59,22 @@ int worker_family_register(const struct worker_family *f);
 int worker_family_count(void);
 const struct worker_family *worker_family_at(int i);
 
+/* What a worker holds against one master of its topology. */
+struct worker_node {
+    /* No new connection to it before this (node_now_ms), as its last
+     * connect failed: a retry toward a master that is gone waits out its
+     * backoff instead of a connect timeout each time. */
+    uint64_t connect_after_ms;
+    /* When a shared connection to it timed out (node_now_ms), 0 if none
+     * has since it last answered: no new shared connection is made until
+     * it answers a PING on the probe connection, so a command that never
+     * ran is not written to a node that answers nothing, to wait out
+     * another node-timeout-ms there. */
+    uint64_t silent_ms;
+};
+
+enum { WORKER_CONN_RESP2, WORKER_CONN_RESP3, WORKER_CONN_PROBE, WORKER_CONN_KINDS };
+
 struct worker {
     int id;
     struct proxy *proxy;
@@ -87,14 +103,13 @@ struct worker {
     struct topology *topo;
     struct layout_ref *layout;          /* NULL: no key rewriting */
     int16_t slot_node[SLOT_COUNT];
-    /* Per protocol (RESP2, RESP3) and topo node, NULL until used: a RESP3
-     * client's commands go on connections opened with HELLO 3, so the
-     * node's replies reach it as they are (worker_conn). */
-    struct node_conn **conns[2];
-    /* Per topo node: no new connection to it before this (node_now_ms), as
-     * its last connect failed: a retry toward a master that is gone waits
-     * out its backoff instead of a connect timeout each time. */
-    uint64_t *connect_after_ms;
+    /* Per kind and topo node, NULL until used. RESP2 and RESP3: the shared
+     * connections (a RESP3 client's commands go on connections opened
+     * with HELLO 3, so the node's replies reach it as they are:
+     * worker_conn); PROBE: PINGs asking whether a node that keeps a
+     * request silent answers at all (worker_ask_node). */
+    struct node_conn **conns[WORKER_CONN_KINDS];
+    struct worker_node *nodes;          /* per topo node */
     struct node_opts node_opts;         /* RESP2 connections */
     struct node_opts node_opts3;        /* RESP3 ones: the same but resp3 */
 
@@ -166,7 +181,7 @@ void worker_want_refresh(struct worker *w);
 /*
  * A family that keeps node connections of its own (dedicated.h) hears what
  * the worker learns about the nodes: `silent` when a node let a request on
- * a shared connection go unanswered for node-timeout-ms (the connection is
+ * a shared or probe connection go unanswered for node-timeout-ms (the connection is
  * closed: a frozen node, a lost host), `topology` once w has taken a new
  * topology (its masters may have changed).
  */
@@ -179,10 +194,11 @@ void worker_register_node_watch(const struct worker_node_watch *watch);
 /* w has taken a new topology (thread.c): the watch hears it. */
 void worker_topology_taken(struct worker *w);
 
-/* Does the master announced as addr still answer? A PING goes out on w's
- * shared connection to it unless a request is in flight there already:
- * either ends in a reply, or in `silent` after node-timeout-ms. -1 when
- * addr is not a master of w's topology. */
-int worker_node_probe(struct worker *w, const char *addr);
+/* on_silent (cluster/node.h) for connections to the master announced as
+ * addr: a PING goes out on w's probe connection to it unless one is
+ * unanswered there; returns when the master last answered on it
+ * (node_now_ms), 0 never. A PING unanswered for node-timeout-ms closes the
+ * probe, and the watch hears `silent`. */
+uint64_t worker_ask_node(struct worker *w, const char *addr);
 
 #endif

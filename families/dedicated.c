@@ -66,15 +66,11 @@ static void dedicated_drained(struct node_conn *c, void *arg)
     client_resume_paused(d->worker, c);
 }
 
-/* A command has waited node-timeout-ms more on c: does its node answer? */
-static void dedicated_blocked(struct node_conn *c, void *arg)
+/* A command is silent on c: does its node answer elsewhere? (node.h) */
+static uint64_t dedicated_silent(struct node_conn *c, void *arg)
 {
     struct dedicated *d = arg;
-    char why[200];
-    if (worker_node_probe(d->worker, c->addr) < 0) {
-        snprintf(why, sizeof why, "node %s is no longer a master of the cluster", c->addr);
-        node_conn_close(c, why);
-    }
+    return worker_ask_node(d->worker, c->addr);
 }
 
 void dedicated_speak(struct dedicated *d, enum resp_proto proto)
@@ -117,7 +113,7 @@ static struct dedicated *dedicated_open(struct worker *w, int node)
     }
     d->conn->on_down = dedicated_down;
     d->conn->on_drained = dedicated_drained;
-    d->conn->on_blocked = dedicated_blocked;
+    d->conn->on_silent = dedicated_silent;
     d->conn->down_arg = d;
     node_conn_ask_id(d->conn);
     pool->open++;

@@ -17,10 +17,11 @@
  *
  * A blocked command can wait on a node that no longer answers (a frozen
  * process, a lost host) or no longer is a master: while one waits, its
- * node is asked every node-timeout-ms, on the worker's shared connection,
- * whether it still answers (worker_node_probe). A node that does not, or
- * that leaves the topology, has its dedicated connections closed: what
- * waited on them gets the "may have run" error, the WATCHes are lost.
+ * node is asked every node-timeout-ms / 4, on the worker's probe
+ * connection, whether it still answers (worker_ask_node). A node that has
+ * answered nothing for node-timeout-ms, or that leaves the topology, has
+ * its dedicated connections closed: what waited on them gets the "may have
+ * run" error, the WATCHes are lost.
  */
 #ifndef TAGPROXY_DEDICATED_H
 #define TAGPROXY_DEDICATED_H

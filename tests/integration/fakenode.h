@@ -12,6 +12,13 @@
  *   GET <key>        whatever the node's script writes (fn_script)
  *   anything else    -ERR
  *
+ * Like a redis-server, which runs one command at a time, a node whose
+ * script sleeps or waits (fn_sleep, fn_wait_peer_close) answers nothing
+ * on any connection meanwhile: a request on another connection, a PING
+ * included, waits until it is done. So a slow command looks to the proxy
+ * like a node that does not answer, not like one that holds one command
+ * back (cluster/node.h).
+ *
  * A node may have a filter (fn_filter), which sees every request first and
  * may answer it instead (a node that requires AUTH, say).
  *
@@ -99,6 +106,7 @@ struct fake_node {
     int stop;
     int accepted;
     int live;                   /* connection threads still running */
+    int busy;                   /* scripts sleeping or waiting: no answers */
     int peer_closed;            /* connections the peer closed */
     int fds[FN_MAX_CONNS];      /* live connections' sockets, -1 free */
     char slots[2048];           /* the CLUSTER SLOTS reply */
@@ -189,31 +197,51 @@ H_UNUSED static int fn_stopping(struct fake_node *f)
     return fn_locked_read(f, &f->stop);
 }
 
+/* A script starts (+1) or stops (-1) keeping the node busy (above). */
+H_UNUSED static void fn_busy(struct fake_node *f, int delta)
+{
+    pthread_mutex_lock(&f->mu);
+    f->busy += delta;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Waits until no script keeps the node busy, or the node stops. */
+H_UNUSED static void fn_wait_not_busy(struct fake_node *f)
+{
+    while (fn_locked_read(f, &f->busy) > 0 && !fn_stopping(f))
+        h_sleep_ms(2);
+}
+
 /* Waits up to ms for the peer to close c (or the node to stop): 1 if it
  * did (counted as a peer close), else 0. Bytes the peer sends meanwhile are
- * left unread. */
+ * left unread. The node is busy meanwhile. */
 H_UNUSED static int fn_wait_peer_close(struct fn_conn *c, long ms)
 {
     long long end = h_now_ms() + ms;
+    int closed = 0;
 
-    while (!fn_stopping(c->f) && h_now_ms() < end) {
+    fn_busy(c->f, 1);
+    while (!closed && !fn_stopping(c->f) && h_now_ms() < end) {
         struct pollfd pfd = { c->fd, POLLRDHUP, 0 };
         if (poll(&pfd, 1, 10) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
             pthread_mutex_lock(&c->f->mu);
             c->f->peer_closed++;
             pthread_mutex_unlock(&c->f->mu);
-            return 1;
+            closed = 1;
         }
     }
-    return fn_stopping(c->f);
+    fn_busy(c->f, -1);
+    return closed || fn_stopping(c->f);
 }
 
-/* Sleeps ms, cut short when the node stops. */
+/* Sleeps ms, cut short when the node stops; the node is busy meanwhile. */
 H_UNUSED static void fn_sleep(struct fake_node *f, long ms)
 {
     long long end = h_now_ms() + ms;
+    fn_busy(f, 1);
     while (!fn_stopping(f) && h_now_ms() < end)
         h_sleep_ms(10);
+    fn_busy(f, -1);
 }
 
 /* How many times key has been seen by fn_bump (1 the first time). */
@@ -448,6 +476,7 @@ H_UNUSED static int fn_answer(struct fn_conn *c)
     int asking = strcasecmp(cmd, "ASKING") == 0;
     int rc;
 
+    fn_wait_not_busy(c->f);
     if (c->f->filter != NULL && c->f->filter(c, &rc)) {
         c->prev_asking = asking;
         return rc;
