@@ -90,7 +90,6 @@ struct request {
     unsigned family_state : 1;      /* a command family hung state on it, which
                                        request_free has the families free */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
-    uint64_t unreachable_us;        /* when it first failed to reach its node (router.c) */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
     size_t footprint;               /* bytes counted in its client's backlog (client.h) */

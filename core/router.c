@@ -229,20 +229,14 @@ static int router_retry_later(struct request *r)
 }
 
 /* A master that cannot be reached is given node-timeout-ms from when the
- * command first failed to reach it (after at most the connect it waited
- * on then), not a connect timeout per retry: worker_conn holds a failed
- * connect off for a connect timeout, and the retries in between cost only
- * their backoff. The clock does not start when the command came: one that
- * waited behind its client's earlier commands has not met the fault yet. */
+ * command came (and at most the connect it waits on then), not a connect
+ * timeout per retry: worker_conn holds a failed connect off for a connect
+ * timeout, and the retries in between cost only their backoff. */
 static int unreachable_too_long(struct request *r)
 {
-    struct request *top = r->parent ? r->parent : r;
-    uint64_t now = io_loop_now_us(&r->worker->loop);
-    if (!top->unreachable_us) {
-        top->unreachable_us = now;
-        return 0;
-    }
-    return now - top->unreachable_us >= (uint64_t)r->worker->cfg->node_timeout_ms * 1000;
+    const struct request *top = r->parent ? r->parent : r;
+    uint64_t waited_us = io_loop_now_us(&r->worker->loop) - top->start_us;
+    return top->start_us && waited_us >= (uint64_t)r->worker->cfg->node_timeout_ms * 1000;
 }
 
 void router_send(struct request *r)

@@ -8,8 +8,10 @@
  * (TAGPROXY_TEST_BIN, else ./build/tagproxy, one worker thread) seeded with
  * them; teardown stops both. The fake nodes answer:
  *
- *   GET <tagA>block  nothing for g_block_ms, reading nothing meanwhile (the
- *                    connection's thread sleeps); then bulk "unblocked"
+ *   GET <tagA>block  nothing for g_block_ms, reading nothing meanwhile and
+ *                    answering nothing on any connection (a node busy with
+ *                    one command, fakenode.h); then bulk "unblocked", or
+ *                    nothing more once the proxy closes the connection
  *   GET <other key>  the key as a bulk
  *   SET k v          +OK; checked (k is "{tag}k<i>", v the 1 MB value of SET
  *                    i: its length, its first bytes, its fn_sum) and counted
@@ -27,9 +29,10 @@
  *   3. a node that times out lets its paused client go: the GET it left
  *      unanswered fails as "may have run"; the SETs queued behind it were
  *      never written (the shared connection writes no new batch while one
- *      is unanswered, cluster/node.h), so they are retried on a new
- *      connection and each runs once; the client is read again, the proxy
- *      lives on
+ *      is unanswered, cluster/node.h), so each is retried on a new
+ *      connection and runs once, or, when it has waited node-timeout-ms
+ *      already, fails with an error that does not say it may have run and
+ *      has not run; the client is read again, the proxy lives on
  */
 #include <sys/uio.h>
 
@@ -151,11 +154,11 @@ static int script(struct fn_conn *c, const char *key, size_t len)
 {
     (void)len;
     if (strcmp(key, g_block_key) == 0) {
-        fn_sleep(c->f, g_block_ms);
+        int closed = fn_wait_peer_close(c, g_block_ms);
         pthread_mutex_lock(&g_mu);
         g_block_done = 1;
         pthread_mutex_unlock(&g_mu);
-        return fn_write_bulk(c, "unblocked");
+        return closed ? -1 : fn_write_bulk(c, "unblocked");
     }
     return fn_write_bulk(c, key);
 }
@@ -651,7 +654,9 @@ END_TEST
 /* ---------- 3. resumed when the node's connection closes ---------- */
 
 /* The flooder's replies after a timeout: the GET and every SET written
- * before it "may have run"; the rest +OK. Returns how many SETs failed. */
+ * before it "may have run"; the rest +OK, or an error for a SET that had
+ * waited node-timeout-ms when the connection closed and did not run.
+ * Returns how many SETs failed as may-have-run. */
 static int expect_timeout_replies(const struct flood *fl)
 {
     int failed = 0;
@@ -669,8 +674,12 @@ static int expect_timeout_replies(const struct flood *fl)
             ck_assert_msg(seen(i) <= 1, "SET k%d failed as may-have-run but ran %d times", i, seen(i));
             continue;
         }
+        if (r->type == '-') {
+            ck_assert_msg(seen(i) == 0, "SET k%d failed ('%s') but ran %d times", i, r->text, seen(i));
+            continue;
+        }
         ck_assert_msg(r->type == '+' && strcmp(r->text, "OK") == 0,
-                      "reply to SET k%d is '%c%s', neither +OK nor may-have-run", i, r->type, r->text);
+                      "reply to SET k%d is '%c%s', neither +OK nor an error", i, r->type, r->text);
         ck_assert_msg(seen(i) == 1, "SET k%d answered +OK, received %d times by the node", i, seen(i));
     }
     return failed;
