@@ -130,9 +130,10 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
             target_owns = owns;
         line = eol + 1;
     }
-    if (kind == REPLY_MOVED)
-        return !self_owns && target_owns;
-    return self_moving;
+    /* an ASK whose migration ended before the question: the slot is the
+     * target's now, as after a MOVED */
+    int moved = !self_owns && target_owns;
+    return kind == REPLY_MOVED ? moved : self_moving || moved;
 }
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
