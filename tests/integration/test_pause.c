@@ -3,7 +3,9 @@
  * sockets accept, nothing replies), seen through an extra proxy with
  * node-timeout-ms 3000. Commands for its keys must fail within the timeout
  * plus slack instead of hanging, keys on the other masters must keep working
- * meanwhile, and after SIGCONT the node serves again.
+ * meanwhile, and after SIGCONT the node serves again. A master that only
+ * pauses writes (CLIENT PAUSE WRITE) still answers: a write waits the pause
+ * out, however longer than node-timeout-ms, and runs once.
  *
  * The node always gets SIGCONT: h_freeze's guard process sends it as soon as
  * the test process goes away for any reason, or after a deadline; and
@@ -189,6 +191,41 @@ START_TEST(test_paused_master)
 }
 END_TEST
 
+/* A master that pauses writes (CLIENT PAUSE WRITE, as a manual failover
+ * does) holds an INCR back for longer than node-timeout-ms but answers a
+ * PING: the INCR waits the pause out and runs once, as on one server. */
+START_TEST(test_write_paused_master)
+{
+    static const char *args[] = { "--node-timeout-ms", "600", NULL };
+    enum { PAUSE_MS = 2000 };
+    struct h_topo t;
+    struct h_proxy px;
+    char key[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    h_proxy_start(&px, args);
+    redisContext *c = h_connect_extra(&px);
+    h_key_on_master(&t, 0, h_prefix(), 7, key, sizeof(key));
+    H_OK(c, "SET %s 0", key);
+    redisContext *admin = h_connect_node(&t.masters[0]);
+    long long t0 = h_now_ms();
+    H_OK(admin, "CLIENT PAUSE %d WRITE", PAUSE_MS);
+    r = h_cmd(c, "INCR %s", key);
+    long long took = h_now_ms() - t0;
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    ck_assert_msg(took >= PAUSE_MS / 2, "INCR answered after %lld ms: the pause did not hold it, "
+                  "the test is void", took);
+    r = h_cmd(admin, "GET %s", key);
+    H_EXPECT_BULK(r, "1");
+    freeReplyObject(r);
+    redisFree(admin);
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 static Suite *pause_suite(void)
 {
     Suite *s = suite_create("pause");
@@ -197,6 +234,7 @@ static Suite *pause_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
     tcase_add_test(tc, test_paused_master);
+    tcase_add_test(tc, test_write_paused_master);
     suite_add_tcase(s, tc);
     return s;
 }
