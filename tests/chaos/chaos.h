@@ -142,6 +142,7 @@ struct wl_client {
     struct op *ops;
     size_t nops, cap;
     char *err_sample;           /* the first error seen, for the report */
+    long dropped;               /* ops left without a reply: the connection to the proxy broke */
 };
 
 struct wl_reader {
@@ -180,6 +181,7 @@ struct wl_result {
     long long recovery_ms;              /* a fault to the last error after it */
     long long max_latency_ms;
     long errors_outside;                /* errors outside fault..healed+2 s */
+    long dropped;                       /* ops the proxy never answered (unknown) */
     long hung;                          /* replies slower than the client timeout */
     char err_sample[200];
 };
@@ -190,6 +192,8 @@ int32_t wl_clock(const struct workload *wl);
 int wl_mark_fault(struct workload *wl);
 void wl_mark_healed(struct workload *wl, int mark);
 void wl_stop(struct workload *wl);
+/* The name of the workload's list i (0 .. lists - 1). */
+void wl_list_key(const struct workload *wl, int i, char *out, size_t size);
 /* Reads every list and counter from the masters and checks the record. */
 void wl_verify(struct workload *wl, struct wl_result *res);
 /* Largest latency of ops to shards other than `shard` started in [from, to). */

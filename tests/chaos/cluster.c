@@ -321,6 +321,33 @@ static int node_summary(int port, char *out, size_t size)
     return ok;
 }
 
+static char unhealthy_why[1024];    /* what cl_healthy last found wrong */
+
+/* The first line where two node summaries differ, both ways. */
+static const char *first_difference(const char *a, const char *b)
+{
+    static char out[700];
+    size_t i = 0, start = 0;
+    while (a[i] && a[i] == b[i])
+        if (a[i++] == '\n')
+            start = i;
+    snprintf(out, sizeof out, "'%.300s' against '%.300s'", a + start, b + start);
+    for (char *p = out; *p; p++)
+        if (*p == '\n')
+            *p = '|';
+    return out;
+}
+
+static int unhealthy(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int unhealthy(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(unhealthy_why, sizeof unhealthy_why, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
 int cl_healthy(struct chaos *ch)
 {
     static char first[8192], other[8192];
@@ -328,22 +355,26 @@ int cl_healthy(struct chaos *ch)
         redisReply *r = cl_cmd(p, "CLUSTER INFO");
         int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
         freeReplyObject(r);
-        if (!ok || !node_summary(p, p == ch->base ? first : other, sizeof first))
-            return 0;
+        if (!ok)
+            return unhealthy("node %d does not say cluster_state:ok", p);
+        if (!node_summary(p, p == ch->base ? first : other, sizeof first))
+            return unhealthy("node %d: a master without a replica, or a failure flag", p);
         if (p != ch->base && strcmp(first, other) != 0)
-            return 0;
+            return unhealthy("nodes %d and %d see the cluster differently: %s", ch->base, p,
+                             first_difference(first, other));
     }
     struct cl_view v;
     if (cl_view(ch, &v) < 0 || v.nmasters != CHAOS_MASTERS)
-        return 0;
+        return unhealthy("not %d masters", CHAOS_MASTERS);
     for (int m = 0; m < v.nmasters; m++) {
         if (!v.m[m].replica || v.m[m].nslots == 0)
-            return 0;
+            return unhealthy("master %d has no replica or no slot", v.m[m].port);
         redisReply *r = cl_cmd(v.m[m].replica, "INFO replication");
         int up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
         freeReplyObject(r);
         if (!up)
-            return 0;
+            return unhealthy("replica %d: its link to master %d is not up", v.m[m].replica,
+                             v.m[m].port);
     }
     return 1;
 }
@@ -353,7 +384,8 @@ void cl_wait_healthy(struct chaos *ch, long timeout_ms, const char *after)
     long long deadline = now_ms() + timeout_ms;
     while (!cl_healthy(ch)) {
         if (now_ms() > deadline)
-            die("the cluster is not whole %ld s after %s", timeout_ms / 1000, after);
+            die("the cluster is not whole %ld s after %s: %s", timeout_ms / 1000, after,
+                unhealthy_why);
         sleep_ms(100);
     }
 }

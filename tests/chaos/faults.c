@@ -67,6 +67,8 @@ static void check_common(struct fault_row *row)
     check(row, r->false_failed == 0, "%ld failed ops ran", r->false_failed);
     check(row, r->out_of_order == 0, "%ld out of order", r->out_of_order);
     check(row, r->hung == 0, "%ld replies slower than the client timeout", r->hung);
+    check(row, r->dropped == 0, "%ld commands never answered (the connection to the proxy "
+          "broke)", r->dropped);
     check(row, r->ok > 0, "nothing succeeded");
 }
 
@@ -206,6 +208,10 @@ static void fault_client_kill(struct chaos *ch, struct fault_row *row, long arg)
     check_clean(row);
     check(row, row->r.errors_outside == 0, "%ld errors away from the kills",
           row->r.errors_outside);
+    /* what a killed connection had not written yet is resent: no command
+     * is given up on as not run */
+    check(row, row->r.failed == 0, "%ld commands failed as not run (%s)", row->r.failed,
+          row->r.err_sample);
 }
 
 /* ---------- SIGSTOP of a master ---------- */
@@ -410,10 +416,17 @@ static void fault_reshard(struct chaos *ch, struct fault_row *row, long arg)
     master_at(ch, 1, &b);
     if (cl_view(ch, &v) < 0)
         die("cannot read the slot map");
+    /* the slot of one of the workload's lists on a: its keys are moved
+     * half now, half after the hold, while they are written */
     int slot = -1;
-    for (int s = 0; s < 16384 && slot < 0; s++)
-        if (v.slot_port[s] == a.port)
-            slot = s;
+    for (int i = 0; i < o.lists && slot < 0; i++) {
+        char key[96];
+        wl_list_key(&wl, i, key, sizeof key);
+        if (v.slot_port[key_slot(key, strlen(key))] == a.port)
+            slot = (int)key_slot(key, strlen(key));
+    }
+    if (slot < 0)
+        die("no list of the workload on master %d", a.port);
     for (int n = 0;; n++) {
         snprintf(mk.tag, sizeof mk.tag, "mk%d", n);
         if ((int)key_slot(mk.tag, strlen(mk.tag)) == slot)
@@ -625,12 +638,31 @@ static long long serves_after(struct chaos_proxy *p, long long since)
     return -1;
 }
 
+/* When every node first says cluster_state:ok (dies after timeout_ms). */
+static long long all_state_ok(struct chaos *ch, long timeout_ms)
+{
+    for (long long deadline = now_ms() + timeout_ms;; sleep_ms(20)) {
+        int ok = 1;
+        for (int p = ch->base; ok && p < ch->base + CHAOS_NODES; p++) {
+            redisReply *r = cl_cmd(p, "CLUSTER INFO");
+            ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+            freeReplyObject(r);
+        }
+        if (ok)
+            return now_ms();
+        if (now_ms() > deadline)
+            die("not every node says cluster_state:ok %ld s after every node's restart",
+                timeout_ms / 1000);
+    }
+}
+
 static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct prober pr = { .px = &ch->proxy };
     struct chaos_proxy late = { 0 };
     char body[2048];
     pid_t pids[CHAOS_NODES];
+    int status;
     (void)arg;
     row->reps = 1;
     pthread_create(&pr.thread, NULL, prober_main, &pr);
@@ -643,7 +675,11 @@ static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
             sleep_ms(20);
     /* a proxy started now: it stays up, not ready, and says why */
     proxy_spawn(ch, &late, NULL, 0);
-    int status = 0;
+    sleep_ms(CHAOS_PROXY_TIMEOUT + 1000);
+    status = proxy_http(&ch->proxy, "/readyz", body, sizeof body);
+    check(row, status == 503 && body[0], "/readyz of the running proxy with every node down: "
+          "%d %.80s", status, body);
+    status = 0;
     for (long long deadline = now_ms() + 10000; !status && now_ms() < deadline; sleep_ms(50))
         status = proxy_http(&late, "/readyz", body, sizeof body);
     sleep_ms(1000);
@@ -653,10 +689,10 @@ static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
           "/readyz of a proxy waiting for the cluster: %d %.80s", status, body);
     for (int i = 0; i < CHAOS_NODES; i++)
         cl_restart(ch, ch->base + i);
-    cl_wait_healthy(ch, 60000, "every node's restart");
-    long long whole = now_ms();
+    long long whole = all_state_ok(ch, 60000);
     long long main_after = serves_after(&ch->proxy, whole);
     long long late_after = serves_after(&late, whole);
+    cl_wait_healthy(ch, 60000, "every node's restart");
     sleep_ms(500);
     pr.stop = 1;
     pthread_join(pr.thread, NULL);
@@ -693,6 +729,7 @@ struct blocker {
     char answer[160];
     long long last_message;     /* SSUBSCRIBE: the last message number read */
     long long last_message_ms;
+    long long heard;            /* SSUBSCRIBE: messages read */
     int fd;                     /* its socket: shut down to end the subscriber */
 };
 
@@ -737,7 +774,10 @@ static void *blocker_main(void *arg)
         while (r && !b->stop) {
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
                 r->element[2]->type == REDIS_REPLY_STRING) {
-                b->last_message = strtoll(r->element[2]->str, NULL, 10);
+                long long n = strtoll(r->element[2]->str, NULL, 10);
+                if (n > b->last_message)    /* a number sent again after a lost ack: once */
+                    b->heard++;
+                b->last_message = n > b->last_message ? n : b->last_message;
                 b->last_message_ms = now_ms();
             }
             freeReplyObject(r);
@@ -784,13 +824,17 @@ static void *publisher_main(void *arg)
 }
 
 /* Does the fault; returns when the node is whole again (for a stopped one:
- * when it is sent SIGCONT). */
-static long long blocked_fault(struct chaos *ch, const struct cl_master *m, enum blocked_fault f)
+ * when it is sent SIGCONT). *seen: when the fault can first be seen by the
+ * proxy (the replica promoted by a failover, the kill, the stop). */
+static long long blocked_fault(struct chaos *ch, const struct cl_master *m, enum blocked_fault f,
+                               long long *seen)
 {
     pid_t pid = cl_pid(ch, m->port);
+    *seen = now_ms();
     if (f == BLOCKED_FAILOVER) {
         freeReplyObject(cl_cmd(m->replica, "CLUSTER FAILOVER"));
         wait_master(m->replica, 20000, "failover");
+        *seen = now_ms();
     } else if (f == BLOCKED_KILL) {
         kill(pid, SIGKILL);
         wait_master(m->replica, 30000, "kill -9");
@@ -830,11 +874,11 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
         pthread_create(&b[i].thread, NULL, blocker_main, &b[i]);
     pthread_create(&pub.thread, NULL, publisher_main, &pub);
     sleep_ms(1500);
-    long long fault = now_ms();
-    long long healed = blocked_fault(ch, &m, f);
-    /* a blocked command comes back within node-timeout-ms of the fault
-     * (twice that for a stopped node, which first has to miss a PING) */
-    long long bound = (f == BLOCKED_STOP ? 2 * CHAOS_PROXY_TIMEOUT : CHAOS_PROXY_TIMEOUT) + 1000;
+    long long fault = now_ms(), seen;
+    long long healed = blocked_fault(ch, &m, f, &seen);
+    /* a blocked command comes back within node-timeout-ms (and a second)
+     * of the moment the fault can be seen */
+    long long bound = CHAOS_PROXY_TIMEOUT + 1000;
     long long give_up = now_ms() + 30000;
     while ((!b[0].answered_ms || !b[1].answered_ms) && now_ms() < give_up)
         sleep_ms(50);
@@ -843,8 +887,13 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
     long long whole = now_ms(), sent_then = pub.sent;
     while (b[2].last_message <= sent_then && !b[2].answered_ms && now_ms() < whole + 10000)
         sleep_ms(50);
-    pub.stop = b[2].stop = 1;
+    pub.stop = 1;
     pthread_join(pub.thread, NULL);
+    /* what the last acknowledged SPUBLISH sent is on its way */
+    for (long long end = now_ms() + 2000; b[2].last_message < pub.sent && !b[2].answered_ms &&
+         now_ms() < end;)
+        sleep_ms(20);
+    b[2].stop = 1;
     shutdown(b[2].fd, SHUT_RDWR);
     row->reps = 1;
     for (int i = 0; i < 2; i++) {
@@ -857,7 +906,7 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
             continue;
         }
         pthread_join(b[i].thread, NULL);
-        long long took = b[i].answered_ms - (f == BLOCKED_STOP ? fault : healed);
+        long long took = b[i].answered_ms - seen;
         took = took < 0 ? 0 : took;
         row->r.ok++;
         if (took > row->r.recovery_ms)
@@ -882,6 +931,13 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
         row->r.failed++;
         check(row, 0, "the subscriber heard nothing published after the fault");
     }
+    /* pub/sub is at most once: what was published while the subscriber's
+     * shard moved is lost, and counted here, never hidden */
+    check(row, b[2].heard <= pub.sent, "the subscriber heard %lld messages of %lld published",
+          b[2].heard, pub.sent);
+    snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
+             "; SSUBSCRIBE: heard %lld of %lld published, %lld lost while it moved",
+             b[2].heard, pub.sent, pub.sent - b[2].heard);
 }
 
 static const struct fault faults[] = {

@@ -36,7 +36,7 @@ int32_t wl_clock(const struct workload *wl)
     return (int32_t)(now_ms() - wl->t0);
 }
 
-static void list_key(const struct workload *wl, int i, char *out, size_t size)
+void wl_list_key(const struct workload *wl, int i, char *out, size_t size)
 {
     snprintf(out, size, "chaos:%s:l:%d", wl->o.ns, i);
 }
@@ -83,7 +83,7 @@ static void op_append(struct wl_client *cl, struct op *op, size_t seq)
         unsigned pick = (unsigned)(r / 2 % 30);
         op->kind = pick < 3 ? OP_MULTI : pick < 13 ? OP_EVAL : OP_RPUSH;
         op->key = (uint16_t)(r / 60 % (uint64_t)wl->o.lists);
-        list_key(wl, op->key, key, sizeof key);
+        wl_list_key(wl, op->key, key, sizeof key);
         snprintf(token, sizeof token, "%d.%zu", cl->id, seq);
         if (op->kind == OP_MULTI) {
             redisAppendCommand(cl->c, "MULTI");
@@ -209,6 +209,7 @@ static void *client_main(void *arg)
             if (out < 0) {
                 lost = 1;
                 out = OUT_UNKNOWN;
+                cl->dropped++;
             }
             op->outcome = (uint8_t)out;
             op->latency_ms = wl_clock(wl) - op->start_ms;
@@ -239,7 +240,7 @@ static void *reader_main(void *arg)
             counter_key(wl, i, key, sizeof key);
             r = redisCommand(c, "GET %s", key);
         } else {
-            list_key(wl, i - wl->o.counters, key, sizeof key);
+            wl_list_key(wl, i - wl->o.counters, key, sizeof key);
             r = redisCommand(c, "LLEN %s", key);
         }
         if (!r) {
@@ -390,7 +391,7 @@ static void read_all(struct workload *wl, struct reading *rd, struct wl_result *
         die("cannot read the cluster's slot map");
     for (int i = 0; i < wl->o.lists; i++) {
         char key[96];
-        list_key(wl, i, key, sizeof key);
+        wl_list_key(wl, i, key, sizeof key);
         redisContext *c = master_conn(conns, &v, v.slot_port[key_slot(key, strlen(key))]);
         redisReply *r = redisCommand(c, "LRANGE %s 0 -1", key);
         if (!r || r->type != REDIS_REPLY_ARRAY)
@@ -478,6 +479,7 @@ void wl_verify(struct workload *wl, struct wl_result *res)
         struct wl_client *cl = &wl->clients[c];
         if (cl->err_sample && !res->err_sample[0])
             snprintf(res->err_sample, sizeof res->err_sample, "%s", cl->err_sample);
+        res->dropped += cl->dropped;
         for (size_t i = 0; i < cl->nops; i++) {
             const struct op *op = &cl->ops[i];
             int n = rd.count[c][i];
