@@ -252,7 +252,7 @@ struct fetch_race {
     pthread_cond_t cond;
     int refs;                       /* the caller and each ask still out */
     int pending;                    /* asks not done */
-    int winner;                     /* the ask whose map won, or -1 */
+    int winner;                     /* the ask whose complete map won, or -1 */
     struct topology_source src;     /* a copy: its strings below */
     char *user, *password, *server_name;
     char **map;                     /* nmap "from" strings, then nmap "to" */
@@ -315,6 +315,25 @@ static int race_copy_source(struct fetch_race *race, const struct topology_sourc
     return failed ? -1 : 0;
 }
 
+/* Every slot served by a node the proxy can reach. */
+static int topology_complete(const struct topology *t)
+{
+    return t->covered == SLOT_COUNT && t->ndropped == 0;
+}
+
+/* With no complete map: the answer that covers the most slots, or -1.
+ * Called with the race's lock held. */
+static int race_best_partial(const struct fetch_race *race)
+{
+    int best = -1;
+    for (int i = 0; i < race->nasks; i++) {
+        const struct topology *t = race->asks[i].t;
+        if (t && (best < 0 || t->covered > race->asks[best].t->covered))
+            best = i;
+    }
+    return best;
+}
+
 static void *ask_main(void *arg)
 {
     struct fetch_ask *a = arg;
@@ -324,7 +343,7 @@ static void *ask_main(void *arg)
     a->t = t;
     a->done = 1;
     race->pending--;
-    if (t && race->winner < 0)
+    if (t && race->winner < 0 && topology_complete(t))
         race->winner = (int)(a - race->asks);
     pthread_cond_signal(&race->cond);
     pthread_mutex_unlock(&race->lock);
@@ -427,9 +446,10 @@ struct topology *topology_fetch(const struct topology_source *src,
     while (race->winner < 0 && race->pending > 0 &&
            pthread_cond_timedwait(&race->cond, &race->lock, &deadline) == 0)
         ;
-    if (race->winner >= 0) {
-        t = race->asks[race->winner].t;
-        race->asks[race->winner].t = NULL;
+    int won = race->winner >= 0 ? race->winner : race_best_partial(race);
+    if (won >= 0) {
+        t = race->asks[won].t;
+        race->asks[won].t = NULL;
         t->version = ++next_version;
     } else {
         race_error(race, err, errlen);

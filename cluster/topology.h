@@ -58,8 +58,10 @@ struct topology_source {
 
 /*
  * Ask every address at once (`extra`, then the seeds; each on a thread of
- * its own) for CLUSTER SLOTS: the first usable map wins, so a frozen node
- * costs nothing while another answers. Returns a new topology with one
+ * its own) for CLUSTER SLOTS: the first complete map (every slot served by
+ * a node whose name resolves) wins, so a frozen node costs nothing while
+ * another answers; when no answer is complete, the one that covers the
+ * most slots, once every ask is done. Returns a new topology with one
  * reference, or NULL with a one-line reason in err (what each address
  * said, in their order) once every ask has failed. Blocking: call from the
  * control thread only.

@@ -1,7 +1,7 @@
 /*
  * The proxy's cluster-side directives against scripted fake nodes
  * (fakenode.h): address-map, cluster-user and cluster-password, and the
- * order in which seeds are tried.
+ * order in which seeds are tried (and which answer wins).
  *
  * Each test starts its own fake node(s) and its own proxy (TAGPROXY_TEST_BIN,
  * else ./build/tagproxy); teardown stops both. A proxy that must refuse to
@@ -551,6 +551,38 @@ START_TEST(test_seeds_first_closed)
 }
 END_TEST
 
+/* B answers CLUSTER SLOTS only after a while. */
+static int slow_slots_filter(struct fn_conn *c, int *rc)
+{
+    (void)rc;
+    if (strcasecmp(c->argv[0], "CLUSTER") == 0)
+        fn_sleep(c->f, 300);
+    return 0;
+}
+
+/* The first seed answers at once with a map that leaves B's half out (a
+ * node that does not know B), the second later with the whole map: the
+ * complete map wins, and B's keys are served. */
+START_TEST(test_seeds_complete_map_wins)
+{
+    char seed_a[64], seed_b[64];
+    struct announced half = { 0, H_SLOTS / 2 - 1, "127.0.0.1", 0 };
+
+    world_pair("127.0.0.1", "127.0.0.1");
+    half.port = W.a.port;
+    set_slots_announced(&W.a, 1, &half);
+    W.b.filter = slow_slots_filter;
+    snprintf(seed_a, sizeof(seed_a), "127.0.0.1:%d", W.a.port);
+    snprintf(seed_b, sizeof(seed_b), "127.0.0.1:%d", W.b.port);
+    {
+        const char *const args[] = { "--cluster", seed_a, seed_b, NULL };
+        fn_proxy_start(&W.proxy, "seeds-complete-wins", 0, args);
+    }
+    expect_get("a", "B");                       /* slot 15495: B's half */
+    expect_get("k", "A");                       /* slot 7629: A's */
+}
+END_TEST
+
 /* No seed answers (one refuses connections, one closes each it accepts):
  * no start, and the message names each seed, in the order given. */
 START_TEST(test_no_seed_answers)
@@ -596,6 +628,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_cluster_auth_answer_quoting_password_at_start);
     tcase_add_test(tc, test_cluster_auth_answer_quoting_password_on_data);
     tcase_add_test(tc, test_seeds_first_closed);
+    tcase_add_test(tc, test_seeds_complete_map_wins);
     tcase_add_test(tc, test_no_seed_answers);
     suite_add_tcase(s, tc);
     return s;
