@@ -291,6 +291,26 @@ int cl_view(struct chaos *ch, struct cl_view *v)
 }
 
 /* node `port`'s CLUSTER NODES reduced to what must agree everywhere */
+/* The slot ranges of a CLUSTER NODES line, without the "[slot-<-id]"
+ * marks of a slot the node imports: only that node shows them, and a node
+ * restarted after redis-cli rebalances can come back with such marks from
+ * its nodes.conf for slots that have moved on. A slot being migrated
+ * ("[slot->-id]") is refused before this. */
+static void slots_of(const char *in, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    while (*in) {
+        size_t len = strcspn(in, " ");
+        if (len > 0 && in[0] != '[' && used + len + 2 < size) {
+            used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)len,
+                                     in);
+        }
+        in += len;
+        in += strspn(in, " ");
+    }
+}
+
 static int node_summary(int port, char *out, size_t size)
 {
     redisReply *r = cl_cmd(port, "CLUSTER NODES");
@@ -298,7 +318,7 @@ static int node_summary(int port, char *out, size_t size)
              !strstr(r->str, "handshake") && !strstr(r->str, "noaddr") && !strstr(r->str, "->-");
     if (ok) {
         /* id role master slots, in the order of the ids */
-        char lines[CHAOS_NODES * 2][400];
+        char lines[CHAOS_NODES * 2][1024];
         int n = 0;
         for (char *save = NULL, *l = strtok_r(r->str, "\n", &save); l && n < CHAOS_NODES * 2;
              l = strtok_r(NULL, "\n", &save)) {
@@ -307,8 +327,10 @@ static int node_summary(int port, char *out, size_t size)
             if (sscanf(l, "%47s %79s %79s %47s %*s %*s %*s %*s %n", id, addr, flags, master,
                        &off) < 4)
                 continue;
+            char slots[900] = "";
+            slots_of(off ? l + off : "", slots, sizeof slots);
             snprintf(lines[n++], sizeof lines[0], "%s %s %s %s", id,
-                     strstr(flags, "master") ? "master" : "replica", master, off ? l + off : "");
+                     strstr(flags, "master") ? "master" : "replica", master, slots);
         }
         qsort(lines, (size_t)n, sizeof lines[0], (int (*)(const void *, const void *))strcmp);
         size_t used = 0;

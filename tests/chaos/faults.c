@@ -15,7 +15,6 @@ struct fault {
     const char *name;
     void (*run)(struct chaos *ch, struct fault_row *row, long arg);
     long arg;                   /* which form of the fault (each runner says) */
-    int full_only;              /* not in --short: see its entry */
 };
 
 static int reps(const struct chaos *ch, int full)
@@ -918,8 +917,8 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
             check(row, b[i].answered_ms < healed, "%s came back only once the node did",
                   whats[i]);
         snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
-                 "%s%s: %s after %lld ms", row->note[0] ? "; " : "", whats[i], b[i].answer,
-                 took);
+                 "%s%s after %lld ms: %.40s", row->note[0] ? "; " : "", whats[i], took,
+                 b[i].answer);
     }
     pthread_join(b[2].thread, NULL);
     row->r.ops++;
@@ -935,32 +934,35 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
      * shard moved is lost, and counted here, never hidden */
     check(row, b[2].heard <= pub.sent, "the subscriber heard %lld messages of %lld published",
           b[2].heard, pub.sent);
-    snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
-             "; SSUBSCRIBE: heard %lld of %lld published, %lld lost while it moved",
+    char heard[120];
+    snprintf(heard, sizeof heard, "SSUBSCRIBE heard %lld of %lld published (%lld lost); ",
              b[2].heard, pub.sent, pub.sent - b[2].heard);
+    size_t hl = strlen(heard), nl = strlen(row->note);
+    if (hl + nl < sizeof row->note) {       /* first: the notes are cut in the table */
+        memmove(row->note + hl, row->note, nl + 1);
+        memcpy(row->note, heard, hl);
+    }
 }
 
 static const struct fault faults[] = {
-    { "failover", fault_failover, 0, 0 },
-    { "kill", kill_run, 0, 0 },
-    { "kill-wait", kill_run, 1, 0 },
-    { "client-kill", fault_client_kill, 0, 0 },
-    { "sigstop-1.5s", stop_run, 1500, 0 },
-    { "sigstop-10s", stop_run, 10000, 0 },
-    { "reshard", fault_reshard, 0, 0 },
-    { "net-latency", net_run, NET_LATENCY, 0 },
-    { "net-bandwidth", net_run, NET_BANDWIDTH, 0 },
-    { "net-reset", net_run, NET_RESET, 0 },
-    { "net-blackhole", net_run, NET_BLACKHOLE, 0 },
-    { "net-halfclose", net_run, NET_HALFCLOSE, 0 },
-    { "net-unreachable", net_run, NET_UNREACHABLE, 0 },
-    { "gone-client", fault_gone_client, 0, 0 },
-    /* once in make test's short form the cluster did not re-form within
-     * 60 s of every node's restart: make chaos only until that is known */
-    { "restart-all", fault_restart_all, 0, 1 },
-    { "blocked-failover", blocked_run, BLOCKED_FAILOVER, 0 },
-    { "blocked-kill", blocked_run, BLOCKED_KILL, 0 },
-    { "blocked-sigstop", blocked_run, BLOCKED_STOP, 0 },
+    { "failover", fault_failover, 0 },
+    { "kill", kill_run, 0 },
+    { "kill-wait", kill_run, 1 },
+    { "client-kill", fault_client_kill, 0 },
+    { "sigstop-1.5s", stop_run, 1500 },
+    { "sigstop-10s", stop_run, 10000 },
+    { "reshard", fault_reshard, 0 },
+    { "net-latency", net_run, NET_LATENCY },
+    { "net-bandwidth", net_run, NET_BANDWIDTH },
+    { "net-reset", net_run, NET_RESET },
+    { "net-blackhole", net_run, NET_BLACKHOLE },
+    { "net-halfclose", net_run, NET_HALFCLOSE },
+    { "net-unreachable", net_run, NET_UNREACHABLE },
+    { "gone-client", fault_gone_client, 0 },
+    { "restart-all", fault_restart_all, 0 },
+    { "blocked-failover", blocked_run, BLOCKED_FAILOVER },
+    { "blocked-kill", blocked_run, BLOCKED_KILL },
+    { "blocked-sigstop", blocked_run, BLOCKED_STOP },
 };
 
 static void print_table(const struct fault_row *rows, int n)
@@ -982,7 +984,7 @@ int faults_run(struct chaos *ch, const char *const *names, int nnames)
     struct fault_row rows[sizeof faults / sizeof faults[0]];
     int n = 0, failed = 0;
     for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
-        int wanted = nnames == 0 && !(ch->short_form && faults[f].full_only);
+        int wanted = nnames == 0;
         for (int i = 0; i < nnames; i++)
             wanted |= strcmp(names[i], faults[f].name) == 0;
         if (!wanted)
