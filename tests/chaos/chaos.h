@@ -71,6 +71,13 @@ int cl_view(struct chaos *ch, struct cl_view *v);
  * each and no failure flag, and every replica's link is up. */
 int cl_healthy(struct chaos *ch);
 void cl_wait_healthy(struct chaos *ch, long timeout_ms, const char *after);
+/* A node restarted from its nodes.conf can come back importing slots that
+ * moved on long before (seen after redis-cli rebalances): such a node
+ * ignores every later change of those slots' owner, so a failover leaves it
+ * with slots no master serves. Clears every import mark, as redis-cli
+ * --cluster fix would (CLUSTER SETSLOT slot STABLE): call only while no
+ * slot is being moved. Returns how many. */
+int cl_clear_imports(struct chaos *ch);
 pid_t cl_pid(struct chaos *ch, int port);
 void cl_restart(struct chaos *ch, int port);
 /* redis-cli --cluster ARGS... against the first node, its output in the
@@ -149,6 +156,7 @@ struct wl_reader {
     struct workload *wl;
     pthread_t thread;
     long long *seen;            /* highest value or length per key */
+    uint64_t *prefix;           /* per list: a hash of its first seen[i] elements */
     long reads, backwards;
     long long first_back_ms;
 };

@@ -291,26 +291,6 @@ int cl_view(struct chaos *ch, struct cl_view *v)
 }
 
 /* node `port`'s CLUSTER NODES reduced to what must agree everywhere */
-/* The slot ranges of a CLUSTER NODES line, without the "[slot-<-id]"
- * marks of a slot the node imports: only that node shows them, and a node
- * restarted after redis-cli rebalances can come back with such marks from
- * its nodes.conf for slots that have moved on. A slot being migrated
- * ("[slot->-id]") is refused before this. */
-static void slots_of(const char *in, char *out, size_t size)
-{
-    size_t used = 0;
-    out[0] = '\0';
-    while (*in) {
-        size_t len = strcspn(in, " ");
-        if (len > 0 && in[0] != '[' && used + len + 2 < size) {
-            used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)len,
-                                     in);
-        }
-        in += len;
-        in += strspn(in, " ");
-    }
-}
-
 static int node_summary(int port, char *out, size_t size)
 {
     redisReply *r = cl_cmd(port, "CLUSTER NODES");
@@ -327,10 +307,8 @@ static int node_summary(int port, char *out, size_t size)
             if (sscanf(l, "%47s %79s %79s %47s %*s %*s %*s %*s %n", id, addr, flags, master,
                        &off) < 4)
                 continue;
-            char slots[900] = "";
-            slots_of(off ? l + off : "", slots, sizeof slots);
             snprintf(lines[n++], sizeof lines[0], "%s %s %s %s", id,
-                     strstr(flags, "master") ? "master" : "replica", master, slots);
+                     strstr(flags, "master") ? "master" : "replica", master, off ? l + off : "");
         }
         qsort(lines, (size_t)n, sizeof lines[0], (int (*)(const void *, const void *))strcmp);
         size_t used = 0;
@@ -410,6 +388,25 @@ void cl_wait_healthy(struct chaos *ch, long timeout_ms, const char *after)
                 unhealthy_why);
         sleep_ms(100);
     }
+}
+
+int cl_clear_imports(struct chaos *ch)
+{
+    int cleared = 0;
+    for (int p = ch->base; p < ch->base + CHAOS_NODES; p++) {
+        redisReply *r = cl_cmd(p, "CLUSTER NODES");
+        const char *self = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "myself") : NULL;
+        const char *end = self ? strchr(self, '\n') : NULL;
+        for (const char *m = self; m && (m = strstr(m, "-<-")) && (!end || m < end); m += 3) {
+            const char *open = m;
+            while (open > self && *open != '[')
+                open--;
+            freeReplyObject(cl_cmd(p, "CLUSTER SETSLOT %d STABLE", atoi(open + 1)));
+            cleared++;
+        }
+        freeReplyObject(r);
+    }
+    return cleared;
 }
 
 pid_t cl_pid(struct chaos *ch, int port)

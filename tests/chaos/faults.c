@@ -691,6 +691,7 @@ static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
     long long whole = all_state_ok(ch, 60000);
     long long main_after = serves_after(&ch->proxy, whole);
     long long late_after = serves_after(&late, whole);
+    int stale = cl_clear_imports(ch);
     cl_wait_healthy(ch, 60000, "every node's restart");
     sleep_ms(500);
     pr.stop = 1;
@@ -709,9 +710,9 @@ static void fault_restart_all(struct chaos *ch, struct fault_row *row, long arg)
               "serving %lld ms (running) and %lld ms (started meanwhile) after cluster_state:ok",
               main_after, late_after);
     snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
-             "%sserving %lld ms (running proxy) and %lld ms (started meanwhile) after "
-             "cluster_state:ok; the nodes keep no data (no persistence)", row->note[0] ? "; " : "",
-             main_after, late_after);
+             "%sserving %lld ms (running proxy), %lld ms (started meanwhile) after "
+             "cluster_state:ok; nodes without persistence; %d stale import marks cleared",
+             row->note[0] ? "; " : "", main_after, late_after, stale);
 }
 
 /* ---------- clients blocked on a master that fails over or dies ---------- */

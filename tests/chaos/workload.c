@@ -6,8 +6,10 @@
  * through EVAL and a tenth inside MULTI. Counter: INCR on counters. Every
  * op is recorded as ok, failed (an error that does not say the command may
  * have run: the proxy's word that it did not) or unknown (no reply, or an
- * error that says it may have run). Readers GET counters and LLEN lists
- * through the proxy and count any value that goes backwards.
+ * error that says it may have run). Readers GET counters and LRANGE whole
+ * lists through the proxy and count any read that goes backwards: a
+ * counter lower than before, a list shorter than before or whose start is
+ * no longer what was read before.
  *
  * At the end the masters are read directly (never through the proxy): an
  * ok token must be there exactly once, a failed one not at all, an unknown
@@ -222,6 +224,48 @@ static void *client_main(void *arg)
     return NULL;
 }
 
+/* A counter's GET: 1 when it did not go down, 0 when it did, -1 not a
+ * value. */
+static int counter_read(struct wl_reader *rd, int i, const redisReply *r)
+{
+    long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
+                : r->type == REDIS_REPLY_NIL ? 0 : -1;
+    if (v < 0)
+        return -1;
+    if (v < rd->seen[i])
+        return 0;
+    rd->seen[i] = v;
+    return 1;
+}
+
+static uint64_t hash_add(uint64_t h, const char *s, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        h = (h ^ (unsigned char)s[k]) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL;   /* the end of one element */
+}
+
+/* A list's LRANGE 0 -1: 1 when what was read before is still its start, 0
+ * when the list got shorter or an element read before changed or went. */
+static int list_read(struct wl_reader *rd, int i, const redisReply *r)
+{
+    size_t before = (size_t)rd->seen[i];
+    if (r->elements < before)
+        return 0;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t k = 0; k < r->elements; k++) {
+        if (k == before && before > 0 && h != rd->prefix[i])
+            return 0;
+        const redisReply *e = r->element[k];
+        h = e->type == REDIS_REPLY_STRING ? hash_add(h, e->str, e->len) : hash_add(h, "", 0);
+    }
+    if (r->elements == before && before > 0 && h != rd->prefix[i])
+        return 0;
+    rd->seen[i] = (long long)r->elements;
+    rd->prefix[i] = h;
+    return 1;
+}
+
 static void *reader_main(void *arg)
 {
     struct wl_reader *rd = arg;
@@ -241,26 +285,21 @@ static void *reader_main(void *arg)
             r = redisCommand(c, "GET %s", key);
         } else {
             wl_list_key(wl, i - wl->o.counters, key, sizeof key);
-            r = redisCommand(c, "LLEN %s", key);
+            r = redisCommand(c, "LRANGE %s 0 -1", key);
         }
         if (!r) {
             redisFree(c);
             c = NULL;
             continue;
         }
-        long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
-                    : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
-                    : r->type == REDIS_REPLY_NIL ? 0 : -1;
-        if (v >= 0) {
+        int ok = r->type == REDIS_REPLY_ARRAY ? list_read(rd, i, r)
+               : counter_read(rd, i, r);
+        if (ok >= 0)
             rd->reads++;
-            if (v < rd->seen[i]) {
-                if (!rd->backwards++)
-                    rd->first_back_ms = wl_clock(wl);
-            } else {
-                rd->seen[i] = v;
-            }
-        }
+        if (ok == 0 && !rd->backwards++)
+            rd->first_back_ms = wl_clock(wl);
         freeReplyObject(r);
+        sleep_ms(1);        /* a whole list per read: leave the writers the CPU */
     }
     redisFree(c);
     return NULL;
@@ -306,7 +345,8 @@ void wl_start(struct workload *wl, struct chaos *ch, const struct wl_opts *o)
         struct wl_reader *rd = &wl->readers[i];
         rd->wl = wl;
         rd->seen = calloc((size_t)(o->counters + o->lists), sizeof *rd->seen);
-        if (!rd->seen)
+        rd->prefix = calloc((size_t)(o->counters + o->lists), sizeof *rd->prefix);
+        if (!rd->seen || !rd->prefix)
             die("out of memory");
         pthread_create(&rd->thread, NULL, reader_main, rd);
     }
@@ -539,8 +579,10 @@ void wl_free(struct workload *wl)
         free(wl->clients[i].ops);
         free(wl->clients[i].err_sample);
     }
-    for (int i = 0; i < wl->o.readers; i++)
+    for (int i = 0; i < wl->o.readers; i++) {
         free(wl->readers[i].seen);
+        free(wl->readers[i].prefix);
+    }
     free(wl->clients);
     free(wl->readers);
     memset(wl, 0, sizeof *wl);
