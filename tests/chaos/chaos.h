@@ -72,7 +72,7 @@ int cl_view(struct chaos *ch, struct cl_view *v);
 int cl_healthy(struct chaos *ch);
 void cl_wait_healthy(struct chaos *ch, long timeout_ms, const char *after);
 /* A node restarted from its nodes.conf can come back importing slots that
- * moved on long before (seen after redis-cli rebalances): such a node
+ * moved on long before (seen after redis-cli reshards and rebalances): such a node
  * ignores every later change of those slots' owner, so a failover leaves it
  * with slots no master serves. Clears every import mark, as redis-cli
  * --cluster fix would (CLUSTER SETSLOT slot STABLE): call only while no
