@@ -23,7 +23,7 @@ LDFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
 B         = build
-SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c config/*.c core/*.c families/*.c ops/*.c)
+SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c config/*.c core/*.c families/*.c migrate/*.c ops/*.c)
 LUA       = $(wildcard keylayout/lua/*.lua)
 OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o
 LIB_OBJS  = $(filter-out $(B)/ops/main.o,$(OBJS))

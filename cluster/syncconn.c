@@ -27,6 +27,7 @@ struct syncconn {
     int fd;
     SSL *ssl;
     struct syncconn_reader reader;
+    struct evbuffer *out;       /* commands appended, not flushed yet */
     char addr[280];             /* host:port, for the log */
 };
 
@@ -205,7 +206,8 @@ struct syncconn *syncconn_open(const char *host, int port, const struct syncconn
         goto fail;
     set_timeouts(c->fd, o->timeout_ms);
     snprintf(c->addr, sizeof c->addr, "%s:%d", host, port);
-    if (syncconn_reader_init(&c->reader, SYNCCONN_REPLY_MAX) < 0) {
+    if (syncconn_reader_init(&c->reader, o->reply_max ? o->reply_max : SYNCCONN_REPLY_MAX) < 0 ||
+        !(c->out = evbuffer_new())) {
         snprintf(why, whylen, "out of memory");
         goto fail;
     }
@@ -281,27 +283,39 @@ static redisReply *read_reply(struct syncconn *c, char *why, size_t whylen)
     return reply;
 }
 
+void syncconn_append(struct syncconn *c, int argc, const char *const *argv, const size_t *lens)
+{
+    resp_add_command(c->out, argc, (const char **)argv, lens);
+}
+
+int syncconn_flush(struct syncconn *c, char *why, size_t whylen)
+{
+    size_t len = evbuffer_get_length(c->out);
+    int rc = len ? write_all(c, (const char *)evbuffer_pullup(c->out, -1), len) : 0;
+    evbuffer_drain(c->out, len);
+    if (rc < 0)
+        snprintf(why, whylen, "cannot send: %s", errno == EAGAIN ? "timed out" : strerror(errno));
+    return rc;
+}
+
+redisReply *syncconn_read(struct syncconn *c, char *why, size_t whylen)
+{
+    return read_reply(c, why, whylen);
+}
+
 redisReply *syncconn_command(struct syncconn *c, int argc, const char **argv,
                              char *why, size_t whylen)
 {
     size_t lens[8];
-    struct evbuffer *out = evbuffer_new();
-    if (!out || argc > 8) {
-        snprintf(why, whylen, "out of memory");
-        if (out)
-            evbuffer_free(out);
+    if (argc > 8) {
+        snprintf(why, whylen, "too many arguments");
         return NULL;
     }
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    resp_add_command(out, argc, argv, lens);
-    size_t len = evbuffer_get_length(out);
-    int rc = write_all(c, (const char *)evbuffer_pullup(out, -1), len);
-    evbuffer_free(out);
-    if (rc < 0) {
-        snprintf(why, whylen, "cannot send: %s", errno == EAGAIN ? "timed out" : strerror(errno));
+    syncconn_append(c, argc, argv, lens);
+    if (syncconn_flush(c, why, whylen) < 0)
         return NULL;
-    }
     return read_reply(c, why, whylen);
 }
 
@@ -314,5 +328,7 @@ void syncconn_close(struct syncconn *c)
     if (c->fd >= 0)
         close(c->fd);
     syncconn_reader_free(&c->reader);
+    if (c->out)
+        evbuffer_free(c->out);
     free(c);
 }

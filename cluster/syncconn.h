@@ -1,6 +1,6 @@
 /*
  * syncconn: a blocking connection to one node, plain or TLS, for the control
- * thread's topology reads (topology.c).
+ * thread's topology reads (topology.c) and the tools (migrate/).
  *
  * hiredis 0.14 cannot speak TLS, so the socket and the SSL object are ours
  * and only hiredis's reader is used, fed with the bytes read here:
@@ -69,6 +69,7 @@ struct syncconn_opts {
     struct ssl_ctx_st *tls;         /* NULL: plain TCP */
     const char *tls_server_name;    /* NULL: verify host */
     int tls_insecure;
+    size_t reply_max;               /* the largest reply read; 0: SYNCCONN_REPLY_MAX */
 };
 
 /* Connect to host:port (resolved here) and, with TLS, finish the handshake.
@@ -82,6 +83,13 @@ struct syncconn *syncconn_open(const char *host, int port, const struct syncconn
  * also logged, with the node's address. */
 redisReply *syncconn_command(struct syncconn *c, int argc, const char **argv,
                              char *why, size_t whylen);
+
+/* Pipelining: commands appended (binary-safe arguments) go out together
+ * with syncconn_flush (0, or -1 with why); each reply then comes, in
+ * order, from syncconn_read (as syncconn_command's). */
+void syncconn_append(struct syncconn *c, int argc, const char *const *argv, const size_t *lens);
+int syncconn_flush(struct syncconn *c, char *why, size_t whylen);
+redisReply *syncconn_read(struct syncconn *c, char *why, size_t whylen);
 
 void syncconn_close(struct syncconn *c);
 

@@ -5,6 +5,7 @@
  *   build/tagproxy [conf-file] [--directive value ...]
  *   build/tagproxy -t [conf-file] [--directive value ...]   check the config, exit
  *   build/tagproxy layout explain [options] KEY...           what the layout does (explain.h)
+ *   build/tagproxy migrate inspect --source URL --prefix P   a keyspace's layouts (migrate.h)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "core/scripts.h"
 #include "families/families.h"
 #include "keylayout/layout.h"
+#include "migrate/migrate.h"
 #include "ops/daemon.h"
 #include "ops/explain.h"
 #include "ops/lifecycle.h"
@@ -81,6 +83,8 @@ int main(int argc, char **argv)
     static struct proxy p;
     char err[1024];
 
+    if (argc > 1 && strcmp(argv[1], "migrate") == 0)
+        return migrate_main(argc - 2, argv + 2, stdout);
     if (argc > 2 && strcmp(argv[1], "layout") == 0 && strcmp(argv[2], "explain") == 0)
         return explain_main(argc - 3, argv + 3, environ, stdout);
     if (argc > 1 && strcmp(argv[1], "layout") == 0) {
