@@ -12,51 +12,11 @@
 
 #define NAME_MAX_LEN 4096       /* longer names are counted, not classified */
 
-/* One SCAN step's names, copied (the reply is freed before they are used). */
-struct batch {
-    char **name;
-    size_t *len;
-    unsigned char *tix;         /* batch_run: the name is a turn's `tix` counter */
-    size_t n, cap;
-    int oom;
+/* Per name of a batch: a turn's `tix` counter (batch_run). */
+struct tix_flags {
+    unsigned char *is;
+    size_t cap;
 };
-
-static void batch_add(const char *name, size_t len, void *arg)
-{
-    struct batch *b = arg;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 1024;
-        char **names = realloc(b->name, cap * sizeof *names);
-        size_t *lens = names ? realloc(b->len, cap * sizeof *lens) : NULL;
-        unsigned char *tix = lens ? realloc(b->tix, cap) : NULL;
-        if (names)
-            b->name = names;
-        if (lens)
-            b->len = lens;
-        if (!tix) {
-            b->oom = 1;
-            return;
-        }
-        b->tix = tix;
-        b->cap = cap;
-    }
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        b->oom = 1;
-        return;
-    }
-    memcpy(copy, name, len);
-    copy[len] = '\0';
-    b->name[b->n] = copy;
-    b->len[b->n++] = len;
-}
-
-static void batch_clear(struct batch *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        free(b->name[i]);
-    b->n = 0;
-}
 
 static struct inspect_row *row_of(struct inspect_report *rep, const struct rules_rule *rule)
 {
@@ -113,23 +73,33 @@ static void append2(struct syncconn *c, const char *cmd, const char *name, size_
 
 /* The batch's names classified; per name a PTTL, and for a turn's `tix`
  * counter a GET of it and of its `serving` counter, pipelined on node i. */
-static int batch_run(struct keyspace *ks, int i, const struct layout *l, const struct batch *b,
-                     const char *prefix, struct inspect_report *rep, char *err, size_t errlen)
+static int batch_run(struct keyspace *ks, int i, const struct layout *l,
+                     const struct keyspace_batch *b, struct tix_flags *tix_of, const char *prefix,
+                     struct inspect_report *rep, char *err, size_t errlen)
 {
     struct syncconn *c = ks->node[i];
     char heartbeat[512], serving[NAME_MAX_LEN + 16];
     snprintf(heartbeat, sizeof heartbeat, "%s:co:rep:", prefix);
     size_t hlen = strlen(heartbeat), turns = 0;
+    if (b->n > tix_of->cap) {
+        unsigned char *is = realloc(tix_of->is, b->n);
+        if (!is) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        tix_of->is = is;
+        tix_of->cap = b->n;
+    }
     for (size_t k = 0; k < b->n; k++) {
         const struct rules_rule *rule = classify(rep, l, b->name[k], b->len[k]);
         append2(c, "PTTL", b->name[k], b->len[k]);
         if (b->len[k] >= hlen && memcmp(b->name[k], heartbeat, hlen) == 0)
             rep->heartbeats++;
-        b->tix[k] = rule && strcmp(rule->name, "turn") == 0 &&
+        tix_of->is[k] = rule && strcmp(rule->name, "turn") == 0 &&
                     ends_with(b->name[k], b->len[k], ":tix");
     }
     for (size_t k = 0; k < b->n; k++) {
-        if (b->tix[k]) {
+        if (tix_of->is[k]) {
             size_t base = b->len[k] - 3;
             memcpy(serving, b->name[k], base);
             memcpy(serving + base, "serving", 7);
@@ -191,7 +161,8 @@ static int read_marker(struct keyspace *ks, const char *prefix, struct inspect_r
 int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
                 struct inspect_report *rep, char *err, size_t errlen)
 {
-    struct batch b = { 0 };
+    struct keyspace_batch b = { 0 };
+    struct tix_flags tix = { 0 };
     char match[1100];
     int rc = 0;
     memset(rep, 0, sizeof *rep);
@@ -200,20 +171,14 @@ int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
     for (int i = 0; rc == 0 && i < ks->nnodes; i++) {
         long long cursor = 0;
         do {
-            cursor = keyspace_scan(ks, i, cursor, match, batch_add, &b, err, errlen);
-            if (b.oom) {
-                snprintf(err, errlen, "out of memory");
-                cursor = -1;
-            }
+            cursor = keyspace_scan(ks, i, cursor, match, &b, err, errlen);
             rep->keys += (long)b.n;
-            if (cursor < 0 || batch_run(ks, i, l, &b, prefix, rep, err, errlen) < 0)
+            if (cursor < 0 || batch_run(ks, i, l, &b, &tix, prefix, rep, err, errlen) < 0)
                 rc = -1;
-            batch_clear(&b);
         } while (rc == 0 && cursor > 0);
     }
-    free(b.name);
-    free(b.len);
-    free(b.tix);
+    keyspace_batch_free(&b);
+    free(tix.is);
     return rc < 0 ? -1 : read_marker(ks, prefix, rep, err, errlen);
 }
 

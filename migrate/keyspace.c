@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/slot.h"
 #include "cluster/syncconn.h"
 #include "net/tls.h"
 
@@ -64,13 +65,23 @@ static redisReply *node_cmd(struct syncconn *c, const char *addr, int argc, cons
     return r;
 }
 
-static int add_node(struct keyspace *ks, const char *host, int port, char *err, size_t errlen)
+/* The index of the node at host:port, or -1. */
+static int node_index(const struct keyspace *ks, const char *host, int port)
 {
     char addr[KEYSPACE_ADDR_MAX];
     snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
     for (int i = 0; i < ks->nnodes; i++)
         if (strcmp(ks->addr[i], addr) == 0)
-            return 0;
+            return i;
+    return -1;
+}
+
+static int add_node(struct keyspace *ks, const char *host, int port, char *err, size_t errlen)
+{
+    char addr[KEYSPACE_ADDR_MAX];
+    snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    if (node_index(ks, host, port) >= 0)
+        return 0;
     if (ks->nnodes == KEYSPACE_NODES_MAX) {
         snprintf(err, errlen, "more than %d masters", KEYSPACE_NODES_MAX);
         return -1;
@@ -93,6 +104,8 @@ static int add_masters(struct keyspace *ks, char *err, size_t errlen)
         return -1;
     struct syncconn *first = ks->node[0];
     ks->nnodes = 0;
+    for (int s = 0; s < SLOT_COUNT; s++)
+        ks->slot_node[s] = -1;
     int rc = 0;
     for (size_t i = 0; rc == 0 && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *range = r->element[i], *m;
@@ -105,6 +118,9 @@ static int add_masters(struct keyspace *ks, char *err, size_t errlen)
         }
         const char *host = m->element[0]->len ? m->element[0]->str : ks->url.host;
         rc = add_node(ks, host, (int)m->element[1]->integer, err, errlen);
+        long long lo = range->element[0]->integer, hi = range->element[1]->integer;
+        for (long long s = lo < 0 ? 0 : lo; rc == 0 && s <= hi && s < SLOT_COUNT; s++)
+            ks->slot_node[s] = (short)node_index(ks, host, (int)m->element[1]->integer);
     }
     freeReplyObject(r);
     syncconn_close(first);
@@ -165,13 +181,51 @@ void keyspace_close(struct keyspace *ks)
     ks->tls = NULL;
 }
 
+static void batch_clear(struct keyspace_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->name[i]);
+    b->n = 0;
+}
+
+void keyspace_batch_free(struct keyspace_batch *b)
+{
+    batch_clear(b);
+    free(b->name);
+    free(b->len);
+    memset(b, 0, sizeof *b);
+}
+
+static int batch_add(struct keyspace_batch *b, const char *name, size_t len)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 1024;
+        char **names = realloc(b->name, cap * sizeof *names);
+        if (names)
+            b->name = names;
+        size_t *lens = names ? realloc(b->len, cap * sizeof *lens) : NULL;
+        if (!lens)
+            return -1;
+        b->len = lens;
+        b->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    b->name[b->n] = copy;
+    b->len[b->n++] = len;
+    return 0;
+}
+
 long long keyspace_scan(struct keyspace *ks, int i, long long cursor, const char *match,
-                        void (*each)(const char *name, size_t len, void *arg), void *arg,
-                        char *err, size_t errlen)
+                        struct keyspace_batch *b, char *err, size_t errlen)
 {
     char cur[32];
     snprintf(cur, sizeof cur, "%lld", cursor);
     const char *argv[6] = { "SCAN", cur, "MATCH", match, "COUNT", "1000" };
+    batch_clear(b);
     redisReply *r = node_cmd(ks->node[i], ks->addr[i], 6, argv, err, errlen);
     if (!r)
         return -1;
@@ -183,11 +237,19 @@ long long keyspace_scan(struct keyspace *ks, int i, long long cursor, const char
     }
     long long next = strtoll(r->element[0]->str, NULL, 10);
     const redisReply *keys = r->element[1];
-    for (size_t k = 0; k < keys->elements; k++)
-        if (keys->element[k]->type == REDIS_REPLY_STRING)
-            each(keys->element[k]->str, keys->element[k]->len, arg);
+    for (size_t k = 0; next >= 0 && k < keys->elements; k++)
+        if (keys->element[k]->type == REDIS_REPLY_STRING &&
+            batch_add(b, keys->element[k]->str, keys->element[k]->len) < 0) {
+            snprintf(err, errlen, "out of memory");
+            next = -1;
+        }
     freeReplyObject(r);
     return next;
+}
+
+int keyspace_node_of(const struct keyspace *ks, const char *name, size_t len)
+{
+    return ks->cluster ? ks->slot_node[slot_of(name, len)] : 0;
 }
 
 void keyspace_prefix_match(const char *prefix, char *out, size_t size)

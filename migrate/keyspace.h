@@ -35,6 +35,7 @@ struct keyspace {
     int nnodes;
     struct syncconn *node[KEYSPACE_NODES_MAX];
     char addr[KEYSPACE_NODES_MAX][KEYSPACE_ADDR_MAX];
+    short slot_node[16384];         /* a cluster's: the node serving each slot, -1 none */
     struct ssl_ctx_st *tls;         /* owned, for rediss:// */
     const struct keyspace_tls *tls_opts;
 };
@@ -45,11 +46,22 @@ int keyspace_open(struct keyspace *ks, const char *url, const struct keyspace_tl
                   char *err, size_t errlen);
 void keyspace_close(struct keyspace *ks);
 
-/* One SCAN step on node i: names matching match go to each(name, len, arg);
- * returns the next cursor (0: the node is done), or -1 with err. */
+/* The names one SCAN step gave, copied (NUL-terminated). */
+struct keyspace_batch {
+    char **name;
+    size_t *len;
+    size_t n, cap;
+};
+
+/* One SCAN step on node i: b holds the names matching match (its earlier
+ * names freed); returns the next cursor (0: the node is done), or -1 with
+ * err. */
 long long keyspace_scan(struct keyspace *ks, int i, long long cursor, const char *match,
-                        void (*each)(const char *name, size_t len, void *arg), void *arg,
-                        char *err, size_t errlen);
+                        struct keyspace_batch *b, char *err, size_t errlen);
+void keyspace_batch_free(struct keyspace_batch *b);
+
+/* The node that serves name (one server: 0; a slot no master serves: -1). */
+int keyspace_node_of(const struct keyspace *ks, const char *name, size_t len);
 
 /* A SCAN MATCH pattern for the names under prefix P ("P:*", with P's glob
  * characters escaped). */

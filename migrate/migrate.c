@@ -8,13 +8,16 @@
 #include <string.h>
 
 #include "keylayout/layout.h"
+#include "migrate/copy.h"
 #include "migrate/inspect.h"
 #include "migrate/keyspace.h"
 
 #define MIGRATE_DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
 
 struct migrate_opts {
-    const char *source, *prefix, *rules;
+    const char *source, *target, *target_cluster, *prefix, *rules;
+    const char *not_built;          /* an option of the copy not built yet */
+    struct copy_opts copy;
     struct keyspace_tls tls;
 };
 
@@ -22,8 +25,10 @@ static int usage(const char *why)
 {
     fprintf(stderr, "tagproxy migrate: %s\n"
             "usage: tagproxy migrate inspect --source URL --prefix P [--layout-rules FILE]\n"
-            "       [--tls-ca-cert-file F] [--tls-cert-file F] [--tls-key-file F]\n"
-            "       [--tls-server-name NAME] [--tls-insecure]\n", why);
+            "       tagproxy migrate --source URL [--target URL | --target-cluster HOST:PORT]\n"
+            "            --prefix P [--layout-rules FILE] [--dry-run] [--overwrite] [--allow-live]\n"
+            "       TLS (rediss://): [--tls-ca-cert-file F] [--tls-cert-file F]\n"
+            "            [--tls-key-file F] [--tls-server-name NAME] [--tls-insecure]\n", why);
     return 2;
 }
 
@@ -37,6 +42,8 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
 {
     static const struct { const char *name; size_t off; } opts[] = {
         { "--source", offsetof(struct migrate_opts, source) },
+        { "--target", offsetof(struct migrate_opts, target) },
+        { "--target-cluster", offsetof(struct migrate_opts, target_cluster) },
         { "--prefix", offsetof(struct migrate_opts, prefix) },
         { "--layout-rules", offsetof(struct migrate_opts, rules) },
         { "--tls-ca-cert-file", offsetof(struct migrate_opts, tls.ca_cert_file) },
@@ -44,12 +51,23 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--tls-key-file", offsetof(struct migrate_opts, tls.key_file) },
         { "--tls-server-name", offsetof(struct migrate_opts, tls.server_name) },
     };
+    static const char *const later[] = { "--include", "--delete-source", "--direction",
+                                         "--mirror", "--report" };
     for (int i = 0; i < argc; i++) {
         size_t k = 0;
-        if (strcmp(argv[i], "--tls-insecure") == 0) {
-            o->tls.insecure = 1;
+        int *flag = strcmp(argv[i], "--tls-insecure") == 0 ? &o->tls.insecure
+                  : strcmp(argv[i], "--dry-run") == 0 ? &o->copy.dry_run
+                  : strcmp(argv[i], "--overwrite") == 0 ? &o->copy.overwrite
+                  : strcmp(argv[i], "--allow-live") == 0 ? &o->copy.allow_live : NULL;
+        if (flag) {
+            *flag = 1;
             continue;
         }
+        for (size_t l = 0; l < sizeof later / sizeof later[0]; l++)
+            if (strcmp(argv[i], later[l]) == 0)
+                o->not_built = later[l];
+        if (o->not_built)
+            return 0;
         while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].name) != 0)
             k++;
         const char *v = k < sizeof opts / sizeof opts[0] ? value_of(argc, argv, &i) : NULL;
@@ -63,16 +81,9 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
     return 0;
 }
 
-static int inspect(const struct migrate_opts *o, FILE *out)
+static int inspect(const struct migrate_opts *o, const struct layout *l, FILE *out)
 {
     char err[1024];
-    const char *prefixes[1] = { o->prefix };
-    struct layout *l = layout_load_file(o->rules ? o->rules : MIGRATE_DEFAULT_RULES, prefixes,
-                                        1, err, sizeof err);
-    if (!l) {
-        fprintf(stderr, "tagproxy migrate: %s\n", err);
-        return 1;
-    }
     struct keyspace ks;
     struct inspect_report *rep = calloc(1, sizeof *rep);
     int rc = 1;
@@ -90,8 +101,56 @@ static int inspect(const struct migrate_opts *o, FILE *out)
     if (rc)
         fprintf(stderr, "tagproxy migrate: %s\n", err);
     free(rep);
-    layout_free(l);
     return rc;
+}
+
+/* The copy: source (and target) open, the report printed. */
+static int copy(struct migrate_opts *o, const struct layout *l, FILE *out)
+{
+    char err[1024], url[600];
+    struct keyspace *src = calloc(1, sizeof *src), *dst = NULL;
+    struct copy_report *rep = calloc(1, sizeof *rep);
+    int rc = 1;
+    const char *target = o->target;
+    if (o->target_cluster) {
+        snprintf(url, sizeof url, "redis://%s", o->target_cluster);
+        target = url;
+    }
+    o->copy.prefix = o->prefix;
+    if (!src || !rep)
+        snprintf(err, sizeof err, "out of memory");
+    else if (keyspace_open(src, o->source, &o->tls, err, sizeof err) == 0 &&
+             (!target || ((dst = calloc(1, sizeof *dst)) &&
+                          keyspace_open(dst, target, &o->tls, err, sizeof err) == 0)) &&
+             copy_run(src, dst ? dst : src, l, &o->copy, rep, err, sizeof err) == 0) {
+        copy_print(rep, &o->copy, out);
+        rc = 0;
+    } else if (target && !dst) {
+        snprintf(err, sizeof err, "out of memory");
+    }
+    if (rc)
+        fprintf(stderr, "tagproxy migrate: %s\n", err);
+    if (rc && rep && rep->copied + rep->skipped > 0)
+        copy_print(rep, &o->copy, stderr);      /* what was done before the stop */
+    if (src)
+        keyspace_close(src);
+    if (dst)
+        keyspace_close(dst);
+    free(src);
+    free(dst);
+    free(rep);
+    return rc;
+}
+
+static struct layout *load_rules(const struct migrate_opts *o)
+{
+    char err[1024];
+    const char *prefixes[1] = { o->prefix };
+    struct layout *l = layout_load_file(o->rules ? o->rules : MIGRATE_DEFAULT_RULES, prefixes,
+                                        1, err, sizeof err);
+    if (!l)
+        fprintf(stderr, "tagproxy migrate: %s\n", err);
+    return l;
 }
 
 int migrate_main(int argc, char **argv, FILE *out)
@@ -100,13 +159,23 @@ int migrate_main(int argc, char **argv, FILE *out)
     int inspecting = argc > 0 && strcmp(argv[0], "inspect") == 0;
     if (parse(argc - inspecting, argv + inspecting, &o) < 0)
         return usage("bad options");
-    if (!inspecting)
-        return usage("copying a keyspace is not built yet (issue 25): only `tagproxy migrate "
-                     "inspect` is");
+    if (o.not_built) {
+        fprintf(stderr, "tagproxy migrate: %s is not built yet (issue 25): today the tool "
+                "inspects and copies legacy -> cluster, in place or into another server "
+                "or cluster\n", o.not_built);
+        return 2;
+    }
     if (!o.source || !o.prefix)
         return usage("--source and --prefix are required");
+    if (o.target && o.target_cluster)
+        return usage("--target and --target-cluster name the same thing: give one");
     char err[300];
     if (layout_check_prefix(o.prefix, err, sizeof err) < 0)
         return usage(err);
-    return inspect(&o, out);
+    struct layout *l = load_rules(&o);
+    if (!l)
+        return 1;
+    int rc = inspecting ? inspect(&o, l, out) : copy(&o, l, out);
+    layout_free(l);
+    return rc;
 }

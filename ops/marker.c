@@ -132,8 +132,9 @@ static int marker_absent(const struct topology *t, const struct topology_source 
     if (used) {
         snprintf(err, errlen, "layout-prefix \"%s\": keys of the prefix exist (e.g. %s) but "
                  "the layout marker %s is absent: the data is not in the cluster:v1 layout. "
-                 "Migrate it first (the migration writes the marker), or set "
-                 "layout-allow-legacy-data yes to serve it anyway", p, example, name);
+                 "Migrate it first (the migration writes the marker: tagproxy migrate "
+                 "--source redis://HOST:PORT --prefix %s), or set "
+                 "layout-allow-legacy-data yes to serve it anyway", p, example, name, p);
         return -1;
     }
     redisReply *r = marker_command(t, src, name, true, why, sizeof why);

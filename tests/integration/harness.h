@@ -541,6 +541,18 @@ H_UNUSED static int h_shell(char *out, size_t size, const char *fmt, ...)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Runs `tagproxy ARGS` (the binary under test; ARGS shell words); its
+ * stdout and stderr in out; the exit status. */
+H_UNUSED static int h_tagproxy(char *out, size_t size, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return h_shell(out, size, "'%s' %s 2>&1", h_env("TAGPROXY_TEST_BIN"), args);
+}
+
 H_UNUSED static int h_port_free(int port)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),

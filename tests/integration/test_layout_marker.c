@@ -112,9 +112,11 @@ START_TEST(test_keys_without_marker_refused)
     char needle[256];
     H_FMT(needle, sizeof needle, "layout-prefix \"%s\": keys of the prefix exist", prefix);
     expect_refused("conf/layouts/botmesh-v1.rules", NULL, needle);
-    expect_refused("conf/layouts/botmesh-v1.rules", NULL,
-                   "Migrate it first (the migration writes the marker), or set "
-                   "layout-allow-legacy-data yes to serve it anyway");
+    char how[256];
+    H_FMT(how, sizeof how, "Migrate it first (the migration writes the marker: tagproxy "
+          "migrate --source redis://HOST:PORT --prefix %s), or set layout-allow-legacy-data "
+          "yes to serve it anyway", prefix);
+    expect_refused("conf/layouts/botmesh-v1.rules", NULL, how);
     expect_marker(NULL);
     expect_served("yes");
     expect_marker(NULL);          /* allowed, not marked */

@@ -9,8 +9,8 @@
  *    turn ticket: every count as generated;
  *  - the same tool on the cluster: every master scanned;
  *  - a source with a password: the URL's password logs in, a wrong one
- *    fails with exit 1 and is never printed; the copy, not built yet,
- *    says so (exit 2).
+ *    fails with exit 1 and is never printed; the rollback, not built
+ *    yet, says so (exit 2).
  */
 #include "harness.h"
 
@@ -44,16 +44,7 @@ static void teardown(void)
     layout = NULL;
 }
 
-/* Runs `tagproxy migrate ARGS` (shell words); stdout and stderr in out. */
-static int migrate(char *out, size_t size, const char *fmt, ...)
-{
-    char args[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return h_shell(out, size, "'%s' migrate %s 2>&1", h_env("TAGPROXY_TEST_BIN"), args);
-}
+#define migrate(out, size, ...) h_tagproxy(out, size, "migrate " __VA_ARGS__)
 
 /* The three counts on the report's line for family (-1 for "(same)"). */
 static void counts_of(const char *out, const char *family, long c[3])
@@ -227,8 +218,8 @@ START_TEST(test_password_and_errors)
     ck_assert_int_eq(migrate(out, sizeof out, "inspect --source http://x --prefix bot"), 1);
     ck_assert_int_eq(migrate(out, sizeof out, "inspect --prefix bot"), 2);
     ck_assert_int_eq(migrate(out, sizeof out, "inspect --source redis://h --prefix a:b"), 2);
-    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot",
-                             ref.addr.port), 2);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--direction cluster-to-legacy", ref.addr.port), 2);
     ck_assert_msg(strstr(out, "not built yet") != NULL, "%s", out);
 }
 END_TEST

@@ -1,0 +1,559 @@
+/*
+ * copy: legacy -> cluster layout. See copy.h.
+ */
+#include "migrate/copy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "cluster/syncconn.h"
+#include "keylayout/layout.h"
+#include "migrate/inspect.h"
+#include "migrate/keyspace.h"
+
+#define CHUNK 256                   /* records read, then written, at once */
+#define NAME_MAX_LEN 4096
+
+enum action { A_NONE, A_COPY, A_LOG, A_ITEM };
+
+/*
+ * One record's write, in its slot. KEYS[1] the record, KEYS[2] its index
+ * (indexed families). ARGV: payload, absolute expiry in ms (0: none), mode
+ * (plain, greater, token), overwrite (1/0), the source's integer (greater:
+ * the value; token: the `token` field), the index member. Returns 1 when
+ * it wrote the record, 0 when the target's won.
+ */
+static const char copy_lua[] =
+    "local key, mode, over = KEYS[1], ARGV[3], ARGV[4] == '1'\n"
+    "local n = tonumber(ARGV[5]) or 0\n"
+    "local wrote = 0\n"
+    "local function put() redis.call('RESTORE', key, ARGV[2], ARGV[1], 'ABSTTL', 'REPLACE'); wrote = 1 end\n"
+    "if redis.call('EXISTS', key) == 0 then put()\n"
+    "elseif mode == 'greater' then\n"
+    "  if n > (tonumber(redis.call('GET', key)) or -math.huge) then put() end\n"
+    "elseif mode == 'token' then\n"
+    "  local t = tonumber(redis.call('HGET', key, 'token')) or -math.huge\n"
+    "  if n > t then put() elseif over then put(); redis.call('HSET', key, 'token', t) end\n"
+    "elseif over then put() end\n"
+    "if KEYS[2] then\n"
+    "  local at = redis.call('PEXPIRETIME', key)\n"
+    "  if at == -2 then redis.call('ZREM', KEYS[2], ARGV[6])\n"
+    "  else redis.call('ZADD', KEYS[2], at == -1 and '+inf' or at, ARGV[6]) end\n"
+    "end\n"
+    "return wrote\n";
+
+struct job {
+    enum action act;
+    const char *mode;               /* copy_lua's: plain, greater, token */
+    int fam;                        /* index in the report */
+    char *src, *dst, *index, *member;
+    size_t src_len, dst_len, index_len, member_len;
+    redisReply *dump, *pttl, *value;
+};
+
+struct copier {
+    struct keyspace *src, *dst;
+    const struct layout *l;
+    const struct copy_opts *o;
+    struct copy_report *rep;
+    int in_place;
+    struct job job[CHUNK];
+    int njobs;
+    char *err;
+    size_t errlen;
+};
+
+static long long wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static int family_of(struct copy_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->nfam; i++)
+        if (strcmp(rep->fam[i].name, name) == 0)
+            return i;
+    if (rep->nfam == COPY_FAMILIES_MAX)
+        return 0;
+    rep->fam[rep->nfam].name = name;
+    return rep->nfam++;
+}
+
+static enum action action_of(const struct rules_rule *r, const char **mode)
+{
+    *mode = "plain";
+    if (strcmp(r->name, "turn") == 0)
+        return A_NONE;
+    if (strcmp(r->name, "msg-log") == 0)
+        return A_LOG;
+    if (strcmp(r->name, "msg-item") == 0)
+        return A_ITEM;
+    if (strcmp(r->name, "lock-fence") == 0 || strcmp(r->name, "leader-term") == 0)
+        *mode = "greater";
+    else if (strcmp(r->name, "schedule") == 0)
+        *mode = "token";
+    return A_COPY;
+}
+
+static const struct rules_rule *rule_named(const struct layout *l, const char *name)
+{
+    size_t n;
+    const struct rules_rule *const *rules = layout_prefix_rules(l, 0, &n);
+    for (size_t i = 0; i < n; i++)
+        if (rules[i]->kind == RULES_REWRITE && strcmp(rules[i]->name, name) == 0)
+            return rules[i];
+    return NULL;
+}
+
+static int cap_index(const struct rules_rule *r, const char *name)
+{
+    for (size_t i = 0; i < r->ncap; i++)
+        if (strcmp(r->cap[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The legacy name of rule `to` whose captures `names` take the values of
+ * captures `names` of match m (raw), into out; its length, or 0. */
+static size_t name_like(const struct layout *l, const struct layout_match *m, const char *to,
+                        const char *const *names, const struct layout_value *extra,
+                        char *out, size_t cap)
+{
+    const struct rules_rule *r = rule_named(l, to);
+    struct layout_match built = { .rule = r, .prefix = m->prefix, .bucket = -1 };
+    if (!r)
+        return 0;
+    for (int k = 0; names[k]; k++) {
+        int from = cap_index(m->rule, names[k]), into = cap_index(r, names[k]);
+        if (into < 0)
+            return 0;
+        built.cap[into] = from >= 0 ? m->cap[from] : *extra;
+    }
+    size_t n = layout_legacy_key(l, &built, out, cap);
+    return n < cap ? n : 0;
+}
+
+static void job_free(struct job *j)
+{
+    free(j->src);
+    free(j->dst);
+    free(j->index);
+    free(j->member);
+    freeReplyObject(j->dump);
+    freeReplyObject(j->pttl);
+    freeReplyObject(j->value);
+    memset(j, 0, sizeof *j);
+}
+
+/* The job for legacy name (a keep: the same name, into another server
+ * only); 0 when there is nothing to copy, -1 out of memory. */
+static int job_make(struct copier *cp, const char *name, size_t len, int via_log, struct job *j)
+{
+    static char out[3 * NAME_MAX_LEN + 1024];
+    struct layout_match m;
+    size_t n;
+    memset(j, 0, sizeof *j);
+    if (len > NAME_MAX_LEN)
+        return 0;
+    enum layout_result r = layout_to_cluster(cp->l, name, len, out, sizeof out, &n, &m);
+    if (r == LAYOUT_KEEP && !cp->in_place) {
+        j->act = A_COPY;
+        j->mode = "plain";
+        memcpy(out, name, len);
+        n = len;
+    } else if (r == LAYOUT_MAPPED) {
+        j->act = action_of(m.rule, &j->mode);
+        if (j->act == A_ITEM && via_log)
+            j->act = A_COPY;
+    }
+    if (j->act == A_NONE)
+        return 0;
+    j->fam = family_of(cp->rep, m.rule->name);
+    j->src = dup_n(name, len);
+    j->src_len = len;
+    if (j->act == A_ITEM) {         /* its log, to ask whether it is referenced */
+        static const char *const chat[] = { "chat", NULL };
+        char log[3 * NAME_MAX_LEN];
+        int k = cap_index(m.rule, "member");
+        size_t ln = name_like(cp->l, &m, "msg-log", chat, NULL, log, sizeof log);
+        j->dst = ln && k >= 0 ? dup_n(log, ln) : NULL;
+        j->dst_len = ln;
+        j->member = k >= 0 ? dup_n(m.cap[k].ptr, m.cap[k].len) : NULL;
+        j->member_len = k >= 0 ? m.cap[k].len : 0;
+        if (!j->dst || !j->member)
+            j->act = A_NONE;
+        return j->src ? 1 : -1;
+    }
+    j->dst = dup_n(out, n);
+    j->dst_len = n;
+    if (r == LAYOUT_MAPPED && m.rule->indexed) {
+        char idx[3 * NAME_MAX_LEN + 1024];
+        size_t il = layout_index_key(cp->l, &m, idx, sizeof idx);
+        j->index = dup_n(idx, il);
+        j->index_len = il;
+        il = layout_index_member(cp->l, &m, idx, sizeof idx);
+        j->member = dup_n(idx, il);
+        j->member_len = il;
+    }
+    return j->src && j->dst && (!m.rule->indexed || r != LAYOUT_MAPPED || (j->index && j->member))
+           ? 1 : -1;
+}
+
+static void append_args(struct syncconn *c, int argc, const char *const *argv, const size_t *lens)
+{
+    syncconn_append(c, argc, argv, lens);
+}
+
+/* Each job's source side, pipelined on source node i: a referenced item's
+ * ZSCORE in its log; a record's DUMP, PTTL and the integer its mode
+ * compares. */
+static int chunk_read(struct copier *cp, int i)
+{
+    struct syncconn *c = cp->src->node[i];
+    for (int k = 0; k < cp->njobs; k++) {
+        struct job *j = &cp->job[k];
+        if (j->act == A_ITEM) {
+            const char *argv[3] = { "ZSCORE", j->dst, j->member };
+            size_t lens[3] = { 6, j->dst_len, j->member_len };
+            append_args(c, 3, argv, lens);
+            continue;
+        }
+        const char *dump[2] = { "DUMP", j->src }, *pttl[2] = { "PTTL", j->src };
+        size_t dl[2] = { 4, j->src_len }, pl[2] = { 4, j->src_len };
+        append_args(c, 2, dump, dl);
+        append_args(c, 2, pttl, pl);
+        const char *get[3] = { "GET", j->src, "token" };
+        size_t gl[3] = { 3, j->src_len, 5 };
+        if (strcmp(j->mode, "plain") != 0) {
+            get[0] = strcmp(j->mode, "token") == 0 ? "HGET" : "GET";
+            gl[0] = strlen(get[0]);
+            append_args(c, get[0][0] == 'H' ? 3 : 2, get, gl);
+        }
+    }
+    if (syncconn_flush(c, cp->err, cp->errlen) < 0)
+        return -1;
+    for (int k = 0; k < cp->njobs; k++) {
+        struct job *j = &cp->job[k];
+        int want = j->act == A_ITEM ? 1 : strcmp(j->mode, "plain") ? 3 : 2;
+        redisReply *r[3] = { 0 };
+        for (int w = 0; w < want; w++)
+            if (!(r[w] = syncconn_read(c, cp->err, cp->errlen)))
+                return -1;
+        if (j->act == A_ITEM) {
+            cp->rep->orphans += r[0]->type == REDIS_REPLY_NIL;
+            freeReplyObject(r[0]);
+            continue;
+        }
+        j->dump = r[0];
+        j->pttl = r[1];
+        j->value = r[2];
+    }
+    return 0;
+}
+
+/* The target side of job j on its node: copy_lua, or 0 when there is
+ * nothing to write (the record went meanwhile); the node, or -1. */
+static int job_write(struct copier *cp, struct job *j)
+{
+    if (j->act == A_ITEM || !j->dump || j->dump->type != REDIS_REPLY_STRING ||
+        !j->pttl || j->pttl->type != REDIS_REPLY_INTEGER || j->pttl->integer == -2)
+        return -1;
+    int node = keyspace_node_of(cp->dst, j->dst, j->dst_len);
+    if (node < 0)
+        return -1;
+    char at[32], n[32];
+    snprintf(at, sizeof at, "%lld", j->pttl->integer > 0 ? wall_ms() + j->pttl->integer : 0);
+    snprintf(n, sizeof n, "%lld", j->value && j->value->type == REDIS_REPLY_STRING
+                                  ? strtoll(j->value->str, NULL, 10) : 0);
+    const char *argv[11] = { "EVAL", copy_lua, j->index ? "2" : "1", j->dst };
+    size_t lens[11] = { 4, sizeof copy_lua - 1, 1, j->dst_len };
+    int argc = 4;
+    if (j->index) {
+        argv[argc] = j->index;
+        lens[argc++] = j->index_len;
+    }
+    const char *args[6] = { j->dump->str, at, j->mode, cp->o->overwrite ? "1" : "0", n,
+                            j->member ? j->member : "" };
+    size_t alens[6] = { j->dump->len, strlen(at), strlen(j->mode), 1, strlen(n), j->member_len };
+    for (int k = 0; k < 6; k++) {
+        argv[argc] = args[k];
+        lens[argc++] = alens[k];
+    }
+    append_args(cp->dst->node[node], argc, argv, lens);
+    return node;
+}
+
+static void count(struct copier *cp, struct job *j, int copied)
+{
+    if (copied) {
+        cp->rep->copied++;
+        cp->rep->fam[j->fam].copied++;
+    } else {
+        cp->rep->skipped++;
+        cp->rep->fam[j->fam].skipped++;
+    }
+}
+
+/* Every job written, node by node; each script's answer counted. */
+static int chunk_write(struct copier *cp)
+{
+    int node[CHUNK], used[KEYSPACE_NODES_MAX] = { 0 };
+    for (int k = 0; k < cp->njobs; k++) {
+        struct job *j = &cp->job[k];
+        node[k] = -1;
+        if (cp->o->dry_run) {
+            if (j->act != A_ITEM && j->dump && j->dump->type == REDIS_REPLY_STRING)
+                count(cp, j, 1);
+            continue;
+        }
+        if ((node[k] = job_write(cp, j)) >= 0)
+            used[node[k]] = 1;
+    }
+    for (int n = 0; n < cp->dst->nnodes; n++) {
+        if (!used[n])
+            continue;
+        if (syncconn_flush(cp->dst->node[n], cp->err, cp->errlen) < 0)
+            return -1;
+        for (int k = 0; k < cp->njobs; k++) {
+            if (node[k] != n)
+                continue;
+            redisReply *r = syncconn_read(cp->dst->node[n], cp->err, cp->errlen);
+            if (!r)
+                return -1;
+            if (r->type != REDIS_REPLY_INTEGER) {
+                snprintf(cp->err, cp->errlen, "%s: writing %.200s: %.200s", cp->dst->addr[n],
+                         cp->job[k].dst, r->type == REDIS_REPLY_ERROR ? r->str : "not a number");
+                freeReplyObject(r);
+                return -1;
+            }
+            count(cp, &cp->job[k], r->integer == 1);
+            freeReplyObject(r);
+        }
+    }
+    return 0;
+}
+
+static int chunk_run(struct copier *cp, int i)
+{
+    int rc = cp->njobs ? chunk_read(cp, i) : 0;
+    if (rc == 0 && cp->njobs)
+        rc = chunk_write(cp);
+    for (int k = 0; k < cp->njobs; k++)
+        job_free(&cp->job[k]);
+    cp->njobs = 0;
+    return rc;
+}
+
+/* One more job for legacy name; the chunk runs when full. */
+static int job_push(struct copier *cp, int i, const char *name, size_t len, int via_log)
+{
+    int made = job_make(cp, name, len, via_log, &cp->job[cp->njobs]);
+    if (made < 0) {
+        job_free(&cp->job[cp->njobs]);
+        snprintf(cp->err, cp->errlen, "out of memory");
+        return -1;
+    }
+    if (made == 0 || cp->job[cp->njobs].act == A_NONE) {
+        job_free(&cp->job[cp->njobs]);
+        return 0;
+    }
+    return ++cp->njobs == CHUNK ? chunk_run(cp, i) : 0;
+}
+
+/* Whether item name (legacy) parses as an item of the chat of log match
+ * lm: a member holding ':' would make it another chat's item. */
+static int item_of_chat(struct copier *cp, const char *item, size_t len,
+                        const struct layout_match *lm)
+{
+    static char out[3 * NAME_MAX_LEN + 1024];
+    struct layout_match m;
+    size_t n;
+    if (layout_to_cluster(cp->l, item, len, out, sizeof out, &n, &m) != LAYOUT_MAPPED ||
+        strcmp(m.rule->name, "msg-item") != 0)
+        return 0;
+    int a = cap_index(m.rule, "chat"), b = cap_index(lm->rule, "chat");
+    return a >= 0 && b >= 0 && m.cap[a].len == lm->cap[b].len &&
+           memcmp(m.cap[a].ptr, lm->cap[b].ptr, m.cap[a].len) == 0;
+}
+
+/* The items the log at legacy name `log` references, copied: each
+ * member's item name built by the layout; a member whose name would parse
+ * as another chat's item is not copied. */
+static int log_items(struct copier *cp, int i, const char *log, size_t len)
+{
+    static char out[3 * NAME_MAX_LEN + 1024];
+    static const char *const names[] = { "chat", "member", NULL };
+    struct layout_match m;
+    size_t n;
+    if (layout_to_cluster(cp->l, log, len, out, sizeof out, &n, &m) != LAYOUT_MAPPED)
+        return 0;
+    char cur[32] = "0", item[3 * NAME_MAX_LEN];
+    do {
+        const char *argv[6] = { "ZSCAN", log, cur, "COUNT", "1000" };
+        size_t lens[5] = { 5, len, strlen(cur), 5, 4 };
+        append_args(cp->src->node[i], 5, argv, lens);
+        redisReply *r = syncconn_flush(cp->src->node[i], cp->err, cp->errlen) == 0
+                        ? syncconn_read(cp->src->node[i], cp->err, cp->errlen) : NULL;
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            if (r)
+                snprintf(cp->err, cp->errlen, "%s: ZSCAN of a message log failed", cp->src->addr[i]);
+            freeReplyObject(r);
+            return -1;
+        }
+        snprintf(cur, sizeof cur, "%s", r->element[0]->str ? r->element[0]->str : "0");
+        const redisReply *pairs = r->element[1];
+        for (size_t k = 0; k + 1 < pairs->elements; k += 2) {
+            const redisReply *mem = pairs->element[k];
+            struct layout_value member = { mem->str, mem->len, false };
+            size_t il = mem->type == REDIS_REPLY_STRING && mem->len < NAME_MAX_LEN
+                        ? name_like(cp->l, &m, "msg-item", names, &member, item, sizeof item) : 0;
+            if (il == 0 || !item_of_chat(cp, item, il, &m)) {
+                cp->rep->items_elsewhere++;
+                continue;
+            }
+            if (job_push(cp, i, item, il, 1) < 0) {
+                freeReplyObject(r);
+                return -1;
+            }
+        }
+        freeReplyObject(r);
+    } while (strcmp(cur, "0") != 0);
+    return chunk_run(cp, i);
+}
+
+/* The logs a batch named, whose items follow the batch. */
+static int scan_node(struct copier *cp, int i, const char *match)
+{
+    struct keyspace_batch b = { 0 };
+    long long cursor = 0;
+    int rc = 0;
+    do {
+        cursor = keyspace_scan(cp->src, i, cursor, match, &b, cp->err, cp->errlen);
+        if (cursor < 0)
+            rc = -1;
+        for (size_t k = 0; rc == 0 && k < b.n; k++)
+            rc = job_push(cp, i, b.name[k], b.len[k], 0);
+        if (rc == 0)
+            rc = chunk_run(cp, i);
+        for (size_t k = 0; rc == 0 && k < b.n; k++) {
+            struct layout_match m;
+            static char out[3 * NAME_MAX_LEN + 1024];
+            size_t n;
+            if (b.len[k] <= NAME_MAX_LEN &&
+                layout_to_cluster(cp->l, b.name[k], b.len[k], out, sizeof out, &n, &m) ==
+                    LAYOUT_MAPPED && strcmp(m.rule->name, "msg-log") == 0)
+                rc = log_items(cp, i, b.name[k], b.len[k]);
+        }
+    } while (rc == 0 && cursor > 0);
+    keyspace_batch_free(&b);
+    return rc;
+}
+
+/* Bots still running on ks: refused unless allow_live. */
+static int live_check(struct keyspace *ks, const struct layout *l, const char *prefix,
+                      const char *which, char *err, size_t errlen)
+{
+    struct inspect_report *rep = calloc(1, sizeof *rep);
+    if (!rep || inspect_run(ks, l, prefix, rep, err, errlen) < 0) {
+        if (!rep)
+            snprintf(err, errlen, "out of memory");
+        free(rep);
+        return -1;
+    }
+    int live = rep->heartbeats > 0 || rep->pending_tickets > 0;
+    if (live)
+        snprintf(err, errlen, "the %s shows bots of %s still running: %ld coordinator "
+                 "heartbeats (%s:co:rep:*), %ld pending turn tickets; stop every bot of the "
+                 "prefix first (or --allow-live)", which, prefix, rep->heartbeats, prefix,
+                 rep->pending_tickets);
+    free(rep);
+    return live ? -1 : 0;
+}
+
+/* The marker, last: set on the target unless it says something else. */
+static int marker_write(struct copier *cp)
+{
+    char key[512];
+    int n = snprintf(key, sizeof key, "%s:{meta}:layout", cp->o->prefix);
+    int node = keyspace_node_of(cp->dst, key, (size_t)n);
+    if (node < 0) {
+        snprintf(cp->err, cp->errlen, "no master serves the marker's slot");
+        return -1;
+    }
+    const char *argv[4] = { "SET", key, "cluster:v1", "NX" };
+    size_t lens[4] = { 3, (size_t)n, 10, 2 };
+    const char *get[2] = { "GET", key };
+    size_t gl[2] = { 3, (size_t)n };
+    append_args(cp->dst->node[node], 4, argv, lens);
+    append_args(cp->dst->node[node], 2, get, gl);
+    redisReply *set = NULL, *now = NULL;
+    if (syncconn_flush(cp->dst->node[node], cp->err, cp->errlen) < 0 ||
+        !(set = syncconn_read(cp->dst->node[node], cp->err, cp->errlen)) ||
+        !(now = syncconn_read(cp->dst->node[node], cp->err, cp->errlen))) {
+        freeReplyObject(set);
+        return -1;
+    }
+    int ok = now->type == REDIS_REPLY_STRING && strcmp(now->str, "cluster:v1") == 0;
+    snprintf(cp->rep->marker, sizeof cp->rep->marker, "%s", !ok ? "holds another value"
+             : set->type == REDIS_REPLY_STATUS ? "written" : "already cluster:v1");
+    if (!ok)
+        snprintf(cp->err, cp->errlen, "%s holds another value than cluster:v1", key);
+    freeReplyObject(set);
+    freeReplyObject(now);
+    return ok ? 0 : -1;
+}
+
+int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
+             const struct copy_opts *o, struct copy_report *rep, char *err, size_t errlen)
+{
+    struct copier *cp = calloc(1, sizeof *cp);
+    if (!cp) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *cp = (struct copier){ .src = src, .dst = dst, .l = l, .o = o, .rep = rep,
+                           .in_place = src == dst, .err = err, .errlen = errlen };
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->marker, sizeof rep->marker, "not written: the run did not end");
+    int rc = o->allow_live ? 0 : live_check(src, l, o->prefix, "source", err, errlen);
+    if (rc == 0 && src != dst && !o->allow_live)
+        rc = live_check(dst, l, o->prefix, "target", err, errlen);
+    char match[1100];
+    keyspace_prefix_match(o->prefix, match, sizeof match);
+    for (int i = 0; rc == 0 && i < src->nnodes; i++)
+        rc = scan_node(cp, i, match);
+    if (rc == 0 && o->dry_run)
+        snprintf(rep->marker, sizeof rep->marker, "not written: a dry run");
+    else if (rc == 0)
+        rc = marker_write(cp);
+    for (int k = 0; k < cp->njobs; k++)
+        job_free(&cp->job[k]);
+    free(cp);
+    return rc;
+}
+
+void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *out)
+{
+    fprintf(out, "%s%-28s %10s %10s\n", o->dry_run ? "dry run (nothing written)\n" : "",
+            "family", o->dry_run ? "to copy" : "copied", "skipped");
+    for (int i = 0; i < rep->nfam; i++)
+        fprintf(out, "%-28s %10ld %10ld\n", rep->fam[i].name, rep->fam[i].copied,
+                rep->fam[i].skipped);
+    fprintf(out, "copied %ld, skipped %ld (the target's key won), orphans %ld (items no log "
+            "references), %ld log members naming another chat's item\n", rep->copied,
+            rep->skipped, rep->orphans, rep->items_elsewhere);
+    fprintf(out, "layout marker %s:{meta}:layout: %s\n", o->prefix, rep->marker);
+}

@@ -1,0 +1,64 @@
+/*
+ * copy: the legacy layout of a prefix copied into the cluster layout
+ * (LAYOUT.md "Migration"; the reference's migrateToClusterLayout), from
+ * every node of the source into the target (the source itself: in place).
+ *
+ * Each SCAN batch of the source is read in chunks (DUMP, PTTL and what a
+ * family needs, pipelined), then written to the target in one script per
+ * record (migrate/copy.lua's logic, run by EVAL in the record's slot):
+ *
+ *   chats, contacts, checkpoints, user data (indexed)   RESTORE with the
+ *       remaining TTL (ABSTTL), then the index entry as the proxy writes it:
+ *       score the absolute expiry in ms, +inf without one
+ *   message logs                   the log, then each item it references
+ *                                  (never found by parsing item names);
+ *                                  an item no log references is an orphan
+ *   lock fences, leadership terms  raised, never lowered (set if greater)
+ *   schedules                      the higher fencing token (the hash's
+ *                                  `token` field) wins, even without
+ *                                  overwrite; an overwrite keeps it
+ *   turn counters                  not copied (short-lived)
+ *   keeps (conversations, ...)     only into another server
+ *   anything else of a rule        RESTORE
+ *
+ * An existing target key wins unless overwrite. Values are never
+ * re-encoded. The marker is written last, only by a complete run. A run
+ * refuses while a coordinator heartbeat or a pending turn ticket exists
+ * on the source or a separate target, unless allow_live. Memory: one chunk
+ * of values at a time.
+ */
+#ifndef TAGPROXY_COPY_H
+#define TAGPROXY_COPY_H
+
+#include <stdio.h>
+
+struct keyspace;
+struct layout;
+
+#define COPY_FAMILIES_MAX 128
+
+struct copy_opts {
+    const char *prefix;
+    int dry_run, overwrite, allow_live;
+};
+
+struct copy_family {
+    const char *name;
+    long copied, skipped;
+};
+
+struct copy_report {
+    struct copy_family fam[COPY_FAMILIES_MAX];
+    int nfam;
+    long copied, skipped, orphans;
+    long items_elsewhere;           /* log members whose item would be another chat's */
+    char marker[160];               /* what happened to the marker */
+};
+
+/* 0, or -1 with the reason in err (a refusal included). */
+int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
+             const struct copy_opts *o, struct copy_report *rep, char *err, size_t errlen);
+
+void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *out);
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * `tagproxy migrate` (migrate/copy.h), legacy -> cluster layout, run as
+ * users run it:
+ *
+ *  - in place on a redis-server of the test's own: a dry run changes
+ *    nothing; the run copies every family as copy.h says (turn counters
+ *    not, keeps not in place), counts the orphan item, writes the marker
+ *    last; a second run copies nothing (the target's keys win);
+ *  - into the test cluster, then read through a layout proxy for the
+ *    prefix as a bot reads it: records, TTLs, the listing from the
+ *    indexes, the message log and its items; a fence and a schedule the
+ *    cluster held higher are not lowered; keeps copied into the other
+ *    server; turn counters not;
+ *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs.
+ */
+#include "harness.h"
+
+#define RULES "conf/layouts/botmesh-v1.rules"
+
+static struct h_proxy ref;
+
+static void setup(void)
+{
+    h_ref_start(&ref, "redis-migrate-copy", NULL);
+}
+
+static void teardown(void)
+{
+    h_proxy_stop(&ref);
+}
+
+#define migrate(out, size, ...) h_tagproxy(out, size, "migrate " __VA_ARGS__)
+
+static void cmd_ok(redisContext *c, const char *fmt, const char *p, const char *a)
+{
+    char line[512];
+    H_FMT(line, sizeof line, fmt, p, a);
+    redisReply *r;
+    int argc = 0;
+    char *argv[16], *save = NULL;
+    for (char *w = strtok_r(line, " ", &save); w && argc < 16; w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    r = redisCommandArgv(c, argc, (const char **)argv, NULL);
+    ck_assert_msg(r && r->type != REDIS_REPLY_ERROR, "%s: %s", line, r ? r->str : c->errstr);
+    freeReplyObject(r);
+}
+
+/* A legacy keyspace of prefix p: 20 chats (every fourth with a TTL), a
+ * contact, a checkpoint with a TTL, user data, a schedule (token 5), a
+ * fence (7), a leadership term (3) and leader, a message log of two items
+ * and one member naming another chat's item, an orphan item, turn
+ * counters, a conversation. */
+static void legacy_keyspace(redisContext *c, const char *p)
+{
+    for (int i = 0; i < 20; i++) {
+        char n[16];
+        H_FMT(n, sizeof n, "%d", i);
+        cmd_ok(c, i % 4 ? "SET %s:chat:c%s chat" : "SET %s:chat:c%s chat PX 600000", p, n);
+    }
+    cmd_ok(c, "SET %s:contact:%s u", p, "tg:42");
+    cmd_ok(c, "SET %s:checkpoint:%s state PX 600000", p, "k1");
+    cmd_ok(c, "SET %s:user:%s v", p, "u1:ns:key");
+    cmd_ok(c, "HSET %s:schedule:%s at 0900 token 5", p, "daily");
+    cmd_ok(c, "SET %s:lock:%s 7", p, "x:fence");
+    cmd_ok(c, "SET %s:lock:%s holder", p, "x");
+    cmd_ok(c, "SET %s:co:leader:%s 3", p, "main:term");
+    cmd_ok(c, "SET %s:co:leader:%s r1", p, "main");
+    cmd_ok(c, "ZADD %s:msgs:%s 1 m1 2 m2 3 other:m3", p, "c1");
+    cmd_ok(c, "SET %s:msg:c1:%s hi", p, "m1");
+    cmd_ok(c, "SET %s:msg:c1:%s yo", p, "m2");
+    cmd_ok(c, "SET %s:msg:c1:%s lost", p, "orphan");
+    cmd_ok(c, "SET %s:co:turn:%s 4", p, "c1:seq");
+    cmd_ok(c, "SET %s:conv:%s z", p, "1");
+}
+
+/* cmd (one %s: the prefix p, a word of its own) answers type, with the
+ * integer n or the bulk want. */
+static void expect_reply(redisContext *c, const char *cmd, const char *p, int type, long long n,
+                         const char *want)
+{
+    char line[512];
+    H_FMT(line, sizeof line, cmd, p);
+    char *argv[4], *save = NULL;
+    int argc = 0;
+    for (char *w = strtok_r(line, " ", &save); w && argc < 4; w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    redisReply *r = redisCommandArgv(c, argc, (const char **)argv, NULL);
+    ck_assert_msg(r && r->type == type, "%s: %s", cmd, r ? h_show(r) : c->errstr);
+    if (want)
+        ck_assert_msg(strcmp(r->str, want) == 0, "%s: '%s', want '%s'", cmd, r->str, want);
+    else
+        ck_assert_msg(r->integer == n, "%s: %lld, want %lld", cmd, r->integer, n);
+    freeReplyObject(r);
+}
+
+static long long dbsize(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "DBSIZE");
+    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+START_TEST(test_in_place)
+{
+    char out[8192], want[256];
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, "bot");
+    long long before = dbsize(c);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --dry-run", ref.addr.port), 0);
+    ck_assert_msg(strstr(out, "dry run (nothing written)") != NULL, "%s", out);
+    ck_assert_int_eq(dbsize(c), before);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 0);
+    /* 20 chats, contact, checkpoint, user data, schedule, fence, lock,
+     * term, leader, the log and its 2 items: not the turn, not the keep */
+    ck_assert_msg(strstr(out, "copied 31, skipped 0 (the target's key won), orphans 1 ") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "1 log members naming another chat's item") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "layout marker bot:{meta}:layout: written") != NULL, "%s", out);
+    ck_assert_int_eq(migrate(out, sizeof out, "inspect --source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 0);
+    ck_assert_msg(strstr(out, "keys with a TTL: 12\n") != NULL, "%s", out);   /* 6 and 6 */
+    H_FMT(want, sizeof want, "layout marker bot:{meta}:layout: cluster:v1\n");
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+    long long after = dbsize(c);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 0);
+    ck_assert_msg(strstr(out, "copied 0, skipped 31") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "already cluster:v1") != NULL, "%s", out);
+    ck_assert_int_eq(dbsize(c), after);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(test_into_the_cluster)
+{
+    struct h_topo t;
+    struct h_proxy px;
+    char p[64], out[8192], seed[128], name[256];
+    H_FMT(p, sizeof p, "mc%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, p);
+    redisFree(c);
+    h_topo_load(&t);
+    /* the cluster already holds a higher fence and a later schedule */
+    H_FMT(name, sizeof name, "%s:{lk:x}:f", p);
+    redisContext *o = h_connect_owner(&t, name);
+    cmd_ok(o, "SET %s%s 9", name, "");
+    redisFree(o);
+    h_seed(seed, sizeof seed);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target redis://%s "
+                             "--prefix %s --layout-rules " RULES, ref.addr.port, seed, p), 0);
+    ck_assert_msg(strstr(out, "layout marker") && strstr(out, ": written"), "%s", out);
+
+    const char *args[] = { "--layout-rules", RULES, "--layout-prefix", p, NULL };
+    h_proxy_start(&px, args);
+    redisContext *b = h_connect_extra(&px);
+    expect_reply(b, "GET %s:chat:c1", p, REDIS_REPLY_STRING, 0, "chat");
+    expect_reply(b, "GET %s:lock:x:fence", p, REDIS_REPLY_STRING, 0, "9");
+    expect_reply(b, "GET %s:co:leader:main:term", p, REDIS_REPLY_STRING, 0, "3");
+    expect_reply(b, "HGET %s:schedule:daily token", p, REDIS_REPLY_STRING, 0, "5");
+    expect_reply(b, "ZCARD %s:msgs:c1", p, REDIS_REPLY_INTEGER, 3, NULL);
+    expect_reply(b, "GET %s:msg:c1:m2", p, REDIS_REPLY_STRING, 0, "yo");
+    expect_reply(b, "EXISTS %s:msg:c1:orphan", p, REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(b, "EXISTS %s:co:turn:c1:seq", p, REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(b, "GET %s:conv:1", p, REDIS_REPLY_STRING, 0, "z");
+    redisReply *r;
+    H_FMT(name, sizeof name, "%s:chat:c4", p);
+    r = h_cmd(b, "PTTL %s", name);
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer > 500000, "PTTL %s", h_show(r));
+    freeReplyObject(r);
+    H_FMT(name, sizeof name, "%s:chat:*", p);
+    r = h_cmd(b, "KEYS %s", name);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 20);
+    freeReplyObject(r);
+    redisFree(b);
+    h_proxy_stop(&px);
+}
+END_TEST
+
+START_TEST(test_live_bots_refuse)
+{
+    char out[8192];
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, "bot");
+    cmd_ok(c, "SET %s:co:rep:%s alive PX 60000", "bot", "replica-1");
+    long long before = dbsize(c);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 1);
+    ck_assert_msg(strstr(out, "still running: 1 coordinator heartbeats") != NULL, "%s", out);
+    ck_assert_int_eq(dbsize(c), before);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --allow-live", ref.addr.port), 0);
+    ck_assert_int_gt(dbsize(c), before);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--delete-source", ref.addr.port), 2);
+    ck_assert_msg(strstr(out, "not built yet") != NULL, "%s", out);
+    redisFree(c);
+}
+END_TEST
+
+static Suite *migrate_copy_suite(void)
+{
+    Suite *s = suite_create("migrate_copy");
+    TCase *t = tcase_create("copy");
+    tcase_set_timeout(t, 60);
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, test_in_place);
+    tcase_add_test(t, test_into_the_cluster);
+    tcase_add_test(t, test_live_bots_refuse);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(migrate_copy_suite());
+}
