@@ -158,6 +158,22 @@ static void job_free(struct job *j)
     memset(j, 0, sizeof *j);
 }
 
+/* Whether family is in the comma-separated list (NULL: every family). An
+ * item follows its log. */
+static int included(const char *list, const char *family)
+{
+    if (!list)
+        return 1;
+    if (strcmp(family, "msg-item") == 0)
+        family = "msg-log";
+    size_t n = strlen(family);
+    for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        if (strcspn(p, ",") == n && memcmp(p, family, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* The job for legacy name (a keep: the same name, into another server
  * only); 0 when there is nothing to copy, -1 out of memory. */
 static int job_make(struct copier *cp, const char *name, size_t len, int via_log, struct job *j)
@@ -179,7 +195,7 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
         if (j->act == A_ITEM && via_log)
             j->act = A_COPY;
     }
-    if (j->act == A_NONE)
+    if (j->act == A_NONE || !included(cp->o->include, m.rule->name))
         return 0;
     j->fam = family_of(cp->rep, m.rule->name);
     j->src = dup_n(name, len);
@@ -537,6 +553,9 @@ int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
         rc = scan_node(cp, i, match);
     if (rc == 0 && o->dry_run)
         snprintf(rep->marker, sizeof rep->marker, "not written: a dry run");
+    else if (rc == 0 && o->include)
+        snprintf(rep->marker, sizeof rep->marker, "not written: --include copied part of "
+                 "the prefix");
     else if (rc == 0)
         rc = marker_write(cp);
     for (int k = 0; k < cp->njobs; k++)
@@ -556,4 +575,39 @@ void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *
             "references), %ld log members naming another chat's item\n", rep->copied,
             rep->skipped, rep->orphans, rep->items_elsewhere);
     fprintf(out, "layout marker %s:{meta}:layout: %s\n", o->prefix, rep->marker);
+}
+
+/* s as a JSON string (names are bytes: control characters and non-ASCII
+ * bytes escaped as \u00XX). */
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+void copy_json(const struct copy_report *rep, const struct copy_opts *o, FILE *out)
+{
+    fprintf(out, "{\"prefix\": ");
+    json_string(out, o->prefix);
+    fprintf(out, ", \"direction\": \"legacy-to-cluster\", \"dryRun\": %s, \"copied\": %ld, "
+            "\"skipped\": %ld, \"orphans\": %ld, \"itemsOfAnotherChat\": %ld, \"pruned\": 0, "
+            "\"layoutMarker\": ", o->dry_run ? "true" : "false", rep->copied, rep->skipped,
+            rep->orphans, rep->items_elsewhere);
+    json_string(out, rep->marker);
+    fprintf(out, ", \"families\": {");
+    for (int i = 0; i < rep->nfam; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        json_string(out, rep->fam[i].name);
+        fprintf(out, ": {\"copied\": %ld, \"skipped\": %ld}", rep->fam[i].copied,
+                rep->fam[i].skipped);
+    }
+    fprintf(out, "}}\n");
 }

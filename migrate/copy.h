@@ -22,7 +22,8 @@
  *   anything else of a rule        RESTORE
  *
  * An existing target key wins unless overwrite. Values are never
- * re-encoded. The marker is written last, only by a complete run. A run
+ * re-encoded. The marker is written last, only by a complete run (one
+ * limited by include leaves it unset, and says so). A run
  * refuses while a coordinator heartbeat or a pending turn ticket exists
  * on the source or a separate target, unless allow_live. Memory: one chunk
  * of values at a time.
@@ -40,6 +41,7 @@ struct layout;
 struct copy_opts {
     const char *prefix;
     int dry_run, overwrite, allow_live;
+    const char *include;            /* "family,family": only those (no marker); NULL all */
 };
 
 struct copy_family {
@@ -60,5 +62,9 @@ int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
              const struct copy_opts *o, struct copy_report *rep, char *err, size_t errlen);
 
 void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *out);
+
+/* The report as JSON, with the reference's names (copied, skipped,
+ * orphans, pruned, layoutMarker) and per family. */
+void copy_json(const struct copy_report *rep, const struct copy_opts *o, FILE *out);
 
 #endif

@@ -16,6 +16,7 @@
 
 struct migrate_opts {
     const char *source, *target, *target_cluster, *prefix, *rules;
+    const char *report;             /* FILE.json */
     const char *not_built;          /* an option of the copy not built yet */
     struct copy_opts copy;
     struct keyspace_tls tls;
@@ -27,6 +28,7 @@ static int usage(const char *why)
             "usage: tagproxy migrate inspect --source URL --prefix P [--layout-rules FILE]\n"
             "       tagproxy migrate --source URL [--target URL | --target-cluster HOST:PORT]\n"
             "            --prefix P [--layout-rules FILE] [--dry-run] [--overwrite] [--allow-live]\n"
+            "            [--include FAMILY,...] [--report FILE.json]\n"
             "       TLS (rediss://): [--tls-ca-cert-file F] [--tls-cert-file F]\n"
             "            [--tls-key-file F] [--tls-server-name NAME] [--tls-insecure]\n", why);
     return 2;
@@ -44,6 +46,8 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--source", offsetof(struct migrate_opts, source) },
         { "--target", offsetof(struct migrate_opts, target) },
         { "--target-cluster", offsetof(struct migrate_opts, target_cluster) },
+        { "--include", offsetof(struct migrate_opts, copy.include) },
+        { "--report", offsetof(struct migrate_opts, report) },
         { "--prefix", offsetof(struct migrate_opts, prefix) },
         { "--layout-rules", offsetof(struct migrate_opts, rules) },
         { "--tls-ca-cert-file", offsetof(struct migrate_opts, tls.ca_cert_file) },
@@ -51,8 +55,7 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--tls-key-file", offsetof(struct migrate_opts, tls.key_file) },
         { "--tls-server-name", offsetof(struct migrate_opts, tls.server_name) },
     };
-    static const char *const later[] = { "--include", "--delete-source", "--direction",
-                                         "--mirror", "--report" };
+    static const char *const later[] = { "--delete-source", "--direction", "--mirror" };
     for (int i = 0; i < argc; i++) {
         size_t k = 0;
         int *flag = strcmp(argv[i], "--tls-insecure") == 0 ? &o->tls.insecure
@@ -104,6 +107,21 @@ static int inspect(const struct migrate_opts *o, const struct layout *l, FILE *o
     return rc;
 }
 
+static int write_report(const struct migrate_opts *o, const struct copy_report *rep, char *err,
+                        size_t errlen)
+{
+    if (!o->report)
+        return 0;
+    FILE *f = fopen(o->report, "w");
+    if (f)
+        copy_json(rep, &o->copy, f);
+    if (!f || fclose(f) != 0) {
+        snprintf(err, errlen, "%s: cannot write the report", o->report);
+        return 1;
+    }
+    return 0;
+}
+
 /* The copy: source (and target) open, the report printed. */
 static int copy(struct migrate_opts *o, const struct layout *l, FILE *out)
 {
@@ -124,7 +142,7 @@ static int copy(struct migrate_opts *o, const struct layout *l, FILE *out)
                           keyspace_open(dst, target, &o->tls, err, sizeof err) == 0)) &&
              copy_run(src, dst ? dst : src, l, &o->copy, rep, err, sizeof err) == 0) {
         copy_print(rep, &o->copy, out);
-        rc = 0;
+        rc = write_report(o, rep, err, sizeof err);
     } else if (target && !dst) {
         snprintf(err, sizeof err, "out of memory");
     }

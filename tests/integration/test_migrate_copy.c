@@ -11,8 +11,15 @@
  *    indexes, the message log and its items; a fence and a schedule the
  *    cluster held higher are not lowered; keeps copied into the other
  *    server; turn counters not;
- *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs.
+ *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
+ *  - --include copies those families and leaves the marker unset;
+ *    --report writes the counts as JSON;
+ *  - SIGKILL at three points of a copy of 20,000 chats, logs and
+ *    checkpoints, each run again, then a whole run: the target equals an
+ *    uninterrupted run's, value for value and TTL for TTL.
  */
+#include <math.h>
+
 #include "harness.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
@@ -203,15 +210,173 @@ START_TEST(test_live_bots_refuse)
 }
 END_TEST
 
+/* A larger legacy keyspace of prefix bot, pipelined: n chats (a third
+ * with a TTL), n/10 message logs of 5 items each, n/10 checkpoints. */
+static void big_keyspace(redisContext *c, int n)
+{
+    int sent = 0;
+    for (int i = 0; i < n; i++, sent++) {
+        if (i % 3)
+            redisAppendCommand(c, "SET bot:chat:c%d chat-%d", i, i);
+        else
+            redisAppendCommand(c, "SET bot:chat:c%d chat-%d PX 900000", i, i);
+        if (i % 10 == 0) {
+            redisAppendCommand(c, "ZADD bot:msgs:c%d 1 a 2 b 3 c 4 d 5 e", i);
+            redisAppendCommand(c, "MSET bot:msg:c%d:a 1 bot:msg:c%d:b 2 bot:msg:c%d:c 3 "
+                               "bot:msg:c%d:d 4 bot:msg:c%d:e 5", i, i, i, i, i);
+            redisAppendCommand(c, "SET bot:checkpoint:k%d s PX 900000", i);
+            sent += 3;
+        }
+    }
+    for (int i = 0; i < sent; i++) {
+        redisReply *r = h_get_reply(c);
+        ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s", r->str);
+        freeReplyObject(r);
+    }
+}
+
+/* An index on both: the same members, scores (absolute expiries, taken
+ * when each run copied the record) within a minute. */
+static void expect_same_index(redisContext *ca, redisContext *cb, const char *key)
+{
+    redisContext *a = h_connect(ca->tcp.host, ca->tcp.port), *b = h_connect(cb->tcp.host,
+                                                                             cb->tcp.port);
+    redisReply *ra = h_cmd(a, "ZRANGE %s 0 -1 WITHSCORES", key);
+    redisReply *rb = h_cmd(b, "ZRANGE %s 0 -1 WITHSCORES", key);
+    ck_assert_msg(ra->elements == rb->elements, "%s: %zu against %zu", key, ra->elements,
+                  rb->elements);
+    for (size_t i = 0; i + 1 < ra->elements; i += 2) {
+        redisReply *s = h_cmd(b, "ZSCORE %s %s", key, ra->element[i]->str);
+        ck_assert_msg(s->type == REDIS_REPLY_STRING, "%s: member %s missing", key,
+                      ra->element[i]->str);
+        double x = strtod(ra->element[i + 1]->str, NULL), y = strtod(s->str, NULL);
+        ck_assert_msg(x == y || fabs(x - y) < 60000, "%s %s: score %s against %s", key,
+                      ra->element[i]->str, ra->element[i + 1]->str, s->str);
+        freeReplyObject(s);
+    }
+    freeReplyObject(ra);
+    freeReplyObject(rb);
+    redisFree(a);
+    redisFree(b);
+}
+
+/* Every key of a is in b with the same value and about the same TTL, and
+ * b has no other. */
+static void expect_same_keyspace(const struct h_node *a, const struct h_node *b)
+{
+    redisContext *ca = h_connect_node(a), *cb = h_connect_node(b);
+    ck_assert_int_eq(dbsize(ca), dbsize(cb));
+    long long cursor = 0, seen = 0;
+    do {
+        redisReply *r = h_cmd(ca, "SCAN %lld COUNT 500", cursor);
+        cursor = strtoll(r->element[0]->str, NULL, 10);
+        const redisReply *keys = r->element[1];
+        for (size_t k = 0; k < keys->elements; k++) {
+            const char *key = keys->element[k]->str;
+            redisAppendCommand(ca, "DUMP %s", key);
+            redisAppendCommand(cb, "DUMP %s", key);
+            redisAppendCommand(ca, "PTTL %s", key);
+            redisAppendCommand(cb, "PTTL %s", key);
+        }
+        for (size_t k = 0; k < keys->elements; k++, seen++) {
+            redisReply *da = h_get_reply(ca), *db = h_get_reply(cb);
+            redisReply *ta = h_get_reply(ca), *tb = h_get_reply(cb);
+            const char *key = keys->element[k]->str;
+            ck_assert_msg(db->type == REDIS_REPLY_STRING, "%s missing from the resumed run", key);
+            size_t kl = strlen(key);
+            if (kl > 4 && strcmp(key + kl - 4, ":idx") == 0)   /* scores: expiries of their run */
+                expect_same_index(ca, cb, key);
+            else
+                ck_assert_msg(da->len == db->len && memcmp(da->str, db->str, da->len) == 0,
+                              "%s differs", key);
+            ck_assert_msg((ta->integer < 0) == (tb->integer < 0) &&
+                          llabs(ta->integer - tb->integer) < 60000,
+                          "%s: PTTL %lld against %lld", key, ta->integer, tb->integer);
+            freeReplyObject(da);
+            freeReplyObject(db);
+            freeReplyObject(ta);
+            freeReplyObject(tb);
+        }
+        freeReplyObject(r);
+    } while (cursor != 0);
+    ck_assert_int_gt(seen, 0);
+    redisFree(ca);
+    redisFree(cb);
+}
+
+/* SIGKILL at three points of a copy, each run again from where the last
+ * stopped, then a whole run: the target equals an uninterrupted run's. */
+START_TEST(test_killed_and_resumed)
+{
+    struct h_proxy whole, resumed;
+    char out[8192];
+    redisContext *c = h_connect_node(&ref.addr);
+    big_keyspace(c, 20000);
+    redisFree(c);
+    h_ref_start(&whole, "redis-migrate-whole", NULL);
+    h_ref_start(&resumed, "redis-migrate-resumed", NULL);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target "
+                             "redis://127.0.0.1:%d --prefix bot --layout-rules " RULES,
+                             ref.addr.port, whole.addr.port), 0);
+    static const char *const after[] = { "0.3", "0.8", "1.5" };
+    int killed = 0;
+    for (int i = 0; i < 3; i++) {
+        int rc = h_shell(out, sizeof out, "timeout -s KILL %s '%s' migrate --source "
+                         "redis://127.0.0.1:%d --target redis://127.0.0.1:%d --prefix bot "
+                         "--layout-rules " RULES " >/dev/null 2>&1; echo $?", after[i],
+                         h_env("TAGPROXY_TEST_BIN"), ref.addr.port, resumed.addr.port);
+        ck_assert_int_eq(rc, 0);
+        killed += atoi(out) == 137;
+    }
+    fprintf(stderr, "migrate: %d of 3 runs killed before they ended\n", killed);
+    ck_assert_msg(killed >= 1, "no run was killed before it ended: the test is void");
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target "
+                             "redis://127.0.0.1:%d --prefix bot --layout-rules " RULES,
+                             ref.addr.port, resumed.addr.port), 0);
+    ck_assert_msg(strstr(out, ": written") || strstr(out, "already cluster:v1"), "%s", out);
+    expect_same_keyspace(&whole.addr, &resumed.addr);
+    h_proxy_stop(&whole);
+    h_proxy_stop(&resumed);
+}
+END_TEST
+
+/* --include copies those families only and leaves the marker unset;
+ * --report writes the counts as JSON. */
+START_TEST(test_include_and_report)
+{
+    char out[8192], path[512], json[4096];
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, "bot");
+    redisFree(c);
+    H_FMT(path, sizeof path, "%s/migrate-report-%ld.json", h_env("TAGPROXY_TEST_DIR"),
+          (long)getpid());
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --include chat,msg-log --report %s",
+                             ref.addr.port, path), 0);
+    ck_assert_msg(strstr(out, "copied 23, skipped 0") != NULL, "%s", out);   /* 20 + log + 2 */
+    ck_assert_msg(strstr(out, "not written: --include") != NULL, "%s", out);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    json[fread(json, 1, sizeof json - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    ck_assert_msg(strstr(json, "\"copied\": 23, \"skipped\": 0, \"orphans\": 1") != NULL &&
+                  strstr(json, "\"chat\": {\"copied\": 20, \"skipped\": 0}") != NULL &&
+                  strstr(json, "\"layoutMarker\": \"not written") != NULL, "%s", json);
+}
+END_TEST
+
 static Suite *migrate_copy_suite(void)
 {
     Suite *s = suite_create("migrate_copy");
     TCase *t = tcase_create("copy");
-    tcase_set_timeout(t, 60);
+    tcase_set_timeout(t, 120);
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, test_in_place);
     tcase_add_test(t, test_into_the_cluster);
     tcase_add_test(t, test_live_bots_refuse);
+    tcase_add_test(t, test_include_and_report);
+    tcase_add_test(t, test_killed_and_resumed);
     suite_add_tcase(s, t);
     return s;
 }
