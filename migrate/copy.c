@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "cluster/syncconn.h"
 #include "keylayout/layout.h"
@@ -58,6 +59,10 @@ struct copier {
     const struct copy_opts *o;
     struct copy_report *rep;
     int in_place;
+    char sha[KEYSPACE_NODES_MAX][41];   /* copy_lua's on each target node */
+    long total, done;                   /* source keys (0: not counted), read so far */
+    long long started_ms, shown_ms;     /* progress (progress()) */
+    int tty;
     struct job job[CHUNK];
     int njobs;
     char *err;
@@ -294,8 +299,8 @@ static int job_write(struct copier *cp, struct job *j)
     snprintf(at, sizeof at, "%lld", j->pttl->integer > 0 ? wall_ms() + j->pttl->integer : 0);
     snprintf(n, sizeof n, "%lld", j->value && j->value->type == REDIS_REPLY_STRING
                                   ? strtoll(j->value->str, NULL, 10) : 0);
-    const char *argv[11] = { "EVAL", copy_lua, j->index ? "2" : "1", j->dst };
-    size_t lens[11] = { 4, sizeof copy_lua - 1, 1, j->dst_len };
+    const char *argv[11] = { "EVALSHA", cp->sha[node], j->index ? "2" : "1", j->dst };
+    size_t lens[11] = { 7, 40, 1, j->dst_len };
     int argc = 4;
     if (j->index) {
         argv[argc] = j->index;
@@ -450,6 +455,34 @@ static int log_items(struct copier *cp, int i, const char *log, size_t len)
     return chunk_run(cp, i);
 }
 
+/* Progress on stderr: a bar redrawn on a terminal, else a line every 10 s;
+ * done (the last call) ends the bar's line. */
+static void progress(struct copier *cp, int done)
+{
+    long long now = wall_ms(), ms = now - cp->started_ms;
+    if (!done && now - cp->shown_ms < (cp->tty ? 200 : 10000))
+        return;
+    cp->shown_ms = now;
+    double rate = ms > 0 ? cp->done * 1000.0 / (double)ms : 0;
+    long total = cp->total > cp->done ? cp->total : cp->done;
+    long long eta = rate > 0 && cp->total ? (long long)((double)(total - cp->done) / rate) : -1;
+    if (cp->tty) {
+        char bar[31];
+        int fill = total ? (int)(30.0 * (double)cp->done / (double)total) : 0;
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(30 - fill));
+        bar[30] = '\0';
+        fprintf(stderr, "\r[%s] %ld/%ld keys  %.0f keys/s  ETA %lld s ", bar, cp->done, total,
+                rate, eta < 0 ? 0 : eta);
+        if (done)
+            fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "migrate: %ld of %ld keys read, %.0f keys/s%s\n", cp->done, total, rate,
+                done ? ", done" : "");
+    }
+    fflush(stderr);
+}
+
 /* The logs a batch named, whose items follow the batch. */
 static int scan_node(struct copier *cp, int i, const char *match)
 {
@@ -464,6 +497,8 @@ static int scan_node(struct copier *cp, int i, const char *match)
             rc = job_push(cp, i, b.name[k], b.len[k], 0);
         if (rc == 0)
             rc = chunk_run(cp, i);
+        cp->done += (long)b.n;
+        progress(cp, 0);
         for (size_t k = 0; rc == 0 && k < b.n; k++) {
             struct layout_match m;
             static char out[3 * NAME_MAX_LEN + 1024];
@@ -478,9 +513,32 @@ static int scan_node(struct copier *cp, int i, const char *match)
     return rc;
 }
 
+/* copy_lua loaded on every target node (EVALSHA then sends 40 bytes, not
+ * the body, per record). */
+static int script_load(struct copier *cp)
+{
+    for (int n = 0; n < cp->dst->nnodes; n++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", copy_lua };
+        size_t lens[3] = { 6, 4, sizeof copy_lua - 1 };
+        append_args(cp->dst->node[n], 3, argv, lens);
+        redisReply *r = syncconn_flush(cp->dst->node[n], cp->err, cp->errlen) == 0
+                        ? syncconn_read(cp->dst->node[n], cp->err, cp->errlen) : NULL;
+        int ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
+        if (ok)
+            memcpy(cp->sha[n], r->str, 41);
+        else if (r)
+            snprintf(cp->err, cp->errlen, "%s: SCRIPT LOAD: %.200s", cp->dst->addr[n],
+                     r->type == REDIS_REPLY_ERROR ? r->str : "not a SHA1");
+        freeReplyObject(r);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
 /* Bots still running on ks: refused unless allow_live. */
 static int live_check(struct keyspace *ks, const struct layout *l, const char *prefix,
-                      const char *which, char *err, size_t errlen)
+                      const char *which, long *keys, char *err, size_t errlen)
 {
     struct inspect_report *rep = calloc(1, sizeof *rep);
     if (!rep || inspect_run(ks, l, prefix, rep, err, errlen) < 0) {
@@ -490,6 +548,7 @@ static int live_check(struct keyspace *ks, const struct layout *l, const char *p
         return -1;
     }
     int live = rep->heartbeats > 0 || rep->pending_tickets > 0;
+    *keys = rep->keys;
     if (live)
         snprintf(err, errlen, "the %s shows bots of %s still running: %ld coordinator "
                  "heartbeats (%s:co:rep:*), %ld pending turn tickets; stop every bot of the "
@@ -544,13 +603,20 @@ int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
                            .in_place = src == dst, .err = err, .errlen = errlen };
     memset(rep, 0, sizeof *rep);
     snprintf(rep->marker, sizeof rep->marker, "not written: the run did not end");
-    int rc = o->allow_live ? 0 : live_check(src, l, o->prefix, "source", err, errlen);
+    long target_keys;
+    int rc = o->allow_live ? 0 : live_check(src, l, o->prefix, "source", &cp->total, err, errlen);
     if (rc == 0 && src != dst && !o->allow_live)
-        rc = live_check(dst, l, o->prefix, "target", err, errlen);
+        rc = live_check(dst, l, o->prefix, "target", &target_keys, err, errlen);
+    cp->tty = isatty(2);
+    cp->started_ms = cp->shown_ms = wall_ms();
+    if (rc == 0 && !o->dry_run)
+        rc = script_load(cp);
     char match[1100];
     keyspace_prefix_match(o->prefix, match, sizeof match);
     for (int i = 0; rc == 0 && i < src->nnodes; i++)
         rc = scan_node(cp, i, match);
+    if (rc == 0)
+        progress(cp, 1);
     if (rc == 0 && o->dry_run)
         snprintf(rep->marker, sizeof rep->marker, "not written: a dry run");
     else if (rc == 0 && o->include)
