@@ -48,6 +48,7 @@ struct job {
     enum action act;
     const char *mode;               /* copy_lua's: plain, greater, token */
     int fam;                        /* index in the report */
+    int held;                       /* the target holds it: a source key to delete */
     char *src, *dst, *index, *member;
     size_t src_len, dst_len, index_len, member_len;
     redisReply *dump, *pttl, *value;
@@ -361,10 +362,47 @@ static int chunk_write(struct copier *cp)
                 return -1;
             }
             count(cp, &cp->job[k], r->integer == 1);
+            cp->job[k].held = 1;
             freeReplyObject(r);
         }
     }
     return 0;
+}
+
+/* DEL of name on source node i, its answer counted. */
+static int source_delete(struct copier *cp, int i, const char *const *names, const size_t *lens,
+                         int n)
+{
+    for (int k = 0; k < n; k++) {
+        const char *argv[2] = { "DEL", names[k] };
+        size_t l[2] = { 3, lens[k] };
+        append_args(cp->src->node[i], 2, argv, l);
+    }
+    if (n && syncconn_flush(cp->src->node[i], cp->err, cp->errlen) < 0)
+        return -1;
+    for (int k = 0; k < n; k++) {
+        redisReply *r = syncconn_read(cp->src->node[i], cp->err, cp->errlen);
+        if (!r)
+            return -1;
+        cp->rep->deleted += r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+/* --delete-source: the chunk's source keys the target now holds; a
+ * message log only once its items are copied (scan_node). */
+static int chunk_delete(struct copier *cp, int i)
+{
+    const char *names[CHUNK];
+    size_t lens[CHUNK];
+    int n = 0;
+    for (int k = 0; k < cp->njobs; k++)
+        if (cp->job[k].held && cp->job[k].act == A_COPY) {
+            names[n] = cp->job[k].src;
+            lens[n++] = cp->job[k].src_len;
+        }
+    return source_delete(cp, i, names, lens, n);
 }
 
 static int chunk_run(struct copier *cp, int i)
@@ -372,6 +410,8 @@ static int chunk_run(struct copier *cp, int i)
     int rc = cp->njobs ? chunk_read(cp, i) : 0;
     if (rc == 0 && cp->njobs)
         rc = chunk_write(cp);
+    if (rc == 0 && cp->o->delete_source && !cp->o->dry_run)
+        rc = chunk_delete(cp, i);
     for (int k = 0; k < cp->njobs; k++)
         job_free(&cp->job[k]);
     cp->njobs = 0;
@@ -483,6 +523,28 @@ static void progress(struct copier *cp, int done)
     fflush(stderr);
 }
 
+/* --delete-source of a log whose items are copied: deleted only when the
+ * target holds its copy. */
+static int log_delete(struct copier *cp, int i, const char *log, size_t len,
+                      const struct layout_match *m)
+{
+    char name[3 * NAME_MAX_LEN + 1024];
+    size_t n = layout_cluster_key(cp->l, m, name, sizeof name);
+    int node = keyspace_node_of(cp->dst, name, n);
+    if (node < 0 || n >= sizeof name)
+        return 0;
+    const char *argv[2] = { "EXISTS", name };
+    size_t lens[2] = { 6, n };
+    append_args(cp->dst->node[node], 2, argv, lens);
+    redisReply *r = syncconn_flush(cp->dst->node[node], cp->err, cp->errlen) == 0
+                    ? syncconn_read(cp->dst->node[node], cp->err, cp->errlen) : NULL;
+    if (!r)
+        return -1;
+    int held = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return held ? source_delete(cp, i, &log, &len, 1) : 0;
+}
+
 /* The logs a batch named, whose items follow the batch. */
 static int scan_node(struct copier *cp, int i, const char *match)
 {
@@ -505,8 +567,12 @@ static int scan_node(struct copier *cp, int i, const char *match)
             size_t n;
             if (b.len[k] <= NAME_MAX_LEN &&
                 layout_to_cluster(cp->l, b.name[k], b.len[k], out, sizeof out, &n, &m) ==
-                    LAYOUT_MAPPED && strcmp(m.rule->name, "msg-log") == 0)
+                    LAYOUT_MAPPED && strcmp(m.rule->name, "msg-log") == 0 &&
+                included(cp->o->include, "msg-log")) {
                 rc = log_items(cp, i, b.name[k], b.len[k]);
+                if (rc == 0 && cp->o->delete_source && !cp->o->dry_run)
+                    rc = log_delete(cp, i, b.name[k], b.len[k], &m);
+            }
         }
     } while (rc == 0 && cursor > 0);
     keyspace_batch_free(&b);
@@ -640,6 +706,8 @@ void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *
     fprintf(out, "copied %ld, skipped %ld (the target's key won), orphans %ld (items no log "
             "references), %ld log members naming another chat's item\n", rep->copied,
             rep->skipped, rep->orphans, rep->items_elsewhere);
+    if (o->delete_source)
+        fprintf(out, "source keys deleted: %ld\n", rep->deleted);
     fprintf(out, "layout marker %s:{meta}:layout: %s\n", o->prefix, rep->marker);
 }
 
@@ -665,8 +733,8 @@ void copy_json(const struct copy_report *rep, const struct copy_opts *o, FILE *o
     json_string(out, o->prefix);
     fprintf(out, ", \"direction\": \"legacy-to-cluster\", \"dryRun\": %s, \"copied\": %ld, "
             "\"skipped\": %ld, \"orphans\": %ld, \"itemsOfAnotherChat\": %ld, \"pruned\": 0, "
-            "\"layoutMarker\": ", o->dry_run ? "true" : "false", rep->copied, rep->skipped,
-            rep->orphans, rep->items_elsewhere);
+            "\"deleted\": %ld, \"layoutMarker\": ", o->dry_run ? "true" : "false", rep->copied,
+            rep->skipped, rep->orphans, rep->items_elsewhere, rep->deleted);
     json_string(out, rep->marker);
     fprintf(out, ", \"families\": {");
     for (int i = 0; i < rep->nfam; i++) {

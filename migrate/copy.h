@@ -42,6 +42,7 @@ struct copy_opts {
     const char *prefix;
     int dry_run, overwrite, allow_live;
     const char *include;            /* "family,family": only those (no marker); NULL all */
+    int delete_source;              /* each legacy key the target holds is deleted */
 };
 
 struct copy_family {
@@ -52,7 +53,7 @@ struct copy_family {
 struct copy_report {
     struct copy_family fam[COPY_FAMILIES_MAX];
     int nfam;
-    long copied, skipped, orphans;
+    long copied, skipped, orphans, deleted;
     long items_elsewhere;           /* log members whose item would be another chat's */
     char marker[160];               /* what happened to the marker */
 };

@@ -28,7 +28,7 @@ static int usage(const char *why)
             "usage: tagproxy migrate inspect --source URL --prefix P [--layout-rules FILE]\n"
             "       tagproxy migrate --source URL [--target URL | --target-cluster HOST:PORT]\n"
             "            --prefix P [--layout-rules FILE] [--dry-run] [--overwrite] [--allow-live]\n"
-            "            [--include FAMILY,...] [--report FILE.json]\n"
+            "            [--include FAMILY,...] [--delete-source] [--report FILE.json]\n"
             "       TLS (rediss://): [--tls-ca-cert-file F] [--tls-cert-file F]\n"
             "            [--tls-key-file F] [--tls-server-name NAME] [--tls-insecure]\n", why);
     return 2;
@@ -55,13 +55,14 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--tls-key-file", offsetof(struct migrate_opts, tls.key_file) },
         { "--tls-server-name", offsetof(struct migrate_opts, tls.server_name) },
     };
-    static const char *const later[] = { "--delete-source", "--direction", "--mirror" };
+    static const char *const later[] = { "--direction", "--mirror" };
     for (int i = 0; i < argc; i++) {
         size_t k = 0;
         int *flag = strcmp(argv[i], "--tls-insecure") == 0 ? &o->tls.insecure
                   : strcmp(argv[i], "--dry-run") == 0 ? &o->copy.dry_run
                   : strcmp(argv[i], "--overwrite") == 0 ? &o->copy.overwrite
-                  : strcmp(argv[i], "--allow-live") == 0 ? &o->copy.allow_live : NULL;
+                  : strcmp(argv[i], "--allow-live") == 0 ? &o->copy.allow_live
+                  : strcmp(argv[i], "--delete-source") == 0 ? &o->copy.delete_source : NULL;
         if (flag) {
             *flag = 1;
             continue;

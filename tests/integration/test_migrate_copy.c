@@ -12,6 +12,7 @@
  *    cluster held higher are not lowered; keeps copied into the other
  *    server; turn counters not;
  *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
+ *  - --delete-source removes the legacy keys the cluster layout holds;
  *  - --include copies those families and leaves the marker unset;
  *    --report writes the counts as JSON;
  *  - SIGKILL at three points of a copy of 20,000 chats, logs and
@@ -204,9 +205,39 @@ START_TEST(test_live_bots_refuse)
                              "--layout-rules " RULES " --allow-live", ref.addr.port), 0);
     ck_assert_int_gt(dbsize(c), before);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
-                             "--delete-source", ref.addr.port), 2);
+                             "--mirror no", ref.addr.port), 2);
     ck_assert_msg(strstr(out, "not built yet") != NULL, "%s", out);
     redisFree(c);
+}
+END_TEST
+
+/* --delete-source in place: the legacy keys the cluster layout now holds
+ * are gone; turn counters (not copied), the orphan item and the keeps
+ * stay. */
+START_TEST(test_delete_source)
+{
+    char out[8192];
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, "bot");
+    redisFree(c);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --delete-source", ref.addr.port), 0);
+    ck_assert_msg(strstr(out, "source keys deleted: 31\n") != NULL, "%s", out);
+    ck_assert_int_eq(migrate(out, sizeof out, "inspect --source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 0);
+    long want[][3] = { { 0, 20, 0 }, { 1, 2, 0 }, { 1, 0, 0 }, { 0, 1, 0 } };
+    const char *fam[] = { "chat", "msg-item", "turn", "msg-log" };
+    for (int i = 0; i < 4; i++) {
+        char head[64];
+        long got[3] = { -1, -1, -1 };
+        H_FMT(head, sizeof head, "\n%s ", fam[i]);
+        const char *line = strstr(out, head);
+        ck_assert_msg(line && sscanf(line + strlen(head), "%ld %ld %ld", &got[0], &got[1],
+                                     &got[2]) == 3, "%s in:\n%s", fam[i], out);
+        ck_assert_msg(got[0] == want[i][0] && got[1] == want[i][1], "%s: %ld legacy, %ld cluster\n%s",
+                      fam[i], got[0], got[1], out);
+    }
+    ck_assert_msg(strstr(out, "\np:conv:*                              1") != NULL, "%s", out);
 }
 END_TEST
 
@@ -376,6 +407,7 @@ static Suite *migrate_copy_suite(void)
     tcase_add_test(t, test_into_the_cluster);
     tcase_add_test(t, test_live_bots_refuse);
     tcase_add_test(t, test_include_and_report);
+    tcase_add_test(t, test_delete_source);
     tcase_add_test(t, test_killed_and_resumed);
     suite_add_tcase(s, t);
     return s;
