@@ -5,6 +5,7 @@
 #   make run      a local 3+3 Redis Cluster and the proxy in the foreground
 #   make test     unit, integration and end-to-end tests (own cluster, free ports)
 #   make bench    proxy vs direct redis-server, ratios in one run
+#   make bench-migrate   tagproxy migrate vs redis-cli --cluster import
 #   make chaos    the fault suite: failovers, kills, stops under a verified load
 #
 # make SANITIZE=address,undefined test   builds everything with sanitizers;
@@ -36,7 +37,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 FUZZ_TARGETS = resp reply layout command rules slots client
 REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
-.PHONY: all deps run test unit integration e2e bench fuzz chaos clean
+.PHONY: all deps run test unit integration e2e bench bench-migrate fuzz chaos clean
 
 all: $(B)/tagproxy
 
@@ -96,6 +97,11 @@ unit: all $(UNIT) $(REPLAY)
 chaos: deps
 	@$(MAKE) --no-print-directory all $(B)/tests/chaos/chaos
 	@$(B)/tests/chaos/chaos
+
+# tagproxy migrate against redis-cli --cluster import (scripts/bench-migrate.sh).
+bench-migrate: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench-migrate.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(B)/bench/relay

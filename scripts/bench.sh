@@ -134,49 +134,6 @@ trap 'exit 130' INT TERM
 
 # ---- ports -----------------------------------------------------------------
 
-reserved=" "
-# Ports and their +10000 cluster-bus ports are taken below the kernel's
-# ephemeral range, where an outgoing connection may hold a port that has no
-# listener and make a bind fail.
-ephemeral_low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port_span=$((ephemeral_low - 10000 - 10 - 10000))
-[ "$port_span" -gt 100 ] || port_span=10000
-
-# pick_port VAR [COUNT]: COUNT consecutive free ports (and their +10000
-# cluster-bus ports), none handed out before in this run; the first in VAR.
-pick_port() {
-    local var=$1 count=${2:-1} try p i q ok
-    for ((try = 0; try < 500; try++)); do
-        p=$((10000 + RANDOM % port_span))
-        ok=1
-        for ((i = 0; i < count; i++)); do
-            q=$((p + i))
-            case $reserved in *" $q "* | *" $((q + 10000)) "*) ok=0 ;; esac
-            if [ $ok = 0 ] || ! ports_free "$q" $((q + 10000)); then ok=0; break; fi
-        done
-        if [ $ok = 1 ]; then
-            for ((i = 0; i < count; i++)); do
-                reserved+="$((p + i)) $((p + i + 10000)) "
-            done
-            printf -v "$var" %s "$p"
-            return 0
-        fi
-    done
-    die "no free ports found"
-}
-
-# wait_ready PORT PID SECONDS: true once PORT answers PING with PONG, false if
-# PID exits or SECONDS pass first.
-wait_ready() {
-    local port=$1 pid=$2 i
-    for ((i = 0; i < $3 * 10; i++)); do
-        redis_ping "$port" && return 0
-        pid_alive "$pid" || return 1
-        sleep 0.1
-    done
-    return 1
-}
-
 # ---- targets ---------------------------------------------------------------
 # For each target: its port, the PID whose CPU is its own, and the PIDs of
 # the servers behind it (whose CPU is reported as "backend").
