@@ -190,7 +190,9 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
     memset(j, 0, sizeof *j);
     if (len > NAME_MAX_LEN)
         return 0;
-    enum layout_result r = layout_to_cluster(cp->l, name, len, out, sizeof out, &n, &m);
+    enum layout_result r = cp->o->rollback
+                           ? layout_to_legacy(cp->l, name, len, out, sizeof out, &n, &m)
+                           : layout_to_cluster(cp->l, name, len, out, sizeof out, &n, &m);
     if (r == LAYOUT_KEEP && !cp->in_place) {
         j->act = A_COPY;
         j->mode = "plain";
@@ -198,8 +200,8 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
         n = len;
     } else if (r == LAYOUT_MAPPED) {
         j->act = action_of(m.rule, &j->mode);
-        if (j->act == A_ITEM && via_log)
-            j->act = A_COPY;
+        if ((j->act == A_ITEM && via_log) || (j->act != A_NONE && cp->o->rollback))
+            j->act = A_COPY;            /* back: logs and items are records */
     }
     if (j->act == A_NONE || !included(cp->o->include, m.rule->name))
         return 0;
@@ -221,7 +223,7 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
     }
     j->dst = dup_n(out, n);
     j->dst_len = n;
-    if (r == LAYOUT_MAPPED && m.rule->indexed) {
+    if (r == LAYOUT_MAPPED && m.rule->indexed && !cp->o->rollback) {
         char idx[3 * NAME_MAX_LEN + 1024];
         size_t il = layout_index_key(cp->l, &m, idx, sizeof idx);
         j->index = dup_n(idx, il);
@@ -230,8 +232,7 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
         j->member = dup_n(idx, il);
         j->member_len = il;
     }
-    return j->src && j->dst && (!m.rule->indexed || r != LAYOUT_MAPPED || (j->index && j->member))
-           ? 1 : -1;
+    return j->src && j->dst && (!j->index == !j->member) ? 1 : -1;
 }
 
 static void append_args(struct syncconn *c, int argc, const char *const *argv, const size_t *lens)
@@ -307,7 +308,8 @@ static int job_write(struct copier *cp, struct job *j)
         argv[argc] = j->index;
         lens[argc++] = j->index_len;
     }
-    const char *args[6] = { j->dump->str, at, j->mode, cp->o->overwrite ? "1" : "0", n,
+    int over = cp->o->overwrite || (cp->o->rollback && cp->o->mirror);
+    const char *args[6] = { j->dump->str, at, j->mode, over ? "1" : "0", n,
                             j->member ? j->member : "" };
     size_t alens[6] = { j->dump->len, strlen(at), strlen(j->mode), 1, strlen(n), j->member_len };
     for (int k = 0; k < 6; k++) {
@@ -568,7 +570,7 @@ static int scan_node(struct copier *cp, int i, const char *match)
             if (b.len[k] <= NAME_MAX_LEN &&
                 layout_to_cluster(cp->l, b.name[k], b.len[k], out, sizeof out, &n, &m) ==
                     LAYOUT_MAPPED && strcmp(m.rule->name, "msg-log") == 0 &&
-                included(cp->o->include, "msg-log")) {
+                included(cp->o->include, "msg-log") && !cp->o->rollback) {
                 rc = log_items(cp, i, b.name[k], b.len[k]);
                 if (rc == 0 && cp->o->delete_source && !cp->o->dry_run)
                     rc = log_delete(cp, i, b.name[k], b.len[k], &m);
@@ -602,6 +604,96 @@ static int script_load(struct copier *cp)
     return 0;
 }
 
+static int is_schedule(struct copier *cp, const char *name, size_t len)
+{
+    static char out[3 * NAME_MAX_LEN + 1024];
+    struct layout_match m;
+    size_t n;
+    return layout_to_cluster(cp->l, name, len, out, sizeof out, &n, &m) == LAYOUT_MAPPED &&
+           strcmp(m.rule->name, "schedule") == 0;
+}
+
+/* A schedule only in the legacy layout, made a deleted marker keeping its
+ * fencing token. */
+static const char marker_lua[] =
+    "local t = redis.call('HGET', KEYS[1], 'token') or '0'\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "redis.call('HSET', KEYS[1], 'token', t, 'deleted', '1')\n"
+    "return 1\n";
+
+/* Mirror: of one SCAN batch of the target, the legacy records whose
+ * cluster name the source no longer holds are pruned (schedules become
+ * deleted markers; fences and terms stay). */
+static int prune_batch(struct copier *cp, const struct keyspace_batch *b)
+{
+    static char out[3 * NAME_MAX_LEN + 1024];
+    int node[1024];
+    size_t n = b->n < 1024 ? b->n : 1024;
+    for (size_t k = 0; k < n; k++) {
+        struct layout_match m;
+        size_t cl;
+        const char *mode = "";
+        node[k] = -1;
+        if (b->len[k] > NAME_MAX_LEN ||
+            layout_to_cluster(cp->l, b->name[k], b->len[k], out, sizeof out, &cl, &m) !=
+                LAYOUT_MAPPED || action_of(m.rule, &mode) == A_NONE ||
+            strcmp(mode, "greater") == 0 || !included(cp->o->include, m.rule->name))
+            continue;
+        if ((node[k] = keyspace_node_of(cp->src, out, cl)) < 0)
+            continue;
+        const char *argv[2] = { "EXISTS", out };
+        size_t lens[2] = { 6, cl };
+        append_args(cp->src->node[node[k]], 2, argv, lens);
+    }
+    for (int s = 0; s < cp->src->nnodes; s++)
+        if (syncconn_flush(cp->src->node[s], cp->err, cp->errlen) < 0)
+            return -1;
+    int prunes = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (node[k] < 0)
+            continue;
+        redisReply *r = syncconn_read(cp->src->node[node[k]], cp->err, cp->errlen);
+        if (!r)
+            return -1;
+        int gone = r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+        freeReplyObject(r);
+        if (!gone)
+            continue;
+        int schedule = is_schedule(cp, b->name[k], b->len[k]);
+        const char *del[2] = { "DEL", b->name[k] };
+        const char *mark[4] = { "EVAL", marker_lua, "1", b->name[k] };
+        size_t dl[2] = { 3, b->len[k] }, ml[4] = { 4, sizeof marker_lua - 1, 1, b->len[k] };
+        if (schedule)
+            append_args(cp->dst->node[0], 4, mark, ml);
+        else
+            append_args(cp->dst->node[0], 2, del, dl);
+        prunes++;
+    }
+    if (prunes && syncconn_flush(cp->dst->node[0], cp->err, cp->errlen) < 0)
+        return -1;
+    for (int k = 0; k < prunes; k++) {
+        redisReply *r = syncconn_read(cp->dst->node[0], cp->err, cp->errlen);
+        if (!r)
+            return -1;
+        cp->rep->pruned += r->type == REDIS_REPLY_INTEGER ? (r->integer > 0) : 0;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+static int prune(struct copier *cp, const char *match)
+{
+    struct keyspace_batch b = { 0 };
+    long long cursor = 0;
+    int rc = 0;
+    do {
+        cursor = keyspace_scan(cp->dst, 0, cursor, match, &b, cp->err, cp->errlen);
+        rc = cursor < 0 ? -1 : prune_batch(cp, &b);
+    } while (rc == 0 && cursor > 0);
+    keyspace_batch_free(&b);
+    return rc;
+}
+
 /* Bots still running on ks: refused unless allow_live. */
 static int live_check(struct keyspace *ks, const struct layout *l, const char *prefix,
                       const char *which, long *keys, char *err, size_t errlen)
@@ -624,9 +716,31 @@ static int live_check(struct keyspace *ks, const struct layout *l, const char *p
     return live ? -1 : 0;
 }
 
+/* A whole rollback: the marker is removed from the target, so that a
+ * cluster-layout proxy or store started there by mistake refuses the
+ * legacy data. */
+static int marker_remove(struct copier *cp)
+{
+    char key[512];
+    int n = snprintf(key, sizeof key, "%s:{meta}:layout", cp->o->prefix);
+    const char *argv[2] = { "DEL", key };
+    size_t lens[2] = { 3, (size_t)n };
+    append_args(cp->dst->node[0], 2, argv, lens);
+    redisReply *r = syncconn_flush(cp->dst->node[0], cp->err, cp->errlen) == 0
+                    ? syncconn_read(cp->dst->node[0], cp->err, cp->errlen) : NULL;
+    if (!r)
+        return -1;
+    snprintf(cp->rep->marker, sizeof cp->rep->marker, "%s",
+             r->type == REDIS_REPLY_INTEGER && r->integer ? "removed" : "absent");
+    freeReplyObject(r);
+    return 0;
+}
+
 /* The marker, last: set on the target unless it says something else. */
 static int marker_write(struct copier *cp)
 {
+    if (cp->o->rollback)
+        return marker_remove(cp);
     char key[512];
     int n = snprintf(key, sizeof key, "%s:{meta}:layout", cp->o->prefix);
     int node = keyspace_node_of(cp->dst, key, (size_t)n);
@@ -669,6 +783,12 @@ int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
                            .in_place = src == dst, .err = err, .errlen = errlen };
     memset(rep, 0, sizeof *rep);
     snprintf(rep->marker, sizeof rep->marker, "not written: the run did not end");
+    if (o->rollback && dst->cluster) {
+        snprintf(err, errlen, "the rollback's target is one server (the legacy layout lives "
+                 "on one), not a cluster");
+        free(cp);
+        return -1;
+    }
     long target_keys;
     int rc = o->allow_live ? 0 : live_check(src, l, o->prefix, "source", &cp->total, err, errlen);
     if (rc == 0 && src != dst && !o->allow_live)
@@ -683,6 +803,8 @@ int copy_run(struct keyspace *src, struct keyspace *dst, const struct layout *l,
         rc = scan_node(cp, i, match);
     if (rc == 0)
         progress(cp, 1);
+    if (rc == 0 && o->rollback && o->mirror && !o->dry_run)
+        rc = prune(cp, match);
     if (rc == 0 && o->dry_run)
         snprintf(rep->marker, sizeof rep->marker, "not written: a dry run");
     else if (rc == 0 && o->include)
@@ -708,6 +830,9 @@ void copy_print(const struct copy_report *rep, const struct copy_opts *o, FILE *
             rep->skipped, rep->orphans, rep->items_elsewhere);
     if (o->delete_source)
         fprintf(out, "source keys deleted: %ld\n", rep->deleted);
+    if (o->rollback && o->mirror)
+        fprintf(out, "legacy records pruned (the source no longer holds them): %ld\n",
+                rep->pruned);
     fprintf(out, "layout marker %s:{meta}:layout: %s\n", o->prefix, rep->marker);
 }
 
@@ -731,10 +856,12 @@ void copy_json(const struct copy_report *rep, const struct copy_opts *o, FILE *o
 {
     fprintf(out, "{\"prefix\": ");
     json_string(out, o->prefix);
-    fprintf(out, ", \"direction\": \"legacy-to-cluster\", \"dryRun\": %s, \"copied\": %ld, "
-            "\"skipped\": %ld, \"orphans\": %ld, \"itemsOfAnotherChat\": %ld, \"pruned\": 0, "
-            "\"deleted\": %ld, \"layoutMarker\": ", o->dry_run ? "true" : "false", rep->copied,
-            rep->skipped, rep->orphans, rep->items_elsewhere, rep->deleted);
+    fprintf(out, ", \"direction\": \"%s\", \"dryRun\": %s, \"copied\": %ld, "
+            "\"skipped\": %ld, \"orphans\": %ld, \"itemsOfAnotherChat\": %ld, \"pruned\": %ld, "
+            "\"deleted\": %ld, \"layoutMarker\": ",
+            o->rollback ? "cluster-to-legacy" : "legacy-to-cluster", o->dry_run ? "true" : "false",
+            rep->copied, rep->skipped, rep->orphans, rep->items_elsewhere, rep->pruned,
+            rep->deleted);
     json_string(out, rep->marker);
     fprintf(out, ", \"families\": {");
     for (int i = 0; i < rep->nfam; i++) {

@@ -27,6 +27,17 @@
  * refuses while a coordinator heartbeat or a pending turn ticket exists
  * on the source or a separate target, unless allow_live. Memory: one chunk
  * of values at a time.
+ *
+ * The rollback (rollback) copies the cluster layout back into the legacy
+ * one, into one server, from one server or every master of a cluster:
+ * each cluster-layout record to its legacy name (index sets and turn
+ * counters are not copied; logs and items as records), fences and terms
+ * only raised, the higher schedule token kept. With mirror the target is
+ * made to match the source: records overwrite, and legacy records the
+ * source no longer holds are deleted (pruned), but for a schedule, which
+ * becomes a deleted marker keeping its token (fields `token` and
+ * `deleted`), and fences and terms, which stay. A whole rollback removes
+ * the marker from the target.
  */
 #ifndef TAGPROXY_COPY_H
 #define TAGPROXY_COPY_H
@@ -43,6 +54,8 @@ struct copy_opts {
     int dry_run, overwrite, allow_live;
     const char *include;            /* "family,family": only those (no marker); NULL all */
     int delete_source;              /* each legacy key the target holds is deleted */
+    int rollback;                   /* cluster -> legacy (into one server) */
+    int mirror;                     /* rollback: the target made to match the source */
 };
 
 struct copy_family {
@@ -54,6 +67,7 @@ struct copy_report {
     struct copy_family fam[COPY_FAMILIES_MAX];
     int nfam;
     long copied, skipped, orphans, deleted;
+    long pruned;                    /* rollback with mirror: legacy records deleted */
     long items_elsewhere;           /* log members whose item would be another chat's */
     char marker[160];               /* what happened to the marker */
 };

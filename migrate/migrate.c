@@ -17,7 +17,7 @@
 struct migrate_opts {
     const char *source, *target, *target_cluster, *prefix, *rules;
     const char *report;             /* FILE.json */
-    const char *not_built;          /* an option of the copy not built yet */
+    const char *direction, *mirror;
     struct copy_opts copy;
     struct keyspace_tls tls;
 };
@@ -29,6 +29,7 @@ static int usage(const char *why)
             "       tagproxy migrate --source URL [--target URL | --target-cluster HOST:PORT]\n"
             "            --prefix P [--layout-rules FILE] [--dry-run] [--overwrite] [--allow-live]\n"
             "            [--include FAMILY,...] [--delete-source] [--report FILE.json]\n"
+            "            [--direction legacy-to-cluster|cluster-to-legacy] [--mirror yes|no]\n"
             "       TLS (rediss://): [--tls-ca-cert-file F] [--tls-cert-file F]\n"
             "            [--tls-key-file F] [--tls-server-name NAME] [--tls-insecure]\n", why);
     return 2;
@@ -48,6 +49,8 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--target-cluster", offsetof(struct migrate_opts, target_cluster) },
         { "--include", offsetof(struct migrate_opts, copy.include) },
         { "--report", offsetof(struct migrate_opts, report) },
+        { "--direction", offsetof(struct migrate_opts, direction) },
+        { "--mirror", offsetof(struct migrate_opts, mirror) },
         { "--prefix", offsetof(struct migrate_opts, prefix) },
         { "--layout-rules", offsetof(struct migrate_opts, rules) },
         { "--tls-ca-cert-file", offsetof(struct migrate_opts, tls.ca_cert_file) },
@@ -55,7 +58,6 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
         { "--tls-key-file", offsetof(struct migrate_opts, tls.key_file) },
         { "--tls-server-name", offsetof(struct migrate_opts, tls.server_name) },
     };
-    static const char *const later[] = { "--direction", "--mirror" };
     for (int i = 0; i < argc; i++) {
         size_t k = 0;
         int *flag = strcmp(argv[i], "--tls-insecure") == 0 ? &o->tls.insecure
@@ -67,11 +69,6 @@ static int parse(int argc, char **argv, struct migrate_opts *o)
             *flag = 1;
             continue;
         }
-        for (size_t l = 0; l < sizeof later / sizeof later[0]; l++)
-            if (strcmp(argv[i], later[l]) == 0)
-                o->not_built = later[l];
-        if (o->not_built)
-            return 0;
         while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].name) != 0)
             k++;
         const char *v = k < sizeof opts / sizeof opts[0] ? value_of(argc, argv, &i) : NULL;
@@ -178,16 +175,19 @@ int migrate_main(int argc, char **argv, FILE *out)
     int inspecting = argc > 0 && strcmp(argv[0], "inspect") == 0;
     if (parse(argc - inspecting, argv + inspecting, &o) < 0)
         return usage("bad options");
-    if (o.not_built) {
-        fprintf(stderr, "tagproxy migrate: %s is not built yet (issue 25): today the tool "
-                "inspects and copies legacy -> cluster, in place or into another server "
-                "or cluster\n", o.not_built);
-        return 2;
-    }
     if (!o.source || !o.prefix)
         return usage("--source and --prefix are required");
     if (o.target && o.target_cluster)
         return usage("--target and --target-cluster name the same thing: give one");
+    if (o.direction && strcmp(o.direction, "cluster-to-legacy") != 0 &&
+        strcmp(o.direction, "legacy-to-cluster") != 0)
+        return usage("--direction is legacy-to-cluster or cluster-to-legacy");
+    if (o.mirror && strcmp(o.mirror, "yes") != 0 && strcmp(o.mirror, "no") != 0)
+        return usage("--mirror is yes or no");
+    o.copy.rollback = o.direction && strcmp(o.direction, "cluster-to-legacy") == 0;
+    o.copy.mirror = !o.mirror || strcmp(o.mirror, "yes") == 0;
+    if (o.mirror && !o.copy.rollback)
+        return usage("--mirror goes with --direction cluster-to-legacy");
     char err[300];
     if (layout_check_prefix(o.prefix, err, sizeof err) < 0)
         return usage(err);

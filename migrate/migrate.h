@@ -5,11 +5,17 @@
  *
  *   tagproxy migrate inspect --source URL --prefix P [--layout-rules FILE]
  *                            [TLS options]
+ *   tagproxy migrate --source URL [--target URL | --target-cluster H:P]
+ *                    --prefix P [--layout-rules FILE] [--dry-run]
+ *                    [--overwrite] [--allow-live] [--include F,...]
+ *                    [--delete-source] [--report FILE.json]
+ *                    [--direction legacy-to-cluster|cluster-to-legacy]
+ *                    [--mirror yes|no] [TLS options]
  *
  * inspect (inspect.h) prints what the prefix holds: per family, names in
  * each layout and index sets; names with a TTL; live bots; the marker.
- * The copy itself (`tagproxy migrate --source URL ...`) is not built yet
- * and says so. URLs: base/url.h. TLS options, for rediss:// URLs:
+ * The copy (copy.h) goes either way; without a target, in place. URLs:
+ * base/url.h. TLS options, for rediss:// URLs:
  * --tls-ca-cert-file, --tls-cert-file, --tls-key-file, --tls-server-name,
  * --tls-insecure. Exit 0; 1 when the source or the rules fail (the reason
  * on stderr, never a password); 2 on a usage error.

@@ -13,6 +13,9 @@
  *    server; turn counters not;
  *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
  *  - --delete-source removes the legacy keys the cluster layout holds;
+ *  - the rollback, in place: with --mirror no the legacy keys win; with
+ *    the mirror, deleted records pruned, a schedule left as a deleted
+ *    marker with its token, the fence kept, the marker removed;
  *  - --include copies those families and leaves the marker unset;
  *    --report writes the counts as JSON;
  *  - SIGKILL at three points of a copy of 20,000 chats, logs and
@@ -206,7 +209,8 @@ START_TEST(test_live_bots_refuse)
     ck_assert_int_gt(dbsize(c), before);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--mirror no", ref.addr.port), 2);
-    ck_assert_msg(strstr(out, "not built yet") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "--mirror goes with --direction cluster-to-legacy") != NULL, "%s",
+                  out);
     redisFree(c);
 }
 END_TEST
@@ -238,6 +242,48 @@ START_TEST(test_delete_source)
                       fam[i], got[0], got[1], out);
     }
     ck_assert_msg(strstr(out, "\np:conv:*                              1") != NULL, "%s", out);
+}
+END_TEST
+
+/* The rollback, in place, mirroring: after the forward copy, the bot
+ * deletes a chat and the schedule and changes a chat in the cluster
+ * layout; the legacy records follow (the orphan item, never copied, is
+ * pruned too), the schedule becomes a deleted marker keeping its token,
+ * the fence stays. --mirror no keeps the legacy keys that exist; each
+ * whole rollback removes the marker. */
+START_TEST(test_rollback_mirror)
+{
+    char out[8192];
+    redisContext *c = h_connect_node(&ref.addr);
+    legacy_keyspace(c, "bot");
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES, ref.addr.port), 0);
+    /* cluster names, as the layout writes them (bucket of c1: 25, c2: 0) */
+    freeReplyObject(h_cmd(c, "DEL bot:{ch:25}:r:c1 bot:{sc:30}:r:daily"));
+    freeReplyObject(h_cmd(c, "SET bot:{ch:0}:r:c2 newer"));
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --direction cluster-to-legacy --mirror no",
+                             ref.addr.port), 0);
+    ck_assert_msg(strstr(out, "layout marker bot:{meta}:layout: removed"), "%s", out);
+    expect_reply(c, "GET %s:chat:c2", "bot", REDIS_REPLY_STRING, 0, "chat");
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
+                             "--layout-rules " RULES " --direction cluster-to-legacy",
+                             ref.addr.port), 0);
+    /* c1, the schedule (a marker now), the orphan item (never copied) */
+    int pruned = strstr(out, "legacy records pruned (the source no longer holds them): 3\n") &&
+                 strstr(out, "layout marker bot:{meta}:layout: absent");
+    for (char *q = out; !pruned && *q; q++)
+        *q = *q == '\n' ? '|' : *q;
+    ck_assert_msg(pruned, "%s", out);
+    expect_reply(c, "EXISTS %s:chat:c1", "bot", REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(c, "EXISTS %s:msg:c1:orphan", "bot", REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(c, "GET %s:chat:c2", "bot", REDIS_REPLY_STRING, 0, "newer");
+    expect_reply(c, "HGET %s:schedule:daily token", "bot", REDIS_REPLY_STRING, 0, "5");
+    expect_reply(c, "HGET %s:schedule:daily deleted", "bot", REDIS_REPLY_STRING, 0, "1");
+    expect_reply(c, "HEXISTS %s:schedule:daily at", "bot", REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(c, "GET %s:lock:x:fence", "bot", REDIS_REPLY_STRING, 0, "7");
+    expect_reply(c, "EXISTS %s:{meta}:layout", "bot", REDIS_REPLY_INTEGER, 0, NULL);
+    redisFree(c);
 }
 END_TEST
 
@@ -408,6 +454,7 @@ static Suite *migrate_copy_suite(void)
     tcase_add_test(t, test_live_bots_refuse);
     tcase_add_test(t, test_include_and_report);
     tcase_add_test(t, test_delete_source);
+    tcase_add_test(t, test_rollback_mirror);
     tcase_add_test(t, test_killed_and_resumed);
     suite_add_tcase(s, t);
     return s;
