@@ -10,7 +10,8 @@
  *    prefix as a bot reads it: records, TTLs, the listing from the
  *    indexes, the message log and its items; a fence and a schedule the
  *    cluster held higher are not lowered; keeps copied into the other
- *    server; turn counters not;
+ *    server; turn counters not; then rolled back from the cluster into a
+ *    new server: the original legacy keys, as they were;
  *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
  *  - --delete-source removes the legacy keys the cluster layout holds;
  *  - the rollback, in place: with --mirror no the legacy keys win; with
@@ -146,6 +147,53 @@ START_TEST(test_in_place)
 }
 END_TEST
 
+/* The cluster layout of prefix p rolled back from the cluster (every
+ * master) into a new server: every legacy key of the original (ref) comes
+ * back as it was, value and TTL, but the fence the cluster held higher (9),
+ * the turn counter and the orphan item (never copied), which are not. */
+static void rolled_back_equal(const char *p, const char *seed)
+{
+    struct h_proxy back;
+    char out[8192], key[256];
+    h_ref_start(&back, "redis-migrate-back", NULL);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://%s --target redis://127.0.0.1:%d "
+                             "--prefix %s --layout-rules " RULES " --direction cluster-to-legacy",
+                             seed, back.addr.port, p), 0);
+    redisContext *o = h_connect_node(&ref.addr), *n = h_connect_node(&back.addr);
+    H_FMT(key, sizeof key, "%s:*", p);
+    redisReply *keys = h_cmd(o, "KEYS %s", key);
+    int compared = 0;
+    for (size_t k = 0; k < keys->elements; k++) {
+        const char *name = keys->element[k]->str;
+        redisReply *a = h_cmd(o, "DUMP %s", name), *b = h_cmd(n, "DUMP %s", name);
+        redisReply *ta = h_cmd(o, "PTTL %s", name), *tb = h_cmd(n, "PTTL %s", name);
+        if (strstr(name, ":co:turn:") || strstr(name, ":orphan") || strstr(name, ":fence")) {
+            H_FMT(key, sizeof key, "%s", strstr(name, ":fence") ? "9" : "");
+            redisReply *g = h_cmd(n, "GET %s", name);
+            ck_assert_msg(key[0] ? g->type == REDIS_REPLY_STRING && strcmp(g->str, key) == 0
+                                 : g->type == REDIS_REPLY_NIL, "%s: %s", name, h_show(g));
+            freeReplyObject(g);
+        } else {
+            ck_assert_msg(b->type == REDIS_REPLY_STRING && a->len == b->len &&
+                          memcmp(a->str, b->str, a->len) == 0, "%s did not come back as it was",
+                          name);
+            ck_assert_msg((ta->integer < 0) == (tb->integer < 0) &&
+                          llabs(ta->integer - tb->integer) < 60000, "%s: PTTL %lld against %lld",
+                          name, ta->integer, tb->integer);
+            compared++;
+        }
+        freeReplyObject(a);
+        freeReplyObject(b);
+        freeReplyObject(ta);
+        freeReplyObject(tb);
+    }
+    freeReplyObject(keys);
+    ck_assert_int_eq(compared, 31);     /* legacy_keyspace's 34 keys but those three */
+    redisFree(o);
+    redisFree(n);
+    h_proxy_stop(&back);
+}
+
 START_TEST(test_into_the_cluster)
 {
     struct h_topo t;
@@ -190,6 +238,7 @@ START_TEST(test_into_the_cluster)
     freeReplyObject(r);
     redisFree(b);
     h_proxy_stop(&px);
+    rolled_back_equal(p, seed);
 }
 END_TEST
 
