@@ -190,7 +190,7 @@ static uint64_t check_every_ms(const struct node_conn *c)
 }
 
 /* From when the oldest request's silence counts: its sending, the node's
- * last bytes on c, or its last answer elsewhere. */
+ * last bytes on c, or its last answer elsewhere (none without on_silent). */
 static uint64_t silent_since(const struct node_conn *c, const struct node_req *head)
 {
     uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
@@ -216,22 +216,21 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     uint64_t timeout = (uint64_t)c->opts->timeout_ms, every = check_every_ms(c);
     uint64_t now = node_now_ms(), deadline, next;
+    int ask = c->on_silent && now >= silent_since(c, head) + every;
+    if (ask) {
+        uint64_t answered = c->on_silent(c, c->down_arg);
+        if (c->state == NODE_CLOSED)
+            return;
+        if (answered > c->alive_ms)
+            c->alive_ms = answered;
+    }
+    uint64_t since = silent_since(c, head);
     if (c->on_silent) {
         /* only a node silent everywhere for timeout_ms is given up on,
          * whatever the request's own wait */
-        int ask = now >= silent_since(c, head) + every;
-        if (ask) {
-            uint64_t answered = c->on_silent(c, c->down_arg);
-            if (c->state == NODE_CLOSED)
-                return;
-            if (answered > c->alive_ms)
-                c->alive_ms = answered;
-        }
-        uint64_t since = silent_since(c, head);
         deadline = since + timeout;
         next = ask ? every : since + every - now;
     } else {
-        uint64_t since = head->sent_ms > c->last_read_ms ? head->sent_ms : c->last_read_ms;
         deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX : since + timeout + head->wait_ms;
         next = timeout;
     }
