@@ -173,9 +173,11 @@ static int included(const char *list, const char *family)
     if (strcmp(family, "msg-item") == 0)
         family = "msg-log";
     size_t n = strlen(family);
-    for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
-        if (strcspn(p, ",") == n && memcmp(p, family, n) == 0)
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && memcmp(p, family, n) == 0)
             return 1;
+        p += k + (p[k] == ',');
     }
     return 0;
 }
@@ -235,11 +237,6 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
     return j->src && j->dst && (!j->index == !j->member) ? 1 : -1;
 }
 
-static void append_args(struct syncconn *c, int argc, const char *const *argv, const size_t *lens)
-{
-    syncconn_append(c, argc, argv, lens);
-}
-
 /* Each job's source side, pipelined on source node i: a referenced item's
  * ZSCORE in its log; a record's DUMP, PTTL and the integer its mode
  * compares. */
@@ -251,19 +248,19 @@ static int chunk_read(struct copier *cp, int i)
         if (j->act == A_ITEM) {
             const char *argv[3] = { "ZSCORE", j->dst, j->member };
             size_t lens[3] = { 6, j->dst_len, j->member_len };
-            append_args(c, 3, argv, lens);
+            syncconn_append(c, 3, argv, lens);
             continue;
         }
         const char *dump[2] = { "DUMP", j->src }, *pttl[2] = { "PTTL", j->src };
         size_t dl[2] = { 4, j->src_len }, pl[2] = { 4, j->src_len };
-        append_args(c, 2, dump, dl);
-        append_args(c, 2, pttl, pl);
+        syncconn_append(c, 2, dump, dl);
+        syncconn_append(c, 2, pttl, pl);
         const char *get[3] = { "GET", j->src, "token" };
         size_t gl[3] = { 3, j->src_len, 5 };
         if (strcmp(j->mode, "plain") != 0) {
             get[0] = strcmp(j->mode, "token") == 0 ? "HGET" : "GET";
             gl[0] = strlen(get[0]);
-            append_args(c, get[0][0] == 'H' ? 3 : 2, get, gl);
+            syncconn_append(c, get[0][0] == 'H' ? 3 : 2, get, gl);
         }
     }
     if (syncconn_flush(c, cp->err, cp->errlen) < 0)
@@ -316,7 +313,7 @@ static int job_write(struct copier *cp, struct job *j)
         argv[argc] = args[k];
         lens[argc++] = alens[k];
     }
-    append_args(cp->dst->node[node], argc, argv, lens);
+    syncconn_append(cp->dst->node[node], argc, argv, lens);
     return node;
 }
 
@@ -378,7 +375,7 @@ static int source_delete(struct copier *cp, int i, const char *const *names, con
     for (int k = 0; k < n; k++) {
         const char *argv[2] = { "DEL", names[k] };
         size_t l[2] = { 3, lens[k] };
-        append_args(cp->src->node[i], 2, argv, l);
+        syncconn_append(cp->src->node[i], 2, argv, l);
     }
     if (n && syncconn_flush(cp->src->node[i], cp->err, cp->errlen) < 0)
         return -1;
@@ -420,10 +417,14 @@ static int chunk_run(struct copier *cp, int i)
     return rc;
 }
 
-/* One more job for legacy name; the chunk runs when full. */
-static int job_push(struct copier *cp, int i, const char *name, size_t len, int via_log)
+/* One more job for legacy name; the chunk runs when full. *is_log: the
+ * name is a message log, whose items are copied after the batch. */
+static int job_push(struct copier *cp, int i, const char *name, size_t len, int via_log,
+                    int *is_log)
 {
     int made = job_make(cp, name, len, via_log, &cp->job[cp->njobs]);
+    if (is_log)
+        *is_log = made > 0 && cp->job[cp->njobs].act == A_LOG;
     if (made < 0) {
         job_free(&cp->job[cp->njobs]);
         snprintf(cp->err, cp->errlen, "out of memory");
@@ -467,7 +468,7 @@ static int log_items(struct copier *cp, int i, const char *log, size_t len)
     do {
         const char *argv[6] = { "ZSCAN", log, cur, "COUNT", "1000" };
         size_t lens[5] = { 5, len, strlen(cur), 5, 4 };
-        append_args(cp->src->node[i], 5, argv, lens);
+        syncconn_append(cp->src->node[i], 5, argv, lens);
         redisReply *r = syncconn_flush(cp->src->node[i], cp->err, cp->errlen) == 0
                         ? syncconn_read(cp->src->node[i], cp->err, cp->errlen) : NULL;
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
@@ -487,7 +488,7 @@ static int log_items(struct copier *cp, int i, const char *log, size_t len)
                 cp->rep->items_elsewhere++;
                 continue;
             }
-            if (job_push(cp, i, item, il, 1) < 0) {
+            if (job_push(cp, i, item, il, 1, NULL) < 0) {
                 freeReplyObject(r);
                 return -1;
             }
@@ -527,17 +528,19 @@ static void progress(struct copier *cp, int done)
 
 /* --delete-source of a log whose items are copied: deleted only when the
  * target holds its copy. */
-static int log_delete(struct copier *cp, int i, const char *log, size_t len,
-                      const struct layout_match *m)
+static int log_delete(struct copier *cp, int i, const char *log, size_t len)
 {
-    char name[3 * NAME_MAX_LEN + 1024];
-    size_t n = layout_cluster_key(cp->l, m, name, sizeof name);
+    static char name[3 * NAME_MAX_LEN + 1024];
+    struct layout_match m;
+    size_t n;
+    if (layout_to_cluster(cp->l, log, len, name, sizeof name, &n, &m) != LAYOUT_MAPPED)
+        return 0;
     int node = keyspace_node_of(cp->dst, name, n);
-    if (node < 0 || n >= sizeof name)
+    if (node < 0)
         return 0;
     const char *argv[2] = { "EXISTS", name };
     size_t lens[2] = { 6, n };
-    append_args(cp->dst->node[node], 2, argv, lens);
+    syncconn_append(cp->dst->node[node], 2, argv, lens);
     redisReply *r = syncconn_flush(cp->dst->node[node], cp->err, cp->errlen) == 0
                     ? syncconn_read(cp->dst->node[node], cp->err, cp->errlen) : NULL;
     if (!r)
@@ -551,32 +554,42 @@ static int log_delete(struct copier *cp, int i, const char *log, size_t len,
 static int scan_node(struct copier *cp, int i, const char *match)
 {
     struct keyspace_batch b = { 0 };
+    unsigned char *is_log = NULL;   /* per name of the batch */
+    size_t logs_cap = 0;
     long long cursor = 0;
     int rc = 0;
     do {
         cursor = keyspace_scan(cp->src, i, cursor, match, &b, cp->err, cp->errlen);
         if (cursor < 0)
             rc = -1;
-        for (size_t k = 0; rc == 0 && k < b.n; k++)
-            rc = job_push(cp, i, b.name[k], b.len[k], 0);
+        if (b.n > logs_cap) {
+            unsigned char *grown = realloc(is_log, b.n);
+            if (!grown) {
+                snprintf(cp->err, cp->errlen, "out of memory");
+                rc = -1;
+                break;
+            }
+            is_log = grown;
+            logs_cap = b.n;
+        }
+        for (size_t k = 0; rc == 0 && k < b.n; k++) {
+            int a_log;
+            rc = job_push(cp, i, b.name[k], b.len[k], 0, &a_log);
+            is_log[k] = (unsigned char)a_log;
+        }
         if (rc == 0)
             rc = chunk_run(cp, i);
         cp->done += (long)b.n;
         progress(cp, 0);
         for (size_t k = 0; rc == 0 && k < b.n; k++) {
-            struct layout_match m;
-            static char out[3 * NAME_MAX_LEN + 1024];
-            size_t n;
-            if (b.len[k] <= NAME_MAX_LEN &&
-                layout_to_cluster(cp->l, b.name[k], b.len[k], out, sizeof out, &n, &m) ==
-                    LAYOUT_MAPPED && strcmp(m.rule->name, "msg-log") == 0 &&
-                included(cp->o->include, "msg-log") && !cp->o->rollback) {
-                rc = log_items(cp, i, b.name[k], b.len[k]);
-                if (rc == 0 && cp->o->delete_source && !cp->o->dry_run)
-                    rc = log_delete(cp, i, b.name[k], b.len[k], &m);
-            }
+            if (!is_log[k])
+                continue;
+            rc = log_items(cp, i, b.name[k], b.len[k]);
+            if (rc == 0 && cp->o->delete_source && !cp->o->dry_run)
+                rc = log_delete(cp, i, b.name[k], b.len[k]);
         }
     } while (rc == 0 && cursor > 0);
+    free(is_log);
     keyspace_batch_free(&b);
     return rc;
 }
@@ -588,7 +601,7 @@ static int script_load(struct copier *cp)
     for (int n = 0; n < cp->dst->nnodes; n++) {
         const char *argv[3] = { "SCRIPT", "LOAD", copy_lua };
         size_t lens[3] = { 6, 4, sizeof copy_lua - 1 };
-        append_args(cp->dst->node[n], 3, argv, lens);
+        syncconn_append(cp->dst->node[n], 3, argv, lens);
         redisReply *r = syncconn_flush(cp->dst->node[n], cp->err, cp->errlen) == 0
                         ? syncconn_read(cp->dst->node[n], cp->err, cp->errlen) : NULL;
         int ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
@@ -643,7 +656,7 @@ static int prune_batch(struct copier *cp, const struct keyspace_batch *b)
             continue;
         const char *argv[2] = { "EXISTS", out };
         size_t lens[2] = { 6, cl };
-        append_args(cp->src->node[node[k]], 2, argv, lens);
+        syncconn_append(cp->src->node[node[k]], 2, argv, lens);
     }
     for (int s = 0; s < cp->src->nnodes; s++)
         if (syncconn_flush(cp->src->node[s], cp->err, cp->errlen) < 0)
@@ -664,9 +677,9 @@ static int prune_batch(struct copier *cp, const struct keyspace_batch *b)
         const char *mark[4] = { "EVAL", marker_lua, "1", b->name[k] };
         size_t dl[2] = { 3, b->len[k] }, ml[4] = { 4, sizeof marker_lua - 1, 1, b->len[k] };
         if (schedule)
-            append_args(cp->dst->node[0], 4, mark, ml);
+            syncconn_append(cp->dst->node[0], 4, mark, ml);
         else
-            append_args(cp->dst->node[0], 2, del, dl);
+            syncconn_append(cp->dst->node[0], 2, del, dl);
         prunes++;
     }
     if (prunes && syncconn_flush(cp->dst->node[0], cp->err, cp->errlen) < 0)
@@ -725,7 +738,7 @@ static int marker_remove(struct copier *cp)
     int n = snprintf(key, sizeof key, "%s:{meta}:layout", cp->o->prefix);
     const char *argv[2] = { "DEL", key };
     size_t lens[2] = { 3, (size_t)n };
-    append_args(cp->dst->node[0], 2, argv, lens);
+    syncconn_append(cp->dst->node[0], 2, argv, lens);
     redisReply *r = syncconn_flush(cp->dst->node[0], cp->err, cp->errlen) == 0
                     ? syncconn_read(cp->dst->node[0], cp->err, cp->errlen) : NULL;
     if (!r)
@@ -752,8 +765,8 @@ static int marker_write(struct copier *cp)
     size_t lens[4] = { 3, (size_t)n, 10, 2 };
     const char *get[2] = { "GET", key };
     size_t gl[2] = { 3, (size_t)n };
-    append_args(cp->dst->node[node], 4, argv, lens);
-    append_args(cp->dst->node[node], 2, get, gl);
+    syncconn_append(cp->dst->node[node], 4, argv, lens);
+    syncconn_append(cp->dst->node[node], 2, get, gl);
     redisReply *set = NULL, *now = NULL;
     if (syncconn_flush(cp->dst->node[node], cp->err, cp->errlen) < 0 ||
         !(set = syncconn_read(cp->dst->node[node], cp->err, cp->errlen)) ||
