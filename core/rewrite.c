@@ -208,6 +208,14 @@ bool rewrite_is_internal(const struct layout *l, const char *key, size_t len)
     return layout_is_index(l, key, len);
 }
 
+bool rewrite_is_shadowed(const struct layout *l, const char *key, size_t len)
+{
+    char buf[512];
+    size_t outlen;
+    enum layout_result res = layout_to_cluster(l, key, len, buf, sizeof buf, &outlen, NULL);
+    return res == LAYOUT_MAPPED || res == LAYOUT_SHORT;
+}
+
 /* ---- replies ---- */
 
 /* Length of the one whole reply at the start of buf, 0 when there is none. */

@@ -64,6 +64,15 @@ int rewrite_key_add(struct evbuffer *out, const struct layout *l, const char *ke
 bool rewrite_is_internal(const struct layout *l, const char *key, size_t len);
 
 /*
+ * Whether a name the cluster holds is one the layout rewrites to another
+ * name: a legacy-layout key left in the cluster (an in-place migration
+ * keeps the source keys until --delete-source). No client of the proxy
+ * can name it (every use reaches the cluster name), so listings leave it
+ * out, as they do the layout's own keys.
+ */
+bool rewrite_is_shadowed(const struct layout *l, const char *key, size_t len);
+
+/*
  * Where the key names are in a reply, for rewrite_reply_keys:
  *   REWRITE_REPLY_KEY        the reply is a key (bulk), or null (RANDOMKEY)
  *   REWRITE_REPLY_EACH       an array of keys (KEYS)

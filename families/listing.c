@@ -244,7 +244,8 @@ static long long add_listed(const struct layout *l, const char *buf, size_t len,
             added = -1;
             break;
         }
-        if (name == key && rewrite_is_internal(l, key, klen))
+        if (name == key && (rewrite_is_internal(l, key, klen) ||
+                            rewrite_is_shadowed(l, key, klen)))
             continue;
         if (pattern && !glob_match(pattern, plen, name, nlen))
             continue;
@@ -301,15 +302,17 @@ static const char *visible_key(const struct layout *l, struct request *part, siz
     struct evbuffer *b = request_reply_buffer(part);
     size_t len = evbuffer_get_length(b), off = 0;
     const char *buf = len ? (const char *)evbuffer_pullup(b, -1) : NULL, *key;
-    if (!buf || next_bulk(buf, len, &off, &key, klen) < 0 || rewrite_is_internal(l, key, *klen))
+    if (!buf || next_bulk(buf, len, &off, &key, klen) < 0 || rewrite_is_internal(l, key, *klen) ||
+        rewrite_is_shadowed(l, key, *klen))
         return NULL;
     return key;
 }
 
-/* RANDOMKEY: the merged pick, or when it is the layout's own key another
- * master's, mapped back. When every master picked one of the layout's own
- * keys, a nil: never a name no single server would hold (a bot that
- * deletes what RANDOMKEY gives must not reach an index or the marker). */
+/* RANDOMKEY: the merged pick, or when it is the layout's own key (or a
+ * shadowed legacy name) another master's, mapped back. When every master
+ * picked such a key, a nil: never a name no single server would hold (a
+ * bot that deletes what RANDOMKEY gives must not reach an index or the
+ * marker). */
 static int remap_random(struct request *p, const struct layout *l, const char *buf, size_t len,
                         struct evbuffer *out)
 {
@@ -321,7 +324,7 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
     }
     if (next_bulk(buf, len, &off, &key, &klen) < 0)
         return -1;
-    if (rewrite_is_internal(l, key, klen)) {
+    if (rewrite_is_internal(l, key, klen) || rewrite_is_shadowed(l, key, klen)) {
         key = NULL;
         for (int i = 0; i < p->nparts && !key; i++)
             key = visible_key(l, p->parts[i], &klen);

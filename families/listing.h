@@ -16,9 +16,11 @@
  *     the pattern itself when it cannot match any prefix's names);
  *   - every returned name is mapped back to its legacy name
  *     (rewrite_key_to_legacy), the layout's own keys (indexes, markers:
- *     rewrite_is_internal) are left out, and the client's pattern is
- *     applied to the legacy name (glob_match), so a listing holds what a
- *     single redis-server holding the legacy names would list.
+ *     rewrite_is_internal) and legacy-layout names left in the cluster,
+ *     which no client can name (rewrite_is_shadowed), are left out, and
+ *     the client's pattern is applied to the legacy name (glob_match), so
+ *     a listing holds what a single redis-server holding the legacy names
+ *     would list.
  * A SCAN call may then return fewer keys than COUNT, or none, with a
  * cursor that is not 0: SCAN's contract allows it.
  *
