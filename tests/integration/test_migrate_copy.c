@@ -19,13 +19,11 @@
  *    marker with its token, the fence kept, the marker removed;
  *  - --include copies those families and leaves the marker unset;
  *    --report writes the counts as JSON;
- *  - SIGKILL at three points of a copy of 20,000 chats, logs and
- *    checkpoints, each run again, then a whole run: the target equals an
- *    uninterrupted run's, value for value and TTL for TTL.
+ *  - SIGKILL at three points of a copy of the generated keyspace of every
+ *    family (legacykeys.h), each run again, then a whole run: the target
+ *    equals an uninterrupted run's, value for value and TTL for TTL.
  */
-#include <math.h>
-
-#include "harness.h"
+#include "legacykeys.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
 
@@ -62,7 +60,7 @@ static void cmd_ok(redisContext *c, const char *fmt, const char *p, const char *
  * fence (7), a leadership term (3) and leader, a message log of two items
  * and one member naming another chat's item, an orphan item, turn
  * counters, a conversation. */
-static void legacy_keyspace(redisContext *c, const char *p)
+static void small_keyspace(redisContext *c, const char *p)
 {
     for (int i = 0; i < 20; i++) {
         char n[16];
@@ -105,20 +103,11 @@ static void expect_reply(redisContext *c, const char *cmd, const char *p, int ty
     freeReplyObject(r);
 }
 
-static long long dbsize(redisContext *c)
-{
-    redisReply *r = h_cmd(c, "DBSIZE");
-    H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
-}
-
 START_TEST(test_in_place)
 {
     char out[8192], want[256];
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, "bot");
+    small_keyspace(c, "bot");
     long long before = dbsize(c);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--layout-rules " RULES " --dry-run", ref.addr.port), 0);
@@ -188,7 +177,7 @@ static void rolled_back_equal(const char *p, const char *seed)
         freeReplyObject(tb);
     }
     freeReplyObject(keys);
-    ck_assert_int_eq(compared, 31);     /* legacy_keyspace's 34 keys but those three */
+    ck_assert_int_eq(compared, 31);     /* small_keyspace's 34 keys but those three */
     redisFree(o);
     redisFree(n);
     h_proxy_stop(&back);
@@ -201,7 +190,7 @@ START_TEST(test_into_the_cluster)
     char p[64], out[8192], seed[128], name[256];
     H_FMT(p, sizeof p, "mc%ld%lld", (long)getpid(), h_now_ms() % 1000000);
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, p);
+    small_keyspace(c, p);
     redisFree(c);
     h_topo_load(&t);
     /* the cluster already holds a higher fence and a later schedule */
@@ -246,7 +235,7 @@ START_TEST(test_live_bots_refuse)
 {
     char out[8192];
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, "bot");
+    small_keyspace(c, "bot");
     cmd_ok(c, "SET %s:co:rep:%s alive PX 60000", "bot", "replica-1");
     long long before = dbsize(c);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
@@ -271,7 +260,7 @@ START_TEST(test_delete_source)
 {
     char out[8192];
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, "bot");
+    small_keyspace(c, "bot");
     redisFree(c);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--layout-rules " RULES " --delete-source", ref.addr.port), 0);
@@ -304,7 +293,7 @@ START_TEST(test_rollback_mirror)
 {
     char out[8192];
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, "bot");
+    small_keyspace(c, "bot");
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--layout-rules " RULES, ref.addr.port), 0);
     /* cluster names, as the layout writes them (bucket of c1: 25, c2: 0) */
@@ -336,100 +325,6 @@ START_TEST(test_rollback_mirror)
 }
 END_TEST
 
-/* A larger legacy keyspace of prefix bot, pipelined: n chats (a third
- * with a TTL), n/10 message logs of 5 items each, n/10 checkpoints. */
-static void big_keyspace(redisContext *c, int n)
-{
-    int sent = 0;
-    for (int i = 0; i < n; i++, sent++) {
-        if (i % 3)
-            redisAppendCommand(c, "SET bot:chat:c%d chat-%d", i, i);
-        else
-            redisAppendCommand(c, "SET bot:chat:c%d chat-%d PX 900000", i, i);
-        if (i % 10 == 0) {
-            redisAppendCommand(c, "ZADD bot:msgs:c%d 1 a 2 b 3 c 4 d 5 e", i);
-            redisAppendCommand(c, "MSET bot:msg:c%d:a 1 bot:msg:c%d:b 2 bot:msg:c%d:c 3 "
-                               "bot:msg:c%d:d 4 bot:msg:c%d:e 5", i, i, i, i, i);
-            redisAppendCommand(c, "SET bot:checkpoint:k%d s PX 900000", i);
-            sent += 3;
-        }
-    }
-    for (int i = 0; i < sent; i++) {
-        redisReply *r = h_get_reply(c);
-        ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s", r->str);
-        freeReplyObject(r);
-    }
-}
-
-/* An index on both: the same members, scores (absolute expiries, taken
- * when each run copied the record) within a minute. */
-static void expect_same_index(redisContext *ca, redisContext *cb, const char *key)
-{
-    redisContext *a = h_connect(ca->tcp.host, ca->tcp.port), *b = h_connect(cb->tcp.host,
-                                                                             cb->tcp.port);
-    redisReply *ra = h_cmd(a, "ZRANGE %s 0 -1 WITHSCORES", key);
-    redisReply *rb = h_cmd(b, "ZRANGE %s 0 -1 WITHSCORES", key);
-    ck_assert_msg(ra->elements == rb->elements, "%s: %zu against %zu", key, ra->elements,
-                  rb->elements);
-    for (size_t i = 0; i + 1 < ra->elements; i += 2) {
-        redisReply *s = h_cmd(b, "ZSCORE %s %s", key, ra->element[i]->str);
-        ck_assert_msg(s->type == REDIS_REPLY_STRING, "%s: member %s missing", key,
-                      ra->element[i]->str);
-        double x = strtod(ra->element[i + 1]->str, NULL), y = strtod(s->str, NULL);
-        ck_assert_msg(x == y || fabs(x - y) < 60000, "%s %s: score %s against %s", key,
-                      ra->element[i]->str, ra->element[i + 1]->str, s->str);
-        freeReplyObject(s);
-    }
-    freeReplyObject(ra);
-    freeReplyObject(rb);
-    redisFree(a);
-    redisFree(b);
-}
-
-/* Every key of a is in b with the same value and about the same TTL, and
- * b has no other. */
-static void expect_same_keyspace(const struct h_node *a, const struct h_node *b)
-{
-    redisContext *ca = h_connect_node(a), *cb = h_connect_node(b);
-    ck_assert_int_eq(dbsize(ca), dbsize(cb));
-    long long cursor = 0, seen = 0;
-    do {
-        redisReply *r = h_cmd(ca, "SCAN %lld COUNT 500", cursor);
-        cursor = strtoll(r->element[0]->str, NULL, 10);
-        const redisReply *keys = r->element[1];
-        for (size_t k = 0; k < keys->elements; k++) {
-            const char *key = keys->element[k]->str;
-            redisAppendCommand(ca, "DUMP %s", key);
-            redisAppendCommand(cb, "DUMP %s", key);
-            redisAppendCommand(ca, "PTTL %s", key);
-            redisAppendCommand(cb, "PTTL %s", key);
-        }
-        for (size_t k = 0; k < keys->elements; k++, seen++) {
-            redisReply *da = h_get_reply(ca), *db = h_get_reply(cb);
-            redisReply *ta = h_get_reply(ca), *tb = h_get_reply(cb);
-            const char *key = keys->element[k]->str;
-            ck_assert_msg(db->type == REDIS_REPLY_STRING, "%s missing from the resumed run", key);
-            size_t kl = strlen(key);
-            if (kl > 4 && strcmp(key + kl - 4, ":idx") == 0)   /* scores: expiries of their run */
-                expect_same_index(ca, cb, key);
-            else
-                ck_assert_msg(da->len == db->len && memcmp(da->str, db->str, da->len) == 0,
-                              "%s differs", key);
-            ck_assert_msg((ta->integer < 0) == (tb->integer < 0) &&
-                          llabs(ta->integer - tb->integer) < 60000,
-                          "%s: PTTL %lld against %lld", key, ta->integer, tb->integer);
-            freeReplyObject(da);
-            freeReplyObject(db);
-            freeReplyObject(ta);
-            freeReplyObject(tb);
-        }
-        freeReplyObject(r);
-    } while (cursor != 0);
-    ck_assert_int_gt(seen, 0);
-    redisFree(ca);
-    redisFree(cb);
-}
-
 /* SIGKILL at three points of a copy, each run again from where the last
  * stopped, then a whole run: the target equals an uninterrupted run's. */
 START_TEST(test_killed_and_resumed)
@@ -437,7 +332,7 @@ START_TEST(test_killed_and_resumed)
     struct h_proxy whole, resumed;
     char out[8192];
     redisContext *c = h_connect_node(&ref.addr);
-    big_keyspace(c, 20000);
+    legacy_keyspace(c, "bot");
     redisFree(c);
     h_ref_start(&whole, "redis-migrate-whole", NULL);
     h_ref_start(&resumed, "redis-migrate-resumed", NULL);
@@ -472,7 +367,7 @@ START_TEST(test_include_and_report)
 {
     char out[8192], path[512], json[4096];
     redisContext *c = h_connect_node(&ref.addr);
-    legacy_keyspace(c, "bot");
+    small_keyspace(c, "bot");
     redisFree(c);
     H_FMT(path, sizeof path, "%s/migrate-report-%ld.json", h_env("TAGPROXY_TEST_DIR"),
           (long)getpid());

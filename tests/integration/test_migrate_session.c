@@ -15,33 +15,21 @@
  * turn counters, orphan items and items of another chat. Each family's
  * listing gives the same names, with KEYS and with a whole SCAN MATCH
  * walk. The report counts what was copied, the orphans and the items of
- * another chat.
+ * another chat. Into the cluster, a dry run first, and a rollback after
+ * the bot changed a few records.
  */
-#include "harness.h"
+#include "legacykeys.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
 
-/* How many of each; legacy_keyspace's comment says what they are. */
-enum {
-    N_CHATS = 24000, N_CONTACTS = 10000, N_CHECKPOINTS = 10000, N_SCHEDULES = 5000,
-    N_SCHEDULES_DELETED = 500, N_USERS = 1000, N_USER_KEYS = 10, N_LOGS = 4000,
-    N_LOG_ITEMS = 8, N_LOCKS = 1000, N_LEADERS = 100, N_TURNS = 200, N_KEEPS = 250,
-};
-
-#define N_ORPHANS (N_LOGS / 8)              /* one per eighth log */
-#define N_ELSEWHERE (N_LOGS / 20)           /* one per twentieth log */
-#define N_NOT_COPIED (N_TURNS * 3 + N_ORPHANS + N_ELSEWHERE)
-#define N_KEYS (N_CHATS + N_CONTACTS + N_CHECKPOINTS + N_SCHEDULES + N_SCHEDULES_DELETED + \
-                N_USERS * N_USER_KEYS + N_LOGS * (1 + N_LOG_ITEMS) + N_ORPHANS + N_ELSEWHERE + \
-                N_LOCKS * 2 + N_LEADERS * 2 + N_TURNS * 3 + N_KEEPS * 4)
-
-static struct h_proxy legacy, px;
+static struct h_proxy legacy, expected, px;
 static char prefix[64];
 
 static void setup(void)
 {
     H_FMT(prefix, sizeof prefix, "ms%ld%lld", (long)getpid(), h_now_ms() % 1000000);
     memset(&legacy, 0, sizeof legacy);
+    memset(&expected, 0, sizeof expected);
     memset(&px, 0, sizeof px);
 }
 
@@ -49,126 +37,7 @@ static void teardown(void)
 {
     h_proxy_stop(&px);
     h_proxy_stop(&legacy);
-}
-
-/* Pipelined: one reply read for each command appended, every 1000. */
-struct pipe {
-    redisContext *c;
-    int pending;
-};
-
-static void pipe_drain(struct pipe *pp)
-{
-    for (; pp->pending > 0; pp->pending--) {
-        redisReply *r = h_get_reply(pp->c);
-        ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s", r->str);
-        freeReplyObject(r);
-    }
-}
-
-static void pipe_cmd(struct pipe *pp, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    ck_assert_int_eq(redisvAppendCommand(pp->c, fmt, ap), REDIS_OK);
-    va_end(ap);
-    if (++pp->pending == 1000)
-        pipe_drain(pp);
-}
-
-/* The chat of log i: provider-qualified ids (with ':') and plain ones. */
-static void log_chat(int i, char *buf, size_t size)
-{
-    H_FMT(buf, size, i % 2 ? "tg:%d" : "c%d", i);
-}
-
-/*
- * The legacy keyspace of prefix p, N_KEYS keys:
- *  - chats (a third with a TTL, every 50th a hash with a provider id),
- *    contacts, checkpoints (half with a TTL), schedules (hashes with a
- *    fencing token) and deleted schedule markers (token, deleted 1);
- *  - user data, N_USER_KEYS per user in two namespaces, half with a TTL;
- *  - message logs of N_LOG_ITEMS items (every third a hash), every
- *    twentieth log with a member whose item name is another chat's
- *    (`x:m9`: chat `<chat>:x`), and that item; an orphan item per eighth;
- *  - locks (with a TTL) and their fences, leaderships and terms;
- *  - turn counters (no pending ticket: tix = serving);
- *  - the keeps: conversations, cursors, leases (with a TTL), a durability
- *    journal.
- */
-static void legacy_keyspace(redisContext *c, const char *p)
-{
-    struct pipe pp = { c, 0 };
-    char chat[32];
-    for (int i = 0; i < N_CHATS; i++) {
-        if (i % 50 == 0)
-            pipe_cmd(&pp, "HSET %s:chat:tg:%d title chat-%d members %d", p, i, i, i % 7);
-        else if (i % 3 == 0)
-            pipe_cmd(&pp, "SET %s:chat:c%d chat-%d PX 900000", p, i, i);
-        else
-            pipe_cmd(&pp, "SET %s:chat:c%d chat-%d", p, i, i);
-    }
-    for (int i = 0; i < N_CONTACTS; i++)
-        pipe_cmd(&pp, i % 5 ? "SET %s:contact:u:%d {\"name\":\"n%d\"}"
-                            : "SET %s:contact:u:%d {\"name\":\"n%d\"} PX 800000", p, i, i);
-    for (int i = 0; i < N_CHECKPOINTS; i++)
-        pipe_cmd(&pp, i % 2 ? "SET %s:checkpoint:run-%d state-%d"
-                            : "SET %s:checkpoint:run-%d state-%d PX 700000", p, i, i);
-    for (int i = 0; i < N_SCHEDULES; i++)
-        pipe_cmd(&pp, "HSET %s:schedule:job-%d at 09:%02d token %d", p, i, i % 60, i % 97 + 1);
-    for (int i = 0; i < N_SCHEDULES_DELETED; i++)
-        pipe_cmd(&pp, "HSET %s:schedule:gone-%d token %d deleted 1", p, i, i + 3);
-    for (int u = 0; u < N_USERS; u++)
-        for (int k = 0; k < N_USER_KEYS; k++)
-            pipe_cmd(&pp, k % 2 ? "SET %s:user:u%d:ns%d:key%d v%d"
-                                : "SET %s:user:u%d:ns%d:key%d v%d PX 600000", p, u, k % 2, k, k);
-    for (int i = 0; i < N_LOGS; i++) {
-        log_chat(i, chat, sizeof chat);
-        for (int j = 1; j <= N_LOG_ITEMS; j++) {
-            pipe_cmd(&pp, "ZADD %s:msgs:%s %d m%d", p, chat, j, j);
-            if (j % 3 == 0)
-                pipe_cmd(&pp, "HSET %s:msg:%s:m%d text t%d from u%d", p, chat, j, j, i);
-            else
-                pipe_cmd(&pp, "SET %s:msg:%s:m%d text-%d-%d", p, chat, j, i, j);
-        }
-        if (i % 20 == 0) {
-            pipe_cmd(&pp, "ZADD %s:msgs:%s 9 x:m9", p, chat);
-            pipe_cmd(&pp, "SET %s:msg:%s:x:m9 elsewhere", p, chat);
-        }
-        if (i % 8 == 0)
-            pipe_cmd(&pp, "SET %s:msg:%s:orphan%d lost", p, chat, i);
-    }
-    for (int i = 0; i < N_LOCKS; i++) {
-        pipe_cmd(&pp, "SET %s:lock:job:%d holder-%d PX 500000", p, i, i);
-        pipe_cmd(&pp, "SET %s:lock:job:%d:fence %d", p, i, i + 1);
-    }
-    for (int i = 0; i < N_LEADERS; i++) {
-        pipe_cmd(&pp, "SET %s:co:leader:svc%d r%d", p, i, i % 3);
-        pipe_cmd(&pp, "SET %s:co:leader:svc%d:term %d", p, i, i + 2);
-    }
-    for (int i = 0; i < N_TURNS; i++) {
-        pipe_cmd(&pp, "SET %s:co:turn:c%d:seq 5", p, i);
-        pipe_cmd(&pp, "SET %s:co:turn:c%d:tix 3", p, i);
-        pipe_cmd(&pp, "SET %s:co:turn:c%d:serving 3", p, i);
-    }
-    for (int i = 0; i < N_KEEPS; i++) {
-        pipe_cmd(&pp, "SET %s:conv:%d z%d", p, i, i);
-        pipe_cmd(&pp, "SET %s:cursor:%d %d", p, i, i);
-        pipe_cmd(&pp, "SET %s:lease:%d r1 PX 400000", p, i);
-        pipe_cmd(&pp, "SET %s:{durable:t1}:%d e%d", p, i, i);
-    }
-    pipe_drain(&pp);
-    redisReply *r = h_cmd(c, "DBSIZE");
-    ck_assert_int_eq(r->integer, N_KEYS);
-    freeReplyObject(r);
-}
-
-/* What the copy leaves out: turn counters, orphans, items of another chat. */
-static int not_copied(const char *key)
-{
-    size_t n = strlen(key);
-    return strstr(key, ":co:turn:") || strstr(key, ":orphan") ||
-           (n > 5 && strcmp(key + n - 5, ":x:m9") == 0);
+    h_proxy_stop(&expected);
 }
 
 /* A name of the legacy layout (in place, the server holds both). */
@@ -204,7 +73,7 @@ static void expect_every_record(redisContext *lg, redisContext *x, const char *p
             redisReply *db = h_get_reply(x), *tb = h_get_reply(x);
             ck_assert_msg(db->type != REDIS_REPLY_ERROR && tb->type == REDIS_REPLY_INTEGER,
                           "%s through the proxy: %s", key, h_show(db));
-            if (not_copied(key)) {
+            if (legacy_not_copied(key)) {
                 ck_assert_msg(db->type == REDIS_REPLY_NIL, "%s was not to be copied", key);
                 absent++;
             } else {
@@ -224,8 +93,8 @@ static void expect_every_record(redisContext *lg, redisContext *x, const char *p
         }
         freeReplyObject(r);
     } while (cursor != 0);
-    ck_assert_int_eq(absent, N_NOT_COPIED);
-    ck_assert_int_eq(compared, N_KEYS - N_NOT_COPIED);
+    ck_assert_int_eq(absent, LEGACY_NOT_COPIED);
+    ck_assert_int_eq(compared, LEGACY_KEYS - LEGACY_NOT_COPIED);
 }
 
 static int by_name(const void *a, const void *b)
@@ -242,7 +111,7 @@ static const char **names_of(const redisReply *a, int drop, size_t *n)
     ck_assert_ptr_nonnull(v);
     size_t m = 0;
     for (size_t i = 0; i < a->elements; i++)
-        if (legacy_name(a->element[i]->str) && !(drop && not_copied(a->element[i]->str)))
+        if (legacy_name(a->element[i]->str) && !(drop && legacy_not_copied(a->element[i]->str)))
             v[m++] = a->element[i]->str;
     qsort(v, m, sizeof *v, by_name);
     size_t u = 0;
@@ -326,7 +195,7 @@ static void expect_every_listing(redisContext *lg, redisContext *x, const char *
 static void expect_report(const char *out, int keeps_copied)
 {
     char want[256];
-    long copied = N_KEYS - N_NOT_COPIED - (keeps_copied ? 0 : N_KEEPS * 4);
+    long copied = LEGACY_KEYS - LEGACY_NOT_COPIED - (keeps_copied ? 0 : N_KEEPS * 4);
     H_FMT(want, sizeof want, "copied %ld, skipped 0 (the target's key won), orphans %d "
           "(items no log references), %d log members naming another chat's item", copied,
           N_ORPHANS + N_ELSEWHERE, N_ELSEWHERE);
@@ -334,10 +203,11 @@ static void expect_report(const char *out, int keeps_copied)
     ck_assert_msg(strstr(out, ": written\n") != NULL, "%s", out);
 }
 
-/* The keys of p on every master of the test cluster, unlinked. */
-static void cluster_forget(const char *p)
+/* The keys of p on every master of the test cluster, unlinked; how many. */
+static long cluster_unlink(const char *p)
 {
     struct h_topo t;
+    long n = 0;
     h_topo_load(&t);
     for (int m = 0; m < t.nmasters; m++) {
         redisContext *c = h_connect_node(&t.masters[m]);
@@ -347,12 +217,48 @@ static void cluster_forget(const char *p)
             cursor = strtoll(r->element[0]->str, NULL, 10);
             for (size_t k = 0; k < r->element[1]->elements; k++)
                 redisAppendCommand(c, "UNLINK %s", r->element[1]->element[k]->str);
-            for (size_t k = 0; k < r->element[1]->elements; k++)
+            for (size_t k = 0; k < r->element[1]->elements; k++, n++)
                 freeReplyObject(h_get_reply(c));
             freeReplyObject(r);
         } while (cursor != 0);
         redisFree(c);
     }
+    return n;
+}
+
+/* What the bot changes after the migration, through the proxy x, or on
+ * the legacy server x directly: a chat, a checkpoint and a user's key
+ * deleted, a chat written. */
+static void bot_changes(redisContext *x, const char *p)
+{
+    static const char *const cmds[] = {
+        "DEL %s:chat:c1", "DEL %s:checkpoint:run-1", "DEL %s:user:u1:ns1:key1",
+        "SET %s:chat:c2 newer",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        redisReply *r = h_cmd(x, cmds[i], p);
+        ck_assert_msg(r->type == REDIS_REPLY_INTEGER ? r->integer == 1
+                                                     : r->type == REDIS_REPLY_STATUS,
+                      "%s: %s", cmds[i], h_show(r));
+        freeReplyObject(r);
+    }
+}
+
+/* The legacy keyspace after bot_changes and a mirroring rollback: the
+ * items the copy left out pruned (the turn counters stay). */
+static void expected_after_rollback(redisContext *c, const char *p)
+{
+    bot_changes(c, p);
+    long long cursor = 0;
+    do {
+        redisReply *r = h_cmd(c, "SCAN %lld MATCH %s:msg:* COUNT 1000", cursor, p);
+        cursor = strtoll(r->element[0]->str, NULL, 10);
+        for (size_t k = 0; k < r->element[1]->elements; k++)
+            if (legacy_not_copied(r->element[1]->element[k]->str))
+                freeReplyObject(h_cmd(c, "DEL %s", r->element[1]->element[k]->str));
+        freeReplyObject(r);
+    } while (cursor != 0);
+    ck_assert_int_eq(dbsize(c), LEGACY_KEYS - 3 - N_ORPHANS - N_ELSEWHERE);
 }
 
 /* A layout proxy for p on the cluster that seed (host:port) names. */
@@ -364,26 +270,52 @@ static void layout_proxy(const char *seed, const char *p)
     h_spawn_wait(&px, h_pings, 20000, "layout proxy");
 }
 
+/*
+ * Into the cluster: a dry run writes nothing there; the copy; the bot
+ * reads everything it read before; it changes a few records; the
+ * mirroring rollback from the cluster into the legacy server gives the
+ * original keyspace with those changes, less the items the copy left out
+ * (pruned), as a server where the bot made the same changes shows.
+ */
 START_TEST(test_straight_into_the_cluster)
 {
-    char out[16384], seed[128];
+    char out[16384], seed[128], want[256];
     h_ref_start(&legacy, "redis-migrate-session", NULL);
-    redisContext *lg = h_connect_node(&legacy.addr);
+    h_ref_start(&expected, "redis-migrate-expected", NULL);
+    redisContext *lg = h_connect_node(&legacy.addr), *ex = h_connect_node(&expected.addr);
     legacy_keyspace(lg, prefix);
+    legacy_keyspace(ex, prefix);
     h_seed(seed, sizeof seed);
     int rc = h_tagproxy(out, sizeof out, "migrate --source redis://127.0.0.1:%d "
-                        "--target-cluster %s --prefix %s --layout-rules " RULES,
+                        "--target-cluster %s --prefix %s --layout-rules " RULES " --dry-run",
                         legacy.addr.port, seed, prefix);
+    ck_assert_msg(rc == 0 && strstr(out, "dry run (nothing written)"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(cluster_unlink(prefix), 0);
+    rc = h_tagproxy(out, sizeof out, "migrate --source redis://127.0.0.1:%d "
+                    "--target-cluster %s --prefix %s --layout-rules " RULES,
+                    legacy.addr.port, seed, prefix);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     expect_report(out, 1);
     layout_proxy(seed, prefix);
     redisContext *x = h_connect_extra(&px);
     expect_every_record(lg, x, prefix);
     expect_every_listing(lg, x, prefix);
+    bot_changes(x, prefix);
     redisFree(x);
-    redisFree(lg);
     h_proxy_stop(&px);
-    cluster_forget(prefix);
+
+    rc = h_tagproxy(out, sizeof out, "migrate --source redis://%s --target redis://127.0.0.1:%d "
+                    "--prefix %s --layout-rules " RULES " --direction cluster-to-legacy", seed,
+                    legacy.addr.port, prefix);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    H_FMT(want, sizeof want, "legacy records pruned (the source no longer holds them): %d\n",
+          3 + N_ORPHANS + N_ELSEWHERE);
+    ck_assert_msg(strstr(out, want) != NULL, "want '%s' in:\n%s", want, out);
+    expected_after_rollback(ex, prefix);
+    expect_same_keyspace(&expected.addr, &legacy.addr);
+    redisFree(lg);
+    redisFree(ex);
+    cluster_unlink(prefix);
 }
 END_TEST
 
