@@ -13,6 +13,7 @@
  *    server; turn counters not; then rolled back from the cluster into a
  *    new server: the original legacy keys, as they were;
  *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
+ *    a pending turn ticket on a separate target refuses it too;
  *  - --delete-source removes the legacy keys the cluster layout holds;
  *  - the rollback, in place: with --mirror no the legacy keys win; with
  *    the mirror, deleted records pruned, a schedule left as a deleted
@@ -245,6 +246,23 @@ START_TEST(test_live_bots_refuse)
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--layout-rules " RULES " --allow-live", ref.addr.port), 0);
     ck_assert_int_gt(dbsize(c), before);
+    /* a separate target: a pending turn ticket there (tix past serving) */
+    struct h_proxy target;
+    h_ref_start(&target, "redis-migrate-live-target", NULL);
+    redisContext *t = h_connect_node(&target.addr);
+    cmd_ok(t, "SET %s:co:turn:%s 4", "bot", "c9:tix");
+    cmd_ok(t, "SET %s:co:turn:%s 2", "bot", "c9:serving");
+    freeReplyObject(h_cmd(c, "DEL bot:co:rep:replica-1"));
+    long long on_target = dbsize(t);
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target "
+                             "redis://127.0.0.1:%d --prefix bot --layout-rules " RULES,
+                             ref.addr.port, target.addr.port), 1);
+    ck_assert_msg(strstr(out, "the target shows bots of bot still running: 0 coordinator "
+                              "heartbeats (bot:co:rep:*), 1 pending turn tickets") != NULL,
+                  "%s", out);
+    ck_assert_int_eq(dbsize(t), on_target);
+    redisFree(t);
+    h_proxy_stop(&target);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
                              "--mirror no", ref.addr.port), 2);
     ck_assert_msg(strstr(out, "--mirror goes with --direction cluster-to-legacy") != NULL, "%s",

@@ -291,6 +291,40 @@ START_TEST(test_cluster_tls)
 }
 END_TEST
 
+/* tagproxy migrate over rediss://: a legacy keyspace of a plain server
+ * copied into the TLS cluster (the password and the CA given), then
+ * inspected there; without the CA the node's certificate is refused. The
+ * password is never printed. */
+START_TEST(test_migrate_rediss)
+{
+    struct h_proxy src;
+    char out[8192], p[64], want[128];
+    H_FMT(p, sizeof p, "mt%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    h_ref_start(&src, "redis-migrate-tls-source", NULL);
+    redisContext *c = h_connect_node(&src.addr);
+    for (int i = 0; i < 50; i++)
+        H_OK(c, "SET %s:chat:c%d chat-%d", p, i, i);
+    redisFree(c);
+    int rc = h_tagproxy(out, sizeof out, "migrate --source redis://127.0.0.1:%d --target "
+                        "rediss://:%s@127.0.0.1:%d --tls-ca-cert-file '%s/ca.crt' --prefix %s",
+                        src.addr.port, CLUSTER_PASS, cbase, certs, p);
+    ck_assert_msg(rc == 0 && strstr(out, "copied 50, skipped 0") && strstr(out, ": written"),
+                  "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, CLUSTER_PASS) == NULL, "the password was printed: %s", out);
+    rc = h_tagproxy(out, sizeof out, "migrate inspect --source rediss://:%s@127.0.0.1:%d "
+                    "--tls-ca-cert-file '%s/ca.crt' --prefix %s", CLUSTER_PASS, cbase + 1, certs,
+                    p);
+    H_FMT(want, sizeof want, "\n%-28s %10d %10d", "chat", 0, 50);
+    ck_assert_msg(rc == 0 && strstr(out, want) && strstr(out, "(a cluster: every master)"),
+                  "exit %d: %s", rc, out);
+    rc = h_tagproxy(out, sizeof out, "migrate inspect --source rediss://:%s@127.0.0.1:%d "
+                    "--prefix %s", CLUSTER_PASS, cbase, p);
+    ck_assert_msg(rc == 1 && strstr(out, "certificate") && !strstr(out, CLUSTER_PASS),
+                  "exit %d: %s", rc, out);
+    h_proxy_stop(&src);
+}
+END_TEST
+
 START_TEST(test_cluster_tls_server_name)
 {
     struct h_proxy p;
@@ -367,6 +401,7 @@ int main(void)
     tcase_add_unchecked_fixture(cluster, start_tls_cluster, stop_tls_cluster);
     tcase_set_timeout(cluster, 60);
     tcase_add_test(cluster, test_cluster_tls);
+    tcase_add_test(cluster, test_migrate_rediss);
     tcase_add_test(cluster, test_cluster_tls_server_name);
     tcase_add_test(cluster, test_cluster_tls_wrong_name_fails_start);
     tcase_add_test(cluster, test_cluster_tls_unknown_ca_fails_start);
