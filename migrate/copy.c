@@ -34,8 +34,9 @@ static const char copy_lua[] =
     "elseif mode == 'greater' then\n"
     "  if n > (tonumber(redis.call('GET', key)) or -math.huge) then put() end\n"
     "elseif mode == 'token' then\n"
-    "  local t = tonumber(redis.call('HGET', key, 'token')) or -math.huge\n"
-    "  if n > t then put() elseif over then put(); redis.call('HSET', key, 'token', t) end\n"
+    "  local held = redis.call('HGET', key, 'token')\n"
+    "  if n > (tonumber(held) or -math.huge) then put()\n"
+    "  elseif over then put(); redis.call('HSET', key, 'token', held) end\n"
     "elseif over then put() end\n"
     "if KEYS[2] then\n"
     "  local at = redis.call('PEXPIRETIME', key)\n"
@@ -707,12 +708,14 @@ static int prune(struct copier *cp, const char *match)
     return rc;
 }
 
-/* Bots still running on ks: refused unless allow_live. */
+/* Bots still running on ks: refused unless allow_live. It is one SCAN of
+ * the prefix without a PTTL per key (inspect_run's with_ttls 0), which
+ * also gives the progress its total. */
 static int live_check(struct keyspace *ks, const struct layout *l, const char *prefix,
                       const char *which, long *keys, char *err, size_t errlen)
 {
     struct inspect_report *rep = calloc(1, sizeof *rep);
-    if (!rep || inspect_run(ks, l, prefix, rep, err, errlen) < 0) {
+    if (!rep || inspect_run(ks, l, prefix, 0, rep, err, errlen) < 0) {
         if (!rep)
             snprintf(err, errlen, "out of memory");
         free(rep);

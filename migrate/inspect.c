@@ -71,11 +71,12 @@ static void append2(struct syncconn *c, const char *cmd, const char *name, size_
     syncconn_append(c, 2, argv, lens);
 }
 
-/* The batch's names classified; per name a PTTL, and for a turn's `tix`
- * counter a GET of it and of its `serving` counter, pipelined on node i. */
+/* The batch's names classified; per name a PTTL (with_ttls), and for a
+ * turn's `tix` counter a GET of it and of its `serving` counter, pipelined
+ * on node i. */
 static int batch_run(struct keyspace *ks, int i, const struct layout *l,
-                     const struct keyspace_batch *b, struct tix_flags *tix_of, const char *prefix,
-                     struct inspect_report *rep, char *err, size_t errlen)
+                     const struct keyspace_batch *b, int with_ttls, struct tix_flags *tix_of,
+                     const char *prefix, struct inspect_report *rep, char *err, size_t errlen)
 {
     struct syncconn *c = ks->node[i];
     char heartbeat[512], serving[NAME_MAX_LEN + 16];
@@ -92,7 +93,8 @@ static int batch_run(struct keyspace *ks, int i, const struct layout *l,
     }
     for (size_t k = 0; k < b->n; k++) {
         const struct rules_rule *rule = classify(rep, l, b->name[k], b->len[k]);
-        append2(c, "PTTL", b->name[k], b->len[k]);
+        if (with_ttls)
+            append2(c, "PTTL", b->name[k], b->len[k]);
         if (b->len[k] >= hlen && memcmp(b->name[k], heartbeat, hlen) == 0)
             rep->heartbeats++;
         tix_of->is[k] = rule && strcmp(rule->name, "turn") == 0 &&
@@ -111,16 +113,17 @@ static int batch_run(struct keyspace *ks, int i, const struct layout *l,
     if (syncconn_flush(c, err, errlen) < 0)
         return -1;
     long long tix = 0;
-    for (size_t k = 0; k < b->n + 2 * turns; k++) {
+    size_t ttls = with_ttls ? b->n : 0;
+    for (size_t k = 0; k < ttls + 2 * turns; k++) {
         redisReply *r = syncconn_read(c, err, errlen);
         if (!r)
             return -1;
-        if (k < b->n && r->type == REDIS_REPLY_INTEGER && r->integer >= 0)
+        if (k < ttls && r->type == REDIS_REPLY_INTEGER && r->integer >= 0)
             rep->with_ttl++;
         long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
-        if (k >= b->n && (k - b->n) % 2 == 0)
+        if (k >= ttls && (k - ttls) % 2 == 0)
             tix = v;
-        else if (k >= b->n)
+        else if (k >= ttls)
             rep->pending_tickets += tix > v;
         freeReplyObject(r);
     }
@@ -158,7 +161,7 @@ static int read_marker(struct keyspace *ks, const char *prefix, struct inspect_r
     return 0;
 }
 
-int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
+int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix, int with_ttls,
                 struct inspect_report *rep, char *err, size_t errlen)
 {
     struct keyspace_batch b = { 0 };
@@ -173,7 +176,7 @@ int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
         do {
             cursor = keyspace_scan(ks, i, cursor, match, &b, err, errlen);
             rep->keys += (long)b.n;
-            if (cursor < 0 || batch_run(ks, i, l, &b, &tix, prefix, rep, err, errlen) < 0)
+            if (cursor < 0 || batch_run(ks, i, l, &b, with_ttls, &tix, prefix, rep, err, errlen) < 0)
                 rc = -1;
         } while (rc == 0 && cursor > 0);
     }

@@ -39,8 +39,10 @@ struct inspect_report {
     char marker[64];                /* "absent", "cluster:v1", or the value cut */
 };
 
-/* Reads prefix's keys from ks. 0, or -1 with the reason in err. */
-int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
+/* Reads prefix's keys from ks; with_ttls 0 leaves with_ttl 0 and saves a
+ * PTTL per key (the copy's check for live bots). 0, or -1 with the reason
+ * in err. */
+int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix, int with_ttls,
                 struct inspect_report *rep, char *err, size_t errlen);
 
 /* The report as lines of text. */

@@ -91,7 +91,7 @@ static int inspect(const struct migrate_opts *o, const struct layout *l, FILE *o
     if (!rep)
         snprintf(err, sizeof err, "out of memory");
     else if (keyspace_open(&ks, o->source, &o->tls, err, sizeof err) == 0 &&
-             inspect_run(&ks, l, o->prefix, rep, err, sizeof err) == 0) {
+             inspect_run(&ks, l, o->prefix, 1, rep, err, sizeof err) == 0) {
         fprintf(out, "source %s:%d (%s)\n", ks.url.host, ks.url.port,
                 ks.cluster ? "a cluster: every master" : "one server");
         inspect_print(rep, o->prefix, out);

@@ -89,7 +89,7 @@ flush_cluster() {
 
 log "tagproxy migrate"
 run tagproxy build/tagproxy migrate --source "redis://127.0.0.1:$source_port" \
-    --target-cluster "127.0.0.1:$cluster_base" --prefix bot --allow-live
+    --target-cluster "127.0.0.1:$cluster_base" --prefix bot
 grep -q "copied $keys," "$tmp/tagproxy.out" || { cat "$tmp/tagproxy.out" >&2; die "tagproxy did not copy every key"; }
 flush_cluster
 log "redis-cli --cluster import"

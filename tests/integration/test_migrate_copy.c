@@ -8,10 +8,13 @@
  *    last; a second run copies nothing (the target's keys win);
  *  - into the test cluster, then read through a layout proxy for the
  *    prefix as a bot reads it: records, TTLs, the listing from the
- *    indexes, the message log and its items; a fence and a schedule the
- *    cluster held higher are not lowered; keeps copied into the other
- *    server; turn counters not; then rolled back from the cluster into a
- *    new server: the original legacy keys, as they were;
+ *    indexes, the message log and its items; a fence the cluster held
+ *    higher is not lowered; schedules keep the higher fencing token
+ *    without --overwrite (a source's deleted marker replaces a lower
+ *    one's schedule), and with it the source's record keeps the target's
+ *    higher token; keeps copied into the other server; turn counters
+ *    not; then rolled back from the cluster into a new server: the
+ *    original legacy keys, as they were;
  *  - a coordinator heartbeat refuses the run (exit 1), --allow-live runs;
  *    a pending turn ticket on a separate target refuses it too;
  *  - --delete-source removes the legacy keys the cluster layout holds;
@@ -139,8 +142,9 @@ END_TEST
 
 /* The cluster layout of prefix p rolled back from the cluster (every
  * master) into a new server: every legacy key of the original (ref) comes
- * back as it was, value and TTL, but the fence the cluster held higher (9),
- * the turn counter and the orphan item (never copied), which are not. */
+ * back as it was, value and TTL, but the fence and the schedule whose
+ * token the cluster held higher (9), the turn counter and the orphan item
+ * (never copied), which are not. */
 static void rolled_back_equal(const char *p, const char *seed)
 {
     struct h_proxy back;
@@ -157,7 +161,12 @@ static void rolled_back_equal(const char *p, const char *seed)
         const char *name = keys->element[k]->str;
         redisReply *a = h_cmd(o, "DUMP %s", name), *b = h_cmd(n, "DUMP %s", name);
         redisReply *ta = h_cmd(o, "PTTL %s", name), *tb = h_cmd(n, "PTTL %s", name);
-        if (strstr(name, ":co:turn:") || strstr(name, ":orphan") || strstr(name, ":fence")) {
+        if (strstr(name, ":schedule:late")) {
+            redisReply *g = h_cmd(n, "HGET %s token", name);
+            ck_assert_msg(g->type == REDIS_REPLY_STRING && strcmp(g->str, "9") == 0, "%s: %s",
+                          name, h_show(g));
+            freeReplyObject(g);
+        } else if (strstr(name, ":co:turn:") || strstr(name, ":orphan") || strstr(name, ":fence")) {
             H_FMT(key, sizeof key, "%s", strstr(name, ":fence") ? "9" : "");
             redisReply *g = h_cmd(n, "GET %s", name);
             ck_assert_msg(key[0] ? g->type == REDIS_REPLY_STRING && strcmp(g->str, key) == 0
@@ -178,7 +187,7 @@ static void rolled_back_equal(const char *p, const char *seed)
         freeReplyObject(tb);
     }
     freeReplyObject(keys);
-    ck_assert_int_eq(compared, 31);     /* small_keyspace's 34 keys but those three */
+    ck_assert_int_eq(compared, 32);     /* the 36 keys but those four */
     redisFree(o);
     redisFree(n);
     h_proxy_stop(&back);
@@ -194,11 +203,24 @@ START_TEST(test_into_the_cluster)
     small_keyspace(c, p);
     redisFree(c);
     h_topo_load(&t);
-    /* the cluster already holds a higher fence and a later schedule */
-    H_FMT(name, sizeof name, "%s:{lk:x}:f", p);
-    redisContext *o = h_connect_owner(&t, name);
-    cmd_ok(o, "SET %s%s 9", name, "");
-    redisFree(o);
+    /* the source: a deleted schedule marker (token 8), a schedule (4) */
+    c = h_connect_node(&ref.addr);
+    cmd_ok(c, "HSET %s:schedule:%s token 8 deleted 1", p, "gone");
+    cmd_ok(c, "HSET %s:schedule:%s at 1100 token 4", p, "late");
+    redisFree(c);
+    /* the cluster already holds a higher fence (9), schedules with lower
+     * tokens (daily 3, gone 6) and one with a higher token (late 9) */
+    static const char *const held[][2] = {
+        { "%s:{lk:x}:f", "SET %s 9" }, { "%s:{sc:30}:r:daily", "HSET %s at 0800 token 3" },
+        { "%s:{sc:14}:r:gone", "HSET %s at 1000 token 6" },
+        { "%s:{sc:1}:r:late", "HSET %s at 1200 token 9" },
+    };
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+        H_FMT(name, sizeof name, held[i][0], p);
+        redisContext *o = h_connect_owner(&t, name);
+        cmd_ok(o, held[i][1], name, "");
+        redisFree(o);
+    }
     h_seed(seed, sizeof seed);
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target redis://%s "
                              "--prefix %s --layout-rules " RULES, ref.addr.port, seed, p), 0);
@@ -210,7 +232,12 @@ START_TEST(test_into_the_cluster)
     expect_reply(b, "GET %s:chat:c1", p, REDIS_REPLY_STRING, 0, "chat");
     expect_reply(b, "GET %s:lock:x:fence", p, REDIS_REPLY_STRING, 0, "9");
     expect_reply(b, "GET %s:co:leader:main:term", p, REDIS_REPLY_STRING, 0, "3");
+    /* the higher token wins, without --overwrite, a deleted marker too */
     expect_reply(b, "HGET %s:schedule:daily token", p, REDIS_REPLY_STRING, 0, "5");
+    expect_reply(b, "HGET %s:schedule:daily at", p, REDIS_REPLY_STRING, 0, "0900");
+    expect_reply(b, "HGET %s:schedule:gone deleted", p, REDIS_REPLY_STRING, 0, "1");
+    expect_reply(b, "HEXISTS %s:schedule:gone at", p, REDIS_REPLY_INTEGER, 0, NULL);
+    expect_reply(b, "HGET %s:schedule:late at", p, REDIS_REPLY_STRING, 0, "1200");
     expect_reply(b, "ZCARD %s:msgs:c1", p, REDIS_REPLY_INTEGER, 3, NULL);
     expect_reply(b, "GET %s:msg:c1:m2", p, REDIS_REPLY_STRING, 0, "yo");
     expect_reply(b, "EXISTS %s:msg:c1:orphan", p, REDIS_REPLY_INTEGER, 0, NULL);
@@ -226,6 +253,12 @@ START_TEST(test_into_the_cluster)
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_int_eq(r->elements, 20);
     freeReplyObject(r);
+    /* --overwrite: the source's record, keeping the target's higher token */
+    ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target redis://%s "
+                             "--prefix %s --layout-rules " RULES " --overwrite --include "
+                             "schedule", ref.addr.port, seed, p), 0);
+    expect_reply(b, "HGET %s:schedule:late at", p, REDIS_REPLY_STRING, 0, "1100");
+    expect_reply(b, "HGET %s:schedule:late token", p, REDIS_REPLY_STRING, 0, "9");
     redisFree(b);
     h_proxy_stop(&px);
     rolled_back_equal(p, seed);

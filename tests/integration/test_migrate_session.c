@@ -286,16 +286,24 @@ START_TEST(test_straight_into_the_cluster)
     legacy_keyspace(lg, prefix);
     legacy_keyspace(ex, prefix);
     h_seed(seed, sizeof seed);
-    int rc = h_tagproxy(out, sizeof out, "migrate --source redis://127.0.0.1:%d "
-                        "--target-cluster %s --prefix %s --layout-rules " RULES " --dry-run",
-                        legacy.addr.port, seed, prefix);
-    ck_assert_msg(rc == 0 && strstr(out, "dry run (nothing written)"), "exit %d: %s", rc, out);
+    /* on a terminal (script(1) gives it one): the progress bar */
+    int rc = h_shell(out, sizeof out, "script -qec \"'%s' migrate --source "
+                     "redis://127.0.0.1:%d --target-cluster %s --prefix %s --layout-rules "
+                     RULES " --dry-run\" /dev/null", h_env("TAGPROXY_TEST_BIN"),
+                     legacy.addr.port, seed, prefix);
+    H_FMT(want, sizeof want, "[##############################] %d/%d keys", LEGACY_KEYS,
+          LEGACY_KEYS);
+    ck_assert_msg(rc == 0 && strstr(out, "dry run (nothing written)") && strstr(out, want) &&
+                  strstr(out, " keys/s  ETA 0 s"), "exit %d: %s", rc, out);
     ck_assert_int_eq(cluster_unlink(prefix), 0);
     rc = h_tagproxy(out, sizeof out, "migrate --source redis://127.0.0.1:%d "
                     "--target-cluster %s --prefix %s --layout-rules " RULES,
                     legacy.addr.port, seed, prefix);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     expect_report(out, 1);
+    /* elsewhere: plain lines */
+    H_FMT(want, sizeof want, "migrate: %d of %d keys read, ", LEGACY_KEYS, LEGACY_KEYS);
+    ck_assert_msg(strstr(out, want) && strstr(out, " keys/s, done\n"), "%s", out);
     layout_proxy(seed, prefix);
     redisContext *x = h_connect_extra(&px);
     expect_every_record(lg, x, prefix);
@@ -324,6 +332,9 @@ static void one_node_cluster(struct h_proxy *n)
 {
     char port[16], conf[64];
     h_place_named(n, "redis-one-node");
+    n->addr.port = h_cluster_base(1);       /* its bus port (+10000) free too */
+    H_FMT(n->log, sizeof n->log, "%s/redis-one-node-%d.log", h_env("TAGPROXY_TEST_DIR"),
+          n->addr.port);
     snprintf(port, sizeof port, "%d", n->addr.port);
     H_FMT(conf, sizeof conf, "nodes-one-%d.conf", n->addr.port);
     const char *argv[] = {
