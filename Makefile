@@ -26,7 +26,7 @@ endif
 B         = build
 SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c config/*.c core/*.c families/*.c migrate/*.c ops/*.c)
 LUA       = $(wildcard keylayout/lua/*.lua)
-OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o
+OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o $(B)/gen/revision.o
 LIB_OBJS  = $(filter-out $(B)/ops/main.o,$(OBJS))
 UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
@@ -37,7 +37,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 FUZZ_TARGETS = resp reply layout command rules slots client
 REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
-.PHONY: all deps run test unit integration e2e bench bench-migrate fuzz chaos clean
+.PHONY: all deps run test unit integration e2e bench bench-migrate fuzz chaos clean FORCE
 
 all: $(B)/tagproxy
 
@@ -52,6 +52,14 @@ $(B)/%.o: %.c $(wildcard */*.h)
 $(B)/gen/keylayout_lua.c: $(LUA) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh $@ $(LUA)
+
+# the git revision and liburing version (base/version.h), rewritten only
+# when they change
+$(B)/gen/revision.c: FORCE
+	@mkdir -p $(dir $@)
+	@sh scripts/revision.sh $@
+
+FORCE:
 
 $(B)/gen/%.o: $(B)/gen/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<

@@ -732,12 +732,19 @@ static const struct directive directives[] = {
     { "script-map",                2,  2, set_script_map,   0, 0, 0 },
     { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
     { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
+    { "readiness-grace-ms",        1,  1, set_int,          AT(readiness_grace_ms), 0, 3600000 },
+    { "liveness-stall-ms",         1,  1, set_int,          AT(liveness_stall_ms), 1000, 3600000 },
     { "shutdown-timeout-ms",       1,  1, set_int,          AT(shutdown_timeout_ms), 0, 3600000 },
     { "daemonize",                 1,  1, set_yesno,        AT(daemonize), 0, 0 },
     { "pidfile",                   1,  1, set_string,       AT(pidfile), 0, 0 },
 };
 
 #define NDIRECTIVES (sizeof directives / sizeof directives[0])
+
+const char *config_directive_name(size_t i)
+{
+    return i < NDIRECTIVES ? directives[i].name : NULL;
+}
 
 static const struct directive *directive_find(const char *name)
 {
@@ -1169,6 +1176,8 @@ void config_defaults(struct config *c)
     c->retry_base_ms = 10;
     c->retry_max_ms = 500;
     c->dedicated_connections_max = 256;
+    c->readiness_grace_ms = 30000;
+    c->liveness_stall_ms = 10000;
     c->round_pause_us = 30;
     c->io_uring = 1;
     c->worker_nice = 5;

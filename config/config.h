@@ -144,6 +144,10 @@ struct config {
     int    nscript_map;
     enum log_level log_level;           /* default notice */
     char  *log_file;                    /* NULL: stderr */
+    int    readiness_grace_ms;          /* a master down this long turns /readyz 503 once
+                                           the proxy has been ready; default 30000 */
+    int    liveness_stall_ms;           /* a worker's loop stalled this long fails
+                                           /healthz; default 10000 */
     int    shutdown_timeout_ms;         /* SIGTERM: longest drain, default 5000 */
     int    daemonize;                   /* default 0: run in the foreground */
     char  *pidfile;                     /* NULL: none */
@@ -189,6 +193,9 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
  * err.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
+
+/* The name of directive i config_load() accepts; NULL past the last. */
+const char *config_directive_name(size_t i);
 
 /* The prefixes layout-rules file i serves: its own, or else layout-prefix's. */
 const char *const *config_layout_prefixes(const struct config *c, int i, int *n);

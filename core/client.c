@@ -647,6 +647,7 @@ void client_flush(struct client *c)
     if (client_over_limits(c, unread + c->held)) {
         log_notice("client", "client id=%llu addr=%s closed for overcoming of output buffer limits",
                    (unsigned long long)c->id, c->addr);
+        stat_inc(&c->worker->stats.output_limit_closes[client_subscribed(c) ? 1 : 0]);
         client_close(c, NULL);
         return;
     }

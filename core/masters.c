@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/counter.h"
 #include "base/log.h"
 #include "cluster/health.h"
 #include "cluster/slot.h"
@@ -21,6 +22,8 @@ static struct {
     uint64_t version;
     struct master_state *masters;
     int nmasters;
+    uint64_t grace_us;              /* readiness-grace-ms */
+    int was_ready;                  /* ready once: the grace applies from then on */
 } known = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct master_state *find(struct master_state *ms, int n, const char *addr)
@@ -42,8 +45,10 @@ static struct master_state *build(const struct topology *t, int probed)
         snprintf(ms[i].addr, sizeof ms[i].addr, "%s", t->nodes[i].announced);
         if (old) {
             ms[i].up = old->up;
+            ms[i].down_since_us = old->down_since_us;
             snprintf(ms[i].why, sizeof ms[i].why, "%s", old->why);
         } else if (probed) {
+            ms[i].down_since_us = stats_now_us();
             snprintf(ms[i].why, sizeof ms[i].why, "master %s has not answered PING yet",
                      ms[i].addr);
         } else {
@@ -78,6 +83,8 @@ void masters_set_waiting(const char *why)
     pthread_mutex_unlock(&known.lock);
 }
 
+static const char *not_ready_locked(char *why, size_t len);
+
 void masters_set_probes(const struct health *h)
 {
     pthread_mutex_lock(&known.lock);
@@ -92,9 +99,13 @@ void masters_set_probes(const struct health *h)
             else
                 log_notice("health", "master %s is not connected: %s", pr->addr, pr->why);
         }
+        if (!pr->up && m->up != 0)
+            m->down_since_us = stats_now_us();
         m->up = pr->up;
         snprintf(m->why, sizeof m->why, "%s", pr->why);
     }
+    char why[320];
+    not_ready_locked(why, sizeof why);      /* notes the first ready, for the grace */
     pthread_mutex_unlock(&known.lock);
 }
 
@@ -114,13 +125,33 @@ static const char *not_ready_locked(char *why, size_t len)
         snprintf(why, len, "the slot map covers %d of %d slots", known.covered, SLOT_COUNT);
         return why;
     }
-    for (int i = 0; i < known.nmasters; i++)
-        if (known.masters[i].up == 0) {
-            snprintf(why, len, "master %s is not connected: %s", known.masters[i].addr,
-                     known.masters[i].why);
+    uint64_t now = stats_now_us();
+    for (int i = 0; i < known.nmasters; i++) {
+        const struct master_state *m = &known.masters[i];
+        if (m->up != 0)
+            continue;
+        uint64_t down = now > m->down_since_us ? now - m->down_since_us : 0;
+        if (!known.was_ready || known.grace_us == 0) {
+            snprintf(why, len, "master %s is not connected: %s", m->addr, m->why);
             return why;
         }
+        if (down >= known.grace_us) {
+            snprintf(why, len, "master %s is not connected for %llu ms, past "
+                     "readiness-grace-ms %llu: %s", m->addr,
+                     (unsigned long long)(down / 1000),
+                     (unsigned long long)(known.grace_us / 1000), m->why);
+            return why;
+        }
+    }
+    known.was_ready = 1;
     return NULL;
+}
+
+void masters_set_grace(int ms)
+{
+    pthread_mutex_lock(&known.lock);
+    known.grace_us = ms > 0 ? (uint64_t)ms * 1000 : 0;
+    pthread_mutex_unlock(&known.lock);
 }
 
 const char *masters_not_ready(char *why, size_t len)

@@ -10,6 +10,12 @@
  *
  * Under one lock, taken by scrapes, INFO and those writers: never on the
  * request path.
+ *
+ * Readiness grace (readiness-grace-ms): once the proxy has been ready, a
+ * master that stops answering (or a new one, not yet answering) keeps it
+ * ready for that long, so that an ordinary failover does not turn every
+ * pod behind a proxy NotReady at once; /readyz says so only past it.
+ * Before the first ready, no grace: a start waits for every master.
  */
 #ifndef TAGPROXY_MASTERS_H
 #define TAGPROXY_MASTERS_H
@@ -26,6 +32,7 @@ struct master_state {
     char addr[TOPO_ADDR_MAX];       /* announced host:port */
     int slots;                      /* owned in the slot map */
     int up;                         /* 1 up, 0 down, -1 not probed (admin off) */
+    uint64_t down_since_us;         /* down: since when (monotonic), for the grace */
     char why[200];                  /* when down: why */
 };
 
@@ -49,6 +56,9 @@ void masters_set_waiting(const char *why);
 
 /* The probes' states, after one changed; each change is logged. */
 void masters_set_probes(const struct health *h);
+
+/* readiness-grace-ms, from the config in use (at start and each reload). */
+void masters_set_grace(int ms);
 
 /* A copy of it all. 0, or -1 out of memory (v->masters NULL). */
 int masters_view(struct masters_view *v);

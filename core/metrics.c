@@ -28,6 +28,10 @@ int metrics_collect(struct metrics *m, struct proxy *p)
     m->max_clients = p->cfg.max_clients;
     m->threads = p->nworkers;
     m->uptime_s = (uint64_t)(time(NULL) - p->started);
+    m->started = (long long)p->started;
+    procstat_read(&m->process);
+    m->reloads[0] = stat_get(&p->reloads[0]);
+    m->reloads[1] = stat_get(&p->reloads[1]);
     m->client_memory = client_mem_total(p);
     m->maxmemory_clients = p->cfg.maxmemory_clients;
     m->refreshes = stat_get(&p->refreshes);
@@ -231,13 +235,57 @@ static void prom_commands(const struct metrics *m, struct evbuffer *b)
             prom_command(b, command_by_index(i)->fullname, &m->sum.cmds[i]);
 }
 
+/* The process_* family, as Prometheus client libraries write it. */
+static void prom_process(const struct metrics *m, struct evbuffer *b)
+{
+    const struct procstat *ps = &m->process;
+    prom_head(b, "process_cpu_seconds_total", "counter", "User and system CPU time spent.");
+    evbuffer_add(b, "process_cpu_seconds_total ", 26);
+    prom_seconds(b, ps->cpu_usec);
+    evbuffer_add(b, "\n", 1);
+    prom_gauge(b, "process_resident_memory_bytes", "Resident memory size.",
+               (long long)ps->resident_bytes);
+    prom_gauge(b, "process_virtual_memory_bytes", "Virtual memory size.",
+               (long long)ps->virtual_bytes);
+    prom_gauge(b, "process_open_fds", "Open file descriptors.", ps->open_fds);
+    prom_gauge(b, "process_max_fds", "Most open file descriptors allowed (-1: no limit).",
+               ps->max_fds);
+    prom_gauge(b, "process_start_time_seconds", "Start time of the process since the epoch.",
+               m->started);
+}
+
+/* Outcomes of the events an operator watches that are not commands. */
+static void prom_events(const struct metrics *m, struct evbuffer *b)
+{
+    const struct worker_stats *s = &m->sum;
+    prom_head(b, "tagproxy_config_reloads_total", "counter",
+              "Config reloads (SIGHUP or the config file changed), by result.");
+    evbuffer_add_printf(b, "tagproxy_config_reloads_total{result=\"applied\"} %llu\n"
+                        "tagproxy_config_reloads_total{result=\"refused\"} %llu\n",
+                        (unsigned long long)m->reloads[0], (unsigned long long)m->reloads[1]);
+    prom_head(b, "tagproxy_clients_output_limit_closed_total", "counter",
+              "Clients closed over client-output-buffer-limit, by class.");
+    evbuffer_add_printf(b, "tagproxy_clients_output_limit_closed_total{class=\"normal\"} %llu\n"
+                        "tagproxy_clients_output_limit_closed_total{class=\"pubsub\"} %llu\n",
+                        (unsigned long long)s->output_limit_closes[0],
+                        (unsigned long long)s->output_limit_closes[1]);
+    prom_one(b, "tagproxy_auth_failures_total", "counter",
+             "AUTH and HELLO AUTH refused with WRONGPASS.", s->auth_failures);
+    prom_one(b, "tagproxy_dedicated_pool_full_total", "counter",
+             "Commands refused because a worker's dedicated-connections-max connections "
+             "were all busy.", s->dedicated_pool_full);
+}
+
 void metrics_prometheus(const struct metrics *m, struct evbuffer *b)
 {
-    prom_head(b, "tagproxy_info", "gauge", "Version of the proxy (label), always 1.");
-    evbuffer_add_printf(b, "tagproxy_info{version=\"%s\",redis_version=\"%s\"} 1\n",
-                        TAGPROXY_VERSION, REDIS_SPOKEN_VERSION);
-    prom_gauge(b, "tagproxy_uptime_seconds", "Seconds since the proxy started.",
-               (long long)m->uptime_s);
+    prom_head(b, "tagproxy_build_info", "gauge",
+              "The proxy's version, git revision and the Redis version it answers as; "
+              "always 1.");
+    evbuffer_add_printf(b, "tagproxy_build_info{version=\"%s\",revision=\"",
+                        TAGPROXY_VERSION);
+    prom_label(b, tagproxy_revision);
+    evbuffer_add_printf(b, "\",redis_version=\"%s\"} 1\n", REDIS_SPOKEN_VERSION);
+    prom_process(m, b);
     prom_gauge(b, "tagproxy_threads", "Worker threads.", m->threads);
     prom_gauge(b, "tagproxy_ready", "1 when /readyz answers 200.", m->nodes.ready);
     prom_gauge(b, "tagproxy_draining", "1 once a drain (shutdown) has started.", m->draining);
@@ -249,6 +297,7 @@ void metrics_prometheus(const struct metrics *m, struct evbuffer *b)
     prom_gauge(b, "tagproxy_clients_memory_max_bytes", "maxmemory-clients (0: no limit).",
                m->maxmemory_clients);
     prom_counters(m, b);
+    prom_events(m, b);
     prom_nodes(m, b);
     prom_commands(m, b);
 }
@@ -278,6 +327,12 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "clients_evicted", s->evicted_clients);
     info_line(b, "clients_memory", m->client_memory);
     info_line(b, "client_protocol_errors", s->protocol_errors);
+    info_line(b, "clients_output_limit_closed", s->output_limit_closes[0]);
+    info_line(b, "clients_output_limit_closed_pubsub", s->output_limit_closes[1]);
+    info_line(b, "auth_failures", s->auth_failures);
+    info_line(b, "dedicated_pool_full", s->dedicated_pool_full);
+    info_line(b, "config_reloads", m->reloads[0]);
+    info_line(b, "config_reloads_refused", m->reloads[1]);
     info_line(b, "commands", s->commands);
     info_line(b, "commands_unknown", s->unknown_commands);
     info_line(b, "command_errors", errors);

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "base/procstat.h"
 #include "cluster/topology.h"
 #include "core/masters.h"
 #include "core/stats.h"
@@ -30,7 +31,10 @@ struct metrics {
     long long maxmemory_clients;
     int max_clients, threads;
     uint64_t uptime_s;
+    long long started;              /* unix seconds */
+    struct procstat process;        /* zero where /proc cannot be read */
     uint64_t refreshes, refresh_failures;
+    uint64_t reloads[2];            /* applied, refused */
     struct masters_view nodes;      /* the masters, coverage, readiness (masters.h) */
     int draining;
 };

@@ -55,6 +55,7 @@ struct proxy {
     uint64_t next_client_id;            /* atomic */
     uint64_t refreshes;                 /* stat_inc by the control thread */
     uint64_t refresh_failures;          /* the same */
+    uint64_t reloads[2];                /* the same: [0] applied, [1] refused */
     int marker_pending;                 /* started without a slot map: the layout
                                          * markers are checked with the first */
     int exit_status;                    /* process_run's, once the loop ends */

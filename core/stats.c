@@ -78,6 +78,10 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->commands += stat_get(&s->commands);
         sum->unknown_commands += stat_get(&s->unknown_commands);
         sum->protocol_errors += stat_get(&s->protocol_errors);
+        sum->output_limit_closes[0] += stat_get(&s->output_limit_closes[0]);
+        sum->output_limit_closes[1] += stat_get(&s->output_limit_closes[1]);
+        sum->auth_failures += stat_get(&s->auth_failures);
+        sum->dedicated_pool_full += stat_get(&s->dedicated_pool_full);
         sum->moved += stat_get(&s->moved);
         sum->ask += stat_get(&s->ask);
         sum->script_redirects_unconfirmed += stat_get(&s->script_redirects_unconfirmed);

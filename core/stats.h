@@ -57,6 +57,10 @@ struct worker_stats {
     uint64_t commands;              /* parsed */
     uint64_t unknown_commands;      /* answered "unknown command" */
     uint64_t protocol_errors;       /* clients closed for bad input */
+    uint64_t output_limit_closes[2];  /* clients closed over client-output-buffer-limit:
+                                       [0] normal, [1] pubsub class */
+    uint64_t auth_failures;         /* AUTH and HELLO AUTH answered WRONGPASS */
+    uint64_t dedicated_pool_full;   /* commands refused: dedicated-connections-max */
     uint64_t moved, ask;            /* redirects followed or seen */
     uint64_t script_redirects_unconfirmed; /* a script's redirect-like error the
                                        cluster's state did not confirm */

@@ -201,6 +201,16 @@ static void worker_batch_io(struct worker *w, const struct config *cfg)
                    w->id, why);
 }
 
+/* The loop turns at least once a second, idle or not: /healthz reads
+ * alive_us to tell a wedged worker (ops/admin.c). */
+static void heartbeat_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    __atomic_store_n(&w->alive_us, stats_now_us(), __ATOMIC_RELAXED);
+}
+
 int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)
 {
     memset(w, 0, sizeof *w);
@@ -219,6 +229,11 @@ int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     w->mailbox_event = event_new(w->base, w->mailbox_pipe[0], EV_PERSIST | EV_READ,
                                  mailbox_cb, w);
     if (!w->mailbox_event || event_add(w->mailbox_event, NULL) < 0)
+        return -1;
+    static const struct timeval second = { 1, 0 };
+    w->alive_us = stats_now_us();
+    w->heartbeat_event = event_new(w->base, -1, EV_PERSIST, heartbeat_cb, w);
+    if (!w->heartbeat_event || event_add(w->heartbeat_event, &second) < 0)
         return -1;
     pthread_mutex_init(&w->mailbox_lock, NULL);
     pthread_mutex_init(&w->clients_lock, NULL);

@@ -4,6 +4,7 @@
 #include "core/worker.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,20 @@ int worker_family_register(const struct worker_family *f)
         registration_full("worker", WORKER_FAMILIES_MAX);
     families_known[nfamilies] = f;
     return nfamilies++;
+}
+
+int workers_stalled(const struct worker *w, int n, uint64_t now_us, uint64_t limit_us,
+                    char *why, size_t len)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t alive = __atomic_load_n(&w[i].alive_us, __ATOMIC_RELAXED);
+        if (now_us > alive && now_us - alive > limit_us) {
+            snprintf(why, len, "worker %d has not turned its event loop for %llu ms", i,
+                     (unsigned long long)((now_us - alive) / 1000));
+            return i;
+        }
+    }
+    return -1;
 }
 
 int worker_family_count(void)

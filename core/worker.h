@@ -55,6 +55,12 @@ struct worker_family {
 /* Its id, for worker_post_family and worker_family_state. */
 int worker_family_register(const struct worker_family *f);
 
+/* Liveness, for any thread: the first of the n workers whose loop has not
+ * turned (heartbeat, alive_us) for limit_us at now_us, with why written;
+ * -1 when every one has. */
+int workers_stalled(const struct worker *w, int n, uint64_t now_us, uint64_t limit_us,
+                    char *why, size_t len);
+
 /* The registered families, for the worker's thread (thread.h). */
 int worker_family_count(void);
 const struct worker_family *worker_family_at(int i);
@@ -87,6 +93,9 @@ struct worker {
     struct evconnlistener *tls_listener;   /* tls-listen, NULL without */
     struct evconnlistener *unix_listener;  /* unixsocket, NULL without */
 
+    struct event *heartbeat_event;      /* every second: alive_us */
+    uint64_t alive_us;                  /* atomic: when the loop last turned for the
+                                         * heartbeat (monotonic), for /healthz */
     struct event *mailbox_event;        /* reads mailbox_pipe[0] */
     int mailbox_pipe[2];
     pthread_mutex_t mailbox_lock;

@@ -143,6 +143,7 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
     } else {
         if (pool->open >= w->cfg->dedicated_connections_max) {
             if (!spare) {
+                stat_inc(&w->stats.dedicated_pool_full);
                 *why = pool_full;
                 return NULL;
             }

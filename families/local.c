@@ -41,6 +41,7 @@ static int check_auth(struct request *r, int user_arg, int pass_arg)
     }
     const struct acl_user *u = acl_authenticate(acl, user, ulen, pass, plen);
     if (!u) {
+        stat_inc(&r->worker->stats.auth_failures);
         request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/hostport.h"
+#include "base/counter.h"
 #include "base/log.h"
 #include "cluster/health.h"
 #include "config/config.h"
@@ -130,6 +131,21 @@ static void http_text(struct evhttp_request *req, int code, const char *reason,
     evbuffer_free(b);
 }
 
+/* Live unless a worker's loop has not turned for liveness-stall-ms: its
+ * heartbeat (core/thread.c) fires every second, idle or busy. */
+static void serve_healthz(struct evhttp_request *req)
+{
+    char why[160], line[200];
+    const struct config *cfg = admin.snap ? admin.snap->cfg : &admin.p->cfg;   /* reloaded */
+    if (workers_stalled(admin.p->workers, admin.p->nworkers, stats_now_us(),
+                        (uint64_t)cfg->liveness_stall_ms * 1000, why, sizeof why) < 0) {
+        http_text(req, 200, "OK", "ok");
+        return;
+    }
+    snprintf(line, sizeof line, "%s (liveness-stall-ms %d)", why, cfg->liveness_stall_ms);
+    http_text(req, 503, "Service Unavailable", line);
+}
+
 static void serve_readyz(struct evhttp_request *req)
 {
     char why[320];
@@ -170,7 +186,7 @@ static void http_cb(struct evhttp_request *req, void *arg)
     if (!uri)
         evhttp_send_error(req, 400, "Bad Request");
     else if (path_is(uri, "/healthz"))
-        http_text(req, 200, "OK", "ok");
+        serve_healthz(req);
     else if (path_is(uri, "/readyz"))
         serve_readyz(req);
     else if (path_is(uri, "/metrics"))

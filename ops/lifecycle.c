@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "cluster/node.h"
+#include "core/masters.h"
 #include "config/snapshot.h"
 #include "core/proxy.h"
 #include "core/worker.h"
@@ -126,6 +127,7 @@ static void publish(struct proxy *p, struct config_snapshot *s, struct layout_re
         worker_post_layout(&p->workers[i], layout);
     }
     admin_post_config(s);
+    masters_set_grace(s->cfg->readiness_grace_ms);
     layout_ref_put(p->layout);
     p->layout = layout;
     log_min_level = s->cfg->log_level;
@@ -149,9 +151,10 @@ static int reload_layout(struct proxy *p, const struct config *c, struct layout_
     return lifecycle_layout_build(same_layout_shape(&p->cfg, c) ? c : &p->cfg, out, err, errlen);
 }
 
-static int refuse(struct config *c, const char *why)
+static int refuse(struct proxy *p, struct config *c, const char *why)
 {
     log_warning("config", "reload refused, the running config is kept: %s", why);
+    stat_inc(&p->reloads[1]);
     if (c) {
         config_free(c);     /* untouched by a failed load, or whole: either is safe */
         free(c);
@@ -165,21 +168,22 @@ int lifecycle_reload(struct proxy *p)
     struct layout_ref *layout;
     struct config *c = calloc(1, sizeof *c);
     if (!c)
-        return refuse(NULL, "out of memory");
+        return refuse(p, NULL, "out of memory");
     if (config_load_main(c, p->argc, p->argv, p->envp, err, sizeof err) < 0 ||
         config_validate(c, err, sizeof err) < 0 ||
         reload_layout(p, c, &layout, err, sizeof err) < 0)
-        return refuse(c, err);
+        return refuse(p, c, err);
     report_restart_only(&p->cfg, c);
     uint64_t generation = p->snap->generation + 1;
     struct config_snapshot *s = snapshot_new(c, 1, generation, err, sizeof err);
     if (!s) {
         layout_ref_put(layout);
-        return refuse(NULL, err);
+        return refuse(p, NULL, err);
     }
     log_notice("config", "reloaded %s (config generation %llu)",
                s->cfg->path ? s->cfg->path : "(no file: environment and arguments)",
                (unsigned long long)generation);
+    stat_inc(&p->reloads[0]);
     publish(p, s, layout);
     return 0;
 }

@@ -4,6 +4,7 @@
  *
  *   build/tagproxy [conf-file] [--directive value ...]
  *   build/tagproxy -t [conf-file] [--directive value ...]   check the config, exit
+ *   build/tagproxy --help | --version | ... --dump-config   answered by cli.h
  *   build/tagproxy layout explain [options] KEY...           what the layout does (explain.h)
  *   build/tagproxy migrate inspect --source URL --prefix P   a keyspace's layouts (migrate.h)
  */
@@ -21,6 +22,7 @@
 #include "families/families.h"
 #include "keylayout/layout.h"
 #include "migrate/migrate.h"
+#include "ops/cli.h"
 #include "ops/daemon.h"
 #include "ops/explain.h"
 #include "ops/lifecycle.h"
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
 {
     static struct proxy p;
     char err[1024];
+    int rc;
 
     if (argc > 1 && strcmp(argv[1], "migrate") == 0)
         return migrate_main(argc - 2, argv + 2, stdout);
@@ -92,6 +95,8 @@ int main(int argc, char **argv)
                 "command)\n");
         return 2;
     }
+    if (cli_answer(argc, argv, environ, &rc))
+        return rc;
     if (argc > 1 && (strcmp(argv[1], "-t") == 0 || strcmp(argv[1], "--test-config") == 0)) {
         argv[1] = argv[0];
         return test_config(argc - 1, argv + 1);
@@ -130,7 +135,7 @@ int main(int argc, char **argv)
         return 1;
     }
     daemon_ready(p.cfg.log_file != NULL);
-    int rc = process_run(&p);
+    rc = process_run(&p);
     if (p.cfg.pidfile)
         pidfile_remove(p.cfg.pidfile);
     return rc;

@@ -165,6 +165,7 @@ int process_start(struct proxy *p, char *err, size_t errlen)
     }
     if (lifecycle_install(p, err, errlen) < 0)
         return -1;
+    masters_set_grace(p->cfg.readiness_grace_ms);
     return admin_start(p, err, errlen);
 }
 

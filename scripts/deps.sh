@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(gcc make pkg-config libevent-dev libhiredis-dev libssl-dev liburing-dev check
-          redis-server redis-tools nodejs npm python3-yaml)
+          redis-server redis-tools nodejs npm python3-yaml prometheus)
 
 installed() {
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ] && return 0
@@ -34,7 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # A fresh install of redis-server on Debian starts the packaged service on
-# 127.0.0.1:6379; nothing here uses that port, so it is left alone.
+# 127.0.0.1:6379; nothing here uses that port, so it is left alone. The
+# prometheus package is here for promtool (make test checks /metrics with
+# it); its server, should the package start it, is left alone the same way.
 
 e2e=tests/e2e
 if [ -f "$e2e/package-lock.json" ]; then

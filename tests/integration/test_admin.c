@@ -1,14 +1,18 @@
 /*
  * The admin endpoint (admin-listen) and INFO's proxy sections:
  *
- *  - /healthz answers 200, an unknown path 404;
- *  - /readyz answers 200 while every master answers, 503 naming the master
- *    while one is stopped (SIGSTOP, longer than the extra proxy's small
+ *  - /healthz answers 200, an unknown path 404; an idle proxy stays live
+ *    past liveness-stall-ms (its workers' heartbeats);
+ *  - /readyz answers 200 while every master answers, still 200 within
+ *    readiness-grace-ms of a master stopping, then 503 naming the master
+ *    and the grace (SIGSTOP, longer than the extra proxy's small
  *    node-timeout-ms, far shorter than the cluster's cluster-node-timeout,
  *    so no failover), and 200 again after SIGCONT;
  *  - /metrics counters move by exactly what the test sent: commands by
  *    name (calls, errors, histogram count), unknown commands, clients,
  *    bytes in and out (counted on a raw socket);
+ *  - /metrics passes `promtool check metrics` and holds the build info and
+ *    the process_* family;
  *  - INFO proxy / INFO nodes / INFO commandstats as sections of their own,
  *    with the same figures;
  *  - an admin port already taken stops the start with a clear message.
@@ -18,6 +22,7 @@
  * closes after the reply).
  */
 #include "harness.h"
+#include "base/version.h"
 #include "net/iobatch.h"
 #include "lifecycle.h"
 
@@ -88,10 +93,14 @@ struct admin_proxy {
     struct h_node admin;
 };
 
-static void admin_proxy_start(struct admin_proxy *a, const char *node_timeout)
+/* grace: readiness-grace-ms ("0": a master is down for /readyz at once).
+ * liveness-stall-ms 2500: an idle worker's heartbeat (every second) keeps
+ * /healthz 200 past it, which a test longer than that shows. */
+static void admin_proxy_start(struct admin_proxy *a, const char *node_timeout, const char *grace)
 {
     static char listen[64];
-    const char *args[] = { "--admin-listen", listen, "--node-timeout-ms", node_timeout, NULL };
+    const char *args[] = { "--admin-listen", listen, "--node-timeout-ms", node_timeout,
+                           "--readiness-grace-ms", grace, "--liveness-stall-ms", "2500", NULL };
 
     snprintf(a->admin.host, sizeof(a->admin.host), "127.0.0.1");
     a->admin.port = h_free_port();
@@ -201,29 +210,39 @@ START_TEST(test_readyz_while_a_master_is_stopped)
     long long t0, stopped_ms;
 
     h_topo_load(&t);
-    admin_proxy_start(&a, "500");
+    admin_proxy_start(&a, "500", "2000");
     ck_assert_msg(http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
                   "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
 
     /* the last master: not the first node, which seeds the extra proxy */
     const struct h_node *m = &t.masters[t.nmasters - 1];
-    H_FMT(want, sizeof(want), "master %s:%d is not connected", m->host, m->port);
+    H_FMT(want, sizeof(want), "master %s:%d is not connected for ", m->host, m->port);
     h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
     t0 = h_now_ms();
+    /* within the grace: seen down no sooner than node-timeout-ms (500) after
+     * the stop, so still ready until at least 2500 ms after it */
+    h_sleep_ms(1200);
+    int graced = http_get(&a.admin, "/readyz", &rep) == 0 && rep.status == 200;
+    long long graced_at = h_now_ms() - t0;
     saw_503 = http_wait(&a.admin, "/readyz", 503, want, STATE_WITHIN_MS, &during);
     stopped_ms = h_now_ms() - t0;
     h_thaw(&g);         /* before any assertion: the node must not stay stopped */
     saw_200 = http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &after);
 
+    ck_assert_msg(graced || graced_at >= 2400, "/readyz %lld ms into the stop, within "
+                  "readiness-grace-ms: %d '%s'", graced_at, rep.status, h_esc_str(rep.body));
     ck_assert_msg(saw_503, "/readyz with %s:%d stopped for %lld ms: %d '%s'", m->host, m->port,
                   stopped_ms, during.status, h_esc_str(during.body));
+    ck_assert_msg(strstr(during.body, " ms, past readiness-grace-ms 2000: "), "%s", during.body);
     ck_assert_msg(strchr(during.body, '\n') == during.body + strlen(during.body) - 1,
                   "the reason is not one line: '%s'", h_esc_str(during.body));
     ck_assert_msg(saw_200, "/readyz after SIGCONT: %d '%s'", after.status,
                   h_esc_str(after.body));
-    /* liveness never depended on the master */
+    /* liveness never depended on the master; the idle worker's heartbeat
+     * kept it past liveness-stall-ms */
     ck_assert_int_eq(http_get(&a.admin, "/healthz", &rep), 0);
-    ck_assert_int_eq(rep.status, 200);
+    ck_assert_msg(rep.status == 200 && h_now_ms() - t0 > 2500, "/healthz %lld ms in: %d '%s'",
+                  h_now_ms() - t0, rep.status, h_esc_str(rep.body));
     h_proxy_stop(&a.px);
 }
 END_TEST
@@ -242,7 +261,7 @@ START_TEST(test_readyz_during_a_drain)
     int fd, draining, alive, status = 0, exited = 0;
 
     h_topo_load(&t);
-    admin_proxy_start(&a, "3000");
+    admin_proxy_start(&a, "3000", "0");
     ck_assert_msg(http_wait(&a.admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
                   "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
     const struct h_node *m = &t.masters[t.nmasters - 1];
@@ -293,7 +312,8 @@ START_TEST(test_readyz_follows_a_reloaded_node_timeout)
     const char *args[] = { "--admin-listen", listen, NULL };   /* the test env says off */
     /* no periodic refresh: a CLUSTER SLOTS to the stopped master would
      * hold the control thread (and the reload) for the node timeout */
-    H_FMT(text, sizeof(text), "node-timeout-ms 20000\ntopology-refresh-ms 0\n");
+    H_FMT(text, sizeof(text), "node-timeout-ms 20000\ntopology-refresh-ms 0\n"
+          "readiness-grace-ms 0\n");
     lc_start(&px, text, conf, sizeof(conf), args);
     ck_assert_msg(http_wait(&admin, "/readyz", 200, "ready", STATE_WITHIN_MS, &rep),
                   "/readyz before: %d '%s'", rep.status, h_esc_str(rep.body));
@@ -303,7 +323,8 @@ START_TEST(test_readyz_follows_a_reloaded_node_timeout)
     h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
     h_sleep_ms(2500);
     still_ready = http_get(&admin, "/readyz", &still) == 0 && still.status == 200;
-    H_FMT(text, sizeof(text), "node-timeout-ms 500\ntopology-refresh-ms 0\n");
+    H_FMT(text, sizeof(text), "node-timeout-ms 500\ntopology-refresh-ms 0\n"
+          "readiness-grace-ms 0\n");
     lc_write(conf, text);
     kill(px.pid, SIGHUP);
     saw_503 = http_wait(&admin, "/readyz", 503, want, STATE_WITHIN_MS, &during);
@@ -389,6 +410,45 @@ static void scrape_quiet(const struct h_node *admin, struct http_reply *rep, str
     read_counts(rep->body, c);
 }
 
+/*
+ * The scrape follows Prometheus's conventions, as `promtool check metrics`
+ * (Debian's prometheus package, installed by make deps) reads them, and
+ * holds the build info and the process_* family with figures that can be
+ * this process's.
+ */
+START_TEST(test_metrics_conventions)
+{
+    static struct http_reply rep;
+    struct admin_proxy a;
+    char path[512], out[8192], want[128];
+    admin_proxy_start(&a, "5000", "0");
+    scrape(&a.admin, &rep);
+    H_FMT(want, sizeof want, "\ntagproxy_build_info{version=\"%s\",revision=\"",
+          TAGPROXY_VERSION);
+    ck_assert_msg(strstr(rep.body, want), "no %s in:\n%.2000s", want + 1, rep.body);
+    ck_assert_msg(metric(rep.body, "process_resident_memory_bytes") > 1000000 &&
+                  metric(rep.body, "process_virtual_memory_bytes") >
+                  metric(rep.body, "process_resident_memory_bytes"), "memory figures");
+    ck_assert_msg(metric(rep.body, "process_open_fds") > 3 &&
+                  metric(rep.body, "process_max_fds") >= metric(rep.body, "process_open_fds"),
+                  "fd figures");
+    long long started = metric(rep.body, "process_start_time_seconds"), now = time(NULL);
+    ck_assert_msg(started > now - 600 && started <= now, "started %lld, now %lld", started, now);
+    ck_assert_msg(metric(rep.body, "process_cpu_seconds_total") >= 0, "no CPU seconds");
+    ck_assert_msg(metric(rep.body, "tagproxy_config_reloads_total{result=\"applied\"}") == 0 &&
+                  metric(rep.body, "tagproxy_auth_failures_total") == 0, "event counters");
+    H_FMT(path, sizeof path, "%s/metrics-%ld.txt", h_env("TAGPROXY_TEST_DIR"), (long)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(rep.body, f);
+    fclose(f);
+    int rc = h_shell(out, sizeof out, "promtool check metrics < '%s' 2>&1", path);
+    unlink(path);
+    ck_assert_msg(rc == 0 && out[0] == '\0', "promtool check metrics (exit %d):\n%s", rc, out);
+    h_proxy_stop(&a.px);
+}
+END_TEST
+
 /* A counter absent before (never counted) is 0. */
 static long long delta(long long after, long long before)
 {
@@ -407,7 +467,7 @@ START_TEST(test_metrics_move_with_traffic)
     int fd, n = 0;
 
     h_topo_load(&t);
-    admin_proxy_start(&a, "5000");
+    admin_proxy_start(&a, "5000", "0");
     scrape_quiet(&a.admin, &before_rep, &b);     /* the start's PING client is gone */
 
     /* 7 SET, 5 GET (one of them on a list: WRONGTYPE), 2 INCR (one fails),
@@ -569,7 +629,7 @@ START_TEST(test_info_sections)
     long long before, after, calls_before;
 
     h_topo_load(&t);
-    admin_proxy_start(&a, "5000");
+    admin_proxy_start(&a, "5000", "0");
     c = h_connect_extra(&a.px);
 
     /* INFO proxy: that section only, every figure there */
@@ -720,6 +780,7 @@ static Suite *admin_suite(void)
     tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
     tcase_add_test(tc, test_healthz_and_unknown_paths);
     tcase_add_test(tc, test_metrics_move_with_traffic);
+    tcase_add_test(tc, test_metrics_conventions);
     tcase_add_test(tc, test_info_sections);
     tcase_add_test(tc, test_index_counters);
     tcase_add_test(tc, test_readyz_while_a_master_is_stopped);

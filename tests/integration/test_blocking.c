@@ -640,6 +640,7 @@ START_TEST(test_pool_exhausted_clear_error)
     r = h_cmd(p, "WATCH %s:pool:x", h_prefix());
     H_EXPECT_ERR(r, "ERR all dedicated node connections");
     freeReplyObject(r);
+    ck_assert_int_eq(h_info_field(p, "dedicated_pool_full"), 2);
     /* others are served meanwhile */
     r = h_cmd(p, "RPUSH %s one", list[0]);
     H_EXPECT_INT(r, 1);

@@ -93,6 +93,10 @@ START_TEST(reload_requirepass)
     r = h_cmd(fresh, "GET %s", key);
     H_EXPECT_BULK(r, "after");
     freeReplyObject(r);
+    /* counted: the reload applied, the one refused login */
+    ck_assert_int_eq(h_info_field(fresh, "config_reloads"), 1);
+    ck_assert_int_eq(h_info_field(fresh, "config_reloads_refused"), 0);
+    ck_assert_int_eq(h_info_field(fresh, "auth_failures"), 1);
 
     /* and the old connection is still the same one, not a reconnect */
     r = h_cmd(old, "CLIENT ID");
@@ -138,6 +142,8 @@ START_TEST(reload_broken_file_keeps_old)
     r = auth(d, "third-secret-3");
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
+    ck_assert_int_eq(h_info_field(d, "config_reloads_refused"), 2);
+    ck_assert_int_eq(h_info_field(d, "config_reloads"), 1);
     r = h_cmd(c, "PING");           /* logged in under the first password: stays */
     H_EXPECT_STATUS(r, "PONG");
     freeReplyObject(r);

@@ -442,6 +442,8 @@ START_TEST(test_output_buffer_limit)
     }
     ck_assert_msg(closed, "slow reader still connected after %zu bytes", total);
     ck_assert_msg(total < (size_t)NGET * SIZE, "slow reader got all %zu bytes", total);
+    ck_assert_int_eq(h_info_field(other, "clients_output_limit_closed"), 1);
+    ck_assert_int_eq(h_info_field(other, "clients_output_limit_closed_pubsub"), 0);
     close(fd);
     expect_other_served(other, &px);
     free(buf);

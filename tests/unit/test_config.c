@@ -1,10 +1,12 @@
 /*
  * config: defaults, every directive, memory units, host:port, redis.conf
  * quoting, every error with its exact "WHERE: what" message, the order
- * file < environment < command line, and the shipped conf/tagproxy.conf.
+ * file < environment < command line, the shipped conf/tagproxy.conf, and
+ * the directives described and written back (dump.h).
  */
 #include "base/hostport.h"
 #include "config/config.h"
+#include "config/dump.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -1117,23 +1119,10 @@ START_TEST(test_shipped_conf)
 }
 END_TEST
 
-/* Every directive is in the shipped file, set or commented out. */
+/* Every directive config_load() accepts is in the shipped file, set or
+ * commented out. */
 START_TEST(test_shipped_conf_mentions_every_directive)
 {
-    static const char *names[] = {
-        "listen", "admin-listen", "cluster", "threads", "requirepass", "user", "cluster-user",
-        "tls-listen", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
-        "cluster-tls", "cluster-tls-ca-cert-file", "cluster-tls-cert-file",
-        "cluster-tls-key-file", "cluster-tls-server-name", "cluster-tls-insecure", "cluster-password",
-        "max-clients", "client-query-buffer-limit", "proto-max-bulk-len",
-        "client-output-buffer-limit", "node-connect-timeout-ms", "node-timeout-ms",
-        "topology-refresh-ms", "max-redirects", "retry-attempts", "retry-base-ms",
-        "retry-max-ms", "address-map", "enable-dangerous-commands", "layout-rules",
-        "layout-prefix", "layout-allow-legacy-data", "log-level", "log-file",
-        "script-cache-max-bytes", "script-map",
-        "shutdown-timeout-ms", "daemonize", "pidfile", "unixsocket", "unixsocketperm",
-        "round-pause-us", "io-uring", "worker-nice", "dedicated-connections-max",
-    };
     char buf[65536], needle[80], needle2[80];
     FILE *f = fopen("conf/tagproxy.conf", "r");
     size_t n;
@@ -1142,11 +1131,122 @@ START_TEST(test_shipped_conf_mentions_every_directive)
     n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
     fclose(f);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(needle, sizeof needle, "\n%s ", names[i]);
-        snprintf(needle2, sizeof needle2, "\n# %s ", names[i]);
-        ck_assert_msg(strstr(buf, needle) || strstr(buf, needle2), "%s missing", names[i]);
+    ck_assert_int_ge(n, 1000);
+    for (size_t i = 0; config_directive_name(i); i++) {
+        snprintf(needle, sizeof needle, "\n%s ", config_directive_name(i));
+        snprintf(needle2, sizeof needle2, "\n# %s ", config_directive_name(i));
+        ck_assert_msg(strstr(buf, needle) || strstr(buf, needle2), "%s missing",
+                      config_directive_name(i));
     }
+}
+END_TEST
+
+/* ---- --help and --dump-config (dump.h) ---- */
+
+/* What fn writes for c, as a string the caller frees. */
+static char *written(void (*fn)(const struct config *, FILE *), const struct config *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    fn(c, f);
+    fclose(f);
+    return text;
+}
+
+static void help_of(const struct config *c, FILE *out)
+{
+    (void)c;
+    config_help(out);
+}
+
+/* dump.h's table holds the directives config_load() accepts, no other;
+ * --help lists each. */
+START_TEST(test_dump_knows_every_directive)
+{
+    size_t n = 0;
+    char *help = written(help_of, NULL), needle[96];
+    for (; config_directive_name(n); n++) {
+        size_t k = 0;
+        while (k < config_dump_count() && strcmp(config_dump_name(k), config_directive_name(n)))
+            k++;
+        ck_assert_msg(k < config_dump_count(), "%s is not in dump.c's table",
+                      config_directive_name(n));
+        snprintf(needle, sizeof needle, "\n  --%s ", config_directive_name(n));
+        ck_assert_msg(strstr(help, needle), "--help does not list %s", config_directive_name(n));
+    }
+    ck_assert_int_eq(n, config_dump_count());
+    free(help);
+}
+END_TEST
+
+/* A config written back by config_dump loads to the same config, and
+ * writes back the same text: the defaults, and a value for everything. */
+static void expect_round_trip(const char *text)
+{
+    struct config a, b;
+    ck_assert_msg(load_text(&a, text) == 0, "%s", err);
+    char *dump = written(config_dump, &a);
+    ck_assert_msg(config_load(&b, write_file("dump.conf", dump), NULL, 0, NULL, err,
+                              sizeof err) == 0, "%s in:\n%s", err, dump);
+    assert_config_eq(&a, &b);
+    char *again = written(config_dump, &b);
+    ck_assert_str_eq(dump, again);
+    free(dump);
+    free(again);
+    config_free(&a);
+    config_free(&b);
+}
+
+START_TEST(test_dump_round_trip)
+{
+    char text[4096];
+    const char *script = write_file("legacy.lua", "return 1");
+    expect_round_trip("");
+    snprintf(text, sizeof text,
+             "listen 0.0.0.0:7777\nadmin-listen off\ncluster 10.0.0.1:7000 [::1]:7002\n"
+             "threads 4\nuser carl nopass allcommands\nuser dan nopass \"+client|id\" -@dangerous\n"
+             "unixsocket \"/run/tag proxy/tp.sock\"\nunixsocketperm 770\n"
+             "tls-listen 0.0.0.0:6390\ntls-cert-file /c.crt\ntls-key-file /c.key\n"
+             "tls-ca-cert-file /ca.crt\ntls-auth-clients optional\ncluster-tls yes\n"
+             "cluster-tls-ca-cert-file /cca.crt\ncluster-tls-cert-file /cc.crt\n"
+             "cluster-tls-key-file /cc.key\ncluster-tls-server-name redis.internal\n"
+             "cluster-tls-insecure yes\ncluster-user proxyuser\nmax-clients 123\n"
+             "client-query-buffer-limit 2mb\nclient-backlog-limit 1000\n"
+             "maxmemory-clients 128mb\nproto-max-bulk-len 1mb\n"
+             "client-output-buffer-limit 0 32mb 7\n"
+             "client-output-buffer-limit-pubsub 1gb 3kb 0\nnode-connect-timeout-ms 250\n"
+             "node-timeout-ms 750\ntopology-refresh-ms 0\ncluster-wait-at-start no\n"
+             "max-redirects 0\nretry-attempts 0\nretry-base-ms 1\nretry-max-ms 2000\n"
+             "dedicated-connections-max 9\nround-pause-us 0\nio-uring no\nworker-nice 0\n"
+             "address-map 172.18.0.2:6379 127.0.0.1:7000 172.18.0.3:6379 127.0.0.1:7001\n"
+             "enable-dangerous-commands yes\n"
+             "layout-rules conf/layouts/botmesh-v1.rules bot app\n"
+             "layout-rules conf/layouts/courier-v1.rules\nlayout-prefix courier\n"
+             "layout-allow-legacy-data yes\nscript-cache-max-bytes 0\n"
+             "script-map 0123456789abcdef0123456789abcdef01234567 %s\nlog-level warning\n"
+             "log-file %s/dump.log\nshutdown-timeout-ms 0\ndaemonize yes\n"
+             "pidfile /run/tp.pid\n", script, tmpdir);
+    expect_round_trip(text);
+}
+END_TEST
+
+/* Passwords never show: requirepass, cluster-password, a user's. */
+START_TEST(test_dump_redacts_secrets)
+{
+    struct config c;
+    ck_assert_msg(load_text(&c, "requirepass s3cret-a\ncluster-password s3cret-b\n"
+                                "user bob s3cret-c +get -@dangerous\n") == 0,
+                  "%s", err);
+    char *dump = written(config_dump, &c);
+    ck_assert_msg(strstr(dump, "s3cret") == NULL, "a secret in:\n%s", dump);
+    ck_assert_msg(strstr(dump, "\nrequirepass <redacted>\n") &&
+                  strstr(dump, "\ncluster-password <redacted>\n") &&
+                  strstr(dump, "\nuser bob <redacted> +get -@dangerous\n"),
+                  "%s", dump);
+    free(dump);
+    config_free(&c);
 }
 END_TEST
 
@@ -1248,6 +1348,9 @@ static Suite *config_suite(void)
     tcase_add_test(t, test_layout_rules_files);
     tcase_add_test(t, test_shipped_conf);
     tcase_add_test(t, test_shipped_conf_mentions_every_directive);
+    tcase_add_test(t, test_dump_knows_every_directive);
+    tcase_add_test(t, test_dump_round_trip);
+    tcase_add_test(t, test_dump_redacts_secrets);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,13 +1,16 @@
 /*
  * Counters (core/stats.h) and command indexes (proto/command.h): every
  * command and subcommand has its own index and back; latencies land in the
- * bucket whose bound is the first at or above them; stats_sum adds workers.
+ * bucket whose bound is the first at or above them; stats_sum adds workers;
+ * workers_stalled (core/worker.h) names the first worker whose heartbeat is
+ * older than the limit, and none while each is recent.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/stats.h"
+#include "core/worker.h"
 #include "proto/command.h"
 
 START_TEST(test_command_indexes_are_a_bijection)
@@ -108,6 +111,25 @@ START_TEST(test_command_done_and_sum)
 }
 END_TEST
 
+START_TEST(test_workers_stalled)
+{
+    struct worker *w = calloc(3, sizeof *w);
+    char why[160] = "";
+    ck_assert_ptr_nonnull(w);
+    uint64_t now = 100000000;                   /* 100 s, in microseconds */
+    w[0].alive_us = now - 900000;
+    w[1].alive_us = now - 1000000;              /* exactly at the limit: still live */
+    w[2].alive_us = now + 5;                    /* a heartbeat after the caller's clock */
+    ck_assert_int_eq(workers_stalled(w, 3, now, 1000000, why, sizeof why), -1);
+    ck_assert_str_eq(why, "");
+    w[1].alive_us = now - 12345000;
+    ck_assert_int_eq(workers_stalled(w, 3, now, 1000000, why, sizeof why), 1);
+    ck_assert_str_eq(why, "worker 1 has not turned its event loop for 12345 ms");
+    ck_assert_int_eq(workers_stalled(w, 1, now, 1000000, why, sizeof why), -1);
+    free(w);
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
     Suite *s = suite_create("stats");
@@ -117,6 +139,7 @@ static Suite *stats_suite(void)
     tcase_add_loop_test(t, test_latency_buckets, 0, sizeof latencies / sizeof latencies[0]);
     tcase_add_test(t, test_bounds_increase);
     tcase_add_test(t, test_command_done_and_sum);
+    tcase_add_test(t, test_workers_stalled);
     suite_add_tcase(s, t);
     return s;
 }
