@@ -126,12 +126,15 @@ static const char *not_ready_locked(char *why, size_t len)
         return why;
     }
     uint64_t now = stats_now_us();
+    int up = 0;
+    for (int i = 0; i < known.nmasters; i++)
+        up += known.masters[i].up != 0;
     for (int i = 0; i < known.nmasters; i++) {
         const struct master_state *m = &known.masters[i];
         if (m->up != 0)
             continue;
         uint64_t down = now > m->down_since_us ? now - m->down_since_us : 0;
-        if (!known.was_ready || known.grace_us == 0) {
+        if (!known.was_ready || known.grace_us == 0 || up == 0) {
             snprintf(why, len, "master %s is not connected: %s", m->addr, m->why);
             return why;
         }

@@ -15,7 +15,8 @@
  * master that stops answering (or a new one, not yet answering) keeps it
  * ready for that long, so that an ordinary failover does not turn every
  * pod behind a proxy NotReady at once; /readyz says so only past it.
- * Before the first ready, no grace: a start waits for every master.
+ * Before the first ready, no grace: a start waits for every master; and
+ * none while no master answers at all.
  */
 #ifndef TAGPROXY_MASTERS_H
 #define TAGPROXY_MASTERS_H
