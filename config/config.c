@@ -732,6 +732,7 @@ static const struct directive directives[] = {
     { "script-map",                2,  2, set_script_map,   0, 0, 0 },
     { "log-level",                 1,  1, set_log_level,    0, 0, 0 },
     { "log-file",                  1,  1, set_log_file,     0, 0, 0 },
+    { "config-watch",              1,  1, set_yesno,        AT(config_watch), 0, 0 },
     { "readiness-grace-ms",        1,  1, set_int,          AT(readiness_grace_ms), 0, 3600000 },
     { "liveness-stall-ms",         1,  1, set_int,          AT(liveness_stall_ms), 1000, 3600000 },
     { "shutdown-timeout-ms",       1,  1, set_int,          AT(shutdown_timeout_ms), 0, 3600000 },
@@ -1177,6 +1178,7 @@ void config_defaults(struct config *c)
     c->retry_max_ms = 500;
     c->dedicated_connections_max = 256;
     c->readiness_grace_ms = 30000;
+    c->config_watch = 1;
     c->liveness_stall_ms = 10000;
     c->round_pause_us = 30;
     c->io_uring = 1;

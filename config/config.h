@@ -144,6 +144,7 @@ struct config {
     int    nscript_map;
     enum log_level log_level;           /* default notice */
     char  *log_file;                    /* NULL: stderr */
+    int    config_watch;                /* reload when the config's files change; yes */
     int    readiness_grace_ms;          /* a master down this long turns /readyz 503 once
                                            the proxy has been ready; default 30000 */
     int    liveness_stall_ms;           /* a worker's loop stalled this long fails

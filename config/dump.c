@@ -308,7 +308,9 @@ static const struct shown table[] = {
     FIELD_OF(NULL, "log-file", "FILE", "append the log here (unset: stderr)", K_STRING,
              log_file),
 
-    FIELD_OF("Lifecycle", "readiness-grace-ms", "MS", "a master down this long turns /readyz "
+    FIELD_OF("Lifecycle", "config-watch", "yes|no", "reload when the config's files change",
+             K_YESNO, config_watch),
+    FIELD_OF(NULL, "readiness-grace-ms", "MS", "a master down this long turns /readyz "
              "503 (0: at once)", K_INT, readiness_grace_ms),
     FIELD_OF(NULL, "liveness-stall-ms", "MS", "a worker stalled this long fails /healthz",
              K_INT, liveness_stall_ms),

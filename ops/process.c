@@ -16,6 +16,7 @@
 #include "cluster/node.h"
 #include "config/snapshot.h"
 #include "core/masters.h"
+#include "ops/confwatch.h"
 #include "core/proxy.h"
 #include "core/thread.h"
 #include "core/worker.h"
@@ -163,7 +164,7 @@ int process_start(struct proxy *p, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (lifecycle_install(p, err, errlen) < 0)
+    if (lifecycle_install(p, err, errlen) < 0 || confwatch_start(p, err, errlen) < 0)
         return -1;
     masters_set_grace(p->cfg.readiness_grace_ms);
     return admin_start(p, err, errlen);
@@ -187,6 +188,7 @@ int process_run(struct proxy *p)
         thread_join(&p->workers[i]);
     unixsock_close(&p->unixsock);
     admin_stop();
+    confwatch_stop();
     log_notice("main", "stopped");
     return p->exit_status;
 }

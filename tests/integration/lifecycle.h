@@ -65,6 +65,9 @@ H_UNUSED static void lc_start(struct h_proxy *p, const char *text, char *conf_pa
     argv[argc++] = listen;
     argv[argc++] = "--cluster";
     argv[argc++] = seed;
+    /* reloads come from the test's SIGHUPs; args may turn the watch on */
+    argv[argc++] = "--config-watch";
+    argv[argc++] = "no";
     for (int i = 0; args != NULL && args[i] != NULL; i++) {
         ck_assert_msg(argc < 63, "too many proxy arguments");
         argv[argc++] = args[i];

@@ -18,11 +18,17 @@
  *    with several files each is read again, two that now overlap refuse
  *    the reload with both FILE:LINEs, a file added needs a restart;
  *  - log rotation: after the log file is renamed, SIGHUP makes the proxy
- *    log to a new file at the same path.
+ *    log to a new file at the same path;
+ *  - config-watch, without a signal: a config mounted as Kubernetes mounts
+ *    a ConfigMap (the file a symlink into `..data`, itself a symlink the
+ *    kubelet swaps with a rename) reloads on each swap; a file rewritten
+ *    with the same bytes reloads nothing; a broken file is refused, and
+ *    each is counted in INFO.
  * No password ever reaches the log.
  */
 #include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "lifecycle.h"
 
@@ -419,6 +425,75 @@ START_TEST(reload_reopens_log_file)
 }
 END_TEST
 
+/* ---- config-watch ---- */
+
+/* The ConfigMap volume in dir as the kubelet writes it: the files in a
+ * folder ..vN, `..data` a symlink to it, tagproxy.conf a symlink through
+ * ..data. update(): a new ..vN, then ..data swapped by a rename. */
+static void configmap_update(const char *dir, int version, const char *text)
+{
+    char sub[700], file[760], tmp[700];
+    H_FMT(sub, sizeof sub, "%s/..v%d", dir, version);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    H_FMT(file, sizeof file, "%s/tagproxy.conf", sub);
+    lc_write(file, text);
+    H_FMT(sub, sizeof sub, "..v%d", version);
+    H_FMT(tmp, sizeof tmp, "%s/..data_tmp", dir);
+    ck_assert_int_eq(symlink(sub, tmp), 0);
+    H_FMT(file, sizeof file, "%s/..data", dir);
+    ck_assert_int_eq(rename(tmp, file), 0);
+}
+
+START_TEST(reload_when_the_configmap_changes)
+{
+    char dir[600], path[700], seed[128], listen[64], out[256];
+    redisReply *r;
+    H_FMT(dir, sizeof dir, "%s/configmap-%ld", h_env("TAGPROXY_TEST_DIR"), (long)getpid());
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    configmap_update(dir, 1, "requirepass old-secret-1\n");
+    H_FMT(path, sizeof path, "%s/tagproxy.conf", dir);
+    ck_assert_int_eq(symlink("..data/tagproxy.conf", path), 0);
+
+    h_proxy_place(&proxy);
+    lc_path(&proxy, "log", proxy.log, sizeof proxy.log);
+    h_seed(seed, sizeof seed);
+    H_FMT(listen, sizeof listen, "%s:%d", proxy.addr.host, proxy.addr.port);
+    const char *argv[] = { h_env("TAGPROXY_TEST_BIN"), path, "--listen", listen, "--cluster",
+                           seed, NULL };
+    h_spawn(&proxy, argv, SIGKILL, 0);
+    h_spawn_wait(&proxy, lc_answers, 20000, "proxy watching its config");
+    lc_log_wait(&proxy, "watching ", 1);
+
+    configmap_update(dir, 2, "requirepass new-secret-2\n");
+    lc_log_wait(&proxy, "config generation 1 in use by every worker", 1);
+    redisContext *c = connect_proxy();
+    r = auth(c, "new-secret-2");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+
+    /* the same bytes written again: no reload; then a real change */
+    H_FMT(path, sizeof path, "%s/..v2/tagproxy.conf", dir);
+    lc_write(path, "requirepass new-secret-2\n");
+    configmap_update(dir, 3, "requirepass third-secret-3\n");
+    lc_log_wait(&proxy, "config generation 2 in use by every worker", 1);
+    ck_assert_int_eq(lc_count(proxy.log, "changed: reloading"), 2);
+
+    /* a broken file: refused, the running config kept */
+    configmap_update(dir, 4, "max-clients lots\n");
+    lc_log_wait(&proxy, "running config is kept", 1);
+    redisContext *d = connect_proxy();
+    r = auth(d, "third-secret-3");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    ck_assert_int_eq(h_info_field(d, "config_reloads"), 2);
+    ck_assert_int_eq(h_info_field(d, "config_reloads_refused"), 1);
+    expect_no_secret_logged();
+    redisFree(c);
+    redisFree(d);
+    h_shell(out, sizeof out, "rm -rf '%s'", dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lifecycle_reload");
@@ -433,6 +508,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reload_layout_files);
     tcase_add_test(tc, reload_users);
     tcase_add_test(tc, reload_reopens_log_file);
+    tcase_add_test(tc, reload_when_the_configmap_changes);
     suite_add_tcase(s, tc);
     return s;
 }
