@@ -24,7 +24,7 @@
 #define WHERE_MAX 1024
 
 static const char default_listen[] = "127.0.0.1:6380";
-static const char default_admin_listen[] = "127.0.0.1:9121";
+static const char default_admin_listen[] = "127.0.0.1:8380";
 
 enum source { SOURCE_FILE, SOURCE_ENV, SOURCE_ARGV };
 

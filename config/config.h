@@ -88,7 +88,7 @@ struct config_script_map {
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
     char  *admin_listen;                /* host:port of /healthz /readyz /metrics,
-                                           default 127.0.0.1:9121; NULL: off */
+                                           default 127.0.0.1:8380; NULL: off */
     char **cluster;                     /* seed host:port, in the order given */
     int    ncluster;
     int    threads;                     /* workers, default 1 */

@@ -1,5 +1,5 @@
 /*
- * admin: the operator's HTTP endpoint (admin-listen, default 127.0.0.1:9121)
+ * admin: the operator's HTTP endpoint (admin-listen, default 127.0.0.1:8380)
  * on its own thread and event loop, never on a worker's request path.
  *
  *   GET /healthz  200 "ok" while the process serves (draining included)

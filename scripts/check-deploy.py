@@ -16,13 +16,16 @@ without a container engine (scripts/test.sh runs it).
    (tagproxy -t), address-map mapping each node's fixed address to its
    service name, the published ports the config's, a stop grace period
    above shutdown-timeout-ms.
-4. docker/k8s/sidecar.yaml: the ConfigMap's config loads with its rules file
-   (tagproxy -t, the mount path mapped to a temporary folder), the rules are
-   conf/layouts/botmesh-v1.rules byte for byte, the bot's REDIS_URL is the
-   config's loopback listen address, the probes use the admin port and
-   /healthz and /readyz, the Secret holds the key the env refers to, the
-   grace period outlasts preStop plus shutdown-timeout-ms, resources are
-   requested, the user is the image's.
+4. docker/k8s/sidecar.yaml and its kustomization: the proxy is a native
+   sidecar (an init container, restartPolicy Always) with the ConfigMap as
+   a folder beside the image's layouts; its config loads with a shipped
+   rules file (tagproxy -t, the paths mapped to a temporary folder); the
+   bot's REDIS_URL is the config's loopback listen address; startup and
+   readiness probe /readyz, liveness /healthz, on the admin port (not
+   9121); the Secret holds the key the env refers to; the memory limits
+   follow the sizing rule the ConfigMap writes; the restricted Pod
+   Security level (seccomp RuntimeDefault, non-root as the image's user,
+   read-only root, no capabilities); the grace period outlasts the drain.
 5. With SEED (host:port of a cluster node): the release binary runs the
    image's config (TAGPROXY_CLUSTER=SEED, its ports moved to free ones) and
    the HEALTHCHECK probe passes against it; after SIGTERM it exits 0 and
@@ -287,64 +290,134 @@ def check_compose(binary, image_conf):
 
 # ---- 4. Kubernetes sidecar ----
 
+MEMORY_UNITS = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "k": 1000, "M": 1000 ** 2,
+                "G": 1000 ** 3, "": 1}
+
+
+def k8s_bytes(q):
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi|k|M|G|)", str(q))
+    return int(m.group(1)) * MEMORY_UNITS[m.group(2)] if m else None
+
+
+def conf_bytes(v):
+    """A tagproxy memory size (1gb, 64mb, 1000) in bytes."""
+    m = re.fullmatch(r"(\d+)(gb|mb|kb|g|m|k|b|)", v.lower())
+    units = {"gb": 1024 ** 3, "mb": 1024 ** 2, "kb": 1024, "g": 1000 ** 3, "m": 1000 ** 2,
+             "k": 1000, "b": 1, "": 1}
+    return int(m.group(1)) * units[m.group(2)] if m else None
+
+
+def check_k8s_memory(d, limit):
+    """The sizing rule written in the ConfigMap, against the container's limit."""
+    size = {k: conf_bytes(d[k][0]) for k in ("maxmemory-clients", "script-cache-max-bytes",
+                                             "client-query-buffer-limit", "proto-max-bulk-len")
+            if k in d}
+    out = conf_bytes(d.get("client-output-buffer-limit", ["0"])[0])
+    pubsub = conf_bytes(d.get("client-output-buffer-limit-pubsub", ["0"])[0])
+    mem = size.get("maxmemory-clients") or 0
+    check(limit and mem and mem + size.get("script-cache-max-bytes", 0) + 64 * 1024 ** 2 <= limit,
+          "k8s: maxmemory-clients + script-cache-max-bytes + 64mb <= the memory limit %s" % limit)
+    half = mem // 2
+    check(0 < size.get("client-query-buffer-limit", 0) <= half and 0 < out <= half and
+          0 < pubsub <= half, "k8s: the query and output limits are at most half of "
+          "maxmemory-clients")
+    check(0 < size.get("proto-max-bulk-len", 0) <= size.get("client-query-buffer-limit", 0),
+          "k8s: proto-max-bulk-len <= client-query-buffer-limit")
+
+
+def check_k8s_security(spec, tp, image_uid):
+    """The restricted Pod Security level, and the image's user."""
+    pod = spec.get("securityContext", {})
+    sc = tp.get("securityContext", {})
+    seccomp = (sc.get("seccompProfile") or pod.get("seccompProfile") or {}).get("type")
+    check(seccomp == "RuntimeDefault", "k8s: seccompProfile RuntimeDefault")
+    check(pod.get("runAsNonRoot") is True and sc.get("runAsUser") == image_uid,
+          "k8s: non-root, as the image's user %s" % image_uid)
+    check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
+          and sc.get("capabilities", {}).get("drop") == ["ALL"] and not
+          sc.get("capabilities", {}).get("add"),
+          "k8s: read-only root filesystem, no privilege escalation, no capabilities")
+    for c in spec.get("containers", []):
+        csc = c.get("securityContext", {})
+        check(csc.get("allowPrivilegeEscalation") is False and
+              csc.get("capabilities", {}).get("drop") == ["ALL"],
+              "k8s: container %s drops every capability, no privilege escalation" % c["name"])
+
+
 def check_k8s(binary, image_uid, tmp):
     docs = [d for d in yaml.safe_load_all(open(os.path.join(ROOT, "docker/k8s/sidecar.yaml"))) if d]
     kinds = {d["kind"]: d for d in docs}
     if not check(set(kinds) >= {"Secret", "ConfigMap", "Deployment"}, "k8s: Secret, ConfigMap, Deployment"):
         return
+    kust = yaml.safe_load(open(os.path.join(ROOT, "docker/k8s/kustomization.yaml")))
+    check(kust.get("kind") == "Kustomization" and kust.get("resources") == ["sidecar.yaml"],
+          "k8s: kustomization.yaml renders sidecar.yaml")
     cm, secret, dep = kinds["ConfigMap"], kinds["Secret"], kinds["Deployment"]
     spec = dep["spec"]["template"]["spec"]
+    sidecars = {c["name"]: c for c in spec.get("initContainers", [])}
     containers = {c["name"]: c for c in spec["containers"]}
-    tp = containers.get("tagproxy", {})
+    tp = sidecars.get("tagproxy", {})
+    check(tp.get("restartPolicy") == "Always" and "tagproxy" not in containers,
+          "k8s: the proxy is a native sidecar (an init container with restartPolicy Always)")
     mounts = {m["name"]: m["mountPath"] for m in tp.get("volumeMounts", [])}
     vols = {v["name"]: v for v in spec.get("volumes", [])}
     mount = [p for n, p in mounts.items() if vols.get(n, {}).get("configMap", {}).get("name") ==
              cm["metadata"]["name"]]
-    check(mount == ["/etc/tagproxy"], "k8s: the ConfigMap is mounted at /etc/tagproxy (%s)" % mount)
-    check(tp.get("args", [None])[0] == "/etc/tagproxy/tagproxy.conf" and "tagproxy.conf" in cm["data"],
-          "k8s: the proxy runs the ConfigMap's tagproxy.conf")
+    check(mount == ["/etc/tagproxy/conf.d"], "k8s: the ConfigMap is mounted at /etc/tagproxy/conf.d, "
+          "beside the image's layouts (%s)" % mount)
+    check(tp.get("args", [None])[0] == "/etc/tagproxy/conf.d/tagproxy.conf" and
+          "tagproxy.conf" in cm["data"], "k8s: the proxy runs the ConfigMap's tagproxy.conf")
     conf = cm["data"]["tagproxy.conf"]
     d = conf_directives(conf)
     mapped = os.path.join(tmp, "k8s-etc")
-    os.makedirs(mapped)
+    os.makedirs(os.path.join(mapped, "conf.d"))
+    shutil.copytree(os.path.join(ROOT, "conf/layouts"), os.path.join(mapped, "layouts"))
     for name, text in cm["data"].items():
-        with open(os.path.join(mapped, name), "w") as f:
+        with open(os.path.join(mapped, "conf.d", name), "w") as f:
             f.write(text.replace("/etc/tagproxy/", mapped + "/"))
     env = {}
     for e in tp.get("env", []):
         env[e["name"]] = e.get("value", "from-a-secret")
-    rc, out = run_t(binary, [os.path.join(mapped, "tagproxy.conf")] + env_as_args(env))
-    check(rc == 0, "k8s: the ConfigMap's config and rules load, with the container's env (%s)" % out)
+    rc, out = run_t(binary, [os.path.join(mapped, "conf.d/tagproxy.conf")] + env_as_args(env))
+    check(rc == 0, "k8s: the ConfigMap's config loads with the image's rules and the container's "
+          "env (%s)" % out)
     rules = d.get("layout-rules", [""])[0]
-    shipped = open(os.path.join(ROOT, "conf/layouts/botmesh-v1.rules")).read()
-    check(rules.startswith("/etc/tagproxy/") and
-          cm["data"].get(os.path.basename(rules)) == shipped,
-          "k8s: layout-rules is the ConfigMap's copy of conf/layouts/botmesh-v1.rules, byte for byte")
+    check(rules.startswith("/etc/tagproxy/layouts/") and
+          os.path.exists(os.path.join(ROOT, "conf/layouts", os.path.basename(rules))),
+          "k8s: layout-rules is a rules file the image ships (%s)" % rules)
+    check(d.get("config-watch", ["yes"])[0] == "yes", "k8s: the config reloads when the ConfigMap changes")
     listen = d["listen"][0]
     admin = port_of(d["admin-listen"][0])
+    check(admin != 9121, "k8s: the admin port is not redis_exporter's 9121")
     check(listen.startswith("127.0.0.1:"), "k8s: the sidecar listens on loopback only")
-    bot_env = {e["name"]: e.get("value") for c in containers.values() if c is not tp
-               for e in c.get("env", [])}
+    bot_env = {e["name"]: e.get("value") for c in containers.values() for e in c.get("env", [])}
     check(bot_env.get("REDIS_URL") == "redis://" + listen, "k8s: the bot's REDIS_URL is redis://%s" % listen)
-    live, ready = tp.get("livenessProbe", {}).get("httpGet", {}), tp.get("readinessProbe", {}).get("httpGet", {})
-    check(live.get("path") == "/healthz" and live.get("port") == admin, "k8s: liveness GET /healthz on the admin port")
-    check(ready.get("path") == "/readyz" and ready.get("port") == admin, "k8s: readiness GET /readyz on the admin port")
+    probes = {k: tp.get(k, {}).get("httpGet", {}) for k in ("startupProbe", "livenessProbe",
+                                                             "readinessProbe")}
+    check(probes["startupProbe"].get("path") == "/readyz" and probes["startupProbe"].get("port") == admin,
+          "k8s: startup GET /readyz on the admin port (the bot starts once the proxy is ready)")
+    check(probes["livenessProbe"].get("path") == "/healthz" and probes["livenessProbe"].get("port") == admin,
+          "k8s: liveness GET /healthz on the admin port")
+    check(probes["readinessProbe"].get("path") == "/readyz" and probes["readinessProbe"].get("port") == admin,
+          "k8s: readiness GET /readyz on the admin port")
     ports = {p["containerPort"] for p in tp.get("ports", [])}
     check(ports == {port_of(listen), admin}, "k8s: containerPorts are the listen and admin ports")
+    ann = dep["spec"]["template"]["metadata"].get("annotations", {})
+    check(ann.get("prometheus.io/port") == str(admin), "k8s: the scrape annotation names the admin port")
     pw = [e for e in tp.get("env", []) if e["name"] == "TAGPROXY_CLUSTER_PASSWORD"]
     ref = pw[0].get("valueFrom", {}).get("secretKeyRef", {}) if pw else {}
     check(ref.get("name") == secret["metadata"]["name"] and ref.get("key") in secret.get("stringData", {}),
           "k8s: TAGPROXY_CLUSTER_PASSWORD comes from the Secret's key")
-    req = tp.get("resources", {}).get("requests", {})
-    check("cpu" in req and "memory" in req, "k8s: the sidecar requests cpu and memory")
-    pre = tp.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
-    wait = int(pre[1]) if len(pre) == 2 and pre[0] == "sleep" else None
+    res = tp.get("resources", {})
+    check("cpu" in res.get("requests", {}) and "memory" in res.get("requests", {}),
+          "k8s: the sidecar requests cpu and memory")
+    check_k8s_memory(d, k8s_bytes(res.get("limits", {}).get("memory", "")))
+    check(not tp.get("lifecycle", {}).get("preStop"),
+          "k8s: no preStop wait (a native sidecar stops after the bot)")
     grace = spec.get("terminationGracePeriodSeconds", 30)
     timeout_s = int(d.get("shutdown-timeout-ms", ["5000"])[0]) / 1000
-    check(wait is not None and grace > wait + timeout_s,
-          "k8s: terminationGracePeriodSeconds %s > preStop wait %s + shutdown-timeout-ms" % (grace, wait))
-    check(tp.get("securityContext", {}).get("runAsUser") == image_uid,
-          "k8s: runs as the image's user %s" % image_uid)
+    check(grace > timeout_s, "k8s: terminationGracePeriodSeconds %s > shutdown-timeout-ms" % grace)
+    check_k8s_security(spec, tp, image_uid)
 
 
 def main():

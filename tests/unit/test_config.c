@@ -128,7 +128,7 @@ START_TEST(test_defaults)
 
     config_defaults(&d);
     ck_assert_str_eq(d.listen, "127.0.0.1:6380");
-    ck_assert_str_eq(d.admin_listen, "127.0.0.1:9121");
+    ck_assert_str_eq(d.admin_listen, "127.0.0.1:8380");
     ck_assert_int_eq(d.ncluster, 0);
     ck_assert_ptr_null(d.cluster);
     ck_assert_int_eq(d.threads, 1);
@@ -1287,7 +1287,7 @@ START_TEST(test_admin_listen)
     char *env_on[] = { "TAGPROXY_ADMIN_LISTEN=127.0.0.1:1", NULL };
     char *env_off[] = { "TAGPROXY_ADMIN_LISTEN=off", NULL };
     char *argv_off[] = { "--admin-listen", "OFF" };
-    char *argv_on[] = { "--admin-listen", "[::1]:9121" };
+    char *argv_on[] = { "--admin-listen", "[::1]:8380" };
     struct config c;
 
     ck_assert_msg(load_text(&c, "admin-listen off\n") == 0, "%s", err);
@@ -1301,14 +1301,14 @@ START_TEST(test_admin_listen)
     ck_assert_ptr_null(c.admin_listen);
     config_free(&c);
     ck_assert_int_eq(config_load(&c, NULL, env_off, 2, argv_on, err, sizeof err), 0);
-    ck_assert_str_eq(c.admin_listen, "[::1]:9121");
+    ck_assert_str_eq(c.admin_listen, "[::1]:8380");
     config_free(&c);
     ck_assert_int_eq(config_load(&c, NULL, env_off, 0, NULL, err, sizeof err), 0);
     ck_assert_ptr_null(c.admin_listen);
     config_free(&c);
-    ck_assert_int_eq(load_text(&c, "admin-listen 9121\n"), -1);
+    ck_assert_int_eq(load_text(&c, "admin-listen 8380\n"), -1);
     ck_assert_msg(strstr(err, ":1: 'admin-listen' wants host:port with a port from 1 to 65535, "
-                              "or off, not '9121'") != NULL, "%s", err);
+                              "or off, not '8380'") != NULL, "%s", err);
     ck_assert_int_eq(load_text(&c, "admin-listen\n"), -1);
 }
 END_TEST
