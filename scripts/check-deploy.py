@@ -30,9 +30,14 @@ without a container engine (scripts/test.sh runs it).
    image's config (TAGPROXY_CLUSTER=SEED, its ports moved to free ones) and
    the HEALTHCHECK probe passes against it; after SIGTERM it exits 0 and
    the probe fails.
+6. With SEED too: docker/monitoring's alerting rules pass `promtool check
+   rules` and their unit tests (`promtool test rules`), the Grafana
+   dashboard parses, and every metric either uses is one the release
+   binary's /metrics exports.
 Prints one line per check; exits 1 if any failed.
 """
 import http.server
+import json
 import os
 import re
 import shlex
@@ -224,6 +229,7 @@ def check_release_runs(dest, seed, tmp):
     env.update(TAGPROXY_CLUSTER=seed, TAGPROXY_LISTEN="127.0.0.1:%d" % free_port(),
                TAGPROXY_ADMIN_LISTEN=admin)
     log = open(os.path.join(tmp, "release-proxy.log"), "w")
+    exposition = ""
     p = subprocess.Popen([binary, conf], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         ok = False
@@ -235,6 +241,7 @@ def check_release_runs(dest, seed, tmp):
                 break
             time.sleep(0.1)
         check(ok, "the release binary serves the image's config; HEALTHCHECK passes")
+        exposition = http_get("http://%s/metrics" % admin) if ok else ""
         p.terminate()
         check(p.wait(timeout=10) == 0, "the release binary exits 0 on SIGTERM")
         check(subprocess.run([probe], env=env).returncode == 1, "HEALTHCHECK fails once it stopped")
@@ -245,6 +252,68 @@ def check_release_runs(dest, seed, tmp):
         log.close()
     if failed:
         print(open(os.path.join(tmp, "release-proxy.log")).read()[-2000:])
+    return exposition
+
+
+def http_get(url):
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+# ---- 6. monitoring: alerting rules and the dashboard ----
+
+def metric_names(exposition):
+    """The families of /metrics, with a histogram's series names."""
+    names = set()
+    for line in exposition.splitlines():
+        m = re.match(r"# TYPE (\S+) (\S+)", line)
+        if m:
+            names.add(m.group(1))
+            if m.group(2) == "histogram":
+                names.update(m.group(1) + s for s in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def used_names(expr):
+    return set(re.findall(r"\b((?:tagproxy|process)_[a-z0-9_]+)\b", expr))
+
+
+def check_monitoring(exposition):
+    mon = os.path.join(ROOT, "docker/monitoring")
+    rules = os.path.join(mon, "tagproxy-alerts.yaml")
+    for args, what in ((["check", "rules", rules], "promtool check rules"),
+                       (["test", "rules", os.path.join(mon, "tagproxy-alerts.test.yaml")],
+                        "promtool test rules (the alerts' unit tests)")):
+        try:
+            p = subprocess.run(["promtool"] + args, capture_output=True, text=True, cwd=mon)
+            out = (p.stdout + p.stderr).strip()
+            check(p.returncode == 0, "monitoring: %s" % what)
+            if p.returncode:
+                print(out)
+        except FileNotFoundError:
+            check(False, "monitoring: promtool is installed (make deps: the prometheus package)")
+    exprs = {}
+    for g in yaml.safe_load(open(rules))["groups"]:
+        for r in g["rules"]:
+            exprs["alert " + r["alert"]] = r["expr"]
+    dash = json.load(open(os.path.join(mon, "tagproxy-dashboard.json")))
+    check(dash.get("panels") and all(p.get("targets") for p in dash["panels"]),
+          "monitoring: the dashboard parses and every panel has a query")
+    for p in dash.get("panels", []):
+        for t in p.get("targets", []):
+            exprs["panel %s/%s" % (p["title"], t["refId"])] = t["expr"]
+    exprs["instance variable"] = dash["templating"]["list"][1]["query"]
+    names = metric_names(exposition)
+    if not check(len(names) > 20, "monitoring: /metrics of the release binary read (%d families)"
+                 % len(names)):
+        return
+    unknown = {w: sorted(used_names(e) - names) for w, e in exprs.items() if used_names(e) - names}
+    check(not unknown, "monitoring: every metric the alerts and the dashboard use is one the "
+          "proxy exports%s" % (": %s" % unknown if unknown else ""))
 
 
 # ---- 3. compose ----
@@ -429,7 +498,7 @@ def main():
         dest = os.path.join(tmp, "rel")
         if check_release(dest):
             if len(sys.argv) > 2:
-                check_release_runs(dest, sys.argv[2], tmp)
+                check_monitoring(check_release_runs(dest, sys.argv[2], tmp))
             uid = check_dockerfile(dest, image_conf)
             check_probe()
             check_compose(binary, image_conf)
