@@ -60,10 +60,25 @@ static void put_memory(FILE *out, long long v)
     fprintf(out, " %lld", v);
 }
 
+static void put_unset(FILE *out, const char *name)
+{
+    fprintf(out, "# %s (unset)\n", name);
+}
+
+/* "NAME ARG..." on a line of its own. */
+static void put_line(FILE *out, const char *name, const char *const *args, int n)
+{
+    fputs(name, out);
+    for (int i = 0; i < n; i++)
+        put_arg(out, args[i]);
+    fputc('\n', out);
+}
+
 #define FIELD(c, d, type) (*(const type *)((const char *)(c) + (d)->offset))
 
 static void show_field(const struct config *c, const struct shown *d, FILE *out)
 {
+    static const char *const redacted = CONFIG_REDACTED;
     const char *s;
     switch (d->kind) {
     case K_INT:
@@ -83,13 +98,10 @@ static void show_field(const struct config *c, const struct shown *d, FILE *out)
     case K_STRING:
     case K_SECRET:
         s = FIELD(c, d, char *);
-        if (!s) {
-            fprintf(out, "# %s (unset)\n", d->name);
-            break;
-        }
-        fputs(d->name, out);
-        put_arg(out, d->kind == K_SECRET ? CONFIG_REDACTED : s);
-        fputc('\n', out);
+        if (!s)
+            put_unset(out, d->name);
+        else
+            put_line(out, d->name, d->kind == K_SECRET ? &redacted : &s, 1);
         break;
     case K_SPECIAL:
         d->show(c, d, out);
@@ -101,21 +113,16 @@ static void show_field(const struct config *c, const struct shown *d, FILE *out)
 
 static void show_list(FILE *out, const char *name, char *const *v, int n)
 {
-    if (n == 0) {
-        fprintf(out, "# %s (unset)\n", name);
-        return;
-    }
-    fputs(name, out);
-    for (int i = 0; i < n; i++)
-        put_arg(out, v[i]);
-    fputc('\n', out);
+    if (n == 0)
+        put_unset(out, name);
+    else
+        put_line(out, name, (const char *const *)v, n);
 }
 
 static void show_admin_listen(const struct config *c, const struct shown *d, FILE *out)
 {
-    fputs(d->name, out);
-    put_arg(out, c->admin_listen ? c->admin_listen : "off");
-    fputc('\n', out);
+    const char *v = c->admin_listen ? c->admin_listen : "off";
+    put_line(out, d->name, &v, 1);
 }
 
 static void show_cluster(const struct config *c, const struct shown *d, FILE *out)
@@ -126,7 +133,7 @@ static void show_cluster(const struct config *c, const struct shown *d, FILE *ou
 static void show_users(const struct config *c, const struct shown *d, FILE *out)
 {
     if (c->nusers == 0)
-        fprintf(out, "# %s (unset)\n", d->name);
+        put_unset(out, d->name);
     for (int i = 0; i < c->nusers; i++) {
         const struct config_user *u = &c->users[i];
         fputs(d->name, out);
@@ -158,19 +165,17 @@ static void show_output_limit(const struct config *c, const struct shown *d, FIL
 static void show_address_map(const struct config *c, const struct shown *d, FILE *out)
 {
     if (c->naddress_map == 0)
-        fprintf(out, "# %s (unset)\n", d->name);
+        put_unset(out, d->name);
     for (int i = 0; i < c->naddress_map; i++) {
-        fputs(d->name, out);
-        put_arg(out, c->address_map[i].from);
-        put_arg(out, c->address_map[i].to);
-        fputc('\n', out);
+        const char *pair[2] = { c->address_map[i].from, c->address_map[i].to };
+        put_line(out, d->name, pair, 2);
     }
 }
 
 static void show_layout_rules(const struct config *c, const struct shown *d, FILE *out)
 {
     if (c->nlayout_rules == 0)
-        fprintf(out, "# %s (unset)\n", d->name);
+        put_unset(out, d->name);
     for (int i = 0; i < c->nlayout_rules; i++) {
         const struct config_layout_rules *r = &c->layout_rules[i];
         fputs(d->name, out);
@@ -189,12 +194,10 @@ static void show_layout_prefix(const struct config *c, const struct shown *d, FI
 static void show_script_map(const struct config *c, const struct shown *d, FILE *out)
 {
     if (c->nscript_map == 0)
-        fprintf(out, "# %s (unset)\n", d->name);
+        put_unset(out, d->name);
     for (int i = 0; i < c->nscript_map; i++) {
-        fputs(d->name, out);
-        put_arg(out, c->script_map[i].sha);
-        put_arg(out, c->script_map[i].path);
-        fputc('\n', out);
+        const char *pair[2] = { c->script_map[i].sha, c->script_map[i].path };
+        put_line(out, d->name, pair, 2);
     }
 }
 
