@@ -9,7 +9,7 @@
  *
  * Collecting reads other threads' counters with relaxed loads and takes the
  * masters' lock once (masters.h): it is for scrapes and INFO, never for the
- * request path. The metric names are listed in the README.
+ * request path. The metric names are listed in docs/operations.md.
  */
 #ifndef TAGPROXY_METRICS_H
 #define TAGPROXY_METRICS_H

@@ -35,7 +35,7 @@
  * round; sent first, the nodes work on them while the proxy is still
  * writing replies. One request per client is the opposite case: the client
  * waiting for its reply is the long pole, and the plain order serves it
- * better (README, Performance).
+ * better (docs/performance.md).
  *
  * A round that served a few sockets (IO_PAUSE_MIN_READS to
  * IO_PAUSE_MAX_READS) ends, after its writes, with a pause of pause_us

@@ -2,8 +2,9 @@
 # `make test`: scripts/test.sh [--unit-only] [UNIT_TEST_BINARY...]
 #
 # 1. Runs the unit test binaries given as arguments, and
-#    scripts/check-docs.py (the rules syntax alike in the README and in
-#    every conf/layouts/*.rules header) and scripts/check-layers.py (every
+#    scripts/check-docs.py (the rules syntax alike in docs/key-layouts.md
+#    and in every conf/layouts/*.rules header; every link of README.md and
+#    docs/*.md resolving inside the repository) and scripts/check-layers.py (every
 #    #include of the daemon points down its layers, scripts/layers).
 # 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
 #    on free ports (base in 20000-29000, each port and port+10000 free) in a

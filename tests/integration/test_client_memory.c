@@ -26,7 +26,7 @@
 #define MAX_SETS        300000      /* 300 MB in all */
 #define STUCK_MS        1500        /* a flood ends once the proxy takes nothing this long */
 #define BACKLOG_MB      16          /* client-backlog-limit's default */
-/* What the proxy itself, its pools and malloc's arenas add (README); under
+/* What the proxy itself, its pools and malloc's arenas add (docs/commands.md); under
  * AddressSanitizer each allocation's redzones and the freed memory it
  * quarantines add more. */
 #ifdef __SANITIZE_ADDRESS__

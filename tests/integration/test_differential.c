@@ -217,7 +217,7 @@ static void make_episode(uint64_t *s, struct episode *e, const char *token)
         char tmpl[256], *save = NULL;
         int argc = 0;
         /* inside MULTI the proxy refuses, saying why, what needs a
-         * connection of its own or keys of several slots (README) */
+         * connection of its own or keys of several slots (docs/commands.md) */
         do
             snprintf(tmpl, sizeof tmpl, "%s", H_PICK(s, templates));
         while ((maybe_multi &&

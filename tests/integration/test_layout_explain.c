@@ -1,6 +1,7 @@
 /*
  * `tagproxy layout explain` (ops/explain.h), run as users run it: the
- * binary, offline, its output and exit status. The README's examples with
+ * binary, offline, its output and exit status. The examples of
+ * docs/key-layouts.md ("Checking rules") with
  * the shipped botmesh-v1 rules (a chat id holding ':', a lock fence, a
  * user-data key, a cluster name mapped back, a key no rule matches), two
  * rules files each for its prefix, a config file, and the errors: a bad
