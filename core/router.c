@@ -50,7 +50,7 @@ static const struct route_entry router_routes[] = {
     REFUSED("sync", not_proxy), REFUSED("psync", not_proxy), REFUSED("replconf", not_proxy),
     REFUSED("replicaof", not_proxy), REFUSED("slaveof", not_proxy),
     REFUSED("failover", not_proxy), REFUSED("shutdown", not_proxy),
-    REFUSED("debug", not_proxy), REFUSED("module", not_proxy),
+    REFUSED("debug", not_proxy), REFUSED("module", not_proxy), REFUSED("module|*", not_proxy),
     REFUSED("cluster|countkeysinslot", one_node), REFUSED("cluster|getkeysinslot", one_node),
     REFUSED("cluster|links", one_node), REFUSED("cluster|count-failure-reports", one_node),
     REFUSED("cluster|replicas", one_node), REFUSED("cluster|slaves", one_node),

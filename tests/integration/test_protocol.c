@@ -327,6 +327,30 @@ START_TEST(test_refused_commands)
 }
 END_TEST
 
+/* What cannot mean the same thing through a proxy stays refused with
+ * dangerous commands on: MODULE's subcommands too (a module loaded on one
+ * master is not loaded on the cluster). */
+START_TEST(test_refused_even_when_dangerous)
+{
+    static const char *const args[] = { "--enable-dangerous-commands", "yes", NULL };
+    static const char *refused[] = { "MODULE LIST", "MODULE LOAD /nonexistent.so",
+                                     "MODULE UNLOAD x", "MODULE", "SWAPDB 0 1", "DEBUG SLEEP 0" };
+    struct h_proxy px;
+    h_proxy_start(&px, args);
+    redisContext *c = h_connect_extra(&px);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        redisReply *r = h_cmd(c, refused[i]);
+        ck_assert_msg(r->type == REDIS_REPLY_ERROR &&
+                      (strstr(r->str, "cannot mean the same thing through a cluster proxy") ||
+                       strstr(r->str, "wrong number of arguments")),
+                      "'%s' got %s", refused[i], h_show(r));
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* With proto-max-bulk-len at its minimum, 1mb (an extra proxy instance): a
  * longer bulk is a protocol error, shorter ones pass. */
 START_TEST(test_proto_max_bulk_len)
@@ -466,6 +490,7 @@ static Suite *protocol_suite(void)
     tcase_add_test(tc, test_local_command_time_dbsize);
     tcase_add_test(tc, test_unknown_command);
     tcase_add_test(tc, test_refused_commands);
+    tcase_add_test(tc, test_refused_even_when_dangerous);
     tcase_add_test(tc, test_proto_max_bulk_len);
     tcase_add_test(tc, test_query_buffer_limit);
     tcase_add_test(tc, test_output_buffer_limit);
