@@ -108,10 +108,14 @@ static void note_error(struct wl_client *cl, const char *s)
         cl->err_sample = strdup(s);
 }
 
-/* An error reply: the proxy says whether the command may have run. */
-static int error_outcome(struct wl_client *cl, const redisReply *r)
+/* An error reply to a command of kind what: the proxy says whether the
+ * command may have run. The sample names the kind, to tell a script's
+ * error from a plain command's. */
+static int error_outcome(struct wl_client *cl, const char *what, const redisReply *r)
 {
-    note_error(cl, r->str);
+    char sample[300];
+    snprintf(sample, sizeof sample, "%s: %s", what, r->str);
+    note_error(cl, sample);
     return strstr(r->str, "may have run") ? OUT_UNKNOWN : OUT_FAILED;
 }
 
@@ -144,14 +148,15 @@ static int multi_outcome(struct wl_client *cl)
     int out;
     if (m->type == REDIS_REPLY_ERROR)
         out = q->type == REDIS_REPLY_INTEGER ? OUT_OK
-            : q->type == REDIS_REPLY_ERROR ? error_outcome(cl, q) : OUT_UNKNOWN;
+            : q->type == REDIS_REPLY_ERROR ? error_outcome(cl, "RPUSH after a refused MULTI", q)
+                                           : OUT_UNKNOWN;
     else if (e->type == REDIS_REPLY_ARRAY && e->elements == 1 &&
              e->element[0]->type == REDIS_REPLY_INTEGER)
         out = OUT_OK;
     else if (e->type == REDIS_REPLY_NIL)
         out = OUT_FAILED;
     else if (e->type == REDIS_REPLY_ERROR)
-        out = error_outcome(cl, e);
+        out = error_outcome(cl, "EXEC", e);
     else
         out = OUT_UNKNOWN;
     freeReplyObject(m);
@@ -169,8 +174,9 @@ static int op_outcome(struct wl_client *cl, const struct op *op)
         redisReply *r;
         if (get(cl, &r) < 0)
             return -1;
+        static const char *const names[] = { "RPUSH", "EVAL", "MULTI", "INCR" };
         out = r->type == REDIS_REPLY_INTEGER ? OUT_OK
-            : r->type == REDIS_REPLY_ERROR ? error_outcome(cl, r) : OUT_UNKNOWN;
+            : r->type == REDIS_REPLY_ERROR ? error_outcome(cl, names[op->kind], r) : OUT_UNKNOWN;
         freeReplyObject(r);
     }
     if (out >= 0 && cl->wl->o.wait_replica) {
