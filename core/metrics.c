@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/procstat.h"
 #include "base/version.h"
 #include "core/client.h"
 #include "core/proxy.h"
@@ -29,7 +30,6 @@ int metrics_collect(struct metrics *m, struct proxy *p)
     m->threads = p->nworkers;
     m->uptime_s = (uint64_t)(time(NULL) - p->started);
     m->started = (long long)p->started;
-    procstat_read(&m->process);
     m->reloads[0] = stat_get(&p->reloads[0]);
     m->reloads[1] = stat_get(&p->reloads[1]);
     m->client_memory = client_mem_total(p);
@@ -235,21 +235,23 @@ static void prom_commands(const struct metrics *m, struct evbuffer *b)
             prom_command(b, command_by_index(i)->fullname, &m->sum.cmds[i]);
 }
 
-/* The process_* family, as Prometheus client libraries write it. */
+/* The process_* family, as Prometheus client libraries write it, read
+ * from /proc here: only a scrape needs it, never INFO on a worker. */
 static void prom_process(const struct metrics *m, struct evbuffer *b)
 {
-    const struct procstat *ps = &m->process;
+    struct procstat ps;
+    procstat_read(&ps);         /* zeroed where /proc cannot be read */
     prom_head(b, "process_cpu_seconds_total", "counter", "User and system CPU time spent.");
     evbuffer_add(b, "process_cpu_seconds_total ", 26);
-    prom_seconds(b, ps->cpu_usec);
+    prom_seconds(b, ps.cpu_usec);
     evbuffer_add(b, "\n", 1);
     prom_gauge(b, "process_resident_memory_bytes", "Resident memory size.",
-               (long long)ps->resident_bytes);
+               (long long)ps.resident_bytes);
     prom_gauge(b, "process_virtual_memory_bytes", "Virtual memory size.",
-               (long long)ps->virtual_bytes);
-    prom_gauge(b, "process_open_fds", "Open file descriptors.", ps->open_fds);
+               (long long)ps.virtual_bytes);
+    prom_gauge(b, "process_open_fds", "Open file descriptors.", ps.open_fds);
     prom_gauge(b, "process_max_fds", "Most open file descriptors allowed (-1: no limit).",
-               ps->max_fds);
+               ps.max_fds);
     prom_gauge(b, "process_start_time_seconds", "Start time of the process since the epoch.",
                m->started);
 }

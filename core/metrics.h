@@ -9,14 +9,14 @@
  *
  * Collecting reads other threads' counters with relaxed loads and takes the
  * masters' lock once (masters.h): it is for scrapes and INFO, never for the
- * request path. The metric names are listed in docs/operations.md.
+ * request path. The process_* figures are read from /proc by
+ * metrics_prometheus() alone (the admin thread), not by INFO. The metric names are listed in docs/operations.md.
  */
 #ifndef TAGPROXY_METRICS_H
 #define TAGPROXY_METRICS_H
 
 #include <stdint.h>
 
-#include "base/procstat.h"
 #include "cluster/topology.h"
 #include "core/masters.h"
 #include "core/stats.h"
@@ -32,7 +32,6 @@ struct metrics {
     int max_clients, threads;
     uint64_t uptime_s;
     long long started;              /* unix seconds */
-    struct procstat process;        /* zero where /proc cannot be read */
     uint64_t refreshes, refresh_failures;
     uint64_t reloads[2];            /* applied, refused */
     struct masters_view nodes;      /* the masters, coverage, readiness (masters.h) */

@@ -206,6 +206,13 @@ static long long next_array(const char *buf, size_t len, size_t *off)
     return strtoll(buf + at + 1, NULL, 10);
 }
 
+/* A name the cluster holds that no listing shows: the layout's own keys,
+ * and legacy-layout names no client can reach (rewrite.h). */
+static bool unlisted(const struct layout *l, const char *key, size_t len)
+{
+    return rewrite_is_internal(l, key, len) || rewrite_is_shadowed(l, key, len);
+}
+
 /* The legacy name of key into *name (buf or key itself); 0, -1 no memory. */
 struct legacy_name {
     char fixed[512], *buf;
@@ -244,8 +251,7 @@ static long long add_listed(const struct layout *l, const char *buf, size_t len,
             added = -1;
             break;
         }
-        if (name == key && (rewrite_is_internal(l, key, klen) ||
-                            rewrite_is_shadowed(l, key, klen)))
+        if (name == key && unlisted(l, key, klen))
             continue;
         if (pattern && !glob_match(pattern, plen, name, nlen))
             continue;
@@ -302,8 +308,7 @@ static const char *visible_key(const struct layout *l, struct request *part, siz
     struct evbuffer *b = request_reply_buffer(part);
     size_t len = evbuffer_get_length(b), off = 0;
     const char *buf = len ? (const char *)evbuffer_pullup(b, -1) : NULL, *key;
-    if (!buf || next_bulk(buf, len, &off, &key, klen) < 0 || rewrite_is_internal(l, key, *klen) ||
-        rewrite_is_shadowed(l, key, *klen))
+    if (!buf || next_bulk(buf, len, &off, &key, klen) < 0 || unlisted(l, key, *klen))
         return NULL;
     return key;
 }
@@ -324,7 +329,7 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
     }
     if (next_bulk(buf, len, &off, &key, &klen) < 0)
         return -1;
-    if (rewrite_is_internal(l, key, klen) || rewrite_is_shadowed(l, key, klen)) {
+    if (unlisted(l, key, klen)) {
         key = NULL;
         for (int i = 0; i < p->nparts && !key; i++)
             key = visible_key(l, p->parts[i], &klen);

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hostport.h"
 #include "base/counter.h"
+#include "base/hostport.h"
 #include "base/log.h"
 #include "cluster/health.h"
 #include "config/config.h"

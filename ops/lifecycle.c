@@ -9,8 +9,8 @@
 
 #include "base/log.h"
 #include "cluster/node.h"
-#include "core/masters.h"
 #include "config/snapshot.h"
+#include "core/masters.h"
 #include "core/proxy.h"
 #include "core/worker.h"
 #include "keylayout/layout.h"
