@@ -48,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import yaml
 
@@ -256,7 +257,6 @@ def check_release_runs(dest, seed, tmp):
 
 
 def http_get(url):
-    import urllib.request
     try:
         with urllib.request.urlopen(url, timeout=5) as r:
             return r.read().decode()
