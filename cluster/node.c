@@ -39,6 +39,20 @@ static void asking_reply(struct node_req *r, struct evbuffer *in, const char *by
     internal_free(r);
 }
 
+/* The login as opts->as_user holds: what waited goes out. */
+static void gate_open(struct node_conn *c)
+{
+    if (!c->gated)
+        return;
+    size_t n = evbuffer_get_length(c->gated);
+    if (n > 0) {
+        io_out_add(&c->io, evbuffer_pullup(c->gated, -1), n);
+        io_conn_want_write(&c->io);
+    }
+    evbuffer_free(c->gated);
+    c->gated = NULL;
+}
+
 static void auth_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
                        size_t len, const struct reply_scanner *s)
 {
@@ -55,12 +69,19 @@ static void auth_reply(struct node_req *r, struct evbuffer *in, const char *byte
          * text may quote the password. */
         char code[32];
         reply_error_code(s->errline, code, sizeof code);
-        snprintf(c->refused_why, sizeof c->refused_why, "node %s refused the proxy's login "
-                 "(%s): check cluster-user and cluster-password", c->addr, code);
+        if (c->opts->as_user)
+            snprintf(c->refused_why, sizeof c->refused_why, "node %s refused the proxy's login "
+                     "as node user %s (%s)%s", c->addr, c->opts->as_user, code,
+                     c->opts->as_refused_hint ? c->opts->as_refused_hint : "");
+        else
+            snprintf(c->refused_why, sizeof c->refused_why, "node %s refused the proxy's "
+                     "login (%s): check cluster-user and cluster-password", c->addr, code);
         c->refused_login = 1;
-        if (c->ninflight == 0)
-            node_conn_close(c, c->refused_why);
+        if (c->ninflight == 0 || c->gated)
+            node_conn_close(c, c->refused_why);     /* gated: none was written */
+        return;
     }
+    gate_open(c);
 }
 
 static void internal_fail(struct node_req *r, int may_have_run, const char *why)
@@ -73,18 +94,25 @@ static void internal_fail(struct node_req *r, int may_have_run, const char *why)
 static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc,
                           const char **argv)
 {
-    size_t lens[5];
+    size_t few[8];
+    size_t *lens = argc <= 8 ? few : malloc(sizeof *lens * (size_t)argc);
     struct node_req *r = calloc(1, sizeof *r);
     struct evbuffer *tmp = evbuffer_new();
-    if (!r || !tmp) {
+    if (!r || !tmp || !lens) {
         free(r);
         if (tmp)
             evbuffer_free(tmp);
+        if (lens != few)
+            free(lens);
+        /* a setup or login left out would run what follows as another user */
+        node_conn_close(c, "out of memory");
         return;
     }
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     resp_add_command(tmp, argc, argv, lens);
+    if (lens != few)
+        free(lens);
     r->on_reply = on_reply;
     r->on_fail = internal_fail;
     size_t n = evbuffer_get_length(tmp);
@@ -94,11 +122,14 @@ static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc
 
 /* The first command on a connection: AUTH when there is a password; on a
  * RESP3 connection HELLO 3, with the AUTH in it. Its error is a refused
- * login (auth_reply); HELLO's map is consumed there too. */
+ * login (auth_reply); HELLO's map is consumed there too. A connection as
+ * another node user (opts->as_user) then sets that user up and logs in as
+ * it, and only that last AUTH decides. */
 static void node_login(struct node_conn *c, const struct node_opts *opts)
 {
     const char *argv[5];
     int argc = 0;
+    node_reply_fn *first_reply = opts->as_user ? asking_reply : auth_reply;
     if (opts->resp3) {
         argv[argc++] = "HELLO";
         argv[argc++] = "3";
@@ -114,7 +145,16 @@ static void node_login(struct node_conn *c, const struct node_opts *opts)
         argv[argc++] = opts->password;
     }
     if (argc > 0)
-        send_internal(c, auth_reply, argc, argv);
+        send_internal(c, first_reply, argc, argv);
+    if (!opts->as_user)
+        return;
+    if (opts->setup_argc > 0)
+        send_internal(c, asking_reply, opts->setup_argc, opts->setup_argv);
+    const char *as[] = { "AUTH", opts->as_user, opts->as_password };
+    send_internal(c, auth_reply, 3, as);
+    c->gated = evbuffer_new();
+    if (!c->gated)
+        node_conn_close(c, "out of memory");
 }
 
 void node_send_asking(struct node_conn *c)
@@ -560,6 +600,11 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
         timer_arm(c, check_every_ms(c));
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
+    if (c->gated) {
+        if (evbuffer_add(c->gated, bytes, len) < 0)
+            node_conn_close(c, "out of memory");
+        return;
+    }
     io_out_add(&c->io, bytes, len);
     if (batch_add(c))
         io_conn_want_write(&c->io);
@@ -567,7 +612,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
 
 int node_send_raw(struct node_conn *c, const void *bytes, size_t len)
 {
-    if (c->state == NODE_CLOSED || c->refused_login)
+    if (c->state == NODE_CLOSED || c->refused_login || c->gated)
         return -1;
     io_out_add(&c->io, bytes, len);
     io_conn_want_write(&c->io);
@@ -590,8 +635,14 @@ void node_conn_close(struct node_conn *c, const char *why)
     if (c->state == NODE_CLOSED)
         return;
     int never_connected = c->state == NODE_CONNECTING;
-    /* bytes still in our output buffer never reached the node */
+    /* bytes still in our output buffer (or held for the login) never
+     * reached the node */
     size_t unsent = io_conn_pending(&c->io);
+    if (c->gated) {
+        unsent += evbuffer_get_length(c->gated);
+        evbuffer_free(c->gated);
+        c->gated = NULL;
+    }
     if (c->state == NODE_CONNECTING)
         NODE_COUNT(c, connect_failures);
     else

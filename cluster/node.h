@@ -143,6 +143,16 @@ struct node_opts {
     struct stats_nodes *stats;  /* the owner's counters; may be NULL */
     long long max_bulk_len;     /* proto-max-bulk-len: a longer bulk in a reply
                                  * resets the connection; 0: no bound */
+    /* A connection that runs as another node user (a client's, acl.h):
+     * after the login above, setup_argv (ACL SETUSER of that user) and then
+     * AUTH as_user as_password. Nothing else is written before that AUTH
+     * answers +OK: a refused one fails every request with "did not run",
+     * so nothing ever runs with the rights of the first login. */
+    const char *as_user;        /* NULL: an ordinary connection */
+    const char *as_password;
+    const char **setup_argv;
+    int setup_argc;
+    const char *as_refused_hint;/* said after a refusal of that AUTH */
 };
 
 struct node_conn {
@@ -165,6 +175,8 @@ struct node_conn {
      * other reply is its command's), then the connection closes. */
     int refused_login;
     char refused_why[REPLY_ERRLINE_MAX];
+    /* opts->as_user: the requests' bytes wait here until its AUTH answers */
+    struct evbuffer *gated;
     void (*on_down)(struct node_conn *c, void *arg);  /* after a failure */
     const char *down_why;       /* during on_down: why it closed */
     void (*on_drained)(struct node_conn *c, void *arg); /* output all written */

@@ -6,6 +6,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,8 +95,79 @@ static void digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
         memset(out, 0, ACL_DIGEST_LEN);     /* never matches a real digest */
 }
 
+static int bitmap_full(const uint64_t *bits)
+{
+    for (int id = 0; id < acl_command_count; id++)
+        if (!((bits[id >> 6] >> (id & 63)) & 1))
+            return 0;
+    return 1;
+}
+
+static void hex_of(const unsigned char *d, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The words of ACL SETUSER for u's node user, but its name and password:
+ * everything a node user may have had is reset, then u's rules. */
+static const char *const node_setup_head[] = {
+    "ACL", "SETUSER", NULL, "on", "resetpass", NULL, "resetkeys", "resetchannels",
+    "clearselectors", "-@all", "~*", "&*",
+};
+#define NODE_SETUP_NAME 2
+#define NODE_SETUP_PASS 5
+#define NODE_SETUP_HEAD ((int)(sizeof node_setup_head / sizeof node_setup_head[0]))
+
+/* The node user that runs u's scripts (acl.h), from its rules. */
+static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
+                          const char *cluster_password)
+{
+    unsigned char d[ACL_DIGEST_LEN];
+    unsigned int n = ACL_DIGEST_LEN;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    for (int i = NODE_SETUP_PASS + 1; ok && i < NODE_SETUP_HEAD; i++)
+        ok = EVP_DigestUpdate(ctx, node_setup_head[i], strlen(node_setup_head[i]) + 1) == 1;
+    for (int i = 0; ok && i < nrules; i++)
+        ok = EVP_DigestUpdate(ctx, rules[i], strlen(rules[i]) + 1) == 1;
+    ok = ok && EVP_DigestFinal_ex(ctx, d, &n) == 1;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return -1;
+    char hex[2 * ACL_DIGEST_LEN + 1];
+    hex_of(d, 12, hex);
+    snprintf(u->node_user, sizeof u->node_user, "tagproxy:%s", hex);
+
+    const char *key = cluster_password ? cluster_password : "";
+    if (!HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)u->node_user,
+              strlen(u->node_user), d, &n))
+        return -1;
+    hex_of(d, ACL_DIGEST_LEN, u->node_password);
+    digest(u->node_password, strlen(u->node_password), d);
+    char pass_rule[2 * ACL_DIGEST_LEN + 2] = "#";
+    hex_of(d, ACL_DIGEST_LEN, pass_rule + 1);
+
+    u->node_setup_argc = NODE_SETUP_HEAD + nrules;
+    u->node_setup = calloc((size_t)u->node_setup_argc, sizeof *u->node_setup);
+    if (!u->node_setup)
+        return -1;
+    for (int i = 0; i < u->node_setup_argc; i++) {
+        const char *w = i == NODE_SETUP_NAME ? u->node_user
+                      : i == NODE_SETUP_PASS ? pass_rule
+                      : i < NODE_SETUP_HEAD ? node_setup_head[i] : rules[i - NODE_SETUP_HEAD];
+        if (!(u->node_setup[i] = strdup(w)))
+            return -1;
+    }
+    return 0;
+}
+
 static int user_fill(struct acl_user *u, const char *name, const char *pass,
-                     char *const *rules, int nrules)
+                     char *const *rules, int nrules, const char *cluster_password)
 {
     u->name = strdup(name);
     u->allowed = calloc(bitmap_words(), sizeof *u->allowed);
@@ -111,7 +183,8 @@ static int user_fill(struct acl_user *u, const char *name, const char *pass,
             return -1;              /* checked at load: cannot happen */
         rule_apply(u->allowed, &r);
     }
-    return 0;
+    u->restricted = !bitmap_full(u->allowed);
+    return u->restricted ? node_user_fill(u, rules, nrules, cluster_password) : 0;
 }
 
 static const char *user_password(const struct config_user *cu)
@@ -126,9 +199,9 @@ static int default_fill(struct acl_user *u, const struct config *c)
         const struct config_user *cu = &c->users[i];
         if (strcmp(cu->argv[0], "default") == 0)
             return user_fill(u, "default", c->requirepass ? c->requirepass : user_password(cu),
-                             cu->argv + 2, cu->argc - 2);
+                             cu->argv + 2, cu->argc - 2, c->cluster_password);
     }
-    return user_fill(u, "default", c->requirepass, all, 1);
+    return user_fill(u, "default", c->requirepass, all, 1, c->cluster_password);
 }
 
 struct acl *acl_build(const struct config *c, char *err, size_t errlen)
@@ -146,7 +219,7 @@ struct acl *acl_build(const struct config *c, char *err, size_t errlen)
         if (strcmp(cu->argv[0], "default") == 0)
             continue;
         if (user_fill(&a->users[a->nusers++], cu->argv[0], user_password(cu),
-                      cu->argv + 2, cu->argc - 2) < 0)
+                      cu->argv + 2, cu->argc - 2, c->cluster_password) < 0)
             goto oom;
     }
     return a;
@@ -163,6 +236,9 @@ void acl_free(struct acl *a)
     for (int i = 0; a->users && i < a->nusers; i++) {
         free(a->users[i].name);
         free(a->users[i].allowed);
+        for (int k = 0; a->users[i].node_setup && k < a->users[i].node_setup_argc; k++)
+            free(a->users[i].node_setup[k]);
+        free(a->users[i].node_setup);
     }
     free(a->users);
     free(a);

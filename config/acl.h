@@ -30,6 +30,18 @@
  * On the hot path a permission check is one bit test: every command and
  * subcommand of the command table has an id (acl_command_id), and each user
  * holds a bitmap indexed by it.
+ *
+ * A script's calls (EVAL, EVALSHA, FCALL and their _RO forms) run on a
+ * node, out of the proxy's sight. A user whose rules allow less than
+ * everything (`restricted`) has them run on connections logged in as a
+ * node user that carries the same rules: "tagproxy:" and the first 24 hex
+ * digits of the rules' SHA-256, so every proxy with the same rules shares
+ * one node user and a change of rules makes a new one. Its password is an
+ * HMAC-SHA256 of that name keyed by cluster-password, and the node holds
+ * only the password's SHA-256 (`#...`). Each such connection sets the user
+ * up first (node_setup: ACL SETUSER, as cluster-user, which the cluster's
+ * ACL must allow), so a node that never saw it, a new master after a
+ * failover, has it before the login.
  */
 #ifndef TAGPROXY_ACL_H
 #define TAGPROXY_ACL_H
@@ -42,6 +54,7 @@
 struct config;
 
 #define ACL_DIGEST_LEN 32
+#define ACL_NODE_USER_LEN 40     /* "tagproxy:" + 24 hex digits + NUL */
 
 struct acl_user {
     char *name;
@@ -49,6 +62,12 @@ struct acl_user {
     unsigned char pass_digest[ACL_DIGEST_LEN];
     int nopass;                 /* any password logs in */
     uint64_t *allowed;          /* bit per acl_command_id */
+    int restricted;             /* its rules allow less than everything */
+    /* restricted: the node user its scripts run as (above) */
+    char node_user[ACL_NODE_USER_LEN];
+    char node_password[2 * ACL_DIGEST_LEN + 1];
+    char **node_setup;          /* ACL SETUSER node_user ... */
+    int node_setup_argc;
 };
 
 struct acl {

@@ -105,6 +105,9 @@ struct request {
                                        cluster's state is read to confirm it
                                        (scriptreply.h) */
     const struct request_hooks *hooks;  /* its family's reply handling, or NULL */
+    struct userconn *as_user;       /* a restricted user's script: it goes on this
+                                       node user's connections (userconn.h), not
+                                       the shared ones */
     struct tx_exec *exec;           /* EXEC: its transaction's state (txexec.h) */
     void (*on_done)(struct request *r); /* set: another request waits for r, and
                                        this is called as r is done, instead of

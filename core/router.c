@@ -20,6 +20,7 @@
 #include "core/route.h"
 #include "core/scriptload.h"
 #include "core/scripts.h"
+#include "core/userconn.h"
 #include "core/worker.h"
 #include "proto/command.h"
 #include "proto/reply.h"
@@ -253,6 +254,7 @@ void router_send(struct request *r)
     const char *why = NULL;
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? family_conn(r, node, &why)
+                           : r->as_user ? userconn_conn(r->as_user, node, request_resp(r))
                            : worker_conn(w, node, request_resp(r));
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
@@ -310,7 +312,10 @@ static struct node_conn *router_next_conn(struct request *r)
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
-    return node >= 0 ? worker_conn(w, node, request_resp(r)) : NULL;
+    if (node < 0)
+        return NULL;
+    return r->as_user ? userconn_conn(r->as_user, node, request_resp(r))
+                      : worker_conn(w, node, request_resp(r));
 }
 
 /*
@@ -926,6 +931,20 @@ static int rewrite_keys(struct request *r, const struct route *rt)
     return 0;
 }
 
+/* A restricted user's script runs on its node user's connections
+ * (userconn.h), with the user's rights. 0, or -1 with r answered. */
+static int run_as_user(struct request *r, const struct route *rt)
+{
+    const char *why;
+    if (rt->in_multi != TXC_SCRIPT || !r->client->user->restricted)
+        return 0;
+    r->as_user = userconn_of(r->worker, r->client->user, &why);
+    if (r->as_user)
+        return 0;
+    router_reject(r, why);
+    return -1;
+}
+
 void router_dispatch(struct request *r)
 {
     struct client *c = r->client;
@@ -941,7 +960,7 @@ void router_dispatch(struct request *r)
     const struct route *rt = route_of(cmd);
     if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&watchers, __ATOMIC_RELAXED))
         watcher(r);             /* as sent: before the key layout rewrites it */
-    if (rewrite_keys(r, rt) < 0)
+    if (rewrite_keys(r, rt) < 0 || run_as_user(r, rt) < 0)
         return;
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))
         rt = route_blocking_read();

@@ -21,6 +21,7 @@
 #include "config/snapshot.h"
 #include "core/client.h"
 #include "core/proxy.h"
+#include "core/userconn.h"
 #include "core/worker.h"
 
 /* Operations in one batched read or write (io.h): more sockets than this in a
@@ -68,6 +69,7 @@ static void worker_take_topology(struct worker *w, struct topology *t)
     topology_unref(w->topo);
     w->topo = t;
     memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);
+    userconn_topology(w);
     worker_topology_taken(w);
 }
 
@@ -91,6 +93,7 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->node_opts.tls_insecure = w->proxy->cfg.cluster_tls_insecure;
     w->node_opts3 = w->node_opts;
     w->node_opts3.resp3 = 1;
+    userconn_config(w);
     snapshot_unref(old);
     /* the last worker to take a reload says so: from then on every new
      * command runs with it (scripts and operators wait for this line) */

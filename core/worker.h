@@ -133,6 +133,8 @@ struct worker {
                                            this thread, read by any (atomic) */
 
     struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
+    struct userconns *userconns;        /* restricted users' scripts (userconn.h), NULL
+                                           until the first */
     void *family[WORKER_FAMILIES_MAX];  /* each family's state on this worker */
 
     struct request *free_requests;

@@ -37,6 +37,8 @@ struct tx_state {
     unsigned dirty : 1;             /* a command was refused: EXEC aborts */
     unsigned watching : 1;
     unsigned index_script : 1;      /* a queued write runs the index_write script */
+    struct userconn *script_as;     /* a queued script runs as this node user
+                                       (userconn.h): so does the block */
     int nqueued;
     int slot;                       /* of the queued keys; -1 none yet */
     struct evbuffer *queued;        /* the queued commands' bytes */
@@ -209,6 +211,7 @@ static void reset_multi(struct tx_state *tx)
     tx->dirty = 0;
     tx->nqueued = 0;
     tx->index_script = 0;
+    tx->script_as = NULL;
     tx->slot = -1;
     tx->crossslot_why[0] = '\0';
     tx->fix_any = 0;
@@ -426,6 +429,8 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         return;
     }
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
+    if (r->as_user)
+        tx->script_as = r->as_user;
     if (wrapped <= 0)
         fix &= (unsigned char)~TX_FIX_NULL_ARRAY;
     if ((layout && exec_fix_note(tx, fix) < 0) ||
@@ -509,7 +514,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         request_fail(r, "ERR EXEC without MULTI");
         return;
     }
-    const void *lane = tx->watching ? dconn_lane(tx) : NULL;
+    const void *lane = tx->watching ? dconn_lane(tx) : tx->script_as;
     if (!lane_ready(tx, r, lane))
         return;
     if (tx->dirty) {
@@ -536,11 +541,20 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         exec_refuse(tx, r, msg);
         return;
     }
+    if (tx->script_as && (tx->watching || tx->index_script)) {
+        snprintf(msg, sizeof msg, "EXECABORT Transaction discarded because of: a script in it "
+                 "would run with this user's rights on a connection of its own, and %s; "
+                 "nothing ran", tx->watching ? "the WATCH holds another one"
+                                             : "the key layout's index upkeep needs the proxy's");
+        exec_refuse(tx, r, msg);
+        return;
+    }
     if (exec_build_block(tx, r) < 0) {
         exec_refuse(tx, r, "ERR out of memory");
         return;
     }
     int slot = tx->slot;
+    r->as_user = tx->script_as;
     reset_multi(tx);
     if (tx->watching) {
         struct node_conn *conn = tx->dconn->conn;
@@ -552,7 +566,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         dedicated_release(tx->dconn);
     } else {
         r->slot = slot;
-        tx->lane = NULL;
+        tx->lane = r->as_user;
         router_send(r);
     }
     /* the proxy's own commands in it run when EXEC answers: what the client
@@ -871,9 +885,10 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
     }
     if (tx->watching && cls == TXC_FORWARD && send_pinned(tx, r))
         return 1;
-    if (!lane_ready(tx, r, NULL))
+    /* a restricted user's script goes on its node user's connections */
+    if (!lane_ready(tx, r, r->as_user))
         return 1;
-    tx->lane = NULL;
+    tx->lane = r->as_user;
     if (cls == TXC_RESET) {         /* RESET ends MULTI and WATCH, then the router's part */
         reset_multi(tx);
         drop_dconn(tx);
@@ -967,9 +982,12 @@ static void blocking_read_route(struct request *r)
 
 /* A client with the family's state: its request r, whose route is rt, is
  * the family's when it is queued in MULTI, pinned by WATCH, ... (client.h). */
+/* A client's first restricted script starts its lanes: the shared
+ * connections and its node user's (userconn.h) must not overtake each
+ * other. */
 static int take(struct request *r, const struct route *rt)
 {
-    return r->client->tx && tx_dispatch(r, rt->in_multi);
+    return (r->client->tx || r->as_user) && tx_dispatch(r, rt->in_multi);
 }
 
 #define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }

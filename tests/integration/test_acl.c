@@ -20,11 +20,13 @@ static const char *const users[][2] = {
     { "bob", "bob-secret" },
     { "carl", "carl-secret" },
     { "dana", "dana-secret" },
+    { "erin", "erin-secret" },
 };
-static const char *const rules[][4] = {
+static const char *const rules[][5] = {
     { "+get", "+@connection", "-client|kill", NULL },
     { "allcommands", "-@dangerous", "+client|list", NULL },
     { "nocommands", NULL },
+    { "allcommands", "-@dangerous", "-flushall", "-keys", NULL },
 };
 
 static struct h_proxy proxy, ref;
@@ -212,6 +214,181 @@ START_TEST(test_hello_reset_client_list)
 }
 END_TEST
 
+/* A script's calls have the calling user's rights, as on one server: erin
+ * may run EVAL and FCALL but not FLUSHALL or KEYS, so a script of hers
+ * that calls them is refused, with the server's words, and flushes
+ * nothing; her allowed calls run. Inside MULTI too. */
+START_TEST(test_scripts_run_with_the_users_rights)
+{
+    struct pair x = pair_open();
+    same(&x, "AUTH erin erin-secret", "+OK");
+    same(&x, "SET {K} v", "+OK");
+    same(&x, "FLUSHALL", NOPERM("flushall"));
+    same(&x, "KEYS *", NOPERM("keys"));
+    const char *flush[] = { "EVAL", "return redis.call('FLUSHALL')", "0" };
+    const char *keys[] = { "EVAL", "return redis.call('KEYS','*')", "0" };
+    const char *flush_ro[] = { "EVAL_RO", "return redis.call('FLUSHALL')", "0" };
+    const char **refused[] = { flush, keys, flush_ro };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        redisReply *a = h_cmd_argv(x.p, 3, refused[i]), *b = h_cmd_argv(x.r, 3, refused[i]);
+        H_EXPECT_TYPE(b, REDIS_REPLY_ERROR);
+        ck_assert_msg(a->type == REDIS_REPLY_ERROR && strcmp(a->str, b->str) == 0,
+                      "%s: proxy %s, redis %s", refused[i][1], h_show(a), h_show(b));
+        freeReplyObject(a);
+        freeReplyObject(b);
+    }
+    same(&x, "GET {K}", "$");                           /* nothing was flushed */
+
+    char key[128];
+    snprintf(key, sizeof key, "{%s}:acl", h_prefix());
+    const char *set[] = { "EVAL", "return redis.call('SET',KEYS[1],'w')", "1", key };
+    redisReply *a = h_cmd_argv(x.p, 4, set), *b = h_cmd_argv(x.r, 4, set);
+    H_EXPECT_STATUS(a, "OK");
+    H_EXPECT_STATUS(b, "OK");
+    freeReplyObject(a);
+    freeReplyObject(b);
+
+    /* a library loaded by anyone: FCALL runs it as erin */
+    const char *lib[] = { "FUNCTION", "LOAD", "REPLACE",
+                          "#!lua name=tpacl\nredis.register_function('tpacl_flush', "
+                          "function() return redis.call('FLUSHALL') end)" };
+    const char *fcall[] = { "FCALL", "tpacl_flush", "0" };
+    a = h_cmd_argv(x.p, 4, lib);
+    b = h_cmd_argv(x.r, 4, lib);
+    H_EXPECT_BULK(a, "tpacl");
+    H_EXPECT_BULK(b, "tpacl");
+    freeReplyObject(a);
+    freeReplyObject(b);
+    a = h_cmd_argv(x.p, 3, fcall);
+    b = h_cmd_argv(x.r, 3, fcall);
+    H_EXPECT_TYPE(b, REDIS_REPLY_ERROR);
+    ck_assert_msg(a->type == REDIS_REPLY_ERROR && strcmp(a->str, b->str) == 0,
+                  "FCALL: proxy %s, redis %s", h_show(a), h_show(b));
+    freeReplyObject(a);
+    freeReplyObject(b);
+
+    /* in MULTI: EXEC's array holds the script's error, the rest ran */
+    same(&x, "MULTI", "+OK");
+    same(&x, "INCR {K}:n", "+QUEUED");
+    a = h_cmd_argv(x.p, 3, flush);
+    b = h_cmd_argv(x.r, 3, flush);
+    H_EXPECT_STATUS(a, "QUEUED");
+    H_EXPECT_STATUS(b, "QUEUED");
+    freeReplyObject(a);
+    freeReplyObject(b);
+    a = h_cmd(x.p, "EXEC");
+    b = h_cmd(x.r, "EXEC");
+    H_EXPECT_TYPE(a, REDIS_REPLY_ARRAY);
+    H_EXPECT_TYPE(b, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(a->elements, 2);
+    ck_assert_int_eq(b->elements, 2);
+    H_EXPECT_INT(a->element[0], 1);
+    ck_assert_msg(a->element[1]->type == REDIS_REPLY_ERROR &&
+                  strcmp(a->element[1]->str, b->element[1]->str) == 0,
+                  "EXEC: proxy %s, redis %s", h_show(a->element[1]), h_show(b->element[1]));
+    freeReplyObject(a);
+    freeReplyObject(b);
+    same(&x, "GET {K}", "$");
+    same(&x, "DEL {K} {K}:n", ":2");
+    same(&x, "FUNCTION DELETE tpacl", "+OK");
+    pair_close(&x);
+}
+END_TEST
+
+/* A pipeline mixing a restricted user's scripts (on connections of their
+ * own) with plain commands keeps one server's order: each script sees the
+ * writes before it, and the commands after it see its write. */
+START_TEST(test_script_order_in_a_pipeline)
+{
+    redisContext *c = h_connect_node(&proxy.addr);
+    char key[128];
+    snprintf(key, sizeof key, "{%s}:order", h_prefix());
+    H_OK(c, "AUTH erin erin-secret");
+    for (int i = 0; i < 50; i++) {
+        redisAppendCommand(c, "SET %s %d", key, i);
+        redisAppendCommand(c, "EVAL %s 1 %s", "return redis.call('INCR',KEYS[1])", key);
+        redisAppendCommand(c, "GET %s", key);
+    }
+    for (int i = 0; i < 50; i++) {
+        redisReply *r;
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        H_EXPECT_STATUS(r, "OK");
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        H_EXPECT_INT(r, i + 1);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        char want[16];
+        snprintf(want, sizeof want, "%d", i + 1);
+        H_EXPECT_BULK(r, want);
+        freeReplyObject(r);
+    }
+    H_STATUS(c, "OK", "AUTH default %s", DEFPW);
+    redisReply *r = h_cmd(c, "DEL %s", key);
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
+/* On every node of the cluster: ACL SETUSER name rules... (NULL-ended). */
+static void nodes_setuser(const char *const *words)
+{
+    struct h_node nodes[H_MAX_NODES];
+    int n = h_nodes(nodes, H_MAX_NODES);
+    for (int i = 0; i < n; i++) {
+        redisContext *c = h_connect_node(&nodes[i]);
+        const char *argv[16] = { "ACL" };
+        int argc = 1;
+        while (words[argc - 1] && argc < 16) {
+            argv[argc] = words[argc - 1];
+            argc++;
+        }
+        redisReply *r = h_cmd_argv(c, argc, argv);
+        ck_assert_msg(r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_INTEGER,
+                      "ACL %s: %s", words[0], h_show(r));
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+/* A cluster-user the cluster does not let ACL SETUSER cannot run a
+ * restricted user's scripts as that user: they are refused, saying so,
+ * and nothing of them runs; the user's plain commands still do. */
+START_TEST(test_scripts_refused_when_the_node_user_cannot_be_made)
+{
+    static const char *const add[] = { "SETUSER", "tp-acl-nosetuser", "on", ">tp-acl-pw", "~*",
+                                       "&*", "+@all", "-acl", NULL };
+    static const char *const del[] = { "DELUSER", "tp-acl-nosetuser", NULL };
+    struct h_proxy p2;
+    char seed[128], key[128];
+    nodes_setuser(add);
+    const char *args[] = { "--cluster-user", "tp-acl-nosetuser", "--cluster-password",
+                           "tp-acl-pw", "--user", "erin", "erin-secret", "allcommands",
+                           "-@dangerous", NULL };
+    h_place_named(&p2, "proxy-acl-nosetuser");
+    h_seed(seed, sizeof seed);
+    h_proxy_launch(&p2, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(&p2, h_answers, 20000, "proxy");
+
+    redisContext *c = h_connect_node(&p2.addr);
+    snprintf(key, sizeof key, "{%s}:nosetuser", h_prefix());
+    H_OK(c, "AUTH erin erin-secret");
+    H_OK(c, "SET %s v", key);
+    redisReply *r = h_cmd(c, "EVAL %s 1 %s", "return redis.call('SET',KEYS[1],'w')", key);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "cluster-user must be allowed ACL SETUSER"), "%s", r->str);
+    freeReplyObject(r);
+    r = h_cmd(c, "GET %s", key);
+    H_EXPECT_BULK(r, "v");                              /* the script did not run */
+    freeReplyObject(r);
+    r = h_cmd(c, "DEL %s", key);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&p2);
+    nodes_setuser(del);
+}
+END_TEST
+
 /* A rule naming no command stops the start with FILE:LINE-style words. */
 START_TEST(test_bad_rule_refused_at_start)
 {
@@ -241,6 +418,9 @@ int main(void)
     tcase_add_test(t, test_allowed_and_denied);
     tcase_add_test(t, test_wrong_passwords);
     tcase_add_test(t, test_hello_reset_client_list);
+    tcase_add_test(t, test_scripts_run_with_the_users_rights);
+    tcase_add_test(t, test_script_order_in_a_pipeline);
+    tcase_add_test(t, test_scripts_refused_when_the_node_user_cannot_be_made);
     suite_add_tcase(s, t);
     TCase *b = tcase_create("start");
     tcase_add_test(b, test_bad_rule_refused_at_start);
