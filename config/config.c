@@ -8,7 +8,7 @@
 #include "config/config.h"
 
 #include "base/hostport.h"
-#include "config/aclrule.h"
+#include "config/acluser.h"
 #include "keylayout/layout.h"
 
 #include <ctype.h>
@@ -450,20 +450,26 @@ static int user_name_ok(const char *name)
     return 1;
 }
 
-/* user NAME PASSWORD [RULE ...]: the rules are checked here (acl.h) so a
- * typo is a FILE:LINE error; the bitmaps are built at start (acl_build). */
-static int set_user(struct loader *l, const struct directive *d, int argc, char **argv)
+/* A user: argv[0] the name, then (aclfile_form: none) the password, then
+ * the rules, checked here (acl.h) so a typo is a FILE:LINE error; the users
+ * are built at start and on reload (acl_build). */
+static int user_add(struct loader *l, int argc, char **argv, int aclfile_form)
 {
     struct config_user *grown, *u;
+    char **rules;
+    int first = aclfile_form ? 1 : 2;
 
-    (void)d;
     if (!user_name_ok(argv[0])) {
         snprintf(l->why, sizeof l->why, "'user' name must be non-empty, without blanks");
         return -1;
     }
-    for (int i = 2; i < argc; i++)
-        if (acl_rule_check(argv[i], l->why, sizeof l->why) < 0)
-            return -1;
+    int n = acl_rules_merge(argv + first, argc - first, &rules, l->why, sizeof l->why);
+    if (n < 0)
+        return -1;
+    int rc = acl_rules_check(rules, n, l->why, sizeof l->why);
+    acl_rules_free(rules, n);
+    if (rc < 0)
+        return -1;
     if (l->users_source != l->source)
         free_users(&l->c);
     l->users_source = l->source;
@@ -478,6 +484,7 @@ static int set_user(struct loader *l, const struct directive *d, int argc, char 
     l->c.users = grown;
     u = &grown[l->c.nusers++];
     u->argc = 0;
+    u->aclfile_form = aclfile_form;
     u->argv = calloc((size_t)argc, sizeof *u->argv);
     if (!u->argv)
         goto oom;
@@ -490,6 +497,62 @@ static int set_user(struct loader *l, const struct directive *d, int argc, char 
 oom:
     snprintf(l->why, sizeof l->why, "out of memory");
     return -1;
+}
+
+/* user NAME PASSWORD [RULE ...] */
+static int set_user(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)d;
+    return user_add(l, argc, argv, 0);
+}
+
+struct args {
+    char **v;
+    int n, cap;
+};
+static const char *split_line(const char *s, struct args *a);
+static void args_free(struct args *a);
+static char *trim(char *s);
+
+/* aclfile PATH: Redis's ACL file, a `user NAME [RULE ...]` per line (and
+ * blank lines and # comments), read now; its users join the user lines. */
+static int set_aclfile(struct loader *l, const struct directive *d, int argc, char **argv)
+{
+    char *line = NULL, why[WHY_MAX];
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+    FILE *f = fopen(argv[0], "r");
+
+    (void)d;
+    (void)argc;
+    if (!f) {
+        snprintf(l->why, sizeof l->why, "cannot open aclfile %.200s: %s", argv[0],
+                 strerror(errno));
+        return -1;
+    }
+    while (rc == 0 && getline(&line, &cap, f) >= 0) {
+        struct args a = { NULL, 0, 0 };
+        const char *bad;
+        char *t = trim(line);
+        lineno++;
+        if (*t == '\0' || *t == '#')
+            continue;
+        if ((bad = split_line(t, &a)) != NULL) {
+            snprintf(why, sizeof why, "%s", bad);
+            rc = -1;
+        } else if (strcmp(a.v[0], "user") != 0 || a.n < 2) {
+            snprintf(why, sizeof why, "line should start with user keyword and a name");
+            rc = -1;
+        } else if ((rc = user_add(l, a.n - 1, a.v + 1, 1)) < 0) {
+            snprintf(why, sizeof why, "%s", l->why);
+        }
+        args_free(&a);
+        if (rc < 0)
+            snprintf(l->why, sizeof l->why, "%.200s:%d: %s", argv[0], lineno, why);
+    }
+    free(line);
+    fclose(f);
+    return rc < 0 ? -1 : replace_string(l, &l->c.aclfile, argv[0], 1);
 }
 
 static void free_script_map(struct config *c)
@@ -689,6 +752,7 @@ static const struct directive directives[] = {
     { "threads",                   1,  1, set_int,          AT(threads), 1, CONFIG_MAX_THREADS },
     { "requirepass",               1,  1, set_string,       AT(requirepass), 0, 0 },
     { "user",                      2, -1, set_user,         0, 0, 0 },
+    { "aclfile",                   1,  1, set_aclfile,      0, 0, 0 },
     { "cluster-user",              1,  1, set_string,       AT(cluster_user), 0, 0 },
     { "cluster-password",          1,  1, set_string,       AT(cluster_password), 0, 0 },
     { "unixsocket",                1,  1, set_unixsocket,   0, 0, 0 },
@@ -796,11 +860,6 @@ static int apply_named(struct loader *l, const char *name, const char *where,
 }
 
 /* ---- splitting a line into arguments, as redis.conf does ---- */
-
-struct args {
-    char **v;
-    int n, cap;
-};
 
 struct word {
     char *p;
@@ -1198,6 +1257,7 @@ void config_free(struct config *c)
     free_cluster(c);
     free(c->requirepass);
     free_users(c);
+    free(c->aclfile);
     free(c->unixsocket);
     free(c->tls_listen);
     free(c->tls_cert_file);

@@ -67,10 +67,12 @@ struct config_address_map {
 };
 
 /* One `user NAME PASSWORD [RULE ...]` line (acl.h): argv[0] the name,
- * argv[1] the password or "nopass", the rest the rules, checked at load. */
+ * argv[1] the password or "nopass", the rest the rules, checked at load;
+ * or (aclfile_form) an aclfile's `user NAME [RULE ...]`: no password word. */
 struct config_user {
     char **argv;
     int argc;
+    int aclfile_form;
 };
 
 /* script-map SHA1 PATH: the file is read when the config loads. */
@@ -93,8 +95,9 @@ struct config {
     int    ncluster;
     int    threads;                     /* workers, default 1 */
     char  *requirepass;                 /* NULL: no password */
-    struct config_user *users;          /* user lines, in the order given */
+    struct config_user *users;          /* user lines, then the aclfile's, in order */
     int    nusers;
+    char  *aclfile;                     /* Redis's ACL file the users came from, NULL: none */
     char  *unixsocket;                  /* path of a Unix socket to listen on too,
                                            NULL: none (unixsock.h) */
     int    unixsocketperm;              /* its mode bits, 0: as the umask leaves them */

@@ -132,17 +132,26 @@ static void show_cluster(const struct config *c, const struct shown *d, FILE *ou
 
 static void show_users(const struct config *c, const struct shown *d, FILE *out)
 {
-    if (c->nusers == 0)
-        put_unset(out, d->name);
+    int shown = 0;
     for (int i = 0; i < c->nusers; i++) {
         const struct config_user *u = &c->users[i];
+        if (u->aclfile_form)
+            continue;           /* the aclfile's: its path is shown */
         fputs(d->name, out);
         for (int a = 0; a < u->argc; a++) {
-            int secret = a == 1 && strcmp(u->argv[a], "nopass") != 0;
-            put_arg(out, secret ? CONFIG_REDACTED : u->argv[a]);
+            /* the password, and >password / <password rules */
+            const char *w = u->argv[a];
+            if (a == 1 && strcmp(w, "nopass") != 0)
+                w = CONFIG_REDACTED;
+            else if (a > 1 && (w[0] == '>' || w[0] == '<'))
+                w = w[0] == '>' ? ">" CONFIG_REDACTED : "<" CONFIG_REDACTED;
+            put_arg(out, w);
         }
         fputc('\n', out);
+        shown++;
     }
+    if (!shown)
+        put_unset(out, d->name);
 }
 
 static void show_tls_auth(const struct config *c, const struct shown *d, FILE *out)
@@ -226,8 +235,10 @@ static const struct shown table[] = {
 
     FIELD_OF("Security", "requirepass", "PASSWORD", "the password clients give with AUTH",
              K_SECRET, requirepass),
-    SPECIAL(NULL, "user", "NAME PASSWORD|nopass RULE...", "a client user and what it may run "
-            "(repeatable)", show_users),
+    SPECIAL(NULL, "user", "NAME PASSWORD|nopass RULE...", "a client user and what it may do, "
+            "Redis's ACL rules (repeatable)", show_users),
+    FIELD_OF(NULL, "aclfile", "PATH", "Redis's ACL file: more users, one `user NAME RULE...` "
+             "a line", K_STRING, aclfile),
     FIELD_OF(NULL, "cluster-user", "NAME", "the ACL user of the proxy's AUTH to nodes", K_STRING,
              cluster_user),
     FIELD_OF(NULL, "cluster-password", "PASSWORD", "the password of the proxy's AUTH to nodes",

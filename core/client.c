@@ -164,7 +164,8 @@ void client_close_killed(struct worker *w)
             found->evicted = 1;
         }
         client_close(found, why == CLIENT_KILL_EVICT ? "evicted: maxmemory-clients"
-                                                     : "killed by CLIENT KILL");
+                          : why == CLIENT_KILL_USER ? "its user was removed or turned off"
+                          : "killed by CLIENT KILL");
     }
 }
 
@@ -350,14 +351,36 @@ int client_user_refresh(struct client *c)
     for (int i = 0; i < acl->nusers; i++) {
         if (strcmp(acl->users[i].name, c->user->name) != 0)
             continue;
+        if (!acl->users[i].enabled && c->authenticated)
+            return -1;              /* turned off: as Redis, its connections close */
         client_set_user(c, &acl->users[i]);
-        if (c->user->nopass && !c->authenticated) {     /* requirepass was removed */
+        if (c->user->nopass && c->user->enabled && !c->authenticated) {   /* requirepass was removed */
             c->authenticated = 1;
             c->parser.unauthenticated = 0;
         }
         return 0;
     }
     return -1;
+}
+
+void client_users_reloaded(struct worker *w)
+{
+    const struct acl *acl = w->snap->acl;
+    int marked = 0;
+    struct client *c;
+    pthread_mutex_lock(&w->clients_lock);
+    TAILQ_FOREACH(c, &w->clients, link) {
+        if (!c->authenticated || c->kill_pending || strcmp(c->user->name, "default") == 0)
+            continue;
+        const struct acl_user *u = acl_user_named(acl, c->user->name, strlen(c->user->name));
+        if (!u || !u->enabled) {
+            c->kill_pending = CLIENT_KILL_USER;
+            marked = 1;
+        }
+    }
+    pthread_mutex_unlock(&w->clients_lock);
+    if (marked)
+        client_close_killed(w);
 }
 
 /* Unlisted now, freed on the next round: never under its own callback. */
@@ -828,7 +851,7 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     c->created = c->last_active = time(NULL);
     c->user = acl_default_user(w->snap->acl);
     c->user_snap = snapshot_ref(w->snap);
-    c->authenticated = c->user->nopass;
+    c->authenticated = c->user->nopass && c->user->enabled;
     c->resp = RESP2;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);

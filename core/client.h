@@ -34,7 +34,8 @@ struct route;
 enum client_kill {
     CLIENT_KILL_NONE,
     CLIENT_KILL_COMMAND,    /* CLIENT KILL */
-    CLIENT_KILL_EVICT       /* maxmemory-clients (client_mem_update) */
+    CLIENT_KILL_EVICT,      /* maxmemory-clients (client_mem_update) */
+    CLIENT_KILL_USER        /* its user was removed or turned off (client_users_reloaded) */
 };
 
 enum client_state {
@@ -160,6 +161,10 @@ void client_set_user(struct client *c, const struct acl_user *u);
  * current config has no such user (c->user unchanged).
  */
 int client_user_refresh(struct client *c);
+
+/* w took a config: its clients logged in as a user that is gone from it,
+ * or off, are closed, as Redis closes them (the default user's stay). */
+void client_users_reloaded(struct worker *w);
 
 /* Close now. The struct lives until its last request ends. */
 void client_close(struct client *c, const char *why);

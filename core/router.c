@@ -43,8 +43,7 @@ static const struct route_entry router_routes[] = {
     SPLIT("exists", MERGE_SUM, 1), SPLIT("touch", MERGE_SUM, 1),
     EVERYWHERE("flushall"), EVERYWHERE("flushdb"), EVERYWHERE("config|set"),
     EVERYWHERE("config|resetstat"), EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
-    EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"), EVERYWHERE("acl|setuser"),
-    EVERYWHERE("acl|deluser"), EVERYWHERE("acl|load"), EVERYWHERE("acl|save"),
+    EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"),
     EVERYWHERE("slowlog|reset"), EVERYWHERE("latency|reset"), EVERYWHERE("memory|purge"),
     FORWARD("config|get"), FORWARD("publish"),
     REFUSED("move", not_proxy), REFUSED("swapdb", not_proxy), REFUSED("migrate", not_proxy),
@@ -66,6 +65,13 @@ static void (*watcher)(struct request *r);
 void router_register_watcher(void (*watch)(struct request *r))
 {
     watcher = watch;
+}
+
+static void (*on_denied)(struct request *r, int verdict, int errpos);
+
+void router_register_denied(void (*denied)(struct request *r, int verdict, int errpos))
+{
+    on_denied = denied;
 }
 
 void router_watching(int delta)
@@ -891,7 +897,7 @@ static int client_may_run(struct request *r, const struct command *cmd)
 
     if (c->user_snap != r->worker->snap && client_user_refresh(c) < 0) {
         /* as Redis closes the connections of a deleted user */
-        snprintf(msg, sizeof msg, "NOAUTH user '%s' was removed by a config reload",
+        snprintf(msg, sizeof msg, "NOAUTH user '%s' was removed or turned off by a config reload",
                  c->user->name);
         request_fail(r, msg);
         client_close_after_replies(c);
@@ -902,9 +908,17 @@ static int client_may_run(struct request *r, const struct command *cmd)
         return 0;
     }
     /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
-    if (!acl_allows(c->user, cmd) && !(cmd->flags & CMD_NO_AUTH)) {
-        snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
-                 cmd->fullname);
+    int errpos;
+    enum acl_verdict v = acl_check_fast(c->user, cmd, r->data, r->args, r->argc, &errpos);
+    if (v != ACL_OK && !(cmd->flags & CMD_NO_AUTH)) {
+        if (v == ACL_DENIED_CMD)
+            snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' "
+                     "command", cmd->fullname);
+        else
+            snprintf(msg, sizeof msg, "NOPERM this user has no permissions to access one of "
+                     "the %s used as arguments", v == ACL_DENIED_KEY ? "keys" : "channels");
+        if (on_denied)
+            on_denied(r, (int)v, errpos);
         router_reject(r, msg);
         return 0;
     }

@@ -55,6 +55,10 @@ void router_init(void);
  * while router_watching has counted some client watching (one atomic read
  * per command otherwise). Before any worker starts. */
 void router_register_watcher(void (*watch)(struct request *r));
+
+/* The family that hears of each command the ACL refused (acl.h's verdict,
+ * the argument refused: ACL LOG). */
+void router_register_denied(void (*denied)(struct request *r, int verdict, int errpos));
 void router_watching(int delta);
 
 /* Plan and start r (already in its client's queue). */

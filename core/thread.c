@@ -94,6 +94,7 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->node_opts3 = w->node_opts;
     w->node_opts3.resp3 = 1;
     userconn_config(w);
+    client_users_reloaded(w);
     snapshot_unref(old);
     /* the last worker to take a reload says so: from then on every new
      * command runs with it (scripts and operators wait for this line) */

@@ -36,8 +36,7 @@ static void client_flags(const struct client *c, int subscribed, char *buf)
     *p = '\0';
 }
 
-/* One CLIENT LIST line (without the newline) into buf. */
-static void client_describe(const struct client *c, char *buf, size_t len)
+void clientcmd_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
     struct client_counts n;
@@ -108,7 +107,7 @@ static void client_lines(struct request *r, struct evbuffer *text, enum client_k
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
             if (c->state != CLIENT_GONE && (id ? c->id == id : client_is(c, kind))) {
-                client_describe(c, line, sizeof line);
+                clientcmd_describe(c, line, sizeof line);
                 evbuffer_add_printf(text, "%s\n", line);
             }
         pthread_mutex_unlock(&w->clients_lock);
@@ -508,7 +507,7 @@ static void client_info(struct request *r)
 {
     struct evbuffer *text = evbuffer_new();
     char line[1024];
-    client_describe(r->client, line, sizeof line);
+    clientcmd_describe(r->client, line, sizeof line);
     evbuffer_add_printf(text, "%s\n", line);
     reply_text(r, text);
 }

@@ -5,6 +5,7 @@
 
 #include "core/route.h"
 #include "core/router.h"
+#include "families/aclcmd.h"
 #include "families/clientcmd.h"
 #include "families/clustercmd.h"
 #include "families/commandcmd.h"
@@ -25,6 +26,7 @@ int families_init(void)
     router_init();
     local_register();
     clientcmd_register();
+    aclcmd_register();
     commandcmd_register();
     clustercmd_register();
     info_register();

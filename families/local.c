@@ -18,6 +18,7 @@
 #include "core/request.h"
 #include "core/route.h"
 #include "core/worker.h"
+#include "families/aclcmd.h"
 #include "families/clientcmd.h"
 #include "families/monitor.h"
 #include "families/pubsub.h"
@@ -42,6 +43,7 @@ static int check_auth(struct request *r, int user_arg, int pass_arg)
     const struct acl_user *u = acl_authenticate(acl, user, ulen, pass, plen);
     if (!u) {
         stat_inc(&r->worker->stats.auth_failures);
+        aclcmd_log_auth(r, user, ulen);
         request_fail(r, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }
@@ -169,7 +171,7 @@ static void cmd_reset(struct request *r)
     c->name = NULL;
     pthread_mutex_unlock(&r->worker->clients_lock);
     client_set_user(c, acl_default_user(r->worker->snap->acl));
-    c->authenticated = c->user->nopass;
+    c->authenticated = c->user->nopass && c->user->enabled;
     c->parser.unauthenticated = !c->authenticated;
     pubsub_reset(c);
     monitor_stop(c);

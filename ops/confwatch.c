@@ -48,13 +48,15 @@ static uint64_t hash_file(uint64_t h, const char *path)
     return h;
 }
 
-/* The config file and the running config's rules files. */
+/* The config file and the running config's rules files and aclfile. */
 static uint64_t hash_files(const struct proxy *p)
 {
     const struct config *c = p->snap->cfg;
     uint64_t h = hash_file(14695981039346656037ULL, p->cfg.path);
     for (int i = 0; i < c->nlayout_rules; i++)
         h = hash_file(h, c->layout_rules[i].path);
+    if (c->aclfile)
+        h = hash_file(h, c->aclfile);
     return h;
 }
 
@@ -118,6 +120,8 @@ int confwatch_start(struct proxy *p, char *err, size_t errlen)
     for (int i = 0; i < c->nlayout_rules; i++)
         if (watch_folder_of(c->layout_rules[i].path, err, errlen) < 0)
             return -1;      /* a folder watched twice is one watch: inotify says so */
+    if (c->aclfile && watch_folder_of(c->aclfile, err, errlen) < 0)
+        return -1;
     watch.readable = event_new(p->base, watch.fd, EV_READ | EV_PERSIST, readable_cb, NULL);
     watch.settle = evtimer_new(p->base, settled_cb, NULL);
     if (!watch.readable || !watch.settle || event_add(watch.readable, NULL) < 0) {

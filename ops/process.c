@@ -25,6 +25,7 @@
 #include "ops/confwatch.h"
 #include "ops/lifecycle.h"
 #include "ops/marker.h"
+#include "ops/nodeusers.h"
 #include "ops/refresh.h"
 
 static void process_make_id(struct proxy *p)
@@ -127,6 +128,7 @@ static int process_first_map(struct proxy *p, char *err, size_t errlen)
     if (p->layout && marker_check(p->layout->layout, p->topo, &p->source,
                                   p->cfg.layout_allow_legacy_data, err, errlen) < 0)
         return -1;
+    nodeusers_setup(p->snap->acl, p->topo, &p->source);
     return 0;
 }
 

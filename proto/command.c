@@ -184,17 +184,23 @@ int command_arity_ok(const struct command *cmd, int argc)
 
 /* ---------------------------------------------------------------------- */
 
-/* Where found keys go: up to max are stored, all are counted. */
+/* Where found keys go: up to max are stored, all are counted; with flags,
+ * each key's spec flags beside it (spec_flags: those of the spec at hand). */
 struct keyset {
     int *keys;
+    uint32_t *flags;
+    uint32_t spec_flags;
     int max;
     int n;
 };
 
 static void keyset_add(struct keyset *ks, int pos)
 {
-    if (ks->n < ks->max)
+    if (ks->n < ks->max) {
         ks->keys[ks->n] = pos;
+        if (ks->flags)
+            ks->flags[ks->n] = ks->spec_flags;
+    }
     ks->n++;
 }
 
@@ -327,6 +333,7 @@ static enum spec_result keys_by_specs(const struct command *cmd, const struct ar
             return SPEC_FAIL;
         if (last >= av->argc || last < first || first >= av->argc || step < 1)
             return SPEC_FAIL;
+        out->spec_flags = ks->flags;
         for (long long i = first; i <= last; i += step)
             keyset_add(out, (int)i);
         if (ks->flags & KSPEC_INCOMPLETE)
@@ -464,10 +471,33 @@ static int has_keynum_spec(const struct command *cmd)
     return 0;
 }
 
+/* A key a rule found takes the flags of the spec of its place: the k-th
+ * key the k-th spec's (SORT's and GEORADIUS's STORE key the second spec's,
+ * MIGRATE's KEYS ... its second spec's), the last spec's for those after. */
+static void rule_flags(const struct command *cmd, struct keyset *out)
+{
+    if (!out->flags || cmd->nkeyspecs == 0)
+        return;
+    for (int k = 0; k < out->n && k < out->max; k++)
+        out->flags[k] = cmd->keyspecs[k < cmd->nkeyspecs ? k : cmd->nkeyspecs - 1].flags;
+}
+
+static int keys_by_rule_found(const struct command *cmd, const struct argv *av,
+                              struct keyset *out);
+
 /* Called only after the specs failed, so the string compares stay off the
  * path of commands whose specs suffice (nearly all requests). */
 static int keys_by_rule(const struct command *cmd, const struct argv *av,
                         struct keyset *out)
+{
+    int n = keys_by_rule_found(cmd, av, out);
+    if (n > 0)
+        rule_flags(cmd, out);
+    return n;
+}
+
+static int keys_by_rule_found(const struct command *cmd, const struct argv *av,
+                              struct keyset *out)
 {
     const char *n = cmd->fullname;
 
@@ -503,18 +533,60 @@ int command_keys_ex(const struct command *cmd, const char *base,
                     const struct resp_arg *args, int argc, int *keys, int max,
                     unsigned opts)
 {
-    struct argv av = { base, args, argc };
-    struct keyset out = { keys, max < 0 ? 0 : max, 0 };
+    return command_keys_flags(cmd, base, args, argc, keys, NULL, max, opts);
+}
 
-    if (cmd->nkeyspecs == 0 || argc < 1)
+static int keys_found(const struct command *cmd, const struct argv *av, struct keyset *out,
+                      unsigned opts);
+
+/* SET's and BITFIELD's key flags depend on their arguments (their specs
+ * say VARIABLE_FLAGS): as Redis's setGetKeys and bitfieldGetKeys. */
+static uint32_t variable_flags(const struct command *cmd, const struct argv *av)
+{
+    if (strcmp(cmd->fullname, "set") == 0) {
+        for (int i = 3; i < av->argc; i++)
+            if (arg_is(av, i, "get"))
+                return KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE;
+        return KSPEC_OW | KSPEC_UPDATE;
+    }
+    for (int i = 2; i < av->argc; i++) {        /* bitfield */
+        int rest = av->argc - i - 1;
+        if (arg_is(av, i, "get") && rest >= 2)
+            i += 2;
+        else if (arg_is(av, i, "overflow") && rest >= 1)
+            i += 1;
+        else
+            return KSPEC_RW | KSPEC_ACCESS | KSPEC_UPDATE;  /* SET, INCRBY, or a syntax error */
+    }
+    return KSPEC_RO | KSPEC_ACCESS;
+}
+
+int command_keys_flags(const struct command *cmd, const char *base,
+                       const struct resp_arg *args, int argc, int *keys, uint32_t *flags,
+                       int max, unsigned opts)
+{
+    struct argv av = { base, args, argc };
+    struct keyset out = { keys, flags, 0, max < 0 ? 0 : max, 0 };
+    int n = keys_found(cmd, &av, &out, opts);
+    for (int i = 0; flags && i < n && i < out.max; i++)
+        if (flags[i] & KSPEC_VARIABLE_FLAGS)
+            flags[i] = variable_flags(cmd, &av);
+    return n;
+}
+
+static int keys_found(const struct command *cmd, const struct argv *av, struct keyset *out,
+                      unsigned opts)
+{
+
+    if (cmd->nkeyspecs == 0 || av->argc < 1)
         return 0;
-    if (keys_by_specs(cmd, &av, &out, (opts & COMMAND_KEYS_NOT_KEYS) != 0) != SPEC_OK)
-        return keys_by_rule(cmd, &av, &out);
+    if (keys_by_specs(cmd, av, out, (opts & COMMAND_KEYS_NOT_KEYS) != 0) != SPEC_OK)
+        return keys_by_rule(cmd, av, out);
     /* Only a keyword spec can find nothing (XREAD without STREAMS): Redis's
      * GETKEYS then answers "Invalid arguments" unless keys are optional. */
-    if (out.n == 0 && command_has_keys(cmd) && !(cmd->flags & CMD_NO_MANDATORY_KEYS))
+    if (out->n == 0 && command_has_keys(cmd) && !(cmd->flags & CMD_NO_MANDATORY_KEYS))
         return -1;
-    return out.n;
+    return out->n;
 }
 
 int command_keys(const struct command *cmd, const char *base,

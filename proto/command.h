@@ -234,4 +234,11 @@ int command_keys_ex(const struct command *cmd, const char *base,
                     const struct resp_arg *args, int argc, int *keys, int max,
                     unsigned opts);
 
+/* command_keys_ex() that also writes, beside each key, the KSPEC_* flags
+ * of the spec that found it (how the key is accessed: the ACL's read and
+ * write); flags may be NULL. */
+int command_keys_flags(const struct command *cmd, const char *base,
+                       const struct resp_arg *args, int argc, int *keys, uint32_t *flags,
+                       int max, unsigned opts);
+
 #endif

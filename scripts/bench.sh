@@ -59,7 +59,7 @@
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
 #   BENCH_RESP3          0: no RESP3 rows                  (default 1)
-#   BENCH_ONLY           "layout": only the key layout rows (below)    (default: all)
+#   BENCH_ONLY           "layout" or "acl": only those rows (below)    (default: all)
 #   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
 #   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
 #
@@ -73,6 +73,12 @@
 #   KEYS bench:chat:* over BENCH_CHATS chats, answered from the 32 chat
 #     indexes, against KEYS on the standalone redis-server holding the same
 #     legacy names alone (in its db 1) (goal: no slower than 2x, ratio 0.5).
+#
+# ACL rows (issue 36), against a third proxy on the same cluster with a user
+# whose rules have key patterns (user bench: ~key:* ~other:* allchannels
+# +@all): GET and SET as that user, whose every key is matched against its
+# patterns, against the same commands as the default user (every key: one
+# bit test), both through that proxy (goal: at least 0.95).
 #   TAGPROXY             the proxy binary                  (default build/tagproxy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,7 +104,7 @@ resp3=${BENCH_RESP3:-1}
 case $resp3 in 0 | 1) ;; *) die "BENCH_RESP3: 0 or 1, not '$resp3'" ;; esac
 chats=${BENCH_CHATS:-100000}
 keys_requests=${BENCH_KEYS_REQUESTS:-20}
-case $only in '' | layout) ;; *) die "BENCH_ONLY: 'layout' or nothing, not '$only'" ;; esac
+case $only in '' | layout | acl) ;; *) die "BENCH_ONLY: 'layout', 'acl' or nothing, not '$only'" ;; esac
 for v in "$chats" "$keys_requests"; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
@@ -562,13 +568,16 @@ start_layout_proxy() {
 }
 
 # bench_cmd LABEL TARGET PIPE N CLIENTS DB CMD...: one redis-benchmark run of
-# a command; appends "LABEL rps p50 p99" to $tmp/lruns.
+# a command (with bench_login's words before it, if any); appends
+# "LABEL rps p50 p99" to $tmp/lruns.
+bench_login=()
 bench_cmd() {
     local label=$1 t=$2 pipe=$3 n=$4 c=$5 db=$6 line
     local -a f
     shift 6
     timeout "$run_timeout" redis-benchmark -h 127.0.0.1 -p "${tport[$t]}" -c "$c" -n "$n" \
-        -r "$keyspace" -P "$pipe" --dbnum "$db" --csv "$@" > "$tmp/lbench.csv" 2> "$tmp/lbench.err" &
+        -r "$keyspace" -P "$pipe" --dbnum "$db" "${bench_login[@]}" --csv "$@" \
+        > "$tmp/lbench.csv" 2> "$tmp/lbench.err" &
     bench_pid=$!
     if ! wait "$bench_pid"; then
         bench_pid=''
@@ -655,7 +664,75 @@ layout_rows() {
     echo "Key layout rows, round by round: $pairs"
 }
 
+# ---- ACL rows --------------------------------------------------------------
+
+start_acl_proxy() {
+    local port pid
+    if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
+    pick_port port
+    "$proxy_bin" --listen "127.0.0.1:$port" --cluster "$cluster_seed" --threads "$threads" \
+        --user bench benchpw '~key:*' '~other:*' allchannels +@all \
+        --admin-listen off > "$tmp/acl.log" 2>&1 &
+    pid=$!
+    started+=("$pid ${proxy_bin##*/}")
+    if ! wait_ready "$port" "$pid" 15; then
+        tail -n 20 "$tmp/acl.log" >&2
+        die "the ACL proxy did not answer PING within 15 s"
+    fi
+    tport[acl]=$port tpid[acl]=$pid tlog[acl]=$tmp/acl.log
+}
+
+acl_rows() {
+    local round label r l50 l99 lc
+    declare -A arps ap50 ap99
+    start_acl_proxy
+    local -a acases=(
+        "get-default-P1|1|$requests|GET key:__rand_int__"
+        "get-patterns-P1|1|$requests|GET key:__rand_int__"
+        "set-default-P16|16|$requests16|SET key:__rand_int__ xyz"
+        "set-patterns-P16|16|$requests16|SET key:__rand_int__ xyz"
+        "get-default-P16|16|$requests16|GET key:__rand_int__"
+        "get-patterns-P16|16|$requests16|GET key:__rand_int__"
+    )
+    : > "$tmp/lruns"
+    for ((round = 1; round <= rounds; round++)); do
+        if [ "$rounds" -gt 1 ]; then log "ACL rows: round $round of $rounds"; fi
+        for lc in "${acases[@]}"; do
+            IFS='|' read -r label pipe n cmd <<< "$lc"
+            bench_login=()
+            case $label in *-patterns-*) bench_login=(--user bench -a benchpw) ;; esac
+            # shellcheck disable=SC2086 # the command is split into its words on purpose
+            bench_cmd "$label" acl "$pipe" "$n" "$clients" 0 $cmd || log "$label failed"
+        done
+    done
+    bench_login=()
+    while read -r label r l50 l99; do
+        arps[$label]=$r ap50[$label]=$l50 ap99[$label]=$l99
+    done < <(sort -k1,1 -k2,2g "$tmp/lruns" |
+             awk '{ n[$1]++; line[$1, n[$1]] = $0 } END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
+    echo
+    echo "ACL: a proxy with user bench (~key:* ~other:* allchannels +@all) on the same cluster;" \
+         "$clients clients, -r $keyspace; median of $rounds rounds."
+    echo
+    echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
+    echo "| - | -: | - | -: | -: | -: | -: | -: |"
+    local row a b goal pairs=""
+    for row in "GET -P 1 as a user with key patterns|get-patterns-P1|default user|get-default-P1|>= 0.95" \
+               "GET -P 16 as a user with key patterns|get-patterns-P16|default user|get-default-P16|>= 0.95" \
+               "SET -P 16 as a user with key patterns|set-patterns-P16|default user|set-default-P16|>= 0.95"; do
+        IFS='|' read -r label a against b goal <<< "$row"
+        echo "| $label | ${arps[$a]:-failed} | $against | ${arps[$b]:-failed}" \
+             "| $(ratio "${arps[$a]:-}" "${arps[$b]:-}") | $goal | ${ap50[$a]:--} | ${ap99[$a]:--} |"
+        pairs+="${pairs:+; }$label$(awk -v a="$a" -v b="$b" '
+            $1 == a { x[++na] = $2 } $1 == b { y[++nb] = $2 }
+            END { for (i = 1; i <= na && i <= nb; i++) if (y[i] > 0) printf " %.2f", x[i] / y[i] }' "$tmp/lruns")"
+    done
+    echo
+    echo "ACL rows, round by round: $pairs"
+}
+
 cd "$top"
 start_direct
 if [ -z "$only" ]; then standard_rows; fi
-layout_rows
+if [ -z "$only" ] || [ "$only" = layout ]; then layout_rows; fi
+if [ -z "$only" ] || [ "$only" = acl ]; then acl_rows; fi

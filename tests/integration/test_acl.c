@@ -62,6 +62,8 @@ static void setup(void)
         args[n++] = "--user";
         args[n++] = users[u][0];
         args[n++] = users[u][1];
+        args[n++] = "~*";           /* (the reference's users have them too) */
+        args[n++] = "&*";
         for (int i = 0; rules[u][i]; i++)
             args[n++] = rules[u][i];
     }
@@ -363,12 +365,21 @@ START_TEST(test_scripts_refused_when_the_node_user_cannot_be_made)
     char seed[128], key[128];
     nodes_setuser(add);
     const char *args[] = { "--cluster-user", "tp-acl-nosetuser", "--cluster-password",
-                           "tp-acl-pw", "--user", "erin", "erin-secret", "allcommands",
+                           "tp-acl-pw", "--user", "erin", "erin-secret", "~*", "&*", "allcommands",
                            "-@dangerous", NULL };
     h_place_named(&p2, "proxy-acl-nosetuser");
     h_seed(seed, sizeof seed);
     h_proxy_launch(&p2, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
     h_spawn_wait(&p2, h_answers, 20000, "proxy");
+
+    /* the start says so, naming the user */
+    FILE *f = fopen(p2.log, "r");
+    char text[8192] = "";
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(text, "refused ACL SETUSER tagproxy:") &&
+                  strstr(text, "the scripts of user 'erin' will be refused"), "log: %s", text);
 
     redisContext *c = h_connect_node(&p2.addr);
     snprintf(key, sizeof key, "{%s}:nosetuser", h_prefix());

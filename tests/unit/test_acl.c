@@ -59,6 +59,47 @@ static const struct acl_user *login(const struct acl *a, const char *user, const
     return acl_authenticate(a, user, strlen(user), pass, strlen(pass));
 }
 
+static int acl_allows(const struct acl_user *u, const struct command *c)
+{
+    return acl_allows_command(u, c);
+}
+
+/* acl_check of a command given as words ("SET k v"); *pos the refused
+ * argument. */
+static enum acl_verdict check(const struct acl_user *u, const char *words, int *pos)
+{
+    char base[512], copy[512], *save = NULL;
+    struct resp_arg args[16];
+    int argc = 0;
+    size_t at = 0;
+    snprintf(copy, sizeof copy, "%s", words);
+    for (char *w = strtok_r(copy, " ", &save); w && argc < 16; w = strtok_r(NULL, " ", &save)) {
+        size_t len = strlen(w);
+        memcpy(base + at, w, len);
+        args[argc].off = (uint32_t)at;
+        args[argc++].len = (uint32_t)len;
+        at += len;
+    }
+    const char *bar = strchr(words, ' ');
+    const struct command *c = command_lookup(words, bar ? (size_t)(bar - words) : strlen(words));
+    ck_assert_ptr_nonnull(c);
+    if (c->nsubcommands && argc > 1)
+        c = command_lookup_sub(c, base + args[1].off, args[1].len);
+    ck_assert_ptr_nonnull(c);
+    int p;
+    enum acl_verdict v = acl_check_fast(u, c, base, args, argc, &p);
+    if (pos)
+        *pos = p;
+    return v;
+}
+
+static int rule_ok(const char *rule, char *why, size_t whylen)
+{
+    char *const rules[] = { (char *)rule };
+    why[0] = '\0';
+    return acl_rules_check(rules, 1, why, whylen);
+}
+
 /* ---- grammar ---- */
 
 static const struct { const char *rule; int ok; } rule_vectors[] = {
@@ -67,14 +108,22 @@ static const struct { const char *rule; int ok; } rule_vectors[] = {
     { "+@CONNECTION", 1 }, { "+get", 1 }, { "-GET", 1 }, { "+client", 1 },
     { "+client|setname", 1 }, { "-config|set", 1 },
     { "get", 0 }, { "+nosuchcommand", 0 }, { "+@nosuchcategory", 0 },
-    { "+get|foo", 0 }, { "+client|nosuch", 0 }, { "~*", 0 }, { "&*", 0 },
-    { ">pw", 0 }, { "on", 0 }, { "+", 0 }, { "+@", 0 }, { "", 0 },
+    { "+get|foo", 0 }, { "+client|nosuch", 0 }, { "+", 0 }, { "+@", 0 }, { "", 0 },
+    { "~*", 1 }, { "&*", 1 }, { "allkeys", 1 }, { "allchannels", 1 }, { "resetkeys", 1 },
+    { "resetchannels", 1 }, { "~user:*", 1 }, { "%R~ro:*", 1 }, { "%W~wo:*", 1 },
+    { "%RW~rw:*", 1 }, { "%wr~x", 1 }, { "%~x", 0 }, { "%RR~x", 0 }, { "%X~x", 0 },
+    { "%R", 0 }, { "&news:*", 1 }, { ">pw", 1 }, { "<pw", 0 }, { "on", 1 }, { "off", 1 },
+    { "nopass", 1 }, { "resetpass", 1 }, { "reset", 1 }, { "clearselectors", 1 },
+    { "#5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8", 1 },
+    { "#5E884898DA28047151D0E56F8DC6292773603D0D6AABBDD62A11EF721D1542D8", 0 },
+    { "#abc", 0 }, { "!abc", 0 }, { "(~x:* +get)", 1 }, { "(on)", 0 }, { "(", 0 },
+    { "skip-sanitize-payload", 1 }, { "sanitize-payload", 1 },
 };
 
 START_TEST(test_rule_grammar)
 {
     char why[200] = "";
-    int rc = acl_rule_check(rule_vectors[_i].rule, why, sizeof why);
+    int rc = rule_ok(rule_vectors[_i].rule, why, sizeof why);
     ck_assert_msg((rc == 0) == rule_vectors[_i].ok, "'%s': %d (%s)", rule_vectors[_i].rule, rc,
                   why);
     if (!rule_vectors[_i].ok)
@@ -118,6 +167,100 @@ START_TEST(test_rules_in_order)
     ck_assert(d->nopass);
     ck_assert(acl_allows(d, cmd("flushall")) && acl_allows(d, cmd("cluster|slots")));
     acl_free(a);
+}
+END_TEST
+
+/* Keys by pattern and permission, as their key specs ask; selectors; the
+ * most telling refusal of several; channels. */
+START_TEST(test_keys_channels_selectors)
+{
+    const char *const lines[] = {
+        "kim pw ~app:* %R~ro:* %W~wo:* +@all",
+        "lee pw +get ~a:* (+set ~b:*)",
+        "max pw &news:* +publish +subscribe +psubscribe allkeys",
+        "ned pw +@all allchannels allkeys",
+        "oli pw allkeys +@all",
+    };
+    struct acl *a = build(NULL, lines, 5);
+    const struct acl_user *kim = login(a, "kim", "pw"), *lee = login(a, "lee", "pw"),
+                          *max = login(a, "max", "pw"), *ned = login(a, "ned", "pw"),
+                          *oli = login(a, "oli", "pw");
+    int pos;
+    ck_assert_int_eq(check(kim, "GET app:1", NULL), ACL_OK);
+    ck_assert_int_eq(check(kim, "GET other", &pos), ACL_DENIED_KEY);
+    ck_assert_int_eq(pos, 1);
+    ck_assert_int_eq(check(kim, "GET ro:1", NULL), ACL_OK);
+    ck_assert_int_eq(check(kim, "SET ro:1 v", NULL), ACL_DENIED_KEY);    /* read only */
+    ck_assert_int_eq(check(kim, "SET wo:1 v", NULL), ACL_OK);
+    ck_assert_int_eq(check(kim, "GET wo:1", NULL), ACL_DENIED_KEY);      /* write only */
+    ck_assert_int_eq(check(kim, "MSET app:1 v wo:2 v ro:3 v", &pos), ACL_DENIED_KEY);
+    ck_assert_int_eq(pos, 5);
+    ck_assert_int_eq(check(kim, "EXISTS wo:1", NULL), ACL_OK);   /* RO: neither read nor write */
+    ck_assert_int_eq(check(kim, "EXISTS other", NULL), ACL_DENIED_KEY);
+    ck_assert_int_eq(check(kim, "PING", NULL), ACL_OK);
+    ck_assert_int_eq(check(kim, "PUBLISH ch m", NULL), ACL_DENIED_CHANNEL);
+    ck_assert_int_eq(check(lee, "GET a:1", NULL), ACL_OK);
+    ck_assert_int_eq(check(lee, "SET b:1 v", NULL), ACL_OK);             /* the selector */
+    ck_assert_int_eq(check(lee, "SET a:1 v", NULL), ACL_DENIED_KEY);     /* cmd < key */
+    ck_assert_int_eq(check(lee, "GET b:1", NULL), ACL_DENIED_KEY);
+    ck_assert_int_eq(check(lee, "DEL a:1", NULL), ACL_DENIED_CMD);
+    ck_assert_int_eq(check(max, "PUBLISH news:1 m", NULL), ACL_OK);
+    ck_assert_int_eq(check(max, "PUBLISH sports m", &pos), ACL_DENIED_CHANNEL);
+    ck_assert_int_eq(pos, 1);
+    ck_assert_int_eq(check(max, "SUBSCRIBE news:1 sports", &pos), ACL_DENIED_CHANNEL);
+    ck_assert_int_eq(pos, 2);
+    ck_assert_int_eq(check(max, "PSUBSCRIBE news:*", NULL), ACL_OK);     /* literally */
+    ck_assert_int_eq(check(max, "PSUBSCRIBE news:1*", NULL), ACL_DENIED_CHANNEL);
+    ck_assert(!max->simple && max->restricted);
+    ck_assert(ned->simple && !ned->restricted);
+    ck_assert(!oli->simple && oli->restricted);             /* no channel */
+    ck_assert(!kim->simple && kim->restricted);
+    ck_assert_int_eq(check(ned, "FLUSHALL", NULL), ACL_OK);
+    acl_free(a);
+}
+END_TEST
+
+/* on and off, several passwords, hashes, removing one, reset. */
+START_TEST(test_passwords_and_flags)
+{
+    const char *const lines[] = {
+        "pia pw1 >pw2 #5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 <pw1",
+        "quin pw off",
+        "ray pw reset on >new",
+    };
+    struct acl *a = build(NULL, lines, 3);
+    ck_assert_ptr_null(login(a, "pia", "pw1"));             /* removed */
+    ck_assert_ptr_nonnull(login(a, "pia", "pw2"));
+    ck_assert_ptr_nonnull(login(a, "pia", "password"));     /* by its SHA-256 */
+    ck_assert_ptr_null(login(a, "quin", "pw"));             /* off */
+    ck_assert_ptr_null(login(a, "ray", "pw"));              /* reset took it */
+    const struct acl_user *ray = login(a, "ray", "new");
+    ck_assert_ptr_nonnull(ray);
+    ck_assert(!acl_allows(ray, cmd("get")));
+    acl_free(a);
+    char why[300];
+    char *const bad[] = { "~x", "allkeys", "~y" };
+    ck_assert_int_eq(acl_rules_check(bad, 3, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "Adding a pattern after the * pattern"), "%s", why);
+    char *const gone[] = { "<nosuch" };
+    ck_assert_int_eq(acl_rules_check(gone, 1, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "does not exist"), "%s", why);
+}
+END_TEST
+
+/* Selector words split at blanks are joined back. */
+START_TEST(test_selectors_merged)
+{
+    char *const words[] = { "+get", "(~a:*", "+set", "&c)", "(+del)", "~b" };
+    char **rules, why[200];
+    int n = acl_rules_merge(words, 6, &rules, why, sizeof why);
+    ck_assert_int_eq(n, 4);
+    ck_assert_str_eq(rules[1], "(~a:* +set &c)");
+    ck_assert_str_eq(rules[2], "(+del)");
+    ck_assert_str_eq(rules[3], "~b");
+    acl_rules_free(rules, n);
+    char *const open[] = { "(~a:*", "+set" };
+    ck_assert_int_eq(acl_rules_merge(open, 2, &rules, why, sizeof why), -1);
 }
 END_TEST
 
@@ -252,6 +395,9 @@ static Suite *acl_suite(void)
     tcase_add_loop_test(t, test_rule_grammar, 0, sizeof rule_vectors / sizeof rule_vectors[0]);
     tcase_add_test(t, test_rules_in_order);
     tcase_add_test(t, test_ids_distinct);
+    tcase_add_test(t, test_keys_channels_selectors);
+    tcase_add_test(t, test_passwords_and_flags);
+    tcase_add_test(t, test_selectors_merged);
     tcase_add_test(t, test_logins);
     tcase_add_test(t, test_default_user_line);
     tcase_add_test(t, test_login_time_independent_of_user_and_password);

@@ -591,8 +591,11 @@ static const struct { const char *text; const char *message; } error_vectors[] =
     { "user bob\n", "%s:1: wrong number of arguments for 'user' (expected at least 2, got 1)" },
     { "user bob pw +nosuchcmd\n", "%s:1: unknown command 'nosuchcmd' in ACL rule" },
     { "user bob pw +@nosuchcat\n", "%s:1: unknown ACL category 'nosuchcat' (see ACL CAT)" },
-    { "user bob pw ~*\n", "%s:1: unknown ACL rule '~*' (expected +cmd, -cmd, +cmd|sub, "
-      "+@category, -@category, allcommands or nocommands)" },
+    { "user bob pw %X~x\n", "%s:1: syntax error in ACL key rule '%%X~x' (expected ~pattern, "
+      "%%R~pattern, %%W~pattern or %%RW~pattern)" },
+    { "user bob pw allkeys ~x\n", "%s:1: Error in ACL rule '~x': Adding a pattern after the * "
+      "pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try "
+      "'resetkeys' to start with an empty list of patterns" },
     { "user bob pw\nuser bob pw2\n", "%s:2: user 'bob' is defined twice" },
     { "requirepass a b\n",
       "%s:1: wrong number of arguments for 'requirepass' (expected 1, got 2)" },

@@ -1,0 +1,145 @@
+/*
+ * acluser: one user built from Redis 7.0's ACL rules (aclrule.h), and the
+ * check of a command against it. The rules, the checks and the node user of
+ * a restricted user are described in acl.h.
+ */
+#ifndef TAGPROXY_ACLUSER_H
+#define TAGPROXY_ACLUSER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/aclrule.h"
+#include "proto/command.h"
+
+#define ACL_DIGEST_LEN 32
+#define ACL_NODE_USER_LEN 40     /* "tagproxy:" + 24 hex digits + NUL */
+
+/* Why a command is refused, as Redis ranks them: of several selectors'
+ * refusals the highest is the user's. */
+enum acl_verdict {
+    ACL_OK = 0,
+    ACL_DENIED_CMD,
+    ACL_DENIED_KEY,
+    ACL_DENIED_AUTH,
+    ACL_DENIED_CHANNEL,
+};
+
+struct acl_pattern {
+    char *text;
+    size_t len;
+    unsigned perm;              /* ACL_PERM_* (keys) */
+};
+
+struct acl_selector {
+    uint64_t *allowed;          /* bit per acl_command_id */
+    unsigned all_commands : 1;  /* +@all is its base (also commands the table lacks) */
+    unsigned all_keys : 1;
+    unsigned all_channels : 1;
+    struct acl_pattern *keys;
+    int nkeys;
+    struct acl_pattern *channels;
+    int nchannels;
+};
+
+enum acl_sanitize { ACL_SANITIZE_UNSET = 0, ACL_SANITIZE, ACL_SKIP_SANITIZE };
+
+struct acl_user {
+    char *name;
+    unsigned char name_digest[ACL_DIGEST_LEN];
+    int enabled;                /* on */
+    int nopass;                 /* any password logs in */
+    enum acl_sanitize sanitize; /* shown only: RESTORE's check is the nodes' */
+    unsigned char (*passwords)[ACL_DIGEST_LEN];
+    int npasswords;
+    struct acl_selector *selectors;     /* [0]: the user's own rules */
+    int nselectors;
+    int simple;                 /* one selector with every key and channel: the
+                                   command's bit alone decides */
+    int restricted;             /* its rules allow less than everything */
+    /* restricted: the node user its scripts run as (above) */
+    char node_user[ACL_NODE_USER_LEN];
+    char node_password[2 * ACL_DIGEST_LEN + 1];
+    char **node_setup;          /* ACL SETUSER node_user ... */
+    int node_setup_argc;
+};
+
+/* Ids: top-level commands are their index in command_table; a container's
+ * subcommands follow from acl_sub_base[container index]. */
+extern int acl_sub_base[];
+extern int acl_command_count;
+
+/* Number the commands. Once, before anything else here. */
+void acl_init_ids(void);
+
+static inline int acl_command_id(const struct command *cmd)
+{
+    if (cmd->parent)
+        return acl_sub_base[cmd->parent - command_table] + (int)(cmd - cmd->parent->subcommands);
+    return (int)(cmd - command_table);
+}
+
+static inline int acl_selector_allows(const struct acl_selector *s, const struct command *cmd)
+{
+    int id = acl_command_id(cmd);
+    return (int)((s->allowed[id >> 6] >> (id & 63)) & 1);
+}
+
+/* May u run cmd with the arguments argv (args into base, argc of them,
+ * the command's name first)? ACL_OK, or why not with *errpos the index of
+ * the argument refused (the key or channel; 0 for the command). */
+enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
+                           const char *base, const struct resp_arg *args, int argc,
+                           int *errpos);
+
+/* acl_check, its common case inline: a simple user's command bit. */
+static inline enum acl_verdict acl_check_fast(const struct acl_user *u, const struct command *cmd,
+                                              const char *base, const struct resp_arg *args,
+                                              int argc, int *errpos)
+{
+    if (u->simple) {
+        *errpos = 0;
+        return acl_selector_allows(&u->selectors[0], cmd) ? ACL_OK : ACL_DENIED_CMD;
+    }
+    return acl_check(u, cmd, base, args, argc, errpos);
+}
+
+/* Does any of u's selectors allow cmd (keys and channels aside)? */
+int acl_allows_command(const struct acl_user *u, const struct command *cmd);
+
+/* Check rules (a `user` line's or an aclfile line's, selectors merged) as
+ * acl_build will apply them: 0, or -1 with the reason in why. */
+int acl_rules_check(char *const *rules, int n, char *why, size_t whylen);
+
+/* What ACL LIST and ACL GETUSER say of s: its command rules as Redis 7.0
+ * describes them (the categories that say most, then single commands in
+ * the table's order), its keys ("~*", or "~p %R~p %W~p") and its channels
+ * ("&*", or "&p ..."; list: "resetchannels &p ..."), into out (cap bytes,
+ * cut if longer). The length written. */
+size_t acl_describe_commands(const struct acl_selector *s, char *out, size_t cap);
+size_t acl_describe_keys(const struct acl_selector *s, char *out, size_t cap);
+size_t acl_describe_channels(const struct acl_selector *s, int list, char *out, size_t cap);
+
+/* ACL LIST's line of u, without "user NAME ": flags, #passwords, the
+ * selectors. */
+size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap);
+
+/* A new user of that name with nothing allowed (off, no password): 0, or
+ * -1 out of memory. */
+int acl_user_init(struct acl_user *u, const char *name);
+void acl_user_free(struct acl_user *u);
+
+/* Apply rules (selectors merged) to u in order: 0, or -1 with the reason. */
+int acl_user_apply(struct acl_user *u, char *const *rules, int n, char *why, size_t whylen);
+
+/* Add a password to u (its SHA-256): 0, or -1 out of memory. */
+int acl_user_add_password(struct acl_user *u, const char *pass, size_t len);
+void acl_user_clear_passwords(struct acl_user *u);
+
+/* The rules are all applied: u's simple and restricted are set, and for a
+ * restricted user the node user its scripts run as (acl.h), its password
+ * keyed by cluster_password (NULL: none). 0, or -1 out of memory. */
+int acl_user_settle(struct acl_user *u, char *const *rules, int n,
+                    const char *cluster_password);
+
+#endif
