@@ -146,46 +146,43 @@ static const char too_late_channels[] =
     "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does "
     "not have any effect. Try 'resetchannels' to start with an empty list of channels";
 
+static void patterns_reset(struct acl_pattern **list, int *n)
+{
+    patterns_free(*list, *n);
+    *list = NULL;
+    *n = 0;
+}
+
+/* ~pattern or &pattern: refused after allkeys (allchannels), as Redis. */
+static int pattern_rule(struct acl_pattern **list, int *n, int all, const char *too_late,
+                        const struct acl_rule *r, char *why, size_t whylen)
+{
+    if (all) {
+        snprintf(why, whylen, "%s", too_late);
+        return -1;
+    }
+    return pattern_add(list, n, r->arg, r->arglen, r->kind == RULE_KEYS ? r->perm : 0);
+}
+
 static int selector_apply(struct acl_selector *s, const struct acl_rule *r, char *why,
                           size_t whylen)
 {
     switch (r->kind) {
     case RULE_ALL_KEYS:
-        patterns_free(s->keys, s->nkeys);
-        s->keys = NULL;
-        s->nkeys = 0;
-        s->all_keys = 1;
-        return 0;
     case RULE_RESET_KEYS:
-        patterns_free(s->keys, s->nkeys);
-        s->keys = NULL;
-        s->nkeys = 0;
-        s->all_keys = 0;
+        patterns_reset(&s->keys, &s->nkeys);
+        s->all_keys = r->kind == RULE_ALL_KEYS;
         return 0;
     case RULE_KEYS:
-        if (s->all_keys) {
-            snprintf(why, whylen, "%s", too_late_keys);
-            return -1;
-        }
-        return pattern_add(&s->keys, &s->nkeys, r->arg, r->arglen, r->perm);
+        return pattern_rule(&s->keys, &s->nkeys, s->all_keys, too_late_keys, r, why, whylen);
     case RULE_ALL_CHANNELS:
-        patterns_free(s->channels, s->nchannels);
-        s->channels = NULL;
-        s->nchannels = 0;
-        s->all_channels = 1;
-        return 0;
     case RULE_RESET_CHANNELS:
-        patterns_free(s->channels, s->nchannels);
-        s->channels = NULL;
-        s->nchannels = 0;
-        s->all_channels = 0;
+        patterns_reset(&s->channels, &s->nchannels);
+        s->all_channels = r->kind == RULE_ALL_CHANNELS;
         return 0;
     case RULE_CHANNELS:
-        if (s->all_channels) {
-            snprintf(why, whylen, "%s", too_late_channels);
-            return -1;
-        }
-        return pattern_add(&s->channels, &s->nchannels, r->arg, r->arglen, 0);
+        return pattern_rule(&s->channels, &s->nchannels, s->all_channels, too_late_channels, r,
+                            why, whylen);
     case RULE_ALL:
         memset(s->allowed, r->on ? 0xff : 0, bitmap_words() * sizeof *s->allowed);
         s->all_commands = (unsigned)r->on;

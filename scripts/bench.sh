@@ -604,9 +604,35 @@ fill_chats() {
         { cat "$tmp/fill.log" >&2; die "could not write the chats through port $1"; }
 }
 
+# runs_table NAME "LABEL|CASE|AGAINST|CASE|GOAL"...: the table of the
+# median runs in $tmp/lruns (each case's median req/s, its p50 and p99),
+# a row a pair of cases, then each round's ratio.
+runs_table() {
+    local name=$1 row label a against b goal r l50 l99 pairs=""
+    local -A mrps mp50 mp99
+    shift
+    while read -r label r l50 l99; do
+        mrps[$label]=$r mp50[$label]=$l50 mp99[$label]=$l99
+    done < <(sort -k1,1 -k2,2g "$tmp/lruns" |
+             awk '{ n[$1]++; line[$1, n[$1]] = $0 } END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
+    echo
+    echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
+    echo "| - | -: | - | -: | -: | -: | -: | -: |"
+    for row in "$@"; do
+        IFS='|' read -r label a against b goal <<< "$row"
+        echo "| $label | ${mrps[$a]:-failed} | $against | ${mrps[$b]:-failed}" \
+             "| $(ratio "${mrps[$a]:-}" "${mrps[$b]:-}") | $goal | ${mp50[$a]:--} | ${mp99[$a]:--} |"
+        pairs+="${pairs:+; }$label$(awk -v a="$a" -v b="$b" '
+            $1 == a { x[++na] = $2 } $1 == b { y[++nb] = $2 }
+            END { for (i = 1; i <= na && i <= nb; i++) if (y[i] > 0) printf " %.2f", x[i] / y[i] }' "$tmp/lruns")"
+    done
+    # each round's ratio, the two runs of a row taken in the same round
+    echo
+    echo "$name, round by round: $pairs"
+}
+
 layout_rows() {
-    local round label r l50 l99 lc
-    declare -A lrps lp50 lp99
+    local round label lc
     start_layout_proxy
     fill_chats "${tport[layout]}" 0
     fill_chats "${tport[direct]}" 1
@@ -633,35 +659,18 @@ layout_rows() {
             bench_cmd "$label" "$t" "$pipe" "$n" "$c" "$db" $cmd || log "$label failed"
         done
     done
-    while read -r label r l50 l99; do
-        lrps[$label]=$r lp50[$label]=$l50 lp99[$label]=$l99
-    done < <(sort -k1,1 -k2,2g "$tmp/lruns" |
-             awk '{ n[$1]++; line[$1, n[$1]] = $0 } END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
     echo
     echo "Key layout: a proxy with conf/layouts/botmesh-v1.rules (prefix bench) on the same cluster;" \
          "$clients clients, -r $keyspace; KEYS: 1 client, $keys_requests calls over $chats chats;" \
          "median of $rounds rounds."
-    echo
-    echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
-    echo "| - | -: | - | -: | -: | -: | -: | -: |"
-    local row a b goal pairs=""
-    for row in "SET -P 1 legacy name|set-legacy-P1|plain name|set-plain-P1|>= 0.9" \
-               "GET -P 1 legacy name|get-legacy-P1|plain name|get-plain-P1|>= 0.9" \
-               "SET -P 16 legacy name|set-legacy-P16|plain name|set-plain-P16|>= 0.9" \
-               "GET -P 16 legacy name|get-legacy-P16|plain name|get-plain-P16|>= 0.9" \
-               "SET -P 1 indexed record|set-indexed-P1|plain SET|set-plain-P1|-" \
-               "SET -P 16 indexed record|set-indexed-P16|plain SET|set-plain-P16|-" \
-               "KEYS bench:chat:* through the proxy|keys-chats-proxy|KEYS on redis-server|keys-chats-direct|>= 0.5"; do
-        IFS='|' read -r label a against b goal <<< "$row"
-        echo "| $label | ${lrps[$a]:-failed} | $against | ${lrps[$b]:-failed}" \
-             "| $(ratio "${lrps[$a]:-}" "${lrps[$b]:-}") | $goal | ${lp50[$a]:--} | ${lp99[$a]:--} |"
-        pairs+="${pairs:+; }$label$(awk -v a="$a" -v b="$b" '
-            $1 == a { x[++na] = $2 } $1 == b { y[++nb] = $2 }
-            END { for (i = 1; i <= na && i <= nb; i++) if (y[i] > 0) printf " %.2f", x[i] / y[i] }' "$tmp/lruns")"
-    done
-    # each round's ratio, the two runs of a row taken in the same round
-    echo
-    echo "Key layout rows, round by round: $pairs"
+    runs_table "Key layout rows" \
+        "SET -P 1 legacy name|set-legacy-P1|plain name|set-plain-P1|>= 0.9" \
+        "GET -P 1 legacy name|get-legacy-P1|plain name|get-plain-P1|>= 0.9" \
+        "SET -P 16 legacy name|set-legacy-P16|plain name|set-plain-P16|>= 0.9" \
+        "GET -P 16 legacy name|get-legacy-P16|plain name|get-plain-P16|>= 0.9" \
+        "SET -P 1 indexed record|set-indexed-P1|plain SET|set-plain-P1|-" \
+        "SET -P 16 indexed record|set-indexed-P16|plain SET|set-plain-P16|-" \
+        "KEYS bench:chat:* through the proxy|keys-chats-proxy|KEYS on redis-server|keys-chats-direct|>= 0.5"
 }
 
 # ---- ACL rows --------------------------------------------------------------
@@ -683,8 +692,7 @@ start_acl_proxy() {
 }
 
 acl_rows() {
-    local round label r l50 l99 lc
-    declare -A arps ap50 ap99
+    local round label lc
     start_acl_proxy
     local -a acases=(
         "get-default-P1|1|$requests|GET key:__rand_int__"
@@ -706,29 +714,13 @@ acl_rows() {
         done
     done
     bench_login=()
-    while read -r label r l50 l99; do
-        arps[$label]=$r ap50[$label]=$l50 ap99[$label]=$l99
-    done < <(sort -k1,1 -k2,2g "$tmp/lruns" |
-             awk '{ n[$1]++; line[$1, n[$1]] = $0 } END { for (k in n) print line[k, int((n[k] + 1) / 2)] }')
     echo
     echo "ACL: a proxy with user bench (~key:* ~other:* allchannels +@all) on the same cluster;" \
          "$clients clients, -r $keyspace; median of $rounds rounds."
-    echo
-    echo "| case | req/s | against | req/s | ratio | goal | p50 ms | p99 ms |"
-    echo "| - | -: | - | -: | -: | -: | -: | -: |"
-    local row a b goal pairs=""
-    for row in "GET -P 1 as a user with key patterns|get-patterns-P1|default user|get-default-P1|>= 0.95" \
-               "GET -P 16 as a user with key patterns|get-patterns-P16|default user|get-default-P16|>= 0.95" \
-               "SET -P 16 as a user with key patterns|set-patterns-P16|default user|set-default-P16|>= 0.95"; do
-        IFS='|' read -r label a against b goal <<< "$row"
-        echo "| $label | ${arps[$a]:-failed} | $against | ${arps[$b]:-failed}" \
-             "| $(ratio "${arps[$a]:-}" "${arps[$b]:-}") | $goal | ${ap50[$a]:--} | ${ap99[$a]:--} |"
-        pairs+="${pairs:+; }$label$(awk -v a="$a" -v b="$b" '
-            $1 == a { x[++na] = $2 } $1 == b { y[++nb] = $2 }
-            END { for (i = 1; i <= na && i <= nb; i++) if (y[i] > 0) printf " %.2f", x[i] / y[i] }' "$tmp/lruns")"
-    done
-    echo
-    echo "ACL rows, round by round: $pairs"
+    runs_table "ACL rows" \
+        "GET -P 1 as a user with key patterns|get-patterns-P1|default user|get-default-P1|>= 0.95" \
+        "GET -P 16 as a user with key patterns|get-patterns-P16|default user|get-default-P16|>= 0.95" \
+        "SET -P 16 as a user with key patterns|set-patterns-P16|default user|set-default-P16|>= 0.95"
 }
 
 cd "$top"
