@@ -150,8 +150,16 @@ static void node_login(struct node_conn *c, const struct node_opts *opts)
         return;
     if (opts->setup_argc > 0)
         send_internal(c, asking_reply, opts->setup_argc, opts->setup_argv);
-    const char *as[] = { "AUTH", opts->as_user, opts->as_password };
-    send_internal(c, auth_reply, 3, as);
+    /* on RESP3 the last login says HELLO 3 again, so the protocol is what
+     * the one that decides left it */
+    const char *as3[] = { "HELLO", "3", "AUTH", opts->as_user, opts->as_password };
+    const char *as2[] = { "AUTH", opts->as_user, opts->as_password };
+    if (opts->resp3)
+        send_internal(c, auth_reply, 5, as3);
+    else
+        send_internal(c, auth_reply, 3, as2);
+    if (c->state == NODE_CLOSED)
+        return;
     c->gated = evbuffer_new();
     if (!c->gated)
         node_conn_close(c, "out of memory");

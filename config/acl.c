@@ -22,12 +22,17 @@ static void digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
 
 /* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
  * password, the rules) or an aclfile line (NAME RULE...). */
+/* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
+ * password, the rules) or an aclfile line (NAME RULE...); requirepass, for
+ * the default user, replaces its passwords last, as Redis applies it. */
 static int user_from_line(struct acl_user *u, const struct config_user *cu,
-                          const char *password, const struct config *c, char *why,
+                          const char *requirepass, const struct config *c, char *why,
                           size_t whylen)
 {
     char **rules = NULL;
     int first = cu->aclfile_form ? 1 : 2;
+    const char *password = cu->aclfile_form || strcmp(cu->argv[1], "nopass") == 0
+                         ? NULL : cu->argv[1];
     int n = acl_rules_merge(cu->argv + first, cu->argc - first, &rules, why, whylen);
     if (n < 0 || acl_user_init(u, cu->argv[0]) < 0)
         goto fail;
@@ -39,9 +44,10 @@ static int user_from_line(struct acl_user *u, const struct config_user *cu,
     }
     if (acl_user_apply(u, rules, n, why, whylen) < 0)
         goto fail;
-    if (cu->aclfile_form && password) {     /* requirepass on an aclfile's default */
+    if (requirepass) {
         acl_user_clear_passwords(u);
-        if (acl_user_add_password(u, password, strlen(password)) < 0)
+        u->nopass = 0;
+        if (acl_user_add_password(u, requirepass, strlen(requirepass)) < 0)
             goto fail;
     }
     if (acl_user_settle(u, rules, n, c->cluster_password) < 0)
@@ -55,20 +61,13 @@ fail:
     return -1;
 }
 
-static const char *line_password(const struct config_user *cu)
+static int default_fill(struct acl_user *u, const struct config_user *users, int nusers,
+                        const struct config *c, char *why, size_t whylen)
 {
-    if (cu->aclfile_form)
-        return NULL;
-    return strcmp(cu->argv[1], "nopass") == 0 ? NULL : cu->argv[1];
-}
-
-static int default_fill(struct acl_user *u, const struct config *c, char *why, size_t whylen)
-{
-    for (int i = 0; i < c->nusers; i++) {
-        const struct config_user *cu = &c->users[i];
+    for (int i = 0; i < nusers; i++) {
+        const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
-            return user_from_line(u, cu, c->requirepass ? c->requirepass : line_password(cu),
-                                  c, why, whylen);
+            return user_from_line(u, cu, c->requirepass, c, why, whylen);
     }
     /* none: on, every key, channel and command, requirepass or none */
     static char *all_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
@@ -76,23 +75,23 @@ static int default_fill(struct acl_user *u, const struct config *c, char *why, s
     return user_from_line(u, &all, c->requirepass, c, why, whylen);
 }
 
-struct acl *acl_build(const struct config *c, char *err, size_t errlen)
+struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
+                            char *err, size_t errlen)
 {
     struct acl *a = calloc(1, sizeof *a);
     char why[300] = "";
     if (acl_command_count == 0)
         acl_init_ids();
-    if (!a || !(a->users = calloc((size_t)c->nusers + 1, sizeof *a->users)))
+    if (!a || !(a->users = calloc((size_t)nusers + 1, sizeof *a->users)))
         goto fail;
     a->nusers = 1;
-    if (default_fill(&a->users[0], c, why, sizeof why) < 0)
+    if (default_fill(&a->users[0], users, nusers, c, why, sizeof why) < 0)
         goto fail;
-    for (int i = 0; i < c->nusers; i++) {
-        const struct config_user *cu = &c->users[i];
+    for (int i = 0; i < nusers; i++) {
+        const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
             continue;
-        if (user_from_line(&a->users[a->nusers++], cu, line_password(cu), c, why,
-                           sizeof why) < 0)
+        if (user_from_line(&a->users[a->nusers++], cu, NULL, c, why, sizeof why) < 0)
             goto fail;
     }
     return a;
@@ -100,6 +99,11 @@ fail:
     snprintf(err, errlen, "building the users: %s", why[0] ? why : "out of memory");
     acl_free(a);
     return NULL;
+}
+
+struct acl *acl_build(const struct config *c, char *err, size_t errlen)
+{
+    return acl_build_users(c->users, c->nusers, c, err, errlen);
 }
 
 void acl_free(struct acl *a)

@@ -38,8 +38,9 @@
  * Checking a login costs the same whatever the user name and password: both
  * are hashed (SHA-256), every user's name digest is compared with
  * CRYPTO_memcmp, and the password digest is compared with every password of
- * the user found (with one when none is), so neither a user name nor a
- * password prefix can be found by timing.
+ * the user found (with one when there is none), so neither a user name nor
+ * a password prefix can be found by timing (only, as in Redis, whether the
+ * user found has several passwords).
  *
  * On the hot path a command check is one bit test: every command and
  * subcommand of the command table has an id (acl_command_id), and each
@@ -67,6 +68,7 @@
 #include "config/acluser.h"
 
 struct config;
+struct config_user;
 
 struct acl {
     struct acl_user *users;     /* users[0] is the default user */
@@ -76,6 +78,11 @@ struct acl {
 /* The users of c (config_user lines, the aclfile and requirepass). NULL
  * with the reason in err. */
 struct acl *acl_build(const struct config *c, char *err, size_t errlen);
+
+/* The same with other users than c's (ACL SETUSER's): c gives
+ * requirepass and cluster-password. */
+struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
+                            char *err, size_t errlen);
 void acl_free(struct acl *a);
 
 static inline const struct acl_user *acl_default_user(const struct acl *a)

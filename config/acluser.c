@@ -203,9 +203,26 @@ static int selector_apply(struct acl_selector *s, const struct acl_rule *r, char
 }
 
 /* "(RULES)": a new selector from the rules inside. */
+/* A rule as an error may show it: never a password's text. */
+static const char *shown_rule(const char *rule)
+{
+    if (rule[0] == '>')
+        return ">(a password)";
+    if (rule[0] == '<')
+        return "<(a password)";
+    return rule;
+}
+
 static int selector_parse(struct acl_selector *s, const char *text, size_t len, char *why,
                           size_t whylen)
 {
+    /* a node reads a selector's words as Redis's sdssplitargs does, quotes
+     * and escapes included: one it would read otherwise is refused */
+    for (size_t i = 0; i < len; i++)
+        if (text[i] == '"' || text[i] == '\'' || text[i] == '\\') {
+            snprintf(why, whylen, "a selector's rules may not hold quotes or backslashes");
+            return -1;
+        }
     char *copy = malloc(len + 1), *save = NULL;
     if (!copy || selector_init(s) < 0) {
         free(copy);
@@ -219,7 +236,8 @@ static int selector_parse(struct acl_selector *s, const char *text, size_t len, 
         struct acl_rule r;
         rc = acl_rule_parse(w, &r, why, whylen);
         if (rc == 0 && !acl_rule_of_selector(r.kind)) {
-            snprintf(why, whylen, "Syntax error: '%.64s' is not a selector's rule", w);
+            snprintf(why, whylen, "Syntax error: '%.64s' is not a selector's rule",
+                     shown_rule(w));
             rc = -1;
         }
         if (rc == 0)
@@ -369,11 +387,12 @@ int acl_user_apply(struct acl_user *u, char *const *rules, int n, char *why, siz
 {
     for (int i = 0; i < n; i++) {
         struct acl_rule r;
-        char inner[200];
+        char inner[200] = "";
         if (acl_rule_parse(rules[i], &r, why, whylen) < 0)
             return -1;
         if (user_apply(u, &r, inner, sizeof inner) < 0) {
-            snprintf(why, whylen, "Error in ACL rule '%.64s': %s", rules[i], inner);
+            snprintf(why, whylen, "Error in ACL rule '%.64s': %s", shown_rule(rules[i]),
+                     inner[0] ? inner : "out of memory");
             return -1;
         }
     }
@@ -446,6 +465,7 @@ static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
     u->node_setup = calloc((size_t)(NODE_SETUP_HEAD + 4 * nrules), sizeof *u->node_setup);
     if (!u->node_setup)
         return -1;
+    u->node_setup_argc = NODE_SETUP_HEAD + 4 * nrules;     /* all freed, should one fail */
     for (int i = 0; i < NODE_SETUP_HEAD; i++)
         if (node_setup_head[i] && !(u->node_setup[i] = strdup(node_setup_head[i])))
             return -1;
@@ -623,7 +643,7 @@ enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
         enum acl_verdict v = selector_check(&u->selectors[i], cmd, base, args, argc, &pos);
         if (v == ACL_OK)
             return ACL_OK;
-        if (v > worst) {
+        if (v > worst || (v == worst && pos > *errpos)) {     /* as Redis */
             worst = v;
             *errpos = pos;
         }
@@ -852,4 +872,47 @@ size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap)
         text_add(&t, ")");
     }
     return t.len;
+}
+
+/* As Redis's ACLKillPubsubClientsIfNeeded: do the new rules allow fewer
+ * channels than the old ones (not every old pattern is among the new)? */
+int acl_channels_narrowed(const struct acl_user *old, const struct acl_user *now)
+{
+    for (int i = 0; i < now->nselectors; i++)
+        if (now->selectors[i].all_channels)
+            return 0;
+    for (int i = 0; i < old->nselectors; i++) {
+        const struct acl_selector *o = &old->selectors[i];
+        if (o->all_channels)
+            return 1;
+        for (int k = 0; k < o->nchannels; k++) {
+            int kept = 0;
+            for (int j = 0; j < now->nselectors && !kept; j++)
+                for (int m = 0; m < now->selectors[j].nchannels && !kept; m++)
+                    kept = now->selectors[j].channels[m].len == o->channels[k].len &&
+                           memcmp(now->selectors[j].channels[m].text, o->channels[k].text,
+                                  o->channels[k].len) == 0;
+            if (!kept)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int acl_full_key_access(const struct acl_user *u, const struct command *cmd, const char *base,
+                        const struct resp_arg *args, int argc)
+{
+    for (int i = 0; i < u->nselectors; i++) {
+        const struct acl_selector *s = &u->selectors[i];
+        int pos;
+        if (selector_check(s, cmd, base, args, argc, &pos) != ACL_OK)
+            continue;
+        if (s->all_keys)
+            return 1;
+        for (int k = 0; k < s->nkeys; k++)
+            if ((s->keys[k].perm & ACL_PERM_READ) && s->keys[k].len == 1 &&
+                s->keys[k].text[0] == '*')
+                return 1;
+    }
+    return 0;
 }

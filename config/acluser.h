@@ -104,6 +104,11 @@ static inline enum acl_verdict acl_check_fast(const struct acl_user *u, const st
     return acl_check(u, cmd, base, args, argc, errpos);
 }
 
+/* As Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess (SORT's BY and GET
+ * patterns need it): a selector that allows the command may read any key. */
+int acl_full_key_access(const struct acl_user *u, const struct command *cmd, const char *base,
+                        const struct resp_arg *args, int argc);
+
 /* Does any of u's selectors allow cmd (keys and channels aside)? */
 int acl_allows_command(const struct acl_user *u, const struct command *cmd);
 
@@ -123,6 +128,10 @@ size_t acl_describe_channels(const struct acl_selector *s, int list, char *out, 
 /* ACL LIST's line of u, without "user NAME ": flags, #passwords, the
  * selectors. */
 size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap);
+
+/* Do now's rules allow fewer channels than old's (a subscriber of the
+ * user may hold a channel it may no longer have: Redis closes it)? */
+int acl_channels_narrowed(const struct acl_user *old, const struct acl_user *now);
 
 /* A new user of that name with nothing allowed (off, no password): 0, or
  * -1 out of memory. */

@@ -428,14 +428,19 @@ oom:
     return -1;
 }
 
+void config_users_free(struct config_user *users, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < users[i].argc; j++)
+            free(users[i].argv[j]);
+        free(users[i].argv);
+    }
+    free(users);
+}
+
 static void free_users(struct config *c)
 {
-    for (int i = 0; i < c->nusers; i++) {
-        for (int j = 0; j < c->users[i].argc; j++)
-            free(c->users[i].argv[j]);
-        free(c->users[i].argv);
-    }
-    free(c->users);
+    config_users_free(c->users, c->nusers);
     c->users = NULL;
     c->nusers = 0;
 }
@@ -461,6 +466,16 @@ static int user_add(struct loader *l, int argc, char **argv, int aclfile_form)
 
     if (!user_name_ok(argv[0])) {
         snprintf(l->why, sizeof l->why, "'user' name must be non-empty, without blanks");
+        return -1;
+    }
+    struct acl_rule as_rule;
+    char ignored[WHY_MAX];
+    if (!aclfile_form && strcmp(argv[1], "nopass") != 0 &&
+        acl_rule_parse(argv[1], &as_rule, ignored, sizeof ignored) == 0) {
+        /* Redis's `user NAME on >pass ...` would make "on" a password */
+        snprintf(l->why, sizeof l->why, "user '%.64s': the word after the name is its password "
+                 "(or nopass), and this one reads as an ACL rule: write user NAME PASSWORD "
+                 "RULE..., or put Redis's form (user NAME RULE...) in an aclfile", argv[0]);
         return -1;
     }
     int n = acl_rules_merge(argv + first, argc - first, &rules, l->why, sizeof l->why);
@@ -1064,6 +1079,25 @@ static int load_file(struct loader *l, const char *path, char *err, size_t errle
     }
     free(line);
     fclose(f);
+    return rc;
+}
+
+int config_read_aclfile(const char *path, struct config_user **users, int *n, char *err,
+                        size_t errlen)
+{
+    struct loader l;
+    char *argv[] = { (char *)path };
+    memset(&l, 0, sizeof l);
+    config_defaults(&l.c);
+    l.users_source = -1;
+    int rc = set_aclfile(&l, NULL, 1, argv);
+    if (rc < 0)
+        snprintf(err, errlen, "%s", l.why);
+    *users = rc < 0 ? NULL : l.c.users;
+    *n = rc < 0 ? 0 : l.c.nusers;
+    if (rc < 0)
+        free_users(&l.c);
+    free(l.c.aclfile);
     return rc;
 }
 

@@ -223,6 +223,14 @@ void config_free(struct config *c);
  */
 int config_parse_memory(const char *s, long long *out);
 
+/* The users of Redis's ACL file at path (aclfile_form), checked as the
+ * aclfile directive checks them: 0, or -1 with the reason (FILE:LINE). */
+int config_read_aclfile(const char *path, struct config_user **users, int *n, char *err,
+                        size_t errlen);
+
+/* Free n users and their array. */
+void config_users_free(struct config_user *users, int n);
+
 /* "debug", "verbose", "notice", "warning"; "?" for anything else. */
 const char *config_log_level_name(enum log_level l);
 

@@ -9,6 +9,8 @@ static void snapshot_free(struct config_snapshot *s)
 {
     if (s->acl)
         acl_free(s->acl);
+    config_users_free(s->own_users, s->own_users ? s->nusers : 0);
+    snapshot_unref(s->cfg_owner);
     if (s->owns_cfg) {
         struct config *c = (struct config *)s->cfg;
         config_free(c);
@@ -33,7 +35,35 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
     s->owns_cfg = owns_cfg;
     s->generation = generation;
     s->refs = 1;
+    s->users = cfg->users;
+    s->nusers = cfg->nusers;
     s->acl = acl_build(cfg, err, errlen);
+    if (!s->acl) {
+        snapshot_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
+                                            struct config_user *users, int nusers,
+                                            uint64_t generation, char *err, size_t errlen)
+{
+    struct config_snapshot *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        config_users_free(users, nusers);
+        return NULL;
+    }
+    /* the config's owner, not base: a chain of SETUSERs holds one config */
+    s->cfg_owner = snapshot_ref(base->cfg_owner ? base->cfg_owner : base);
+    s->cfg = base->cfg;
+    s->generation = generation;
+    s->refs = 1;
+    s->own_users = users;
+    s->users = users;
+    s->nusers = nusers;
+    s->acl = acl_build_users(users, nusers, s->cfg, err, errlen);
     if (!s->acl) {
         snapshot_free(s);
         return NULL;
@@ -49,6 +79,8 @@ struct config_snapshot *snapshot_ref(struct config_snapshot *s)
 
 void snapshot_unref(struct config_snapshot *s)
 {
+    if (!s)
+        return;
     /* acq_rel: whatever a thread did with s happens before its free */
     if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
         snapshot_free(s);

@@ -35,7 +35,12 @@ struct acl;
 
 struct config_snapshot {
     const struct config *cfg;
-    struct acl *acl;                /* cfg's users (acl.h) */
+    struct acl *acl;                /* its users (acl.h) */
+    const struct config_user *users;    /* cfg's, or those ACL SETUSER made */
+    int nusers;
+    struct config_user *own_users;  /* users when they are not cfg's (freed with it) */
+    struct config_snapshot *cfg_owner;  /* holds cfg when users are not cfg's */
+    int logout_all;                 /* ACL LOAD: every non-default login ends, as Redis */
     uint64_t generation;            /* 0 for the config the process started with */
     int refs;                       /* atomic */
     int workers_left;               /* atomic: workers yet to take it (reloads) */
@@ -50,6 +55,12 @@ struct config_snapshot {
  */
 struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t generation,
                                      char *err, size_t errlen);
+
+/* A snapshot of base's config with other users (taken over: freed with
+ * it, also when this fails), or NULL with the reason in err. */
+struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
+                                            struct config_user *users, int nusers,
+                                            uint64_t generation, char *err, size_t errlen);
 
 struct config_snapshot *snapshot_ref(struct config_snapshot *s);
 

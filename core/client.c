@@ -370,10 +370,17 @@ void client_users_reloaded(struct worker *w)
     struct client *c;
     pthread_mutex_lock(&w->clients_lock);
     TAILQ_FOREACH(c, &w->clients, link) {
-        if (!c->authenticated || c->kill_pending || strcmp(c->user->name, "default") == 0)
+        if (!c->authenticated || c->kill_pending || c->state != CLIENT_ACTIVE)
             continue;
         const struct acl_user *u = acl_user_named(acl, c->user->name, strlen(c->user->name));
-        if (!u || !u->enabled) {
+        int is_default = strcmp(c->user->name, "default") == 0;
+        int gone = !is_default && (!u || !u->enabled || w->snap->logout_all);
+        struct client_counts n;
+        if (!gone && u && acl_channels_narrowed(c->user, u)) {
+            client_counts(c, &n);
+            gone = n.sub + n.psub + n.ssub > 0;     /* a subscriber of fewer channels */
+        }
+        if (gone) {
             c->kill_pending = CLIENT_KILL_USER;
             marked = 1;
         }

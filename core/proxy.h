@@ -13,6 +13,7 @@
 #ifndef TAGPROXY_PROXY_H
 #define TAGPROXY_PROXY_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -29,6 +30,9 @@ struct config_snapshot;
 struct proxy {
     struct config cfg;                  /* as started (snapshot generation 0) */
     struct config_snapshot *snap;       /* the current one (control thread) */
+    pthread_mutex_t users_lock;
+    struct config_snapshot *users_snap; /* under users_lock: the newest, whose users
+                                         * ACL SETUSER changes (aclcmd.h) */
     int argc;                           /* main's, to read the sources again */
     char **argv;
     char **envp;

@@ -81,6 +81,7 @@ struct request {
                                        with the router (router.h) chooses it, as
                                        this value says (tx.h) */
     unsigned rewritten : 1;         /* its keys have their cluster names */
+    unsigned acl_passed : 1;        /* its user's rules allowed it (router.c) */
     unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
     unsigned monitored : 1;         /* shown to the monitors (monitor.h) */

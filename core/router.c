@@ -888,6 +888,35 @@ static const struct command *resolve_command(struct request *r)
     return cmd;
 }
 
+/* SORT's BY pattern and GET read keys no key spec names: as Redis, only a
+ * user that may read every key gives them. 1 when r was refused. */
+static int sort_refused(struct request *r, const struct command *cmd)
+{
+    if (strcmp(cmd->fullname, "sort") != 0 && strcmp(cmd->fullname, "sort_ro") != 0)
+        return 0;
+    if (acl_full_key_access(r->client->user, cmd, r->data, r->args, r->argc))
+        return 0;
+    for (int i = 2; i + 1 < r->argc; i++) {
+        size_t len, plen;
+        const char *a = request_arg(r, i, &len);
+        const char *pat = request_arg(r, i + 1, &plen);
+        int by = len == 2 && strncasecmp(a, "by", 2) == 0;
+        int get = len == 3 && strncasecmp(a, "get", 3) == 0;
+        if ((by && memchr(pat, '*', plen)) || get) {
+            router_reject(r, by ? "ERR BY option of SORT denied due to insufficient ACL "
+                                  "permissions."
+                                : "ERR GET option of SORT denied due to insufficient ACL "
+                                  "permissions.");
+            return 1;
+        }
+        if (len == 5 && strncasecmp(a, "limit", 5) == 0)
+            i += 2;
+        else if (by || get || (len == 5 && strncasecmp(a, "store", 5) == 0))
+            i += 1;
+    }
+    return 0;
+}
+
 /* Whether r's client may run cmd now (its user, AUTH, ACL, MONITOR), else
  * r is answered with the error Redis gives. */
 static int client_may_run(struct request *r, const struct command *cmd)
@@ -907,9 +936,12 @@ static int client_may_run(struct request *r, const struct command *cmd)
         router_reject(r, "NOAUTH Authentication required.");
         return 0;
     }
-    /* as Redis: AUTH and HELLO (no-auth commands) are never denied */
+    /* as Redis: AUTH and HELLO (no-auth commands) are never denied; a
+     * request parked after its check (and its keys' rewrite) is not
+     * checked again */
     int errpos;
-    enum acl_verdict v = acl_check_fast(c->user, cmd, r->data, r->args, r->argc, &errpos);
+    enum acl_verdict v = r->acl_passed ? ACL_OK
+                       : acl_check_fast(c->user, cmd, r->data, r->args, r->argc, &errpos);
     if (v != ACL_OK && !(cmd->flags & CMD_NO_AUTH)) {
         if (v == ACL_DENIED_CMD)
             snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' "
@@ -922,6 +954,9 @@ static int client_may_run(struct request *r, const struct command *cmd)
         router_reject(r, msg);
         return 0;
     }
+    if (!r->acl_passed && !c->user->simple && sort_refused(r, cmd))
+        return 0;
+    r->acl_passed = 1;
     if (c->monitoring && (cmd->flags & (CMD_WRITE | CMD_READONLY | CMD_MAY_REPLICATE))) {
         router_reject(r, "ERR Replica can't interact with the keyspace");   /* as Redis */
         return 0;

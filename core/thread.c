@@ -103,6 +103,16 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
                    (unsigned long long)s->generation);
 }
 
+void thread_share_config(struct worker *w, struct config_snapshot *s)
+{
+    struct proxy *p = w->proxy;
+    s->workers_left = p->nworkers;
+    for (int i = 0; i < p->nworkers; i++)
+        if (&p->workers[i] != w)
+            worker_post_config(&p->workers[i], s);
+    worker_take_config(w, snapshot_ref(s));
+}
+
 static void listener_stop(struct evconnlistener **l)
 {
     if (*l)

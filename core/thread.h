@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+struct config_snapshot;
 struct proxy;
 struct topology;
 struct worker;
@@ -25,6 +26,11 @@ int thread_listen_tls(struct worker *w, const char *host, int port, char *err, s
 
 /* Accept on the process's unixsocket too (fd stays open when w is done). */
 int thread_listen_unix(struct worker *w, int fd, char *err, size_t errlen);
+
+/* On w's thread: w takes s now, and every other worker of its proxy
+ * through its mailbox (ACL SETUSER: the next command of w's client sees
+ * it). The caller keeps its reference. */
+void thread_share_config(struct worker *w, struct config_snapshot *s);
 
 /* Run w's loop on a thread of its own, until worker_post_stop; then join it. */
 int thread_start(struct worker *w);

@@ -130,6 +130,8 @@ struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto p
     const struct topology_node *n = &w->topo->nodes[node];
     struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
                                         n->salen, &uc->opts[p]);
+    if (c && c->state == NODE_CLOSED)
+        c = NULL;               /* failed as it was made: freed on the next round */
     if (c) {
         c->on_down = conn_down;
         c->on_drained = conn_caught_up;

@@ -122,6 +122,8 @@ static struct node_conn *conn_of(struct worker *w, int node, int kind)
     const struct node_opts *opts = worker_node_opts(w, kind == WORKER_CONN_RESP3 ? RESP3 : RESP2);
     struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
                                         n->salen, opts);
+    if (c && c->state == NODE_CLOSED)
+        c = NULL;               /* failed as it was made: freed on the next round */
     if (c) {
         c->on_down = worker_conn_down;
         c->on_drained = worker_conn_drained;

@@ -11,6 +11,7 @@
 
 #include "cluster/node.h"
 #include "cluster/slot.h"
+#include "config/acl.h"
 #include "core/client.h"
 #include "core/rewrite.h"
 #include "core/router.h"
@@ -39,6 +40,8 @@ struct tx_state {
     unsigned index_script : 1;      /* a queued write runs the index_write script */
     struct userconn *script_as;     /* a queued script runs as this node user
                                        (userconn.h): so does the block */
+    char rules_at_multi[ACL_NODE_USER_LEN];  /* the user's rules when MULTI came:
+                                       its node user, "" for every right */
     int nqueued;
     int slot;                       /* of the queued keys; -1 none yet */
     struct evbuffer *queued;        /* the queued commands' bytes */
@@ -507,6 +510,13 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
     return rc;
 }
 
+/* What c's user may do, in a word: its node user (acl.h: named by its
+ * rules), or "" for a user that may do everything. */
+static void rules_note(const struct client *c, char out[ACL_NODE_USER_LEN])
+{
+    snprintf(out, ACL_NODE_USER_LEN, "%s", c->user->restricted ? c->user->node_user : "");
+}
+
 static void cmd_exec(struct tx_state *tx, struct request *r)
 {
     char msg[400];
@@ -519,6 +529,14 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         return;
     if (tx->dirty) {
         exec_refuse(tx, r, "EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    char rules_now[ACL_NODE_USER_LEN];
+    rules_note(r->client, rules_now);
+    if (strcmp(rules_now, tx->rules_at_multi) != 0) {
+        /* its commands were checked against rules that are gone */
+        exec_refuse(tx, r, "EXECABORT Transaction discarded because of: the user's ACL rules "
+                           "changed between MULTI and EXEC (a config reload); nothing ran");
         return;
     }
     if (tx->watching && !tx->dconn) {       /* the watched connection was lost */
@@ -636,6 +654,7 @@ static void cmd_multi(struct tx_state *tx, struct request *r)
     }
     reset_multi(tx);
     tx->in_multi = 1;
+    rules_note(r->client, tx->rules_at_multi);
     reply_simple(r, "OK");
 }
 

@@ -132,6 +132,10 @@ static void publish(struct proxy *p, struct config_snapshot *s, struct layout_re
     p->layout = layout;
     log_min_level = s->cfg->log_level;
     p->snap = s;
+    pthread_mutex_lock(&p->users_lock);     /* what ACL SETUSER changed is gone */
+    snapshot_unref(p->users_snap);
+    p->users_snap = snapshot_ref(s);
+    pthread_mutex_unlock(&p->users_lock);
     refresh_source_update(p);     /* before old goes: the source points into it */
     snapshot_unref(old);
     refresh_timer_update(p);

@@ -147,6 +147,8 @@ int process_start(struct proxy *p, char *err, size_t errlen)
     p->snap = snapshot_new(&p->cfg, 0, 0, err, errlen);
     if (!p->snap)
         return -1;
+    pthread_mutex_init(&p->users_lock, NULL);
+    p->users_snap = snapshot_ref(p->snap);
     if (process_tls_setup(p, err, errlen) < 0)
         return -1;
     if (lifecycle_layout_build(&p->cfg, &p->layout, err, errlen) < 0)

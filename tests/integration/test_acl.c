@@ -332,6 +332,48 @@ START_TEST(test_script_order_in_a_pipeline)
 }
 END_TEST
 
+/* With a key layout, keys are checked as the client names them, once: a
+ * command parked behind a restricted user's script (its keys rewritten by
+ * then) is not refused for its cluster name when it goes out. */
+START_TEST(test_layout_keys_checked_once)
+{
+    struct h_proxy lp;
+    char prefix[H_LAYOUT_PREFIX_LEN], pattern[128], key[160];
+    H_FMT(prefix, sizeof prefix, "acllay%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    H_FMT(pattern, sizeof pattern, "~%s:lock:*", prefix);
+    H_FMT(key, sizeof key, "%s:lock:x", prefix);
+    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
+                           prefix, "--user", "lay", "lay-pw", pattern, "allchannels", "+@all",
+                           NULL };
+    h_proxy_start(&lp, args);
+    redisContext *c = h_connect_node(&lp.addr);
+    H_OK(c, "AUTH lay lay-pw");
+    for (int i = 0; i < 20; i++) {
+        redisAppendCommand(c, "EVAL %s 0", "return 1");
+        redisAppendCommand(c, "SET %s v%d", key, i);
+        redisAppendCommand(c, "GET %s", key);
+    }
+    for (int i = 0; i < 20; i++) {
+        redisReply *r;
+        char want[16];
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        H_EXPECT_INT(r, 1);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        H_EXPECT_STATUS(r, "OK");
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        snprintf(want, sizeof want, "v%d", i);
+        H_EXPECT_BULK(r, want);
+        freeReplyObject(r);
+    }
+    redisReply *r = h_cmd(c, "DEL %s", key);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&lp);
+}
+END_TEST
+
 /* On every node of the cluster: ACL SETUSER name rules... (NULL-ended). */
 static void nodes_setuser(const char *const *words)
 {
@@ -432,6 +474,7 @@ int main(void)
     tcase_add_test(t, test_scripts_run_with_the_users_rights);
     tcase_add_test(t, test_script_order_in_a_pipeline);
     tcase_add_test(t, test_scripts_refused_when_the_node_user_cannot_be_made);
+    tcase_add_test(t, test_layout_keys_checked_once);
     suite_add_tcase(s, t);
     TCase *b = tcase_create("start");
     tcase_add_test(b, test_bad_rule_refused_at_start);

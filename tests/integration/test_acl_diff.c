@@ -29,7 +29,8 @@ static const char *const acl_file =
     "user carl on >carl-pw allkeys allchannels +@read +@connection -@dangerous "
     "(~w:* +@write) (&alerts:* +publish)\n"
     "user dave off >dave-pw ~* +@all\n"
-    "user erin on nopass ~e:* &e:* +@all -@dangerous -acl (~x:* +get)\n";
+    "user erin on nopass ~e:* &e:* +@all -@dangerous -acl (~x:* +get)\n"
+    "user frank on >frank-pw ~f:* +sort +sort_ro +rpush +del\n";
 
 struct login {
     const char *user, *pass;
@@ -37,6 +38,7 @@ struct login {
 
 static const struct login logins[] = {
     { "alice", "alice-pw" }, { "bob", "bob-pw2" }, { "carl", "carl-pw" }, { "erin", "x" },
+    { "frank", "frank-pw" },
 };
 
 /*
@@ -56,6 +58,9 @@ static const char *const corpus[] = {
     "BITFIELD|app:{T}b|GET|u8|0", "BITFIELD|shared:{T}b|GET|u8|0",
     "BITFIELD|shared:{T}b|SET|u8|0|1", "KEYS|nothing-{T}", "CONFIG|GET|maxmemory",
     "PING", "ECHO|hi",
+    "DEL|f:{T}l", "RPUSH|f:{T}l|2|1", "SORT|f:{T}l", "SORT|f:{T}l|BY|nosort",
+    "SORT|f:{T}l|BY|f:{T}w*", "SORT|f:{T}l|LIMIT|0|1|GET|#", "SORT_RO|f:{T}l|GET|f:{T}*",
+    "SORT|f:{T}l|STORE|get", "DEL|f:{T}l|get",
     "PUBLISH|news:{T}p|m", "PUBLISH|sports:{T}|m", "PUBLISH|alerts:{T}|m", "PUBLISH|e:{T}|m",
     "SPUBLISH|news:{T}s|m", "SPUBLISH|other:{T}s|m",
     "SUBSCRIBE|news:{T}c", "UNSUBSCRIBE|news:{T}c", "SUBSCRIBE|sports:{T}c",
@@ -330,7 +335,7 @@ START_TEST(test_list_and_getuser)
         describe_same(a->element[i]->str, b->element[i]->str, "ACL LIST");
     freeReplyObject(a);
     freeReplyObject(b);
-    const char *names[] = { "default", "alice", "bob", "carl", "dave", "erin" };
+    const char *names[] = { "default", "alice", "bob", "carl", "dave", "erin", "frank" };
     for (size_t u = 0; u < sizeof names / sizeof names[0]; u++) {
         a = h_cmd(p, "ACL GETUSER %s", names[u]);
         b = h_cmd(r, "ACL GETUSER %s", names[u]);

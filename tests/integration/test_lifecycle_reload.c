@@ -263,9 +263,20 @@ START_TEST(reload_users)
     redisReply *r;
 
     H_FMT(key, sizeof(key), "%s:reload:users", h_prefix());
-    lc_start(&proxy, "user bob old-secret-1 +get +ping\n"
-                     "user eve third-secret-3 +ping +subscribe allchannels\n",
+    lc_start(&proxy, "user bob old-secret-1 +get +ping +multi +exec allkeys\n"
+                     "user eve third-secret-3 +ping +subscribe allchannels\n"
+                     "user sam fourth-secret-4 +subscribe &news:*\n"
+                     "user tom fifth-secret-5 +subscribe +ping &news:*\n",
              conf, sizeof(conf), NULL);
+    redisContext *sam = connect_proxy(), *tom = connect_proxy();
+    H_OK(sam, "AUTH sam fourth-secret-4");
+    H_OK(tom, "AUTH tom fifth-secret-5");
+    r = h_cmd(sam, "SUBSCRIBE news:%s", key);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    r = h_cmd(tom, "SUBSCRIBE news:%s", key);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
     redisContext *bob = connect_proxy();
     r = h_cmd(bob, "AUTH bob old-secret-1");
     H_EXPECT_STATUS(r, "OK");
@@ -280,9 +291,16 @@ START_TEST(reload_users)
     r = h_cmd(eve, "SUBSCRIBE %s:ch", key);     /* a subscriber sends nothing more */
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     freeReplyObject(r);
+    H_STATUS(bob, "OK", "MULTI");
+    H_STATUS(bob, "QUEUED", "GET %s", key);    /* checked against rules about to go */
 
-    lc_write(conf, "user bob new-secret-2 +get +set +ping allkeys\n");
+    lc_write(conf, "user bob new-secret-2 +get +set +ping +multi +exec allkeys\n"
+                   "user sam fourth-secret-4 +subscribe &other:*\n"
+                   "user tom fifth-secret-5 +subscribe +ping &news:* &other:*\n");
     lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
+    r = h_cmd(bob, "EXEC");                     /* its rules changed: nothing runs */
+    H_EXPECT_ERR(r, "EXECABORT Transaction discarded because of: the user's ACL rules changed");
+    freeReplyObject(r);
     H_OK(bob, "SET %s y", key);                 /* still logged in, new rules */
     r = h_cmd(bob, "GET %s", key);
     H_EXPECT_BULK(r, "y");
@@ -291,6 +309,14 @@ START_TEST(reload_users)
      * once, subscribed as it is */
     void *none = NULL;
     ck_assert_msg(redisGetReply(eve, &none) != REDIS_OK, "eve's connection stays open");
+    /* sam may no longer hear news:*: closed, as Redis closes a subscriber
+     * whose channels were taken; tom keeps them and stays */
+    ck_assert_msg(redisGetReply(sam, &none) != REDIS_OK, "sam's connection stays open");
+    r = h_cmd(tom, "PING");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);        /* subscribed: ["pong", ""] */
+    freeReplyObject(r);
+    redisFree(sam);
+    redisFree(tom);
 
     redisContext *fresh = connect_proxy();
     r = h_cmd(fresh, "AUTH bob old-secret-1");

@@ -180,11 +180,12 @@ START_TEST(test_keys_channels_selectors)
         "max pw &news:* +publish +subscribe +psubscribe allkeys",
         "ned pw +@all allchannels allkeys",
         "oli pw allkeys +@all",
+        "uma pw ~b:* +mset (~a:* +mset)",
     };
-    struct acl *a = build(NULL, lines, 5);
+    struct acl *a = build(NULL, lines, 6);
     const struct acl_user *kim = login(a, "kim", "pw"), *lee = login(a, "lee", "pw"),
                           *max = login(a, "max", "pw"), *ned = login(a, "ned", "pw"),
-                          *oli = login(a, "oli", "pw");
+                          *oli = login(a, "oli", "pw"), *uma = login(a, "uma", "pw");
     int pos;
     ck_assert_int_eq(check(kim, "GET app:1", NULL), ACL_OK);
     ck_assert_int_eq(check(kim, "GET other", &pos), ACL_DENIED_KEY);
@@ -204,6 +205,9 @@ START_TEST(test_keys_channels_selectors)
     ck_assert_int_eq(check(lee, "SET a:1 v", NULL), ACL_DENIED_KEY);     /* cmd < key */
     ck_assert_int_eq(check(lee, "GET b:1", NULL), ACL_DENIED_KEY);
     ck_assert_int_eq(check(lee, "DEL a:1", NULL), ACL_DENIED_CMD);
+    /* two selectors refuse a key each: the later argument is named, as Redis */
+    ck_assert_int_eq(check(uma, "MSET a:1 v c:1 v", &pos), ACL_DENIED_KEY);
+    ck_assert_int_eq(pos, 3);
     ck_assert_int_eq(check(max, "PUBLISH news:1 m", NULL), ACL_OK);
     ck_assert_int_eq(check(max, "PUBLISH sports m", &pos), ACL_DENIED_CHANNEL);
     ck_assert_int_eq(pos, 1);

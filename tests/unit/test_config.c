@@ -591,6 +591,13 @@ static const struct { const char *text; const char *message; } error_vectors[] =
     { "user bob\n", "%s:1: wrong number of arguments for 'user' (expected at least 2, got 1)" },
     { "user bob pw +nosuchcmd\n", "%s:1: unknown command 'nosuchcmd' in ACL rule" },
     { "user bob pw +@nosuchcat\n", "%s:1: unknown ACL category 'nosuchcat' (see ACL CAT)" },
+    { "user alice on >s3cret +get\n", "%s:1: user 'alice': the word after the name is its "
+      "password (or nopass), and this one reads as an ACL rule: write user NAME PASSWORD "
+      "RULE..., or put Redis's form (user NAME RULE...) in an aclfile" },
+    { "user bob pw <nosuch\n", "%s:1: Error in ACL rule '<(a password)': The password you are "
+      "trying to remove from the user does not exist" },
+    { "user bob pw '(~\"*\"' '+get)'\n", "%s:1: Error in ACL rule '(~\"*\" +get)': a selector's "
+      "rules may not hold quotes or backslashes" },
     { "user bob pw %X~x\n", "%s:1: syntax error in ACL key rule '%%X~x' (expected ~pattern, "
       "%%R~pattern, %%W~pattern or %%RW~pattern)" },
     { "user bob pw allkeys ~x\n", "%s:1: Error in ACL rule '~x': Adding a pattern after the * "
