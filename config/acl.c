@@ -20,14 +20,8 @@ static void digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
 
 /* ---- the users of a config ---- */
 
-/* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
- * password, the rules) or an aclfile line (NAME RULE...). */
-/* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
- * password, the rules) or an aclfile line (NAME RULE...); requirepass, for
- * the default user, replaces its passwords last, as Redis applies it. */
-static int user_from_line(struct acl_user *u, const struct config_user *cu,
-                          const char *requirepass, const struct config *c, char *why,
-                          size_t whylen)
+int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const char *requirepass,
+                       const struct config *c, char *why, size_t whylen)
 {
     char **rules = NULL;
     int first = cu->aclfile_form ? 1 : 2;
@@ -67,12 +61,12 @@ static int default_fill(struct acl_user *u, const struct config_user *users, int
     for (int i = 0; i < nusers; i++) {
         const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
-            return user_from_line(u, cu, c->requirepass, c, why, whylen);
+            return acl_user_from_line(u, cu, c->requirepass, c, why, whylen);
     }
     /* none: on, every key, channel and command, requirepass or none */
     static char *all_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
     struct config_user all = { all_argv, 5, 0 };
-    return user_from_line(u, &all, c->requirepass, c, why, whylen);
+    return acl_user_from_line(u, &all, c->requirepass, c, why, whylen);
 }
 
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
@@ -91,7 +85,7 @@ struct acl *acl_build_users(const struct config_user *users, int nusers, const s
         const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
             continue;
-        if (user_from_line(&a->users[a->nusers++], cu, NULL, c, why, sizeof why) < 0)
+        if (acl_user_from_line(&a->users[a->nusers++], cu, NULL, c, why, sizeof why) < 0)
             goto fail;
     }
     return a;

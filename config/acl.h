@@ -79,6 +79,13 @@ struct acl {
  * with the reason in err. */
 struct acl *acl_build(const struct config *c, char *err, size_t errlen);
 
+/* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
+ * password, the rules) or an aclfile line (NAME RULE...); requirepass, for
+ * the default user, replaces its passwords last, as Redis applies it.
+ * 0, or -1 with the reason. */
+int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const char *requirepass,
+                       const struct config *c, char *why, size_t whylen);
+
 /* The same with other users than c's (ACL SETUSER's): c gives
  * requirepass and cluster-password. */
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,

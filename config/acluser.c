@@ -916,3 +916,26 @@ int acl_full_key_access(const struct acl_user *u, const struct command *cmd, con
     }
     return 0;
 }
+
+int acl_user_apply_setuser(struct acl_user *u, const char *rule, char *why, size_t whylen)
+{
+    struct acl_rule r;
+    char parsed[200];
+    if (acl_rule_parse(rule, &r, parsed, sizeof parsed) < 0) {
+        /* Redis's reasons: its ACLSetUserStringError */
+        if (rule[0] == '#' || rule[0] == '!')
+            snprintf(why, whylen, "%s", parsed);
+        else if ((rule[0] == '+' || rule[0] == '-') && rule[1])
+            snprintf(why, whylen, "Unknown command or category name in ACL");
+        else
+            snprintf(why, whylen, "Syntax error");
+        return -1;
+    }
+    why[0] = '\0';
+    if (user_apply(u, &r, why, whylen) < 0) {
+        if (!why[0])
+            snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    return 0;
+}

@@ -141,6 +141,11 @@ void acl_user_free(struct acl_user *u);
 /* Apply rules (selectors merged) to u in order: 0, or -1 with the reason. */
 int acl_user_apply(struct acl_user *u, char *const *rules, int n, char *why, size_t whylen);
 
+/* One rule (a selector merged) as ACL SETUSER applies it: 0, or -1 with
+ * Redis's reason ("Unknown command or category name in ACL", "Syntax
+ * error", ...). */
+int acl_user_apply_setuser(struct acl_user *u, const char *rule, char *why, size_t whylen);
+
 /* Add a password to u (its SHA-256): 0, or -1 out of memory. */
 int acl_user_add_password(struct acl_user *u, const char *pass, size_t len);
 void acl_user_clear_passwords(struct acl_user *u);

@@ -804,6 +804,7 @@ static const struct directive directives[] = {
     { "worker-nice",               1,  1, set_int,          AT(worker_nice), 0, 19 },
     { "address-map",               2, -2, set_address_map,  0, 0, 0 },
     { "enable-dangerous-commands", 1,  1, set_yesno,        AT(enable_dangerous_commands), 0, 0 },
+    { "acl-mutable",               1,  1, set_yesno,        AT(acl_mutable), 0, 0 },
     { "layout-rules",              1, -1, set_layout_rules, 0, 0, 0 },
     { "layout-prefix",             1, -1, set_layout_prefix, 0, 0, 0 },
     { "layout-allow-legacy-data",  1,  1, set_yesno,        AT(layout_allow_legacy_data), 0, 0 },
@@ -1277,6 +1278,7 @@ void config_defaults(struct config *c)
     c->io_uring = 1;
     c->worker_nice = 5;
     c->enable_dangerous_commands = 0;
+    c->acl_mutable = 0;
     c->script_cache_max_bytes = 16 * MB;
     c->log_level = LOG_NOTICE;
     c->shutdown_timeout_ms = 5000;

@@ -137,6 +137,8 @@ struct config {
     struct config_address_map *address_map;
     int    naddress_map;
     int    enable_dangerous_commands;   /* default 0 */
+    int    acl_mutable;                 /* ACL SETUSER/DELUSER/LOAD/SAVE change the
+                                           proxy's users; default 0: refused */
     struct config_layout_rules *layout_rules;   /* NULL: no key rewriting */
     int    nlayout_rules;
     char **layout_prefix;               /* the prefixes of files that name none, in order */

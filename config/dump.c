@@ -239,6 +239,8 @@ static const struct shown table[] = {
             "Redis's ACL rules (repeatable)", show_users),
     FIELD_OF(NULL, "aclfile", "PATH", "Redis's ACL file: more users, one `user NAME RULE...` "
              "a line", K_STRING, aclfile),
+    FIELD_OF(NULL, "acl-mutable", "yes|no", "ACL SETUSER, DELUSER, LOAD and SAVE change the "
+             "proxy's users", K_YESNO, acl_mutable),
     FIELD_OF(NULL, "cluster-user", "NAME", "the ACL user of the proxy's AUTH to nodes", K_STRING,
              cluster_user),
     FIELD_OF(NULL, "cluster-password", "PASSWORD", "the password of the proxy's AUTH to nodes",

@@ -11,9 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
+#include <unistd.h>
 
+#include "base/log.h"
 #include "config/acl.h"
 #include "config/snapshot.h"
+#include "core/proxy.h"
+#include "core/thread.h"
 #include "core/client.h"
 #include "core/request.h"
 #include "core/route.h"
@@ -432,11 +437,350 @@ static void acl_dryrun(struct request *r)
     request_finish(r);
 }
 
-static void acl_refuse_change(struct request *r)
+/* ---- SETUSER, DELUSER, LOAD, SAVE (acl-mutable yes) ---- */
+
+static int mutable_or_refuse(struct request *r)
 {
-    fail_printf(r, "ERR '%s' is not supported through the proxy: its users come from "
-                        "its config (user lines and aclfile); edit them and reload the proxy "
-                        "(SIGHUP)", r->cmd->fullname);
+    if (r->worker->cfg->acl_mutable)
+        return 1;
+    fail_printf(r, "ERR '%s' changes the proxy's users, and acl-mutable is no: edit the "
+                "config (user lines, aclfile) and reload the proxy (SIGHUP), or set "
+                "acl-mutable yes", r->cmd->fullname);
+    return 0;
+}
+
+/* A deep copy of n users, with room for one more; NULL out of memory. */
+static struct config_user *users_copy(const struct config_user *from, int n)
+{
+    struct config_user *to = calloc((size_t)n + 1, sizeof *to);
+    for (int i = 0; to && i < n; i++) {
+        to[i].aclfile_form = from[i].aclfile_form;
+        to[i].argv = calloc((size_t)from[i].argc + 1, sizeof *to[i].argv);
+        if (!to[i].argv) {
+            config_users_free(to, i);
+            return NULL;
+        }
+        for (int k = 0; k < from[i].argc; k++) {
+            if (!(to[i].argv[k] = strdup(from[i].argv[k]))) {
+                to[i].argc = k;
+                config_users_free(to, i + 1);
+                return NULL;
+            }
+        }
+        to[i].argc = from[i].argc;
+    }
+    return to;
+}
+
+static int user_index(const struct config_user *users, int n, const char *name, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(users[i].argv[0]) == len && memcmp(users[i].argv[0], name, len) == 0)
+            return i;
+    return -1;
+}
+
+/* Make users (taken over) the proxy's, on every worker: 0, or -1 with r
+ * answered. Under users_lock. */
+static int users_publish(struct request *r, struct config_user *users, int nusers,
+                         int logout_all)
+{
+    struct proxy *p = r->worker->proxy;
+    char err[400];
+    struct config_snapshot *s = snapshot_with_users(p->users_snap, users, nusers,
+                                                    p->users_snap->generation, err, sizeof err);
+    if (!s) {
+        fail_printf(r, "ERR %s", err);
+        return -1;
+    }
+    s->logout_all = logout_all;
+    snapshot_unref(p->users_snap);
+    p->users_snap = s;
+    thread_share_config(r->worker, s);
+    return 0;
+}
+
+/* The words of "(..." that never close, as Redis names them. */
+static int unmatched_selector(struct request *r, int from)
+{
+    int open = -1;
+    for (int i = from; i < r->argc; i++) {
+        size_t len;
+        const char *a = request_arg(r, i, &len);
+        if (open < 0 && len > 0 && a[0] == '(' && a[len - 1] != ')')
+            open = i;
+        else if (open >= 0 && len > 0 && a[len - 1] == ')')
+            open = -1;
+    }
+    if (open < 0)
+        return 0;
+    size_t len;
+    const char *a = request_arg(r, open, &len);
+    fail_printf(r, "ERR Unmatched parenthesis in acl selector starting at '%.*s'.",
+                (int)(len > 128 ? 128 : len), a);
+    return 1;
+}
+
+/* r's arguments from `from` as NUL-ended strings (malloc'd). */
+static char **args_dup(struct request *r, int from, int *n)
+{
+    *n = r->argc - from;
+    char **v = calloc((size_t)*n + 1, sizeof *v);
+    for (int i = 0; v && i < *n; i++) {
+        size_t len;
+        const char *a = request_arg(r, from + i, &len);
+        if (memchr(a, '\0', len) || !(v[i] = dup_len(a, len))) {
+            acl_rules_free(v, i);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* Each rule onto the user as it is now, with Redis's reason at the first
+ * that fails: 0, or -1 with r answered. */
+static int setuser_check(struct request *r, const struct config_user *line, const char *name,
+                         char **rules, int n)
+{
+    struct acl_user u;
+    char why[300] = "";
+    const struct config *c = r->worker->cfg;
+    int rc = line ? acl_user_from_line(&u, line, strcmp(name, "default") == 0 ? c->requirepass
+                                                                               : NULL,
+                                       c, why, sizeof why)
+                  : acl_user_init(&u, name);
+    for (int i = 0; rc == 0 && i < n; i++)
+        if ((rc = acl_user_apply_setuser(&u, rules[i], why, sizeof why)) < 0)
+            fail_printf(r, "ERR Error in ACL SETUSER modifier '%.128s': %s", rules[i], why);
+    if (rc < 0 && !r->done)
+        fail_printf(r, "ERR %s", why[0] ? why : "out of memory");
+    acl_user_free(&u);
+    return rc;
+}
+
+/* ACL SETUSER name [rule ...]: the rules onto the user (a new one starts
+ * off, with nothing), as Redis applies them. */
+static void acl_setuser(struct request *r)
+{
+    /* the default user without a line of its own: as acl.h makes it */
+    static char *default_argv[] = { "default", "nopass", "allkeys", "allchannels",
+                                    "allcommands" };
+    static const struct config_user default_line = { default_argv, 5, 0 };
+    struct proxy *p = r->worker->proxy;
+    struct config_user *users = NULL;
+    char **words, **rules = NULL, **grown = NULL, *uname = NULL, why[200];
+    int nwords, nrules, nusers = 0, at;
+    size_t len;
+    const char *name = request_arg(r, 2, &len);
+    if (!mutable_or_refuse(r) || unmatched_selector(r, 3))
+        return;
+    if (len == 0 || memchr(name, ' ', len) || memchr(name, '\0', len)) {
+        request_fail(r, "ERR Usernames can't contain spaces or null characters");
+        return;
+    }
+    words = args_dup(r, 3, &nwords);
+    nrules = words ? acl_rules_merge(words, nwords, &rules, why, sizeof why) : -1;
+    acl_rules_free(words, nwords);
+    if (nrules < 0 || !(uname = dup_len(name, len))) {
+        free(uname);
+        acl_rules_free(rules, nrules < 0 ? 0 : nrules);
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    pthread_mutex_lock(&p->users_lock);
+    const struct config_snapshot *base = p->users_snap;
+    at = user_index(base->users, base->nusers, name, len);
+    const struct config_user *line = at >= 0 ? &base->users[at]
+                                   : strcmp(uname, "default") == 0 ? &default_line : NULL;
+    if (setuser_check(r, line, uname, rules, nrules) < 0)
+        goto done;
+    nusers = base->nusers;
+    users = users_copy(base->users, nusers);
+    if (users && at < 0) {      /* a new user: as an aclfile line, or the default's own */
+        struct config_user *one = users_copy(line ? line : &(struct config_user){ &uname, 1, 1 },
+                                             1);
+        if (one) {
+            users[at = nusers++] = one[0];
+            free(one);
+        }
+    }
+    if (users && at >= 0)
+        grown = realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + nrules));
+    if (!grown) {
+        config_users_free(users, nusers);
+        request_fail(r, "ERR out of memory");
+        goto done;
+    }
+    users[at].argv = grown;
+    for (int i = 0; i < nrules; i++) {
+        grown[users[at].argc++] = rules[i];
+        rules[i] = NULL;
+    }
+    if (users_publish(r, users, nusers, 0) == 0) {
+        resp_add_simple(request_out(r), "OK");
+        request_finish(r);
+    }
+done:
+    pthread_mutex_unlock(&p->users_lock);
+    free(uname);
+    acl_rules_free(rules, nrules);
+}
+
+/* ACL DELUSER name [name ...]: how many were deleted; their connections
+ * close. */
+static void acl_deluser(struct request *r)
+{
+    struct proxy *p = r->worker->proxy;
+    if (!mutable_or_refuse(r))
+        return;
+    for (int i = 2; i < r->argc; i++) {
+        size_t len;
+        const char *a = request_arg(r, i, &len);
+        if (len == 7 && memcmp(a, "default", 7) == 0) {
+            request_fail(r, "ERR The 'default' user cannot be removed");
+            return;
+        }
+    }
+    pthread_mutex_lock(&p->users_lock);
+    const struct config_snapshot *base = p->users_snap;
+    struct config_user *users = users_copy(base->users, base->nusers);
+    int nusers = base->nusers, deleted = 0;
+    for (int i = 2; users && i < r->argc; i++) {
+        size_t len;
+        const char *a = request_arg(r, i, &len);
+        int at = user_index(users, nusers, a, len);
+        if (at < 0)
+            continue;
+        if (strcmp(users[at].argv[0], r->client->user->name) == 0)
+            client_close_after_replies(r->client);     /* as Redis: after this reply */
+        for (int k = 0; k < users[at].argc; k++)
+            free(users[at].argv[k]);
+        free(users[at].argv);
+        memmove(&users[at], &users[at + 1], sizeof *users * (size_t)(nusers - at - 1));
+        nusers--;
+        deleted++;
+    }
+    if (!users) {
+        request_fail(r, "ERR out of memory");
+    } else if (deleted == 0) {
+        config_users_free(users, nusers);
+        resp_add_integer(request_out(r), 0);
+        request_finish(r);
+    } else if (users_publish(r, users, nusers, 0) == 0) {
+        resp_add_integer(request_out(r), deleted);
+        request_finish(r);
+    }
+    pthread_mutex_unlock(&p->users_lock);
+}
+
+static const char no_aclfile[] =
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    "Redis configuration file set) in order to store users in the Redis configuration.";
+
+/* ACL LOAD: the aclfile read again; as Redis, every connection of a user
+ * other than default closes (this one after its reply). */
+static void acl_load(struct request *r)
+{
+    struct proxy *p = r->worker->proxy;
+    const char *path = r->worker->cfg->aclfile;
+    if (!mutable_or_refuse(r))
+        return;
+    if (!path) {
+        request_fail(r, no_aclfile);
+        return;
+    }
+    struct config_user *file = NULL;
+    int nfile = 0;
+    char err[400];
+    if (config_read_aclfile(path, &file, &nfile, err, sizeof err) < 0) {
+        fail_printf(r, "ERR %s", err);
+        return;
+    }
+    pthread_mutex_lock(&p->users_lock);
+    const struct config_snapshot *base = p->users_snap;
+    struct config_user *users = calloc((size_t)(base->nusers + nfile) + 1, sizeof *users);
+    int n = 0, clash = -1;
+    for (int i = 0; users && i < base->nusers; i++)     /* the config's own user lines */
+        if (!base->users[i].aclfile_form) {
+            struct config_user *one = users_copy(&base->users[i], 1);
+            if (one)
+                users[n++] = one[0];
+            free(one);
+        }
+    for (int i = 0; users && i < nfile; i++) {
+        if (clash < 0 && user_index(users, n, file[i].argv[0], strlen(file[i].argv[0])) >= 0)
+            clash = i;
+        users[n++] = file[i];
+    }
+    free(file);
+    if (!users) {
+        request_fail(r, "ERR out of memory");
+    } else if (clash >= 0) {
+        fail_printf(r, "ERR %.200s: user '%s' is also defined by a user line", path,
+                    users[n - nfile + clash].argv[0]);
+        config_users_free(users, n);
+    } else {
+        if (r->client->authenticated && strcmp(r->client->user->name, "default") != 0)
+            client_close_after_replies(r->client);
+        if (users_publish(r, users, n, 1) == 0) {
+            resp_add_simple(request_out(r), "OK");
+            request_finish(r);
+        }
+    }
+    pthread_mutex_unlock(&p->users_lock);
+}
+
+/* ACL SAVE: every user, as ACL LIST gives it, into the aclfile (a new file
+ * renamed over it). */
+static void acl_save(struct request *r)
+{
+    struct proxy *p = r->worker->proxy;
+    const char *path = r->worker->cfg->aclfile;
+    char tmp[4096];
+    if (!mutable_or_refuse(r))
+        return;
+    if (!path) {
+        request_fail(r, no_aclfile);
+        return;
+    }
+    pthread_mutex_lock(&p->users_lock);
+    const struct config_snapshot *base = p->users_snap;
+    int lines = 0;
+    for (int i = 0; i < base->nusers; i++)
+        lines += !base->users[i].aclfile_form;
+    if (lines) {
+        pthread_mutex_unlock(&p->users_lock);
+        request_fail(r, "ERR ACL SAVE would write the users of the config's user lines into "
+                        "the aclfile, and a reload would define them twice: keep the users "
+                        "in the aclfile alone");
+        return;
+    }
+    const struct acl_user **v = users_sorted(base->acl);
+    char *line = malloc(DESCRIBE_MAX);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+    FILE *f = v && line ? fopen(tmp, "w") : NULL;
+    int ok = f != NULL;
+    for (int i = 0; ok && i < base->acl->nusers; i++) {
+        acl_describe_user(v[i], line, DESCRIBE_MAX);
+        ok = fprintf(f, "user %s %s\n", v[i]->name, line) > 0;
+    }
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0;
+    if (!ok) {
+        log_warning("acl", "ACL SAVE: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        request_fail(r, "ERR There was an error trying to save the ACLs. Please check the "
+                        "server logs for more information");
+    } else {
+        resp_add_simple(request_out(r), "OK");
+        request_finish(r);
+    }
+    pthread_mutex_unlock(&p->users_lock);
+    free(v);
+    free(line);
 }
 
 static const struct route_entry aclcmd_routes[] = {
@@ -447,10 +791,10 @@ static const struct route_entry aclcmd_routes[] = {
     ROUTE_LOCAL("acl|cat", acl_cat, TXC_PROXY),
     ROUTE_LOCAL("acl|dryrun", acl_dryrun, TXC_PROXY),
     ROUTE_LOCAL("acl|log", acl_log_cmd, TXC_PROXY),
-    ROUTE_LOCAL("acl|setuser", acl_refuse_change, TXC_PROXY),
-    ROUTE_LOCAL("acl|deluser", acl_refuse_change, TXC_PROXY),
-    ROUTE_LOCAL("acl|load", acl_refuse_change, TXC_PROXY),
-    ROUTE_LOCAL("acl|save", acl_refuse_change, TXC_PROXY),
+    ROUTE_LOCAL("acl|setuser", acl_setuser, TXC_PROXY),
+    ROUTE_LOCAL("acl|deluser", acl_deluser, TXC_PROXY),
+    ROUTE_LOCAL("acl|load", acl_load, TXC_PROXY),
+    ROUTE_LOCAL("acl|save", acl_save, TXC_PROXY),
 };
 
 void aclcmd_register(void)

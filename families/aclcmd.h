@@ -3,8 +3,11 @@
  * Redis 7.0 answers it: WHOAMI, USERS, CAT, GETUSER, LIST, DRYRUN, and LOG,
  * the proxy's refusals of its clients' commands and logins (shared by every
  * worker, at most ACLCMD_LOG_MAX entries). SETUSER, DELUSER, LOAD and SAVE
- * are refused: the users come from the config (user lines, aclfile), which
- * a reload reads again. GENPASS and HELP go to a master.
+ * change the proxy's users when acl-mutable allows it, else are refused:
+ * under the proxy's users_lock the newest snapshot's users are changed
+ * into a new snapshot (snapshot_with_users), which this worker takes at
+ * once and the others through their mailboxes (thread_share_config).
+ * GENPASS and HELP go to a master.
  */
 #ifndef TAGPROXY_ACLCMD_H
 #define TAGPROXY_ACLCMD_H

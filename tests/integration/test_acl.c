@@ -163,6 +163,16 @@ START_TEST(test_allowed_and_denied)
     same(&x, "HELLO 2 AUTH bob bob-secret", "*");       /* HELLO and AUTH: never denied */
     same(&x, "GET {K}", "_");
     pair_close(&x);
+    /* without acl-mutable the proxy's users are the config's */
+    redisContext *c = h_connect_node(&proxy.addr);
+    H_OK(c, "AUTH %s", DEFPW);
+    redisReply *r = h_cmd(c, "ACL SETUSER mallory on nopass +@all ~*");
+    H_EXPECT_ERR(r, "ERR 'acl|setuser' changes the proxy's users, and acl-mutable is no");
+    freeReplyObject(r);
+    r = h_cmd(c, "AUTH mallory x");
+    H_EXPECT_ERR(r, "WRONGPASS");
+    freeReplyObject(r);
+    redisFree(c);
 }
 END_TEST
 

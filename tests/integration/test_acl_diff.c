@@ -223,9 +223,11 @@ static void login(struct pair *x, const struct login *l, int resp)
                   h_esc(x->pb, plen), h_esc(x->rb, rlen));
 }
 
-static void setup_file(char *path, size_t cap)
+/* The ACL file at TAGPROXY_TEST_DIR/users-PID-WHO.acl, one for each side
+ * (ACL SAVE writes its own). */
+static void setup_file(char *path, size_t cap, const char *who)
 {
-    snprintf(path, cap, "%s/users-%d.acl", h_env("TAGPROXY_TEST_DIR"), (int)getpid());
+    snprintf(path, cap, "%s/users-%d-%s.acl", h_env("TAGPROXY_TEST_DIR"), (int)getpid(), who);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(acl_file, f);
@@ -234,9 +236,10 @@ static void setup_file(char *path, size_t cap)
 
 static void setup(void)
 {
-    char path[512], seed[128], port[16];
+    char path[512], ppath[512], seed[128], port[16];
     snprintf(tag, sizeof tag, "%s", h_prefix());
-    setup_file(path, sizeof path);
+    setup_file(path, sizeof path, "redis");
+    setup_file(ppath, sizeof ppath, "proxy");
     h_place_named(&ref, "redis-acl-diff");
     snprintf(port, sizeof port, "%d", ref.addr.port);
     const char *argv[] = { "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
@@ -244,7 +247,7 @@ static void setup(void)
                            "--aclfile", path, NULL };
     h_spawn(&ref, argv, SIGTERM, 1);
     h_spawn_wait(&ref, h_answers, 20000, "redis-server");
-    const char *args[] = { "--aclfile", path, NULL };
+    const char *args[] = { "--aclfile", ppath, "--acl-mutable", "yes", NULL };
     h_place_named(&proxy, "proxy-acl-diff");
     h_seed(seed, sizeof seed);
     h_proxy_launch(&proxy, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
@@ -398,6 +401,59 @@ START_TEST(test_log)
 }
 END_TEST
 
+/* Whether the other side closed fd (EOF within 5 s). */
+static int closed(int fd)
+{
+    char b;
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    return poll(&pfd, 1, 5000) == 1 && recv(fd, &b, 1, 0) == 0;
+}
+
+/* ACL SETUSER, DELUSER, SAVE and LOAD change the users as on one server:
+ * the same replies and errors, logins as the new rules say, connections of
+ * a deleted user closed, ACL LOAD closing every non-default login. */
+START_TEST(test_setuser_deluser_save_load)
+{
+    struct pair adm, gus, al;
+    pair_open(&adm);
+    pair_open(&al);
+    same(&al, "AUTH|alice|alice-pw", "alice", 2);
+    same(&adm, "ACL|SETUSER|gus|on|>gus-pw|~g:*|+get|+set|+ping", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|+nosuchcommand", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|+@nosuchcategory", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|bogus", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|~x|allkeys|~y", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|<not-a-password", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|#abc", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|(~a|+get", "default", 2);
+    same(&adm, "ACL|SETUSER|bad user", "default", 2);
+    same(&adm, "ACL|GETUSER|nobody", "default", 2);
+    pair_open(&gus);
+    same(&gus, "AUTH|gus|gus-pw", "gus", 2);
+    same(&gus, "SET|g:{T}1|v", "gus", 2);
+    same(&gus, "GET|other:{T}1", "gus", 2);
+    same(&adm, "ACL|SETUSER|gus|-set|(~h:*|+set)", "default", 2);
+    same(&gus, "SET|g:{T}1|v", "gus", 2);       /* the same connection, the new rules */
+    same(&gus, "SET|h:{T}1|v", "gus", 2);
+    same(&gus, "DEL|h:{T}1", "gus", 2);
+    same(&adm, "ACL|DRYRUN|gus|SET|h:1|v", "default", 2);
+    same(&adm, "ACL|DELUSER|default", "default", 2);
+    same(&adm, "ACL|DELUSER|gus|nobody", "default", 2);
+    ck_assert_msg(closed(gus.p) && closed(gus.r), "a deleted user's connection stays open");
+    same(&adm, "AUTH|gus|gus-pw", "default", 2);
+    same(&adm, "ACL|SETUSER|hal|on|nopass|~*|+@all", "default", 2);
+    same(&adm, "ACL|SAVE", "default", 2);
+    same(&adm, "ACL|DELUSER|hal", "default", 2);
+    same(&adm, "ACL|LOAD", "default", 2);        /* hal is back, from the file */
+    ck_assert_msg(closed(al.p) && closed(al.r), "ACL LOAD left alice's connection open");
+    same(&adm, "AUTH|hal|x", "hal", 2);
+    same(&adm, "ACL|WHOAMI", "hal", 2);
+    pair_close(&gus);
+    pair_close(&al);
+    pair_close(&adm);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("acl_diff");
@@ -408,6 +464,7 @@ int main(void)
     tcase_add_test(t, test_logins);
     tcase_add_test(t, test_list_and_getuser);
     tcase_add_test(t, test_log);
+    tcase_add_test(t, test_setuser_deluser_save_load);
     suite_add_tcase(s, t);
     return h_run(s);
 }
