@@ -550,21 +550,23 @@ awk -v order="${cases[*]}" -v pairs="$pairs" '
 
 # ---- key layout rows -------------------------------------------------------
 
-start_layout_proxy() {
-    local port pid
+# start_extra_proxy TARGET WHAT ARGS...: another proxy on the same cluster,
+# with ARGS, as target TARGET (its log $tmp/TARGET.log).
+start_extra_proxy() {
+    local target=$1 what=$2 port pid
+    shift 2
     [ -x "$proxy_bin" ] || die "$proxy_bin is not built (run make)"
     if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
     pick_port port
     "$proxy_bin" --listen "127.0.0.1:$port" --cluster "$cluster_seed" --threads "$threads" \
-        --layout-rules "$top/conf/layouts/botmesh-v1.rules" --layout-prefix bench \
-        --admin-listen off > "$tmp/layout.log" 2>&1 &
+        "$@" --admin-listen off > "$tmp/$target.log" 2>&1 &
     pid=$!
     started+=("$pid ${proxy_bin##*/}")
     if ! wait_ready "$port" "$pid" 15; then
-        tail -n 20 "$tmp/layout.log" >&2
-        die "the key layout proxy did not answer PING within 15 s"
+        tail -n 20 "$tmp/$target.log" >&2
+        die "the $what proxy did not answer PING within 15 s"
     fi
-    tport[layout]=$port tpid[layout]=$pid tlog[layout]=$tmp/layout.log
+    tport[$target]=$port tpid[$target]=$pid tlog[$target]=$tmp/$target.log
 }
 
 # bench_cmd LABEL TARGET PIPE N CLIENTS DB CMD...: one redis-benchmark run of
@@ -633,7 +635,8 @@ runs_table() {
 
 layout_rows() {
     local round label lc
-    start_layout_proxy
+    start_extra_proxy layout "key layout" --layout-rules "$top/conf/layouts/botmesh-v1.rules" \
+        --layout-prefix bench
     fill_chats "${tport[layout]}" 0
     fill_chats "${tport[direct]}" 1
     local -a lcases=(
@@ -675,25 +678,9 @@ layout_rows() {
 
 # ---- ACL rows --------------------------------------------------------------
 
-start_acl_proxy() {
-    local port pid
-    if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
-    pick_port port
-    "$proxy_bin" --listen "127.0.0.1:$port" --cluster "$cluster_seed" --threads "$threads" \
-        --user bench benchpw '~key:*' '~other:*' allchannels +@all \
-        --admin-listen off > "$tmp/acl.log" 2>&1 &
-    pid=$!
-    started+=("$pid ${proxy_bin##*/}")
-    if ! wait_ready "$port" "$pid" 15; then
-        tail -n 20 "$tmp/acl.log" >&2
-        die "the ACL proxy did not answer PING within 15 s"
-    fi
-    tport[acl]=$port tpid[acl]=$pid tlog[acl]=$tmp/acl.log
-}
-
 acl_rows() {
     local round label lc
-    start_acl_proxy
+    start_extra_proxy acl ACL --user bench benchpw '~key:*' '~other:*' allchannels +@all
     local -a acases=(
         "get-default-P1|1|$requests|GET key:__rand_int__"
         "get-patterns-P1|1|$requests|GET key:__rand_int__"
