@@ -17,6 +17,8 @@
  *   +@CATEGORY, -@CATEGORY  every command and subcommand in the category
  *   +CMD, -CMD              a command, with all its subcommands
  *   +CMD|SUB, -CMD|SUB      one subcommand of a container (client|setname)
+ *   +CMD|ARG                a command without subcommands, with that first
+ *                           argument (Redis 7.0's, deprecated there)
  *   ~PATTERN, allkeys       keys the commands may read and write (~* all)
  *   %R~PATTERN, %W~PATTERN  ... only read, only write (%RW~ both)
  *   resetkeys               no key

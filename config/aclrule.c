@@ -94,8 +94,14 @@ static int parse_command(const char *s, struct acl_rule *r, char *why, size_t wh
     r->kind = bar ? RULE_SUBCOMMAND : RULE_COMMAND;
     r->cmd = command_lookup(s, bar ? (size_t)(bar - s) : strlen(s));
     if (r->cmd && bar && !r->cmd->nsubcommands) {
-        snprintf(why, whylen, "ACL rule '%c%.64s': a command's first argument (not a "
-                 "subcommand) is not supported by the proxy", r->on ? '+' : '-', s);
+        /* Redis 7.0's first-argument rule (deprecated): only to allow */
+        r->kind = RULE_FIRSTARG;
+        r->arg = bar + 1;
+        r->arglen = strlen(bar + 1);
+        if (r->on && r->arglen > 0 && !strchr(r->arg, '|'))
+            return 0;
+        snprintf(why, whylen, "%s command's first argument in ACL rule '%c%.64s'",
+                 r->on ? "an empty or nested" : "only '+' allows a", r->on ? '+' : '-', s);
         return -1;
     }
     if (r->cmd && bar)

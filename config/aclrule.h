@@ -25,14 +25,15 @@ enum acl_rule_kind {
     /* a selector's (the user's root selector, or one in parentheses) */
     RULE_ALL_KEYS, RULE_RESET_KEYS, RULE_KEYS,
     RULE_ALL_CHANNELS, RULE_RESET_CHANNELS, RULE_CHANNELS,
-    RULE_ALL, RULE_CATEGORY, RULE_COMMAND, RULE_SUBCOMMAND
+    RULE_ALL, RULE_CATEGORY, RULE_COMMAND, RULE_SUBCOMMAND,
+    RULE_FIRSTARG                       /* +cmd|arg: cmd with that first argument */
 };
 
 struct acl_rule {
     enum acl_rule_kind kind;
     int on;                             /* +: allow (RULE_ALL .. RULE_SUBCOMMAND) */
     int category;                       /* RULE_CATEGORY */
-    const struct command *cmd;          /* RULE_COMMAND, RULE_SUBCOMMAND */
+    const struct command *cmd;          /* RULE_COMMAND, RULE_SUBCOMMAND, RULE_FIRSTARG */
     unsigned perm;                      /* RULE_KEYS: ACL_PERM_* */
     const char *arg;                    /* pattern, password, hash, selector's text */
     size_t arglen;

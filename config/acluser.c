@@ -87,8 +87,40 @@ static void patterns_free(struct acl_pattern *p, int n)
     free(p);
 }
 
+static void firstargs_drop(struct acl_selector *s, const struct command *cmd, uint64_t category)
+{
+    int kept = 0;
+    for (int i = 0; i < s->nfirstargs; i++) {
+        const struct command *c = s->firstargs[i].cmd;
+        int drop = !cmd && !category ? 1 : cmd ? c == cmd : (c->acl_categories & category) != 0;
+        if (drop)
+            free(s->firstargs[i].arg);
+        else
+            s->firstargs[kept++] = s->firstargs[i];
+    }
+    s->nfirstargs = kept;
+}
+
+/* +cmd|arg: once, whatever the case of arg. */
+static int firstarg_add(struct acl_selector *s, const struct command *cmd, const char *arg)
+{
+    for (int i = 0; i < s->nfirstargs; i++)
+        if (s->firstargs[i].cmd == cmd && strcasecmp(s->firstargs[i].arg, arg) == 0)
+            return 0;
+    struct acl_firstarg *grown = realloc(s->firstargs, sizeof *grown * (size_t)(s->nfirstargs + 1));
+    if (!grown)
+        return -1;
+    s->firstargs = grown;
+    if (!(grown[s->nfirstargs].arg = strdup(arg)))
+        return -1;
+    grown[s->nfirstargs++].cmd = cmd;
+    return 0;
+}
+
 static void selector_free(struct acl_selector *s)
 {
+    firstargs_drop(s, NULL, 0);
+    free(s->firstargs);
     free(s->allowed);
     patterns_free(s->keys, s->nkeys);
     patterns_free(s->channels, s->nchannels);
@@ -186,13 +218,18 @@ static int selector_apply(struct acl_selector *s, const struct acl_rule *r, char
     case RULE_ALL:
         memset(s->allowed, r->on ? 0xff : 0, bitmap_words() * sizeof *s->allowed);
         s->all_commands = (unsigned)r->on;
+        firstargs_drop(s, NULL, 0);
         return 0;
     case RULE_CATEGORY:
         apply_category(s->allowed, r->category, r->on);
+        firstargs_drop(s, NULL, 1ULL << r->category);
         return 0;
     case RULE_COMMAND:
         apply_command(s->allowed, r->cmd, r->on);
+        firstargs_drop(s, r->cmd, 0);
         return 0;
+    case RULE_FIRSTARG:
+        return firstarg_add(s, r->cmd, r->arg);
     case RULE_SUBCOMMAND:
         bit_set(s->allowed, r->cmd, r->on);
         return 0;
@@ -410,7 +447,8 @@ static int bitmap_full(const uint64_t *bits)
 static void settle_flags(struct acl_user *u)
 {
     const struct acl_selector *root = &u->selectors[0];
-    u->simple = u->nselectors == 1 && root->all_keys && root->all_channels;
+    u->simple = u->nselectors == 1 && root->all_keys && root->all_channels &&
+                root->nfirstargs == 0;
     u->restricted = !(u->simple && root->all_commands && bitmap_full(root->allowed));
 }
 
@@ -609,13 +647,28 @@ static enum acl_verdict keys_check(const struct acl_selector *s, const struct co
     return v;
 }
 
+/* A command its bit refuses, allowed by a +cmd|arg rule for its first
+ * argument (any case), as Redis 7.0. */
+static int firstarg_allows(const struct acl_selector *s, const struct command *cmd,
+                           const char *base, const struct resp_arg *args, int argc)
+{
+    int at = cmd->parent ? 2 : 1;
+    if (s->nfirstargs == 0 || argc <= at)
+        return 0;
+    for (int i = 0; i < s->nfirstargs; i++)
+        if (s->firstargs[i].cmd == cmd && strlen(s->firstargs[i].arg) == args[at].len &&
+            strncasecmp(s->firstargs[i].arg, base + args[at].off, args[at].len) == 0)
+            return 1;
+    return 0;
+}
+
 static enum acl_verdict selector_check(const struct acl_selector *s, const struct command *cmd,
                                        const char *base, const struct resp_arg *args, int argc,
                                        int *errpos)
 {
     int first, last, literal;
     *errpos = 0;
-    if (!acl_selector_allows(s, cmd))
+    if (!acl_selector_allows(s, cmd) && !firstarg_allows(s, cmd, base, args, argc))
         return ACL_DENIED_CMD;
     if (!s->all_keys && command_has_keys(cmd)) {
         enum acl_verdict v = keys_check(s, cmd, base, args, argc, errpos);
@@ -725,12 +778,12 @@ static int bit_of(const uint64_t *bits, const struct command *cmd)
 }
 
 /* The single commands where fake (what the categories give) differs. */
-static void describe_singles(const uint64_t *bits, uint64_t *fake, const struct command *cmds,
-                             int n, struct text *t)
+static void describe_singles(const struct acl_selector *s, uint64_t *fake,
+                             const struct command *cmds, int n, struct text *t)
 {
     for (int i = 0; i < n; i++) {
         const struct command *cmd = &cmds[i];
-        int userbit = bit_of(bits, cmd);
+        int userbit = bit_of(s->allowed, cmd);
         if (userbit != bit_of(fake, cmd)) {
             text_add(t, userbit ? "+" : "-");
             text_add(t, cmd->fullname);
@@ -738,7 +791,15 @@ static void describe_singles(const uint64_t *bits, uint64_t *fake, const struct 
             apply_command(fake, cmd, userbit);
         }
         if (cmd->nsubcommands)
-            describe_singles(bits, fake, cmd->subcommands, cmd->nsubcommands, t);
+            describe_singles(s, fake, cmd->subcommands, cmd->nsubcommands, t);
+        for (int k = 0; !userbit && k < s->nfirstargs; k++)
+            if (s->firstargs[k].cmd == cmd) {
+                text_add(t, "+");
+                text_add(t, cmd->fullname);
+                text_add(t, "|");
+                text_add(t, s->firstargs[k].arg);
+                text_add(t, " ");
+            }
     }
 }
 
@@ -783,7 +844,7 @@ size_t acl_describe_commands(const struct acl_selector *s, char *out, size_t cap
         apply_category(temp, best, !additive);
         applied[best] = 1;
     }
-    describe_singles(s->allowed, fake, command_table, command_table_size, &t);
+    describe_singles(s, fake, command_table, command_table_size, &t);
     if (t.len > 0 && t.len <= cap && out[t.len - 1] == ' ')
         out[--t.len] = '\0';            /* the last blank */
     free(fake);

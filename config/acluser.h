@@ -40,6 +40,14 @@ struct acl_selector {
     int nkeys;
     struct acl_pattern *channels;
     int nchannels;
+    struct acl_firstarg *firstargs;     /* +cmd|arg rules: a command (its bit clear)
+                                           allowed with one of these first arguments */
+    int nfirstargs;
+};
+
+struct acl_firstarg {
+    const struct command *cmd;
+    char *arg;
 };
 
 enum acl_sanitize { ACL_SANITIZE_UNSET = 0, ACL_SANITIZE, ACL_SKIP_SANITIZE };

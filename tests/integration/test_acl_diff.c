@@ -30,7 +30,8 @@ static const char *const acl_file =
     "(~w:* +@write) (&alerts:* +publish)\n"
     "user dave off >dave-pw ~* +@all\n"
     "user erin on nopass ~e:* &e:* +@all -@dangerous -acl (~x:* +get)\n"
-    "user frank on >frank-pw ~f:* +sort +sort_ro +rpush +del\n";
+    "user frank on >frank-pw ~f:* +sort +sort_ro +rpush +del\n"
+    "user gina on >gina-pw +select|0 +ping|hello +echo +acl|whoami\n";
 
 struct login {
     const char *user, *pass;
@@ -38,7 +39,7 @@ struct login {
 
 static const struct login logins[] = {
     { "alice", "alice-pw" }, { "bob", "bob-pw2" }, { "carl", "carl-pw" }, { "erin", "x" },
-    { "frank", "frank-pw" },
+    { "frank", "frank-pw" }, { "gina", "gina-pw" },
 };
 
 /*
@@ -57,7 +58,7 @@ static const char *const corpus[] = {
     "DEL|app:{T}1|app:{T}2|app:{T}3|inbox:{T}3", "INCR|e:{T}n", "INCR|w:{T}n",
     "BITFIELD|app:{T}b|GET|u8|0", "BITFIELD|shared:{T}b|GET|u8|0",
     "BITFIELD|shared:{T}b|SET|u8|0|1", "KEYS|nothing-{T}", "CONFIG|GET|maxmemory",
-    "PING", "ECHO|hi",
+    "PING", "ECHO|hi", "PING|hello", "PING|HELLO", "PING|other", "SELECT|0",
     "DEL|f:{T}l", "RPUSH|f:{T}l|2|1", "SORT|f:{T}l", "SORT|f:{T}l|BY|nosort",
     "SORT|f:{T}l|BY|f:{T}w*", "SORT|f:{T}l|LIMIT|0|1|GET|#", "SORT_RO|f:{T}l|GET|f:{T}*",
     "SORT|f:{T}l|STORE|get", "DEL|f:{T}l|get",
@@ -298,6 +299,9 @@ START_TEST(test_logins)
     same(&x, "AUTH|bob|bob-pw3", "bob", 2);
     same(&x, "AUTH|erin|anything", "erin", 2);
     same(&x, "ACL|WHOAMI", "erin", 2);
+    same(&x, "AUTH|gina|gina-pw", "gina", 2);   /* +select|0: SELECT 1 is refused */
+    same(&x, "SELECT|1", "gina", 2);
+    same(&x, "SELECT|0", "gina", 2);
     pair_close(&x);
 }
 END_TEST
@@ -338,7 +342,8 @@ START_TEST(test_list_and_getuser)
         describe_same(a->element[i]->str, b->element[i]->str, "ACL LIST");
     freeReplyObject(a);
     freeReplyObject(b);
-    const char *names[] = { "default", "alice", "bob", "carl", "dave", "erin", "frank" };
+    const char *names[] = { "default", "alice", "bob", "carl", "dave", "erin", "frank",
+                            "gina" };
     for (size_t u = 0; u < sizeof names / sizeof names[0]; u++) {
         a = h_cmd(p, "ACL GETUSER %s", names[u]);
         b = h_cmd(r, "ACL GETUSER %s", names[u]);

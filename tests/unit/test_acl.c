@@ -108,7 +108,7 @@ static const struct { const char *rule; int ok; } rule_vectors[] = {
     { "+@CONNECTION", 1 }, { "+get", 1 }, { "-GET", 1 }, { "+client", 1 },
     { "+client|setname", 1 }, { "-config|set", 1 },
     { "get", 0 }, { "+nosuchcommand", 0 }, { "+@nosuchcategory", 0 },
-    { "+get|foo", 0 }, { "+client|nosuch", 0 }, { "+", 0 }, { "+@", 0 }, { "", 0 },
+    { "+get|foo", 1 }, { "-get|foo", 0 }, { "+get|", 0 }, { "+client|nosuch", 0 }, { "+", 0 }, { "+@", 0 }, { "", 0 },
     { "~*", 1 }, { "&*", 1 }, { "allkeys", 1 }, { "allchannels", 1 }, { "resetkeys", 1 },
     { "resetchannels", 1 }, { "~user:*", 1 }, { "%R~ro:*", 1 }, { "%W~wo:*", 1 },
     { "%RW~rw:*", 1 }, { "%wr~x", 1 }, { "%~x", 0 }, { "%RR~x", 0 }, { "%X~x", 0 },
@@ -181,11 +181,14 @@ START_TEST(test_keys_channels_selectors)
         "ned pw +@all allchannels allkeys",
         "oli pw allkeys +@all",
         "uma pw ~b:* +mset (~a:* +mset)",
+        "vic pw allkeys allchannels +select|0 +ping|hello",
+        "wes pw allkeys allchannels +select|0 -select",
     };
-    struct acl *a = build(NULL, lines, 6);
+    struct acl *a = build(NULL, lines, 8);
     const struct acl_user *kim = login(a, "kim", "pw"), *lee = login(a, "lee", "pw"),
                           *max = login(a, "max", "pw"), *ned = login(a, "ned", "pw"),
-                          *oli = login(a, "oli", "pw"), *uma = login(a, "uma", "pw");
+                          *oli = login(a, "oli", "pw"), *uma = login(a, "uma", "pw"),
+                          *vic = login(a, "vic", "pw"), *wes = login(a, "wes", "pw");
     int pos;
     ck_assert_int_eq(check(kim, "GET app:1", NULL), ACL_OK);
     ck_assert_int_eq(check(kim, "GET other", &pos), ACL_DENIED_KEY);
@@ -205,6 +208,13 @@ START_TEST(test_keys_channels_selectors)
     ck_assert_int_eq(check(lee, "SET a:1 v", NULL), ACL_DENIED_KEY);     /* cmd < key */
     ck_assert_int_eq(check(lee, "GET b:1", NULL), ACL_DENIED_KEY);
     ck_assert_int_eq(check(lee, "DEL a:1", NULL), ACL_DENIED_CMD);
+    /* +cmd|first-argument, as Redis 7.0 (deprecated there) */
+    ck_assert_int_eq(check(vic, "SELECT 0", NULL), ACL_OK);
+    ck_assert_int_eq(check(vic, "SELECT 1", NULL), ACL_DENIED_CMD);
+    ck_assert_int_eq(check(vic, "PING HELLO", NULL), ACL_OK);   /* any case */
+    ck_assert_int_eq(check(vic, "PING", NULL), ACL_DENIED_CMD);
+    ck_assert_int_eq(check(wes, "SELECT 0", NULL), ACL_DENIED_CMD);  /* -select dropped it */
+    ck_assert(!vic->simple);
     /* two selectors refuse a key each: the later argument is named, as Redis */
     ck_assert_int_eq(check(uma, "MSET a:1 v c:1 v", &pos), ACL_DENIED_KEY);
     ck_assert_int_eq(pos, 3);
