@@ -704,14 +704,6 @@ enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
     return worst;
 }
 
-int acl_allows_command(const struct acl_user *u, const struct command *cmd)
-{
-    for (int i = 0; i < u->nselectors; i++)
-        if (acl_selector_allows(&u->selectors[i], cmd))
-            return 1;
-    return 0;
-}
-
 
 int acl_user_add_password(struct acl_user *u, const char *pass, size_t len)
 {

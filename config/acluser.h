@@ -117,9 +117,6 @@ static inline enum acl_verdict acl_check_fast(const struct acl_user *u, const st
 int acl_full_key_access(const struct acl_user *u, const struct command *cmd, const char *base,
                         const struct resp_arg *args, int argc);
 
-/* Does any of u's selectors allow cmd (keys and channels aside)? */
-int acl_allows_command(const struct acl_user *u, const struct command *cmd);
-
 /* Check rules (a `user` line's or an aclfile line's, selectors merged) as
  * acl_build will apply them: 0, or -1 with the reason in why. */
 int acl_rules_check(char *const *rules, int n, char *why, size_t whylen);

@@ -246,6 +246,14 @@ static int unreachable_too_long(struct request *r)
     return top->start_us && waited_us >= (uint64_t)r->worker->cfg->node_timeout_ms * 1000;
 }
 
+/* r's multiplexed connection to master `node`: the worker's shared one,
+ * or its node user's for a restricted user's script (userconn.h). */
+static struct node_conn *multiplexed_conn(struct request *r, int node)
+{
+    return r->as_user ? userconn_conn(r->as_user, node, request_resp(r))
+                      : worker_conn(r->worker, node, request_resp(r));
+}
+
 void router_send(struct request *r)
 {
     struct worker *w = r->worker;
@@ -260,8 +268,7 @@ void router_send(struct request *r)
     const char *why = NULL;
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? family_conn(r, node, &why)
-                           : r->as_user ? userconn_conn(r->as_user, node, request_resp(r))
-                           : worker_conn(w, node, request_resp(r));
+                           : multiplexed_conn(r, node);
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
         return;
@@ -318,10 +325,7 @@ static struct node_conn *router_next_conn(struct request *r)
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
-    if (node < 0)
-        return NULL;
-    return r->as_user ? userconn_conn(r->as_user, node, request_resp(r))
-                      : worker_conn(w, node, request_resp(r));
+    return node >= 0 ? multiplexed_conn(r, node) : NULL;
 }
 
 /*

@@ -127,11 +127,7 @@ struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto p
         return *slot;
     if (node_now_ms() < w->nodes[node].connect_after_ms)
         return NULL;
-    const struct topology_node *n = &w->topo->nodes[node];
-    struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
-                                        n->salen, &uc->opts[p]);
-    if (c && c->state == NODE_CLOSED)
-        c = NULL;               /* failed as it was made: freed on the next round */
+    struct node_conn *c = worker_connect(w, node, &uc->opts[p]);
     if (c) {
         c->on_down = conn_down;
         c->on_drained = conn_caught_up;

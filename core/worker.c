@@ -108,6 +108,16 @@ static int still_silent(struct worker *w, int node, int kind)
     return 0;
 }
 
+struct node_conn *worker_connect(struct worker *w, int node, const struct node_opts *opts)
+{
+    const struct topology_node *n = &w->topo->nodes[node];
+    struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
+                                        n->salen, opts);
+    if (c && c->state == NODE_CLOSED)
+        return NULL;            /* failed as it was made: freed on the next round */
+    return c;
+}
+
 /* w's connection of this kind to master `node`, made on demand. */
 static struct node_conn *conn_of(struct worker *w, int node, int kind)
 {
@@ -118,12 +128,8 @@ static struct node_conn *conn_of(struct worker *w, int node, int kind)
         return *slot;
     if (node_now_ms() < w->nodes[node].connect_after_ms || still_silent(w, node, kind))
         return NULL;
-    const struct topology_node *n = &w->topo->nodes[node];
     const struct node_opts *opts = worker_node_opts(w, kind == WORKER_CONN_RESP3 ? RESP3 : RESP2);
-    struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
-                                        n->salen, opts);
-    if (c && c->state == NODE_CLOSED)
-        c = NULL;               /* failed as it was made: freed on the next round */
+    struct node_conn *c = worker_connect(w, node, opts);
     if (c) {
         c->on_down = worker_conn_down;
         c->on_drained = worker_conn_drained;

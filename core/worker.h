@@ -176,6 +176,11 @@ static inline const struct layout *worker_layout(const struct worker *w)
  * proto, made on demand. */
 struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto);
 
+/* A new connection with opts to master `node` (an index into w's topology),
+ * or NULL: one that failed as it was made (TLS, memory) is never handed
+ * out, it is freed on the next round. */
+struct node_conn *worker_connect(struct worker *w, int node, const struct node_opts *opts);
+
 /* What a connection that speaks proto is opened with. */
 static inline const struct node_opts *worker_node_opts(const struct worker *w,
                                                        enum resp_proto proto)

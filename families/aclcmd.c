@@ -81,16 +81,6 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static char *dup_len(const char *s, size_t len)
-{
-    char *d = malloc(len + 1);
-    if (d) {
-        memcpy(d, s, len);
-        d[len] = '\0';
-    }
-    return d;
-}
-
 /* As Redis's addACLLogEntry: an entry like one of the newest few within a
  * minute is counted there and moves to the head, else a new head. */
 static void log_add(struct client *c, enum log_reason reason, const char *object, size_t olen,
@@ -100,7 +90,7 @@ static void log_add(struct client *c, enum log_reason reason, const char *object
     struct client_counts n;
     client_counts(c, &n);
     clientcmd_describe(c, info, sizeof info);
-    struct log_entry e = { 1, reason, n.multi >= 0, dup_len(object, olen), dup_len(user, ulen),
+    struct log_entry e = { 1, reason, n.multi >= 0, strndup(object, olen), strndup(user, ulen),
                            wall_ms(), strdup(info) };
     if (!e.object || !e.username || !e.client_info) {
         entry_free(&e);
@@ -529,7 +519,7 @@ static char **args_dup(struct request *r, int from, int *n)
     for (int i = 0; v && i < *n; i++) {
         size_t len;
         const char *a = request_arg(r, from + i, &len);
-        if (memchr(a, '\0', len) || !(v[i] = dup_len(a, len))) {
+        if (memchr(a, '\0', len) || !(v[i] = strndup(a, len))) {
             acl_rules_free(v, i);
             return NULL;
         }
@@ -581,7 +571,7 @@ static void acl_setuser(struct request *r)
     words = args_dup(r, 3, &nwords);
     nrules = words ? acl_rules_merge(words, nwords, &rules, why, sizeof why) : -1;
     acl_rules_free(words, nwords);
-    if (nrules < 0 || !(uname = dup_len(name, len))) {
+    if (nrules < 0 || !(uname = strndup(name, len))) {
         free(uname);
         acl_rules_free(rules, nrules < 0 ? 0 : nrules);
         request_fail(r, "ERR out of memory");

@@ -99,14 +99,12 @@ static struct dedicated *idle_take(struct dedicated_pool *pool, struct dedicated
 static struct dedicated *dedicated_open(struct worker *w, int node)
 {
     struct dedicated_pool *pool = w->dedicated;
-    const struct topology_node *n = &w->topo->nodes[node];
     struct dedicated *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
     d->worker = w;
     d->proto = RESP2;
-    d->conn = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
-                            n->salen, &w->node_opts);
+    d->conn = worker_connect(w, node, &w->node_opts);
     if (!d->conn) {
         free(d);
         return NULL;

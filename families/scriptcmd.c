@@ -219,9 +219,7 @@ static void kill_fail(struct node_req *nr, int may_have_run, const char *why)
 /* Send part to master i on a new connection that closes after its reply. */
 static void kill_send(struct worker *w, int i, struct request *part)
 {
-    const struct topology_node *n = &w->topo->nodes[i];
-    struct node_conn *c = node_conn_new(&w->loop, n->announced, (const struct sockaddr *)&n->sa,
-                                        n->salen, &w->node_opts);
+    struct node_conn *c = worker_connect(w, i, &w->node_opts);
     part->nreq.on_reply = kill_reply;
     part->nreq.on_fail = kill_fail;
     if (!c) {

@@ -1000,10 +1000,10 @@ static void blocking_read_route(struct request *r)
 }
 
 /* A client with the family's state: its request r, whose route is rt, is
- * the family's when it is queued in MULTI, pinned by WATCH, ... (client.h). */
-/* A client's first restricted script starts its lanes: the shared
- * connections and its node user's (userconn.h) must not overtake each
- * other. */
+ * the family's when it is queued in MULTI, pinned by WATCH, ... (client.h).
+ * A client's first restricted script gives it that state: the shared
+ * connections and its node user's (userconn.h) are lanes that must not
+ * overtake each other. */
 static int take(struct request *r, const struct route *rt)
 {
     return (r->client->tx || r->as_user) && tx_dispatch(r, rt->in_multi);
