@@ -4,19 +4,11 @@
 #include "config/acl.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
-
-static void digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
-{
-    unsigned int n = ACL_DIGEST_LEN;
-    if (EVP_Digest(s, len, out, &n, EVP_sha256(), NULL) != 1)
-        memset(out, 0, ACL_DIGEST_LEN);     /* never matches a real digest */
-}
 
 /* ---- the users of a config ---- */
 
@@ -125,8 +117,8 @@ const struct acl_user *acl_authenticate(const struct acl *a, const char *name, s
 {
     unsigned char nd[ACL_DIGEST_LEN], pd[ACL_DIGEST_LEN];
     const struct acl_user *found = NULL;
-    digest(name, namelen, nd);
-    digest(pass, passlen, pd);
+    acl_digest(name, namelen, nd);
+    acl_digest(pass, passlen, pd);
     /* every user is looked at, whoever matches */
     for (int i = 0; i < a->nusers; i++) {
         int same = CRYPTO_memcmp(nd, a->users[i].name_digest, ACL_DIGEST_LEN) == 0;

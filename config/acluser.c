@@ -45,14 +45,14 @@ static void bit_set(uint64_t *bits, const struct command *cmd, int on)
         bits[id >> 6] &= ~(1ULL << (id & 63));
 }
 
-static void digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
+void acl_digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN])
 {
     unsigned int n = ACL_DIGEST_LEN;
     if (EVP_Digest(s, len, out, &n, EVP_sha256(), NULL) != 1)
         memset(out, 0, ACL_DIGEST_LEN);     /* never matches a real digest */
 }
 
-static void hex_of(const unsigned char *d, size_t n, char *out)
+void acl_hex(const unsigned char *d, size_t n, char *out)
 {
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -360,7 +360,7 @@ static int user_apply(struct acl_user *u, const struct acl_rule *r, char *why, s
         return 0;
     case RULE_ADD_PASS:
     case RULE_DEL_PASS:
-        digest(r->arg, r->arglen, d);
+        acl_digest(r->arg, r->arglen, d);
         return r->kind == RULE_ADD_PASS ? password_add(u, d) : password_del(u, d, why, whylen);
     case RULE_ADD_HASH:
     case RULE_DEL_HASH:
@@ -416,7 +416,7 @@ int acl_user_init(struct acl_user *u, const char *name)
     if (!u->name || !u->selectors || selector_init(&u->selectors[0]) < 0)
         return -1;
     u->nselectors = 1;
-    digest(name, strlen(name), u->name_digest);
+    acl_digest(name, strlen(name), u->name_digest);
     return 0;
 }
 
@@ -544,15 +544,15 @@ static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
     if (!ok)
         return -1;
     char hex[2 * ACL_DIGEST_LEN + 1];
-    hex_of(d, 12, hex);
+    acl_hex(d, 12, hex);
     snprintf(u->node_user, sizeof u->node_user, "tagproxy:%s", hex);
     if (!HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)u->node_user,
               strlen(u->node_user), d, &dn))
         return -1;
-    hex_of(d, ACL_DIGEST_LEN, u->node_password);
-    digest(u->node_password, strlen(u->node_password), d);
+    acl_hex(d, ACL_DIGEST_LEN, u->node_password);
+    acl_digest(u->node_password, strlen(u->node_password), d);
     char pass_rule[2 * ACL_DIGEST_LEN + 2] = "#";
-    hex_of(d, ACL_DIGEST_LEN, pass_rule + 1);
+    acl_hex(d, ACL_DIGEST_LEN, pass_rule + 1);
     u->node_setup[NODE_SETUP_NAME] = strdup(u->node_user);
     u->node_setup[NODE_SETUP_PASS] = strdup(pass_rule);
     return u->node_setup[NODE_SETUP_NAME] && u->node_setup[NODE_SETUP_PASS] ? 0 : -1;
@@ -708,7 +708,7 @@ enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
 int acl_user_add_password(struct acl_user *u, const char *pass, size_t len)
 {
     unsigned char d[ACL_DIGEST_LEN];
-    digest(pass, len, d);
+    acl_digest(pass, len, d);
     return password_add(u, d);
 }
 
@@ -754,19 +754,12 @@ static void category_count(const uint64_t *bits, int category, unsigned long *on
             const struct command *c = k < 0 ? cmd : &cmd->subcommands[k];
             if (!(c->acl_categories & mask))
                 continue;
-            int id = acl_command_id(c);
-            if ((bits[id >> 6] >> (id & 63)) & 1)
+            if (acl_bit(bits, c))
                 (*on)++;
             else
                 (*off)++;
         }
     }
-}
-
-static int bit_of(const uint64_t *bits, const struct command *cmd)
-{
-    int id = acl_command_id(cmd);
-    return (int)((bits[id >> 6] >> (id & 63)) & 1);
 }
 
 /* The single commands where fake (what the categories give) differs. */
@@ -775,8 +768,8 @@ static void describe_singles(const struct acl_selector *s, uint64_t *fake,
 {
     for (int i = 0; i < n; i++) {
         const struct command *cmd = &cmds[i];
-        int userbit = bit_of(s->allowed, cmd);
-        if (userbit != bit_of(fake, cmd)) {
+        int userbit = acl_bit(s->allowed, cmd);
+        if (userbit != acl_bit(fake, cmd)) {
             text_add(t, userbit ? "+" : "-");
             text_add(t, cmd->fullname);
             text_add(t, " ");
@@ -913,7 +906,7 @@ size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap)
     else if (u->sanitize == ACL_SANITIZE)
         text_add(&t, "sanitize-payload ");
     for (int i = 0; i < u->npasswords; i++) {
-        hex_of(u->passwords[i], ACL_DIGEST_LEN, hex);
+        acl_hex(u->passwords[i], ACL_DIGEST_LEN, hex);
         text_add(&t, "#");
         text_add(&t, hex);
         text_add(&t, " ");

@@ -87,10 +87,16 @@ static inline int acl_command_id(const struct command *cmd)
     return (int)(cmd - command_table);
 }
 
-static inline int acl_selector_allows(const struct acl_selector *s, const struct command *cmd)
+/* cmd's bit in a bitmap indexed by acl_command_id. */
+static inline int acl_bit(const uint64_t *bits, const struct command *cmd)
 {
     int id = acl_command_id(cmd);
-    return (int)((s->allowed[id >> 6] >> (id & 63)) & 1);
+    return (int)((bits[id >> 6] >> (id & 63)) & 1);
+}
+
+static inline int acl_selector_allows(const struct acl_selector *s, const struct command *cmd)
+{
+    return acl_bit(s->allowed, cmd);
 }
 
 /* May u run cmd with the arguments argv (args into base, argc of them,
@@ -137,6 +143,11 @@ size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap);
 /* Do now's rules allow fewer channels than old's (a subscriber of the
  * user may hold a channel it may no longer have: Redis closes it)? */
 int acl_channels_narrowed(const struct acl_user *old, const struct acl_user *now);
+
+/* SHA-256 of s (all zeros should the digest fail: it then matches no
+ * password), and n bytes as 2n lowercase hex digits and a NUL. */
+void acl_digest(const char *s, size_t len, unsigned char out[ACL_DIGEST_LEN]);
+void acl_hex(const unsigned char *d, size_t n, char *out);
 
 /* A new user of that name with nothing allowed (off, no password): 0, or
  * -1 out of memory. */

@@ -321,8 +321,7 @@ static void acl_getuser(struct request *r)
     resp_add_bulk_str(out, "passwords");
     resp_add_array(out, u->npasswords);
     for (int i = 0; i < u->npasswords; i++) {
-        for (int k = 0; k < ACL_DIGEST_LEN; k++)
-            snprintf(hex + 2 * k, 3, "%02x", u->passwords[i][k]);
+        acl_hex(u->passwords[i], ACL_DIGEST_LEN, hex);
         resp_add_bulk_str(out, hex);
     }
     selector_fields(out, &u->selectors[0], buf);
