@@ -120,6 +120,27 @@ static void send_internal(struct node_conn *c, node_reply_fn *on_reply, int argc
     evbuffer_free(tmp);
 }
 
+/* Set opts->as_user up and log in as it; what is sent after waits for that
+ * AUTH (gate_open). */
+static void login_as(struct node_conn *c, const struct node_opts *opts)
+{
+    if (opts->setup_argc > 0)
+        send_internal(c, asking_reply, opts->setup_argc, opts->setup_argv);
+    /* on RESP3 the last login says HELLO 3 again, so the protocol is what
+     * the one that decides left it */
+    const char *as3[] = { "HELLO", "3", "AUTH", opts->as_user, opts->as_password };
+    const char *as2[] = { "AUTH", opts->as_user, opts->as_password };
+    if (opts->resp3)
+        send_internal(c, auth_reply, 5, as3);
+    else
+        send_internal(c, auth_reply, 3, as2);
+    if (c->state == NODE_CLOSED)
+        return;
+    c->gated = evbuffer_new();
+    if (!c->gated)
+        node_conn_close(c, "out of memory");
+}
+
 /* The first command on a connection: AUTH when there is a password; on a
  * RESP3 connection HELLO 3, with the AUTH in it. Its error is a refused
  * login (auth_reply); HELLO's map is consumed there too. A connection as
@@ -146,23 +167,14 @@ static void node_login(struct node_conn *c, const struct node_opts *opts)
     }
     if (argc > 0)
         send_internal(c, first_reply, argc, argv);
-    if (!opts->as_user)
-        return;
-    if (opts->setup_argc > 0)
-        send_internal(c, asking_reply, opts->setup_argc, opts->setup_argv);
-    /* on RESP3 the last login says HELLO 3 again, so the protocol is what
-     * the one that decides left it */
-    const char *as3[] = { "HELLO", "3", "AUTH", opts->as_user, opts->as_password };
-    const char *as2[] = { "AUTH", opts->as_user, opts->as_password };
-    if (opts->resp3)
-        send_internal(c, auth_reply, 5, as3);
-    else
-        send_internal(c, auth_reply, 3, as2);
-    if (c->state == NODE_CLOSED)
-        return;
-    c->gated = evbuffer_new();
-    if (!c->gated)
-        node_conn_close(c, "out of memory");
+    if (opts->as_user)
+        login_as(c, opts);
+}
+
+void node_conn_login_as(struct node_conn *c, const struct node_opts *opts)
+{
+    c->opts = opts;
+    login_as(c, opts);
 }
 
 void node_send_asking(struct node_conn *c)

@@ -214,6 +214,12 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
 /* Queue bytes whose replies go to on_push (not the FIFO). -1 when closed. */
 int node_send_raw(struct node_conn *c, const void *bytes, size_t len);
 
+/* From now on c runs as opts->as_user (set up with opts->setup_argv, then
+ * AUTH): what is sent next waits for that AUTH, as after a login with
+ * as_user, and a refusal closes c with nothing of it written. c keeps
+ * opts (which must outlive it) and speaks the protocol it spoke. */
+void node_conn_login_as(struct node_conn *c, const struct node_opts *opts);
+
 /* Queue ASKING (its +OK is consumed here) right before the next command. */
 void node_send_asking(struct node_conn *c);
 

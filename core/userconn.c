@@ -137,6 +137,11 @@ struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto p
     return c;
 }
 
+const struct node_opts *userconn_opts(const struct userconn *uc, enum resp_proto proto)
+{
+    return &uc->opts[proto == RESP3];
+}
+
 /* Retire uc's connections and size its arrays for nnodes masters. */
 static void entry_retire(struct userconn *uc, int nnodes)
 {

@@ -17,6 +17,7 @@
 
 struct acl_user;
 struct node_conn;
+struct node_opts;
 struct worker;
 struct userconn;
 
@@ -30,6 +31,10 @@ struct userconn *userconn_of(struct worker *w, const struct acl_user *u, const c
 /* uc's connection to master `node` that speaks proto, made on demand; NULL
  * when it cannot be had now (as worker_conn). */
 struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto proto);
+
+/* How uc's connections that speak proto log in (node.h), for a connection
+ * made elsewhere that is to run as uc's node user (node_conn_login_as). */
+const struct node_opts *userconn_opts(const struct userconn *uc, enum resp_proto proto);
 
 /* w took a new topology: every connection of every entry is retired. */
 void userconn_topology(struct worker *w);

@@ -161,7 +161,9 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
 void dedicated_release(struct dedicated *d)
 {
     struct dedicated_pool *pool = d->worker->dedicated;
-    int keep = pool->nidle < DEDICATED_IDLE_MAX;
+    /* one that ran as a client's node user (node_conn_login_as) serves no
+     * other client */
+    int keep = pool->nidle < DEDICATED_IDLE_MAX && !d->conn->opts->as_user;
     TAILQ_REMOVE(&pool->busy, d, link);
     *d->owner = NULL;
     d->owner = NULL;

@@ -299,6 +299,16 @@ static long arg_count(const struct request *r, int i)
     return v;
 }
 
+int index_wrapped_parts(const struct request *r, int *nrec, int *original)
+{
+    long nkeys = arg_count(r, 2), n = nkeys >= 0 && 3 + nkeys < r->argc ? arg_count(r, 3 + (int)nkeys) : -1;
+    if (n < 0 || 4 + nkeys + n >= r->argc)
+        return -1;
+    *nrec = (int)n;
+    *original = (int)(4 + nkeys + n);
+    return 0;
+}
+
 /* Whether reply[0..5) (at the front of in, or at bytes) is a "$-1" of a
  * wrapped command whose own answer is a null array: Lua turns a null array
  * into false, which the script returns as a null bulk. */
@@ -314,10 +324,9 @@ static int null_array_lost(const struct request *r, struct evbuffer *in, const c
         memcpy(head, bytes, 5);
     if (memcmp(head, "$-1\r\n", 5) != 0 || script_of(r) != &script_write)
         return 0;
-    long nkeys = arg_count(r, 2), n = nkeys >= 0 && 3 + nkeys < r->argc ? arg_count(r, 3 + (int)nkeys) : -1;
-    if (n < 0 || 4 + nkeys + n >= r->argc)
+    int nrec, at;
+    if (index_wrapped_parts(r, &nrec, &at) < 0)
         return 0;
-    int at = (int)(4 + nkeys + n);
     size_t nlen;
     const char *name = request_arg(r, at, &nlen);
     return index_answers_null_array(name, nlen, r->argc - at);

@@ -67,6 +67,11 @@ void index_init(void);
 int index_wrap_write(struct request *r, const struct command *cmd, const struct layout *l);
 const char *index_wrap_error(int rc);
 
+/* In r as index_wrap_write rebuilt it: the indexed records' keys are
+ * arguments 3 to 3 + *nrec, and the command as it was starts at argument
+ * *original. -1 when r is not such a request. */
+int index_wrapped_parts(const struct request *r, int *nrec, int *original);
+
 /* KEYS r->args[1] from the indexes: 1 when under way (r is answered), 0
  * when the pattern is not one indexed family's (r is untouched). */
 int index_keys(struct request *r, const struct layout *l);

@@ -16,6 +16,7 @@
 #include "core/rewrite.h"
 #include "core/router.h"
 #include "core/scripts.h"
+#include "core/userconn.h"
 #include "core/worker.h"
 #include "families/dedicated.h"
 #include "families/index.h"
@@ -31,6 +32,24 @@
 
 static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 
+
+/* The writes of a restricted user's transaction that the index script
+ * wraps, as they were: should a script of the user's be queued too, the
+ * block runs as the user's node user, which may not run the index script,
+ * so they go as they came and their records' indexes are kept once EXEC
+ * has run, as a script's are (exec_unwrap). */
+struct tx_unwrap {
+    size_t off, len;                /* the wrapped command in tx->queued */
+    size_t orig_len;                /* the command as it was, next in bytes */
+    int index;                      /* its place in the block */
+};
+
+struct tx_unwrapped {
+    struct tx_unwrap *at;
+    int n, cap;
+    struct evbuffer *bytes;         /* the commands as they were, in order */
+    struct evbuffer *keys;          /* their records' keys (as tx->upkeep) */
+};
 
 struct tx_state {
     /* MULTI */
@@ -49,6 +68,7 @@ struct tx_state {
     int fixcap;
     unsigned fix_any : 1;
     struct evbuffer *upkeep;        /* keys of queued scripts that may write (key_list) */
+    struct tx_unwrapped unwrapped;  /* a restricted user's writes in the index script */
     struct tx_local *locals;        /* queued TXC_PROXY commands (tx.h) */
     int nlocal, localcap;
     size_t local_bytes;
@@ -221,6 +241,11 @@ static void reset_multi(struct tx_state *tx)
     evbuffer_drain(tx->queued, evbuffer_get_length(tx->queued));
     if (tx->upkeep)
         evbuffer_drain(tx->upkeep, evbuffer_get_length(tx->upkeep));
+    tx->unwrapped.n = 0;
+    if (tx->unwrapped.bytes) {
+        evbuffer_drain(tx->unwrapped.bytes, evbuffer_get_length(tx->unwrapped.bytes));
+        evbuffer_drain(tx->unwrapped.keys, evbuffer_get_length(tx->unwrapped.keys));
+    }
     txexec_locals_free(tx->locals, tx->nlocal);
     tx->locals = NULL;
     tx->nlocal = tx->localcap = 0;
@@ -376,6 +401,91 @@ static int upkeep_note(struct tx_state *tx, struct request *r)
     return rc;
 }
 
+/* Bytes held for the transaction besides its queued commands. */
+static size_t held_besides(const struct tx_state *tx)
+{
+    const struct tx_unwrapped *u = &tx->unwrapped;
+    return tx->local_bytes + (u->bytes ? evbuffer_get_length(u->bytes) + evbuffer_get_length(u->keys)
+                                       : 0);
+}
+
+/* r, a write of a restricted user's that index_wrap_write wrapped, is
+ * queued next: note it as it was (struct tx_unwrap). 0, or -1 out of
+ * memory. */
+static int unwrap_note(struct tx_state *tx, struct request *r)
+{
+    struct tx_unwrapped *u = &tx->unwrapped;
+    int nrec, original;
+    if (index_wrapped_parts(r, &nrec, &original) < 0)
+        return -1;
+    if (u->n == u->cap) {
+        int cap = u->cap ? u->cap * 2 : 8;
+        struct tx_unwrap *grown = realloc(u->at, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return -1;
+        u->at = grown;
+        u->cap = cap;
+    }
+    if (!u->bytes && (!(u->bytes = evbuffer_new()) || !(u->keys = evbuffer_new())))
+        return -1;
+    int argc = r->argc - original;
+    const char **argv = malloc(sizeof *argv * (size_t)argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)argc), before = evbuffer_get_length(u->bytes);
+    int rc = argv && lens ? 0 : -1;
+    for (int i = 0; rc == 0 && i < argc; i++)
+        argv[i] = request_arg(r, original + i, &lens[i]);
+    if (rc == 0)
+        resp_add_command(u->bytes, argc, argv, lens);
+    for (int i = 0; rc == 0 && i < nrec; i++) {
+        size_t len;
+        const char *key = request_arg(r, 3 + i, &len);
+        uint32_t len32 = (uint32_t)len;
+        if (evbuffer_add(u->keys, &len32, sizeof len32) < 0 || evbuffer_add(u->keys, key, len) < 0)
+            rc = -1;
+    }
+    free(argv);
+    free(lens);
+    if (rc < 0)
+        return -1;
+    u->at[u->n++] = (struct tx_unwrap){ .off = evbuffer_get_length(tx->queued), .len = r->len,
+                                        .orig_len = evbuffer_get_length(u->bytes) - before,
+                                        .index = tx->nqueued };
+    return 0;
+}
+
+/* The block is to run as the user's node user (struct tx_unwrap): its
+ * wrapped writes go as they came, and their records' indexes are kept once
+ * EXEC has run. 0, or -1 out of memory (the block may then be half made:
+ * it must not run). */
+static int exec_unwrap(struct tx_state *tx)
+{
+    struct tx_unwrapped *u = &tx->unwrapped;
+    struct evbuffer *b = evbuffer_new();
+    if (!b || (!tx->upkeep && !(tx->upkeep = evbuffer_new()))) {
+        if (b)
+            evbuffer_free(b);
+        return -1;
+    }
+    size_t at = 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < u->n; i++) {
+        const struct tx_unwrap *w = &u->at[i];
+        if (evbuffer_remove_buffer(tx->queued, b, w->off - at) != (int)(w->off - at) ||
+            evbuffer_drain(tx->queued, w->len) < 0 ||
+            evbuffer_remove_buffer(u->bytes, b, w->orig_len) != (int)w->orig_len)
+            rc = -1;
+        at = w->off + w->len;
+        if (tx->fix_any)
+            tx->fix[w->index] &= (unsigned char)~TX_FIX_NULL_ARRAY;   /* not wrapped now */
+    }
+    if (rc == 0 && (evbuffer_add_buffer(b, tx->queued) < 0 || evbuffer_add_buffer(tx->queued, b) < 0 ||
+                    evbuffer_add_buffer(tx->upkeep, u->keys) < 0))
+        rc = -1;
+    evbuffer_free(b);
+    tx->index_script = 0;
+    return rc;
+}
+
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
@@ -389,7 +499,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         return;
     }
     size_t limit = (size_t)r->worker->cfg->client_query_buffer_limit;
-    if (evbuffer_get_length(tx->queued) + tx->local_bytes + r->len > limit) {
+    if (evbuffer_get_length(tx->queued) + held_besides(tx) + r->len > limit) {
         refuse_queued(tx, r, "ERR transaction too large: its queued commands exceed "
                              "client-query-buffer-limit");
         return;
@@ -436,7 +546,8 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         tx->script_as = r->as_user;
     if (wrapped <= 0)
         fix &= (unsigned char)~TX_FIX_NULL_ARRAY;
-    if ((layout && exec_fix_note(tx, fix) < 0) ||
+    if ((wrapped > 0 && r->client->user->restricted && unwrap_note(tx, r) < 0) ||
+        (layout && exec_fix_note(tx, fix) < 0) ||
         (layout && wrapped == 0 && writes_unseen(r, cls) && upkeep_note(tx, r) < 0) ||
         evbuffer_add(tx->queued, r->data, r->len) < 0) {
         refuse_queued(tx, r, "ERR out of memory");
@@ -559,15 +670,8 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         exec_refuse(tx, r, msg);
         return;
     }
-    if (tx->script_as && (tx->watching || tx->index_script)) {
-        snprintf(msg, sizeof msg, "EXECABORT Transaction discarded because of: a script in it "
-                 "would run with this user's rights on a connection of its own, and %s; "
-                 "nothing ran", tx->watching ? "the WATCH holds another one"
-                                             : "the key layout's index upkeep needs the proxy's");
-        exec_refuse(tx, r, msg);
-        return;
-    }
-    if (exec_build_block(tx, r) < 0) {
+    if ((tx->script_as && tx->index_script && exec_unwrap(tx) < 0) ||
+        exec_build_block(tx, r) < 0) {
         exec_refuse(tx, r, "ERR out of memory");
         return;
     }
@@ -576,6 +680,8 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     reset_multi(tx);
     if (tx->watching) {
         struct node_conn *conn = tx->dconn->conn;
+        if (r->as_user)     /* its scripts run as the user; the WATCH stays */
+            node_conn_login_as(conn, userconn_opts(r->as_user, tx->dconn->proto));
         r->conn_kind = TX_CONN_PINNED_EXEC;
         r->slot = tx->watch_slot;
         router_send_on(r, conn);
@@ -968,6 +1074,11 @@ static void client_freed(struct client *c)
     evbuffer_free(tx->queued);
     if (tx->upkeep)
         evbuffer_free(tx->upkeep);
+    if (tx->unwrapped.bytes)
+        evbuffer_free(tx->unwrapped.bytes);
+    if (tx->unwrapped.keys)
+        evbuffer_free(tx->unwrapped.keys);
+    free(tx->unwrapped.at);
     txexec_locals_free(tx->locals, tx->nlocal);
     free(tx->fix);
     free(tx);
@@ -984,7 +1095,7 @@ static void client_count(const struct client *c, struct client_counts *n)
 /* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
 static size_t client_held(const struct client *c)
 {
-    return c->tx && c->tx->queued ? evbuffer_get_length(c->tx->queued) + c->tx->local_bytes : 0;
+    return c->tx && c->tx->queued ? evbuffer_get_length(c->tx->queued) + held_besides(c->tx) : 0;
 }
 
 /* ---- routes ---- */

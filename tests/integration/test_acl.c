@@ -307,6 +307,77 @@ START_TEST(test_scripts_run_with_the_users_rights)
 }
 END_TEST
 
+/* One side's EXEC after WATCH key, MULTI, a script that INCRs key and one
+ * that calls FLUSHALL; another client's SET in between when `touch`. */
+static redisReply *watched_scripts(redisContext *c, redisContext *other, const char *key,
+                                   int touch)
+{
+    H_OK(c, "WATCH %s", key);
+    if (touch)
+        H_OK(other, "SET %s 5", key);
+    H_OK(c, "MULTI");
+    H_STATUS(c, "QUEUED", "EVAL %s 1 %s", "return redis.call('INCR',KEYS[1])", key);
+    H_STATUS(c, "QUEUED", "EVAL %s 0", "return redis.call('FLUSHALL')");
+    return h_cmd(c, "EXEC");
+}
+
+/* A restricted user's scripts in a transaction after WATCH run with the
+ * user's rights on the watched connection, which then serves no one else
+ * as that user: EXEC answers as one server does, and a WATCH of the
+ * default user's after it runs with the default user's rights. */
+START_TEST(test_scripts_after_watch)
+{
+    struct pair x = pair_open();
+    redisContext *other = h_connect_node(&proxy.addr), *ref_other = h_connect_node(&ref.addr);
+    char key[128];
+    snprintf(key, sizeof key, "{%s}:acl", h_prefix());
+    H_OK(other, "AUTH default %s", DEFPW);
+    H_OK(ref_other, "AUTH default %s", DEFPW);
+    same(&x, "AUTH erin erin-secret", "+OK");
+    same(&x, "SET {K} 1", "+OK");
+    redisReply *a = watched_scripts(x.p, other, key, 0);
+    redisReply *b = watched_scripts(x.r, ref_other, key, 0);
+    H_EXPECT_TYPE(a, REDIS_REPLY_ARRAY);
+    H_EXPECT_TYPE(b, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(a->elements, 2);
+    H_EXPECT_INT(a->element[0], 2);
+    ck_assert_msg(a->element[1]->type == REDIS_REPLY_ERROR &&
+                  strcmp(a->element[1]->str, b->element[1]->str) == 0,
+                  "EXEC: proxy %s, redis %s", h_show(a->element[1]), h_show(b->element[1]));
+    freeReplyObject(a);
+    freeReplyObject(b);
+    same(&x, "GET {K}", "$");                           /* nothing was flushed */
+
+    a = watched_scripts(x.p, other, key, 1);            /* the watch still works */
+    b = watched_scripts(x.r, ref_other, key, 1);
+    H_EXPECT_TYPE(a, REDIS_REPLY_NIL);
+    H_EXPECT_TYPE(b, REDIS_REPLY_NIL);
+    freeReplyObject(a);
+    freeReplyObject(b);
+
+    /* RESTORE is @dangerous: erin may not, the default user may */
+    redisReply *dump = h_cmd(x.p, "DUMP %s", key);
+    H_EXPECT_TYPE(dump, REDIS_REPLY_STRING);
+    same(&x, "AUTH default " DEFPW, "+OK");
+    H_OK(x.p, "WATCH %s", key);
+    H_OK(x.p, "MULTI");
+    H_STATUS(x.p, "QUEUED", "RESTORE %s:r 0 %b REPLACE", key, dump->str, dump->len);
+    a = h_cmd(x.p, "EXEC");
+    H_EXPECT_TYPE(a, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(a->elements, 1);
+    H_EXPECT_STATUS(a->element[0], "OK");
+    freeReplyObject(a);
+    freeReplyObject(dump);
+    same(&x, "DEL {K}", ":1");
+    a = h_cmd(x.p, "DEL %s:r", key);
+    H_EXPECT_INT(a, 1);
+    freeReplyObject(a);
+    redisFree(other);
+    redisFree(ref_other);
+    pair_close(&x);
+}
+END_TEST
+
 /* A pipeline mixing a restricted user's scripts (on connections of their
  * own) with plain commands keeps one server's order: each script sees the
  * writes before it, and the commands after it see its write. */
@@ -378,6 +449,53 @@ START_TEST(test_layout_keys_checked_once)
         freeReplyObject(r);
     }
     redisReply *r = h_cmd(c, "DEL %s", key);
+    freeReplyObject(r);
+    redisFree(c);
+    h_proxy_stop(&lp);
+}
+END_TEST
+
+/* With a key layout, a restricted user's transaction may hold a script and
+ * writes to indexed records: the block runs as the user, the writes as they
+ * came, and their indexes are kept once EXEC has run (KEYS answers from
+ * them). */
+START_TEST(test_layout_script_beside_indexed_writes)
+{
+    struct h_proxy lp;
+    char prefix[H_LAYOUT_PREFIX_LEN], key[160], pattern[160];
+    H_FMT(prefix, sizeof prefix, "aclidx%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    H_FMT(key, sizeof key, "%s:user:u1:ns:a", prefix);
+    H_FMT(pattern, sizeof pattern, "%s:user:u1:*", prefix);
+    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
+                           prefix, "--user", "idx", "idx-pw", "allkeys", "allchannels", "+@all",
+                           "-flushall", NULL };
+    h_proxy_start(&lp, args);
+    redisContext *c = h_connect_node(&lp.addr);
+    H_OK(c, "AUTH idx idx-pw");
+    H_OK(c, "MULTI");
+    H_STATUS(c, "QUEUED", "SET %s v1", key);
+    H_STATUS(c, "QUEUED", "EVAL %s 1 %s", "return redis.call('GET',KEYS[1])", key);
+    H_STATUS(c, "QUEUED", "EVAL %s 0", "return redis.call('FLUSHALL')");
+    H_STATUS(c, "QUEUED", "DEL %s:user:u1:ns:b", prefix);
+    redisReply *r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 4);
+    H_EXPECT_STATUS(r->element[0], "OK");
+    H_EXPECT_BULK(r->element[1], "v1");
+    H_EXPECT_TYPE(r->element[2], REDIS_REPLY_ERROR);
+    H_EXPECT_INT(r->element[3], 0);
+    freeReplyObject(r);
+    r = h_cmd(c, "KEYS %s", pattern);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1);
+    H_EXPECT_BULK(r->element[0], key);
+    freeReplyObject(r);
+    r = h_cmd(c, "DEL %s", key);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    r = h_cmd(c, "KEYS %s", pattern);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 0);
     freeReplyObject(r);
     redisFree(c);
     h_proxy_stop(&lp);
@@ -482,9 +600,11 @@ int main(void)
     tcase_add_test(t, test_wrong_passwords);
     tcase_add_test(t, test_hello_reset_client_list);
     tcase_add_test(t, test_scripts_run_with_the_users_rights);
+    tcase_add_test(t, test_scripts_after_watch);
     tcase_add_test(t, test_script_order_in_a_pipeline);
     tcase_add_test(t, test_scripts_refused_when_the_node_user_cannot_be_made);
     tcase_add_test(t, test_layout_keys_checked_once);
+    tcase_add_test(t, test_layout_script_beside_indexed_writes);
     suite_add_tcase(s, t);
     TCase *b = tcase_create("start");
     tcase_add_test(b, test_bad_rule_refused_at_start);
