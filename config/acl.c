@@ -13,7 +13,8 @@
 /* ---- the users of a config ---- */
 
 int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const char *requirepass,
-                       const struct config *c, char *why, size_t whylen)
+                       const struct config *c, const struct layout *layout, char *why,
+                       size_t whylen)
 {
     char **rules = NULL;
     int first = cu->aclfile_form ? 1 : 2;
@@ -36,7 +37,7 @@ int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const c
         if (acl_user_add_password(u, requirepass, strlen(requirepass)) < 0)
             goto fail;
     }
-    if (acl_user_settle(u, rules, n, c->cluster_password) < 0)
+    if (acl_user_settle(u, rules, n, c->cluster_password, layout) < 0)
         goto fail;
     acl_rules_free(rules, n);
     return 0;
@@ -48,21 +49,22 @@ fail:
 }
 
 static int default_fill(struct acl_user *u, const struct config_user *users, int nusers,
-                        const struct config *c, char *why, size_t whylen)
+                        const struct config *c, const struct layout *layout, char *why,
+                        size_t whylen)
 {
     for (int i = 0; i < nusers; i++) {
         const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
-            return acl_user_from_line(u, cu, c->requirepass, c, why, whylen);
+            return acl_user_from_line(u, cu, c->requirepass, c, layout, why, whylen);
     }
     /* none: on, every key, channel and command, requirepass or none */
     static char *all_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
     struct config_user all = { all_argv, 5, 0 };
-    return acl_user_from_line(u, &all, c->requirepass, c, why, whylen);
+    return acl_user_from_line(u, &all, c->requirepass, c, layout, why, whylen);
 }
 
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
-                            char *err, size_t errlen)
+                            const struct layout *layout, char *err, size_t errlen)
 {
     struct acl *a = calloc(1, sizeof *a);
     char why[300] = "";
@@ -71,13 +73,13 @@ struct acl *acl_build_users(const struct config_user *users, int nusers, const s
     if (!a || !(a->users = calloc((size_t)nusers + 1, sizeof *a->users)))
         goto fail;
     a->nusers = 1;
-    if (default_fill(&a->users[0], users, nusers, c, why, sizeof why) < 0)
+    if (default_fill(&a->users[0], users, nusers, c, layout, why, sizeof why) < 0)
         goto fail;
     for (int i = 0; i < nusers; i++) {
         const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
             continue;
-        if (acl_user_from_line(&a->users[a->nusers++], cu, NULL, c, why, sizeof why) < 0)
+        if (acl_user_from_line(&a->users[a->nusers++], cu, NULL, c, layout, why, sizeof why) < 0)
             goto fail;
     }
     return a;
@@ -87,9 +89,10 @@ fail:
     return NULL;
 }
 
-struct acl *acl_build(const struct config *c, char *err, size_t errlen)
+struct acl *acl_build(const struct config *c, const struct layout *layout, char *err,
+                      size_t errlen)
 {
-    return acl_build_users(c->users, c->nusers, c, err, errlen);
+    return acl_build_users(c->users, c->nusers, c, layout, err, errlen);
 }
 
 void acl_free(struct acl *a)

@@ -71,27 +71,31 @@
 
 struct config;
 struct config_user;
+struct layout;
 
 struct acl {
     struct acl_user *users;     /* users[0] is the default user */
     int nusers;
 };
 
-/* The users of c (config_user lines, the aclfile and requirepass). NULL
+/* The users of c (config_user lines, the aclfile and requirepass), their
+ * node users' key patterns mapped by layout (NULL: none; acluser.h). NULL
  * with the reason in err. */
-struct acl *acl_build(const struct config *c, char *err, size_t errlen);
+struct acl *acl_build(const struct config *c, const struct layout *layout, char *err,
+                      size_t errlen);
 
 /* u from a config_user: a `user NAME PASSWORD RULE...` line (on, that
  * password, the rules) or an aclfile line (NAME RULE...); requirepass, for
  * the default user, replaces its passwords last, as Redis applies it.
  * 0, or -1 with the reason. */
 int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const char *requirepass,
-                       const struct config *c, char *why, size_t whylen);
+                       const struct config *c, const struct layout *layout, char *why,
+                       size_t whylen);
 
 /* The same with other users than c's (ACL SETUSER's): c gives
  * requirepass and cluster-password. */
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
-                            char *err, size_t errlen);
+                            const struct layout *layout, char *err, size_t errlen);
 void acl_free(struct acl *a);
 
 static inline const struct acl_user *acl_default_user(const struct acl *a)

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "keylayout/glob.h"
+#include "keylayout/globmap.h"
 
 /* More than the command table holds (240 in Redis 7.0). */
 #define ACL_MAX_TOP 1024
@@ -496,30 +497,124 @@ static const char *node_rule(const char *rule)
     }
 }
 
-static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
-                          const char *cluster_password)
+/* The words of a node user's ACL SETUSER, growing. */
+struct words {
+    char **w;
+    int n, cap;
+};
+
+static int words_add(struct words *ws, const char *s, size_t len)
 {
-    int n = NODE_SETUP_HEAD;
-    u->node_setup = calloc((size_t)(NODE_SETUP_HEAD + 4 * nrules), sizeof *u->node_setup);
-    if (!u->node_setup)
-        return -1;
-    u->node_setup_argc = NODE_SETUP_HEAD + 4 * nrules;     /* all freed, should one fail */
-    for (int i = 0; i < NODE_SETUP_HEAD; i++)
-        if (node_setup_head[i] && !(u->node_setup[i] = strdup(node_setup_head[i])))
+    if (ws->n == ws->cap) {
+        int cap = ws->cap ? 2 * ws->cap : 32;
+        char **grown = realloc(ws->w, sizeof *grown * (size_t)cap);
+        if (!grown)
             return -1;
-    for (int i = 0; i < nrules; i++) {
+        ws->w = grown;
+        ws->cap = cap;
+    }
+    return (ws->w[ws->n++] = strndup(s, len)) ? 0 : -1;
+}
+
+/* A key pattern rule mapped to the cluster names (keylayout/globmap.h): the
+ * rule, then its permission and each glob, into text (NUL-separated
+ * words). */
+struct mapped {
+    const char *perm;               /* "~", "%R~", ... as the rule says it */
+    size_t permlen;
+    struct words *into;
+    int failed;
+};
+
+static void mapped_add(void *arg, const char *glob, size_t len)
+{
+    struct mapped *m = arg;
+    char *w = malloc(m->permlen + len + 1);
+    if (!w) {
+        m->failed = 1;
+        return;
+    }
+    memcpy(w, m->perm, m->permlen);
+    memcpy(w + m->permlen, glob, len);
+    if (words_add(m->into, w, m->permlen + len) < 0)
+        m->failed = 1;
+    free(w);
+}
+
+/* Add rule (one word, no selector) for the node user: a key pattern also
+ * as the cluster names the layout gives the names it matches. */
+static int node_word(struct acl_user *u, struct words *ws, const char *rule,
+                     const struct layout *layout)
+{
+    struct acl_rule r;
+    char why[200];
+    if (words_add(ws, rule, strlen(rule)) < 0)
+        return -1;
+    if (!layout || acl_rule_parse(rule, &r, why, sizeof why) < 0 || r.kind != RULE_KEYS)
+        return 0;
+    struct mapped m = { rule, (size_t)(r.arg - rule), ws, 0 };
+    if (globmap_cluster(layout, r.arg, r.arglen, mapped_add, &m) < 0 && !u->node_keys_unmapped[0])
+        snprintf(u->node_keys_unmapped, sizeof u->node_keys_unmapped, "%s", rule);
+    return m.failed ? -1 : 0;
+}
+
+/* A selector "(rules)" for the node user, its key patterns mapped. */
+static int node_selector(struct acl_user *u, struct words *ws, const char *sel,
+                         const struct layout *layout)
+{
+    struct words inner = { 0 };
+    size_t len = strlen(sel), total = 0;
+    char *copy = strndup(sel + 1, len - 2), *save = NULL;     /* without ( ) */
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, " ", &save) : NULL; t && rc == 0;
+         t = strtok_r(NULL, " ", &save))
+        rc = node_word(u, &inner, t, layout);
+    for (int i = 0; i < inner.n; i++)
+        total += strlen(inner.w[i]) + 1;
+    char *joined = rc == 0 ? malloc(total + 2) : NULL, *at = joined;
+    if (joined) {
+        *at++ = '(';
+        for (int i = 0; i < inner.n; i++)
+            at += sprintf(at, i ? " %s" : "%s", inner.w[i]);
+        *at++ = ')';
+        rc = words_add(ws, joined, (size_t)(at - joined));
+    } else {
+        rc = -1;
+    }
+    free(joined);
+    free(copy);
+    for (int i = 0; i < inner.n; i++)
+        free(inner.w[i]);
+    free(inner.w);
+    return rc;
+}
+
+static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
+                          const char *cluster_password, const struct layout *layout)
+{
+    struct words ws = { 0 };
+    int rc = 0;
+    for (int i = 0; i < NODE_SETUP_HEAD && rc == 0; i++)
+        rc = words_add(&ws, node_setup_head[i] ? node_setup_head[i] : "", 
+                       node_setup_head[i] ? strlen(node_setup_head[i]) : 0);
+    for (int i = 0; i < nrules && rc == 0; i++) {
         const char *w = node_rule(rules[i]);
         if (w && w != rules[i]) {           /* reset: its four words */
             char copy[64], *save = NULL;
             snprintf(copy, sizeof copy, "%s", w);
-            for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
-                if (!(u->node_setup[n++] = strdup(t)))
-                    return -1;
-        } else if (w && !(u->node_setup[n++] = strdup(w))) {
-            return -1;
+            for (char *t = strtok_r(copy, " ", &save); t && rc == 0; t = strtok_r(NULL, " ", &save))
+                rc = words_add(&ws, t, strlen(t));
+        } else if (w && w[0] == '(') {
+            rc = node_selector(u, &ws, w, layout);
+        } else if (w) {
+            rc = node_word(u, &ws, w, layout);
         }
     }
-    u->node_setup_argc = n;
+    u->node_setup = ws.w;                   /* all freed with u, should one fail */
+    u->node_setup_argc = ws.n;
+    if (rc < 0)
+        return -1;
+    int n = ws.n;
 
     /* the name: an HMAC of the rules keyed by cluster-password, so proxies
      * that log in to the cluster alike share it, and others (another
@@ -553,6 +648,8 @@ static int node_user_fill(struct acl_user *u, char *const *rules, int nrules,
     acl_digest(u->node_password, strlen(u->node_password), d);
     char pass_rule[2 * ACL_DIGEST_LEN + 2] = "#";
     acl_hex(d, ACL_DIGEST_LEN, pass_rule + 1);
+    free(u->node_setup[NODE_SETUP_NAME]);
+    free(u->node_setup[NODE_SETUP_PASS]);
     u->node_setup[NODE_SETUP_NAME] = strdup(u->node_user);
     u->node_setup[NODE_SETUP_PASS] = strdup(pass_rule);
     return u->node_setup[NODE_SETUP_NAME] && u->node_setup[NODE_SETUP_PASS] ? 0 : -1;
@@ -718,10 +815,10 @@ void acl_user_clear_passwords(struct acl_user *u)
 }
 
 int acl_user_settle(struct acl_user *u, char *const *rules, int n,
-                    const char *cluster_password)
+                    const char *cluster_password, const struct layout *layout)
 {
     settle_flags(u);
-    return u->restricted ? node_user_fill(u, rules, n, cluster_password) : 0;
+    return u->restricted ? node_user_fill(u, rules, n, cluster_password, layout) : 0;
 }
 
 /* ---- ACL LIST and ACL GETUSER ---- */

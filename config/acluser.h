@@ -12,6 +12,8 @@
 #include "config/aclrule.h"
 #include "proto/command.h"
 
+struct layout;
+
 #define ACL_DIGEST_LEN 32
 #define ACL_NODE_USER_LEN 40     /* "tagproxy:" + 24 hex digits + NUL */
 
@@ -70,6 +72,8 @@ struct acl_user {
     char node_password[2 * ACL_DIGEST_LEN + 1];
     char **node_setup;          /* ACL SETUSER node_user ... */
     int node_setup_argc;
+    char node_keys_unmapped[160];   /* a key pattern rule whose names under the key
+                                       layout's rules its node user lacks ("": none) */
 };
 
 /* Ids: top-level commands are their index in command_table; a container's
@@ -168,8 +172,10 @@ void acl_user_clear_passwords(struct acl_user *u);
 
 /* The rules are all applied: u's simple and restricted are set, and for a
  * restricted user the node user its scripts run as (acl.h), its password
- * keyed by cluster_password (NULL: none). 0, or -1 out of memory. */
+ * keyed by cluster_password (NULL: none); with a key layout, its key
+ * patterns match the cluster names of the names the user's match too
+ * (keylayout/globmap.h). 0, or -1 out of memory. */
 int acl_user_settle(struct acl_user *u, char *const *rules, int n,
-                    const char *cluster_password);
+                    const char *cluster_password, const struct layout *layout);
 
 #endif

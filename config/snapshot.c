@@ -20,7 +20,7 @@ static void snapshot_free(struct config_snapshot *s)
 }
 
 struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t generation,
-                                     char *err, size_t errlen)
+                                     const struct layout *layout, char *err, size_t errlen)
 {
     struct config_snapshot *s = calloc(1, sizeof *s);
     if (!s) {
@@ -37,7 +37,7 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
     s->refs = 1;
     s->users = cfg->users;
     s->nusers = cfg->nusers;
-    s->acl = acl_build(cfg, err, errlen);
+    s->acl = acl_build(cfg, layout, err, errlen);
     if (!s->acl) {
         snapshot_free(s);
         return NULL;
@@ -47,7 +47,8 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
 
 struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
                                             struct config_user *users, int nusers,
-                                            uint64_t generation, char *err, size_t errlen)
+                                            uint64_t generation, const struct layout *layout,
+                                            char *err, size_t errlen)
 {
     struct config_snapshot *s = calloc(1, sizeof *s);
     if (!s) {
@@ -63,7 +64,7 @@ struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
     s->own_users = users;
     s->users = users;
     s->nusers = nusers;
-    s->acl = acl_build_users(users, nusers, s->cfg, err, errlen);
+    s->acl = acl_build_users(users, nusers, s->cfg, layout, err, errlen);
     if (!s->acl) {
         snapshot_free(s);
         return NULL;

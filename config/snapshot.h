@@ -51,16 +51,18 @@ struct config_snapshot {
  * A snapshot of cfg with one reference, or NULL with the reason in err.
  * owns_cfg: cfg was malloc'd and filled by config_load(); the snapshot
  * frees both (also when this call fails). Otherwise cfg must outlive every
- * reference (the start-up config in struct proxy).
+ * reference (the start-up config in struct proxy). layout: the key layout
+ * that goes with cfg (NULL: none), for the users' node users (acl.h).
  */
 struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t generation,
-                                     char *err, size_t errlen);
+                                     const struct layout *layout, char *err, size_t errlen);
 
 /* A snapshot of base's config with other users (taken over: freed with
  * it, also when this fails), or NULL with the reason in err. */
 struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
                                             struct config_user *users, int nusers,
-                                            uint64_t generation, char *err, size_t errlen);
+                                            uint64_t generation, const struct layout *layout,
+                                            char *err, size_t errlen);
 
 struct config_snapshot *snapshot_ref(struct config_snapshot *s);
 

@@ -477,7 +477,8 @@ static int users_publish(struct request *r, struct config_user *users, int nuser
     struct proxy *p = r->worker->proxy;
     char err[400];
     struct config_snapshot *s = snapshot_with_users(p->users_snap, users, nusers,
-                                                    p->users_snap->generation, err, sizeof err);
+                                                    p->users_snap->generation,
+                                                    worker_layout(r->worker), err, sizeof err);
     if (!s) {
         fail_printf(r, "ERR %s", err);
         return -1;
@@ -536,7 +537,7 @@ static int setuser_check(struct request *r, const struct config_user *line, cons
     const struct config *c = r->worker->cfg;
     int rc = line ? acl_user_from_line(&u, line, strcmp(name, "default") == 0 ? c->requirepass
                                                                                : NULL,
-                                       c, why, sizeof why)
+                                       c, NULL, why, sizeof why)
                   : acl_user_init(&u, name);
     for (int i = 0; rc == 0 && i < n; i++)
         if ((rc = acl_user_apply_setuser(&u, rules[i], why, sizeof why)) < 0)

@@ -15,6 +15,7 @@
 #include "core/worker.h"
 #include "keylayout/layout.h"
 #include "ops/admin.h"
+#include "ops/nodeusers.h"
 #include "ops/refresh.h"
 
 /* How often a drain looks whether every client is gone. */
@@ -179,11 +180,13 @@ int lifecycle_reload(struct proxy *p)
         return refuse(p, c, err);
     report_restart_only(&p->cfg, c);
     uint64_t generation = p->snap->generation + 1;
-    struct config_snapshot *s = snapshot_new(c, 1, generation, err, sizeof err);
+    struct config_snapshot *s = snapshot_new(c, 1, generation, layout ? layout->layout : NULL,
+                                             err, sizeof err);
     if (!s) {
         layout_ref_put(layout);
         return refuse(p, NULL, err);
     }
+    nodeusers_warn_unmapped(s->acl);
     log_notice("config", "reloaded %s (config generation %llu)",
                s->cfg->path ? s->cfg->path : "(no file: environment and arguments)",
                (unsigned long long)generation);

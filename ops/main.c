@@ -56,7 +56,8 @@ static int test_config(int argc, char **argv)
         config_free(c);
         free(c);
     } else {
-        s = snapshot_new(c, 1, 0, err, sizeof err);     /* the users; owns c now */
+        s = snapshot_new(c, 1, 0, layout ? layout->layout : NULL, err,
+                         sizeof err);           /* the users; owns c now */
     }
     layout_ref_put(layout);
     if (!s) {

@@ -65,9 +65,23 @@ static int setup_on(const struct acl *acl, struct syncconn *c, const char *addr,
     return 0;
 }
 
+void nodeusers_warn_unmapped(const struct acl *acl)
+{
+    for (int i = 0; i < acl->nusers; i++) {
+        const struct acl_user *u = &acl->users[i];
+        if (u->restricted && u->node_keys_unmapped[0])
+            log_warning("acl", "user '%s': key pattern '%s' has a shape the key layout's "
+                        "cluster names cannot be given for ('?', a set, a '*' before its end): "
+                        "its scripts may touch only the keys it matches that the layout does "
+                        "not rewrite (docs/operations.md#users-and-permissions)",
+                        u->name, u->node_keys_unmapped);
+    }
+}
+
 int nodeusers_setup(const struct acl *acl, const struct topology *t,
                     const struct topology_source *src)
 {
+    nodeusers_warn_unmapped(acl);
     int restricted = 0, refused = 0;
     for (int i = 0; i < acl->nusers; i++)
         restricted |= acl->users[i].restricted;

@@ -17,4 +17,9 @@ struct topology_source;
 int nodeusers_setup(const struct acl *acl, const struct topology *t,
                     const struct topology_source *src);
 
+/* A warning for each user with a key pattern its node user cannot carry
+ * under the key layout (acluser.h: node_keys_unmapped): its scripts may
+ * not touch the rewritten keys that pattern matches. At start and reload. */
+void nodeusers_warn_unmapped(const struct acl *acl);
+
 #endif

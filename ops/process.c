@@ -144,14 +144,14 @@ int process_start(struct proxy *p, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
-    p->snap = snapshot_new(&p->cfg, 0, 0, err, errlen);
+    if (lifecycle_layout_build(&p->cfg, &p->layout, err, errlen) < 0)
+        return -1;
+    p->snap = snapshot_new(&p->cfg, 0, 0, p->layout ? p->layout->layout : NULL, err, errlen);
     if (!p->snap)
         return -1;
     pthread_mutex_init(&p->users_lock, NULL);
     p->users_snap = snapshot_ref(p->snap);
     if (process_tls_setup(p, err, errlen) < 0)
-        return -1;
-    if (lifecycle_layout_build(&p->cfg, &p->layout, err, errlen) < 0)
         return -1;
     refresh_source_update(p);
     if (process_first_map(p, err, errlen) < 0)

@@ -231,7 +231,7 @@ static void fuzz_setup(void)
     p->cfg.round_pause_us = 0;
     p->cfg.node_timeout_ms = 3600 * 1000;
     p->cfg.node_connect_timeout_ms = 3600 * 1000;
-    p->snap = snapshot_new(&p->cfg, 0, 0, err, sizeof err);
+    p->snap = snapshot_new(&p->cfg, 0, 0, NULL, err, sizeof err);
     if (!p->snap) {
         fprintf(stderr, "fuzz_client: %s\n", err);
         abort();

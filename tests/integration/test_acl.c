@@ -502,6 +502,60 @@ START_TEST(test_layout_script_beside_indexed_writes)
 }
 END_TEST
 
+/* With a key layout, a user's key patterns hold inside its scripts for the
+ * cluster names the layout gives the names they match, and for no other
+ * rewritten name. */
+START_TEST(test_layout_script_key_patterns)
+{
+    struct h_proxy lp;
+    char prefix[H_LAYOUT_PREFIX_LEN], own[160], other[160], own_pattern[160];
+    H_FMT(prefix, sizeof prefix, "aclpat%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    H_FMT(own, sizeof own, "%s:user:u1:ns:k", prefix);
+    H_FMT(other, sizeof other, "%s:user:u2:ns:k", prefix);
+    H_FMT(own_pattern, sizeof own_pattern, "~%s:user:u1:*", prefix);
+    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
+                           prefix, "--user", "pat", "pat-pw", own_pattern, "allchannels",
+                           "+@all", "-flushall", NULL };
+    h_proxy_start(&lp, args);
+    redisContext *c = h_connect_node(&lp.addr), *admin = h_connect_node(&lp.addr);
+    H_OK(c, "AUTH pat pat-pw");
+    /* its own key, through a script: the node user may write its cluster name */
+    H_STATUS(c, "OK", "EVAL %s 1 %s", "return redis.call('SET',KEYS[1],'v1')", own);
+    redisReply *r = h_cmd(c, "GET %s", own);
+    H_EXPECT_BULK(r, "v1");
+    freeReplyObject(r);
+    /* the same key by its cluster name, undeclared: still its own */
+    char cluster[200];
+    H_FMT(cluster, sizeof cluster, "%s:{ud:u1}:e:ns:k", prefix);
+    const char *get_own[] = { "EVAL", "return redis.call('GET',ARGV[1])", "1", own, cluster };
+    r = h_cmd_argv(c, 5, get_own);
+    H_EXPECT_BULK(r, "v1");
+    freeReplyObject(r);
+    /* another user's key: refused by the proxy when declared; a name its
+     * patterns do not give, in the same slot, refused by the node */
+    r = h_cmd(c, "EVAL %s 1 %s", "return redis.call('SET',KEYS[1],'x')", other);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "NOPERM") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    H_FMT(cluster, sizeof cluster, "%s:{ud:u1}:zz", prefix);
+    const char *set_other[] = { "EVAL", "return redis.call('SET',ARGV[1],'x')", "1", own,
+                                cluster };
+    r = h_cmd_argv(c, 5, set_other);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "access") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    r = h_cmd(admin, "EXISTS %s %s", other, cluster);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    r = h_cmd(admin, "DEL %s", own);
+    H_EXPECT_INT(r, 1);
+    freeReplyObject(r);
+    redisFree(c);
+    redisFree(admin);
+    h_proxy_stop(&lp);
+}
+END_TEST
+
 /* On every node of the cluster: ACL SETUSER name rules... (NULL-ended). */
 static void nodes_setuser(const char *const *words)
 {
@@ -605,6 +659,7 @@ int main(void)
     tcase_add_test(t, test_scripts_refused_when_the_node_user_cannot_be_made);
     tcase_add_test(t, test_layout_keys_checked_once);
     tcase_add_test(t, test_layout_script_beside_indexed_writes);
+    tcase_add_test(t, test_layout_script_key_patterns);
     suite_add_tcase(s, t);
     TCase *b = tcase_create("start");
     tcase_add_test(b, test_bad_rule_refused_at_start);

@@ -14,6 +14,7 @@
 #include "config/acl.h"
 #include "config/aclrule.h"
 #include "config/config.h"
+#include "keylayout/layout.h"
 
 static char err[512];
 
@@ -31,7 +32,8 @@ static const struct command *cmd(const char *fullname)
 
 /* A config with user lines given as argv strings ("bob pw +get"), each
  * split at blanks. */
-static struct acl *build(const char *requirepass, const char *const *lines, int n)
+static struct acl *build_with(const char *requirepass, const char *const *lines, int n,
+                              const struct layout *layout)
 {
     struct config c;
     config_defaults(&c);
@@ -44,7 +46,7 @@ static struct acl *build(const char *requirepass, const char *const *lines, int 
             c.users[i].argv[c.users[i].argc++] = w;
     }
     c.nusers = n;
-    struct acl *a = acl_build(&c, err, sizeof err);
+    struct acl *a = acl_build(&c, layout, err, sizeof err);
     ck_assert_msg(a != NULL, "%s", err);
     for (int i = 0; i < n; i++) {
         free(c.users[i].argv[0]);       /* the strdup'd line */
@@ -52,6 +54,11 @@ static struct acl *build(const char *requirepass, const char *const *lines, int 
     }
     free(c.users);
     return a;
+}
+
+static struct acl *build(const char *requirepass, const char *const *lines, int n)
+{
+    return build_with(requirepass, lines, n, NULL);
 }
 
 static const struct acl_user *login(const struct acl *a, const char *user, const char *pass)
@@ -403,6 +410,43 @@ START_TEST(test_login_time_independent_of_user_and_password)
 }
 END_TEST
 
+/* The ACL SETUSER words of u's node user, from the first rule on, as one
+ * line. */
+static void node_rules(const struct acl_user *u, char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 9; i < u->node_setup_argc; i++)      /* after "... clearselectors" */
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? " " : "", u->node_setup[i]);
+}
+
+/* With a key layout, a node user's key patterns (its own and in selectors)
+ * are followed by the cluster globs of each; a pattern of another shape is
+ * noted; the node user's name follows from the words. */
+START_TEST(test_node_user_key_layout)
+{
+    static const char *const pf[] = { "bot" };
+    struct layout *l = layout_load_file("conf/layouts/botmesh-v1.rules", pf, 1, err, sizeof err);
+    ck_assert_msg(l != NULL, "%s", err);
+    const char *lines[] = { "pat pw +get ~bot:user:u1:* (+set %W~bot:chat:* ~cache:*)",
+                            "odd pw +get ~bot:ch?t:1" };
+    struct acl *with = build_with(NULL, lines, 2, l), *without = build_with(NULL, lines, 2, NULL);
+    char got[1024];
+    node_rules(&with->users[1], got, sizeof got);
+    ck_assert_str_eq(got, "-@all +get ~bot:user:u1:* ~bot:{ud:u1}:e:*:* "
+                          "(+set %W~bot:chat:* %W~bot:{ch:*}:r:* ~cache:*)");
+    ck_assert_str_eq(with->users[1].node_keys_unmapped, "");
+    node_rules(&without->users[1], got, sizeof got);
+    ck_assert_str_eq(got, "-@all +get ~bot:user:u1:* (+set %W~bot:chat:* ~cache:*)");
+    ck_assert_str_ne(with->users[1].node_user, without->users[1].node_user);
+    ck_assert_str_eq(with->users[2].node_keys_unmapped, "~bot:ch?t:1");
+    ck_assert_str_eq(without->users[2].node_keys_unmapped, "");
+    acl_free(with);
+    acl_free(without);
+    layout_free(l);
+}
+END_TEST
+
 static Suite *acl_suite(void)
 {
     Suite *s = suite_create("acl");
@@ -415,6 +459,7 @@ static Suite *acl_suite(void)
     tcase_add_test(t, test_selectors_merged);
     tcase_add_test(t, test_logins);
     tcase_add_test(t, test_default_user_line);
+    tcase_add_test(t, test_node_user_key_layout);
     tcase_add_test(t, test_login_time_independent_of_user_and_password);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
