@@ -22,7 +22,9 @@
  * script's own error. Otherwise the answering node's CLUSTER NODES (CLUSTER
  * INFO for CLUSTERDOWN) is read on the same connection, with the request's
  * own node_req, so the request stays in flight (and in its client's order)
- * until the node's state says whether the cluster sent the reply.
+ * until the node's state says whether the cluster sent the reply. A script
+ * that ran as its user's node user (r->as_user), which may not run
+ * CLUSTER, has it read on the worker's own connection to that node.
  */
 static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
                                     const char *bytes, size_t len,
@@ -45,6 +47,18 @@ static void script_redirect_deliver(struct request *r, const char *line)
     const char *bytes = (const char *)evbuffer_pullup(b, -1);
     request_deliver(r, NULL, bytes, len);
     evbuffer_free(b);
+}
+
+/* The connection to read the state of the node that answered on from. */
+static struct node_conn *confirm_conn(struct request *r, struct node_conn *from)
+{
+    const struct topology *t = r->worker->topo;
+    if (!r->as_user || !from)
+        return from;
+    for (int i = 0; i < t->nnodes; i++)
+        if (strcmp(t->nodes[i].announced, from->addr) == 0)
+            return worker_conn(r->worker, i, request_resp(r));
+    return NULL;
 }
 
 /* 1: the confirmation is under way (the reply was taken); 0: give it as it is. */
@@ -207,7 +221,7 @@ static int error_taken(struct request *r, struct node_conn *from, const char *er
     enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                               sizeof addr);
     if (kind != REPLY_PLAIN)
-        return script_confirm_start(r, from, kind, slot, errline);
+        return script_confirm_start(r, confirm_conn(r, from), kind, slot, errline);
     return strncmp(errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from);
 }
 

@@ -90,10 +90,9 @@ static void setslot_all(const struct h_topo *t, int slot, int owner)
 
 /* A real MOVED: the (empty) slot goes to another master; the script is
  * followed there and runs once. */
-START_TEST(test_real_moved_followed)
+static void real_moved_followed(redisContext *p)
 {
     struct h_topo t;
-    redisContext *p = h_connect_proxy();
     char key[128], prefix[128];
     h_topo_load(&t);
     H_FMT(prefix, sizeof prefix, "%s:realmoved", h_prefix());
@@ -130,7 +129,29 @@ START_TEST(test_real_moved_followed)
     redisFree(o);
     ck_assert_int_eq(h_info_field(p, "script_redirects_unconfirmed"), before);
     setslot_all(&t, slot, 0);
+}
+
+START_TEST(test_real_moved_followed)
+{
+    redisContext *p = h_connect_proxy();
+    real_moved_followed(p);
     redisFree(p);
+}
+END_TEST
+
+/* The same for a user whose scripts run as its node user, which may not
+ * read CLUSTER NODES: the proxy reads it on its own connection. */
+START_TEST(test_real_moved_followed_restricted_user)
+{
+    struct h_proxy lp;
+    const char *args[] = { "--user", "rs", "rs-pw", "allkeys", "allchannels", "+@all",
+                           "-cluster", "-flushall", NULL };
+    h_proxy_start(&lp, args);
+    redisContext *p = h_connect_node(&lp.addr);
+    H_OK(p, "AUTH rs rs-pw");
+    real_moved_followed(p);
+    redisFree(p);
+    h_proxy_stop(&lp);
 }
 END_TEST
 
@@ -184,6 +205,7 @@ static Suite *scripts_redirect_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_forged_redirects_run_once);
     tcase_add_test(tc, test_real_moved_followed);
+    tcase_add_test(tc, test_real_moved_followed_restricted_user);
     tcase_add_test(tc, test_real_ask_followed);
     suite_add_tcase(s, tc);
     return s;
