@@ -885,21 +885,28 @@ static void describe_singles(const struct acl_selector *s, uint64_t *fake,
     }
 }
 
-size_t acl_describe_commands(const struct acl_selector *s, char *out, size_t cap)
+/* Drop the last byte added, a blank. */
+static void text_drop_last(struct text *t)
 {
-    struct text t = { out, cap, 0 };
+    if (t->len == 0)
+        return;
+    t->len--;
+    if (t->len < t->cap)
+        t->out[t->len] = '\0';
+}
+
+static void commands_text(const struct acl_selector *s, struct text *t)
+{
     size_t words = bitmap_words();
     uint64_t *fake = calloc(words, sizeof *fake), *temp = malloc(words * sizeof *temp);
     char applied[64] = { 0 };
     int additive = !s->all_commands;
-    if (cap)
-        out[0] = '\0';
     if (!fake || !temp) {
         free(fake);
         free(temp);
-        return 0;
+        return;
     }
-    text_add(&t, additive ? "-@all " : "+@all ");
+    text_add(t, additive ? "-@all " : "+@all ");
     memset(fake, additive ? 0 : 0xff, words * sizeof *fake);
     memcpy(temp, s->allowed, words * sizeof *temp);
     for (;;) {
@@ -919,57 +926,76 @@ size_t acl_describe_commands(const struct acl_selector *s, char *out, size_t cap
         }
         if (best < 0)
             break;
-        text_add(&t, additive ? "+@" : "-@");
-        text_add(&t, command_acl_category_names[best]);
-        text_add(&t, " ");
+        text_add(t, additive ? "+@" : "-@");
+        text_add(t, command_acl_category_names[best]);
+        text_add(t, " ");
         apply_category(fake, best, additive);
         apply_category(temp, best, !additive);
         applied[best] = 1;
     }
-    describe_singles(s, fake, command_table, command_table_size, &t);
-    if (t.len > 0 && t.len <= cap && out[t.len - 1] == ' ')
-        out[--t.len] = '\0';            /* the last blank */
+    describe_singles(s, fake, command_table, command_table_size, t);
+    text_drop_last(t);                  /* every part ends with a blank */
     free(fake);
     free(temp);
+}
+
+static void keys_text(const struct acl_selector *s, struct text *t)
+{
+    if (s->all_keys) {
+        text_add(t, "~*");
+        return;
+    }
+    for (int i = 0; i < s->nkeys; i++) {
+        unsigned p = s->keys[i].perm;
+        if (i)
+            text_add(t, " ");
+        text_add(t, p == ACL_PERM_READ ? "%R~" : p == ACL_PERM_WRITE ? "%W~" : "~");
+        text_add(t, s->keys[i].text);
+    }
+}
+
+static void channels_text(const struct acl_selector *s, int list, struct text *t)
+{
+    if (s->all_channels) {
+        text_add(t, "&*");
+        return;
+    }
+    if (list)
+        text_add(t, s->nchannels ? "resetchannels " : "resetchannels");
+    for (int i = 0; i < s->nchannels; i++) {
+        if (i)
+            text_add(t, " ");
+        text_add(t, "&");
+        text_add(t, s->channels[i].text);
+    }
+}
+
+/* A text into out[0..cap), empty so far. */
+static struct text text_into(char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    return (struct text){ out, cap, 0 };
+}
+
+size_t acl_describe_commands(const struct acl_selector *s, char *out, size_t cap)
+{
+    struct text t = text_into(out, cap);
+    commands_text(s, &t);
     return t.len;
 }
 
 size_t acl_describe_keys(const struct acl_selector *s, char *out, size_t cap)
 {
-    struct text t = { out, cap, 0 };
-    if (cap)
-        out[0] = '\0';
-    if (s->all_keys) {
-        text_add(&t, "~*");
-        return t.len;
-    }
-    for (int i = 0; i < s->nkeys; i++) {
-        unsigned p = s->keys[i].perm;
-        if (i)
-            text_add(&t, " ");
-        text_add(&t, p == ACL_PERM_READ ? "%R~" : p == ACL_PERM_WRITE ? "%W~" : "~");
-        text_add(&t, s->keys[i].text);
-    }
+    struct text t = text_into(out, cap);
+    keys_text(s, &t);
     return t.len;
 }
 
 size_t acl_describe_channels(const struct acl_selector *s, int list, char *out, size_t cap)
 {
-    struct text t = { out, cap, 0 };
-    if (cap)
-        out[0] = '\0';
-    if (s->all_channels) {
-        text_add(&t, "&*");
-        return t.len;
-    }
-    if (list)
-        text_add(&t, s->nchannels ? "resetchannels " : "resetchannels");
-    for (int i = 0; i < s->nchannels; i++) {
-        if (i)
-            text_add(&t, " ");
-        text_add(&t, "&");
-        text_add(&t, s->channels[i].text);
-    }
+    struct text t = text_into(out, cap);
+    channels_text(s, list, &t);
     return t.len;
 }
 
@@ -977,24 +1003,19 @@ size_t acl_describe_channels(const struct acl_selector *s, int list, char *out, 
  * each part that is there. */
 static void describe_selector(const struct acl_selector *s, struct text *t)
 {
-    char buf[8192];
-    if (acl_describe_keys(s, buf, sizeof buf)) {
-        text_add(t, buf);
+    size_t before = t->len;
+    keys_text(s, t);
+    if (t->len > before)
         text_add(t, " ");
-    }
-    acl_describe_channels(s, 1, buf, sizeof buf);
-    text_add(t, buf);
+    channels_text(s, 1, t);
     text_add(t, " ");
-    acl_describe_commands(s, buf, sizeof buf);
-    text_add(t, buf);
+    commands_text(s, t);
 }
 
 size_t acl_describe_user(const struct acl_user *u, char *out, size_t cap)
 {
-    struct text t = { out, cap, 0 };
+    struct text t = text_into(out, cap);
     char hex[2 * ACL_DIGEST_LEN + 1];
-    if (cap)
-        out[0] = '\0';
     text_add(&t, u->enabled ? "on " : "off ");
     if (u->nopass)
         text_add(&t, "nopass ");

@@ -27,7 +27,8 @@
 #include "families/clientcmd.h"
 #include "proto/resp.h"
 
-#define DESCRIBE_MAX 16384          /* a user's ACL LIST line, at most */
+#define DESCRIBE_FIRST 4096         /* a description's first buffer: grown as needed */
+#define DESCRIBE_MAX (64u << 20)    /* past this, out of memory */
 #define LOG_GROUP_SCAN 10           /* newest entries a refusal may join */
 #define LOG_GROUP_MS 60000          /* ... when as recent as this */
 
@@ -227,6 +228,42 @@ static int by_name(const void *a, const void *b)
                   (*(const struct acl_user *const *)b)->name);
 }
 
+/* What one of acluser.h's describers says (what: a selector or a user;
+ * arg: describe_channels' list), in a buffer as large as it needs (free
+ * it), or NULL out of memory. */
+enum describe { DESCRIBE_COMMANDS, DESCRIBE_KEYS, DESCRIBE_CHANNELS, DESCRIBE_USER };
+
+static char *describe(enum describe what, const void *of, int arg)
+{
+    for (size_t cap = DESCRIBE_FIRST; cap <= DESCRIBE_MAX; cap *= 2) {
+        char *buf = malloc(cap);
+        size_t n = 0;
+        if (!buf)
+            return NULL;
+        switch (what) {
+        case DESCRIBE_COMMANDS: n = acl_describe_commands(of, buf, cap); break;
+        case DESCRIBE_KEYS: n = acl_describe_keys(of, buf, cap); break;
+        case DESCRIBE_CHANNELS: n = acl_describe_channels(of, arg, buf, cap); break;
+        case DESCRIBE_USER: n = acl_describe_user(of, buf, cap); break;
+        }
+        if (n + 1 < cap)                /* not cut */
+            return buf;
+        free(buf);
+    }
+    return NULL;
+}
+
+/* Add what describe says as a bulk string: 0, or -1 out of memory. */
+static int add_described(struct evbuffer *out, enum describe what, const void *of)
+{
+    char *text = describe(what, of, 0);
+    if (!text)
+        return -1;
+    resp_add_bulk_str(out, text);
+    free(text);
+    return 0;
+}
+
 /* The users in Redis's order (by name, bytewise); NULL out of memory. */
 static const struct acl_user **users_sorted(const struct acl *a)
 {
@@ -257,37 +294,39 @@ static void acl_list(struct request *r)
 {
     const struct acl *a = users_of(r);
     const struct acl_user **v = users_sorted(a);
-    char *line = malloc(DESCRIBE_MAX);
-    if (!v || !line) {
-        free(v);
+    struct evbuffer *lines = evbuffer_new();
+    int ok = v && lines;
+    if (ok)
+        resp_add_array(lines, a->nusers);
+    for (int i = 0; ok && i < a->nusers; i++) {
+        char *line = describe(DESCRIBE_USER, v[i], 0);
+        ok = line && evbuffer_add_printf(lines, "$%zu\r\nuser %s %s\r\n",
+                                         5 + strlen(v[i]->name) + 1 + strlen(line),
+                                         v[i]->name, line) >= 0;
         free(line);
-        request_fail(r, "ERR out of memory");
-        return;
     }
-    resp_add_array(request_out(r), a->nusers);
-    for (int i = 0; i < a->nusers; i++) {
-        int head = snprintf(line, DESCRIBE_MAX, "user %s ", v[i]->name);
-        if (head > 0 && head < DESCRIBE_MAX)
-            acl_describe_user(v[i], line + head, DESCRIBE_MAX - (size_t)head);
-        resp_add_bulk_str(request_out(r), line);
-    }
+    if (ok)
+        evbuffer_add_buffer(request_out(r), lines);
     free(v);
-    free(line);
-    request_finish(r);
+    if (lines)
+        evbuffer_free(lines);
+    if (ok)
+        request_finish(r);
+    else
+        request_fail(r, "ERR out of memory");
 }
 
 /* commands, keys, channels of s, as GETUSER gives them */
-static void selector_fields(struct evbuffer *out, const struct acl_selector *s, char *buf)
+static int selector_fields(struct evbuffer *out, const struct acl_selector *s)
 {
     resp_add_bulk_str(out, "commands");
-    acl_describe_commands(s, buf, DESCRIBE_MAX);
-    resp_add_bulk_str(out, buf);
+    if (add_described(out, DESCRIBE_COMMANDS, s) < 0)
+        return -1;
     resp_add_bulk_str(out, "keys");
-    acl_describe_keys(s, buf, DESCRIBE_MAX);
-    resp_add_bulk_str(out, buf);
+    if (add_described(out, DESCRIBE_KEYS, s) < 0)
+        return -1;
     resp_add_bulk_str(out, "channels");
-    acl_describe_channels(s, 0, buf, DESCRIBE_MAX);
-    resp_add_bulk_str(out, buf);
+    return add_described(out, DESCRIBE_CHANNELS, s);
 }
 
 static void acl_getuser(struct request *r)
@@ -295,16 +334,16 @@ static void acl_getuser(struct request *r)
     size_t len;
     const char *name = request_arg(r, 2, &len);
     const struct acl_user *u = acl_user_named(users_of(r), name, len);
-    struct evbuffer *out = request_out(r);
+    struct evbuffer *out = evbuffer_new();
     enum resp_proto p = request_resp(r);
-    char *buf = malloc(DESCRIBE_MAX), hex[2 * ACL_DIGEST_LEN + 1];
-    if (!buf) {
+    char hex[2 * ACL_DIGEST_LEN + 1];
+    if (!out) {
         request_fail(r, "ERR out of memory");
         return;
     }
     if (!u) {
-        resp_add_null(out, p);
-        free(buf);
+        resp_add_null(request_out(r), p);
+        evbuffer_free(out);
         request_finish(r);
         return;
     }
@@ -324,15 +363,20 @@ static void acl_getuser(struct request *r)
         acl_hex(u->passwords[i], ACL_DIGEST_LEN, hex);
         resp_add_bulk_str(out, hex);
     }
-    selector_fields(out, &u->selectors[0], buf);
+    int ok = selector_fields(out, &u->selectors[0]) == 0;
     resp_add_bulk_str(out, "selectors");
     resp_add_array(out, u->nselectors - 1);
-    for (int i = 1; i < u->nselectors; i++) {
+    for (int i = 1; ok && i < u->nselectors; i++) {
         resp_add_map(out, p, 3);
-        selector_fields(out, &u->selectors[i], buf);
+        ok = selector_fields(out, &u->selectors[i]) == 0;
     }
-    free(buf);
-    request_finish(r);
+    if (ok)
+        evbuffer_add_buffer(request_out(r), out);
+    evbuffer_free(out);
+    if (ok)
+        request_finish(r);
+    else
+        request_fail(r, "ERR out of memory");
 }
 
 static void acl_cat(struct request *r)
@@ -747,13 +791,13 @@ static void acl_save(struct request *r)
         return;
     }
     const struct acl_user **v = users_sorted(base->acl);
-    char *line = malloc(DESCRIBE_MAX);
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-    FILE *f = v && line ? fopen(tmp, "w") : NULL;
+    FILE *f = v ? fopen(tmp, "w") : NULL;
     int ok = f != NULL;
     for (int i = 0; ok && i < base->acl->nusers; i++) {
-        acl_describe_user(v[i], line, DESCRIBE_MAX);
-        ok = fprintf(f, "user %s %s\n", v[i]->name, line) > 0;
+        char *line = describe(DESCRIBE_USER, v[i], 0);
+        ok = line && fprintf(f, "user %s %s\n", v[i]->name, line) > 0;
+        free(line);
     }
     if (f && fclose(f) != 0)
         ok = 0;
@@ -770,7 +814,6 @@ static void acl_save(struct request *r)
     }
     pthread_mutex_unlock(&p->users_lock);
     free(v);
-    free(line);
 }
 
 static const struct route_entry aclcmd_routes[] = {
