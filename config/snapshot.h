@@ -41,6 +41,8 @@ struct config_snapshot {
     struct config_user *own_users;  /* users when they are not cfg's (freed with it) */
     struct config_snapshot *cfg_owner;  /* holds cfg when users are not cfg's */
     int logout_all;                 /* ACL LOAD: every non-default login ends, as Redis */
+    int keep_off;                   /* ACL SETUSER, DELUSER: the logins of a user turned
+                                       off go on, as Redis keeps them (a reload ends them) */
     uint64_t generation;            /* 0 for the config the process started with */
     int refs;                       /* atomic */
     int workers_left;               /* atomic: workers yet to take it (reloads) */

@@ -351,8 +351,8 @@ int client_user_refresh(struct client *c)
     for (int i = 0; i < acl->nusers; i++) {
         if (strcmp(acl->users[i].name, c->user->name) != 0)
             continue;
-        if (!acl->users[i].enabled && c->authenticated)
-            return -1;              /* turned off: as Redis, its connections close */
+        if (!acl->users[i].enabled && c->authenticated && !c->worker->snap->keep_off)
+            return -1;              /* turned off by a reload: its connections close */
         client_set_user(c, &acl->users[i]);
         if (c->user->nopass && c->user->enabled && !c->authenticated) {   /* requirepass was removed */
             c->authenticated = 1;
@@ -374,7 +374,8 @@ void client_users_reloaded(struct worker *w)
             continue;
         const struct acl_user *u = acl_user_named(acl, c->user->name, strlen(c->user->name));
         int is_default = strcmp(c->user->name, "default") == 0;
-        int gone = !is_default && (!u || !u->enabled || w->snap->logout_all);
+        int gone = !is_default && (!u || (!u->enabled && !w->snap->keep_off) ||
+                                    w->snap->logout_all);
         struct client_counts n;
         if (!gone && u && acl_channels_narrowed(c->user, u)) {
             client_counts(c, &n);

@@ -528,6 +528,7 @@ static int users_publish(struct request *r, struct config_user *users, int nuser
         return -1;
     }
     s->logout_all = logout_all;
+    s->keep_off = !logout_all;
     snapshot_unref(p->users_snap);
     p->users_snap = s;
     thread_share_config(r->worker, s);

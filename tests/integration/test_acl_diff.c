@@ -456,6 +456,10 @@ START_TEST(test_setuser_deluser_save_load)
     same(&gus, "SET|h:{T}1|v", "gus", 2);
     same(&gus, "DEL|h:{T}1", "gus", 2);
     same(&adm, "ACL|DRYRUN|gus|SET|h:1|v", "default", 2);
+    same(&adm, "ACL|SETUSER|gus|off", "default", 2);
+    same(&gus, "GET|g:{T}1", "gus", 2);         /* its login goes on, as in Redis */
+    same(&adm, "AUTH|gus|gus-pw", "default", 2);    /* no new one */
+    same(&adm, "ACL|SETUSER|gus|on", "default", 2);
     same(&adm, "ACL|DELUSER|default", "default", 2);
     same(&adm, "ACL|DELUSER|gus|nobody", "default", 2);
     ck_assert_msg(closed(gus.p) && closed(gus.r), "a deleted user's connection stays open");
