@@ -413,6 +413,29 @@ START_TEST(test_script_order_in_a_pipeline)
 }
 END_TEST
 
+/* A run-unique layout prefix, from tag. */
+static void layout_prefix(char prefix[H_LAYOUT_PREFIX_LEN], const char *tag)
+{
+    H_FMT(prefix, H_LAYOUT_PREFIX_LEN, "%s%ld%lld", tag, (long)getpid(), h_now_ms() % 1000000);
+}
+
+/* An extra proxy with the botmesh-v1 layout for prefix and one user: its
+ * name, password and rules (NULL-ended). */
+static void layout_proxy_start(struct h_proxy *lp, const char *prefix, const char *name,
+                               const char *password, ...)
+{
+    const char *args[24] = { "--layout-rules", "conf/layouts/botmesh-v1.rules",
+                             "--layout-prefix", prefix, "--user", name, password };
+    int n = 7;
+    va_list ap;
+    va_start(ap, password);
+    for (const char *rule; (rule = va_arg(ap, const char *)) != NULL && n < 23;)
+        args[n++] = rule;
+    va_end(ap);
+    args[n] = NULL;
+    h_proxy_start(lp, args);
+}
+
 /* With a key layout, keys are checked as the client names them, once: a
  * command parked behind a restricted user's script (its keys rewritten by
  * then) is not refused for its cluster name when it goes out. */
@@ -420,13 +443,10 @@ START_TEST(test_layout_keys_checked_once)
 {
     struct h_proxy lp;
     char prefix[H_LAYOUT_PREFIX_LEN], pattern[128], key[160];
-    H_FMT(prefix, sizeof prefix, "acllay%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    layout_prefix(prefix, "acllay");
     H_FMT(pattern, sizeof pattern, "~%s:lock:*", prefix);
     H_FMT(key, sizeof key, "%s:lock:x", prefix);
-    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
-                           prefix, "--user", "lay", "lay-pw", pattern, "allchannels", "+@all",
-                           NULL };
-    h_proxy_start(&lp, args);
+    layout_proxy_start(&lp, prefix, "lay", "lay-pw", pattern, "allchannels", "+@all", NULL);
     redisContext *c = h_connect_node(&lp.addr);
     H_OK(c, "AUTH lay lay-pw");
     for (int i = 0; i < 20; i++) {
@@ -463,13 +483,11 @@ START_TEST(test_layout_script_beside_indexed_writes)
 {
     struct h_proxy lp;
     char prefix[H_LAYOUT_PREFIX_LEN], key[160], pattern[160];
-    H_FMT(prefix, sizeof prefix, "aclidx%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    layout_prefix(prefix, "aclidx");
     H_FMT(key, sizeof key, "%s:user:u1:ns:a", prefix);
     H_FMT(pattern, sizeof pattern, "%s:user:u1:*", prefix);
-    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
-                           prefix, "--user", "idx", "idx-pw", "allkeys", "allchannels", "+@all",
-                           "-flushall", NULL };
-    h_proxy_start(&lp, args);
+    layout_proxy_start(&lp, prefix, "idx", "idx-pw", "allkeys", "allchannels", "+@all",
+                       "-flushall", NULL);
     redisContext *c = h_connect_node(&lp.addr);
     H_OK(c, "AUTH idx idx-pw");
     H_OK(c, "MULTI");
@@ -509,14 +527,12 @@ START_TEST(test_layout_script_key_patterns)
 {
     struct h_proxy lp;
     char prefix[H_LAYOUT_PREFIX_LEN], own[160], other[160], own_pattern[160];
-    H_FMT(prefix, sizeof prefix, "aclpat%ld%lld", (long)getpid(), h_now_ms() % 1000000);
+    layout_prefix(prefix, "aclpat");
     H_FMT(own, sizeof own, "%s:user:u1:ns:k", prefix);
     H_FMT(other, sizeof other, "%s:user:u2:ns:k", prefix);
     H_FMT(own_pattern, sizeof own_pattern, "~%s:user:u1:*", prefix);
-    const char *args[] = { "--layout-rules", "conf/layouts/botmesh-v1.rules", "--layout-prefix",
-                           prefix, "--user", "pat", "pat-pw", own_pattern, "allchannels",
-                           "+@all", "-flushall", NULL };
-    h_proxy_start(&lp, args);
+    layout_proxy_start(&lp, prefix, "pat", "pat-pw", own_pattern, "allchannels", "+@all",
+                       "-flushall", NULL);
     redisContext *c = h_connect_node(&lp.addr), *admin = h_connect_node(&lp.addr);
     H_OK(c, "AUTH pat pat-pw");
     /* its own key, through a script: the node user may write its cluster name */
