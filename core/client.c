@@ -171,6 +171,16 @@ void client_close_killed(struct worker *w)
 
 /* ---- replies (request.h: request_sink) ---- */
 
+/* An error reply (head: its first n bytes, '-' first) went out: counted
+ * by its code, the word after the '-'. */
+static void count_error(struct worker *w, const char *head, size_t n)
+{
+    size_t len = 0;
+    while (1 + len < n && head[1 + len] != ' ' && head[1 + len] != '\r')
+        len++;
+    stats_error_reply(&w->stats, head + 1, len);
+}
+
 /* r is the head of c's queue: its reply straight to c's output. */
 static int client_deliver_now(struct request *r, struct evbuffer *in, const char *bytes,
                               size_t len)
@@ -181,15 +191,20 @@ static int client_deliver_now(struct request *r, struct evbuffer *in, const char
     struct evbuffer *out = client_output(c);
     if (!out)
         return 0;
-    char first = '\0';
+    char head[STATS_ERROR_CODE_MAX + 1];
+    size_t n = len < sizeof head ? len : sizeof head;
     if (in) {
-        evbuffer_copyout(in, &first, 1);
+        evbuffer_copyout(in, head, 1);
+        if (head[0] == '-')
+            evbuffer_copyout(in, head, n);
         evbuffer_remove_buffer(in, out, len);
     } else {
-        first = bytes[0];
+        memcpy(head, bytes, bytes[0] == '-' ? n : 1);
         io_out_add(&c->io, bytes, len);
     }
-    r->error_reply = first == '-';
+    r->error_reply = head[0] == '-';
+    if (r->error_reply)
+        count_error(c->worker, head, n);
     r->done = 1;
     client_flush(c);
     return 1;
@@ -571,16 +586,23 @@ static int client_over_limits(struct client *c, size_t held)
 static void client_count_reply(struct client *c, struct request *r, uint64_t now_us)
 {
     struct worker *w = c->worker;
-    char first = '\0';
-    if (r->inline_reply_len)
-        first = r->inline_data[0];
-    else if (r->reply && evbuffer_get_length(r->reply) > 0)
-        evbuffer_copyout(r->reply, &first, 1);
-    else
-        first = r->error_reply ? '-' : '\0';
+    char head[STATS_ERROR_CODE_MAX + 1] = "";
+    size_t n = 0;
+    if (r->inline_reply_len) {
+        n = r->inline_reply_len < sizeof head ? r->inline_reply_len : sizeof head;
+        memcpy(head, r->inline_data, n);
+    } else if (r->reply && evbuffer_get_length(r->reply) > 0) {
+        ssize_t got = evbuffer_copyout(r->reply, head, sizeof head);
+        n = got > 0 ? (size_t)got : 0;
+    }
+    int error = r->error_reply;     /* counted in errorstats as it went out */
+    if (!error && n > 0 && head[0] == '-') {
+        count_error(w, head, n);
+        error = 1;
+    }
     if (r->cmd)
         stats_command_done(&w->stats, r->cmd, now_us > r->start_us ? now_us - r->start_us : 0,
-                           first == '-');
+                           error);
 }
 
 /*

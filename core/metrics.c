@@ -317,7 +317,7 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     uint64_t errors = 0;
     for (int i = 0; i < command_index_count(); i++)
         errors += s->cmds[i].errors;
-    evbuffer_add_printf(b, "# Proxy\r\ntagproxy_version:%s\r\n", TAGPROXY_VERSION);
+    evbuffer_add_printf(b, "tagproxy_version:%s\r\n", TAGPROXY_VERSION);
     info_line(b, "uptime_in_seconds", m->uptime_s);
     info_line(b, "threads", (unsigned long long)m->threads);
     info_line(b, "ready", (unsigned long long)m->nodes.ready);
@@ -354,7 +354,6 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "io_uring_workers", s->io_uring);
     info_line(b, "io_batches", s->io_batches);
     info_line(b, "io_batched_ops", s->io_batched_ops);
-    evbuffer_add(b, "\r\n", 2);
 }
 
 static const char *master_state_of(const struct master_state *mm)
@@ -365,7 +364,6 @@ static const char *master_state_of(const struct master_state *mm)
 void metrics_info_nodes(const struct metrics *m, struct evbuffer *b)
 {
     const struct stats_nodes *n = &m->sum.nodes;
-    evbuffer_add_printf(b, "# Nodes\r\n");
     info_line(b, "masters", (unsigned long long)m->nodes.nmasters);
     info_line(b, "slots_covered", (unsigned long long)m->nodes.slots_covered);
     info_line(b, "topology_version", m->nodes.topology_version);
@@ -382,13 +380,11 @@ void metrics_info_nodes(const struct metrics *m, struct evbuffer *b)
         evbuffer_add_printf(b, "master%d:addr=%s,slots=%d,state=%s\r\n", i,
                             m->nodes.masters[i].addr, m->nodes.masters[i].slots,
                             master_state_of(&m->nodes.masters[i]));
-    evbuffer_add(b, "\r\n", 2);
 }
 
 /* As Redis 7.0: cmdstat_NAME:calls=,usec=,usec_per_call=,rejected_calls=,failed_calls= */
 void metrics_info_commandstats(const struct metrics *m, struct evbuffer *b)
 {
-    evbuffer_add_printf(b, "# Commandstats\r\n");
     for (int i = 0; i < command_index_count(); i++) {
         const struct stats_command *c = &m->sum.cmds[i];
         if (!c->calls)
@@ -399,5 +395,4 @@ void metrics_info_commandstats(const struct metrics *m, struct evbuffer *b)
                             (unsigned long long)c->usec, (double)c->usec / (double)c->calls,
                             (unsigned long long)c->errors);
     }
-    evbuffer_add(b, "\r\n", 2);
 }

@@ -46,7 +46,8 @@ void metrics_free(struct metrics *m);
 /* /metrics: the Prometheus text exposition format (version 0.0.4). */
 void metrics_prometheus(const struct metrics *m, struct evbuffer *out);
 
-/* INFO sections, "name:value" lines ending in CRLF, a blank line after. */
+/* The lines of INFO's proxy, nodes and commandstats sections ("name:value"
+ * ending in CRLF; the "# Title" line is the caller's). */
 void metrics_info_proxy(const struct metrics *m, struct evbuffer *out);
 void metrics_info_nodes(const struct metrics *m, struct evbuffer *out);
 void metrics_info_commandstats(const struct metrics *m, struct evbuffer *out);

@@ -82,7 +82,8 @@ struct request {
                                        this value says (tx.h) */
     unsigned rewritten : 1;         /* its keys have their cluster names */
     unsigned acl_passed : 1;        /* its user's rules allowed it (router.c) */
-    unsigned error_reply : 1;       /* its reply, already in the client's output, is an error */
+    unsigned error_reply : 1;       /* its reply, already in the client's output, is an
+                                       error (counted in errorstats then) */
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
     unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */

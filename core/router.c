@@ -42,7 +42,7 @@ static const struct route_entry router_routes[] = {
     SPLIT("del", MERGE_SUM, 1), SPLIT("unlink", MERGE_SUM, 1),
     SPLIT("exists", MERGE_SUM, 1), SPLIT("touch", MERGE_SUM, 1),
     EVERYWHERE("flushall"), EVERYWHERE("flushdb"), EVERYWHERE("config|set"),
-    EVERYWHERE("config|resetstat"), EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
+    EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
     EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"),
     EVERYWHERE("slowlog|reset"), EVERYWHERE("latency|reset"), EVERYWHERE("memory|purge"),
     FORWARD("config|get"), FORWARD("publish"),
@@ -807,7 +807,7 @@ static void plan_everywhere(struct request *r, enum merge_kind merge)
     free(argv);
 }
 
-static void plan_dangerous(struct request *r, int everywhere)
+void router_plan_dangerous(struct request *r, int everywhere)
 {
     char msg[256];
     if (!r->worker->cfg->enable_dangerous_commands) {
@@ -1030,10 +1030,10 @@ void router_dispatch(struct request *r)
         plan_split(r, rt->merge, rt->step);
         return;
     case ROUTE_EVERYWHERE:
-        plan_dangerous(r, 1);
+        router_plan_dangerous(r, 1);
         return;
     case ROUTE_DANGEROUS:
-        plan_dangerous(r, 0);
+        router_plan_dangerous(r, 0);
         return;
     case ROUTE_REFUSED:
         plan_refused(r, rt);

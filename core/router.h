@@ -104,6 +104,11 @@ void router_send_on(struct request *r, struct node_conn *conn);
  * are in different slots (CROSSSLOT). */
 int router_key_slot(struct request *r);
 
+/* An admin command (enable-dangerous-commands, else refused saying so): to
+ * every master, their replies merged (the first error, or the first +OK),
+ * when everywhere; else forwarded as its keys say. */
+void router_plan_dangerous(struct request *r, int everywhere);
+
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);

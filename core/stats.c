@@ -1,6 +1,7 @@
 #include "core/stats.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "proto/command.h"
 
@@ -10,13 +11,59 @@ int stats_init(struct worker_stats *s)
 {
     command_index_init();
     s->cmds = calloc((size_t)command_index_count(), sizeof *s->cmds);
-    return s->cmds ? 0 : -1;
+    s->errors = calloc(1, sizeof *s->errors);
+    if (s->cmds && s->errors)
+        return 0;
+    stats_free(s);
+    return -1;
 }
 
 void stats_free(struct worker_stats *s)
 {
     free(s->cmds);
+    free(s->errors);
     s->cmds = NULL;
+    s->errors = NULL;
+}
+
+/* code's entry in es, made when there is room; NULL when there is none. */
+static struct stats_error *error_entry(struct stats_errors *es, int n, const char *code,
+                                       size_t len, int make)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(es->e[i].code) == len && memcmp(es->e[i].code, code, len) == 0)
+            return &es->e[i];
+    if (!make || n == STATS_ERRORS_MAX)
+        return NULL;
+    memcpy(es->e[n].code, code, len);
+    es->e[n].code[len] = '\0';
+    __atomic_store_n(&es->n, n + 1, __ATOMIC_RELEASE);
+    return &es->e[n];
+}
+
+void stats_error_reply(struct worker_stats *s, const char *code, size_t len)
+{
+    if (!s->errors)
+        return;
+    if (len >= STATS_ERROR_CODE_MAX)
+        len = STATS_ERROR_CODE_MAX - 1;
+    stat_inc(&s->errors->total);
+    struct stats_error *e = error_entry(s->errors, s->errors->n, code, len, 1);
+    if (e)
+        stat_inc(&e->count);
+}
+
+/* Add the error counts of b into sum (owned by the caller). */
+static void sum_errors(struct stats_errors *sum, const struct stats_errors *b)
+{
+    int n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+    sum->total += stat_get(&b->total);
+    for (int i = 0; i < n; i++) {
+        const struct stats_error *e = &b->e[i];
+        struct stats_error *to = error_entry(sum, sum->n, e->code, strlen(e->code), 1);
+        if (to)
+            to->count += stat_get(&e->count);
+    }
 }
 
 /* Most commands take well under a millisecond: a linear scan from the
@@ -96,6 +143,8 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->io_batched_ops += stat_get(&s->io_batched_ops);
         sum_bytes(&sum->clients, &s->clients);
         stats_nodes_add(&sum->nodes, &s->nodes);
+        if (sum->errors && s->errors)
+            sum_errors(sum->errors, s->errors);
         for (int i = 0; sum->cmds && s->cmds && i < ncmds; i++)
             sum_command(&sum->cmds[i], &s->cmds[i]);
     }

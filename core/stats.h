@@ -50,6 +50,22 @@ struct stats_command {
     uint64_t buckets[STATS_LATENCY_BUCKETS];   /* not cumulative */
 };
 
+/* Error replies by their code (the first word: "ERR", "WRONGTYPE"), as
+ * Redis's errorstats: at most STATS_ERRORS_MAX codes, as Redis keeps (the
+ * others are counted in total alone). The owner fills an entry's code,
+ * then publishes it by storing n (release); readers load n (acquire). */
+#define STATS_ERRORS_MAX 128
+#define STATS_ERROR_CODE_MAX 32
+
+struct stats_errors {
+    int n;
+    uint64_t total;                 /* every error reply */
+    struct stats_error {
+        char code[STATS_ERROR_CODE_MAX];
+        uint64_t count;
+    } e[STATS_ERRORS_MAX];
+};
+
 struct worker_stats {
     uint64_t connections;           /* clients accepted */
     uint64_t rejected_clients;      /* refused: max-clients */
@@ -75,9 +91,10 @@ struct worker_stats {
     struct stats_bytes clients;     /* bytes from and to clients */
     struct stats_nodes nodes;
     struct stats_command *cmds;     /* command_index_count() entries */
+    struct stats_errors *errors;
 };
 
-/* Allocate s->cmds (zeroed). 0, or -1 out of memory. */
+/* Allocate s->cmds and s->errors (zeroed). 0, or -1 out of memory. */
 int stats_init(struct worker_stats *s);
 void stats_free(struct worker_stats *s);
 
@@ -87,6 +104,10 @@ int stats_latency_bucket(uint64_t usec);
 /* A command's reply went out: by the worker that owns s. */
 void stats_command_done(struct worker_stats *s, const struct command *cmd, uint64_t usec,
                         int error);
+
+/* An error reply went out whose code (its first word) is code[0..len):
+ * by the worker that owns s. */
+void stats_error_reply(struct worker_stats *s, const char *code, size_t len);
 
 /* Add every counter of each of n stats into sum (whose cmds, if not NULL,
  * has command_index_count() entries); read with stat_get. */

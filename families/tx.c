@@ -56,6 +56,7 @@ struct tx_state {
     unsigned in_multi : 1;
     unsigned dirty : 1;             /* a command was refused: EXEC aborts */
     unsigned watching : 1;
+    unsigned blocking : 1;          /* a blocking command runs on dconn */
     unsigned index_script : 1;      /* a queued write runs the index_write script */
     struct userconn *script_as;     /* a queued script runs as this node user
                                        (userconn.h): so does the block */
@@ -878,6 +879,7 @@ static void blocking_dispatch(struct tx_state *tx, struct request *r)
     r->hooks = &blocking_hooks;
     router_send(r);
     tx->lane = tx->dconn ? (const void *)tx->dconn->conn : NULL;
+    tx->blocking = tx->dconn != NULL;
 }
 
 /* Seconds as Redis reads a blocking timeout, to milliseconds. */
@@ -1030,6 +1032,8 @@ static void client_flushed(struct client *c)
     if (!tx || c->state == CLIENT_GONE)
         return;
     /* a blocking command answered: its connection goes back */
+    if (!tx->dconn || tx->dconn->conn->ninflight == 0)
+        tx->blocking = 0;
     if (tx->dconn && !tx->watching && tx->dconn->conn->ninflight == 0)
         dedicated_release(tx->dconn);
     struct request *first = TAILQ_FIRST(&tx->parked);
@@ -1090,6 +1094,8 @@ static void client_count(const struct client *c, struct client_counts *n)
 {
     if (c->tx && c->tx->in_multi)
         n->multi = c->tx->nqueued + c->tx->nlocal;
+    n->watching = c->tx && c->tx->watching;
+    n->blocked = c->tx && c->tx->blocking;
 }
 
 /* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
