@@ -512,10 +512,48 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
 
 /* ---- plans ---- */
 
+/* The slot of every name a glob can match, when its hash tag is fixed:
+ * literal text, '{', a non-empty literal tag, '}' (all names then hash by
+ * that tag); else -1. */
+static int glob_slot(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (strchr("*?[\\", p[i]))
+            return -1;
+        if (p[i] != '{')
+            continue;
+        size_t end = i + 1;
+        while (end < len && p[end] != '}' && !strchr("*?[\\", p[end]))
+            end++;
+        return end < len && p[end] == '}' && end > i + 1 ? slot_of(p, end + 1) : -1;
+    }
+    return -1;
+}
+
+/* KEYS pattern, SCAN ... MATCH pattern: the slot of the names it lists when
+ * the pattern fixes their hash tag (glob_slot), else -1. With a key layout,
+ * only a pattern that starts with its tag: no layout name can match it. */
+static int listing_slot(const struct request *r)
+{
+    int at = -1;
+    if (strcmp(r->cmd->name, "keys") == 0 && r->argc == 2)
+        at = 1;
+    for (int i = 2; strcmp(r->cmd->name, "scan") == 0 && i + 1 < r->argc; i += 2)
+        if (request_arg_is(r, i, "match"))
+            at = i + 1;     /* the last MATCH, as Redis */
+    size_t len;
+    const char *p = at > 0 ? request_arg(r, at, &len) : NULL;
+    if (!p || (worker_layout(r->worker) && (len == 0 || p[0] != '{')))
+        return -1;
+    return glob_slot(p, len);
+}
+
 int router_key_slot(struct request *r)
 {
     int some[16], *keys;
     int n = request_keys_all(r, some, &keys);   /* malformed: none, the node will say */
+    if (n == 0)
+        return listing_slot(r);
     if (n == 0 && (r->cmd->flags & CMD_PUBSUB)) {   /* SPUBLISH: its channel hashes as a key */
         n = command_keys_ex(r->cmd, r->data, r->args, r->argc, some, 16, COMMAND_KEYS_NOT_KEYS);
         n = n < 0 ? 0 : n > 16 ? 16 : n;

@@ -114,9 +114,23 @@ static int listing_from_index(struct request *r, const struct layout *l)
 
 /* ---- KEYS and SCAN ---- */
 
+/* A listing whose pattern fixes the names' hash tag (router_key_slot):
+ * their slot's master answers it, as any one-slot command. 1 when sent. */
+static int listing_of_one_slot(struct request *r)
+{
+    int slot = router_key_slot(r);
+    if (slot < 0)
+        return 0;
+    r->slot = slot;
+    router_send(r);
+    return 1;
+}
+
 void listing_keys(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
+    if (listing_of_one_slot(r))
+        return;
     size_t len, sendlen;
     const char *pattern = request_arg(r, 1, &len);
     char fixed[PATTERN_FIXED], *heap = NULL;
@@ -153,6 +167,8 @@ static int scan_match_arg(const struct request *r)
 void listing_scan(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
+    if (listing_of_one_slot(r))
+        return;
     int match = l ? scan_match_arg(r) : -1;
     if (l && listing_from_index(r, l))
         return;

@@ -490,6 +490,8 @@ static int exec_unwrap(struct tx_state *tx)
 static void queue_command(struct tx_state *tx, struct request *r, enum tx_class cls)
 {
     char msg[300];
+    if (cls == TXC_PROXY && router_key_slot(r) >= 0)
+        cls = TXC_FORWARD;          /* KEYS {tag}*: that slot's master runs it, in its place */
     if (cls == TXC_OTHER) {
         const char *why = route_of(r->cmd)->multi_why;
         snprintf(msg, sizeof msg,

@@ -105,6 +105,59 @@ END_TEST
 /* Redis answers a cursor that is not a number with "ERR invalid cursor";
  * the proxy also refuses numbers it never handed out (a master beyond the
  * cluster's), where Redis would scan from some place. */
+/* A pattern that fixes the hash tag lists that slot's master alone: KEYS
+ * and SCAN MATCH answer in one call (cursor 0 for a small slot), and inside
+ * MULTI KEYS runs in its place, with writes after it, as bull 4's
+ * Queue#empty() sends: MULTI, LRANGE, KEYS {bull}:q:*, DEL, EXEC. */
+START_TEST(test_tagged_pattern_one_slot)
+{
+    redisContext *c = h_connect_proxy();
+    char tag[96], pattern[128], list[128], other[128];
+    snprintf(tag, sizeof tag, "{%s:bull}", h_prefix());
+    snprintf(pattern, sizeof pattern, "%s:q:*", tag);
+    snprintf(list, sizeof list, "%s:q:wait", tag);
+    snprintf(other, sizeof other, "%s:q:meta", tag);
+    freeReplyObject(h_cmd(c, "RPUSH %s a b", list));
+    freeReplyObject(h_cmd(c, "SET %s m", other));
+
+    redisReply *r = h_cmd(c, "KEYS %s", pattern);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    freeReplyObject(r);
+    r = h_cmd(c, "SCAN 0 MATCH %s COUNT 1000", pattern);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[0], "0");
+    ck_assert_int_eq(r->element[1]->elements, 2);
+    freeReplyObject(r);
+
+    H_OK(c, "MULTI");
+    H_STATUS(c, "QUEUED", "LRANGE %s 0 -1", list);
+    H_STATUS(c, "QUEUED", "KEYS %s", pattern);
+    H_STATUS(c, "QUEUED", "DEL %s %s", list, other);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 3);
+    ck_assert_int_eq(r->element[0]->elements, 2);
+    ck_assert_int_eq(r->element[1]->elements, 2);
+    H_EXPECT_INT(r->element[2], 2);
+    freeReplyObject(r);
+    r = h_cmd(c, "KEYS %s", pattern);
+    ck_assert_int_eq(r->elements, 0);
+    freeReplyObject(r);
+
+    /* a tag that is a glob is no fixed slot: still refused after a write */
+    H_OK(c, "MULTI");
+    H_STATUS(c, "QUEUED", "KEYS {%s*}:q:*", h_prefix());
+    r = h_cmd(c, "DEL %s", list);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = h_cmd(c, "EXEC");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
 START_TEST(test_scan_bad_cursor)
 {
     static const char *const bad[] = { "abc", " 5", "5x", "18446744073709551616", "255" };
@@ -137,6 +190,7 @@ int main(void)
     tcase_add_test(tc, test_full_scan_covers_every_master);
     tcase_add_test(tc, test_scan_type_reaches_masters);
     tcase_add_test(tc, test_scan_bad_cursor);
+    tcase_add_test(tc, test_tagged_pattern_one_slot);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
