@@ -202,11 +202,21 @@ static void merge_scan(struct request *p, struct evbuffer *out)
         next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
     else
         next = 0;                                         /* every master done */
-    char cursor[24];
+    char cursor[24], *end;
     snprintf(cursor, sizeof cursor, "%llu", next);
     resp_add_array(out, 2);
     resp_add_bulk_str(out, cursor);
-    evbuffer_add(out, elems[1], lens[1]);
+    if (!p->scan_keys || elems[1][0] != '*') {
+        evbuffer_add(out, elems[1], lens[1]);
+        return;
+    }
+    /* the names of the masters this call went through before (router_scan) */
+    long long n = strtoll(elems[1] + 1, &end, 10);
+    size_t head = (size_t)(end - elems[1]) + 2;
+    resp_add_array(out, p->scan_nkeys + (n > 0 ? n : 0));
+    evbuffer_add_buffer(out, p->scan_keys);
+    if (head < lens[1])
+        evbuffer_add(out, elems[1] + head, lens[1] - head);
 }
 
 static const char cannot_merge[] = "ERR a cluster node sent a reply the proxy could not merge";

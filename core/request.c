@@ -239,6 +239,8 @@ void request_free(struct request *r)
         for (int i = 0; i < nfamilies; i++)
             family_freed[i](r);
     free(r->script_redirect);
+    if (r->scan_keys)
+        evbuffer_free(r->scan_keys);
     if (r->data && r->data != r->inline_data)
         free(r->data);
     if (r->args && r->args != r->inline_args)

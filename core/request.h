@@ -123,6 +123,9 @@ struct request {
     enum merge_kind merge;
     int *positions;                 /* part: indexes of its keys in the parent's */
     int scan_node;                  /* SCAN: the master this step asked */
+    long long scan_count;           /* SCAN: its COUNT (10 unless given) */
+    long long scan_nkeys;           /* SCAN: names of earlier masters in this call, */
+    struct evbuffer *scan_keys;     /* ... as their RESP elements (router_scan) */
     int npositions;
     struct index_listing *listing;  /* KEYS / SCAN from the indexes (index.h) */
 

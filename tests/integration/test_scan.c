@@ -158,6 +158,42 @@ START_TEST(test_tagged_pattern_one_slot)
 }
 END_TEST
 
+/* SCAN fills its page: a master that is done with fewer names than COUNT
+ * hands the same call on to the next master, so a small keyspace (here:
+ * what MATCH leaves of it) is listed in one call ending in cursor 0, as on
+ * one server; with COUNT 1 each master keeps its own calls. */
+START_TEST(test_scan_fills_its_page)
+{
+    struct h_topo t;
+    redisContext *p = h_connect_proxy();
+    char keys[9][96], match[128];
+    h_topo_load(&t);
+    H_FMT(match, sizeof match, "%s:fill:*", h_prefix());
+    for (int m = 0; m < 3 && m < t.nmasters; m++)
+        for (int i = 0; i < 3; i++) {
+            char prefix[96];
+            H_FMT(prefix, sizeof prefix, "%s:fill:m%d", h_prefix(), m);
+            h_key_on_master(&t, m, prefix, i, keys[3 * m + i], sizeof keys[0]);
+            freeReplyObject(h_cmd(p, "SET %s v", keys[3 * m + i]));
+        }
+    redisReply *r = h_cmd(p, "SCAN 0 MATCH %s COUNT 1000000", match);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    H_EXPECT_BULK(r->element[0], "0");
+    ck_assert_int_eq(r->element[1]->elements, 9);
+    freeReplyObject(r);
+    int seen[9] = { 0 }, others;
+    int calls = full_scan(p, match, NULL, keys, 9, seen, &others);
+    ck_assert_int_ge(calls, 1);
+    r = h_cmd(p, "SCAN 0 MATCH %s COUNT 1", match);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_msg(strcmp(r->element[0]->str, "0") != 0, "COUNT 1 listed all in one call");
+    freeReplyObject(r);
+    for (int i = 0; i < 9; i++)
+        freeReplyObject(h_cmd(p, "DEL %s", keys[i]));
+    redisFree(p);
+}
+END_TEST
+
 START_TEST(test_scan_bad_cursor)
 {
     static const char *const bad[] = { "abc", " 5", "5x", "18446744073709551616", "255" };
@@ -191,6 +227,7 @@ int main(void)
     tcase_add_test(tc, test_scan_type_reaches_masters);
     tcase_add_test(tc, test_scan_bad_cursor);
     tcase_add_test(tc, test_tagged_pattern_one_slot);
+    tcase_add_test(tc, test_scan_fills_its_page);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
