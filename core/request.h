@@ -115,6 +115,8 @@ struct request {
                                        this is called as r is done, instead of
                                        its reply going to its client */
     struct request *waiter;         /* that request (on_done's) */
+    void *attempt;                  /* an internal request's owner (clientcmd.c's
+                                       CLIENT UNBLOCK attempts) */
 
     /* split and fan-out */
     struct request *parent;

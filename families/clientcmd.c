@@ -5,6 +5,7 @@
 #include "families/clientcmd.h"
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,17 @@
 #include "proto/resp.h"
 
 /* CLIENT LIST's flags: the ones this proxy has, in Redis's order; N: none. */
-static void client_flags(const struct client *c, int subscribed, char *buf)
+static void client_flags(const struct client *c, const struct client_counts *n, char *buf)
 {
     char *p = buf;
     if (c->monitoring)
         *p++ = 'O';
-    else if (subscribed)
+    else if (n->sub + n->psub + n->ssub > 0)
         *p++ = 'P';
+    if (n->multi >= 0)
+        *p++ = 'x';
+    if (n->blocked)
+        *p++ = 'b';
     if (c->unix_socket)
         *p++ = 'U';
     if (p == buf)
@@ -42,7 +47,7 @@ void clientcmd_describe(const struct client *c, char *buf, size_t len)
     struct client_counts n;
     char flags[8];
     client_counts(c, &n);
-    client_flags(c, n.sub + n.psub + n.ssub > 0, flags);
+    client_flags(c, &n, flags);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
              "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
@@ -336,24 +341,47 @@ static void client_tracking(struct request *r)
  * CLIENT UNBLOCK id [TIMEOUT|ERROR]. A blocked command waits on a dedicated
  * node connection (dedicated.h), so it is the node that unblocks it, by
  * that connection's client ID there; the node's answer to the blocked
- * command then reaches its client like any reply. A client that blocks on
- * nothing (or whose command has not reached its node yet) gets :0, as from
- * Redis.
+ * command then reaches its client like any reply.
+ *
+ * The proxy shows a client blocked from the moment it runs the client's
+ * blocking command (client_counts: blocked), which may be before the node
+ * has read it: the node then answers 0. So while the client stays blocked,
+ * the unblock is tried again (1 ms, doubling to 16 ms, for node-timeout-ms
+ * at most) until the node unblocks it (1) or the command ends by itself
+ * (0: it did not block, as on one server when it came first). A client
+ * that blocks on nothing gets 0 at once, as from Redis.
  */
 #define UNBLOCK_TARGETS_MAX 16
+#define UNBLOCK_DELAY_MAX_MS 16
+
+struct unblock {
+    struct request *r;              /* the client's CLIENT UNBLOCK */
+    long long id;
+    const char *reason;
+    uint64_t deadline_ms;
+    int delay_ms;
+    int answer;                     /* -1 while undecided */
+    struct request *spent;          /* the last attempt, freed on the next step */
+    struct event *step;
+};
 
 /* Where the proxy's client `id`, of any worker, may be blocked (those
- * connections held until hold_until: dedicated_targets). */
+ * connections held until hold_until: dedicated_targets), and whether it
+ * is blocked now. */
 static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets,
-                           uint64_t hold_until)
+                           uint64_t hold_until, int *blocked)
 {
+    *blocked = 0;
     for (int i = 0; i < p->nworkers; i++) {
         struct worker *w = &p->workers[i];
         struct client *c;
         int n = -1;
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
-            if ((long long)c->id == id) {
+            if ((long long)c->id == id && c->state != CLIENT_GONE) {
+                struct client_counts counts;
+                client_counts(c, &counts);
+                *blocked = counts.blocked;
                 n = dedicated_targets(c, targets, UNBLOCK_TARGETS_MAX, hold_until);
                 break;
             }
@@ -364,9 +392,88 @@ static int unblock_targets(struct proxy *p, long long id, struct dedicated_targe
     return 0;
 }
 
+/* The next step of u: now (decided), or after its delay (another try). */
+static void unblock_next(struct unblock *u, int answer)
+{
+    u->answer = answer;
+    if (answer >= 0) {
+        event_active(u->step, EV_TIMEOUT, 1);
+        return;
+    }
+    struct timeval tv = { 0, u->delay_ms * 1000 };
+    u->delay_ms = u->delay_ms * 2 > UNBLOCK_DELAY_MAX_MS ? UNBLOCK_DELAY_MAX_MS : u->delay_ms * 2;
+    evtimer_add(u->step, &tv);
+}
+
+/* An attempt's nodes answered (MERGE_ANY_ONE: :1 when one unblocked it). */
+static void attempt_answered(struct request *q)
+{
+    struct unblock *u = q->attempt;
+    char head[3] = "";
+    q->on_done = NULL;
+    u->spent = q;               /* freed by the next step: its parts' callers still run */
+    if (q->reply)
+        evbuffer_copyout(q->reply, head, 2);
+    unblock_next(u, memcmp(head, ":1", 2) == 0 ? 1 : -1);
+}
+
+/* Ask the nodes where u's client blocks to unblock it. */
+static void unblock_attempt(struct unblock *u)
+{
+    struct worker *w = u->r->worker;
+    struct dedicated_target targets[UNBLOCK_TARGETS_MAX];
+    int blocked;
+    uint64_t now = node_now_ms();
+    int n = unblock_targets(w->proxy, u->id, targets, now + (uint64_t)w->cfg->node_timeout_ms,
+                            &blocked);
+    if (!blocked || now >= u->deadline_ms) {
+        unblock_next(u, 0);
+        return;
+    }
+    struct request *q = n > 0 ? request_new(w) : NULL;
+    if (!q || router_parts_open(q, MERGE_ANY_ONE, n) < 0) {
+        if (q)
+            request_free(q);
+        unblock_next(u, -1);    /* its node connection's ID not known yet, or no memory */
+        return;
+    }
+    q->detached = 1;
+    q->attempt = u;
+    q->on_done = attempt_answered;
+    for (int k = 0; k < n; k++) {
+        int node = topology_find(w->topo, targets[k].addr);
+        char idbuf[24];
+        snprintf(idbuf, sizeof idbuf, "%lld", targets[k].node_id);
+        const char *argv[] = { "CLIENT", "UNBLOCK", idbuf, u->reason };
+        size_t lens[] = { 6, 7, strlen(idbuf), strlen(u->reason) };
+        if (node >= 0)          /* else a node this worker no longer knows: left out */
+            router_part_send(q, node, 4, argv, lens);
+    }
+    request_parts_sent(q);
+}
+
+static void unblock_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct unblock *u = arg;
+    (void)fd;
+    (void)what;
+    if (u->spent) {
+        request_free(u->spent);
+        u->spent = NULL;
+    }
+    if (u->answer < 0) {
+        unblock_attempt(u);
+        return;
+    }
+    struct request *r = u->r;
+    resp_add_integer(request_out(r), u->answer);
+    event_free(u->step);
+    free(u);
+    request_finish(r);
+}
+
 static void client_unblock(struct request *r)
 {
-    struct dedicated_target targets[UNBLOCK_TARGETS_MAX];
     const char *reason = "TIMEOUT";
     long long id;
     if (r->argc > 4) {
@@ -384,27 +491,18 @@ static void client_unblock(struct request *r)
         request_fail(r, "ERR value is not an integer or out of range");
         return;
     }
-    /* the unblock reaches its node within node-timeout-ms, or its connection
-     * is closed */
-    uint64_t hold_until = node_now_ms() + (uint64_t)r->worker->cfg->node_timeout_ms;
-    int n = unblock_targets(r->worker->proxy, id, targets, hold_until);
-    if (n == 0) {
-        resp_add_integer(request_out(r), 0);
-        request_finish(r);
+    struct unblock *u = calloc(1, sizeof *u);
+    if (u)
+        u->step = evtimer_new(r->worker->base, unblock_step_cb, u);
+    if (!u || !u->step) {
+        free(u);
+        request_fail(r, "ERR out of memory");
         return;
     }
-    if (router_parts_open(r, MERGE_ANY_ONE, n) < 0)
-        return;
-    for (int k = 0; k < n; k++) {
-        int node = topology_find(r->worker->topo, targets[k].addr);
-        char idbuf[24];
-        snprintf(idbuf, sizeof idbuf, "%lld", targets[k].node_id);
-        const char *argv[] = { "CLIENT", "UNBLOCK", idbuf, reason };
-        size_t lens[] = { 6, 7, strlen(idbuf), strlen(reason) };
-        if (node >= 0)          /* else a node this worker no longer knows: left out */
-            router_part_send(r, node, 4, argv, lens);
-    }
-    request_parts_sent(r);
+    *u = (struct unblock){ .r = r, .id = id, .reason = reason, .delay_ms = 1, .answer = -1,
+                           .step = u->step,
+                           .deadline_ms = node_now_ms() + (uint64_t)r->worker->cfg->node_timeout_ms };
+    unblock_attempt(u);
 }
 
 static void client_help(struct request *r)

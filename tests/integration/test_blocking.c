@@ -475,6 +475,49 @@ static long long newly_blocked(const struct h_topo *t, const char *key, const lo
     }
 }
 
+/* Whether CLIENT LIST shows client id with the b (blocked) flag. */
+static int listed_blocked(redisContext *by, long long id)
+{
+    redisReply *r = h_cmd(by, "CLIENT LIST ID %lld", id);
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    const char *flags = strstr(r->str, " flags=");
+    int blocked = flags && strcspn(flags + 7, " ") > strcspn(flags + 7, "b");
+    freeReplyObject(r);
+    return blocked;
+}
+
+/* CLIENT UNBLOCK sent as soon as CLIENT LIST shows the client blocked is
+ * never lost, though the node may not have the command yet: 1, and the
+ * command's nil, every one of hundreds of times (against one server: the
+ * same). */
+START_TEST(test_client_unblock_race)
+{
+    static const char *args[] = { "--threads", "2", NULL };
+    struct h_proxy px;
+    char list[128];
+    h_proxy_start(&px, args);
+    H_FMT(list, sizeof list, "%s:{unblockrace}:list", h_prefix());
+    redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
+    long long ida = h_client_id(a);
+    for (int i = 0; i < 300; i++) {
+        send_only(a, "BLPOP %s 0", list);
+        long long deadline = h_now_ms() + 5000;
+        while (!listed_blocked(b, ida))
+            ck_assert_msg(h_now_ms() < deadline, "round %d: never listed blocked", i);
+        redisReply *r = h_cmd(b, "CLIENT UNBLOCK %lld", ida);
+        ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer == 1,
+                      "round %d: CLIENT UNBLOCK answered %s", i, h_show(r));
+        freeReplyObject(r);
+        r = h_get_reply(a);
+        H_EXPECT_TYPE(r, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+    }
+    redisFree(a);
+    redisFree(b);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /*
  * After a CLIENT UNBLOCK, the dedicated connection of the unblocked client
  * is not handed to another client until node-timeout-ms has passed: the
@@ -813,6 +856,7 @@ static Suite *blocking_suite(void)
     tcase_add_test(tc, test_blocking_crossslot);
     tcase_add_test(tc, test_each_blocking_command);
     tcase_add_test(tc, test_client_unblock);
+    tcase_add_test(tc, test_client_unblock_race);
     tcase_add_test(tc, test_unblocked_connection_held_back);
     tcase_add_test(tc, test_block_longer_than_node_timeout);
     tcase_add_test(tc, test_reply_before_blocking_command_not_held);
