@@ -41,7 +41,7 @@ static const struct route_entry router_routes[] = {
     SPLIT("mget", MERGE_MGET, 1), SPLIT("mset", MERGE_ALL_OK, 2),
     SPLIT("del", MERGE_SUM, 1), SPLIT("unlink", MERGE_SUM, 1),
     SPLIT("exists", MERGE_SUM, 1), SPLIT("touch", MERGE_SUM, 1),
-    EVERYWHERE("flushall"), EVERYWHERE("flushdb"), EVERYWHERE("config|set"),
+    EVERYWHERE("flushall"), EVERYWHERE("flushdb"),
     EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
     EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"),
     EVERYWHERE("slowlog|reset"), EVERYWHERE("latency|reset"), EVERYWHERE("memory|purge"),

@@ -11,6 +11,7 @@
 #include "families/commandcmd.h"
 #include "families/dedicated.h"
 #include "families/index.h"
+#include "families/configcmd.h"
 #include "families/info.h"
 #include "families/listing.h"
 #include "families/local.h"
@@ -30,6 +31,7 @@ int families_init(void)
     commandcmd_register();
     clustercmd_register();
     info_register();
+    configcmd_register();
     monitor_register();     /* before pubsub: a closing client stops monitoring first */
     tx_register();
     pubsub_register();

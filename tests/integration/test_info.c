@@ -6,7 +6,8 @@
  * sections); the figures of the server the client sees (role:master
  * without replicas, cluster_enabled:0); errorstats counting the error
  * replies the proxy sent by their code; persistence from the masters; and
- * CONFIG RESETSTAT starting INFO's figures again. The reference is a
+ * CONFIG RESETSTAT starting INFO's figures again; CONFIG SET of the
+ * proxy's own settings refused. The reference is a
  * standalone redis-server started and stopped here.
  */
 #include "harness.h"
@@ -190,6 +191,26 @@ START_TEST(test_persistence_from_masters)
 }
 END_TEST
 
+/* CONFIG SET of a setting the proxy enforces for its clients never reaches
+ * the nodes (requirepass there would lock the proxy out of its cluster):
+ * refused whole, saying where to set it; other settings reach every master. */
+START_TEST(test_config_set_proxy_settings)
+{
+    redisContext *c = h_connect_node(&extra.addr);
+    H_ERR(c, "ERR CONFIG SET requirepass is refused through the proxy", "CONFIG SET requirepass x");
+    H_ERR(c, "ERR CONFIG SET maxclients is refused through the proxy",
+          "CONFIG SET slowlog-max-len 128 maxclients 5");
+    redisReply *r = h_cmd(c, "CONFIG GET requirepass");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_str_eq(r->element[1]->str, "");
+    freeReplyObject(r);
+    H_OK(c, "CONFIG SET slowlog-max-len 128");
+    H_STATUS(c, "PONG", "PING");
+    redisFree(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("info");
@@ -200,6 +221,7 @@ int main(void)
     tcase_add_test(t, test_fields_as_redis);
     tcase_add_test(t, test_errorstats_and_resetstat);
     tcase_add_test(t, test_persistence_from_masters);
+    tcase_add_test(t, test_config_set_proxy_settings);
     suite_add_tcase(s, t);
     return h_run(s);
 }
