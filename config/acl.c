@@ -49,22 +49,23 @@ fail:
 }
 
 static int default_fill(struct acl_user *u, const struct config_user *users, int nusers,
-                        const struct config *c, const struct layout *layout, char *why,
-                        size_t whylen)
+                        const struct config *c, const char *requirepass,
+                        const struct layout *layout, char *why, size_t whylen)
 {
     for (int i = 0; i < nusers; i++) {
         const struct config_user *cu = &users[i];
         if (strcmp(cu->argv[0], "default") == 0)
-            return acl_user_from_line(u, cu, c->requirepass, c, layout, why, whylen);
+            return acl_user_from_line(u, cu, requirepass, c, layout, why, whylen);
     }
     /* none: on, every key, channel and command, requirepass or none */
     static char *all_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
     struct config_user all = { all_argv, 5, 0 };
-    return acl_user_from_line(u, &all, c->requirepass, c, layout, why, whylen);
+    return acl_user_from_line(u, &all, requirepass, c, layout, why, whylen);
 }
 
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
-                            const struct layout *layout, char *err, size_t errlen)
+                            const char *requirepass, const struct layout *layout, char *err,
+                            size_t errlen)
 {
     struct acl *a = calloc(1, sizeof *a);
     char why[300] = "";
@@ -73,7 +74,7 @@ struct acl *acl_build_users(const struct config_user *users, int nusers, const s
     if (!a || !(a->users = calloc((size_t)nusers + 1, sizeof *a->users)))
         goto fail;
     a->nusers = 1;
-    if (default_fill(&a->users[0], users, nusers, c, layout, why, sizeof why) < 0)
+    if (default_fill(&a->users[0], users, nusers, c, requirepass, layout, why, sizeof why) < 0)
         goto fail;
     for (int i = 0; i < nusers; i++) {
         const struct config_user *cu = &users[i];
@@ -92,7 +93,7 @@ fail:
 struct acl *acl_build(const struct config *c, const struct layout *layout, char *err,
                       size_t errlen)
 {
-    return acl_build_users(c->users, c->nusers, c, layout, err, errlen);
+    return acl_build_users(c->users, c->nusers, c, c->requirepass, layout, err, errlen);
 }
 
 void acl_free(struct acl *a)

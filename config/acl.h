@@ -92,10 +92,12 @@ int acl_user_from_line(struct acl_user *u, const struct config_user *cu, const c
                        const struct config *c, const struct layout *layout, char *why,
                        size_t whylen);
 
-/* The same with other users than c's (ACL SETUSER's): c gives
- * requirepass and cluster-password. */
+/* The same with other users than c's (ACL SETUSER's), and requirepass for
+ * the default user (NULL: none; after CONFIG SET requirepass its line says
+ * its password); c gives cluster-password. */
 struct acl *acl_build_users(const struct config_user *users, int nusers, const struct config *c,
-                            const struct layout *layout, char *err, size_t errlen);
+                            const char *requirepass, const struct layout *layout, char *err,
+                            size_t errlen);
 void acl_free(struct acl *a);
 
 static inline const struct acl_user *acl_default_user(const struct acl *a)

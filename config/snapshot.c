@@ -37,6 +37,7 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
     s->refs = 1;
     s->users = cfg->users;
     s->nusers = cfg->nusers;
+    s->requirepass = cfg->requirepass;
     s->acl = acl_build(cfg, layout, err, errlen);
     if (!s->acl) {
         snapshot_free(s);
@@ -48,7 +49,7 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
 struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
                                             struct config_user *users, int nusers,
                                             uint64_t generation, const struct layout *layout,
-                                            char *err, size_t errlen)
+                                            int own_default_password, char *err, size_t errlen)
 {
     struct config_snapshot *s = calloc(1, sizeof *s);
     if (!s) {
@@ -64,7 +65,8 @@ struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
     s->own_users = users;
     s->users = users;
     s->nusers = nusers;
-    s->acl = acl_build_users(users, nusers, s->cfg, layout, err, errlen);
+    s->requirepass = own_default_password ? NULL : base->requirepass;
+    s->acl = acl_build_users(users, nusers, s->cfg, s->requirepass, layout, err, errlen);
     if (!s->acl) {
         snapshot_free(s);
         return NULL;

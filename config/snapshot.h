@@ -40,6 +40,8 @@ struct config_snapshot {
     int nusers;
     struct config_user *own_users;  /* users when they are not cfg's (freed with it) */
     struct config_snapshot *cfg_owner;  /* holds cfg when users are not cfg's */
+    const char *requirepass;        /* the default user's: cfg's, or NULL once CONFIG SET
+                                       requirepass wrote it into the default's line */
     int logout_all;                 /* ACL LOAD: every non-default login ends, as Redis */
     int keep_off;                   /* ACL SETUSER, DELUSER: the logins of a user turned
                                        off go on, as Redis keeps them (a reload ends them) */
@@ -60,11 +62,13 @@ struct config_snapshot *snapshot_new(struct config *cfg, int owns_cfg, uint64_t 
                                      const struct layout *layout, char *err, size_t errlen);
 
 /* A snapshot of base's config with other users (taken over: freed with
- * it, also when this fails), or NULL with the reason in err. */
+ * it, also when this fails), or NULL with the reason in err; base's
+ * requirepass, unless own_default_password (the default user's line says
+ * its password: CONFIG SET requirepass). */
 struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
                                             struct config_user *users, int nusers,
                                             uint64_t generation, const struct layout *layout,
-                                            char *err, size_t errlen);
+                                            int own_default_password, char *err, size_t errlen);
 
 struct config_snapshot *snapshot_ref(struct config_snapshot *s);
 

@@ -516,13 +516,14 @@ static int user_index(const struct config_user *users, int n, const char *name, 
 /* Make users (taken over) the proxy's, on every worker: 0, or -1 with r
  * answered. Under users_lock. */
 static int users_publish(struct request *r, struct config_user *users, int nusers,
-                         int logout_all)
+                         int logout_all, int own_default_password)
 {
     struct proxy *p = r->worker->proxy;
     char err[400];
     struct config_snapshot *s = snapshot_with_users(p->users_snap, users, nusers,
                                                     p->users_snap->generation,
-                                                    worker_layout(r->worker), err, sizeof err);
+                                                    worker_layout(r->worker),
+                                                    own_default_password, err, sizeof err);
     if (!s) {
         fail_printf(r, "ERR %s", err);
         return -1;
@@ -533,6 +534,47 @@ static int users_publish(struct request *r, struct config_user *users, int nuser
     p->users_snap = s;
     thread_share_config(r->worker, s);
     return 0;
+}
+
+/* the default user without a line of its own: as acl.h makes it */
+static char *default_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
+static const struct config_user default_line = { default_argv, 5, 0 };
+
+int aclcmd_set_requirepass(struct request *r, const char *pass, size_t len)
+{
+    struct proxy *p = r->worker->proxy;
+    char *rules[2] = { strdup("resetpass"), NULL };
+    if (len > 0 && (rules[1] = malloc(len + 2)) != NULL) {
+        rules[1][0] = '>';
+        memcpy(rules[1] + 1, pass, len);
+        rules[1][len + 1] = '\0';
+    } else if (len == 0) {
+        rules[1] = strdup("nopass");
+    }
+    pthread_mutex_lock(&p->users_lock);
+    const struct config_snapshot *base = p->users_snap;
+    int nusers = base->nusers, at = user_index(base->users, nusers, "default", 7), rc = -1;
+    struct config_user *users = users_copy(base->users, nusers), *one = NULL;
+    if (users && at < 0 && (one = users_copy(&default_line, 1)) != NULL) {
+        users[at = nusers++] = one[0];
+        free(one);
+    }
+    char **grown = users && at >= 0 && rules[0] && rules[1]
+                 ? realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + 2)) : NULL;
+    if (grown) {
+        users[at].argv = grown;
+        grown[users[at].argc++] = rules[0];
+        grown[users[at].argc++] = rules[1];
+        rules[0] = rules[1] = NULL;
+        rc = users_publish(r, users, nusers, 0, 1);
+    } else {
+        config_users_free(users, nusers);
+        request_fail(r, "ERR out of memory");
+    }
+    pthread_mutex_unlock(&p->users_lock);
+    free(rules[0]);
+    free(rules[1]);
+    return rc;
 }
 
 /* The words of "(..." that never close, as Redis names them. */
@@ -580,7 +622,8 @@ static int setuser_check(struct request *r, const struct config_user *line, cons
     struct acl_user u;
     char why[300] = "";
     const struct config *c = r->worker->cfg;
-    int rc = line ? acl_user_from_line(&u, line, strcmp(name, "default") == 0 ? c->requirepass
+    const char *requirepass = r->worker->proxy->users_snap->requirepass;     /* users_lock */
+    int rc = line ? acl_user_from_line(&u, line, strcmp(name, "default") == 0 ? requirepass
                                                                                : NULL,
                                        c, NULL, why, sizeof why)
                   : acl_user_init(&u, name);
@@ -597,10 +640,6 @@ static int setuser_check(struct request *r, const struct config_user *line, cons
  * off, with nothing), as Redis applies them. */
 static void acl_setuser(struct request *r)
 {
-    /* the default user without a line of its own: as acl.h makes it */
-    static char *default_argv[] = { "default", "nopass", "allkeys", "allchannels",
-                                    "allcommands" };
-    static const struct config_user default_line = { default_argv, 5, 0 };
     struct proxy *p = r->worker->proxy;
     struct config_user *users = NULL;
     char **words, **rules = NULL, **grown = NULL, *uname = NULL, why[200];
@@ -651,7 +690,7 @@ static void acl_setuser(struct request *r)
         grown[users[at].argc++] = rules[i];
         rules[i] = NULL;
     }
-    if (users_publish(r, users, nusers, 0) == 0) {
+    if (users_publish(r, users, nusers, 0, 0) == 0) {
         resp_add_simple(request_out(r), "OK");
         request_finish(r);
     }
@@ -701,7 +740,7 @@ static void acl_deluser(struct request *r)
         config_users_free(users, nusers);
         resp_add_integer(request_out(r), 0);
         request_finish(r);
-    } else if (users_publish(r, users, nusers, 0) == 0) {
+    } else if (users_publish(r, users, nusers, 0, 0) == 0) {
         resp_add_integer(request_out(r), deleted);
         request_finish(r);
     }
@@ -758,7 +797,7 @@ static void acl_load(struct request *r)
     } else {
         if (r->client->authenticated && strcmp(r->client->user->name, "default") != 0)
             client_close_after_replies(r->client);
-        if (users_publish(r, users, n, 1) == 0) {
+        if (users_publish(r, users, n, 1, 0) == 0) {
             resp_add_simple(request_out(r), "OK");
             request_finish(r);
         }

@@ -21,6 +21,12 @@ struct request;
 /* A failed login of r's client as user (ACL LOG reason "auth"). */
 void aclcmd_log_auth(struct request *r, const char *user, size_t len);
 
+/* CONFIG SET requirepass: the default user's password from now on, as
+ * Redis sets it (resetpass, then >pass, or nopass when empty), in a new
+ * snapshot of the users that every worker takes; its connections stay. 0,
+ * or -1 with r answered. */
+int aclcmd_set_requirepass(struct request *r, const char *pass, size_t len);
+
 /* Register the routes and the router's refusal hook. */
 void aclcmd_register(void);
 

@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "core/request.h"
+#include "families/aclcmd.h"
+#include "proto/resp.h"
 #include "core/route.h"
 #include "core/router.h"
 #include "core/worker.h"
@@ -20,7 +22,6 @@ static const struct {
     const char *setting, *directive;
     int restart;
 } proxy_settings[] = {
-    { "requirepass", "requirepass", 0 },
     { "maxclients", "max-clients", 0 },
     { "timeout", NULL, 0 },
     { "tcp-keepalive", NULL, 0 },
@@ -34,12 +35,44 @@ static const struct {
     { "unixsocketperm", "unixsocketperm", 1 },
 };
 
-/* CONFIG SET setting value [setting value ...]: refused whole when one
- * setting is the proxy's (as Redis refuses a whole CONFIG SET with a bad
- * one), else to every master. */
+/* CONFIG SET requirepass pass: the proxy's default user's password, as
+ * Redis sets it; alone (its password never reaches the nodes). */
+static void set_requirepass(struct request *r)
+{
+    size_t len;
+    const char *pass = request_arg(r, 3, &len);
+    if (r->argc != 4) {
+        request_fail(r, "ERR CONFIG SET requirepass through the proxy sets the proxy's own "
+                        "password (the nodes' would lock the proxy out of its cluster): set "
+                        "it alone, in a CONFIG SET of its own");
+        return;
+    }
+    if (memchr(pass, '\0', len)) {
+        request_fail(r, "ERR CONFIG SET failed (possibly related to argument 'requirepass') - "
+                        "the password may not hold a NUL byte");
+        return;
+    }
+    if (aclcmd_set_requirepass(r, pass, len) == 0) {
+        resp_add_simple(request_out(r), "OK");
+        request_finish(r);
+    }
+}
+
+/* CONFIG SET setting value [setting value ...]: requirepass is the
+ * proxy's own; refused whole when another setting is the proxy's (as Redis
+ * refuses a whole CONFIG SET with a bad one), else to every master. */
 static void config_set(struct request *r)
 {
     char msg[500], where[160];
+    if (!r->worker->cfg->enable_dangerous_commands) {
+        router_plan_dangerous(r, 1);        /* refused, saying why */
+        return;
+    }
+    for (int i = 2; i < r->argc; i += 2)
+        if (request_arg_is(r, i, "requirepass")) {
+            set_requirepass(r);
+            return;
+        }
     for (int i = 2; i < r->argc; i += 2)
         for (size_t k = 0; k < sizeof proxy_settings / sizeof proxy_settings[0]; k++) {
             if (!request_arg_is(r, i, proxy_settings[k].setting))
@@ -52,11 +85,8 @@ static void config_set(struct request *r)
                 snprintf(where, sizeof where, "the proxy has no such setting");
             snprintf(msg, sizeof msg, "ERR CONFIG SET %s is refused through the proxy: the proxy "
                      "serves its clients itself, and on the cluster's nodes it would apply to "
-                     "the proxy's own connections%s; %s, and the nodes' own on the nodes",
-                     proxy_settings[k].setting,
-                     strcmp(proxy_settings[k].setting, "requirepass") == 0
-                         ? " (a password there locks the proxy out of its cluster)" : "",
-                     where);
+                     "the proxy's own connections; %s, and the nodes' own on the nodes",
+                     proxy_settings[k].setting, where);
             request_fail(r, msg);
             return;
         }

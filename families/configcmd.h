@@ -1,11 +1,13 @@
 /*
- * configcmd: CONFIG SET through the proxy. The settings that the proxy
- * itself enforces for its clients (requirepass, maxclients, timeout, the
- * client buffer limits, ...) are the proxy's, set in its own config: on
- * the nodes they would lock the proxy out of its cluster (requirepass) or
- * limit the proxy's own connections, not the clients'. CONFIG SET of one
- * of them is refused, saying where to set it; the others reach every
- * master (an admin command: enable-dangerous-commands yes).
+ * configcmd: CONFIG SET through the proxy (an admin command:
+ * enable-dangerous-commands yes). The settings that the proxy itself
+ * enforces for its clients are the proxy's: on the nodes they would lock
+ * the proxy out of its cluster (requirepass) or limit the proxy's own
+ * connections, not the clients'. requirepass sets the proxy's default
+ * user's password, as Redis does (until a reload reads the config's); the
+ * others of them (maxclients, timeout, the client buffer limits, ...) are
+ * refused, saying where to set them; every other setting reaches every
+ * master.
  */
 #ifndef TAGPROXY_CONFIGCMD_H
 #define TAGPROXY_CONFIGCMD_H

@@ -191,23 +191,38 @@ START_TEST(test_persistence_from_masters)
 }
 END_TEST
 
-/* CONFIG SET of a setting the proxy enforces for its clients never reaches
- * the nodes (requirepass there would lock the proxy out of its cluster):
- * refused whole, saying where to set it; other settings reach every master. */
+/* CONFIG SET requirepass sets the proxy's password, as Redis sets its own
+ * (new connections must AUTH, those logged in stay), never the nodes' (it
+ * would lock the proxy out of its cluster); the proxy's other settings
+ * are refused whole, saying where to set them; other settings reach every
+ * master. */
 START_TEST(test_config_set_proxy_settings)
 {
     redisContext *c = h_connect_node(&extra.addr);
-    H_ERR(c, "ERR CONFIG SET requirepass is refused through the proxy", "CONFIG SET requirepass x");
-    H_ERR(c, "ERR CONFIG SET maxclients is refused through the proxy",
-          "CONFIG SET slowlog-max-len 128 maxclients 5");
-    redisReply *r = h_cmd(c, "CONFIG GET requirepass");
+    H_OK(c, "CONFIG SET requirepass tp-info-pw");
+    redisContext *d = h_connect_node(&extra.addr);
+    H_ERR(d, "NOAUTH", "PING");
+    H_OK(d, "AUTH tp-info-pw");
+    H_STATUS(d, "PONG", "PING");
+    H_STATUS(c, "PONG", "PING");                    /* still logged in */
+    redisReply *r = h_cmd(c, "CONFIG GET requirepass");     /* a master's */
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     ck_assert_int_eq(r->elements, 2);
     ck_assert_str_eq(r->element[1]->str, "");
     freeReplyObject(r);
+    H_ERR(c, "ERR CONFIG SET requirepass through the proxy", "CONFIG SET requirepass a maxclients 5");
+    H_ERR(c, "ERR CONFIG SET maxclients is refused through the proxy",
+          "CONFIG SET slowlog-max-len 128 maxclients 5");
     H_OK(c, "CONFIG SET slowlog-max-len 128");
-    H_STATUS(c, "PONG", "PING");
+    const char *clear[] = { "CONFIG", "SET", "requirepass", "" };
+    r = h_cmd_argv(c, 4, clear);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    redisContext *e = h_connect_node(&extra.addr);
+    H_STATUS(e, "PONG", "PING");                    /* no password again */
     redisFree(c);
+    redisFree(d);
+    redisFree(e);
 }
 END_TEST
 
