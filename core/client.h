@@ -228,7 +228,7 @@ struct client_counts {
     int sub, psub, ssub;            /* subscriptions (pubsub.h) */
     int multi;                      /* commands queued in MULTI, or -1 outside it (tx.h) */
     int watching;                   /* WATCHing keys (tx.h) */
-    int blocked;                    /* a blocking command of its runs (tx.h) */
+    int blocked;                    /* a blocking command or a WAIT of its runs (tx.h) */
 };
 
 /*

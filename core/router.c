@@ -552,12 +552,12 @@ int router_key_slot(struct request *r)
 {
     int some[16], *keys;
     int n = request_keys_all(r, some, &keys);   /* malformed: none, the node will say */
-    if (n == 0)
-        return listing_slot(r);
     if (n == 0 && (r->cmd->flags & CMD_PUBSUB)) {   /* SPUBLISH: its channel hashes as a key */
         n = command_keys_ex(r->cmd, r->data, r->args, r->argc, some, 16, COMMAND_KEYS_NOT_KEYS);
         n = n < 0 ? 0 : n > 16 ? 16 : n;
     }
+    if (n == 0)
+        return listing_slot(r);
     int slot = -1;
     for (int i = 0; i < n; i++) {
         size_t len;

@@ -1097,7 +1097,7 @@ static void client_count(const struct client *c, struct client_counts *n)
     if (c->tx && c->tx->in_multi)
         n->multi = c->tx->nqueued + c->tx->nlocal;
     n->watching = c->tx && c->tx->watching;
-    n->blocked = c->tx && c->tx->blocking;
+    n->blocked = (c->tx && c->tx->blocking) || c->wait != NULL;     /* WAIT blocks too */
 }
 
 /* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
