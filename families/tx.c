@@ -881,7 +881,7 @@ static void blocking_dispatch(struct tx_state *tx, struct request *r)
     r->hooks = &blocking_hooks;
     router_send(r);
     tx->lane = tx->dconn ? (const void *)tx->dconn->conn : NULL;
-    tx->blocking = tx->dconn != NULL;
+    tx->blocking = tx->dconn && tx->dconn->conn->ninflight > 0;    /* not if it failed at once */
 }
 
 /* Seconds as Redis reads a blocking timeout, to milliseconds. */
