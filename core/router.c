@@ -533,7 +533,7 @@ static int glob_slot(const char *p, size_t len)
 /* KEYS pattern, SCAN ... MATCH pattern: the slot of the names it lists when
  * the pattern fixes their hash tag (glob_slot), else -1. With a key layout,
  * only a pattern that starts with its tag: no layout name can match it. */
-static int listing_slot(const struct request *r)
+int router_listing_pattern(const struct request *r)
 {
     int at = -1;
     if (strcmp(r->cmd->name, "keys") == 0 && r->argc == 2)
@@ -541,6 +541,12 @@ static int listing_slot(const struct request *r)
     for (int i = 2; strcmp(r->cmd->name, "scan") == 0 && i + 1 < r->argc; i += 2)
         if (request_arg_is(r, i, "match"))
             at = i + 1;     /* the last MATCH, as Redis */
+    return at;
+}
+
+static int listing_slot(const struct request *r)
+{
+    int at = router_listing_pattern(r);
     size_t len;
     const char *p = at > 0 ? request_arg(r, at, &len) : NULL;
     if (!p || (worker_layout(r->worker) && (len == 0 || p[0] != '{')))

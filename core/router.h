@@ -109,6 +109,10 @@ int router_key_slot(struct request *r);
  * when everywhere; else forwarded as its keys say. */
 void router_plan_dangerous(struct request *r, int everywhere);
 
+/* The argument index of a listing's pattern: KEYS's, or SCAN's last MATCH
+ * (the one Redis uses); -1 for none, or another command. */
+int router_listing_pattern(const struct request *r);
+
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);

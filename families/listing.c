@@ -151,25 +151,12 @@ void listing_keys(struct request *r)
     free(heap);
 }
 
-/* The argument index of SCAN's last MATCH pattern (the one Redis uses), or -1. */
-static int scan_match_arg(const struct request *r)
-{
-    int found = -1;
-    for (int i = 2; i + 1 < r->argc; i += 2) {
-        size_t len;
-        const char *opt = request_arg(r, i, &len);
-        if (len == 5 && strncasecmp(opt, "match", 5) == 0)
-            found = i + 1;
-    }
-    return found;
-}
-
 void listing_scan(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
     if (listing_of_one_slot(r))
         return;
-    int match = l ? scan_match_arg(r) : -1;
+    int match = l ? router_listing_pattern(r) : -1;
     if (l && listing_from_index(r, l))
         return;
     if (match < 0) {
@@ -283,7 +270,7 @@ static long long add_listed(const struct layout *l, const char *buf, size_t len,
  * is none, as Redis lists everything for it without matching. */
 static const char *client_pattern(const struct request *p, size_t *len)
 {
-    int match = strcmp(p->cmd->name, "keys") == 0 ? 1 : scan_match_arg(p);
+    int match = router_listing_pattern(p);
     const char *pattern = match < 0 ? NULL : request_arg(p, match, len);
     return pattern && *len == 1 && pattern[0] == '*' ? NULL : pattern;
 }
