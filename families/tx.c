@@ -383,20 +383,24 @@ static int writes_unseen(const struct request *r, enum tx_class cls)
 /* A command queued in MULTI that writes_unseen: its keys, for the index upkeep
  * once EXEC has run (txexec.c), each as its length (uint32_t) and
  * bytes. 0, or -1 out of memory. */
+/* Add argument i of r, a key, to a list of keys for the upkeep. 0, or -1. */
+static int upkeep_add(struct evbuffer *list, const struct request *r, int i)
+{
+    size_t len;
+    const char *key = request_arg(r, i, &len);
+    uint32_t len32 = (uint32_t)len;
+    return evbuffer_add(list, &len32, sizeof len32) < 0 || evbuffer_add(list, key, len) < 0
+           ? -1 : 0;
+}
+
 static int upkeep_note(struct tx_state *tx, struct request *r)
 {
     int some[16], *keys;
     int n = request_keys_all(r, some, &keys), rc = 0;
     if (!tx->upkeep && !(tx->upkeep = evbuffer_new()))
         rc = -1;
-    for (int i = 0; i < n && rc == 0; i++) {
-        size_t len;
-        const char *key = request_arg(r, keys[i], &len);
-        uint32_t len32 = (uint32_t)len;
-        if (evbuffer_add(tx->upkeep, &len32, sizeof len32) < 0 ||
-            evbuffer_add(tx->upkeep, key, len) < 0)
-            rc = -1;
-    }
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = upkeep_add(tx->upkeep, r, keys[i]);
     if (keys != some)
         free(keys);
     return rc;
@@ -429,23 +433,14 @@ static int unwrap_note(struct tx_state *tx, struct request *r)
     }
     if (!u->bytes && (!(u->bytes = evbuffer_new()) || !(u->keys = evbuffer_new())))
         return -1;
-    int argc = r->argc - original;
-    const char **argv = malloc(sizeof *argv * (size_t)argc);
-    size_t *lens = malloc(sizeof *lens * (size_t)argc), before = evbuffer_get_length(u->bytes);
-    int rc = argv && lens ? 0 : -1;
-    for (int i = 0; rc == 0 && i < argc; i++)
-        argv[i] = request_arg(r, original + i, &lens[i]);
-    if (rc == 0)
-        resp_add_command(u->bytes, argc, argv, lens);
-    for (int i = 0; rc == 0 && i < nrec; i++) {
-        size_t len;
-        const char *key = request_arg(r, 3 + i, &len);
-        uint32_t len32 = (uint32_t)len;
-        if (evbuffer_add(u->keys, &len32, sizeof len32) < 0 || evbuffer_add(u->keys, key, len) < 0)
-            rc = -1;
-    }
+    size_t *lens, before = evbuffer_get_length(u->bytes);
+    const char **argv = request_argv_new(r, &lens);
+    int rc = argv ? 0 : -1;
+    if (argv)
+        resp_add_command(u->bytes, r->argc - original, argv + original, lens + original);
+    for (int i = 0; rc == 0 && i < nrec; i++)
+        rc = upkeep_add(u->keys, r, 3 + i);     /* the records' keys */
     free(argv);
-    free(lens);
     if (rc < 0)
         return -1;
     u->at[u->n++] = (struct tx_unwrap){ .off = evbuffer_get_length(tx->queued), .len = r->len,
