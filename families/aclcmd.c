@@ -536,6 +536,39 @@ static int users_publish(struct request *r, struct config_user *users, int nuser
     return 0;
 }
 
+/* The users of the newest snapshot with rules (taken: their slots set to
+ * NULL) appended to the line of users[at], or to a new line made from
+ * `line` when at is -1, published as users_publish does: 0, or -1 with r
+ * answered. Under users_lock. */
+static int users_with_rules(struct request *r, int at, const struct config_user *line,
+                            char **rules, int nrules, int own_default_password)
+{
+    const struct config_snapshot *base = r->worker->proxy->users_snap;
+    int nusers = base->nusers;
+    struct config_user *users = users_copy(base->users, nusers);
+    char **grown = NULL;
+    if (users && at < 0) {
+        struct config_user *one = users_copy(line, 1);
+        if (one) {
+            users[at = nusers++] = one[0];
+            free(one);
+        }
+    }
+    if (users && at >= 0)
+        grown = realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + nrules));
+    if (!grown) {
+        config_users_free(users, nusers);
+        request_fail(r, "ERR out of memory");
+        return -1;
+    }
+    users[at].argv = grown;
+    for (int i = 0; i < nrules; i++) {
+        grown[users[at].argc++] = rules[i];
+        rules[i] = NULL;
+    }
+    return users_publish(r, users, nusers, 0, own_default_password);
+}
+
 /* the default user without a line of its own: as acl.h makes it */
 static char *default_argv[] = { "default", "nopass", "allkeys", "allchannels", "allcommands" };
 static const struct config_user default_line = { default_argv, 5, 0 };
@@ -551,26 +584,16 @@ int aclcmd_set_requirepass(struct request *r, const char *pass, size_t len)
     } else if (len == 0) {
         rules[1] = strdup("nopass");
     }
+    if (!rules[0] || !rules[1]) {
+        free(rules[0]);
+        free(rules[1]);
+        request_fail(r, "ERR out of memory");
+        return -1;
+    }
     pthread_mutex_lock(&p->users_lock);
     const struct config_snapshot *base = p->users_snap;
-    int nusers = base->nusers, at = user_index(base->users, nusers, "default", 7), rc = -1;
-    struct config_user *users = users_copy(base->users, nusers), *one = NULL;
-    if (users && at < 0 && (one = users_copy(&default_line, 1)) != NULL) {
-        users[at = nusers++] = one[0];
-        free(one);
-    }
-    char **grown = users && at >= 0 && rules[0] && rules[1]
-                 ? realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + 2)) : NULL;
-    if (grown) {
-        users[at].argv = grown;
-        grown[users[at].argc++] = rules[0];
-        grown[users[at].argc++] = rules[1];
-        rules[0] = rules[1] = NULL;
-        rc = users_publish(r, users, nusers, 0, 1);
-    } else {
-        config_users_free(users, nusers);
-        request_fail(r, "ERR out of memory");
-    }
+    int at = user_index(base->users, base->nusers, "default", 7);
+    int rc = users_with_rules(r, at, &default_line, rules, 2, 1);
     pthread_mutex_unlock(&p->users_lock);
     free(rules[0]);
     free(rules[1]);
@@ -641,9 +664,8 @@ static int setuser_check(struct request *r, const struct config_user *line, cons
 static void acl_setuser(struct request *r)
 {
     struct proxy *p = r->worker->proxy;
-    struct config_user *users = NULL;
-    char **words, **rules = NULL, **grown = NULL, *uname = NULL, why[200];
-    int nwords, nrules, nusers = 0, at;
+    char **words, **rules = NULL, *uname = NULL, why[200];
+    int nwords, nrules, at;
     size_t len;
     const char *name = request_arg(r, 2, &len);
     if (!mutable_or_refuse(r) || unmatched_selector(r, 3))
@@ -668,29 +690,9 @@ static void acl_setuser(struct request *r)
                                    : strcmp(uname, "default") == 0 ? &default_line : NULL;
     if (setuser_check(r, line, uname, rules, nrules) < 0)
         goto done;
-    nusers = base->nusers;
-    users = users_copy(base->users, nusers);
-    if (users && at < 0) {      /* a new user: as an aclfile line, or the default's own */
-        struct config_user *one = users_copy(line ? line : &(struct config_user){ &uname, 1, 1 },
-                                             1);
-        if (one) {
-            users[at = nusers++] = one[0];
-            free(one);
-        }
-    }
-    if (users && at >= 0)
-        grown = realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + nrules));
-    if (!grown) {
-        config_users_free(users, nusers);
-        request_fail(r, "ERR out of memory");
-        goto done;
-    }
-    users[at].argv = grown;
-    for (int i = 0; i < nrules; i++) {
-        grown[users[at].argc++] = rules[i];
-        rules[i] = NULL;
-    }
-    if (users_publish(r, users, nusers, 0, 0) == 0) {
+    /* a new user: as an aclfile line, or the default's own */
+    if (users_with_rules(r, at, line ? line : &(struct config_user){ &uname, 1, 1 }, rules,
+                         nrules, 0) == 0) {
         resp_add_simple(request_out(r), "OK");
         request_finish(r);
     }
