@@ -12,20 +12,25 @@
 #include "core/worker.h"
 #include "proto/command.h"
 
-int metrics_collect(struct metrics *m, struct proxy *p)
+int metrics_sum_workers(struct worker_stats *sum, struct proxy *p)
 {
-    memset(m, 0, sizeof *m);
     const struct worker_stats *each[CONFIG_MAX_THREADS];
-    if (p->nworkers > CONFIG_MAX_THREADS)
+    if (p->nworkers > CONFIG_MAX_THREADS || stats_init(sum) < 0)
         return -1;
     for (int i = 0; i < p->nworkers; i++)
         each[i] = &p->workers[i].stats;
-    if (stats_init(&m->sum) < 0)
-        return -1;
+    stats_sum(sum, each, p->nworkers);
+    return 0;
+}
+
+int metrics_collect(struct metrics *m, struct proxy *p)
+{
+    memset(m, 0, sizeof *m);
     /* clients first: a worker counts a client's bytes before it counts the
      * client gone, so a snapshot without a client has all of its bytes */
     m->clients = __atomic_load_n(&p->nclients, __ATOMIC_ACQUIRE);
-    stats_sum(&m->sum, each, p->nworkers);
+    if (metrics_sum_workers(&m->sum, p) < 0)
+        return -1;
     m->max_clients = p->cfg.max_clients;
     m->threads = p->nworkers;
     m->uptime_s = (uint64_t)(time(NULL) - p->started);

@@ -38,6 +38,10 @@ struct metrics {
     int draining;
 };
 
+/* Every worker's counters of p, added into sum (stats_init'd here: release
+ * with stats_free). 0, or -1 out of memory. */
+int metrics_sum_workers(struct worker_stats *sum, struct proxy *p);
+
 /* Fill m from p (the workers, the control thread) and the masters' state.
  * 0, or -1 out of memory. Release with metrics_free. */
 int metrics_collect(struct metrics *m, struct proxy *p);

@@ -151,12 +151,8 @@ static void since_reset(struct worker_stats *s)
 static int reset_stats(struct proxy *p)
 {
     struct worker_stats now = { 0 };
-    const struct worker_stats *each[CONFIG_MAX_THREADS];
-    if (p->nworkers > CONFIG_MAX_THREADS || stats_init(&now) < 0)
+    if (metrics_sum_workers(&now, p) < 0)
         return -1;
-    for (int i = 0; i < p->nworkers; i++)
-        each[i] = &p->workers[i].stats;
-    stats_sum(&now, each, p->nworkers);
     pthread_mutex_lock(&base_lock);
     stats_free(&base);
     base = now;
