@@ -784,6 +784,8 @@ static const struct directive directives[] = {
     { "cluster-tls-server-name",   1,  1, set_string,       AT(cluster_tls_server_name), 0, 0 },
     { "cluster-tls-insecure",      1,  1, set_yesno,        AT(cluster_tls_insecure), 0, 0 },
     { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
+    { "slowlog-log-slower-than",   1,  1, set_int,          AT(slowlog_log_slower_than), -1, INT_MAX },
+    { "slowlog-max-len",           1,  1, set_int,          AT(slowlog_max_len), 0, INT_MAX },
     { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
     { "client-backlog-limit",      1,  1, set_memory,       AT(client_backlog_limit), 0, LLONG_MAX },
     { "maxmemory-clients",         1,  1, set_maxmemory_clients, AT(maxmemory_clients), 0, LLONG_MAX },
@@ -1253,6 +1255,8 @@ void config_defaults(struct config *c)
     c->admin_listen = (char *)default_admin_listen;
     c->threads = 1;
     c->max_clients = 10000;
+    c->slowlog_log_slower_than = 10000;
+    c->slowlog_max_len = 128;
     c->client_query_buffer_limit = 1024 * MB;
     c->client_backlog_limit = 16 * MB;
     c->proto_max_bulk_len = 512 * MB;

@@ -112,6 +112,8 @@ struct config {
     char  *cluster_user;                /* NULL: AUTH password only */
     char  *cluster_password;            /* NULL: no AUTH to nodes */
     int    max_clients;                 /* default 10000 */
+    int    slowlog_log_slower_than;     /* microseconds, default 10000; -1: off */
+    int    slowlog_max_len;             /* entries kept, default 128 */
     long long client_query_buffer_limit;   /* bytes, default 1gb */
     long long client_backlog_limit;        /* bytes of unanswered commands, 0 = none; 16mb */
     long long maxmemory_clients;           /* bytes all clients hold, 0 = none (default) */

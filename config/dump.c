@@ -281,6 +281,10 @@ static const struct shown table[] = {
              "largest are evicted (0: none)", K_MEMORY, maxmemory_clients),
     FIELD_OF(NULL, "proto-max-bulk-len", "SIZE", "the longest bulk string", K_MEMORY,
              proto_max_bulk_len),
+    FIELD_OF(NULL, "slowlog-log-slower-than", "US", "a request this slow goes in SLOWLOG "
+             "(-1: none)", K_INT, slowlog_log_slower_than),
+    FIELD_OF(NULL, "slowlog-max-len", "N", "SLOWLOG entries the proxy keeps", K_INT,
+             slowlog_max_len),
     SPECIAL(NULL, "client-output-buffer-limit", "HARD SOFT SECONDS", "unread replies a client "
             "may hold", show_output_limit),
     SPECIAL(NULL, "client-output-buffer-limit-pubsub", "HARD SOFT SECONDS", "the same for a "

@@ -19,6 +19,7 @@
 #include "config/acl.h"
 #include "config/snapshot.h"
 #include "core/proxy.h"
+#include "core/slowlog.h"
 #include "core/worker.h"
 
 /* Commands handled per read event before yielding to other connections. */
@@ -219,9 +220,18 @@ static void client_finished(struct request *r)
     client_flush(r->client);
 }
 
+/* r is answered: the slow log sees how long it took. */
+static void client_answered(struct request *r)
+{
+    uint64_t now_us = io_loop_now_us(&r->worker->loop);
+    slowlog_note(r, now_us > r->start_us ? now_us - r->start_us : 0, r->client->addr,
+                 r->client->name);
+}
+
 static const struct request_sink client_sink = {
     .deliver_now = client_deliver_now,
     .finished = client_finished,
+    .answered = client_answered,
 };
 
 static void (*dispatch)(struct request *r);

@@ -55,9 +55,7 @@ static size_t reply_length(const char *buf, size_t len)
     return st == REPLY_SCAN_DONE ? n : 0;
 }
 
-/* Split an array reply into its elements: returns the element count or -1;
- * elems[i] points into buf. */
-static long array_elements(const char *buf, size_t len, const char **elems,
+long merge_array_elements(const char *buf, size_t len, const char **elems,
                            size_t *lens, long max)
 {
     if (len < 4 || buf[0] != '*')
@@ -95,7 +93,7 @@ static void merge_mget(struct request *p, struct evbuffer *out)
         const char *b = part_bytes(part, &len);
         const char **pe = malloc(sizeof *pe * (size_t)part->npositions);
         size_t *pl = malloc(sizeof *pl * (size_t)part->npositions);
-        long n = pe && pl ? array_elements(b, len, pe, pl, part->npositions) : -1;
+        long n = pe && pl ? merge_array_elements(b, len, pe, pl, part->npositions) : -1;
         if (n == part->npositions)
             for (int k = 0; k < n; k++) {
                 elems[part->positions[k]] = pe[k];
@@ -144,7 +142,7 @@ static void merge_concat(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = part_bytes(p->parts[i], &len);
-        long n = array_elements(b, len, NULL, NULL, -1);
+        long n = merge_array_elements(b, len, NULL, NULL, -1);
         if (n < 0) {
             resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
             return;
@@ -184,7 +182,7 @@ static void merge_scan(struct request *p, struct evbuffer *out)
     const char *elems[2];
     size_t lens[2], len;
     const char *b = part_bytes(p->parts[0], &len);
-    if (array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
+    if (merge_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
         resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
         return;
     }
@@ -260,7 +258,7 @@ static void merge_and(struct request *p, struct evbuffer *out)
         return;
     }
     const char *b = part_bytes(p->parts[0], &len);
-    long n = array_elements(b, len, NULL, NULL, -1);
+    long n = merge_array_elements(b, len, NULL, NULL, -1);
     if (n < 0) {
         resp_add_error(out, cannot_merge);
         return;
@@ -279,7 +277,7 @@ static void merge_and(struct request *p, struct evbuffer *out)
     memset(all, 1, cap);
     for (int i = 0; i < p->nparts; i++) {
         b = part_bytes(p->parts[i], &len);
-        if (array_elements(b, len, elems, lens, n) != n)
+        if (merge_array_elements(b, len, elems, lens, n) != n)
             goto bad;
         for (long k = 0; k < n; k++) {
             if (lens[k] < 4 || elems[k][0] != ':')
@@ -351,7 +349,7 @@ static void merge_union(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = part_bytes(p->parts[i], &len);
-        if ((n = array_elements(b, len, NULL, NULL, -1)) < 0) {
+        if ((n = merge_array_elements(b, len, NULL, NULL, -1)) < 0) {
             resp_add_error(out, cannot_merge);
             return;
         }
@@ -368,7 +366,7 @@ static void merge_union(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = part_bytes(p->parts[i], &len);
-        n = array_elements(b, len, pe, pl, -1);
+        n = merge_array_elements(b, len, pe, pl, -1);
         for (long j = 0; j < n; j++, k++) {
             all[k].p = pe[j];
             all[k].len = pl[j];
@@ -393,7 +391,7 @@ static void merge_numsub(struct request *p, struct evbuffer *out)
 {
     size_t len0;
     const char *b0 = part_bytes(p->parts[0], &len0);
-    long n = array_elements(b0, len0, NULL, NULL, -1);
+    long n = merge_array_elements(b0, len0, NULL, NULL, -1);
     const char **pe = n > 0 ? malloc(sizeof *pe * (size_t)n) : NULL;
     size_t *pl = n > 0 ? malloc(sizeof *pl * (size_t)n) : NULL;
     long long *sums = n > 0 ? calloc((size_t)n, sizeof *sums) : NULL;
@@ -408,7 +406,7 @@ static void merge_numsub(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = part_bytes(p->parts[i], &len);
-        if (array_elements(b, len, pe, pl, n) != n) {
+        if (merge_array_elements(b, len, pe, pl, n) != n) {
             resp_add_error(out, cannot_merge);
             goto out;
         }
@@ -420,7 +418,7 @@ static void merge_numsub(struct request *p, struct evbuffer *out)
             sums[j] += strtoll(pe[j] + 1, NULL, 10);
         }
     }
-    array_elements(b0, len0, pe, pl, n);
+    merge_array_elements(b0, len0, pe, pl, n);
     resp_add_array(out, n);
     for (long j = 0; j < n; j += 2) {
         evbuffer_add(out, pe[j], pl[j]);

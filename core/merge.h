@@ -6,6 +6,8 @@
 #ifndef TAGPROXY_MERGE_H
 #define TAGPROXY_MERGE_H
 
+#include <stddef.h>
+
 #include "core/route.h"
 
 struct evbuffer;
@@ -19,5 +21,11 @@ void merge_replies(struct request *parent);
 typedef void merge_fn(struct request *parent, struct evbuffer *out);
 void merge_register(enum merge_kind kind, merge_fn *fn);
 void merge_register_after(merge_fn *fn);
+
+/* The elements of the array reply buf[0..len) ('*' only, at most max of
+ * them; max -1: any number): their count, or -1 when buf is no such whole
+ * reply. With elems, elems[i] and lens[i] say where each is in buf. */
+long merge_array_elements(const char *buf, size_t len, const char **elems, size_t *lens,
+                          long max);
 
 #endif

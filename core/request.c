@@ -272,6 +272,33 @@ int request_arg_is(const struct request *r, int i, const char *word)
     return len == strlen(word) && strncasecmp(a, word, len) == 0;
 }
 
+int request_arg_redacted(const struct request *r, int i)
+{
+    const char *name = r->cmd ? r->cmd->fullname : "";
+    int hello = strcmp(name, "hello") == 0, migrate = strcmp(name, "migrate") == 0;
+    if (strcmp(name, "auth") == 0)
+        return i >= 1;
+    if (!hello && !migrate)
+        return 0;
+    for (int j = hello ? 2 : 6; j < r->argc; j++) {
+        int shown = 0;      /* AUTH's words hidden after it: HELLO's 2, MIGRATE's 1 */
+        if (request_arg_is(r, j, "auth"))
+            shown = hello ? 2 : 1;
+        else if (migrate && request_arg_is(r, j, "auth2"))
+            shown = 2;
+        else if (hello && request_arg_is(r, j, "setname"))
+            j++;
+        else if (migrate && request_arg_is(r, j, "keys"))
+            return 0;
+        if (shown) {
+            if (i > j && i <= j + shown)
+                return 1;
+            j += shown;
+        }
+    }
+    return 0;
+}
+
 int request_arg_ll(const struct request *r, int i, long long *v)
 {
     size_t len;
@@ -302,7 +329,15 @@ void request_merge_register(void (*combine)(struct request *parent))
     combine_parts = combine;
 }
 
-void request_finish(struct request *r)
+/* A client's own request is answered: the sink sees it once, before an
+ * inline reply takes the place of its command. */
+static void answered(struct request *r)
+{
+    if (r->client && !r->parent && !r->detached && !r->on_done && sink->answered)
+        sink->answered(r);
+}
+
+static void finish(struct request *r)
 {
     r->done = 1;
     if (r->parent) {
@@ -326,8 +361,15 @@ static void reply_move(struct evbuffer *dst, struct evbuffer *in, const char *by
         evbuffer_add(dst, bytes, len);
 }
 
+void request_finish(struct request *r)
+{
+    answered(r);
+    finish(r);
+}
+
 void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len)
 {
+    answered(r);
     if (r->client && !r->parent && !r->silent && sink->deliver_now(r, in, bytes, len))
         return;
     if (!in && !r->parent && !r->nparts && len <= sizeof r->inline_data) {
@@ -336,11 +378,11 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
         r->data = NULL;             /* the command is done with */
         memcpy(r->inline_data, bytes, len);
         r->inline_reply_len = len;
-        request_finish(r);
+        finish(r);
         return;
     }
     reply_move(request_reply_buffer(r), in, bytes, len);
-    request_finish(r);
+    finish(r);
 }
 
 void request_fail(struct request *r, const char *msg)

@@ -231,6 +231,11 @@ int request_arg_is(const struct request *r, int i, const char *word);
 /* Argument i as a whole decimal number: 0, or -1. */
 int request_arg_ll(const struct request *r, int i, long long *v);
 
+/* Is argument i of r one Redis shows as "(redacted)" in MONITOR and
+ * SLOWLOG: AUTH's, HELLO's AUTH user and password, MIGRATE's AUTH password
+ * and AUTH2 user and password? */
+int request_arg_redacted(const struct request *r, int i);
+
 /* Argument i, as a bulk string, into r's reply. */
 void request_reply_arg(struct request *r, int i);
 
@@ -252,6 +257,8 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
 struct request_sink {
     int (*deliver_now)(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
     void (*finished)(struct request *r);
+    /* r's reply is complete, its command still at hand (the slow log) */
+    void (*answered)(struct request *r);
 };
 void request_sink_register(const struct request_sink *s);
 

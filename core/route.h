@@ -39,6 +39,8 @@ enum merge_kind {
                            (CLIENT UNBLOCK) */
     MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
     MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
+    MERGE_SLOWLOG,      /* SLOWLOG GET and LEN: the masters' and the proxy's own
+                           (slowlogcmd.h) */
     MERGE_FAILED        /* a part could not be made: answer out of memory */
 };
 

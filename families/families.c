@@ -18,6 +18,7 @@
 #include "families/monitor.h"
 #include "families/pubsub.h"
 #include "families/scriptcmd.h"
+#include "families/slowlogcmd.h"
 #include "families/tx.h"
 
 int families_init(void)
@@ -32,6 +33,7 @@ int families_init(void)
     clustercmd_register();
     info_register();
     configcmd_register();
+    slowlogcmd_register();
     monitor_register();     /* before pubsub: a closing client stops monitoring first */
     tx_register();
     pubsub_register();

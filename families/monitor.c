@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/time.h>
 
 #include "core/client.h"
@@ -127,29 +126,6 @@ static void take_inbox(struct worker *w, void *state)
 
 /* ---- lines ---- */
 
-/* Which of r's arguments Redis shows as "(redacted)": AUTH's, and the user
- * and password of HELLO's AUTH. */
-static int redacted(const struct request *r, int i)
-{
-    const char *name = r->cmd->fullname;
-    if (strcmp(name, "auth") == 0)
-        return i >= 1;
-    if (strcmp(name, "hello") != 0)
-        return 0;
-    for (int j = 2; j < r->argc; j++) {
-        size_t len;
-        const char *a = request_arg(r, j, &len);
-        if (len == 4 && strncasecmp(a, "auth", 4) == 0 && j + 2 < r->argc) {
-            if (i == j + 1 || i == j + 2)
-                return 1;
-            j += 2;
-        } else if (len == 7 && strncasecmp(a, "setname", 7) == 0) {
-            j++;
-        }
-    }
-    return 0;
-}
-
 /* s quoted as Redis's sdscatrepr quotes it, at out (room: 4 * len + 2). */
 static size_t quote(char *out, const char *s, size_t len)
 {
@@ -202,7 +178,7 @@ static char *format_line(const struct request *r, size_t *len)
         size_t alen;
         const char *a = request_arg(r, i, &alen);
         line[n++] = ' ';
-        n += redacted(r, i) ? quote(line + n, hidden, sizeof hidden - 1) : quote(line + n, a, alen);
+        n += request_arg_redacted(r, i) ? quote(line + n, hidden, sizeof hidden - 1) : quote(line + n, a, alen);
     }
     line[n++] = '\r';
     line[n++] = '\n';

@@ -209,6 +209,8 @@ START_TEST(test_every_directive)
              "cluster-user proxyuser\n"
              "cluster-password nodepass\n"
              "max-clients 123\n"
+             "slowlog-log-slower-than -1\n"
+             "slowlog-max-len 7\n"
              "client-query-buffer-limit 2mb\n"
              "client-backlog-limit 0\n"
              "maxmemory-clients 128mb\n"
@@ -249,6 +251,8 @@ START_TEST(test_every_directive)
     ck_assert_str_eq(c.users[1].argv[1], "nopass");
     ck_assert_str_eq(c.unixsocket, "/run/tagproxy/tp.sock");
     ck_assert_int_eq(c.unixsocketperm, 0770);
+    ck_assert_int_eq(c.slowlog_log_slower_than, -1);
+    ck_assert_int_eq(c.slowlog_max_len, 7);
     ck_assert_str_eq(c.tls_listen, "0.0.0.0:6390");
     ck_assert_str_eq(c.tls_cert_file, "/c.crt");
     ck_assert_str_eq(c.tls_key_file, "/c.key");
