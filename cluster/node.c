@@ -305,15 +305,11 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     timer_arm(c, deadline - now < next ? deadline - now : next);
 }
 
-/* Keepalive probes after about timeout_ms of silence, a few seconds apart:
- * a connection to a host that is gone ends instead of waiting forever. */
+/* Keepalive probes after about timeout_ms of silence, a second apart: a
+ * connection to a host that is gone ends instead of waiting forever. */
 static void keepalive_set(int fd, int timeout_ms)
 {
-    int on = 1, idle = timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1, interval = 1, count = 3;
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    io_tcp_keepalive(fd, timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1, 1, 3);
 }
 
 /* ---- write batching ---- */

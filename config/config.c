@@ -784,6 +784,8 @@ static const struct directive directives[] = {
     { "cluster-tls-server-name",   1,  1, set_string,       AT(cluster_tls_server_name), 0, 0 },
     { "cluster-tls-insecure",      1,  1, set_yesno,        AT(cluster_tls_insecure), 0, 0 },
     { "max-clients",               1,  1, set_int,          AT(max_clients), 1, 1000000 },
+    { "timeout",                   1,  1, set_int,          AT(timeout), 0, INT_MAX },
+    { "tcp-keepalive",             1,  1, set_int,          AT(tcp_keepalive), 0, INT_MAX },
     { "slowlog-log-slower-than",   1,  1, set_int,          AT(slowlog_log_slower_than), -1, INT_MAX },
     { "slowlog-max-len",           1,  1, set_int,          AT(slowlog_max_len), 0, INT_MAX },
     { "client-query-buffer-limit", 1,  1, set_memory,       AT(client_query_buffer_limit), MB, LLONG_MAX },
@@ -875,6 +877,27 @@ static int apply_named(struct loader *l, const char *name, const char *where,
         return -1;
     }
     return apply(l, d, where, argc, argv, err, errlen);
+}
+
+int config_set_value(struct config *c, const char *name, int argc, char **argv, char *err,
+                     size_t errlen)
+{
+    const struct directive *d = directive_find(name);
+    if (!d || (d->set != set_int && d->set != set_memory && d->set != set_maxmemory_clients &&
+               d->set != set_output_limit)) {
+        snprintf(err, errlen, "'%s' is not a value the running proxy can change", name);
+        return -1;
+    }
+    struct loader l;
+    memset(&l, 0, sizeof l);
+    l.c = *c;
+    if (apply(&l, d, "CONFIG SET", argc, argv, err, errlen) < 0) {
+        if (l.why[0])                   /* the value's fault, without the where */
+            snprintf(err, errlen, "%s", l.why);
+        return -1;
+    }
+    *c = l.c;
+    return 0;
 }
 
 /* ---- splitting a line into arguments, as redis.conf does ---- */
@@ -1255,6 +1278,7 @@ void config_defaults(struct config *c)
     c->admin_listen = (char *)default_admin_listen;
     c->threads = 1;
     c->max_clients = 10000;
+    c->tcp_keepalive = 300;
     c->slowlog_log_slower_than = 10000;
     c->slowlog_max_len = 128;
     c->client_query_buffer_limit = 1024 * MB;

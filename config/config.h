@@ -112,6 +112,8 @@ struct config {
     char  *cluster_user;                /* NULL: AUTH password only */
     char  *cluster_password;            /* NULL: no AUTH to nodes */
     int    max_clients;                 /* default 10000 */
+    int    timeout;                     /* seconds a client may idle, 0: no limit (default) */
+    int    tcp_keepalive;               /* seconds, TCP keepalive of clients, 0: off; 300 */
     int    slowlog_log_slower_than;     /* microseconds, default 10000; -1: off */
     int    slowlog_max_len;             /* entries kept, default 128 */
     long long client_query_buffer_limit;   /* bytes, default 1gb */
@@ -201,6 +203,15 @@ int config_load_main(struct config *c, int argc, char **argv, char **envp,
  * err.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
+
+/*
+ * Set one value directive ("max-clients", "client-output-buffer-limit",
+ * ...: an integer, a size or a limit, no string) in c, as a line of the
+ * config would: 0, or -1 with the reason in err. For CONFIG SET of the
+ * proxy's settings on a copy of the running config.
+ */
+int config_set_value(struct config *c, const char *name, int argc, char **argv, char *err,
+                     size_t errlen);
 
 /* The name of directive i config_load() accepts; NULL past the last. */
 const char *config_directive_name(size_t i);

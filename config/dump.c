@@ -232,6 +232,10 @@ static const struct shown table[] = {
     SPECIAL(NULL, "cluster", "HOST:PORT...", "cluster seed nodes (one at least)", show_cluster),
     FIELD_OF(NULL, "threads", "N", "worker threads, 1-64", K_INT, threads),
     FIELD_OF(NULL, "max-clients", "N", "most client connections at once", K_INT, max_clients),
+    FIELD_OF(NULL, "timeout", "SECONDS", "close a client idle this long (0: never)", K_INT,
+             timeout),
+    FIELD_OF(NULL, "tcp-keepalive", "SECONDS", "TCP keepalive of client connections (0: off)",
+             K_INT, tcp_keepalive),
 
     FIELD_OF("Security", "requirepass", "PASSWORD", "the password clients give with AUTH",
              K_SECRET, requirepass),

@@ -7,6 +7,12 @@
 
 static void snapshot_free(struct config_snapshot *s)
 {
+    if (s->settings_of) {           /* a shallow copy; the rest is settings_of's */
+        free((struct config *)s->cfg);
+        snapshot_unref(s->settings_of);
+        free(s);
+        return;
+    }
     if (s->acl)
         acl_free(s->acl);
     config_users_free(s->own_users, s->own_users ? s->nusers : 0);
@@ -57,7 +63,8 @@ struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
         config_users_free(users, nusers);
         return NULL;
     }
-    /* the config's owner, not base: a chain of SETUSERs holds one config */
+    /* the config's owner, not base: a chain of SETUSERs holds one config
+     * (base itself when its config is a CONFIG SET copy: no cfg_owner) */
     s->cfg_owner = snapshot_ref(base->cfg_owner ? base->cfg_owner : base);
     s->cfg = base->cfg;
     s->generation = generation;
@@ -71,6 +78,26 @@ struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
         snapshot_free(s);
         return NULL;
     }
+    return s;
+}
+
+struct config_snapshot *snapshot_with_config(struct config_snapshot *base, struct config *cfg,
+                                             uint64_t generation)
+{
+    struct config_snapshot *s = calloc(1, sizeof *s);
+    if (!s) {
+        free(cfg);
+        return NULL;
+    }
+    s->settings_of = snapshot_ref(base);
+    s->cfg = cfg;
+    s->acl = base->acl;
+    s->users = base->users;
+    s->nusers = base->nusers;
+    s->requirepass = base->requirepass;
+    s->keep_off = 1;
+    s->generation = generation;
+    s->refs = 1;
     return s;
 }
 

@@ -40,6 +40,9 @@ struct config_snapshot {
     int nusers;
     struct config_user *own_users;  /* users when they are not cfg's (freed with it) */
     struct config_snapshot *cfg_owner;  /* holds cfg when users are not cfg's */
+    struct config_snapshot *settings_of;    /* CONFIG SET: the snapshot whose users and
+                                       ACL this one shares (and holds), its cfg a
+                                       copy of that one's with settings changed */
     const char *requirepass;        /* the default user's: cfg's, or NULL once CONFIG SET
                                        requirepass wrote it into the default's line */
     int logout_all;                 /* ACL LOAD: every non-default login ends, as Redis */
@@ -69,6 +72,13 @@ struct config_snapshot *snapshot_with_users(struct config_snapshot *base,
                                             struct config_user *users, int nusers,
                                             uint64_t generation, const struct layout *layout,
                                             int own_default_password, char *err, size_t errlen);
+
+/* A snapshot of base with cfg (malloc'd, a copy of base's config with
+ * value settings changed: config_set_value) in place of base's config;
+ * base's users and ACL. cfg is taken over (freed with it, also when this
+ * fails); NULL out of memory. */
+struct config_snapshot *snapshot_with_config(struct config_snapshot *base, struct config *cfg,
+                                             uint64_t generation);
 
 struct config_snapshot *snapshot_ref(struct config_snapshot *s);
 

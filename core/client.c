@@ -498,6 +498,22 @@ void client_close(struct client *c, const char *why)
     EACH_FAMILY(closed, c);
 }
 
+void client_close_idle(struct worker *w, time_t now)
+{
+    int limit = w->cfg->timeout;
+    struct client *c, *next;
+    if (limit <= 0)
+        return;
+    for (c = TAILQ_FIRST(&w->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        /* as Redis: a client owed a reply (blocked ones too), subscribed
+         * or monitoring is not idle */
+        if (c->state == CLIENT_ACTIVE && TAILQ_EMPTY(&c->queue) && !client_subscribed(c) &&
+            !c->monitoring && now - c->last_active > limit)
+            client_close(c, "idle past timeout");
+    }
+}
+
 static void push_at(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
                     int before_parked, struct request *before)
 {
@@ -904,6 +920,9 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     if (sa->sa_family == AF_UNIX) {     /* the peer has no name: Redis shows the socket's */
         c->unix_socket = 1;
         memcpy(c->addr, c->laddr, sizeof c->addr);
+    } else {                            /* as Redis's anetKeepAlive; 0: off */
+        int idle = w->cfg->tcp_keepalive;
+        io_tcp_keepalive(fd, idle, idle / 3 > 0 ? idle / 3 : 1, 3);
     }
     resp_parser_init(&c->parser, w->cfg->proto_max_bulk_len,
                      (size_t)w->cfg->client_query_buffer_limit);

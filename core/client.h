@@ -113,6 +113,10 @@ void client_init(void (*run)(struct request *r));
  * (max-clients) or could not be set up (the socket is closed then). */
 struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
 
+/* Close w's clients idle longer than its config's timeout (none when 0),
+ * as Redis does: each second, on w's thread. */
+void client_close_idle(struct worker *w, time_t now);
+
 /* The client accepted on tls-listen speaks TLS with ctx (an SSL_CTX). A
  * client that cannot is closed. */
 void client_start_tls(struct client *c, struct ssl_ctx_st *ctx);

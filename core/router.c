@@ -45,7 +45,7 @@ static const struct route_entry router_routes[] = {
     EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
     EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"),
     EVERYWHERE("latency|reset"), EVERYWHERE("memory|purge"),
-    FORWARD("config|get"), FORWARD("publish"),
+    FORWARD("publish"),
     REFUSED("move", not_proxy), REFUSED("swapdb", not_proxy), REFUSED("migrate", not_proxy),
     REFUSED("sync", not_proxy), REFUSED("psync", not_proxy), REFUSED("replconf", not_proxy),
     REFUSED("replicaof", not_proxy), REFUSED("slaveof", not_proxy),

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -223,6 +224,7 @@ static void heartbeat_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     __atomic_store_n(&w->alive_us, stats_now_us(), __ATOMIC_RELAXED);
+    client_close_idle(w, time(NULL));
 }
 
 int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)

@@ -3,9 +3,18 @@
  */
 #include "families/configcmd.h"
 
+#include <event2/buffer.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "config/snapshot.h"
+#include "core/merge.h"
+#include "core/proxy.h"
+#include "core/thread.h"
+#include "proto/reply.h"
 
 #include "core/request.h"
 #include "families/aclcmd.h"
@@ -16,24 +25,158 @@
 
 /* Redis's settings whose meaning, through the proxy, is the proxy's: what
  * it checks and limits for its own clients, and how they reach it; the
- * directive of the proxy's config that says it (NULL: the proxy has none),
- * and whether a change of it needs a restart. */
+ * directive of the proxy's config that says it. A value one is changed in
+ * the running proxy; one that needs a restart is refused. */
+enum setting_kind { SETTING_VALUE, SETTING_OUTPUT_LIMIT, SETTING_RESTART };
+
 static const struct {
     const char *setting, *directive;
-    int restart;
+    enum setting_kind kind;
 } proxy_settings[] = {
-    { "maxclients", "max-clients", 0 },
-    { "timeout", NULL, 0 },
-    { "tcp-keepalive", NULL, 0 },
-    { "client-output-buffer-limit", "client-output-buffer-limit", 0 },
-    { "client-query-buffer-limit", "client-query-buffer-limit", 0 },
-    { "proto-max-bulk-len", "proto-max-bulk-len", 0 },
-    { "maxmemory-clients", "maxmemory-clients", 0 },
-    { "port", "listen", 1 },
-    { "bind", "listen", 1 },
-    { "unixsocket", "unixsocket", 1 },
-    { "unixsocketperm", "unixsocketperm", 1 },
+    { "maxclients", "max-clients", SETTING_VALUE },
+    { "timeout", "timeout", SETTING_VALUE },
+    { "tcp-keepalive", "tcp-keepalive", SETTING_VALUE },
+    { "client-output-buffer-limit", "client-output-buffer-limit", SETTING_OUTPUT_LIMIT },
+    { "client-query-buffer-limit", "client-query-buffer-limit", SETTING_VALUE },
+    { "proto-max-bulk-len", "proto-max-bulk-len", SETTING_VALUE },
+    { "maxmemory-clients", "maxmemory-clients", SETTING_VALUE },
+    { "port", "listen", SETTING_RESTART },
+    { "bind", "listen", SETTING_RESTART },
+    { "unixsocket", "unixsocket", SETTING_RESTART },
+    { "unixsocketperm", "unixsocketperm", SETTING_RESTART },
 };
+
+#define NSETTINGS (sizeof proxy_settings / sizeof proxy_settings[0])
+#define LIMIT_WORDS_MAX 12      /* three classes of four words */
+
+/* The proxy setting named by argument i of r, or -1. */
+static int setting_at(const struct request *r, int i)
+{
+    for (size_t k = 0; k < NSETTINGS; k++)
+        if (request_arg_is(r, i, proxy_settings[k].setting))
+            return (int)k;
+    return -1;
+}
+
+/* As Redis 7.0 words a refused CONFIG SET. */
+static void fail_setting(struct request *r, const char *setting, const char *why)
+{
+    char msg[600];
+    snprintf(msg, sizeof msg, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+             setting, why);
+    request_fail(r, msg);
+}
+
+/* client-output-buffer-limit "<class> <hard> <soft> <seconds> ..." into
+ * cfg: normal and pubsub are the proxy's clients'. 0, or -1 with why. */
+static int set_output_limit(struct config *cfg, const char *value, size_t len, char *why,
+                            size_t whylen)
+{
+    char text[512], *words[LIMIT_WORDS_MAX + 1], *save = NULL;
+    int n = 0;
+    if (len >= sizeof text) {
+        snprintf(why, whylen, "Wrong number of arguments in buffer limit configuration.");
+        return -1;
+    }
+    memcpy(text, value, len);
+    text[len] = '\0';
+    for (char *w = strtok_r(text, " ", &save); w && n <= LIMIT_WORDS_MAX;
+         w = strtok_r(NULL, " ", &save))
+        words[n++] = w;
+    if (n == 0 || n % 4 != 0 || n > LIMIT_WORDS_MAX) {
+        snprintf(why, whylen, "Wrong number of arguments in buffer limit configuration.");
+        return -1;
+    }
+    for (int i = 0; i < n; i += 4) {
+        const char *directive = strcasecmp(words[i], "normal") == 0 ? "client-output-buffer-limit"
+                              : strcasecmp(words[i], "pubsub") == 0
+                              ? "client-output-buffer-limit-pubsub" : NULL;
+        if (!directive) {
+            snprintf(why, whylen, "%s: the proxy serves clients of the normal and pubsub "
+                     "classes only (a replica's limits are the nodes': set them there)",
+                     strcasecmp(words[i], "replica") == 0 || strcasecmp(words[i], "slave") == 0
+                     ? "Invalid client class for the proxy" : "Invalid client class specified in "
+                     "buffer limit configuration.");
+            return -1;
+        }
+        if (config_set_value(cfg, directive, 3, words + i + 1, why, whylen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Setting k of proxy_settings to value, in cfg: 0, or -1 with why. */
+static int set_one(struct config *cfg, int k, const char *value, size_t len, char *why,
+                   size_t whylen)
+{
+    if (proxy_settings[k].kind == SETTING_OUTPUT_LIMIT)
+        return set_output_limit(cfg, value, len, why, whylen);
+    char arg[64];
+    char *argv[1] = { arg };
+    if (len >= sizeof arg || memchr(value, '\0', len)) {
+        snprintf(why, whylen, "argument couldn't be parsed into an integer");
+        return -1;
+    }
+    memcpy(arg, value, len);
+    arg[len] = '\0';
+    return config_set_value(cfg, proxy_settings[k].directive, 1, argv, why, whylen);
+}
+
+/* Each of r's settings (all the proxy's value ones) in cfg: -1, or the
+ * setting refused, with why. */
+static int set_all(struct request *r, struct config *cfg, char *why, size_t whylen)
+{
+    for (int i = 2; i < r->argc; i += 2) {
+        size_t len;
+        const char *value = request_arg(r, i + 1, &len);
+        int k = setting_at(r, i);
+        for (int j = 2; j < i; j += 2)
+            if (request_arg_is(r, j, proxy_settings[k].setting)) {
+                snprintf(why, whylen, "duplicate parameter");
+                return k;
+            }
+        if (set_one(cfg, k, value, len, why, whylen) < 0)
+            return k;
+    }
+    return -1;
+}
+
+/* CONFIG SET of the proxy's value settings only (each pair's setting k
+ * known): a copy of the newest config with them changed becomes every
+ * worker's, until the next reload; all or none, as Redis. */
+static void set_proxy_values(struct request *r)
+{
+    struct proxy *p = r->worker->proxy;
+    char why[400];
+    struct config *cfg = malloc(sizeof *cfg);
+    if (!cfg) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    pthread_mutex_lock(&p->users_lock);
+    *cfg = *p->users_snap->cfg;
+    int bad = set_all(r, cfg, why, sizeof why);
+    if (bad >= 0) {
+        pthread_mutex_unlock(&p->users_lock);
+        free(cfg);
+        fail_setting(r, proxy_settings[bad].setting, why);
+        return;
+    }
+    struct config_snapshot *s = snapshot_with_config(p->users_snap, cfg,
+                                                     p->users_snap->generation);
+    if (s) {
+        snapshot_unref(p->users_snap);
+        p->users_snap = s;
+        thread_share_config(r->worker, s);
+    }
+    pthread_mutex_unlock(&p->users_lock);
+    if (!s) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    resp_add_simple(request_out(r), "OK");
+    request_finish(r);
+}
 
 /* CONFIG SET requirepass pass: the proxy's default user's password, as
  * Redis sets it; alone (its password never reaches the nodes). */
@@ -58,12 +201,15 @@ static void set_requirepass(struct request *r)
     }
 }
 
-/* CONFIG SET setting value [setting value ...]: requirepass is the
- * proxy's own; refused whole when another setting is the proxy's (as Redis
- * refuses a whole CONFIG SET with a bad one), else to every master. */
+/* CONFIG SET setting value [setting value ...]: requirepass (alone) and
+ * the value settings that are the proxy's change the proxy; one that needs
+ * a restart is refused, and so is a mix of the proxy's and the nodes'
+ * (Redis sets all or none: the proxy cannot with the nodes); every other
+ * setting reaches every master. */
 static void config_set(struct request *r)
 {
-    char msg[500], where[160];
+    char msg[600];
+    int own = 0, nodes = 0, node_arg = 0, own_arg = 0;
     if (!r->worker->cfg->enable_dangerous_commands) {
         router_plan_dangerous(r, 1);        /* refused, saying why */
         return;
@@ -73,28 +219,169 @@ static void config_set(struct request *r)
             set_requirepass(r);
             return;
         }
-    for (int i = 2; i < r->argc; i += 2)
-        for (size_t k = 0; k < sizeof proxy_settings / sizeof proxy_settings[0]; k++) {
-            if (!request_arg_is(r, i, proxy_settings[k].setting))
-                continue;
-            const char *directive = proxy_settings[k].directive;
-            if (directive)
-                snprintf(where, sizeof where, "set %s in the proxy's config and %s", directive,
-                         proxy_settings[k].restart ? "restart it" : "reload it (SIGHUP)");
-            else
-                snprintf(where, sizeof where, "the proxy has no such setting");
-            snprintf(msg, sizeof msg, "ERR CONFIG SET %s is refused through the proxy: the proxy "
-                     "serves its clients itself, and on the cluster's nodes it would apply to "
-                     "the proxy's own connections; %s, and the nodes' own on the nodes",
-                     proxy_settings[k].setting, where);
+    for (int i = 2; i < r->argc; i += 2) {
+        int k = setting_at(r, i);
+        if (k >= 0 && proxy_settings[k].kind == SETTING_RESTART) {
+            snprintf(msg, sizeof msg, "ERR CONFIG SET %s is refused through the proxy: it is "
+                     "the proxy's own (how its clients reach it), and it needs a restart: set "
+                     "%s in the proxy's config and restart it; the nodes' own on the nodes",
+                     proxy_settings[k].setting, proxy_settings[k].directive);
             request_fail(r, msg);
             return;
         }
+        if (k >= 0 && !own++)
+            own_arg = i;
+        else if (k < 0 && !nodes++)
+            node_arg = i;
+    }
+    if (own && nodes) {
+        size_t a, b;
+        const char *na = request_arg(r, node_arg, &b);
+        request_arg(r, own_arg, &a);
+        snprintf(msg, sizeof msg, "ERR CONFIG SET %s is the proxy's own setting and %.*s the "
+                 "nodes': set them in two CONFIG SETs (the proxy cannot set both at once, all "
+                 "or none, as Redis does)", proxy_settings[setting_at(r, own_arg)].setting,
+                 (int)(b < 64 ? b : 64), na);
+        request_fail(r, msg);
+        return;
+    }
+    if (own) {
+        set_proxy_values(r);
+        return;
+    }
     router_plan_dangerous(r, 1);
+}
+
+/* ---- CONFIG GET ---- */
+
+/* The proxy's value of setting k, as Redis 7.0's CONFIG GET writes it;
+ * node_value: the master's, whose replica class the proxy keeps. */
+static void format_setting(const struct config *cfg, int k, const char *node_value,
+                           size_t node_len, char *out, size_t cap)
+{
+    const char *name = proxy_settings[k].setting;
+    if (strcmp(name, "maxclients") == 0)
+        snprintf(out, cap, "%d", cfg->max_clients);
+    else if (strcmp(name, "timeout") == 0)
+        snprintf(out, cap, "%d", cfg->timeout);
+    else if (strcmp(name, "tcp-keepalive") == 0)
+        snprintf(out, cap, "%d", cfg->tcp_keepalive);
+    else if (strcmp(name, "client-query-buffer-limit") == 0)
+        snprintf(out, cap, "%lld", cfg->client_query_buffer_limit);
+    else if (strcmp(name, "proto-max-bulk-len") == 0)
+        snprintf(out, cap, "%lld", cfg->proto_max_bulk_len);
+    else if (strcmp(name, "maxmemory-clients") == 0)
+        snprintf(out, cap, "%lld", cfg->maxmemory_clients);
+    else if (strcmp(name, "client-output-buffer-limit") == 0) {
+        const char *replica = node_len ? memmem(node_value, node_len, "slave ", 6) : NULL;
+        const char *end = replica ? memmem(replica, node_len - (size_t)(replica - node_value),
+                                           " pubsub", 7) : NULL;
+        snprintf(out, cap, "normal %lld %lld %d %.*s pubsub %lld %lld %d",
+                 cfg->client_output_hard_limit, cfg->client_output_soft_limit,
+                 cfg->client_output_soft_seconds,
+                 replica && end ? (int)(end - replica) : 29,
+                 replica && end ? replica : "slave 268435456 67108864 60",
+                 cfg->client_output_pubsub_hard_limit, cfg->client_output_pubsub_soft_limit,
+                 cfg->client_output_pubsub_soft_seconds);
+    } else {
+        snprintf(out, cap, "%.*s", (int)node_len, node_value);     /* port, bind: the node's */
+    }
+}
+
+/* A bulk's payload within el (one element, "$<n>\r\n..."), or NULL. */
+static const char *bulk_payload(const char *el, size_t len, size_t *n)
+{
+    const char *eol = memchr(el, '\n', len);
+    if (el[0] != '$' || !eol)
+        return NULL;
+    long long m = strtoll(el + 1, NULL, 10);
+    const char *at = eol + 1;
+    if (m < 0 || at + m > el + len)
+        return NULL;
+    *n = (size_t)m;
+    return at;
+}
+
+/* A master's CONFIG GET reply (name, value pairs: an array, a map in
+ * RESP3) with the proxy's values of its own settings: 1 when r is answered
+ * so, 0 for the router to deliver the reply as it is. */
+static int config_get_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
+                            const char *bytes, size_t len, const struct reply_scanner *s)
+{
+    (void)from;
+    if (s->type != '*' && s->type != '%')
+        return 0;
+    const char *b = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    const char *eol = b ? memchr(b, '\n', len) : NULL;
+    char *copy = eol ? malloc(len + 24) : NULL;
+    if (!copy)
+        return 0;
+    /* a map's pairs are read as an array of twice as many elements */
+    long count = strtol(b + 1, NULL, 10) * (s->type == '%' ? 2 : 1);
+    size_t head = (size_t)snprintf(copy, 24, "*%ld\r\n", count);
+    size_t body = len - (size_t)(eol + 1 - b);
+    memcpy(copy + head, eol + 1, body);
+    size_t clen = head + body;
+    long n = merge_array_elements(copy, clen, NULL, NULL, -1);
+    const char **el = n > 0 && n % 2 == 0 ? malloc((size_t)n * (sizeof *el + sizeof(size_t)))
+                                          : NULL;
+    if (!el) {
+        free(copy);
+        return 0;
+    }
+    size_t *lens = (size_t *)(void *)(el + n);
+    merge_array_elements(copy, clen, el, lens, n);
+    struct evbuffer *out = evbuffer_new();
+    if (out) {
+        if (s->type == '%')
+            evbuffer_add_printf(out, "%%%ld\r\n", n / 2);
+        else
+            resp_add_array(out, n);
+        for (long i = 0; i < n; i += 2) {
+            size_t nl = 0, vl = 0;
+            const char *name = bulk_payload(el[i], lens[i], &nl);
+            const char *value = bulk_payload(el[i + 1], lens[i + 1], &vl);
+            int k = -1;
+            for (size_t j = 0; name && value && j < NSETTINGS && k < 0; j++)
+                if (strlen(proxy_settings[j].setting) == nl &&
+                    strncasecmp(name, proxy_settings[j].setting, nl) == 0)
+                    k = (int)j;
+            evbuffer_add(out, el[i], lens[i]);
+            if (k < 0 || proxy_settings[k].kind == SETTING_RESTART) {
+                evbuffer_add(out, el[i + 1], lens[i + 1]);
+            } else {
+                char v[256];
+                format_setting(r->worker->cfg, k, value, vl, v, sizeof v);
+                resp_add_bulk_str(out, v);
+            }
+        }
+    }
+    free(el);
+    free(copy);
+    if (!out)
+        return 0;
+    if (in)
+        evbuffer_drain(in, len);
+    size_t olen = evbuffer_get_length(out);
+    request_deliver(r, NULL, (const char *)evbuffer_pullup(out, -1), olen);
+    evbuffer_free(out);
+    return 1;
+}
+
+static const struct request_hooks config_get_hooks = { .reply = config_get_reply };
+
+/* CONFIG GET: a master's settings, the proxy's own in place of its. */
+static void config_get(struct request *r)
+{
+    r->hooks = &config_get_hooks;
+    r->slot = -1;
+    router_send(r);
 }
 
 static const struct route_entry configcmd_routes[] = {
     { "config|set", { .plan = ROUTE_FAMILY, .run = config_set, .in_multi = TXC_OTHER,
+                      .keyless = 1 } },
+    { "config|get", { .plan = ROUTE_FAMILY, .run = config_get, .in_multi = TXC_FORWARD,
                       .keyless = 1 } },
 };
 

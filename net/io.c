@@ -642,6 +642,17 @@ static void io_write_cb(evutil_socket_t fd, short what, void *arg)
     io_flush_one(c);
 }
 
+void io_tcp_keepalive(int fd, int idle_s, int interval_s, int count)
+{
+    int on = idle_s > 0;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    if (!on)
+        return;
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
 static int io_setup(struct io_conn *c, struct io_loop *l, int fd,
                     const struct io_handlers *h, void *arg)
 {

@@ -154,6 +154,12 @@ void io_loop_free(struct io_loop *l);
  * (the loop then goes on one call per socket). */
 int io_loop_batch(struct io_loop *l, unsigned entries, char *why, size_t whylen);
 
+/* TCP keepalive on fd: probes after idle_s seconds of silence, interval_s
+ * apart, count of them unanswered closing it; idle_s 0 turns it off (an
+ * accepted socket may have it from its listener: libevent's listeners set
+ * it). */
+void io_tcp_keepalive(int fd, int idle_s, int interval_s, int count);
+
 /* Adopt an accepted socket (made non-blocking here) and start reading. */
 int io_conn_open(struct io_conn *c, struct io_loop *l, int fd,
                  const struct io_handlers *h, void *arg);

@@ -6,8 +6,9 @@
  * sections); the figures of the server the client sees (role:master
  * without replicas, cluster_enabled:0); errorstats counting the error
  * replies the proxy sent by their code; persistence from the masters; and
- * CONFIG RESETSTAT starting INFO's figures again; CONFIG SET of the
- * proxy's own settings refused. The reference is a
+ * CONFIG RESETSTAT starting INFO's figures again; CONFIG SET requirepass
+ * the proxy's (the other settings of the proxy: test_configset). The
+ * reference is a
  * standalone redis-server started and stopped here.
  */
 #include "harness.h"
@@ -193,9 +194,9 @@ END_TEST
 
 /* CONFIG SET requirepass sets the proxy's password, as Redis sets its own
  * (new connections must AUTH, those logged in stay), never the nodes' (it
- * would lock the proxy out of its cluster); the proxy's other settings
- * are refused whole, saying where to set them; other settings reach every
- * master. */
+ * would lock the proxy out of its cluster); set alone; a mix of the
+ * proxy's settings and the nodes' refused whole; other settings reach
+ * every master. */
 START_TEST(test_config_set_proxy_settings)
 {
     redisContext *c = h_connect_node(&extra.addr);
@@ -211,8 +212,8 @@ START_TEST(test_config_set_proxy_settings)
     ck_assert_str_eq(r->element[1]->str, "");
     freeReplyObject(r);
     H_ERR(c, "ERR CONFIG SET requirepass through the proxy", "CONFIG SET requirepass a maxclients 5");
-    H_ERR(c, "ERR CONFIG SET maxclients is refused through the proxy",
-          "CONFIG SET slowlog-max-len 128 maxclients 5");
+    H_ERR(c, "ERR CONFIG SET maxclients is the proxy's own setting and slowlog-max-len the "
+          "nodes'", "CONFIG SET slowlog-max-len 128 maxclients 5");
     H_OK(c, "CONFIG SET slowlog-max-len 128");
     const char *clear[] = { "CONFIG", "SET", "requirepass", "" };
     r = h_cmd_argv(c, 4, clear);

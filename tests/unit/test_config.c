@@ -211,6 +211,8 @@ START_TEST(test_every_directive)
              "max-clients 123\n"
              "slowlog-log-slower-than -1\n"
              "slowlog-max-len 7\n"
+             "timeout 30\n"
+             "tcp-keepalive 0\n"
              "client-query-buffer-limit 2mb\n"
              "client-backlog-limit 0\n"
              "maxmemory-clients 128mb\n"
@@ -253,6 +255,8 @@ START_TEST(test_every_directive)
     ck_assert_int_eq(c.unixsocketperm, 0770);
     ck_assert_int_eq(c.slowlog_log_slower_than, -1);
     ck_assert_int_eq(c.slowlog_max_len, 7);
+    ck_assert_int_eq(c.timeout, 30);
+    ck_assert_int_eq(c.tcp_keepalive, 0);
     ck_assert_str_eq(c.tls_listen, "0.0.0.0:6390");
     ck_assert_str_eq(c.tls_cert_file, "/c.crt");
     ck_assert_str_eq(c.tls_key_file, "/c.key");
