@@ -756,6 +756,8 @@ static void client_protocol_error(struct client *c, const char *err)
     log_verbose("client", "protocol error from client id=%llu addr=%s: %s",
                 (unsigned long long)c->id, c->addr, err);
     stat_inc(&c->worker->stats.protocol_errors);
+    if (strcmp(err, RESP_ERR_LIMIT) == 0)
+        stat_inc(&c->worker->stats.query_limit_closes);
     if (r) {
         r->client = c;
         client_reply_mode_take(c, r);

@@ -127,7 +127,11 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->protocol_errors += stat_get(&s->protocol_errors);
         sum->output_limit_closes[0] += stat_get(&s->output_limit_closes[0]);
         sum->output_limit_closes[1] += stat_get(&s->output_limit_closes[1]);
+        sum->query_limit_closes += stat_get(&s->query_limit_closes);
         sum->auth_failures += stat_get(&s->auth_failures);
+        sum->acl_denied_cmd += stat_get(&s->acl_denied_cmd);
+        sum->acl_denied_key += stat_get(&s->acl_denied_key);
+        sum->acl_denied_channel += stat_get(&s->acl_denied_channel);
         sum->dedicated_pool_full += stat_get(&s->dedicated_pool_full);
         sum->moved += stat_get(&s->moved);
         sum->ask += stat_get(&s->ask);

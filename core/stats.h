@@ -75,7 +75,10 @@ struct worker_stats {
     uint64_t protocol_errors;       /* clients closed for bad input */
     uint64_t output_limit_closes[2];  /* clients closed over client-output-buffer-limit:
                                        [0] normal, [1] pubsub class */
+    uint64_t query_limit_closes;    /* clients closed over client-query-buffer-limit */
     uint64_t auth_failures;         /* AUTH and HELLO AUTH answered WRONGPASS */
+    uint64_t acl_denied_cmd, acl_denied_key, acl_denied_channel;   /* commands a user's
+                                       rules refused, by what they refused */
     uint64_t dedicated_pool_full;   /* commands refused: dedicated-connections-max */
     uint64_t moved, ask;            /* redirects followed or seen */
     uint64_t script_redirects_unconfirmed; /* a script's redirect-like error the

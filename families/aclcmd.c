@@ -126,8 +126,11 @@ static void log_add(struct client *c, enum log_reason reason, const char *object
 static void denied(struct request *r, int verdict, int errpos)
 {
     struct client *c = r->client;
+    struct worker_stats *s = &r->worker->stats;
     size_t len;
     const char *object;
+    stat_inc(verdict == ACL_DENIED_CMD ? &s->acl_denied_cmd
+             : verdict == ACL_DENIED_KEY ? &s->acl_denied_key : &s->acl_denied_channel);
     if (verdict == ACL_DENIED_CMD) {
         object = r->cmd->fullname;
         len = strlen(object);

@@ -72,7 +72,8 @@ static const struct {
 };
 
 #define WANTS(want, sec) ((want) & (1u << (sec)))
-#define FROM_MASTERS ((1u << SEC_PERSISTENCE) | (1u << SEC_STATS) | (1u << SEC_KEYSPACE))
+#define FROM_MASTERS ((1u << SEC_CLIENTS) | (1u << SEC_PERSISTENCE) | (1u << SEC_STATS) | \
+                      (1u << SEC_KEYSPACE))
 
 static unsigned sections_default(void)
 {
@@ -129,6 +130,13 @@ static void since_reset(struct worker_stats *s)
     s->retries = minus(s->retries, base.retries);
     s->retries_exhausted = minus(s->retries_exhausted, base.retries_exhausted);
     s->lost_replies = minus(s->lost_replies, base.lost_replies);
+    s->query_limit_closes = minus(s->query_limit_closes, base.query_limit_closes);
+    for (int k = 0; k < 2; k++)
+        s->output_limit_closes[k] = minus(s->output_limit_closes[k], base.output_limit_closes[k]);
+    s->auth_failures = minus(s->auth_failures, base.auth_failures);
+    s->acl_denied_cmd = minus(s->acl_denied_cmd, base.acl_denied_cmd);
+    s->acl_denied_key = minus(s->acl_denied_key, base.acl_denied_key);
+    s->acl_denied_channel = minus(s->acl_denied_channel, base.acl_denied_channel);
     s->clients.in = minus(s->clients.in, base.clients.in);
     s->clients.out = minus(s->clients.out, base.clients.out);
     for (int i = 0; i < command_index_count(); i++) {
@@ -211,7 +219,15 @@ static const struct field persistence_fields[] = {
     { "module_fork_in_progress", AGG_MAX, "0" }, { "module_fork_last_cow_size", AGG_MAX, "0" },
 };
 
-/* The stats of the data (the rest of the section is the proxy's). */
+/* The keys clients block on or watch: the masters' (Redis 7.2 and 7.4,
+ * Valkey 8), where the proxy's clients' blocking commands and WATCHes run. */
+static const struct field data_clients_fields[] = {
+    { "total_blocking_keys", AGG_SUM, "0" }, { "total_blocking_keys_on_nokey", AGG_SUM, "0" },
+    { "total_watched_keys", AGG_SUM, "0" },
+};
+
+/* The stats of the data (the rest of the section is the proxy's); the last
+ * ones are Redis 7.4's and Valkey 8's. */
 static const struct field data_stats_fields[] = {
     { "total_net_repl_input_bytes", AGG_SUM, "0" }, { "total_net_repl_output_bytes", AGG_SUM, "0" },
     { "instantaneous_input_repl_kbps", AGG_SUM, "0.00" },
@@ -229,7 +245,8 @@ static const struct field data_stats_fields[] = {
     { "active_defrag_hits", AGG_SUM, "0" }, { "active_defrag_misses", AGG_SUM, "0" },
     { "active_defrag_key_hits", AGG_SUM, "0" }, { "active_defrag_key_misses", AGG_SUM, "0" },
     { "total_active_defrag_time", AGG_SUM, "0" }, { "current_active_defrag_time", AGG_MAX, "0" },
-    { "dump_payload_sanitizations", AGG_SUM, "0" },
+    { "dump_payload_sanitizations", AGG_SUM, "0" }, { "expired_subkeys", AGG_SUM, "0" },
+    { "evicted_scripts", AGG_SUM, "0" },
 };
 
 /* The value of field in the section titled title of a master's INFO text
@@ -315,6 +332,27 @@ struct info {
     struct evbuffer *t;
 };
 
+/* A listener line as Redis 7.2 writes it: listener<slot>:name=<type>,
+ * bind=<host>[,port=<port>]; the slot is the connection type's (0 tcp,
+ * 1 unix, 2 tls). addr: "host:port", "[v6]:port", or a socket path. */
+static void put_listener(struct evbuffer *t, int slot, const char *name, const char *addr,
+                         int has_port)
+{
+    const char *colon = has_port ? strrchr(addr, ':') : NULL;
+    if (!colon) {
+        evbuffer_add_printf(t, "listener%d:name=%s,bind=%s\r\n", slot, name, addr);
+        return;
+    }
+    size_t hlen = (size_t)(colon - addr);
+    const char *host = addr;
+    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+        host++;
+        hlen -= 2;
+    }
+    evbuffer_add_printf(t, "listener%d:name=%s,bind=%.*s,port=%s\r\n", slot, name, (int)hlen,
+                        host, colon + 1);
+}
+
 static void section_server(struct info *in)
 {
     struct utsname u;
@@ -341,6 +379,12 @@ static void section_server(struct info *in)
         (unsigned long long)in->m.uptime_s, (unsigned long long)in->m.uptime_s / 86400,
         (long long)(now.tv_sec & ((1 << 24) - 1)), exe, path ? path : "", TAGPROXY_VERSION,
         in->m.threads);
+    const struct config *cfg = &in->p->cfg;     /* listeners change with a restart */
+    put_listener(in->t, 0, "tcp", cfg->listen, 1);
+    if (cfg->unixsocket)
+        put_listener(in->t, 1, "unix", cfg->unixsocket, 0);
+    if (cfg->tls_listen)
+        put_listener(in->t, 2, "tls", cfg->tls_listen, 1);
 }
 
 static void section_clients(struct info *in)
@@ -367,6 +411,9 @@ static void section_clients(struct info *in)
         "blocked_clients:%lld\r\ntracking_clients:0\r\nclients_in_timeout_table:%lld\r\n"
         "pubsub_clients:%lld\r\nwatching_clients:%lld\r\n",
         (long long)in->m.clients, in->m.max_clients, blocked, blocked, pubsub, watching);
+    put_master_fields(in->t, "Clients", data_clients_fields,
+                      sizeof data_clients_fields / sizeof data_clients_fields[0], in->texts,
+                      in->ntexts);
 }
 
 /* Bytes as Redis's bytesToHuman writes them. */
@@ -410,6 +457,7 @@ static void section_memory(struct info *in)
         "used_memory_peak_perc:%.2f%%\r\nused_memory_overhead:%llu\r\nused_memory_startup:0\r\n"
         "used_memory_dataset:0\r\nused_memory_dataset_perc:0.00%%\r\n"
         "allocator_allocated:%llu\r\nallocator_active:%llu\r\nallocator_resident:%llu\r\n"
+        "allocator_muzzy:0\r\n"
         "total_system_memory:%llu\r\ntotal_system_memory_human:%s\r\n"
         "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\n"
         "used_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\n"
@@ -422,6 +470,7 @@ static void section_memory(struct info *in)
         "mem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\n"
         "mem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:%llu\r\n"
         "mem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\n"
+        "mem_overhead_db_hashtable_rehashing:0\r\n"
         "active_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
         (unsigned long long)used, h_used, (unsigned long long)ps.resident_bytes, h_rss,
         (unsigned long long)top, h_peak, top ? 100.0 * (double)used / (double)top : 0,
@@ -447,11 +496,23 @@ static void section_stats(struct info *in)
         "unexpected_error_replies:0\r\ntotal_error_replies:%llu\r\n"
         "total_reads_processed:0\r\ntotal_writes_processed:0\r\n"
         "io_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\n"
-        "reply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
+        "reply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n"
+        "eventloop_cycles:0\r\neventloop_duration_sum:0\r\neventloop_duration_cmd_sum:0\r\n"
+        "instantaneous_eventloop_cycles_per_sec:0\r\ninstantaneous_eventloop_duration_usec:0\r\n"
+        "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
+        "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n"
+        "client_query_buffer_limit_disconnections:%llu\r\n"
+        "client_output_buffer_limit_disconnections:%llu\r\n"
+        "io_threaded_freed_objects:0\r\nio_threaded_poll_processed:0\r\n"
+        "io_threaded_total_prefetch_batches:0\r\nio_threaded_total_prefetch_entries:0\r\n",
         (unsigned long long)s->connections, (unsigned long long)s->commands, ops,
         (unsigned long long)s->clients.in, (unsigned long long)s->clients.out, in_kbps,
         out_kbps, (unsigned long long)s->rejected_clients,
-        (unsigned long long)s->evicted_clients, (unsigned long long)s->errors->total);
+        (unsigned long long)s->evicted_clients, (unsigned long long)s->errors->total,
+        (unsigned long long)s->auth_failures, (unsigned long long)s->acl_denied_cmd,
+        (unsigned long long)s->acl_denied_key, (unsigned long long)s->acl_denied_channel,
+        (unsigned long long)s->query_limit_closes,
+        (unsigned long long)(s->output_limit_closes[0] + s->output_limit_closes[1]));
     put_master_fields(in->t, "Stats", data_stats_fields,
                       sizeof data_stats_fields / sizeof data_stats_fields[0], in->texts,
                       in->ntexts);
@@ -470,7 +531,7 @@ static void section_replication(struct info *in)
         "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
         "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
         "repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\n"
-        "repl_backlog_histlen:0\r\n", in->p->id);
+        "repl_backlog_histlen:0\r\nreplicas_waiting_psync:0\r\n", in->p->id);
 }
 
 static double seconds(struct timeval tv)
@@ -525,21 +586,32 @@ static void section_latencystats(struct info *in)
     }
 }
 
+/* db0 summed over the masters; subexpiry (Redis 7.4: hashes with a field
+ * TTL) when a master writes it. */
 static void section_keyspace(struct info *in)
 {
-    long long keys = 0, expires = 0, ttl_weighted = 0;
+    long long keys = 0, expires = 0, ttl_weighted = 0, subexpiry = 0;
+    int has_subexpiry = 0;
     for (int i = 0; i < in->ntexts; i++) {
         const char *db0 = in->texts[i] ? strstr(in->texts[i], "\r\ndb0:") : NULL;
-        long long k = 0, e = 0, t = 0;
-        if (db0 && sscanf(db0 + 2, "db0:keys=%lld,expires=%lld,avg_ttl=%lld", &k, &e, &t) >= 2) {
+        long long k = 0, e = 0, t = 0, x = 0;
+        int n = db0 ? sscanf(db0 + 2, "db0:keys=%lld,expires=%lld,avg_ttl=%lld,subexpiry=%lld",
+                             &k, &e, &t, &x) : 0;
+        if (n >= 2) {
             keys += k;
             expires += e;
             ttl_weighted += t * e;
+            subexpiry += x;
+            has_subexpiry |= n == 4;
         }
     }
-    if (keys > 0)
-        evbuffer_add_printf(in->t, "db0:keys=%lld,expires=%lld,avg_ttl=%lld\r\n", keys, expires,
-                            expires ? ttl_weighted / expires : 0);
+    if (keys == 0)
+        return;
+    evbuffer_add_printf(in->t, "db0:keys=%lld,expires=%lld,avg_ttl=%lld", keys, expires,
+                        expires ? ttl_weighted / expires : 0);
+    if (has_subexpiry)
+        evbuffer_add_printf(in->t, ",subexpiry=%lld", subexpiry);
+    evbuffer_add(in->t, "\r\n", 2);
 }
 
 /* The body of section s (its "# Title" line and the blank line before it
@@ -628,9 +700,9 @@ static void merge_info(struct request *p, struct evbuffer *out)
 static void cmd_info(struct request *r)
 {
     if (sections_wanted(r) & FROM_MASTERS) {
-        const char *argv[] = { "INFO", "persistence", "stats", "keyspace" };
-        const size_t lens[] = { 4, 11, 5, 8 };
-        router_fanout(r, MERGE_KEYSPACE, 4, argv, lens);
+        const char *argv[] = { "INFO", "clients", "persistence", "stats", "keyspace" };
+        const size_t lens[] = { 4, 7, 11, 5, 8 };
+        router_fanout(r, MERGE_KEYSPACE, 5, argv, lens);
         return;
     }
     info_render(r, NULL, 0);

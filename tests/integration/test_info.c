@@ -18,7 +18,7 @@ static struct h_proxy ref, extra;
 static void setup(void)
 {
     h_ref_start(&ref, "redis-info", NULL);
-    const char *args[] = { "--enable-dangerous-commands", "yes", NULL };
+    const char *args[] = { "--enable-dangerous-commands", "yes", "--acl-mutable", "yes", NULL };
     h_proxy_start(&extra, args);
 }
 
@@ -112,6 +112,49 @@ START_TEST(test_fields_as_redis)
 }
 END_TEST
 
+/* The fields Redis 7.2 and 7.4 and Valkey 8.0 write beyond 7.0's, in the
+ * default sections (genRedisInfoString / genValkeyInfoString at 7.2.6,
+ * 7.4.1 and 8.0.1; the server's name and version are the cluster's, not
+ * listed here): every one is in the proxy's, whatever the cluster runs. */
+START_TEST(test_fields_of_newer_servers)
+{
+    static const struct { const char *section, *field; } newer[] = {
+        { "Server", "listener0" },
+        { "Clients", "total_blocking_keys" }, { "Clients", "total_blocking_keys_on_nokey" },
+        { "Clients", "pubsub_clients" }, { "Clients", "watching_clients" },
+        { "Clients", "total_watched_keys" },
+        { "Memory", "allocator_muzzy" }, { "Memory", "mem_overhead_db_hashtable_rehashing" },
+        { "Stats", "eventloop_cycles" }, { "Stats", "eventloop_duration_sum" },
+        { "Stats", "eventloop_duration_cmd_sum" },
+        { "Stats", "instantaneous_eventloop_cycles_per_sec" },
+        { "Stats", "instantaneous_eventloop_duration_usec" },
+        { "Stats", "acl_access_denied_auth" }, { "Stats", "acl_access_denied_cmd" },
+        { "Stats", "acl_access_denied_key" }, { "Stats", "acl_access_denied_channel" },
+        { "Stats", "expired_subkeys" }, { "Stats", "evicted_scripts" },
+        { "Stats", "client_query_buffer_limit_disconnections" },
+        { "Stats", "client_output_buffer_limit_disconnections" },
+        { "Stats", "io_threaded_freed_objects" }, { "Stats", "io_threaded_poll_processed" },
+        { "Stats", "io_threaded_total_prefetch_batches" },
+        { "Stats", "io_threaded_total_prefetch_entries" },
+        { "Replication", "replicas_waiting_psync" },
+    };
+    redisContext *p = h_connect_proxy();
+    redisReply *a = h_cmd(p, "INFO");
+    H_EXPECT_TYPE(a, REDIS_REPLY_STRING);
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++) {
+        const char *got = section_of(a->str, newer[i].section);
+        ck_assert_msg(got && has_field(got, newer[i].field, strlen(newer[i].field)),
+                      "INFO %s has no %s", newer[i].section, newer[i].field);
+    }
+    char listener[128];
+    snprintf(listener, sizeof listener, "\r\nlistener0:name=tcp,bind=%s,port=%d\r\n",
+             h_proxy_addr().host, h_proxy_addr().port);
+    ck_assert_msg(strstr(a->str, listener), "INFO has no %s", listener + 2);
+    freeReplyObject(a);
+    redisFree(p);
+}
+END_TEST
+
 /* The number after "name:" in c's INFO section (or -1 when absent). */
 static long long info_number(redisContext *c, const char *section, const char *name)
 {
@@ -170,6 +213,30 @@ START_TEST(test_errorstats_and_resetstat)
     ck_assert_msg(strstr(cs->str, "cmdstat_get:") == NULL, "%s", cs->str);
     freeReplyObject(cs);
     freeReplyObject(h_cmd(c, "DEL %s", key));
+    redisFree(c);
+}
+END_TEST
+
+/* Stats of Redis 7.2 and 7.4 the proxy keeps: a command a user's rules
+ * refuse and a failed AUTH count; CONFIG RESETSTAT starts them again. */
+START_TEST(test_acl_denials_counted)
+{
+    redisContext *c = h_connect_node(&extra.addr);
+    H_OK(c, "ACL SETUSER info-denied on >info-pw +get ~info:*");
+    long long cmd = info_number(c, "stats", "acl_access_denied_cmd");
+    long long key = info_number(c, "stats", "acl_access_denied_key");
+    long long auth = info_number(c, "stats", "acl_access_denied_auth");
+    redisContext *d = h_connect_node(&extra.addr);
+    H_ERR(d, "WRONGPASS", "AUTH info-denied wrong");
+    H_OK(d, "AUTH info-denied info-pw");
+    H_ERR(d, "NOPERM", "SET info:a 1");
+    H_ERR(d, "NOPERM", "GET other:a");
+    ck_assert_int_eq(info_number(c, "stats", "acl_access_denied_cmd"), cmd + 1);
+    ck_assert_int_eq(info_number(c, "stats", "acl_access_denied_key"), key + 1);
+    ck_assert_int_eq(info_number(c, "stats", "acl_access_denied_auth"), auth + 1);
+    H_OK(c, "CONFIG RESETSTAT");
+    ck_assert_int_eq(info_number(c, "stats", "acl_access_denied_cmd"), 0);
+    redisFree(d);
     redisFree(c);
 }
 END_TEST
@@ -235,7 +302,9 @@ int main(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_sections_as_redis);
     tcase_add_test(t, test_fields_as_redis);
+    tcase_add_test(t, test_fields_of_newer_servers);
     tcase_add_test(t, test_errorstats_and_resetstat);
+    tcase_add_test(t, test_acl_denials_counted);
     tcase_add_test(t, test_persistence_from_masters);
     tcase_add_test(t, test_config_set_proxy_settings);
     suite_add_tcase(s, t);
