@@ -28,6 +28,15 @@ struct topology_node {
     char id[48];
 };
 
+/* What the masters run (ops/servers.h fills it in before the topology is
+ * handed out): the master with the lowest version's INFO server. An empty
+ * name: not known (no master answered yet). */
+struct topology_server {
+    char name[16];                   /* "redis", "valkey" (server_name) */
+    char version[32];                /* its own: "7.4.1", Valkey's valkey_version */
+    char redis_version[32];          /* INFO's redis_version (Valkey 8 writes "7.2.4") */
+};
+
 struct topology {
     int nnodes;                      /* masters that own at least one slot */
     struct topology_node *nodes;
@@ -38,6 +47,7 @@ struct topology {
     int ndropped;                    /* masters left out: their address does not
                                       * resolve (their slots stay unowned) */
     char dropped_why[300];           /* the first one's reason */
+    struct topology_server server;
 };
 
 /* Where to look and how to log in; address_map pairs are announced -> target. */

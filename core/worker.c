@@ -13,6 +13,7 @@
 #include "config/snapshot.h"
 #include "core/proxy.h"
 #include "core/route.h"
+#include "base/version.h"
 
 static const struct worker_family *families_known[WORKER_FAMILIES_MAX];
 static int nfamilies;
@@ -249,4 +250,11 @@ void worker_post_stop(struct worker *w)
     w->mailbox_stop = 1;
     pthread_mutex_unlock(&w->mailbox_lock);
     mailbox_ring(w);
+}
+
+const struct topology_server *worker_server(const struct worker *w)
+{
+    static const struct topology_server spoken = { "redis", REDIS_SPOKEN_VERSION,
+                                                   REDIS_SPOKEN_VERSION };
+    return w->topo && w->topo->server.name[0] ? &w->topo->server : &spoken;
 }

@@ -166,6 +166,11 @@ static inline void *worker_family_state(const struct worker *w, int id)
     return w->family[id];
 }
 
+/* The server the cluster is, as HELLO and INFO name it: its masters'
+ * lowest (ops/servers.h), or the Redis the proxy speaks until one has
+ * answered. */
+const struct topology_server *worker_server(const struct worker *w);
+
 /* The key layout requests use now, or NULL. */
 static inline const struct layout *worker_layout(const struct worker *w)
 {

@@ -364,16 +364,24 @@ static void section_server(struct info *in)
     gettimeofday(&now, NULL);
     const char *port = strrchr(in->p->cfg.listen, ':');
     const char *path = in->r->worker->cfg->path;
+    const struct topology_server *server = worker_server(in->r->worker);
+    int valkey = strcmp(server->name, "redis") != 0;
+    /* as the cluster's server writes its name: Valkey 8 its own, and
+     * server_mode for redis_mode */
+    evbuffer_add_printf(in->t, "redis_version:%s\r\n", server->redis_version);
+    if (valkey)
+        evbuffer_add_printf(in->t, "server_name:%s\r\n%s_version:%s\r\n", server->name,
+                            server->name, server->version);
     evbuffer_add_printf(in->t,
-        "redis_version:%s\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n"
-        "redis_build_id:0\r\nredis_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\n"
+        "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n"
+        "redis_build_id:0\r\n%s_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\n"
         "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
         "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
         "process_supervised:no\r\nrun_id:%s\r\ntcp_port:%s\r\nserver_time_usec:%lld\r\n"
         "uptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\nhz:10\r\nconfigured_hz:10\r\n"
         "lru_clock:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n"
         "tagproxy_version:%s\r\nthreads:%d\r\n",
-        REDIS_SPOKEN_VERSION, u.sysname, u.release, u.machine, (int)(8 * sizeof(long)),
+        valkey ? "server" : "redis", u.sysname, u.release, u.machine, (int)(8 * sizeof(long)),
         __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(), in->p->id,
         port ? port + 1 : "", (long long)now.tv_sec * 1000000 + now.tv_usec,
         (unsigned long long)in->m.uptime_s, (unsigned long long)in->m.uptime_s / 86400,

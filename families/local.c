@@ -120,10 +120,11 @@ static void cmd_hello(struct request *r)
     }
     struct evbuffer *b = request_out(r);
     resp_add_map(b, c->resp, 7);
+    const struct topology_server *server = worker_server(r->worker);
     resp_add_bulk_str(b, "server");
-    resp_add_bulk_str(b, "redis");
+    resp_add_bulk_str(b, server->name);
     resp_add_bulk_str(b, "version");
-    resp_add_bulk_str(b, REDIS_SPOKEN_VERSION);
+    resp_add_bulk_str(b, server->version);
     resp_add_bulk_str(b, "proto");
     resp_add_integer(b, c->resp);
     resp_add_bulk_str(b, "id");

@@ -27,6 +27,7 @@
 #include "ops/marker.h"
 #include "ops/nodeusers.h"
 #include "ops/refresh.h"
+#include "ops/servers.h"
 
 static void process_make_id(struct proxy *p)
 {
@@ -108,6 +109,8 @@ static int process_first_map(struct proxy *p, char *err, size_t errlen)
 {
     char why[900];
     p->topo = topology_fetch(&p->source, NULL, 0, why, sizeof why);
+    if (p->topo)
+        servers_learn(&p->source, p->topo);
     if (!p->topo && !p->cfg.cluster_wait_at_start) {
         snprintf(err, errlen, "no cluster seed gave a slot map: %s", why);
         return -1;

@@ -15,6 +15,7 @@
 #include "core/worker.h"
 #include "ops/admin.h"
 #include "ops/marker.h"
+#include "ops/servers.h"
 
 /* Refreshes closer together than this are merged into one. */
 #define REFRESH_MIN_INTERVAL_MS 100
@@ -91,6 +92,7 @@ static void refresh_now(struct proxy *p)
             log_warning("topology", "refresh failed: %s", err);
         return;
     }
+    servers_learn(&p->source, t);
     int was_waiting = waiting(p);
     if (was_waiting && first_map(p, t) < 0) {
         topology_unref(t);

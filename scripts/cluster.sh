@@ -4,9 +4,10 @@
 #   scripts/cluster.sh start  [--base-port N] [--masters M] [--replicas R]
 #                             [--dir D] [--node-timeout MS] [--tls CERTDIR]
 #                             [--requirepass PASS] [--bind HOST]
+#                             [--server redis-server|valkey-server]
 #   scripts/cluster.sh stop   [--base-port N | --dir D]
 #   scripts/cluster.sh status [--base-port N | --dir D]
-#   scripts/cluster.sh restart-node --dir D --port P
+#   scripts/cluster.sh restart-node --dir D --port P [--server BIN]
 #
 # start runs M*(1+R) redis-servers (default 3 masters, 1 replica each) on
 # 127.0.0.1 ports N.. (default 7000; each also uses port+10000 for the cluster
@@ -22,7 +23,8 @@
 # (and replicas log in with it, masterauth). Both are remembered in D, so
 # stop and status need neither. --bind HOST: the nodes listen on HOST
 # (default 127.0.0.1; ::1 makes a cluster that announces IPv6 addresses),
-# also remembered in D.
+# also remembered in D. --server: the server binary the nodes run (default
+# redis-server; valkey-server takes the same options), remembered in D too.
 #
 # stop kills exactly the PIDs in D/pids (TERM, then KILL) and removes D.
 # Without --dir, D is found through the state file of the base port
@@ -32,8 +34,9 @@
 #
 # restart-node starts node P of the cluster in D again, as start ran it,
 # with its folder and nodes.conf (for the fault tests: a master killed with
-# kill -9 comes back and rejoins as its promoted replica's replica). D/pids
-# then names its new PID. It fails if P still runs.
+# kill -9 comes back and rejoins as its promoted replica's replica), or with
+# --server on another binary (a rolling upgrade). D/pids then names its new
+# PID. It fails if P still runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -42,6 +45,7 @@ usage() { sed -n '2,36s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
 base=7000 masters=3 replicas=1 dir= node_timeout=5000 tls= pass= host=127.0.0.1 port=
+server=
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
         --requirepass)  pass=$2 ;;
         --bind)         host=$2 ;;
         --port)         port=$2 ;;
+        --server)       server=$2 ;;
         *) usage ;;
     esac
     shift 2
@@ -88,8 +93,9 @@ resolve_dir() {
         dir=$(cat "$statefile")
     fi
     if [ -n "$dir" ] && [ -f "$dir/access" ]; then
-        { read -r tls; read -r pass; read -r host; } < "$dir/access" || true
+        { read -r tls; read -r pass; read -r host; read -r kept_server; } < "$dir/access" || true
         host=${host:-127.0.0.1}
+        server=${server:-${kept_server:-}}
     fi
     set_cli_args
     if [ -n "$dir" ] && [ -f "$dir/layout" ]; then
@@ -113,7 +119,8 @@ live_pids() {
             echo "$port $(cat "$f" 2>/dev/null)"
         done
     } | sort -u | while read -r port pid; do
-        if pid_matches "$pid" "redis-server" && pid_matches "$pid" ":$port"; then
+        # redis-server or valkey-server: restart-node may change the binary
+        if pid_matches "$pid" "-server" && pid_matches "$pid" ":$port"; then
             echo "$port $pid"
         fi
     done
@@ -222,7 +229,7 @@ start_node() {
     fi
     if [ -n "$pass" ]; then node_args+=(--requirepass "$pass" --masterauth "$pass"); fi
     if [ -n "$tls" ]; then port_args=(--port 0 --tls-port "$p"); else port_args=(--port "$p"); fi
-    redis-server "${port_args[@]}" --bind "$host" --daemonize yes \
+    "${server:-redis-server}" "${port_args[@]}" --bind "$host" --daemonize yes \
         --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" \
         --dir "$dir/$p" --cluster-enabled yes --cluster-config-file nodes.conf \
         --cluster-node-timeout "$node_timeout" --save '' --appendonly no \
@@ -280,7 +287,7 @@ do_start() {
     : > "$dir/pids"
     echo "$base $masters $replicas $node_timeout" > "$dir/layout"
     if [ -n "$tls" ]; then tls=$(cd "$tls" && pwd); fi
-    printf '%s\n%s\n%s\n' "$tls" "$pass" "$host" > "$dir/access"
+    printf '%s\n%s\n%s\n%s\n' "$tls" "$pass" "$host" "$server" > "$dir/access"
     chmod 600 "$dir/access"
     set_cli_args
     echo "$dir" > "$statefile"

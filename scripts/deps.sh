@@ -33,8 +33,35 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# A fresh install of redis-server on Debian starts the packaged service on
-# 127.0.0.1:6379; nothing here uses that port, so it is left alone. The
+# Valkey 8, today's server beside redis-server 7.0: on bookworm it is in
+# bookworm-backports only, so that suite is added (its packages have
+# priority 100: nothing is taken from it unless named) and valkey-server
+# alone is installed from it, with valkey-tools of the same build.
+if ! installed valkey-server; then
+    command -v apt-get >/dev/null || { echo "deps.sh: no apt-get; install valkey-server 8 by hand" >&2; exit 1; }
+    sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    target=valkey-server
+    if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ]; then
+        list=/etc/apt/sources.list.d/tagproxy-bookworm-backports.sources
+        if [ ! -f "$list" ]; then
+            echo "deps.sh: adding bookworm-backports (for valkey-server) as $list" >&2
+            printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" \
+                "Suites: bookworm-backports" "Components: main" \
+                "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+                "${sudo[@]}" tee "$list" >/dev/null
+        fi
+        target=valkey-server/bookworm-backports
+    fi
+    echo "deps.sh: installing $target" >&2
+    "${sudo[@]}" apt-get update -q
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "$target"
+fi
+
+# A fresh install of redis-server (or valkey-server) on Debian starts the
+# packaged service on 127.0.0.1:6379; nothing here uses that port, so it is
+# left alone. The
 # prometheus package is here for promtool (make test checks /metrics with
 # it); its server, should the package start it, is left alone the same way.
 

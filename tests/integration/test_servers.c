@@ -1,0 +1,191 @@
+/*
+ * HELLO and INFO name the server the cluster runs, as that server names
+ * itself: Redis 7.0 as redis and its version, Valkey 8 as valkey with its
+ * own version (INFO: server_name, valkey_version, server_mode, and the
+ * redis_version Valkey writes); a cluster of mixed versions as its oldest
+ * master, through a rolling upgrade (a master restarted on the new binary
+ * at a time) until every master runs the new one. A cluster of the test's
+ * own, started with scripts/cluster.sh on redis-server or valkey-server.
+ */
+#include "harness.h"
+
+static char cdir[512];
+static int cbase;
+static struct h_proxy proxy;
+
+static void stop_all(void)
+{
+    h_proxy_stop(&proxy);
+    h_cluster_stop(cdir);
+    cdir[0] = '\0';
+}
+
+/* A cluster on server (redis-server, valkey-server), the proxy in front,
+ * refreshing its map every 200 ms. */
+static void start_on(const char *server)
+{
+    char extra[64], seed[64];
+    snprintf(extra, sizeof extra, "--server %s", server);
+    cbase = h_cluster_start(cdir, sizeof cdir, "servers-cluster", extra);
+    snprintf(seed, sizeof seed, "127.0.0.1:%d", cbase);
+    const char *args[] = { "--topology-refresh-ms", "200", NULL };
+    h_place_named(&proxy, "servers-proxy");
+    h_proxy_launch(&proxy, h_env("TAGPROXY_TEST_BIN"), seed, NULL, args, SIGTERM);
+    h_spawn_wait(&proxy, h_pings, 20000, "proxy of the servers cluster");
+}
+
+/* The value of field in master i's INFO server, into out. */
+static void master_field(int i, const char *field, char *out, size_t cap)
+{
+    redisContext *c = h_connect("127.0.0.1", cbase + i);
+    redisReply *r = h_cmd(c, "INFO server");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    char key[64];
+    snprintf(key, sizeof key, "\r\n%s:", field);
+    const char *at = strstr(r->str, key);
+    ck_assert_msg(at, "master %d's INFO has no %s", i, field);
+    snprintf(out, cap, "%.*s", (int)strcspn(at + strlen(key), "\r\n"), at + strlen(key));
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* HELLO's server and version through the proxy (HELLO 2: hiredis 0.14
+ * reads RESP2 only; HELLO 3 gives the same map). */
+static void hello(char *server, char *version, size_t cap)
+{
+    redisContext *c = h_connect_node(&proxy.addr);
+    redisReply *r = h_cmd(c, "HELLO 2");
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "%s", h_show(r));
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        if (strcmp(r->element[i]->str, "server") == 0)
+            snprintf(server, cap, "%s", r->element[i + 1]->str);
+        if (strcmp(r->element[i]->str, "version") == 0)
+            snprintf(version, cap, "%s", r->element[i + 1]->str);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static int has_line(const char *info, const char *line)
+{
+    char want[128];
+    snprintf(want, sizeof want, "\r\n%s\r\n", line);
+    return strstr(info, want) != NULL;
+}
+
+START_TEST(test_redis_cluster)
+{
+    char server[64], version[64], want[64], line[128];
+    start_on("redis-server");
+    master_field(0, "redis_version", want, sizeof want);
+    hello(server, version, sizeof server);
+    ck_assert_str_eq(server, "redis");
+    ck_assert_str_eq(version, want);
+    redisContext *c = h_connect_node(&proxy.addr);
+    redisReply *r = h_cmd(c, "INFO server");
+    snprintf(line, sizeof line, "redis_version:%s", want);
+    ck_assert_msg(has_line(r->str, line), "%s", r->str);
+    ck_assert_msg(has_line(r->str, "redis_mode:standalone"), "%s", r->str);
+    ck_assert_msg(!strstr(r->str, "server_name:"), "%s", r->str);
+    freeReplyObject(r);
+    redisFree(c);
+    stop_all();
+}
+END_TEST
+
+START_TEST(test_valkey_cluster)
+{
+    char server[64], version[64], want[64], compat[64], line[128];
+    start_on("valkey-server");
+    master_field(0, "valkey_version", want, sizeof want);
+    master_field(0, "redis_version", compat, sizeof compat);
+    hello(server, version, sizeof server);
+    ck_assert_str_eq(server, "valkey");
+    ck_assert_str_eq(version, want);
+    redisContext *c = h_connect_node(&proxy.addr);
+    redisReply *r = h_cmd(c, "INFO server");
+    snprintf(line, sizeof line, "redis_version:%s", compat);
+    ck_assert_msg(has_line(r->str, line), "%s", r->str);
+    ck_assert_msg(has_line(r->str, "server_name:valkey"), "%s", r->str);
+    snprintf(line, sizeof line, "valkey_version:%s", want);
+    ck_assert_msg(has_line(r->str, line), "%s", r->str);
+    ck_assert_msg(has_line(r->str, "server_mode:standalone"), "%s", r->str);
+    freeReplyObject(r);
+    redisFree(c);
+    stop_all();
+}
+END_TEST
+
+/* The PID of node port in the test's cluster (its D/pids). */
+static pid_t node_pid(int port)
+{
+    char path[600], line[64];
+    snprintf(path, sizeof path, "%s/pids", cdir);
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    pid_t pid = 0;
+    while (fgets(line, sizeof line, f)) {
+        int p, q;
+        if (sscanf(line, "%d %d", &p, &q) == 2 && p == port)
+            pid = q;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* Master i stopped and started again on server, with its data and
+ * nodes.conf: a step of a rolling upgrade. */
+static void upgrade(int i, const char *server)
+{
+    char out[4096];
+    pid_t pid = node_pid(cbase + i);
+    ck_assert(pid > 0);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    for (int n = 0; n < 100 && kill(pid, 0) == 0; n++)
+        h_sleep_ms(50);
+    ck_assert_msg(h_shell(out, sizeof out, "scripts/cluster.sh restart-node --dir '%s' --port %d "
+                          "--server %s 2>&1", cdir, cbase + i, server) == 0, "%s", out);
+}
+
+/* HELLO's server and version, once they are want_server (10 s at most). */
+static void wait_hello(const char *want_server, char *version, size_t cap)
+{
+    char server[64] = "";
+    for (long long deadline = h_now_ms() + 10000; h_now_ms() < deadline; h_sleep_ms(100)) {
+        hello(server, version, cap);
+        if (strcmp(server, want_server) == 0)
+            return;
+    }
+    ck_abort_msg("HELLO says server %s, not %s", server, want_server);
+}
+
+START_TEST(test_rolling_upgrade_shows_the_oldest)
+{
+    char version[64], redis7[64], valkey[64];
+    start_on("redis-server");
+    master_field(0, "redis_version", redis7, sizeof redis7);
+    upgrade(0, "valkey-server");
+    master_field(0, "valkey_version", valkey, sizeof valkey);
+    upgrade(1, "valkey-server");
+    h_sleep_ms(600);                    /* three refreshes: still redis on master 2 */
+    wait_hello("redis", version, sizeof version);
+    ck_assert_str_eq(version, redis7);
+    upgrade(2, "valkey-server");
+    wait_hello("valkey", version, sizeof version);
+    ck_assert_str_eq(version, valkey);
+    stop_all();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("servers");
+    TCase *tc = tcase_create("servers");
+    tcase_add_checked_fixture(tc, NULL, stop_all);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_redis_cluster);
+    tcase_add_test(tc, test_valkey_cluster);
+    tcase_add_test(tc, test_rolling_upgrade_shows_the_oldest);
+    suite_add_tcase(s, tc);
+    return h_run(s);
+}
