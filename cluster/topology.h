@@ -48,6 +48,8 @@ struct topology {
                                       * resolve (their slots stay unowned) */
     char dropped_why[300];           /* the first one's reason */
     struct topology_server server;
+    const struct learned_set *learned;   /* what the cluster knows beyond the built-in
+                                            table (learned.h; ops/servers.h), or NULL */
 };
 
 /* Where to look and how to log in; address_map pairs are announced -> target. */

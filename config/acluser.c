@@ -788,6 +788,10 @@ enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
 {
     enum acl_verdict worst = ACL_OK;
     *errpos = 0;
+    /* a command learned from the cluster has no bit in the users' maps:
+     * only a user that may run every command and key runs it */
+    if (cmd->learned_index)
+        return u->restricted ? ACL_DENIED_CMD : ACL_OK;
     for (int i = 0; i < u->nselectors; i++) {
         int pos;
         enum acl_verdict v = selector_check(&u->selectors[i], cmd, base, args, argc, &pos);

@@ -115,7 +115,7 @@ static inline enum acl_verdict acl_check_fast(const struct acl_user *u, const st
                                               const char *base, const struct resp_arg *args,
                                               int argc, int *errpos)
 {
-    if (u->simple) {
+    if (u->simple && !cmd->learned_index) {
         *errpos = 0;
         return acl_selector_allows(&u->selectors[0], cmd) ? ACL_OK : ACL_DENIED_CMD;
     }

@@ -349,6 +349,8 @@ static void client_free_cb(evutil_socket_t fd, short what, void *arg)
     resp_parser_free(&c->parser);
     snapshot_unref(c->user_snap);
     free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
     int evicted = c->evicted;
     free(c);
     /* what it held goes back to the system, not only to this thread's

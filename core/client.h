@@ -57,6 +57,7 @@ struct client {
     char laddr[112];                /* local "ip:port" it connected to */
     unsigned char unix_socket;      /* came in on the unixsocket: flag U */
     char *name;                     /* CLIENT SETNAME */
+    char *lib_name, *lib_ver;       /* CLIENT SETINFO (Redis 7.2) */
     const char *lastcmd;            /* fullname of the last command, static */
     time_t created, last_active;
     int authenticated;

@@ -7,6 +7,7 @@
 
 #include "base/procstat.h"
 #include "base/version.h"
+#include "cluster/learned.h"
 #include "core/client.h"
 #include "core/proxy.h"
 #include "core/worker.h"
@@ -105,6 +106,15 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
              s->commands);
     prom_one(b, "tagproxy_commands_unknown_total", "counter",
              "Commands answered 'unknown command'.", s->unknown_commands);
+    int learned, overrides;
+    learned_counts(&learned, &overrides);
+    prom_gauge(b, "tagproxy_commands_learned", "Commands the cluster knows and the proxy's "
+               "built-in table lacks, learned from the masters' COMMAND.", learned);
+    prom_gauge(b, "tagproxy_commands_learned_overrides", "Built-in commands the cluster "
+               "describes otherwise (its arity wins).", overrides);
+    prom_one(b, "tagproxy_commands_learned_refused_total", "counter",
+             "Commands the cluster knows that the proxy refused (only some masters know "
+             "them, or they cannot be routed).", s->learned_refused);
     prom_head(b, "tagproxy_redirects_total", "counter",
               "Redirects from the cluster, by type (moved: slot remapped; ask: one-time).");
     evbuffer_add_printf(b, "tagproxy_redirects_total{type=\"moved\"} %llu\n"
@@ -342,6 +352,11 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "config_reloads_refused", m->reloads[1]);
     info_line(b, "commands", s->commands);
     info_line(b, "commands_unknown", s->unknown_commands);
+    int learned, overrides;
+    learned_counts(&learned, &overrides);
+    info_line(b, "commands_learned", (unsigned long long)learned);
+    info_line(b, "commands_learned_overrides", (unsigned long long)overrides);
+    info_line(b, "commands_learned_refused", s->learned_refused);
     info_line(b, "command_errors", errors);
     info_line(b, "redirects_moved", s->moved);
     info_line(b, "redirects_ask", s->ask);

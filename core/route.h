@@ -98,8 +98,8 @@ struct route {
 
 /* A registration: name is "get", "client|setname", or "cluster|*" for every
  * subcommand of cluster that no entry names on its own (whatever the order
- * of the registrations). Names the command table does not hold are passed
- * over. */
+ * of the registrations). A name the command table does not hold takes
+ * effect when the cluster teaches the command (route_of_learned). */
 struct route_entry {
     const char *name;
     struct route route;
@@ -112,8 +112,14 @@ int route_init(void);
 /* Set the routes of n entries. Before any worker runs. */
 void route_register(const struct route_entry *entries, int n);
 
-/* The route of a command or subcommand of the table. */
+/* The route of a command or subcommand of the table, or of one learned
+ * from the cluster (cluster/learned.h): a family's registration of its
+ * name (the table lacks it: "client|setinfo" of Redis 7.2), else
+ * forwarded by its keys (an admin command: dangerous). */
 const struct route *route_of(const struct command *cmd);
+
+/* A family's route for learned cmd, registered by name, or NULL. */
+const struct route *route_of_learned(const struct command *cmd);
 
 /* One of the core's registration tables (routes aside: client, request and
  * worker families) has no room left: a programming error, so the start

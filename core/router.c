@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "cluster/backoff.h"
+#include "cluster/learned.h"
 #include "cluster/slot.h"
 #include "config/acl.h"
 #include "core/client.h"
@@ -971,8 +972,92 @@ void router_reject(struct request *r, const char *msg)
     request_fail(r, msg);
 }
 
-/* The command r names, its subcommand resolved and its arity checked, or
- * NULL when r is answered (unknown command, wrong number of arguments). */
+/* ---- commands learned from the cluster (cluster/learned.h) ---- */
+
+/* Why the proxy cannot serve learned command l, written into msg; NULL when
+ * it can: forwarded by its keys, as a built-in forwarded command is. */
+static const char *learned_refusal(const struct learned_command *l, int nmasters, char *msg,
+                                   size_t cap)
+{
+    const struct command *c = l->cmd;
+    const char *why = NULL;
+    if (l->known_by < nmasters) {
+        snprintf(msg, cap, "ERR '%s' is known to %d of the cluster's %d masters: the proxy "
+                 "serves it once every master knows it (an upgrade under way?)", c->fullname,
+                 l->known_by, nmasters);
+        return msg;
+    }
+    if (route_of_learned(c)) {
+        return NULL;                /* a family serves it */
+    } else if (c->parent && !c->parent->learned_index) {
+        why = "the proxy answers this command's other subcommands itself, and not this one yet";
+    } else if (c->flags & (CMD_BLOCKING | CMD_PUBSUB)) {
+        why = "the proxy does not serve a blocking or pub/sub command it learned";
+    } else if (c->tips & (CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_REQUEST_ALL_SHARDS |
+                          CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_REQUEST_SPECIAL |
+                          CMD_TIP_UNKNOWN)) {
+        why = "its tips ask for a way of running it over the masters that the proxy does not "
+              "run for a command it learned";
+    } else {
+        for (int i = 0; i < c->nkeyspecs && !why; i++) {
+            const struct keyspec *k = &c->keyspecs[i];
+            if (!(k->flags & KSPEC_NOT_KEY) && ((k->flags & KSPEC_INCOMPLETE) ||
+                                                k->bs == KSPEC_BS_UNKNOWN ||
+                                                k->fk == KSPEC_FK_UNKNOWN))
+                why = "its key specs do not say where all its keys are";
+        }
+    }
+    if (!why)
+        return NULL;
+    snprintf(msg, cap, "ERR '%s' is known to the cluster but not served through the proxy: %s",
+             c->fullname, why);
+    return msg;
+}
+
+/* The learned command named by r's arguments (its subcommand resolved, the
+ * container built in or learned), or NULL; refused (r answered) when the
+ * proxy cannot serve it: *answered. */
+static const struct command *resolve_learned(struct request *r, const struct command *builtin,
+                                             int *answered)
+{
+    const struct learned_set *set = r->worker->topo ? r->worker->topo->learned : NULL;
+    char name[160], msg[400];
+    size_t len, slen;
+    const char *a = request_arg(r, 0, &len);
+    *answered = 0;
+    if (!set || len >= 64)
+        return NULL;
+    int n = snprintf(name, sizeof name, "%.*s", (int)len, a);
+    if (builtin) {                  /* a subcommand the built-in container lacks */
+        const char *sub = request_arg(r, 1, &slen);
+        if (slen >= 64)
+            return NULL;
+        n += snprintf(name + n, sizeof name - (size_t)n, "|%.*s", (int)slen, sub);
+    }
+    const struct learned_command *l = learned_find(set, name, (size_t)n);
+    const struct command *cmd = l ? l->cmd : NULL;
+    if (cmd && !builtin && cmd->nsubcommands && r->argc >= 2) {
+        const char *sub = request_arg(r, 1, &slen);
+        cmd = command_lookup_sub(cmd, sub, slen);
+        if (!cmd) {
+            reply_unknown_subcommand(r);
+            *answered = 1;
+            return NULL;
+        }
+    }
+    const char *why = l ? learned_refusal(l, set->nmasters, msg, sizeof msg) : NULL;
+    if (why) {
+        stat_inc(&r->worker->stats.learned_refused);
+        request_fail(r, why);
+        *answered = 1;
+        return NULL;
+    }
+    return cmd;
+}
+
+/* The command r names, its subcommand resolved and its arity checked (the
+ * cluster's arity when it differs: learned.h), or NULL when r is answered
+ * (unknown command, wrong number of arguments). */
 static const struct command *resolve_command(struct request *r)
 {
     size_t len;
@@ -980,25 +1065,31 @@ static const struct command *resolve_command(struct request *r)
     const struct command *cmd = command_lookup(name, len);
     struct client *c = r->client;
     char msg[200];
+    int answered;
 
     if (!cmd) {
-        client_refused(c);
-        reply_unknown_command(r);
-        return NULL;
-    }
-    if (cmd->nsubcommands && r->argc >= 2) {
+        cmd = resolve_learned(r, NULL, &answered);
+        if (!cmd) {
+            client_refused(c);
+            if (!answered)
+                reply_unknown_command(r);
+            return NULL;
+        }
+    } else if (cmd->nsubcommands && r->argc >= 2) {
         const char *sub = request_arg(r, 1, &len);
         const struct command *sc = command_lookup_sub(cmd, sub, len);
-        if (!sc) {
+        if (!sc && !(sc = resolve_learned(r, cmd, &answered))) {
             client_refused(c);
-            reply_unknown_subcommand(r);
+            if (!answered)
+                reply_unknown_subcommand(r);
             return NULL;
         }
         cmd = sc;
     }
     r->cmd = cmd;
     c->lastcmd = cmd->fullname;
-    if (!command_arity_ok(cmd, r->argc)) {
+    const struct command *cluster = learned_override(r->worker->topo->learned, cmd);
+    if (!command_arity_ok(cluster ? cluster : cmd, r->argc)) {
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
         router_reject(r, msg);
         return NULL;

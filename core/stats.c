@@ -124,6 +124,7 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->evicted_clients += stat_get(&s->evicted_clients);
         sum->commands += stat_get(&s->commands);
         sum->unknown_commands += stat_get(&s->unknown_commands);
+        sum->learned_refused += stat_get(&s->learned_refused);
         sum->protocol_errors += stat_get(&s->protocol_errors);
         sum->output_limit_closes[0] += stat_get(&s->output_limit_closes[0]);
         sum->output_limit_closes[1] += stat_get(&s->output_limit_closes[1]);

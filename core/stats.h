@@ -72,6 +72,7 @@ struct worker_stats {
     uint64_t evicted_clients;       /* closed: maxmemory-clients (client.h) */
     uint64_t commands;              /* parsed */
     uint64_t unknown_commands;      /* answered "unknown command" */
+    uint64_t learned_refused;       /* commands the cluster knows, refused (learned.h) */
     uint64_t protocol_errors;       /* clients closed for bad input */
     uint64_t output_limit_closes[2];  /* clients closed over client-output-buffer-limit:
                                        [0] normal, [1] pubsub class */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/learned.h"
 #include "config/acl.h"
 #include "config/snapshot.h"
 #include "core/client.h"
@@ -59,6 +60,12 @@ void clientcmd_describe(const struct client *c, char *buf, size_t len)
              flags, n.sub, n.psub, n.ssub, n.multi, client_mem_of(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default",
              (int)c->resp);
+    /* Redis 7.2's two more fields, where the cluster's server has them */
+    if (learned_find(c->worker->topo->learned, "client|setinfo", 14)) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, " lib-name=%s lib-ver=%s",
+                 c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+    }
 }
 
 static int client_name_valid(const char *name, size_t len)
@@ -550,6 +557,46 @@ static void client_setname(struct request *r)
     }
 }
 
+/* CLIENT SETINFO LIB-NAME|LIB-VER value, as Redis 7.2: kept for CLIENT
+ * LIST and INFO; an empty value clears it. */
+static void client_setinfo(struct request *r)
+{
+    size_t alen, vlen;
+    const char *attr = request_arg(r, 2, &alen), *val = request_arg(r, 3, &vlen);
+    char msg[200];
+    char **dest = request_arg_is(r, 2, "lib-name") ? &r->client->lib_name
+                : request_arg_is(r, 2, "lib-ver") ? &r->client->lib_ver : NULL;
+    if (!dest) {
+        snprintf(msg, sizeof msg, "ERR Unrecognized option '%.*s'", (int)(alen < 64 ? alen : 64),
+                 attr);
+        request_fail(r, msg);
+        return;
+    }
+    if (!client_name_valid(val, vlen)) {
+        snprintf(msg, sizeof msg, "ERR %.*s cannot contain spaces, newlines or special "
+                 "characters.", (int)(alen < 64 ? alen : 64), attr);
+        request_fail(r, msg);
+        return;
+    }
+    char *copy = vlen ? strndup(val, vlen) : NULL;
+    if (vlen && !copy) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    free(*dest);
+    *dest = copy;
+    resp_add_simple(request_out(r), "OK");
+    request_finish(r);
+}
+
+/* CLIENT CAPA capability ... (Valkey 8): the proxy never answers a
+ * REDIRECT, whatever the client can read, so every capability is taken. */
+static void client_capa(struct request *r)
+{
+    resp_add_simple(request_out(r), "OK");
+    request_finish(r);
+}
+
 static void client_caching(struct request *r)     /* as Redis says it with tracking off */
 {
     request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
@@ -628,6 +675,9 @@ static const struct route_entry clientcmd_routes[] = {
     ROUTE_LOCAL("client|trackinginfo", client_trackinginfo, TXC_PROXY),
     ROUTE_LOCAL("client|kill", client_kill, TXC_PROXY),
     ROUTE_ASKING("client|unblock", client_unblock),
+    /* newer servers', served once the cluster knows them (route.h) */
+    ROUTE_LOCAL("client|setinfo", client_setinfo, TXC_PROXY),
+    ROUTE_LOCAL("client|capa", client_capa, TXC_PROXY),
 };
 
 void clientcmd_register(void)

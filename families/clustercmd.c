@@ -96,6 +96,13 @@ static void cluster_myid(struct request *r)
     request_finish(r);
 }
 
+/* CLUSTER MYSHARDID (Redis 7.2): the one node's shard is named as it is. */
+static void cluster_myshardid(struct request *r)
+{
+    resp_add_bulk_str(request_out(r), r->worker->proxy->id);
+    request_finish(r);
+}
+
 static void cluster_nodes(struct request *r)
 {
     char text[1024], ip[64];
@@ -139,6 +146,7 @@ static const struct route_entry clustercmd_routes[] = {
     ROUTE_LOCAL("cluster|shards", cluster_shards, TXC_PROXY),
     ROUTE_LOCAL("cluster|nodes", cluster_nodes, TXC_PROXY),
     ROUTE_LOCAL("cluster|myid", cluster_myid, TXC_PROXY),
+    ROUTE_LOCAL("cluster|myshardid", cluster_myshardid, TXC_PROXY),    /* when learned */
     ROUTE_LOCAL("cluster|keyslot", cluster_keyslot, TXC_PROXY),
     ROUTE_LOCAL("cluster|help", cluster_help, TXC_PROXY),
 };

@@ -10,7 +10,9 @@
 
 #include "base/log.h"
 #include "cluster/node.h"
+#include "cluster/learned.h"
 #include "cluster/syncconn.h"
+#include "proto/cmdinfo.h"
 
 #define SERVERS_MAX 1024        /* masters remembered; past it, the oldest ask goes */
 
@@ -19,6 +21,8 @@ struct asked {
     char id[48];
     struct topology_server server;
     uint64_t at_ms;             /* 0: a free entry */
+    struct learned_master commands;     /* its COMMAND, as of commands_of */
+    struct topology_server commands_of; /* the server that said them ("": never) */
 };
 
 static struct asked asked[SERVERS_MAX];     /* the control thread's only */
@@ -119,15 +123,66 @@ static int ask(const struct topology_source *src, const struct topology_node *n,
     return rc;
 }
 
+/* n's COMMAND into *out (entries parsed with cmdinfo): 0, or -1 (logged). */
+static int ask_commands(const struct topology_source *src, const struct topology_node *n,
+                        struct learned_master *out)
+{
+    char why[300];
+    const char *argv[] = { "COMMAND" };
+    struct syncconn *c = topology_dial(src, n->target, why, sizeof why);
+    redisReply *r = c ? syncconn_command(c, 1, argv, why, sizeof why) : NULL;
+    int rc = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        out->commands = calloc(r->elements ? r->elements : 1, sizeof *out->commands);
+        out->n = 0;
+        for (size_t i = 0; out->commands && i < r->elements; i++) {
+            char bad[200];
+            struct command *cmd = cmdinfo_parse(r->element[i], NULL, bad, sizeof bad);
+            if (cmd)
+                out->commands[out->n++] = cmd;
+            else
+                log_warning("topology", "master %s: a COMMAND entry is left out: %s",
+                            n->announced, bad);
+        }
+        rc = out->commands ? 0 : -1;
+    } else if (r) {
+        snprintf(why, sizeof why, "COMMAND answered %.100s",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "no array");
+    }
+    if (rc < 0)
+        log_warning("topology", "master %s: its commands are not known: %s", n->announced,
+                    why);
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        syncconn_close(c);
+    return rc;
+}
+
+/* a's commands, asked again when the server that said them changed (the
+ * old ones stay allocated: learned.h). */
+static void refresh_commands(const struct topology_source *src, const struct topology_node *n,
+                             struct asked *a)
+{
+    if (a->commands_of.name[0] && servers_compare(&a->commands_of, &a->server) == 0 &&
+        strcmp(a->commands_of.name, a->server.name) == 0)
+        return;
+    struct learned_master m = { NULL, 0 };
+    if (ask_commands(src, n, &m) == 0) {
+        a->commands = m;
+        a->commands_of = a->server;
+    }
+}
+
 /* What n runs now, or what it said last when it does not answer (NULL:
  * it never said). */
-static const struct topology_server *learn_one(const struct topology_source *src,
-                                               const struct topology_node *n, uint64_t now)
+static struct asked *learn_one(const struct topology_source *src,
+                               const struct topology_node *n, uint64_t now)
 {
     struct asked *a = find(n);
     struct topology_server s;
     if (ask(src, n, &s) < 0)
-        return a ? &a->server : NULL;
+        return a;
     if (!a) {
         a = room();
         snprintf(a->addr, sizeof a->addr, "%s", n->target);
@@ -137,18 +192,59 @@ static const struct topology_server *learn_one(const struct topology_source *src
     }
     a->server = s;
     a->at_ms = now;
-    return &a->server;
+    refresh_commands(src, n, a);
+    return a;
+}
+
+/* The cluster's learned set for masters[0..n) (each what servers_learn
+ * found, NULL where a master never answered), lowest the oldest: the last
+ * set again when every master's commands are the ones it was built from. */
+static const struct learned_set *learned_of(struct asked *const *masters, int n, int lowest)
+{
+    static const struct learned_set *last;
+    static struct learned_master *last_from;    /* the commands last was built from */
+    static int last_n;
+    struct learned_master *from = calloc(n > 0 ? (size_t)n : 1, sizeof *from);
+    if (!from)
+        return last;
+    for (int i = 0; i < n; i++)
+        if (masters[i])
+            from[i] = masters[i]->commands;
+    if (last && last_n == n && memcmp(from, last_from, sizeof *from * (size_t)n) == 0) {
+        free(from);
+        return last;
+    }
+    const struct learned_set *s = learned_build(from, n, lowest);
+    if (!s) {
+        free(from);
+        return last;
+    }
+    log_notice("topology", "the cluster knows %d command(s) the proxy's table lacks; %d of the "
+               "table's it describes otherwise", s->ncommands, s->noverrides);
+    free(last_from);
+    last_from = from;
+    last_n = n;
+    last = s;
+    return s;
 }
 
 void servers_learn(const struct topology_source *src, struct topology *t)
 {
     uint64_t now = node_now_ms();
     struct topology_server lowest = { "", "", "" };
+    int lowest_at = -1;
+    struct asked **masters = calloc(t->nnodes > 0 ? (size_t)t->nnodes : 1, sizeof *masters);
+    if (!masters)
+        return;
     for (int i = 0; i < t->nnodes; i++) {
-        const struct topology_server *s = learn_one(src, &t->nodes[i], now);
-        if (s && (!lowest.name[0] || servers_compare(s, &lowest) < 0))
-            lowest = *s;
+        struct asked *a = masters[i] = learn_one(src, &t->nodes[i], now);
+        if (a && (!lowest.name[0] || servers_compare(&a->server, &lowest) < 0)) {
+            lowest = a->server;
+            lowest_at = i;
+        }
     }
     if (lowest.name[0])
         t->server = lowest;
+    t->learned = learned_of(masters, t->nnodes, lowest_at);
+    free(masters);
 }

@@ -402,7 +402,10 @@ static int fill(struct command *c, const redisReply *e, const struct command *pa
     c->last_key = (int)f[4]->integer;
     c->key_step = (int)f[5]->integer;
     c->acl_categories = categories_of(f[6], &u->categories);
+    int tips_unknown = u->tips;
     c->tips = bits_of(f[7], &u->tips, tip_names, NROWS(tip_names));
+    if (u->tips > tips_unknown)
+        c->tips |= CMD_TIP_UNKNOWN;
     if (f[8]->elements) {
         struct keyspec *k = calloc(f[8]->elements, sizeof *k);
         if (!k) {

@@ -135,6 +135,12 @@ const struct command *command_lookup_sub(const struct command *parent,
 static int sub_base[COMMAND_TOP_MAX];
 static int index_count;
 
+/* The learned indexes: builtin_count + i is learned[i]'s, named by it. */
+static int builtin_count;
+static pthread_mutex_t learned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct command learned[COMMAND_LEARNED_MAX];     /* fullname and name only */
+static int nlearned;                                     /* under learned_lock */
+
 static void index_build(void)
 {
     int next = command_table_size;
@@ -142,7 +148,30 @@ static void index_build(void)
         sub_base[i] = next;
         next += command_table[i].nsubcommands;
     }
-    index_count = next;
+    builtin_count = next;
+    index_count = next + COMMAND_LEARNED_MAX;
+}
+
+int command_learned_index(const char *fullname)
+{
+    int found = -1;
+    command_index_init();
+    pthread_mutex_lock(&learned_lock);
+    for (int i = 0; i < nlearned && found < 0; i++)
+        if (strcmp(learned[i].fullname, fullname) == 0)
+            found = builtin_count + i;
+    if (found < 0 && nlearned < COMMAND_LEARNED_MAX) {
+        char *name = strdup(fullname);          /* kept for the process's life */
+        if (name) {
+            const char *bar = strchr(name, '|');
+            learned[nlearned].fullname = name;
+            learned[nlearned].name = bar ? bar + 1 : name;
+            learned[nlearned].learned_index = builtin_count + nlearned;
+            found = builtin_count + nlearned++;
+        }
+    }
+    pthread_mutex_unlock(&learned_lock);
+    return found;
 }
 
 void command_index_init(void)
@@ -158,6 +187,8 @@ int command_index_count(void)
 
 int command_index(const struct command *cmd)
 {
+    if (cmd->learned_index)
+        return cmd->learned_index;
     if (!cmd->parent)
         return (int)(cmd - command_table);
     return sub_base[cmd->parent - command_table] + (int)(cmd - cmd->parent->subcommands);
@@ -169,6 +200,13 @@ const struct command *command_by_index(int i)
         return NULL;
     if (i < command_table_size)
         return &command_table[i];
+    if (i >= builtin_count) {
+        pthread_mutex_lock(&learned_lock);
+        const struct command *c = i - builtin_count < nlearned ? &learned[i - builtin_count]
+                                                               : NULL;
+        pthread_mutex_unlock(&learned_lock);
+        return c;
+    }
     for (int t = command_table_size - 1; t >= 0; t--)   /* not on a request path */
         if (command_table[t].nsubcommands && sub_base[t] <= i)
             return &command_table[t].subcommands[i - sub_base[t]];

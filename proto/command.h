@@ -64,6 +64,8 @@
 #define CMD_TIP_RESPONSE_AGG_MAX               (1u << 11)
 #define CMD_TIP_RESPONSE_AGG_SUM               (1u << 12)
 #define CMD_TIP_RESPONSE_SPECIAL               (1u << 13)
+#define CMD_TIP_UNKNOWN                        (1u << 14)  /* a tip the proxy does not know
+                                                              (a newer server's: cmdinfo.h) */
 
 /* Key spec flags (COMMAND INFO key spec "flags"). command_keys() acts on
  * NOT_KEY (the spec is skipped) and INCOMPLETE (the spec alone cannot find
@@ -120,6 +122,8 @@ struct command {
     size_t info_resp3_len;      /* (flags, ACL categories, tips as sets, key specs as maps) */
     const char *docs_resp3;     /* ("name" + docs map: one key and value of COMMAND DOCS's map) */
     size_t docs_resp3_len;
+    int learned_index;          /* a command learned from the cluster (cmdinfo.h): its
+                                   index (command_learned_index); 0: built in */
 };
 
 /* A command's COMMAND INFO entry / COMMAND DOCS name and docs, in protocol p. */
@@ -152,6 +156,17 @@ void command_index_init(void);
 int command_index_count(void);
 int command_index(const struct command *cmd);
 const struct command *command_by_index(int i);
+
+/*
+ * Commands learned from the cluster take the last COMMAND_LEARNED_MAX
+ * indexes, one per full name for the life of the process (stats and routes
+ * are arrays sized at start): command_learned_index gives fullname's,
+ * taking a free one the first time (any thread); -1 once all are taken.
+ * command_by_index gives a learned index's name (the entry itself lives in
+ * the cluster's learned set, cluster/learned.h).
+ */
+#define COMMAND_LEARNED_MAX 256
+int command_learned_index(const char *fullname);
 
 /* Case-insensitive lookup of a top-level command; NULL if unknown. */
 const struct command *command_lookup(const char *name, size_t len);

@@ -13,8 +13,11 @@ static char cdir[512];
 static int cbase;
 static struct h_proxy proxy;
 
+static struct h_proxy ref;
+
 static void stop_all(void)
 {
+    h_proxy_stop(&ref);
     h_proxy_stop(&proxy);
     h_cluster_stop(cdir);
     cdir[0] = '\0';
@@ -116,6 +119,66 @@ START_TEST(test_valkey_cluster)
 }
 END_TEST
 
+/* A standalone valkey-server to compare with, as ref (stopped by stop_all). */
+static void valkey_ref_start(void)
+{
+    char port[16];
+    const char *argv[] = { "valkey-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
+                           "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"), NULL };
+    h_place_named(&ref, "valkey-ref");
+    snprintf(port, sizeof port, "%d", ref.addr.port);
+    h_spawn(&ref, argv, SIGTERM, 1);
+    h_spawn_wait(&ref, h_answers, 20000, "valkey-server");
+}
+
+/* The same command's reply through the proxy and from the standalone
+ * server, as hiredis reads them. */
+static void same_reply(redisContext *p, redisContext *v, const char *what, const char *cmd,
+                       const char *arg)
+{
+    redisReply *a = arg ? h_cmd(p, cmd, arg) : h_cmd(p, cmd);
+    redisReply *b = arg ? h_cmd(v, cmd, arg) : h_cmd(v, cmd);
+    char sa[512], sb[512];
+    snprintf(sa, sizeof sa, "%s", h_show(a));
+    snprintf(sb, sizeof sb, "%s", h_show(b));
+    ck_assert_msg(strcmp(sa, sb) == 0, "%s: proxy %s, valkey %s", what, sa, sb);
+    for (size_t i = 0; a->type == REDIS_REPLY_ARRAY && i < a->elements; i++) {
+        snprintf(sa, sizeof sa, "%s", h_show(a->element[i]));
+        snprintf(sb, sizeof sb, "%s", h_show(b->element[i]));
+        ck_assert_msg(strcmp(sa, sb) == 0, "%s [%zu]: proxy %s, valkey %s", what, i, sa, sb);
+    }
+    freeReplyObject(a);
+    freeReplyObject(b);
+}
+
+/* Commands Valkey 8 has and the proxy's built-in table (Redis 7.0's) lacks,
+ * learned from the cluster: answered as one valkey-server answers them, or
+ * refused saying why. */
+START_TEST(test_valkey_commands)
+{
+    start_on("valkey-server");
+    valkey_ref_start();
+    redisContext *p = h_connect_node(&proxy.addr), *v = h_connect_node(&ref.addr);
+    same_reply(p, v, "CLIENT SETINFO", "CLIENT SETINFO lib-name %s", "mylib");
+    same_reply(p, v, "CLIENT SETINFO, a space", "CLIENT SETINFO lib-ver %s", "1 2");
+    same_reply(p, v, "CLIENT SETINFO, no such attribute", "CLIENT SETINFO %s x", "lib-nom");
+    redisReply *r = h_cmd(p, "CLIENT INFO");
+    ck_assert_msg(strstr(r->str, " lib-name=mylib lib-ver=") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(h_cmd(p, "ZADD {servers}z 1 m"));
+    freeReplyObject(h_cmd(v, "ZADD {servers}z 1 m"));
+    same_reply(p, v, "ZRANK WITHSCORE (Redis 7.2's arity)", "ZRANK {servers}z %s WITHSCORE", "m");
+    same_reply(p, v, "CLIENT CAPA", "CLIENT CAPA %s", "redirect");
+    r = h_cmd(p, "CLUSTER MYSHARDID");
+    ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s", h_show(r));
+    freeReplyObject(r);
+    H_ERR(p, "ERR 'client|no-touch' is known to the cluster but not served", "CLIENT NO-TOUCH on");
+    redisFree(p);
+    redisFree(v);
+    stop_all();
+}
+END_TEST
+
 /* The PID of node port in the test's cluster (its D/pids). */
 static pid_t node_pid(int port)
 {
@@ -185,6 +248,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_redis_cluster);
     tcase_add_test(tc, test_valkey_cluster);
+    tcase_add_test(tc, test_valkey_commands);
     tcase_add_test(tc, test_rolling_upgrade_shows_the_oldest);
     suite_add_tcase(s, tc);
     return h_run(s);

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/stats.h"
@@ -22,7 +23,8 @@ START_TEST(test_command_indexes_are_a_bijection)
     n = command_index_count();
     for (int i = 0; i < command_table_size; i++)
         subs += command_table[i].nsubcommands;
-    ck_assert_int_eq(n, command_table_size + subs);
+    ck_assert_int_eq(n, command_table_size + subs + COMMAND_LEARNED_MAX);
+    int builtin = command_table_size + subs;
     seen = calloc((size_t)n, 1);
     ck_assert_ptr_nonnull(seen);
     for (int i = 0; i < command_table_size; i++) {
@@ -42,8 +44,23 @@ START_TEST(test_command_indexes_are_a_bijection)
             ck_assert_ptr_eq(command_by_index(idx), &c->subcommands[s]);
         }
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < builtin; i++)
         ck_assert_msg(seen[i], "index %d names no command", i);
+    /* the learned ones: an index per name, the same name the same index */
+    ck_assert_ptr_null(command_by_index(builtin));
+    int a = command_learned_index("hexpire"), b = command_learned_index("client|setinfo");
+    ck_assert_int_eq(a, builtin);
+    ck_assert_int_eq(b, builtin + 1);
+    ck_assert_int_eq(command_learned_index("hexpire"), a);
+    ck_assert_str_eq(command_by_index(b)->fullname, "client|setinfo");
+    ck_assert_str_eq(command_by_index(b)->name, "setinfo");
+    ck_assert_int_eq(command_index(command_by_index(a)), a);
+    for (int i = 2; i < COMMAND_LEARNED_MAX; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "learned%d", i);
+        ck_assert_int_eq(command_learned_index(name), builtin + i);
+    }
+    ck_assert_int_eq(command_learned_index("one-too-many"), -1);
     ck_assert_ptr_null(command_by_index(-1));
     ck_assert_ptr_null(command_by_index(n));
     free(seen);

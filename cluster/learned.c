@@ -1,0 +1,159 @@
+/*
+ * learned: the commands the cluster knows beyond the built-in table. See
+ * learned.h.
+ */
+#include "cluster/learned.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proto/command.h"
+
+/* The built-in entry named like c (a subcommand of a built-in container
+ * looked up under it), or NULL; *container: c's built-in container when c
+ * is a subcommand the table lacks. */
+static const struct command *builtin_of(const struct command *c, const struct command *parent,
+                                        const struct command **container)
+{
+    *container = NULL;
+    if (!parent)
+        return command_lookup(c->name, strlen(c->name));
+    const struct command *p = command_lookup(parent->name, strlen(parent->name));
+    if (!p)
+        return NULL;
+    const struct command *sub = command_lookup_sub(p, c->name, strlen(c->name));
+    if (!sub)
+        *container = p;
+    return sub;
+}
+
+static int by_fullname(const void *a, const void *b)
+{
+    const struct learned_command *x = a, *y = b;
+    return strcmp(x->cmd->fullname, y->cmd->fullname);
+}
+
+/* A learned command named like c in s so far, or NULL (s is being built:
+ * a linear search, at a topology change only). */
+static struct learned_command *find_built(struct learned_set *s, const struct command *c)
+{
+    for (int i = 0; i < s->ncommands; i++)
+        if (strcmp(s->commands[i].cmd->fullname, c->fullname) == 0)
+            return &s->commands[i];
+    return NULL;
+}
+
+/* c and its subcommands get their learned indexes: 0, or -1 when none is
+ * left (COMMAND_LEARNED_MAX names learned). */
+static int give_index(struct command *c)
+{
+    if (!c->learned_index && (c->learned_index = command_learned_index(c->fullname)) < 0) {
+        c->learned_index = 0;
+        return -1;
+    }
+    for (int k = 0; k < c->nsubcommands; k++)
+        if (give_index((struct command *)&c->subcommands[k]) < 0)
+            return -1;
+    return 0;
+}
+
+/* c (of a master; the oldest when oldest) into s: learned when the table
+ * lacks it, an override when its arity differs from the table's. */
+static int add(struct learned_set *s, const struct command *c, const struct command *parent,
+               int oldest, int *cap)
+{
+    const struct command *container, *b = builtin_of(c, parent, &container);
+    if (b) {
+        if (oldest && b->arity != c->arity) {
+            int i = command_index(b);
+            if (!s->overrides[i])
+                s->noverrides++;
+            s->overrides[i] = c;
+        }
+        for (int k = 0; !parent && k < c->nsubcommands; k++)
+            if (add(s, &c->subcommands[k], c, oldest, cap) < 0)
+                return -1;
+        return 0;
+    }
+    if (parent && !container)
+        return 0;               /* a subcommand of a learned command: it comes with it */
+    if (give_index((struct command *)c) < 0)
+        return 0;               /* no index left: not served (the router: unknown) */
+    struct learned_command *l = find_built(s, c);
+    if (!l) {
+        if (s->ncommands == *cap) {
+            int grown = *cap ? *cap * 2 : 16;
+            struct learned_command *more = realloc(s->commands, sizeof *more * (size_t)grown);
+            if (!more)
+                return -1;
+            s->commands = more;
+            *cap = grown;
+        }
+        l = &s->commands[s->ncommands++];
+        l->cmd = c;
+        l->known_by = 0;
+    }
+    l->known_by++;
+    if (oldest)
+        l->cmd = c;
+    return 0;
+}
+
+static int latest_commands, latest_overrides;     /* atomic */
+
+void learned_counts(int *commands, int *overrides)
+{
+    *commands = __atomic_load_n(&latest_commands, __ATOMIC_RELAXED);
+    *overrides = __atomic_load_n(&latest_overrides, __ATOMIC_RELAXED);
+}
+
+struct learned_set *learned_build(const struct learned_master *masters, int n, int lowest)
+{
+    struct learned_set *s = calloc(1, sizeof *s);
+    int cap = 0;
+    command_index_init();
+    if (!s || !(s->overrides = calloc((size_t)command_index_count(), sizeof *s->overrides))) {
+        free(s);
+        return NULL;
+    }
+    s->nmasters = n;
+    for (int m = 0; m < n; m++)
+        for (int i = 0; i < masters[m].n; i++)
+            if (add(s, masters[m].commands[i], NULL, m == lowest, &cap) < 0) {
+                free(s->commands);
+                free(s->overrides);
+                free(s);
+                return NULL;
+            }
+    if (s->ncommands)
+        qsort(s->commands, (size_t)s->ncommands, sizeof *s->commands, by_fullname);
+    __atomic_store_n(&latest_commands, s->ncommands, __ATOMIC_RELAXED);
+    __atomic_store_n(&latest_overrides, s->noverrides, __ATOMIC_RELAXED);
+    return s;
+}
+
+const struct learned_command *learned_find(const struct learned_set *s, const char *name,
+                                           size_t len)
+{
+    int lo = 0, hi = s ? s->ncommands - 1 : -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const char *cand = s->commands[mid].cmd->fullname;
+        int cmp = strncasecmp(cand, name, len);
+        if (cmp == 0 && cand[len] != '\0')
+            cmp = 1;
+        if (cmp == 0)
+            return &s->commands[mid];
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+const struct command *learned_override(const struct learned_set *s, const struct command *cmd)
+{
+    return s && s->noverrides && !cmd->learned_index ? s->overrides[command_index(cmd)] : NULL;
+}

@@ -1,0 +1,199 @@
+/*
+ * Commands learned from the cluster (cluster/learned.h), with fake nodes
+ * that report commands newer than any server here in their COMMAND reply,
+ * as the servers' command docs describe them: Redis 7.4's HEXPIRE (one key
+ * at argument 1), a command with a multi_shard tip, one whose key spec is
+ * incomplete, and ZRANK with Redis 7.2's arity (-3: WITHSCORE).
+ *
+ * Two masters, A (slots 0-8191) and B (8192-16383). A runs "7.4.1" and
+ * knows them all; B runs "7.0.15" and knows none until it is upgraded (its
+ * INFO says 7.4.1 and its COMMAND holds them), as in a rolling upgrade:
+ * until then the proxy refuses HEXPIRE saying only one master of two knows
+ * it; then it forwards it by its key to the master that owns the key, and
+ * the reply comes back as the node wrote it. A restricted user may not run
+ * a learned command; the multi_shard and incomplete ones are refused with
+ * their reason; ZRANK ... WITHSCORE passes the cluster's arity.
+ */
+#include "harness.h"
+#include "fakenode.h"
+
+static struct {
+    struct fake_node a, b;
+    struct h_proxy proxy;
+} W;
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_b_upgraded;
+static int g_hexpire_runs, g_hexpire_on_b;
+
+#define RANGE_SPEC(index) \
+    "*6\r\n$5\r\nflags\r\n*2\r\n+RW\r\n+update\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n" \
+    "$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:" index "\r\n$9\r\nfind_keys\r\n*4\r\n" \
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n" \
+    ":1\r\n$5\r\nlimit\r\n:0\r\n"
+
+/* What a 7.4 node's COMMAND says of them (only these: the rest is built in). */
+static const char newer_commands[] =
+    "*4\r\n"
+    "*10\r\n$7\r\nhexpire\r\n:-6\r\n*3\r\n+write\r\n+denyoom\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+    "*3\r\n+@write\r\n+@hash\r\n+@fast\r\n*0\r\n*1\r\n" RANGE_SPEC("1") "*0\r\n"
+    "*10\r\n$9\r\nmshardcmd\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n*1\r\n+@write\r\n"
+    "*2\r\n$26\r\nrequest_policy:multi_shard\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "*1\r\n" RANGE_SPEC("1") "*0\r\n"
+    "*10\r\n$9\r\nincompcmd\r\n:-2\r\n*1\r\n+write\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@write\r\n*0\r\n"
+    "*1\r\n*6\r\n$5\r\nflags\r\n*3\r\n+RW\r\n+update\r\n+incomplete\r\n$12\r\nbegin_search\r\n"
+    "*4\r\n$4\r\ntype\r\n$7\r\nunknown\r\n$4\r\nspec\r\n*0\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\n"
+    "type\r\n$7\r\nunknown\r\n$4\r\nspec\r\n*0\r\n*0\r\n"
+    "*10\r\n$5\r\nzrank\r\n:-3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+    "*3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n"
+    "+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n"
+    "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
+    "*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n";
+
+static int knows_newer(struct fake_node *f)
+{
+    pthread_mutex_lock(&g_mu);
+    int yes = f == &W.a || g_b_upgraded;
+    pthread_mutex_unlock(&g_mu);
+    return yes;
+}
+
+static int write_info(struct fn_conn *c)
+{
+    char text[128], bulk[200];
+    snprintf(text, sizeof text, "# Server\r\nredis_version:%s\r\nredis_mode:cluster\r\n",
+             knows_newer(c->f) ? "7.4.1" : "7.0.15");
+    int n = snprintf(bulk, sizeof bulk, "$%zu\r\n%s\r\n", strlen(text), text);
+    return fn_write(c, bulk, (size_t)n);
+}
+
+static int learned_filter(struct fn_conn *c, int *rc)
+{
+    const char *cmd = c->argv[0];
+    if (strcasecmp(cmd, "COMMAND") == 0 && c->argc == 1) {
+        *rc = knows_newer(c->f) ? fn_write(c, newer_commands, sizeof newer_commands - 1)
+                                : fn_writes(c, "*0\r\n");
+    } else if (strcasecmp(cmd, "INFO") == 0) {
+        *rc = write_info(c);
+    } else if (strcasecmp(cmd, "HEXPIRE") == 0) {
+        pthread_mutex_lock(&g_mu);
+        g_hexpire_runs++;
+        g_hexpire_on_b += c->f == &W.b;
+        pthread_mutex_unlock(&g_mu);
+        *rc = fn_writes(c, "*1\r\n:1\r\n");
+    } else if (strcasecmp(cmd, "ZRANK") == 0) {
+        *rc = fn_writes(c, "*2\r\n:0\r\n$1\r\n1\r\n");
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static void world(void)
+{
+    fn_start(&W.a, 'A', NULL, 0);
+    fn_start(&W.b, 'B', NULL, 0);
+    W.a.filter = W.b.filter = learned_filter;
+    const int ranges[2][3] = { { 0, 8191, W.a.port }, { 8192, H_SLOTS - 1, W.b.port } };
+    fn_set_slots(&W.a, 2, ranges);
+    fn_set_slots(&W.b, 2, ranges);
+    const char *args[] = { "--topology-refresh-ms", "200", "--user", "limited", "pw",
+                           "+@all", "~*", "-flushall", NULL };
+    fn_proxy_start(&W.proxy, "learned", W.a.port, args);
+}
+
+static void teardown(void)
+{
+    h_proxy_stop(&W.proxy);
+    fn_stop(&W.a);
+    fn_stop(&W.b);
+    g_b_upgraded = 0;
+    g_hexpire_runs = g_hexpire_on_b = 0;
+}
+
+/* The reply to HEXPIRE, once it is not the rolling-upgrade refusal (5 s). */
+static redisReply *hexpire_when_served(redisContext *c, const char *key)
+{
+    for (long long deadline = h_now_ms() + 5000;; h_sleep_ms(100)) {
+        redisReply *r = h_cmd(c, "HEXPIRE %s 100 FIELDS 1 f", key);
+        if (r->type != REDIS_REPLY_ERROR || h_now_ms() > deadline)
+            return r;
+        freeReplyObject(r);
+    }
+}
+
+START_TEST(test_rolling_upgrade_then_served)
+{
+    char on_b[32];
+    world();
+    h_tag_for_slot(9000, on_b, sizeof on_b);        /* a key of B's */
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    H_ERR(c, "ERR 'hexpire' is known to 1 of the cluster's 2 masters", "HEXPIRE %s 100 FIELDS 1 f",
+          on_b);
+    ck_assert_int_eq(g_hexpire_runs, 0);
+    pthread_mutex_lock(&g_mu);
+    g_b_upgraded = 1;
+    pthread_mutex_unlock(&g_mu);
+    redisReply *r = hexpire_when_served(c, on_b);
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1);
+    ck_assert_int_eq(r->element[0]->integer, 1);
+    freeReplyObject(r);
+    pthread_mutex_lock(&g_mu);
+    ck_assert_int_eq(g_hexpire_runs, 1);              /* once, on the key's master */
+    ck_assert_int_eq(g_hexpire_on_b, 1);
+    pthread_mutex_unlock(&g_mu);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(test_refusals_and_arity)
+{
+    pthread_mutex_lock(&g_mu);
+    g_b_upgraded = 1;
+    pthread_mutex_unlock(&g_mu);
+    world();
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    redisReply *r = hexpire_when_served(c, "h");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    H_ERR(c, "ERR 'mshardcmd' is known to the cluster but not served through the proxy: its tips",
+          "MSHARDCMD a b");
+    H_ERR(c, "ERR 'incompcmd' is known to the cluster but not served through the proxy: its key "
+          "specs", "INCOMPCMD a");
+    H_ERR(c, "ERR wrong number of arguments for 'hexpire' command", "HEXPIRE h 100");
+    r = h_cmd(c, "ZRANK z m WITHSCORE");             /* 7.0's arity is 3 */
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    H_ERR(c, "ERR unknown command 'NOSUCHCMD'", "NOSUCHCMD x");
+    r = h_cmd(c, "INFO proxy");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    ck_assert_msg(strstr(r->str, "\r\ncommands_learned:3\r\n") &&
+                  strstr(r->str, "\r\ncommands_learned_overrides:1\r\n") &&
+                  strstr(r->str, "\r\ncommands_learned_refused:2\r\n"), "%s", r->str);
+    freeReplyObject(r);
+    /* a restricted user (its rules allow less than everything) */
+    redisContext *u = h_connect_node(&W.proxy.addr);
+    H_OK(u, "AUTH limited pw");
+    H_ERR(u, "NOPERM", "HEXPIRE h 100 FIELDS 1 f");
+    redisFree(u);
+    redisFree(c);
+}
+END_TEST
+
+static Suite *learned_suite(void)
+{
+    Suite *s = suite_create("fakenode_learned");
+    TCase *tc = tcase_create("learned");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, test_rolling_upgrade_then_served);
+    tcase_add_test(tc, test_refusals_and_arity);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return fn_main(learned_suite, "fakenode-learned-", "fakenode-learned");
+}
