@@ -4,6 +4,7 @@
  */
 #include "cluster/learned.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -65,7 +66,7 @@ static int add(struct learned_set *s, const struct command *c, const struct comm
 {
     const struct command *container, *b = builtin_of(c, parent, &container);
     if (b) {
-        if (oldest && b->arity != c->arity) {
+        if (oldest && b->arity != c->arity) {     /* logged by the caller: learned_log */
             int i = command_index(b);
             if (!s->overrides[i])
                 s->noverrides++;
@@ -131,6 +132,23 @@ struct learned_set *learned_build(const struct learned_master *masters, int n, i
     __atomic_store_n(&latest_commands, s->ncommands, __ATOMIC_RELAXED);
     __atomic_store_n(&latest_overrides, s->noverrides, __ATOMIC_RELAXED);
     return s;
+}
+
+void learned_log(const struct learned_set *s, void (*say)(const char *line))
+{
+    char line[200];
+    for (int i = 0; i < command_index_count() && s->noverrides; i++)
+        if (s->overrides[i]) {
+            const struct command *b = command_by_index(i);
+            snprintf(line, sizeof line, "%s: the cluster's arity %d, the table's %d (the "
+                     "cluster's is checked)", b->fullname, s->overrides[i]->arity, b->arity);
+            say(line);
+        }
+    for (int i = 0; i < s->ncommands; i++) {
+        snprintf(line, sizeof line, "%s: learned, known to %d of %d masters",
+                 s->commands[i].cmd->fullname, s->commands[i].known_by, s->nmasters);
+        say(line);
+    }
 }
 
 const struct learned_command *learned_find(const struct learned_set *s, const char *name,

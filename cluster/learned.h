@@ -61,6 +61,10 @@ struct learned_set *learned_build(const struct learned_master *masters, int n, i
  * the cluster describes otherwise. */
 void learned_counts(int *commands, int *overrides);
 
+/* Each override and learned command of s, a line each, to say (the log,
+ * once per new set). */
+void learned_log(const struct learned_set *s, void (*say)(const char *line));
+
 /* The learned command named name[0..len) ("hexpire", "client|setinfo",
  * any case), or NULL. */
 const struct learned_command *learned_find(const struct learned_set *s, const char *name,

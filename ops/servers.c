@@ -196,6 +196,11 @@ static struct asked *learn_one(const struct topology_source *src,
     return a;
 }
 
+static void say_verbose(const char *line)
+{
+    log_verbose("topology", "%s", line);
+}
+
 /* The cluster's learned set for masters[0..n) (each what servers_learn
  * found, NULL where a master never answered), lowest the oldest: the last
  * set again when every master's commands are the ones it was built from. */
@@ -221,6 +226,7 @@ static const struct learned_set *learned_of(struct asked *const *masters, int n,
     }
     log_notice("topology", "the cluster knows %d command(s) the proxy's table lacks; %d of the "
                "table's it describes otherwise", s->ncommands, s->noverrides);
+    learned_log(s, say_verbose);
     free(last_from);
     last_from = from;
     last_n = n;

@@ -222,10 +222,27 @@ static void wait_hello(const char *want_server, char *version, size_t cap)
     ck_abort_msg("HELLO says server %s, not %s", server, want_server);
 }
 
+/* ZRANK with Redis 7.2's WITHSCORE through the proxy: its reply's type. */
+static int zrank_withscore(void)
+{
+    redisContext *c = h_connect_node(&proxy.addr);
+    redisReply *r = h_cmd(c, "ZRANK {servers}z m WITHSCORE");
+    int type = r->type;
+    freeReplyObject(r);
+    redisFree(c);
+    return type;
+}
+
+/* Through a rolling upgrade from Redis 7.0 to Valkey 8, HELLO names the
+ * oldest master, and what only the new build knows (ZRANK's WITHSCORE) is
+ * refused as the old build refuses it until every master runs the new. */
 START_TEST(test_rolling_upgrade_shows_the_oldest)
 {
     char version[64], redis7[64], valkey[64];
     start_on("redis-server");
+    redisContext *c = h_connect_node(&proxy.addr);
+    freeReplyObject(h_cmd(c, "ZADD {servers}z 1 m"));
+    redisFree(c);
     master_field(0, "redis_version", redis7, sizeof redis7);
     upgrade(0, "valkey-server");
     master_field(0, "valkey_version", valkey, sizeof valkey);
@@ -233,9 +250,11 @@ START_TEST(test_rolling_upgrade_shows_the_oldest)
     h_sleep_ms(600);                    /* three refreshes: still redis on master 2 */
     wait_hello("redis", version, sizeof version);
     ck_assert_str_eq(version, redis7);
+    ck_assert_int_eq(zrank_withscore(), REDIS_REPLY_ERROR);
     upgrade(2, "valkey-server");
     wait_hello("valkey", version, sizeof version);
     ck_assert_str_eq(version, valkey);
+    ck_assert_int_ne(zrank_withscore(), REDIS_REPLY_ERROR);    /* nil: the restarts lost z */
     stop_all();
 }
 END_TEST
