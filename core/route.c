@@ -106,7 +106,11 @@ static const struct route *learned_route(const struct command *cmd)
 {
     static const struct route forward = { .plan = ROUTE_FORWARD, .in_multi = TXC_FORWARD };
     static const struct route dangerous = { .plan = ROUTE_DANGEROUS, .in_multi = TXC_OTHER };
-    return cmd->flags & CMD_ADMIN ? &dangerous : &forward;
+    /* every master's (the router fans it out): not inside MULTI */
+    static const struct route everywhere = { .plan = ROUTE_FORWARD, .in_multi = TXC_OTHER };
+    if (cmd->flags & CMD_ADMIN)
+        return &dangerous;
+    return cmd->tips & CMD_TIP_REQUEST_ALL_SHARDS ? &everywhere : &forward;
 }
 
 const struct route *route_of(const struct command *cmd)

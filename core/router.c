@@ -974,8 +974,48 @@ void router_reject(struct request *r, const char *msg)
 
 /* ---- commands learned from the cluster (cluster/learned.h) ---- */
 
+/* How the parts' replies of learned c combine, by its response_policy
+ * tip; -1 when the proxy has no merge for it. */
+static int learned_merge(const struct command *c)
+{
+    if (c->tips & CMD_TIP_RESPONSE_ALL_SUCCEEDED)
+        return MERGE_ALL_OK;
+    if (c->tips & CMD_TIP_RESPONSE_AGG_SUM)
+        return MERGE_SUM;
+    return -1;
+}
+
+/* A multi_shard command the proxy splits as MSET: one key spec, keys from
+ * argument 1 to the last, keystep apart (its step; 0: another shape). */
+static int learned_split_step(const struct command *c)
+{
+    const struct keyspec *k = c->nkeyspecs == 1 ? &c->keyspecs[0] : NULL;
+    return k && k->bs == KSPEC_BS_INDEX && k->bs_u.index.pos == 1 && k->fk == KSPEC_FK_RANGE &&
+           k->fk_u.range.lastkey == -1 && k->fk_u.range.limit == 0 &&
+           k->fk_u.range.keystep > 0 ? k->fk_u.range.keystep : 0;
+}
+
+/* A learned command whose tips ask for it on several masters: split by
+ * slot (multi_shard) or run on every master (all_shards), merged by its
+ * response_policy (learned_refusal let only those through). 1 when r is
+ * planned so. */
+static int learned_fanout(struct request *r)
+{
+    const struct command *c = r->cmd;
+    if (c->tips & CMD_TIP_REQUEST_MULTI_SHARD) {
+        plan_split(r, (enum merge_kind)learned_merge(c), learned_split_step(c));
+        return 1;
+    }
+    if (c->tips & CMD_TIP_REQUEST_ALL_SHARDS) {
+        plan_everywhere(r, (enum merge_kind)learned_merge(c));
+        return 1;
+    }
+    return 0;
+}
+
 /* Why the proxy cannot serve learned command l, written into msg; NULL when
- * it can: forwarded by its keys, as a built-in forwarded command is. */
+ * it can: forwarded by its keys, as a built-in forwarded command is, or by
+ * its tips over several masters (learned_fanout). */
 static const char *learned_refusal(const struct learned_command *l, int nmasters, char *msg,
                                    size_t cap)
 {
@@ -993,9 +1033,11 @@ static const char *learned_refusal(const struct learned_command *l, int nmasters
         why = "the proxy answers this command's other subcommands itself, and not this one yet";
     } else if (c->flags & (CMD_BLOCKING | CMD_PUBSUB)) {
         why = "the proxy does not serve a blocking or pub/sub command it learned";
-    } else if (c->tips & (CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_REQUEST_ALL_SHARDS |
-                          CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_REQUEST_SPECIAL |
-                          CMD_TIP_UNKNOWN)) {
+    } else if ((c->tips & (CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_REQUEST_SPECIAL |
+                           CMD_TIP_UNKNOWN)) ||
+               ((c->tips & CMD_TIP_REQUEST_MULTI_SHARD) && !learned_split_step(c)) ||
+               ((c->tips & (CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_REQUEST_ALL_SHARDS)) &&
+                learned_merge(c) < 0)) {
         why = "its tips ask for a way of running it over the masters that the proxy does not "
               "run for a command it learned";
     } else {
@@ -1223,6 +1265,8 @@ void router_dispatch(struct request *r)
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))
         rt = route_blocking_read();
     if (client_take(r, rt))         /* a family's state: MULTI, WATCH */
+        return;
+    if (cmd->learned_index && rt->plan == ROUTE_FORWARD && learned_fanout(r))
         return;
     switch (rt->plan) {
     case ROUTE_FORWARD:

@@ -2,8 +2,11 @@
  * Commands learned from the cluster (cluster/learned.h), with fake nodes
  * that report commands newer than any server here in their COMMAND reply,
  * as the servers' command docs describe them: Redis 7.4's HEXPIRE (one key
- * at argument 1), a command with a multi_shard tip, one whose key spec is
- * incomplete, and ZRANK with Redis 7.2's arity (-3: WITHSCORE).
+ * at argument 1), a multi_shard command keyed as MSET (split by slot, its
+ * parts' replies merged by response_policy:all_succeeded), Redis 8.4's
+ * MSETEX (multi_shard with numkeys: refused), an all_shards agg_sum
+ * command (every master's reply added), one whose key spec is incomplete,
+ * and ZRANK with Redis 7.2's arity (-3: WITHSCORE).
  *
  * Two masters, A (slots 0-8191) and B (8192-16383). A runs "7.4.1" and
  * knows them all; B runs "7.0.15" and knows none until it is upgraded (its
@@ -11,8 +14,8 @@
  * until then the proxy refuses HEXPIRE saying only one master of two knows
  * it; then it forwards it by its key to the master that owns the key, and
  * the reply comes back as the node wrote it. A restricted user may not run
- * a learned command; the multi_shard and incomplete ones are refused with
- * their reason; ZRANK ... WITHSCORE passes the cluster's arity.
+ * a learned command; MSETEX and the incomplete one are refused with their
+ * reason; ZRANK ... WITHSCORE passes the cluster's arity.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -24,22 +27,30 @@ static struct {
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_b_upgraded;
-static int g_hexpire_runs, g_hexpire_on_b;
+static int g_hexpire_runs, g_hexpire_on_b, g_mshard_parts;
 
-#define RANGE_SPEC(index) \
+#define H_INT_IS(c, n, ...) do { \
+        redisReply *r_ = h_cmd((c), __VA_ARGS__); \
+        H_EXPECT_INT(r_, (n)); \
+        freeReplyObject(r_); \
+    } while (0)
+
+/* A key spec: keys from argument index to lastkey (0: that one; -1: the
+ * last argument). */
+#define RANGE_SPEC(index, lastkey) \
     "*6\r\n$5\r\nflags\r\n*2\r\n+RW\r\n+update\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n" \
     "$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:" index "\r\n$9\r\nfind_keys\r\n*4\r\n" \
-    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n" \
-    ":1\r\n$5\r\nlimit\r\n:0\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:" lastkey "\r\n" \
+    "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
 
 /* What a 7.4 node's COMMAND says of them (only these: the rest is built in). */
 static const char newer_commands[] =
-    "*4\r\n"
+    "*6\r\n"
     "*10\r\n$7\r\nhexpire\r\n:-6\r\n*3\r\n+write\r\n+denyoom\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
-    "*3\r\n+@write\r\n+@hash\r\n+@fast\r\n*0\r\n*1\r\n" RANGE_SPEC("1") "*0\r\n"
+    "*3\r\n+@write\r\n+@hash\r\n+@fast\r\n*0\r\n*1\r\n" RANGE_SPEC("1", "0") "*0\r\n"
     "*10\r\n$9\r\nmshardcmd\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n*1\r\n+@write\r\n"
     "*2\r\n$26\r\nrequest_policy:multi_shard\r\n$29\r\nresponse_policy:all_succeeded\r\n"
-    "*1\r\n" RANGE_SPEC("1") "*0\r\n"
+    "*1\r\n" RANGE_SPEC("1", "-1") "*0\r\n"
     "*10\r\n$9\r\nincompcmd\r\n:-2\r\n*1\r\n+write\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@write\r\n*0\r\n"
     "*1\r\n*6\r\n$5\r\nflags\r\n*3\r\n+RW\r\n+update\r\n+incomplete\r\n$12\r\nbegin_search\r\n"
     "*4\r\n$4\r\ntype\r\n$7\r\nunknown\r\n$4\r\nspec\r\n*0\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\n"
@@ -48,7 +59,18 @@ static const char newer_commands[] =
     "*3\r\n+@read\r\n+@sortedset\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n"
     "+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n"
     "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n"
-    "*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n";
+    "*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n"
+    /* MSETEX numkeys key value ... as Redis 8.4 describes it: multi_shard, keynum */
+    "*10\r\n$6\r\nmsetex\r\n:-4\r\n*2\r\n+write\r\n+denyoom\r\n:0\r\n:0\r\n:0\r\n"
+    "*2\r\n+@write\r\n+@string\r\n"
+    "*2\r\n$26\r\nrequest_policy:multi_shard\r\n$29\r\nresponse_policy:all_succeeded\r\n"
+    "*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n*4\r\n"
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\n"
+    "find_keys\r\n*4\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n*6\r\n$9\r\n"
+    "keynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:2\r\n*0\r\n"
+    /* a keyless all_shards command whose replies add up */
+    "*10\r\n$8\r\ncountall\r\n:1\r\n*1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@read\r\n"
+    "*2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:agg_sum\r\n*0\r\n*0\r\n";
 
 static int knows_newer(struct fake_node *f)
 {
@@ -81,6 +103,13 @@ static int learned_filter(struct fn_conn *c, int *rc)
         g_hexpire_on_b += c->f == &W.b;
         pthread_mutex_unlock(&g_mu);
         *rc = fn_writes(c, "*1\r\n:1\r\n");
+    } else if (strcasecmp(cmd, "MSHARDCMD") == 0) {
+        pthread_mutex_lock(&g_mu);
+        g_mshard_parts++;
+        pthread_mutex_unlock(&g_mu);
+        *rc = fn_writes(c, "+OK\r\n");
+    } else if (strcasecmp(cmd, "COUNTALL") == 0) {
+        *rc = fn_writes(c, c->f == &W.a ? ":3\r\n" : ":4\r\n");
     } else if (strcasecmp(cmd, "ZRANK") == 0) {
         *rc = fn_writes(c, "*2\r\n:0\r\n$1\r\n1\r\n");
     } else {
@@ -108,7 +137,7 @@ static void teardown(void)
     fn_stop(&W.a);
     fn_stop(&W.b);
     g_b_upgraded = 0;
-    g_hexpire_runs = g_hexpire_on_b = 0;
+    g_hexpire_runs = g_hexpire_on_b = g_mshard_parts = 0;
 }
 
 /* The reply to HEXPIRE, once it is not the rolling-upgrade refusal (5 s). */
@@ -157,8 +186,17 @@ START_TEST(test_refusals_and_arity)
     redisReply *r = hexpire_when_served(c, "h");
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     freeReplyObject(r);
-    H_ERR(c, "ERR 'mshardcmd' is known to the cluster but not served through the proxy: its tips",
-          "MSHARDCMD a b");
+    /* multi_shard, keys as MSET's: split by slot, all_succeeded */
+    char on_a[32], on_b[32];
+    h_tag_for_slot(100, on_a, sizeof on_a);
+    h_tag_for_slot(9000, on_b, sizeof on_b);
+    H_OK(c, "MSHARDCMD %s %s", on_a, on_b);
+    pthread_mutex_lock(&g_mu);
+    ck_assert_int_eq(g_mshard_parts, 2);
+    pthread_mutex_unlock(&g_mu);
+    H_INT_IS(c, 7, "COUNTALL");                     /* all_shards, agg_sum: 3 + 4 */
+    H_ERR(c, "ERR 'msetex' is known to the cluster but not served through the proxy: its tips",
+          "MSETEX 2 %s v %s w", on_a, on_b);
     H_ERR(c, "ERR 'incompcmd' is known to the cluster but not served through the proxy: its key "
           "specs", "INCOMPCMD a");
     H_ERR(c, "ERR wrong number of arguments for 'hexpire' command", "HEXPIRE h 100");
@@ -168,7 +206,7 @@ START_TEST(test_refusals_and_arity)
     H_ERR(c, "ERR unknown command 'NOSUCHCMD'", "NOSUCHCMD x");
     r = h_cmd(c, "INFO proxy");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    ck_assert_msg(strstr(r->str, "\r\ncommands_learned:3\r\n") &&
+    ck_assert_msg(strstr(r->str, "\r\ncommands_learned:5\r\n") &&
                   strstr(r->str, "\r\ncommands_learned_overrides:1\r\n") &&
                   strstr(r->str, "\r\ncommands_learned_refused:2\r\n"), "%s", r->str);
     freeReplyObject(r);
