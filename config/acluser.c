@@ -118,8 +118,36 @@ static int firstarg_add(struct acl_selector *s, const struct command *cmd, const
     return 0;
 }
 
+/* A category rule (ACL_GRANT_ALL: every command), for the commands learned
+ * later: +@all or -@all makes every earlier one moot. */
+static int grant_add(struct acl_selector *s, int category_or_all, int on)
+{
+    if (category_or_all == ACL_GRANT_ALL)
+        s->ngrants = 0;
+    signed char *grown = realloc(s->grants, (size_t)s->ngrants + 1);
+    if (!grown)
+        return -1;
+    s->grants = grown;
+    s->grants[s->ngrants++] = (signed char)(on ? category_or_all : -category_or_all);
+    return 0;
+}
+
+/* Whether s's rules allow learned cmd: its category rules replayed, as
+ * Redis applies a category to the commands of its table in order. */
+static int learned_allowed(const struct acl_selector *s, const struct command *cmd)
+{
+    int allowed = 0;
+    for (int i = 0; i < s->ngrants; i++) {
+        int g = s->grants[i], which = g < 0 ? -g : g;
+        if (which == ACL_GRANT_ALL || (cmd->acl_categories & (1ULL << (which - 1))))
+            allowed = g > 0;
+    }
+    return allowed;
+}
+
 static void selector_free(struct acl_selector *s)
 {
+    free(s->grants);
     firstargs_drop(s, NULL, 0);
     free(s->firstargs);
     free(s->allowed);
@@ -220,11 +248,11 @@ static int selector_apply(struct acl_selector *s, const struct acl_rule *r, char
         memset(s->allowed, r->on ? 0xff : 0, bitmap_words() * sizeof *s->allowed);
         s->all_commands = (unsigned)r->on;
         firstargs_drop(s, NULL, 0);
-        return 0;
+        return grant_add(s, ACL_GRANT_ALL, r->on);
     case RULE_CATEGORY:
         apply_category(s->allowed, r->category, r->on);
         firstargs_drop(s, NULL, 1ULL << r->category);
-        return 0;
+        return grant_add(s, r->category + 1, r->on);
     case RULE_COMMAND:
         apply_command(s->allowed, r->cmd, r->on);
         firstargs_drop(s, r->cmd, 0);
@@ -765,7 +793,9 @@ static enum acl_verdict selector_check(const struct acl_selector *s, const struc
 {
     int first, last, literal;
     *errpos = 0;
-    if (!acl_selector_allows(s, cmd) && !firstarg_allows(s, cmd, base, args, argc))
+    if (cmd->learned_index ? !learned_allowed(s, cmd)
+                           : !acl_selector_allows(s, cmd) &&
+                             !firstarg_allows(s, cmd, base, args, argc))
         return ACL_DENIED_CMD;
     if (!s->all_keys && command_has_keys(cmd)) {
         enum acl_verdict v = keys_check(s, cmd, base, args, argc, errpos);
@@ -788,10 +818,6 @@ enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
 {
     enum acl_verdict worst = ACL_OK;
     *errpos = 0;
-    /* a command learned from the cluster has no bit in the users' maps:
-     * only a user that may run every command and key runs it */
-    if (cmd->learned_index)
-        return u->restricted ? ACL_DENIED_CMD : ACL_OK;
     for (int i = 0; i < u->nselectors; i++) {
         int pos;
         enum acl_verdict v = selector_check(&u->selectors[i], cmd, base, args, argc, &pos);

@@ -45,7 +45,13 @@ struct acl_selector {
     struct acl_firstarg *firstargs;     /* +cmd|arg rules: a command (its bit clear)
                                            allowed with one of these first arguments */
     int nfirstargs;
+    signed char *grants;        /* its +@all/-@all and +@cat/-@cat rules in order, for
+                                   a command learned from the cluster (no bit here):
+                                   +-(category + 1), +-ACL_GRANT_ALL */
+    int ngrants;
 };
+
+#define ACL_GRANT_ALL 127
 
 struct acl_firstarg {
     const struct command *cmd;

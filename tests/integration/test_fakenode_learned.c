@@ -13,8 +13,8 @@
  * INFO says 7.4.1 and its COMMAND holds them), as in a rolling upgrade:
  * until then the proxy refuses HEXPIRE saying only one master of two knows
  * it; then it forwards it by its key to the master that owns the key, and
- * the reply comes back as the node wrote it. A restricted user may not run
- * a learned command; MSETEX and the incomplete one are refused with their
+ * the reply comes back as the node wrote it. Users' rules apply to a learned
+ * command by its ACL categories and its keys; MSETEX and the incomplete one are refused with their
  * reason; ZRANK ... WITHSCORE passes the cluster's arity.
  */
 #include "harness.h"
@@ -126,8 +126,10 @@ static void world(void)
     const int ranges[2][3] = { { 0, 8191, W.a.port }, { 8192, H_SLOTS - 1, W.b.port } };
     fn_set_slots(&W.a, 2, ranges);
     fn_set_slots(&W.b, 2, ranges);
-    const char *args[] = { "--topology-refresh-ms", "200", "--user", "limited", "pw",
-                           "+@all", "~*", "-flushall", NULL };
+    const char *args[] = { "--topology-refresh-ms", "200",
+                           "--user", "hashes", "pw", "+@hash", "~*",
+                           "--user", "nohash", "pw", "+@all", "-@hash", "~*",
+                           "--user", "otherkeys", "pw", "+@all", "~other:*", NULL };
     fn_proxy_start(&W.proxy, "learned", W.a.port, args);
 }
 
@@ -210,10 +212,21 @@ START_TEST(test_refusals_and_arity)
                   strstr(r->str, "\r\ncommands_learned_overrides:1\r\n") &&
                   strstr(r->str, "\r\ncommands_learned_refused:2\r\n"), "%s", r->str);
     freeReplyObject(r);
-    /* a restricted user (its rules allow less than everything) */
+    /* users' rules, by the learned command's categories and its keys */
     redisContext *u = h_connect_node(&W.proxy.addr);
-    H_OK(u, "AUTH limited pw");
-    H_ERR(u, "NOPERM", "HEXPIRE h 100 FIELDS 1 f");
+    H_OK(u, "AUTH hashes pw");
+    r = h_cmd(u, "HEXPIRE h 100 FIELDS 1 f");              /* +@hash: HEXPIRE is @hash */
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    H_ERR(u, "NOPERM", "COUNTALL");                         /* @read, not @hash */
+    H_OK(u, "AUTH nohash pw");
+    H_ERR(u, "NOPERM", "HEXPIRE h 100 FIELDS 1 f");         /* +@all -@hash */
+    H_INT_IS(u, 7, "COUNTALL");
+    H_OK(u, "AUTH otherkeys pw");
+    H_ERR(u, "NOPERM", "HEXPIRE h 100 FIELDS 1 f");         /* its key is not other:* */
+    r = h_cmd(u, "HEXPIRE other:h 100 FIELDS 1 f");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
     redisFree(u);
     redisFree(c);
 }
