@@ -35,6 +35,27 @@ static int by_fullname(const void *a, const void *b)
     return strcmp(x->cmd->fullname, y->cmd->fullname);
 }
 
+static int command_by_fullname(const void *a, const void *b)
+{
+    const struct command *const *x = a, *const *y = b;
+    return strcmp((*x)->fullname, (*y)->fullname);
+}
+
+/* The oldest master's commands, by name, into s->all. */
+static int keep_all(struct learned_set *s, const struct learned_master *oldest)
+{
+    if (!oldest || oldest->n == 0)
+        return 0;
+    s->all = malloc(sizeof *s->all * (size_t)oldest->n);
+    if (!s->all)
+        return -1;
+    for (int i = 0; i < oldest->n; i++)
+        s->all[i] = oldest->commands[i];
+    s->nall = oldest->n;
+    qsort(s->all, (size_t)s->nall, sizeof *s->all, command_by_fullname);
+    return 0;
+}
+
 /* A learned command named like c in s so far, or NULL (s is being built:
  * a linear search, at a topology change only). */
 static struct learned_command *find_built(struct learned_set *s, const struct command *c)
@@ -129,6 +150,12 @@ struct learned_set *learned_build(const struct learned_master *masters, int n, i
             }
     if (s->ncommands)
         qsort(s->commands, (size_t)s->ncommands, sizeof *s->commands, by_fullname);
+    if (keep_all(s, lowest >= 0 && lowest < n ? &masters[lowest] : NULL) < 0) {
+        free(s->commands);
+        free(s->overrides);
+        free(s);
+        return NULL;
+    }
     __atomic_store_n(&latest_commands, s->ncommands, __ATOMIC_RELAXED);
     __atomic_store_n(&latest_overrides, s->noverrides, __ATOMIC_RELAXED);
     return s;
@@ -163,6 +190,25 @@ const struct learned_command *learned_find(const struct learned_set *s, const ch
             cmp = 1;
         if (cmp == 0)
             return &s->commands[mid];
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+const struct command *learned_any(const struct learned_set *s, const char *name, size_t len)
+{
+    int lo = 0, hi = s ? s->nall - 1 : -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const char *cand = s->all[mid]->fullname;
+        int cmp = strncasecmp(cand, name, len);
+        if (cmp == 0 && cand[len] != '\0')
+            cmp = 1;
+        if (cmp == 0)
+            return s->all[mid];
         if (cmp < 0)
             lo = mid + 1;
         else

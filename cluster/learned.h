@@ -43,6 +43,9 @@ struct learned_set {
                                            built-in count): the cluster's entry when
                                            its arity differs, else NULL */
     int noverrides;                 /* how many are set */
+    const struct command **all;     /* every top-level command of the oldest master, by
+                                       fullname: what COMMAND answers with */
+    int nall;
 };
 
 /* One master's commands: its COMMAND reply's entries (cmdinfo.h). */
@@ -64,6 +67,10 @@ void learned_counts(int *commands, int *overrides);
 /* Each override and learned command of s, a line each, to say (the log,
  * once per new set). */
 void learned_log(const struct learned_set *s, void (*say)(const char *line));
+
+/* The oldest master's top-level command named name[0..len) (any case), or
+ * NULL. */
+const struct command *learned_any(const struct learned_set *s, const char *name, size_t len);
 
 /* The learned command named name[0..len) ("hexpire", "client|setinfo",
  * any case), or NULL. */

@@ -10,19 +10,75 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/learned.h"
 #include "core/request.h"
 #include "core/route.h"
+#include "core/worker.h"
 #include "proto/command.h"
 #include "proto/resp.h"
 
-/* c's COMMAND INFO entry, or its COMMAND DOCS name and docs, to b in the
- * client's protocol, from the bytes redis-server writes in it. */
-static void command_add_entry(struct evbuffer *b, struct request *r, const struct command *c,
-                              int docs)
+/*
+ * The commands COMMAND answers with: once the cluster's are known, its
+ * oldest master's (cluster/learned.h: every command it serves, newer ones
+ * included, and the entries as that server writes them), else the
+ * built-in table's (Redis 7.0's); both in name order.
+ */
+struct listing {
+    const struct command *const *cluster;   /* NULL: the built-in table */
+    int n;
+};
+
+static struct listing listing_of(const struct request *r)
+{
+    const struct learned_set *s = r->worker->topo ? r->worker->topo->learned : NULL;
+    if (s && s->nall)
+        return (struct listing){ s->all, s->nall };
+    return (struct listing){ NULL, command_table_size };
+}
+
+static const struct command *listing_at(const struct listing *l, int i)
+{
+    return l->cluster ? l->cluster[i] : &command_table[i];
+}
+
+/* The command named name[0..len) ("get", "client|setinfo"), or NULL. */
+static const struct command *listing_find(const struct request *r, const char *name, size_t len)
+{
+    const struct learned_set *s = r->worker->topo ? r->worker->topo->learned : NULL;
+    const char *bar = memchr(name, '|', len);
+    size_t top = bar ? (size_t)(bar - name) : len;
+    const struct command *c = s && s->nall ? learned_any(s, name, top)
+                                           : command_lookup(name, top);
+    if (c && bar)
+        c = command_lookup_sub(c, bar + 1, len - top - 1);
+    return c;
+}
+
+/* c's COMMAND DOCS name and docs: its own, or the built-in entry's of the
+ * same name (a cluster's entry has none: cmdinfo.h); 0 when there are none. */
+static int add_docs(struct evbuffer *b, struct request *r, const struct command *c)
 {
     size_t len;
-    const char *p = docs ? command_docs_resp(c, request_resp(r), &len)
-                         : command_info_resp(c, request_resp(r), &len);
+    const char *p = command_docs_resp(c, request_resp(r), &len);
+    if (!p) {
+        const struct command *parent = c->parent ? command_lookup(c->parent->name,
+                                                                  strlen(c->parent->name))
+                                                 : NULL;
+        const struct command *same = c->parent ? command_lookup_sub(parent, c->name,
+                                                                  strlen(c->name))
+                                             : command_lookup(c->name, strlen(c->name));
+        p = same ? command_docs_resp(same, request_resp(r), &len) : NULL;
+    }
+    if (p)
+        evbuffer_add(b, p, len);
+    return p != NULL;
+}
+
+/* c's COMMAND INFO entry, in the client's protocol, as its server writes it. */
+static void add_info(struct evbuffer *b, struct request *r, const struct command *c)
+{
+    size_t len;
+    const char *p = command_info_resp(c, request_resp(r), &len);
     evbuffer_add(b, p, len);
 }
 
@@ -30,32 +86,33 @@ static void command_add_entry(struct evbuffer *b, struct request *r, const struc
  * of name to docs (unknown names left out), as redis-server 7.0 writes them. */
 static void command_docs_or_info(struct request *r, int docs)
 {
-    struct evbuffer *b = request_out(r);
-    if (r->argc == 2) {                 /* all commands */
-        if (docs)
-            resp_add_map(b, request_resp(r), command_table_size);
-        else
-            resp_add_array(b, command_table_size);
-        for (int i = 0; i < command_table_size; i++)
-            command_add_entry(b, r, &command_table[i], docs);
-        request_finish(r);
+    struct evbuffer *b = request_out(r), *items = evbuffer_new();
+    long long n = 0;
+    if (!items) {
+        request_fail(r, "ERR out of memory");
         return;
     }
-    struct evbuffer *items = evbuffer_new();
-    long long n = 0;
+    if (r->argc == 2) {                 /* all commands */
+        struct listing l = listing_of(r);
+        for (int i = 0; i < l.n; i++) {
+            if (docs)
+                n += add_docs(items, r, listing_at(&l, i));
+            else
+                add_info(items, r, listing_at(&l, i));
+        }
+        n = docs ? n : l.n;
+    }
     for (int i = 2; i < r->argc; i++) {
         size_t len;
         const char *name = request_arg(r, i, &len);
-        const char *bar = memchr(name, '|', len);
-        const struct command *c = command_lookup(name, bar ? (size_t)(bar - name) : len);
-        if (c && bar)
-            c = command_lookup_sub(c, bar + 1, len - (size_t)(bar - name) - 1);
-        if (c)
-            command_add_entry(items, r, c, docs);
+        const struct command *c = listing_find(r, name, len);
+        if (c && docs)
+            n += add_docs(items, r, c);
+        else if (c)
+            add_info(items, r, c);
         else if (!docs)
             resp_add_null(items, request_resp(r));
-        if (c || !docs)
-            n++;
+        n += !docs;
     }
     if (docs)
         resp_add_map(b, request_resp(r), n);
@@ -70,7 +127,7 @@ static void command_getkeys(struct request *r)
 {
     size_t len;
     const char *name = request_arg(r, 2, &len);
-    const struct command *c = command_lookup(name, len);
+    const struct command *c = listing_find(r, name, len);
     int argc = r->argc - 2;
     if (c && c->nsubcommands && argc >= 2) {
         const char *sub = request_arg(r, 3, &len);
@@ -103,15 +160,16 @@ static void command_getkeys(struct request *r)
 
 static void command_all(struct request *r)
 {
-    resp_add_array(request_out(r), command_table_size);
-    for (int i = 0; i < command_table_size; i++)
-        command_add_entry(request_out(r), r, &command_table[i], 0);
+    struct listing l = listing_of(r);
+    resp_add_array(request_out(r), l.n);
+    for (int i = 0; i < l.n; i++)
+        add_info(request_out(r), r, listing_at(&l, i));
     request_finish(r);
 }
 
 static void command_count(struct request *r)
 {
-    resp_add_integer(request_out(r), command_table_size);
+    resp_add_integer(request_out(r), listing_of(r).n);
     request_finish(r);
 }
 
@@ -132,12 +190,13 @@ static void command_list(struct request *r)
         request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
         return;
     }
-    long long n = command_table_size;
-    for (int i = 0; i < command_table_size; i++)
-        n += command_table[i].nsubcommands;
+    struct listing l = listing_of(r);
+    long long n = l.n;
+    for (int i = 0; i < l.n; i++)
+        n += listing_at(&l, i)->nsubcommands;
     resp_add_array(b, n);           /* subcommands too, as "parent|sub" */
-    for (int i = 0; i < command_table_size; i++) {
-        const struct command *c = &command_table[i];
+    for (int i = 0; i < l.n; i++) {
+        const struct command *c = listing_at(&l, i);
         resp_add_bulk_str(b, c->fullname);
         for (int s = 0; s < c->nsubcommands; s++)
             resp_add_bulk_str(b, c->subcommands[s].fullname);

@@ -206,6 +206,18 @@ START_TEST(test_refusals_and_arity)
     H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
     freeReplyObject(r);
     H_ERR(c, "ERR unknown command 'NOSUCHCMD'", "NOSUCHCMD x");
+    r = h_cmd(c, "COMMAND INFO hexpire");             /* the entry the cluster gave */
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1);
+    H_EXPECT_TYPE(r->element[0], REDIS_REPLY_ARRAY);
+    ck_assert_str_eq(r->element[0]->element[0]->str, "hexpire");
+    ck_assert_int_eq(r->element[0]->element[1]->integer, -6);
+    freeReplyObject(r);
+    r = h_cmd(c, "COMMAND GETKEYS HEXPIRE hk 100 FIELDS 1 f");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1);
+    ck_assert_str_eq(r->element[0]->str, "hk");
+    freeReplyObject(r);
     r = h_cmd(c, "INFO proxy");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     ck_assert_msg(strstr(r->str, "\r\ncommands_learned:5\r\n") &&

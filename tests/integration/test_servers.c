@@ -173,6 +173,14 @@ START_TEST(test_valkey_commands)
     ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s", h_show(r));
     freeReplyObject(r);
     H_ERR(p, "ERR 'client|no-touch' is known to the cluster but not served", "CLIENT NO-TOUCH on");
+    /* COMMAND answers with the cluster's commands, as the server writes them */
+    same_reply(p, v, "COMMAND COUNT", "COMMAND COUNT", NULL);
+    r = h_cmd(p, "COMMAND INFO zrank client|setinfo");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_int_eq(r->element[0]->element[1]->integer, -3);      /* Redis 7.2's arity */
+    ck_assert_str_eq(r->element[1]->element[0]->str, "client|setinfo");
+    freeReplyObject(r);
     redisFree(p);
     redisFree(v);
     stop_all();
