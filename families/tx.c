@@ -938,21 +938,26 @@ static uint64_t wait_ms_of(const struct request *r)
 
 /* ---- WAIT ---- */
 
+/* WAIT numreplicas timeout, WAITAOF numlocal numreplicas timeout (Redis
+ * 7.2's, once the cluster knows it): the timeout last. */
 static void cmd_wait(struct tx_state *tx, struct request *r)
 {
     size_t len;
+    char msg[120];
     if (tx->in_multi) {
         /* the block runs on a master's connection whose replication offset
          * is not the client's: nothing honest to count */
         tx->dirty = 1;
-        request_fail(r, "ERR WAIT inside MULTI is not supported through the proxy");
+        snprintf(msg, sizeof msg, "ERR %s inside MULTI is not supported through the proxy",
+                 r->cmd->learned_index ? "WAITAOF" : "WAIT");
+        request_fail(r, msg);
         return;
     }
     if (!lane_ready(tx, r, LANE_NEW))
         return;
     /* on no lane: what the client sends next waits for WAIT's answer */
     tx->lane = LANE_NEW;
-    const char *t = request_arg(r, 2, &len);
+    const char *t = request_arg(r, r->argc - 1, &len);
     wait_dispatch(r, millis(t, len));
 }
 
@@ -1134,7 +1139,7 @@ static const struct route_entry tx_routes[] = {
     TX("blpop", TXC_BLOCKING), TX("brpop", TXC_BLOCKING), TX("blmove", TXC_BLOCKING),
     TX("brpoplpush", TXC_BLOCKING), TX("blmpop", TXC_BLOCKING), TX("bzpopmin", TXC_BLOCKING),
     TX("bzpopmax", TXC_BLOCKING), TX("bzmpop", TXC_BLOCKING),
-    TX("wait", TXC_WAIT),
+    TX("wait", TXC_WAIT), TX("waitaof", TXC_WAIT),     /* WAITAOF: when learned */
 };
 
 /* A request is freed: an EXEC's state. */

@@ -12,6 +12,8 @@
 #include "core/request.h"
 #include "core/worker.h"
 #include "families/dedicated.h"
+#include "proto/command.h"
+#include "proto/resp.h"
 
 /* Propagates (so the connection gets a replication offset) and leaves nothing. */
 static const char wait_script[] = "redis.call('set',KEYS[1],'1') redis.call('del',KEYS[1])";
@@ -27,10 +29,11 @@ struct wait_part {
 };
 
 struct wait_op {
-    struct request *r;              /* the client's WAIT */
+    struct request *r;              /* the client's WAIT or WAITAOF */
     struct client *c;               /* NULL once it left */
     int nparts, left;
-    long long min;
+    int aof;                        /* WAITAOF: two counts, local and replicas */
+    long long min[2];
     char error[256];                /* the first error, "" for none */
     struct wait_part parts[];
 };
@@ -53,8 +56,13 @@ static void op_finish(struct wait_op *op)
         op->c->wait = NULL;
     if (op->error[0]) {
         request_fail(r, op->error);
+    } else if (op->aof) {
+        resp_add_array(request_reply_buffer(r), 2);
+        resp_add_integer(request_reply_buffer(r), op->min[0]);
+        resp_add_integer(request_reply_buffer(r), op->min[1]);
+        request_finish(r);
     } else {
-        resp_add_integer(request_reply_buffer(r), op->min);
+        resp_add_integer(request_reply_buffer(r), op->min[0]);
         request_finish(r);
     }
     if (event_base_once(w->base, -1, EV_TIMEOUT, op_free_cb, op, NULL) < 0)
@@ -71,8 +79,10 @@ static void part_done(struct wait_part *p, const char *error)
         op_finish(op);
 }
 
-/* A reply of len bytes as a string (truncated), removed from in. */
-static void reply_copy(struct evbuffer *in, const char *bytes, size_t len, char *buf, size_t size)
+/* A reply of len bytes as a string (truncated), removed from in; its
+ * first line only unless whole. */
+static void reply_copy_lines(struct evbuffer *in, const char *bytes, size_t len, char *buf,
+                             size_t size, int whole)
 {
     size_t n = len < size - 1 ? len : size - 1;
     if (in) {
@@ -82,7 +92,31 @@ static void reply_copy(struct evbuffer *in, const char *bytes, size_t len, char 
         memcpy(buf, bytes, n);
     }
     buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!whole)
+        buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+static void reply_copy(struct evbuffer *in, const char *bytes, size_t len, char *buf, size_t size)
+{
+    reply_copy_lines(in, bytes, len, buf, size, 0);
+}
+
+/* count into op's smallest i-th count. */
+static void take_min(struct wait_op *op, int i, long long count)
+{
+    if (op->min[i] < 0 || count < op->min[i])
+        op->min[i] = count;
+}
+
+/* WAITAOF's "*2\r\n:local\r\n:replicas\r\n" into op: 0, or -1 when not one. */
+static int take_aof_counts(struct wait_op *op, const char *buf)
+{
+    long long local, replicas;
+    if (sscanf(buf, "*2\r\n:%lld\r\n:%lld\r\n", &local, &replicas) != 2)
+        return -1;
+    take_min(op, 0, local);
+    take_min(op, 1, replicas);
+    return 0;
 }
 
 /* The script's reply: only an error matters. */
@@ -104,16 +138,19 @@ static void part_wait_reply(struct node_req *nr, struct evbuffer *in, const char
     struct wait_op *op = p->op;
     char buf[256];
     (void)s;
-    reply_copy(in, bytes, len, buf, sizeof buf);
+    reply_copy_lines(in, bytes, len, buf, sizeof buf, op->aof);
     if (p->d)
         dedicated_release(p->d);
-    if (buf[0] == ':') {
-        long long n = strtoll(buf + 1, NULL, 10);
-        if (op->min < 0 || n < op->min)
-            op->min = n;
+    if (buf[0] == '-') {
+        buf[strcspn(buf, "\r\n")] = '\0';
+        part_done(p, buf + 1);
+    } else if (!op->aof && buf[0] == ':') {
+        take_min(op, 0, strtoll(buf + 1, NULL, 10));
+        part_done(p, NULL);
+    } else if (op->aof && take_aof_counts(op, buf) == 0) {
         part_done(p, NULL);
     } else {
-        part_done(p, buf[0] == '-' ? buf + 1 : "ERR unexpected reply to WAIT from a node");
+        part_done(p, "ERR unexpected reply to WAIT from a node");
     }
 }
 
@@ -139,27 +176,29 @@ static int wait_key(struct worker *w, int node, char *key, size_t size, size_t *
     return 0;
 }
 
-/* EVAL <script> 1 <key>, then the client's WAIT, on p's connection. */
+/* EVAL <script> 1 <key>, then the client's WAIT (or WAITAOF), on p's
+ * connection. */
 static int part_send(struct wait_part *p, struct request *r, uint64_t wait_ms)
 {
     struct worker *w = r->worker;
     char key[64], head[512];
-    size_t keylen, nlen, tlen;
+    size_t keylen;
     if (!wait_key(w, p->node, key, sizeof key, &keylen))
         return -1;
-    const char *n = request_arg(r, 1, &nlen);
-    const char *t = request_arg(r, 2, &tlen);
     struct evbuffer *b = evbuffer_new();
     if (!b)
         return -1;
-    int hl = snprintf(head, sizeof head, "*4\r\n$4\r\nEVAL\r\n$%zu\r\n%s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n"
-                      "*3\r\n$4\r\nWAIT\r\n$%zu\r\n", sizeof wait_script - 1, wait_script,
-                      keylen, key, nlen);
+    int hl = snprintf(head, sizeof head, "*4\r\n$4\r\nEVAL\r\n$%zu\r\n%s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n",
+                      sizeof wait_script - 1, wait_script, keylen, key);
     evbuffer_add(b, head, (size_t)hl);
-    evbuffer_add(b, n, nlen);
-    evbuffer_add_printf(b, "\r\n$%zu\r\n", tlen);
-    evbuffer_add(b, t, tlen);
-    evbuffer_add(b, "\r\n", 2);
+    evbuffer_add_printf(b, "*%d\r\n", r->argc);
+    for (int i = 0; i < r->argc; i++) {
+        size_t alen;
+        const char *a = request_arg(r, i, &alen);
+        evbuffer_add_printf(b, "$%zu\r\n", alen);
+        evbuffer_add(b, a, alen);
+        evbuffer_add(b, "\r\n", 2);
+    }
     size_t len = evbuffer_get_length(b);
     const void *bytes = evbuffer_pullup(b, -1);
     p->nreq.on_reply = part_wait_reply;
@@ -196,7 +235,8 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     }
     op->r = r;
     op->c = c;
-    op->min = -1;
+    op->aof = strcmp(r->cmd->fullname, "waitaof") == 0;
+    op->min[0] = op->min[1] = -1;
     op->nparts = 0;
     for (int i = 0; i < nnodes && first < 0; i++)
         if (mask & client_master_bit(i))

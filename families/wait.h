@@ -1,5 +1,8 @@
 /*
- * wait: WAIT numreplicas timeout through the proxy.
+ * wait: WAIT numreplicas timeout through the proxy, and Redis 7.2's
+ * WAITAOF numlocal numreplicas timeout the same way once the cluster knows
+ * it (cluster/learned.h): its reply, [local, replicas], is each count's
+ * smallest over the masters asked.
  *
  * On one redis-server, WAIT counts the replicas that acknowledged the
  * replication offset of the connection's last write. Through the proxy a

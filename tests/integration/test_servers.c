@@ -173,6 +173,11 @@ START_TEST(test_valkey_commands)
     ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s", h_show(r));
     freeReplyObject(r);
     H_ERR(p, "ERR 'client|no-touch' is known to the cluster but not served", "CLIENT NO-TOUCH on");
+    /* WAITAOF (Redis 7.2's) after a write, as WAIT: its masters' counts */
+    freeReplyObject(h_cmd(p, "SET {servers}w 1"));
+    freeReplyObject(h_cmd(v, "SET {servers}w 1"));
+    same_reply(p, v, "WAITAOF 0 0 0", "WAITAOF 0 0 %s", "0");
+    same_reply(p, v, "WAITAOF 1 0 0 without appendonly", "WAITAOF 1 0 %s", "0");
     /* COMMAND answers with the cluster's commands, as the server writes them */
     same_reply(p, v, "COMMAND COUNT", "COMMAND COUNT", NULL);
     r = h_cmd(p, "COMMAND INFO zrank client|setinfo");
