@@ -128,7 +128,7 @@ static void reply_unknown_command(struct request *r)
     request_fail(r, msg);
 }
 
-static void reply_unknown_subcommand(struct request *r)
+void router_reply_unknown_subcommand(struct request *r)
 {
     char msg[320], upper[64];
     size_t nlen, slen;
@@ -1082,7 +1082,7 @@ static const struct command *resolve_learned(struct request *r, const struct com
         const char *sub = request_arg(r, 1, &slen);
         cmd = command_lookup_sub(cmd, sub, slen);
         if (!cmd) {
-            reply_unknown_subcommand(r);
+            router_reply_unknown_subcommand(r);
             *answered = 1;
             return NULL;
         }
@@ -1123,7 +1123,7 @@ static const struct command *resolve_command(struct request *r)
         if (!sc && !(sc = resolve_learned(r, cmd, &answered))) {
             client_refused(c);
             if (!answered)
-                reply_unknown_subcommand(r);
+                router_reply_unknown_subcommand(r);
             return NULL;
         }
         cmd = sc;

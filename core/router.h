@@ -113,6 +113,10 @@ void router_plan_dangerous(struct request *r, int everywhere);
  * (the one Redis uses); -1 for none, or another command. */
 int router_listing_pattern(const struct request *r);
 
+/* Answer r as Redis answers a subcommand it does not know ("ERR unknown
+ * subcommand 'x'. Try CLIENT HELP."). */
+void router_reply_unknown_subcommand(struct request *r);
+
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);

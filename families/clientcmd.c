@@ -589,6 +589,24 @@ static void client_setinfo(struct request *r)
     request_finish(r);
 }
 
+/* CLIENT NO-TOUCH ON|OFF (Redis 7.2): the client's reads go out on
+ * connections other clients share, which touch the keys whatever it asks. */
+static void client_no_touch(struct request *r)
+{
+    request_fail(r, "ERR CLIENT NO-TOUCH is not supported through the proxy: the client's "
+                    "commands share the proxy's connections to the nodes, whose reads touch "
+                    "the keys");
+}
+
+/* CLIENT MAINT_NOTIFICATIONS (Redis 8.2, sent by redis-py 8 on a RESP3
+ * connect): the proxy relays no node's maintenance notices (it hides a
+ * node's move itself), so it answers as a server without them, whose
+ * error the client takes as "not supported". */
+static void client_maint_notifications(struct request *r)
+{
+    router_reply_unknown_subcommand(r);
+}
+
 /* CLIENT CAPA capability ... (Valkey 8): the proxy never answers a
  * REDIRECT, whatever the client can read, so every capability is taken. */
 static void client_capa(struct request *r)
@@ -678,6 +696,8 @@ static const struct route_entry clientcmd_routes[] = {
     /* newer servers', served once the cluster knows them (route.h) */
     ROUTE_LOCAL("client|setinfo", client_setinfo, TXC_PROXY),
     ROUTE_LOCAL("client|capa", client_capa, TXC_PROXY),
+    ROUTE_LOCAL("client|no-touch", client_no_touch, TXC_PROXY),
+    ROUTE_LOCAL("client|maint_notifications", client_maint_notifications, TXC_PROXY),
 };
 
 void clientcmd_register(void)
