@@ -98,64 +98,78 @@ static struct asked *room(void)
     return oldest;
 }
 
+/* n's reply to one command, on a connection of its own: the reply (free
+ * it), or NULL with why. */
+static redisReply *ask_node(const struct topology_source *src, const struct topology_node *n,
+                            int argc, const char **argv, char *why, size_t whylen)
+{
+    struct syncconn *c = topology_dial(src, n->target, why, whylen);
+    redisReply *r = c ? syncconn_command(c, argc, argv, why, whylen) : NULL;
+    if (c)
+        syncconn_close(c);
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        snprintf(why, whylen, "%s answered %.100s", argv[0], r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* n's INFO server into *out: 0, or -1 (logged) when it does not say. */
 static int ask(const struct topology_source *src, const struct topology_node *n,
                struct topology_server *out)
 {
     char why[300];
     const char *argv[] = { "INFO", "server" };
-    struct syncconn *c = topology_dial(src, n->target, why, sizeof why);
-    redisReply *r = c ? syncconn_command(c, 2, argv, why, sizeof why) : NULL;
+    redisReply *r = ask_node(src, n, 2, argv, why, sizeof why);
     int rc = -1;
-    if (r && r->type == REDIS_REPLY_STRING)
-        rc = servers_parse_info(r->str, out);
-    else if (r)
-        snprintf(why, sizeof why, "INFO server answered %.100s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "no text");
-    if (rc < 0 && r && r->type == REDIS_REPLY_STRING)
+    if (r && r->type == REDIS_REPLY_STRING && (rc = servers_parse_info(r->str, out)) < 0)
         snprintf(why, sizeof why, "INFO server has no redis_version");
+    else if (r && r->type != REDIS_REPLY_STRING)
+        snprintf(why, sizeof why, "INFO server answered no text");
     if (rc < 0)
         log_warning("topology", "master %s: what it runs is not known: %s", n->announced, why);
     if (r)
         freeReplyObject(r);
-    if (c)
-        syncconn_close(c);
     return rc;
 }
 
-/* n's COMMAND into *out (entries parsed with cmdinfo): 0, or -1 (logged). */
+/* The entries of a COMMAND reply into *out (parsed with cmdinfo; one that
+ * is not an entry is logged and left out): 0, or -1 out of memory. */
+static int take_commands(const struct topology_node *n, const redisReply *r,
+                         struct learned_master *out)
+{
+    out->commands = calloc(r->elements ? r->elements : 1, sizeof *out->commands);
+    out->n = 0;
+    for (size_t i = 0; out->commands && i < r->elements; i++) {
+        char bad[200];
+        struct command *cmd = cmdinfo_parse(r->element[i], NULL, bad, sizeof bad);
+        if (cmd)
+            out->commands[out->n++] = cmd;
+        else
+            log_warning("topology", "master %s: a COMMAND entry is left out: %s", n->announced,
+                        bad);
+    }
+    return out->commands ? 0 : -1;
+}
+
+/* n's COMMAND into *out: 0, or -1 (logged). */
 static int ask_commands(const struct topology_source *src, const struct topology_node *n,
                         struct learned_master *out)
 {
-    char why[300];
+    char why[300] = "out of memory";
     const char *argv[] = { "COMMAND" };
-    struct syncconn *c = topology_dial(src, n->target, why, sizeof why);
-    redisReply *r = c ? syncconn_command(c, 1, argv, why, sizeof why) : NULL;
+    redisReply *r = ask_node(src, n, 1, argv, why, sizeof why);
     int rc = -1;
-    if (r && r->type == REDIS_REPLY_ARRAY) {
-        out->commands = calloc(r->elements ? r->elements : 1, sizeof *out->commands);
-        out->n = 0;
-        for (size_t i = 0; out->commands && i < r->elements; i++) {
-            char bad[200];
-            struct command *cmd = cmdinfo_parse(r->element[i], NULL, bad, sizeof bad);
-            if (cmd)
-                out->commands[out->n++] = cmd;
-            else
-                log_warning("topology", "master %s: a COMMAND entry is left out: %s",
-                            n->announced, bad);
-        }
-        rc = out->commands ? 0 : -1;
-    } else if (r) {
-        snprintf(why, sizeof why, "COMMAND answered %.100s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "no array");
-    }
+    if (r && r->type == REDIS_REPLY_ARRAY)
+        rc = take_commands(n, r, out);
+    else if (r)
+        snprintf(why, sizeof why, "COMMAND answered no array");
     if (rc < 0)
         log_warning("topology", "master %s: its commands are not known: %s", n->announced,
                     why);
     if (r)
         freeReplyObject(r);
-    if (c)
-        syncconn_close(c);
     return rc;
 }
 
