@@ -79,7 +79,6 @@ static int has_line(const char *info, const char *line)
 START_TEST(test_redis_cluster)
 {
     char server[64], version[64], want[64], line[128];
-    start_on("redis-server");
     master_field(0, "redis_version", want, sizeof want);
     hello(server, version, sizeof server);
     ck_assert_str_eq(server, "redis");
@@ -92,14 +91,12 @@ START_TEST(test_redis_cluster)
     ck_assert_msg(!strstr(r->str, "server_name:"), "%s", r->str);
     freeReplyObject(r);
     redisFree(c);
-    stop_all();
 }
 END_TEST
 
 START_TEST(test_valkey_cluster)
 {
     char server[64], version[64], want[64], compat[64], line[128];
-    start_on("valkey-server");
     master_field(0, "valkey_version", want, sizeof want);
     master_field(0, "redis_version", compat, sizeof compat);
     hello(server, version, sizeof server);
@@ -115,7 +112,6 @@ START_TEST(test_valkey_cluster)
     ck_assert_msg(has_line(r->str, "server_mode:standalone"), "%s", r->str);
     freeReplyObject(r);
     redisFree(c);
-    stop_all();
 }
 END_TEST
 
@@ -156,8 +152,6 @@ static void same_reply(redisContext *p, redisContext *v, const char *what, const
  * refused saying why. */
 START_TEST(test_valkey_commands)
 {
-    start_on("valkey-server");
-    valkey_ref_start();
     redisContext *p = h_connect_node(&proxy.addr), *v = h_connect_node(&ref.addr);
     same_reply(p, v, "CLIENT SETINFO", "CLIENT SETINFO lib-name %s", "mylib");
     same_reply(p, v, "CLIENT SETINFO, a space", "CLIENT SETINFO lib-ver %s", "1 2");
@@ -190,7 +184,6 @@ START_TEST(test_valkey_commands)
     freeReplyObject(r);
     redisFree(p);
     redisFree(v);
-    stop_all();
 }
 END_TEST
 
@@ -254,7 +247,6 @@ static int zrank_withscore(void)
 START_TEST(test_rolling_upgrade_shows_the_oldest)
 {
     char version[64], redis7[64], valkey[64];
-    start_on("redis-server");
     redisContext *c = h_connect_node(&proxy.addr);
     freeReplyObject(h_cmd(c, "ZADD {servers}z 1 m"));
     redisFree(c);
@@ -270,20 +262,41 @@ START_TEST(test_rolling_upgrade_shows_the_oldest)
     wait_hello("valkey", version, sizeof version);
     ck_assert_str_eq(version, valkey);
     ck_assert_int_ne(zrank_withscore(), REDIS_REPLY_ERROR);    /* nil: the restarts lost z */
-    stop_all();
 }
 END_TEST
+
+static void redis_up(void)
+{
+    start_on("redis-server");
+}
+
+static void valkey_up(void)
+{
+    start_on("valkey-server");
+    valkey_ref_start();
+}
+
+/* A case on a cluster of its own, started and stopped outside the tests'
+ * processes (an unchecked fixture), so a failing test leaves no server
+ * running. */
+static TCase *cluster_case(Suite *s, const char *name, void (*up)(void))
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_unchecked_fixture(tc, up, stop_all);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return tc;
+}
 
 int main(void)
 {
     Suite *s = suite_create("servers");
-    TCase *tc = tcase_create("servers");
-    tcase_add_checked_fixture(tc, NULL, stop_all);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_redis_cluster);
-    tcase_add_test(tc, test_valkey_cluster);
-    tcase_add_test(tc, test_valkey_commands);
-    tcase_add_test(tc, test_rolling_upgrade_shows_the_oldest);
-    suite_add_tcase(s, tc);
+    TCase *redis = cluster_case(s, "redis", redis_up);
+    TCase *valkey = cluster_case(s, "valkey", valkey_up);
+    TCase *upgrade = cluster_case(s, "upgrade", redis_up);
+    tcase_add_test(redis, test_redis_cluster);
+    tcase_add_test(valkey, test_valkey_cluster);
+    tcase_add_test(valkey, test_valkey_commands);
+    tcase_add_test(upgrade, test_rolling_upgrade_shows_the_oldest);
     return h_run(s);
 }
