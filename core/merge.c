@@ -55,6 +55,22 @@ static size_t reply_length(const char *buf, size_t len)
     return st == REPLY_SCAN_DONE ? n : 0;
 }
 
+int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens)
+{
+    size_t off = 0;
+    for (long i = 0; i < n; i++) {
+        size_t el = reply_length(buf + off, len - off);
+        if (el == 0)
+            return -1;
+        if (elems) {
+            elems[i] = buf + off;
+            lens[i] = el;
+        }
+        off += el;
+    }
+    return 0;
+}
+
 long merge_array_elements(const char *buf, size_t len, const char **elems,
                            size_t *lens, long max)
 {
@@ -66,18 +82,8 @@ long merge_array_elements(const char *buf, size_t len, const char **elems,
     long n = strtol(buf + 1, NULL, 10);
     if (n < 0 || (max >= 0 && n > max))
         return -1;
-    size_t off = (size_t)(eol - buf) + 1;
-    for (long i = 0; i < n; i++) {
-        size_t el = reply_length(buf + off, len - off);
-        if (el == 0)
-            return -1;
-        if (elems) {
-            elems[i] = buf + off;
-            lens[i] = el;
-        }
-        off += el;
-    }
-    return n;
+    size_t head = (size_t)(eol - buf) + 1;
+    return merge_elements(buf + head, len - head, n, elems, lens) < 0 ? -1 : n;
 }
 
 static void merge_mget(struct request *p, struct evbuffer *out)

@@ -22,6 +22,10 @@ typedef void merge_fn(struct request *parent, struct evbuffer *out);
 void merge_register(enum merge_kind kind, merge_fn *fn);
 void merge_register_after(merge_fn *fn);
 
+/* n whole replies one after another at the start of buf[0..len): 0, or -1
+ * when there are fewer; with elems, elems[i] and lens[i] say where each is. */
+int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens);
+
 /* The elements of the array reply buf[0..len) ('*' only, at most max of
  * them; max -1: any number): their count, or -1 when buf is no such whole
  * reply. With elems, elems[i] and lens[i] say where each is in buf. */

@@ -5,6 +5,7 @@
 
 #include <event2/buffer.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,21 +30,27 @@
  * the running proxy; one that needs a restart is refused. */
 enum setting_kind { SETTING_VALUE, SETTING_OUTPUT_LIMIT, SETTING_RESTART };
 
+#define INT_AT(f) offsetof(struct config, f), 0
+#define LL_AT(f) offsetof(struct config, f), 1
+
 static const struct {
     const char *setting, *directive;
     enum setting_kind kind;
+    size_t field;                   /* SETTING_VALUE: where the config keeps it, */
+    int wide;                       /* a long long, else an int */
 } proxy_settings[] = {
-    { "maxclients", "max-clients", SETTING_VALUE },
-    { "timeout", "timeout", SETTING_VALUE },
-    { "tcp-keepalive", "tcp-keepalive", SETTING_VALUE },
-    { "client-output-buffer-limit", "client-output-buffer-limit", SETTING_OUTPUT_LIMIT },
-    { "client-query-buffer-limit", "client-query-buffer-limit", SETTING_VALUE },
-    { "proto-max-bulk-len", "proto-max-bulk-len", SETTING_VALUE },
-    { "maxmemory-clients", "maxmemory-clients", SETTING_VALUE },
-    { "port", "listen", SETTING_RESTART },
-    { "bind", "listen", SETTING_RESTART },
-    { "unixsocket", "unixsocket", SETTING_RESTART },
-    { "unixsocketperm", "unixsocketperm", SETTING_RESTART },
+    { "maxclients", "max-clients", SETTING_VALUE, INT_AT(max_clients) },
+    { "timeout", "timeout", SETTING_VALUE, INT_AT(timeout) },
+    { "tcp-keepalive", "tcp-keepalive", SETTING_VALUE, INT_AT(tcp_keepalive) },
+    { "client-output-buffer-limit", "client-output-buffer-limit", SETTING_OUTPUT_LIMIT, 0, 0 },
+    { "client-query-buffer-limit", "client-query-buffer-limit", SETTING_VALUE,
+      LL_AT(client_query_buffer_limit) },
+    { "proto-max-bulk-len", "proto-max-bulk-len", SETTING_VALUE, LL_AT(proto_max_bulk_len) },
+    { "maxmemory-clients", "maxmemory-clients", SETTING_VALUE, LL_AT(maxmemory_clients) },
+    { "port", "listen", SETTING_RESTART, 0, 0 },
+    { "bind", "listen", SETTING_RESTART, 0, 0 },
+    { "unixsocket", "unixsocket", SETTING_RESTART, 0, 0 },
+    { "unixsocketperm", "unixsocketperm", SETTING_RESTART, 0, 0 },
 };
 
 #define NSETTINGS (sizeof proxy_settings / sizeof proxy_settings[0])
@@ -254,25 +261,18 @@ static void config_set(struct request *r)
 
 /* ---- CONFIG GET ---- */
 
-/* The proxy's value of setting k, as Redis 7.0's CONFIG GET writes it;
- * node_value: the master's, whose replica class the proxy keeps. */
+/* The proxy's value of setting k (not a restart one), as Redis 7.0's
+ * CONFIG GET writes it; node_value: the master's, whose replica class the
+ * proxy keeps. */
 static void format_setting(const struct config *cfg, int k, const char *node_value,
                            size_t node_len, char *out, size_t cap)
 {
-    const char *name = proxy_settings[k].setting;
-    if (strcmp(name, "maxclients") == 0)
-        snprintf(out, cap, "%d", cfg->max_clients);
-    else if (strcmp(name, "timeout") == 0)
-        snprintf(out, cap, "%d", cfg->timeout);
-    else if (strcmp(name, "tcp-keepalive") == 0)
-        snprintf(out, cap, "%d", cfg->tcp_keepalive);
-    else if (strcmp(name, "client-query-buffer-limit") == 0)
-        snprintf(out, cap, "%lld", cfg->client_query_buffer_limit);
-    else if (strcmp(name, "proto-max-bulk-len") == 0)
-        snprintf(out, cap, "%lld", cfg->proto_max_bulk_len);
-    else if (strcmp(name, "maxmemory-clients") == 0)
-        snprintf(out, cap, "%lld", cfg->maxmemory_clients);
-    else if (strcmp(name, "client-output-buffer-limit") == 0) {
+    const void *at = (const char *)cfg + proxy_settings[k].field;
+    if (proxy_settings[k].kind == SETTING_VALUE && proxy_settings[k].wide) {
+        snprintf(out, cap, "%lld", *(const long long *)at);
+    } else if (proxy_settings[k].kind == SETTING_VALUE) {
+        snprintf(out, cap, "%d", *(const int *)at);
+    } else {
         const char *replica = node_len ? memmem(node_value, node_len, "slave ", 6) : NULL;
         const char *end = replica ? memmem(replica, node_len - (size_t)(replica - node_value),
                                            " pubsub", 7) : NULL;
@@ -283,8 +283,6 @@ static void format_setting(const struct config *cfg, int k, const char *node_val
                  replica && end ? replica : "slave 268435456 67108864 60",
                  cfg->client_output_pubsub_hard_limit, cfg->client_output_pubsub_soft_limit,
                  cfg->client_output_pubsub_soft_seconds);
-    } else {
-        snprintf(out, cap, "%.*s", (int)node_len, node_value);     /* port, bind: the node's */
     }
 }
 
@@ -313,24 +311,17 @@ static int config_get_reply(struct request *r, struct node_conn *from, struct ev
         return 0;
     const char *b = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
     const char *eol = b ? memchr(b, '\n', len) : NULL;
-    char *copy = eol ? malloc(len + 24) : NULL;
-    if (!copy)
-        return 0;
-    /* a map's pairs are read as an array of twice as many elements */
-    long count = strtol(b + 1, NULL, 10) * (s->type == '%' ? 2 : 1);
-    size_t head = (size_t)snprintf(copy, 24, "*%ld\r\n", count);
-    size_t body = len - (size_t)(eol + 1 - b);
-    memcpy(copy + head, eol + 1, body);
-    size_t clen = head + body;
-    long n = merge_array_elements(copy, clen, NULL, NULL, -1);
-    const char **el = n > 0 && n % 2 == 0 ? malloc((size_t)n * (sizeof *el + sizeof(size_t)))
-                                          : NULL;
-    if (!el) {
-        free(copy);
+    /* name, value pairs: an array's elements, a map's keys and values */
+    long n = eol ? strtol(b + 1, NULL, 10) * (s->type == '%' ? 2 : 1) : 0;
+    size_t head = eol ? (size_t)(eol + 1 - b) : 0;
+    /* the reply is whole (len bytes): it holds at most len / 4 elements */
+    const char **el = n > 0 && n % 2 == 0 && (size_t)n <= len / 4
+                    ? malloc((size_t)n * (sizeof *el + sizeof(size_t))) : NULL;
+    size_t *lens = el ? (size_t *)(void *)(el + n) : NULL;
+    if (!el || merge_elements(b + head, len - head, n, el, lens) < 0) {
+        free(el);
         return 0;
     }
-    size_t *lens = (size_t *)(void *)(el + n);
-    merge_array_elements(copy, clen, el, lens, n);
     struct evbuffer *out = evbuffer_new();
     if (out) {
         if (s->type == '%')
@@ -357,7 +348,6 @@ static int config_get_reply(struct request *r, struct node_conn *from, struct ev
         }
     }
     free(el);
-    free(copy);
     if (!out)
         return 0;
     if (in)
