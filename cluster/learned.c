@@ -130,6 +130,15 @@ void learned_counts(int *commands, int *overrides)
     *overrides = __atomic_load_n(&latest_overrides, __ATOMIC_RELAXED);
 }
 
+/* s's arrays and s (one that failed as it was built). */
+static void set_free(struct learned_set *s)
+{
+    free(s->commands);
+    free(s->overrides);
+    free(s->all);
+    free(s);
+}
+
 struct learned_set *learned_build(const struct learned_master *masters, int n, int lowest)
 {
     struct learned_set *s = calloc(1, sizeof *s);
@@ -143,17 +152,13 @@ struct learned_set *learned_build(const struct learned_master *masters, int n, i
     for (int m = 0; m < n; m++)
         for (int i = 0; i < masters[m].n; i++)
             if (add(s, masters[m].commands[i], NULL, m == lowest, &cap) < 0) {
-                free(s->commands);
-                free(s->overrides);
-                free(s);
+                set_free(s);
                 return NULL;
             }
     if (s->ncommands)
         qsort(s->commands, (size_t)s->ncommands, sizeof *s->commands, by_fullname);
     if (keep_all(s, lowest >= 0 && lowest < n ? &masters[lowest] : NULL) < 0) {
-        free(s->commands);
-        free(s->overrides);
-        free(s);
+        set_free(s);
         return NULL;
     }
     __atomic_store_n(&latest_commands, s->ncommands, __ATOMIC_RELAXED);
@@ -178,43 +183,50 @@ void learned_log(const struct learned_set *s, void (*say)(const char *line))
     }
 }
 
-const struct learned_command *learned_find(const struct learned_set *s, const char *name,
-                                           size_t len)
+/* The index of the entry named name[0..len) (any case) among n sorted by
+ * their lower-case full names, fullname_at(s, i) giving each; -1 if none. */
+static int search(const struct learned_set *s, int n,
+                  const char *(*fullname_at)(const struct learned_set *, int), const char *name,
+                  size_t len)
 {
-    int lo = 0, hi = s ? s->ncommands - 1 : -1;
+    int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        const char *cand = s->commands[mid].cmd->fullname;
+        const char *cand = fullname_at(s, mid);
         int cmp = strncasecmp(cand, name, len);
         if (cmp == 0 && cand[len] != '\0')
-            cmp = 1;
+            cmp = 1;            /* cand is longer: it sorts after */
         if (cmp == 0)
-            return &s->commands[mid];
+            return mid;
         if (cmp < 0)
             lo = mid + 1;
         else
             hi = mid - 1;
     }
-    return NULL;
+    return -1;
+}
+
+static const char *learned_name_at(const struct learned_set *s, int i)
+{
+    return s->commands[i].cmd->fullname;
+}
+
+static const char *all_name_at(const struct learned_set *s, int i)
+{
+    return s->all[i]->fullname;
+}
+
+const struct learned_command *learned_find(const struct learned_set *s, const char *name,
+                                           size_t len)
+{
+    int i = s ? search(s, s->ncommands, learned_name_at, name, len) : -1;
+    return i < 0 ? NULL : &s->commands[i];
 }
 
 const struct command *learned_any(const struct learned_set *s, const char *name, size_t len)
 {
-    int lo = 0, hi = s ? s->nall - 1 : -1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        const char *cand = s->all[mid]->fullname;
-        int cmp = strncasecmp(cand, name, len);
-        if (cmp == 0 && cand[len] != '\0')
-            cmp = 1;
-        if (cmp == 0)
-            return s->all[mid];
-        if (cmp < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return NULL;
+    int i = s ? search(s, s->nall, all_name_at, name, len) : -1;
+    return i < 0 ? NULL : s->all[i];
 }
 
 const struct command *learned_override(const struct learned_set *s, const struct command *cmd)
