@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/procstat.h"
+#include "base/hostport.h"
 #include "base/version.h"
 #include "core/client.h"
 #include "core/merge.h"
@@ -338,19 +339,14 @@ struct info {
 static void put_listener(struct evbuffer *t, int slot, const char *name, const char *addr,
                          int has_port)
 {
-    const char *colon = has_port ? strrchr(addr, ':') : NULL;
-    if (!colon) {
+    char *host;
+    int port;
+    if (has_port && hostport_parse(addr, &host, &port) == 0) {
+        evbuffer_add_printf(t, "listener%d:name=%s,bind=%s,port=%d\r\n", slot, name, host, port);
+        free(host);
+    } else {
         evbuffer_add_printf(t, "listener%d:name=%s,bind=%s\r\n", slot, name, addr);
-        return;
     }
-    size_t hlen = (size_t)(colon - addr);
-    const char *host = addr;
-    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-        host++;
-        hlen -= 2;
-    }
-    evbuffer_add_printf(t, "listener%d:name=%s,bind=%.*s,port=%s\r\n", slot, name, (int)hlen,
-                        host, colon + 1);
 }
 
 static void section_server(struct info *in)
