@@ -173,13 +173,18 @@ static int ask_commands(const struct topology_source *src, const struct topology
     return rc;
 }
 
+/* The same server, name and versions? */
+static int same_server(const struct topology_server *a, const struct topology_server *b)
+{
+    return servers_compare(a, b) == 0 && strcmp(a->name, b->name) == 0;
+}
+
 /* a's commands, asked again when the server that said them changed (the
  * old ones stay allocated: learned.h). */
 static void refresh_commands(const struct topology_source *src, const struct topology_node *n,
                              struct asked *a)
 {
-    if (a->commands_of.name[0] && servers_compare(&a->commands_of, &a->server) == 0 &&
-        strcmp(a->commands_of.name, a->server.name) == 0)
+    if (a->commands_of.name[0] && same_server(&a->commands_of, &a->server))
         return;
     struct learned_master m = { NULL, 0 };
     if (ask_commands(src, n, &m) == 0) {
@@ -201,7 +206,7 @@ static struct asked *learn_one(const struct topology_source *src,
         a = room();
         snprintf(a->addr, sizeof a->addr, "%s", n->target);
         snprintf(a->id, sizeof a->id, "%s", n->id);
-    } else if (servers_compare(&a->server, &s) != 0 || strcmp(a->server.name, s.name) != 0) {
+    } else if (!same_server(&a->server, &s)) {
         log_notice("topology", "master %s now runs %s %s", n->announced, s.name, s.version);
     }
     a->server = s;
