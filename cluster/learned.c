@@ -80,14 +80,56 @@ static int give_index(struct command *c)
     return 0;
 }
 
+static int keyspec_same(const struct keyspec *a, const struct keyspec *b)
+{
+    if (a->flags != b->flags || a->bs != b->bs || a->fk != b->fk)
+        return 0;
+    if (a->bs == KSPEC_BS_INDEX && a->bs_u.index.pos != b->bs_u.index.pos)
+        return 0;
+    if (a->bs == KSPEC_BS_KEYWORD &&
+        (a->bs_u.keyword.startfrom != b->bs_u.keyword.startfrom ||
+         strcasecmp(a->bs_u.keyword.keyword, b->bs_u.keyword.keyword) != 0))
+        return 0;
+    if (a->fk == KSPEC_FK_RANGE)
+        return a->fk_u.range.lastkey == b->fk_u.range.lastkey &&
+               a->fk_u.range.keystep == b->fk_u.range.keystep &&
+               a->fk_u.range.limit == b->fk_u.range.limit;
+    if (a->fk == KSPEC_FK_KEYNUM)
+        return a->fk_u.keynum.keynumidx == b->fk_u.keynum.keynumidx &&
+               a->fk_u.keynum.firstkey == b->fk_u.keynum.firstkey &&
+               a->fk_u.keynum.keystep == b->fk_u.keynum.keystep;
+    return 1;
+}
+
+/* Whether the cluster's key specs for a command are not the table's: where
+ * its keys are, or how each is accessed (SINTERSTORE's destination is RW in
+ * Redis 7.0, OW from 7.2 on: an ACL %W~ pattern allows it there). */
+static int keyspecs_differ(const struct command *b, const struct command *c)
+{
+    if (b->nkeyspecs != c->nkeyspecs)
+        return 1;
+    for (int i = 0; i < b->nkeyspecs; i++)
+        if (!keyspec_same(&b->keyspecs[i], &c->keyspecs[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether the cluster's entry for built-in b says otherwise of what the
+ * proxy acts on: its arity, its key specs, its flags (the cluster's
+ * no-multi refuses WATCH in MULTI as Valkey 8 does). */
+static int differs(const struct command *b, const struct command *c)
+{
+    return b->arity != c->arity || keyspecs_differ(b, c) || b->flags != c->flags;
+}
+
 /* c (of a master; the oldest when oldest) into s: learned when the table
- * lacks it, an override when its arity differs from the table's. */
+ * lacks it, an override when it differs from the table's. */
 static int add(struct learned_set *s, const struct command *c, const struct command *parent,
                int oldest, int *cap)
 {
     const struct command *container, *b = builtin_of(c, parent, &container);
     if (b) {
-        if (oldest && b->arity != c->arity) {     /* logged by the caller: learned_log */
+        if (oldest && differs(b, c)) {      /* logged by the caller: learned_log */
             int i = command_index(b);
             if (!s->overrides[i])
                 s->noverrides++;
@@ -171,10 +213,22 @@ void learned_log(const struct learned_set *s, void (*say)(const char *line))
     char line[200];
     for (int i = 0; i < command_index_count() && s->noverrides; i++)
         if (s->overrides[i]) {
-            const struct command *b = command_by_index(i);
-            snprintf(line, sizeof line, "%s: the cluster's arity %d, the table's %d (the "
-                     "cluster's is checked)", b->fullname, s->overrides[i]->arity, b->arity);
-            say(line);
+            const struct command *b = command_by_index(i), *c = s->overrides[i];
+            if (b->arity != c->arity) {
+                snprintf(line, sizeof line, "%s: the cluster's arity %d, the table's %d (the "
+                         "cluster's is checked)", b->fullname, c->arity, b->arity);
+                say(line);
+            }
+            if (keyspecs_differ(b, c)) {
+                snprintf(line, sizeof line, "%s: the cluster's key specs differ from the "
+                         "table's (the cluster's find and check its keys)", b->fullname);
+                say(line);
+            }
+            if (b->flags != c->flags) {
+                snprintf(line, sizeof line, "%s: the cluster's flags differ from the table's "
+                         "(the cluster's are used)", b->fullname);
+                say(line);
+            }
         }
     for (int i = 0; i < s->ncommands; i++) {
         snprintf(line, sizeof line, "%s: learned, known to %d of %d masters",

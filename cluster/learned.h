@@ -2,7 +2,8 @@
  * learned: the commands the cluster knows and the proxy's built-in table
  * does not (ops/servers.h reads every master's COMMAND), and the built-in
  * commands the cluster describes otherwise (ZRANK's WITHSCORE of 7.2: its
- * arity), so that the proxy serves whatever its cluster speaks.
+ * arity; SINTERSTORE's key spec flags; WATCH's no-multi of Valkey 8), so
+ * that the proxy serves whatever its cluster speaks.
  *
  *   master A's COMMAND ─┐
  *   master B's COMMAND ─┼─ learned_build ─► learned set ─► topology ─► workers
@@ -41,7 +42,8 @@ struct learned_set {
     int ncommands;
     const struct command **overrides;   /* per built-in command index (< the
                                            built-in count): the cluster's entry when
-                                           its arity differs, else NULL */
+                                           its arity, key specs or flags differ, else
+                                           NULL */
     int noverrides;                 /* how many are set */
     const struct command **all;     /* every top-level command of the oldest master, by
                                        fullname: what COMMAND answers with */
@@ -79,5 +81,15 @@ const struct learned_command *learned_find(const struct learned_set *s, const ch
 
 /* The cluster's entry for built-in cmd when it differs, or NULL. */
 const struct command *learned_override(const struct learned_set *s, const struct command *cmd);
+
+/* The cluster's entry for cmd when it differs, else cmd itself: what
+ * checks its arity, finds and checks its keys, and whether it may be
+ * queued in MULTI. */
+static inline const struct command *learned_entry(const struct learned_set *s,
+                                                  const struct command *cmd)
+{
+    const struct command *c = learned_override(s, cmd);
+    return c ? c : cmd;
+}
 
 #endif

@@ -788,8 +788,8 @@ static int firstarg_allows(const struct acl_selector *s, const struct command *c
 }
 
 static enum acl_verdict selector_check(const struct acl_selector *s, const struct command *cmd,
-                                       const char *base, const struct resp_arg *args, int argc,
-                                       int *errpos)
+                                       const struct command *specs, const char *base,
+                                       const struct resp_arg *args, int argc, int *errpos)
 {
     int first, last, literal;
     *errpos = 0;
@@ -797,8 +797,8 @@ static enum acl_verdict selector_check(const struct acl_selector *s, const struc
                            : !acl_selector_allows(s, cmd) &&
                              !firstarg_allows(s, cmd, base, args, argc))
         return ACL_DENIED_CMD;
-    if (!s->all_keys && command_has_keys(cmd)) {
-        enum acl_verdict v = keys_check(s, cmd, base, args, argc, errpos);
+    if (!s->all_keys && command_has_keys(specs)) {
+        enum acl_verdict v = keys_check(s, specs, base, args, argc, errpos);
         if (v != ACL_OK)
             return v;
     }
@@ -813,14 +813,15 @@ static enum acl_verdict selector_check(const struct acl_selector *s, const struc
 }
 
 enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
-                           const char *base, const struct resp_arg *args, int argc,
-                           int *errpos)
+                           const struct command *specs, const char *base,
+                           const struct resp_arg *args, int argc, int *errpos)
 {
     enum acl_verdict worst = ACL_OK;
     *errpos = 0;
     for (int i = 0; i < u->nselectors; i++) {
         int pos;
-        enum acl_verdict v = selector_check(&u->selectors[i], cmd, base, args, argc, &pos);
+        enum acl_verdict v = selector_check(&u->selectors[i], cmd, specs ? specs : cmd, base,
+                                            args, argc, &pos);
         if (v == ACL_OK)
             return ACL_OK;
         if (v > worst || (v == worst && pos > *errpos)) {     /* as Redis */
@@ -1099,7 +1100,7 @@ int acl_full_key_access(const struct acl_user *u, const struct command *cmd, con
     for (int i = 0; i < u->nselectors; i++) {
         const struct acl_selector *s = &u->selectors[i];
         int pos;
-        if (selector_check(s, cmd, base, args, argc, &pos) != ACL_OK)
+        if (selector_check(s, cmd, cmd, base, args, argc, &pos) != ACL_OK)
             continue;
         if (s->all_keys)
             return 1;

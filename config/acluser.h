@@ -110,22 +110,25 @@ static inline int acl_selector_allows(const struct acl_selector *s, const struct
 }
 
 /* May u run cmd with the arguments argv (args into base, argc of them,
- * the command's name first)? ACL_OK, or why not with *errpos the index of
- * the argument refused (the key or channel; 0 for the command). */
+ * the command's name first)? Its keys are found and checked by specs' key
+ * specs (the cluster's entry for cmd where they differ: learned.h; NULL:
+ * cmd's own). ACL_OK, or why not with *errpos the index of the argument
+ * refused (the key or channel; 0 for the command). */
 enum acl_verdict acl_check(const struct acl_user *u, const struct command *cmd,
-                           const char *base, const struct resp_arg *args, int argc,
-                           int *errpos);
+                           const struct command *specs, const char *base,
+                           const struct resp_arg *args, int argc, int *errpos);
 
 /* acl_check, its common case inline: a simple user's command bit. */
 static inline enum acl_verdict acl_check_fast(const struct acl_user *u, const struct command *cmd,
-                                              const char *base, const struct resp_arg *args,
-                                              int argc, int *errpos)
+                                              const struct command *specs, const char *base,
+                                              const struct resp_arg *args, int argc,
+                                              int *errpos)
 {
     if (u->simple && !cmd->learned_index) {
         *errpos = 0;
         return acl_selector_allows(&u->selectors[0], cmd) ? ACL_OK : ACL_DENIED_CMD;
     }
-    return acl_check(u, cmd, base, args, argc, errpos);
+    return acl_check(u, cmd, specs, base, args, argc, errpos);
 }
 
 /* As Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess (SORT's BY and GET

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/learned.h"
 #include "core/worker.h"
 #include "proto/command.h"
 
@@ -179,13 +180,14 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
 
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
 {
+    const struct command *specs = learned_entry(r->worker->topo->learned, cmd);
     if (r->keys_cmd != cmd) {
-        r->nkeys = command_keys(cmd, r->data, r->args, r->argc, r->cached_keys,
+        r->nkeys = command_keys(specs, r->data, r->args, r->argc, r->cached_keys,
                                 REQUEST_CACHED_KEYS);
         r->keys_cmd = cmd;
     }
     if (r->nkeys > REQUEST_CACHED_KEYS)     /* more than kept: find them again */
-        return command_keys(cmd, r->data, r->args, r->argc, keys, max);
+        return command_keys(specs, r->data, r->args, r->argc, keys, max);
     for (int i = 0; i < r->nkeys && i < max; i++)
         keys[i] = r->cached_keys[i];
     return r->nkeys;

@@ -170,7 +170,8 @@ size_t request_put_decimal(char *out, size_t n);
 int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens);
 
 /* command_keys(cmd, r's command, keys, max), found once per command and
- * then copied: the same result, for callers that each need the keys. */
+ * then copied: the same result, for callers that each need the keys. By
+ * the cluster's key specs where they differ from cmd's (learned.h). */
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
 
 /* All of r's keys (of r->cmd): in some when they fit, else in *keys, to be

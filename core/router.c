@@ -392,6 +392,11 @@ int router_redirect(struct request *r, enum reply_redirect kind, int slot, const
             r->redirects++;
             if (kind == REPLY_MOVED) {
                 w->slot_node[slot] = (int16_t)node;
+                /* a key the proxy's specs did not find (PFMERGE dest with no
+                 * source: Redis finds the destination): the node's slot
+                 * routes the resend, as a cluster client follows it */
+                if (r->slot < 0 && r->fixed_node < 0)
+                    r->slot = slot;
             } else {
                 r->asking = 1;
                 r->ask_node = node;
@@ -1192,7 +1197,9 @@ static int client_may_run(struct request *r, const struct command *cmd)
      * checked again */
     int errpos;
     enum acl_verdict v = r->acl_passed ? ACL_OK
-                       : acl_check_fast(c->user, cmd, r->data, r->args, r->argc, &errpos);
+                       : acl_check_fast(c->user, cmd,
+                                        learned_entry(r->worker->topo->learned, cmd),
+                                        r->data, r->args, r->argc, &errpos);
     if (v != ACL_OK && !(cmd->flags & CMD_NO_AUTH)) {
         if (v == ACL_DENIED_CMD)
             snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' "

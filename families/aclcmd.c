@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "cluster/learned.h"
 #include "config/acl.h"
 #include "config/snapshot.h"
 #include "core/proxy.h"
@@ -435,7 +436,12 @@ static void acl_dryrun(struct request *r)
         return;
     }
     const char *cname = request_arg(r, 3, &clen);
+    const struct learned_set *set = r->worker->topo->learned;
     const struct command *cmd = command_lookup(cname, clen);
+    if (!cmd) {                         /* one the cluster taught (learned.h) */
+        const struct learned_command *l = learned_find(set, cname, clen);
+        cmd = l ? l->cmd : NULL;
+    }
     if (cmd && cmd->nsubcommands && r->argc > 4) {
         size_t slen;
         const char *sub = request_arg(r, 4, &slen);
@@ -446,12 +452,13 @@ static void acl_dryrun(struct request *r)
                             cname);
         return;
     }
-    if (!command_arity_ok(cmd, r->argc - 3)) {
+    const struct command *cluster = learned_entry(set, cmd);
+    if (!command_arity_ok(cluster, r->argc - 3)) {
         fail_printf(r, "ERR wrong number of arguments for '%s' command", cmd->fullname);
         return;
     }
     int pos;
-    enum acl_verdict v = acl_check(u, cmd, r->data, r->args + 3, r->argc - 3, &pos);
+    enum acl_verdict v = acl_check(u, cmd, cluster, r->data, r->args + 3, r->argc - 3, &pos);
     struct evbuffer *out = request_out(r);
     if (v == ACL_OK) {
         resp_add_simple(out, "OK");

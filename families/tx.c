@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/learned.h"
 #include "cluster/node.h"
 #include "cluster/slot.h"
 #include "config/acl.h"
@@ -51,11 +52,19 @@ struct tx_unwrapped {
     struct evbuffer *keys;          /* their records' keys (as tx->upkeep) */
 };
 
+/* The keys a client WATCHes, each once (CLIENT LIST's watch=: Redis
+ * counts a key watched twice once): their names' hashes, sorted. */
+struct tx_watched {
+    uint64_t *hash;
+    int n, cap;
+};
+
 struct tx_state {
     /* MULTI */
     unsigned in_multi : 1;
     unsigned dirty : 1;             /* a command was refused: EXEC aborts */
     unsigned watching : 1;
+    struct tx_watched watched;      /* while watching */
     unsigned blocking : 1;          /* a blocking command runs on dconn */
     unsigned index_script : 1;      /* a queued write runs the index_write script */
     struct userconn *script_as;     /* a queued script runs as this node user
@@ -181,6 +190,54 @@ static void note_refused(struct client *c)
 
 /* ---- dedicated connections ---- */
 
+static void watch_end(struct tx_state *tx)
+{
+    tx->watching = 0;
+    tx->watched.n = 0;
+}
+
+static uint64_t key_hash(const char *p, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;        /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* r's keys are WATCHed now: counted, each once (out of memory: not all). */
+static void watch_note(struct tx_state *tx, struct request *r)
+{
+    struct tx_watched *w = &tx->watched;
+    int some[16], *keys, n = request_keys_all(r, some, &keys);
+    if (w->n + n > w->cap) {
+        int cap = (w->n + n) * 2;
+        uint64_t *more = realloc(w->hash, sizeof *more * (size_t)cap);
+        if (more) {
+            w->hash = more;
+            w->cap = cap;
+        }
+    }
+    for (int i = 0; i < n && w->n < w->cap; i++) {
+        size_t len;
+        const char *k = request_arg(r, keys[i], &len);
+        w->hash[w->n++] = key_hash(k, len);
+    }
+    if (keys != some)
+        free(keys);
+    qsort(w->hash, (size_t)w->n, sizeof *w->hash, hash_cmp);
+    int kept = 0;
+    for (int i = 0; i < w->n; i++)
+        if (kept == 0 || w->hash[kept - 1] != w->hash[i])
+            w->hash[kept++] = w->hash[i];
+    w->n = kept;
+}
+
 /* Give the dedicated connection back (clearing a watch first). */
 static void drop_dconn(struct tx_state *tx)
 {
@@ -190,7 +247,7 @@ static void drop_dconn(struct tx_state *tx)
         const char *argv[] = { "UNWATCH" };
         node_send_quiet(tx->dconn->conn, 1, argv);
     }
-    tx->watching = 0;
+    watch_end(tx);
     dedicated_release(tx->dconn);
 }
 
@@ -410,8 +467,8 @@ static int upkeep_note(struct tx_state *tx, struct request *r)
 static size_t held_besides(const struct tx_state *tx)
 {
     const struct tx_unwrapped *u = &tx->unwrapped;
-    return tx->local_bytes + (u->bytes ? evbuffer_get_length(u->bytes) + evbuffer_get_length(u->keys)
-                                       : 0);
+    return tx->local_bytes + sizeof *tx->watched.hash * (size_t)tx->watched.cap +
+           (u->bytes ? evbuffer_get_length(u->bytes) + evbuffer_get_length(u->keys) : 0);
 }
 
 /* r, a write of a restricted user's that index_wrap_write wrapped, is
@@ -650,7 +707,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     }
     if (tx->watching && !tx->dconn) {       /* the watched connection was lost */
         reset_multi(tx);
-        tx->watching = 0;
+        watch_end(tx);
         resp_add_null_array(request_reply_buffer(r), request_resp(r));
         request_finish(r);
         return;
@@ -684,7 +741,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
         r->slot = tx->watch_slot;
         router_send_on(r, conn);
         tx->lane = conn;
-        tx->watching = 0;           /* EXEC ends the watch on the node too */
+        watch_end(tx);           /* EXEC ends the watch on the node too */
         dedicated_release(tx->dconn);
     } else {
         r->slot = slot;
@@ -741,12 +798,12 @@ static void cmd_discard(struct tx_state *tx, struct request *r)
             free((void *)old);
         router_send_on(r, conn);
         tx->lane = conn;
-        tx->watching = 0;
+        watch_end(tx);
         dedicated_release(tx->dconn);
         return;
     }
     reset_multi(tx);
-    tx->watching = 0;
+    watch_end(tx);
     reply_simple(r, "OK");
 }
 
@@ -793,6 +850,7 @@ static void cmd_watch(struct tx_state *tx, struct request *r)
         tx->watching = 1;
         tx->watch_slot = slot;
         tx->lane = tx->dconn->conn;
+        watch_note(tx, r);
     }
 }
 
@@ -803,7 +861,7 @@ static void cmd_unwatch(struct tx_state *tx, struct request *r)
         return;
     }
     if (!tx->watching || !tx->dconn) {
-        tx->watching = 0;
+        watch_end(tx);
         reply_simple(r, "OK");
         return;
     }
@@ -812,7 +870,7 @@ static void cmd_unwatch(struct tx_state *tx, struct request *r)
         return;
     router_send_on(r, conn);
     tx->lane = conn;
-    tx->watching = 0;
+    watch_end(tx);
     dedicated_release(tx->dconn);
 }
 
@@ -996,6 +1054,11 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
         request_fail(r, "ERR out of memory");
         return 1;
     }
+    if (tx->in_multi && (learned_entry(r->worker->topo->learned, r->cmd)->flags & CMD_NO_MULTI)) {
+        /* as the cluster's server: Valkey 8's WATCH and MULTI, SAVE */
+        refuse_queued(tx, r, "ERR Command not allowed inside a transaction");
+        return 1;
+    }
     if (cls == TXC_TX) {
         route_of(r->cmd)->run(r);      /* run_exec, ... */
         return 1;
@@ -1059,7 +1122,7 @@ static void client_gone(struct client *c)
         request_fail(r, "ERR the client has gone");
     }
     reset_multi(tx);
-    tx->watching = 0;
+    watch_end(tx);
     /* what is blocked or watched on it ends now, not when the node answers;
      * a WAIT under way keeps c alive until it ends (its request is queued) */
     int waiting = c->wait != NULL;
@@ -1087,6 +1150,7 @@ static void client_freed(struct client *c)
     free(tx->unwrapped.at);
     txexec_locals_free(tx->locals, tx->nlocal);
     free(tx->fix);
+    free(tx->watched.hash);
     free(tx);
     c->tx = NULL;
 }
@@ -1097,13 +1161,17 @@ static void client_count(const struct client *c, struct client_counts *n)
     if (c->tx && c->tx->in_multi)
         n->multi = c->tx->nqueued + c->tx->nlocal;
     n->watching = c->tx && c->tx->watching;
+    n->watched_keys = c->tx && c->tx->watching ? c->tx->watched.n : 0;
     n->blocked = (c->tx && c->tx->blocking) || c->wait != NULL;     /* WAIT blocks too */
 }
 
-/* Bytes c's MULTI block holds (its queued commands), 0 outside MULTI. */
+/* Bytes c's transaction state holds: its MULTI block (queued commands)
+ * and its WATCHed keys' count. */
 static size_t client_held(const struct client *c)
 {
-    return c->tx && c->tx->queued ? evbuffer_get_length(c->tx->queued) + held_besides(c->tx) : 0;
+    if (!c->tx)
+        return 0;
+    return (c->tx->queued ? evbuffer_get_length(c->tx->queued) : 0) + held_besides(c->tx);
 }
 
 /* ---- routes ---- */

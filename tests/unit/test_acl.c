@@ -95,7 +95,7 @@ static enum acl_verdict check(const struct acl_user *u, const char *words, int *
         c = command_lookup_sub(c, base + args[1].off, args[1].len);
     ck_assert_ptr_nonnull(c);
     int p;
-    enum acl_verdict v = acl_check_fast(u, c, base, args, argc, &p);
+    enum acl_verdict v = acl_check_fast(u, c, NULL, base, args, argc, &p);
     if (pos)
         *pos = p;
     return v;
