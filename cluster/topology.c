@@ -491,3 +491,23 @@ int topology_find(const struct topology *t, const char *addr)
             return i;
     return -1;
 }
+
+int topology_version_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        char *ea, *eb;
+        long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
+        if (x != y)
+            return x < y ? -1 : 1;
+        if (ea == a && eb == b)
+            return 0;
+        a = *ea == '.' ? ea + 1 : ea;
+        b = *eb == '.' ? eb + 1 : eb;
+    }
+}
+
+int topology_server_since(const struct topology_server *s, const char *name,
+                          const char *version)
+{
+    return strcmp(s->name, name) == 0 && topology_version_cmp(s->version, version) >= 0;
+}

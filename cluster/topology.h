@@ -35,6 +35,7 @@ struct topology_server {
     char name[16];                   /* "redis", "valkey" (server_name) */
     char version[32];                /* its own: "7.4.1", Valkey's valkey_version */
     char redis_version[32];          /* INFO's redis_version (Valkey 8 writes "7.2.4") */
+    char addr[TOPO_ADDR_MAX];        /* that master, announced "host:port" */
 };
 
 struct topology {
@@ -51,6 +52,14 @@ struct topology {
     const struct learned_set *learned;   /* what the cluster knows beyond the built-in
                                             table (learned.h; ops/servers.h), or NULL */
 };
+
+/* "7.2.4" against "7.10.0", number by number (what follows a number
+ * other than a dot, "-rc1", ends the comparison there): <0, 0, >0. */
+int topology_version_cmp(const char *a, const char *b);
+
+/* Whether s is server name ("redis", "valkey") of version or later. */
+int topology_server_since(const struct topology_server *s, const char *name,
+                          const char *version);
 
 /* Where to look and how to log in; address_map pairs are announced -> target. */
 struct topology_source {

@@ -800,6 +800,7 @@ static int client_take_command(struct client *c, const char *bytes)
     client_backlog_add(c, r);
     stat_inc(&c->worker->stats.commands);
     dispatch(r);
+    __atomic_add_fetch(&c->commands, 1, __ATOMIC_RELAXED);     /* as Redis: once run */
     return 0;
 }
 

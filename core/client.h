@@ -59,6 +59,7 @@ struct client {
     char *name;                     /* CLIENT SETNAME */
     char *lib_name, *lib_ver;       /* CLIENT SETINFO (Redis 7.2) */
     const char *lastcmd;            /* fullname of the last command, static */
+    uint64_t commands;              /* read from it (relaxed atomic: CLIENT LIST) */
     time_t created, last_active;
     int authenticated;
     enum resp_proto resp;           /* HELLO's protocol: RESP2 until HELLO 3 */
@@ -233,6 +234,7 @@ struct client_counts {
     int sub, psub, ssub;            /* subscriptions (pubsub.h) */
     int multi;                      /* commands queued in MULTI, or -1 outside it (tx.h) */
     int watching;                   /* WATCHing keys (tx.h) */
+    int watched_keys;               /* how many, each once */
     int blocked;                    /* a blocking command or a WAIT of its runs (tx.h) */
 };
 

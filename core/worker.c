@@ -255,6 +255,6 @@ void worker_post_stop(struct worker *w)
 const struct topology_server *worker_server(const struct worker *w)
 {
     static const struct topology_server spoken = { "redis", REDIS_SPOKEN_VERSION,
-                                                   REDIS_SPOKEN_VERSION };
+                                                   REDIS_SPOKEN_VERSION, "" };
     return w->topo && w->topo->server.name[0] ? &w->topo->server : &spoken;
 }

@@ -42,30 +42,45 @@ static void client_flags(const struct client *c, const struct client_counts *n, 
     *p = '\0';
 }
 
+/*
+ * A client's line, with the fields the cluster's server writes: Redis
+ * 7.0's, then lib-name and lib-ver where it knows CLIENT SETINFO (7.2),
+ * watch (Redis 7.4, Valkey 8.0), io-thread (Redis 8.0), and Valkey 8.0's
+ * tot-net-in, tot-net-out and tot-cmds.
+ */
 void clientcmd_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
+    const struct topology_server *server = worker_server(c->worker);
+    int valkey8 = topology_server_since(server, "valkey", "8.0.0");
     struct client_counts n;
-    char flags[8];
+    char flags[8], watch[24] = "";
     client_counts(c, &n);
     client_flags(c, &n, flags);
-    snprintf(buf, len,
+    if (valkey8 || topology_server_since(server, "redis", "7.4.0"))
+        snprintf(watch, sizeof watch, " watch=%d", n.watched_keys);
+    int used = snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-             "sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+             "sub=%d psub=%d ssub=%d multi=%d%s qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
              "redir=-1 resp=%d",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             flags, n.sub, n.psub, n.ssub, n.multi, client_mem_of(c),
+             flags, n.sub, n.psub, n.ssub, n.multi, watch, client_mem_of(c),
              c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default",
              (int)c->resp);
-    /* Redis 7.2's two more fields, where the cluster's server has them */
-    if (learned_find(c->worker->topo->learned, "client|setinfo", 14)) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, " lib-name=%s lib-ver=%s",
-                 c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
-    }
+    if (used > 0 && (size_t)used < len && learned_find(c->worker->topo->learned,
+                                                       "client|setinfo", 14))
+        used += snprintf(buf + used, len - (size_t)used, " lib-name=%s lib-ver=%s",
+                         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+    if (used > 0 && (size_t)used < len && topology_server_since(server, "redis", "8.0.0"))
+        used += snprintf(buf + used, len - (size_t)used, " io-thread=0");
+    if (used > 0 && (size_t)used < len && valkey8)
+        snprintf(buf + used, len - (size_t)used, " tot-net-in=%llu tot-net-out=%llu tot-cmds=%llu",
+                 (unsigned long long)__atomic_load_n(&c->io.total_in, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&c->io.total_out, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&c->commands, __ATOMIC_RELAXED));
 }
 
 static int client_name_valid(const char *name, size_t len)

@@ -24,6 +24,15 @@
 #define IO_READ_RUN 2               /*   in the batch being run */
 #define IO_READ_SKIPPED INT_MIN     /* c->batch_res: not read (reading is off) */
 
+/* n more bytes read (in) or written on c: its own totals (CLIENT LIST's
+ * tot-net-in, tot-net-out) and its owner's (INFO's). */
+static void io_count(struct io_conn *c, int in, uint64_t n)
+{
+    __atomic_add_fetch(in ? &c->total_in : &c->total_out, n, __ATOMIC_RELAXED);
+    if (c->bytes)
+        stat_add(in ? &c->bytes->in : &c->bytes->out, n);
+}
+
 static void io_flush_one(struct io_conn *c);
 static void io_read_cb(evutil_socket_t fd, short what, void *arg);
 static void io_read_batch_cb(evutil_socket_t fd, short what, void *arg);
@@ -182,8 +191,7 @@ static void io_send_done(void *tag, int res, void *arg)
     (void)arg;
     if (res > 0) {
         c->wstart += (size_t)res;
-        if (c->bytes)
-            stat_add(&c->bytes->out, (uint64_t)res);
+        io_count(c, 0, (uint64_t)res);
     } else if (res == -EIO) {
         io_conn_send_lost(c);
     }
@@ -394,8 +402,7 @@ static void io_read_took(struct io_conn *c, int had, ssize_t got)
 {
     if (got > 0) {
         c->rend += (size_t)got;
-        if (c->bytes)
-            stat_add(&c->bytes->in, (uint64_t)got);
+        io_count(c, 1, (uint64_t)got);
     } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
         int err = got == 0 ? 0 : errno;
         if (had)                        /* what came before the close still counts */
@@ -555,8 +562,7 @@ static int io_write_out(struct io_conn *c)
             return -1;
         }
         c->wstart += (size_t)n;
-        if (c->bytes)
-            stat_add(&c->bytes->out, (uint64_t)n);
+        io_count(c, 0, (uint64_t)n);
     }
     if (c->wbuf) {                  /* empty: back to the pool */
         io_buffer_give(c->loop, c->wbuf);
@@ -571,8 +577,7 @@ static int io_write_out(struct io_conn *c)
             io_fail(c, n < 0 ? errno : EPIPE);
             return -1;
         }
-        if (c->bytes)
-            stat_add(&c->bytes->out, (uint64_t)n);
+        io_count(c, 0, (uint64_t)n);
     }
     return 0;
 }

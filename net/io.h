@@ -133,6 +133,8 @@ struct io_conn {
     void *arg;
     SSL *ssl;                       /* NULL: plain TCP */
     struct stats_bytes *bytes;      /* counts bytes read and written; may be NULL */
+    uint64_t total_in, total_out;   /* bytes read and written on it (relaxed atomics:
+                                       CLIENT LIST reads them from other threads) */
     TAILQ_ENTRY(io_conn) dirty_link;
     TAILQ_ENTRY(io_conn) read_link; /* on loop->readable */
     int batch_res;                  /* the batched read's result */

@@ -54,26 +54,10 @@ int servers_parse_info(const char *text, struct topology_server *out)
     return 0;
 }
 
-/* "7.2.4" against "7.10.0", number by number (what follows a number
- * other than a dot, "-rc1", ends the comparison there). */
-static int version_cmp(const char *a, const char *b)
-{
-    for (;;) {
-        char *ea, *eb;
-        long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
-        if (x != y)
-            return x < y ? -1 : 1;
-        if (ea == a && eb == b)
-            return 0;
-        a = *ea == '.' ? ea + 1 : ea;
-        b = *eb == '.' ? eb + 1 : eb;
-    }
-}
-
 int servers_compare(const struct topology_server *a, const struct topology_server *b)
 {
-    int c = version_cmp(a->redis_version, b->redis_version);
-    return c ? c : version_cmp(a->version, b->version);
+    int c = topology_version_cmp(a->redis_version, b->redis_version);
+    return c ? c : topology_version_cmp(a->version, b->version);
 }
 
 static struct asked *find(const struct topology_node *n)
@@ -256,7 +240,7 @@ static const struct learned_set *learned_of(struct asked *const *masters, int n,
 void servers_learn(const struct topology_source *src, struct topology *t)
 {
     uint64_t now = node_now_ms();
-    struct topology_server lowest = { "", "", "" };
+    struct topology_server lowest = { "", "", "", "" };
     int lowest_at = -1;
     struct asked **masters = calloc(t->nnodes > 0 ? (size_t)t->nnodes : 1, sizeof *masters);
     if (!masters)
@@ -265,6 +249,7 @@ void servers_learn(const struct topology_source *src, struct topology *t)
         struct asked *a = masters[i] = learn_one(src, &t->nodes[i], now);
         if (a && (!lowest.name[0] || servers_compare(&a->server, &lowest) < 0)) {
             lowest = a->server;
+            snprintf(lowest.addr, sizeof lowest.addr, "%s", t->nodes[i].announced);
             lowest_at = i;
         }
     }

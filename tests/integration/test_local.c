@@ -1407,6 +1407,62 @@ START_TEST(test_cluster_shards)
 END_TEST
 
 /* KEYSLOT of many keys, node and proxy, in one pipeline each. */
+/* The field names of a CLIENT LIST line, space-separated, into out. */
+static void field_names(const char *line, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *p = line; *p && *p != '\n'; ) {
+        const char *eq = strchr(p, '=');
+        if (!eq)
+            break;
+        n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%.*s", n ? " " : "",
+                              (int)(eq - p), p);
+        const char *sp = strpbrk(eq, " \n");
+        if (!sp || *sp == '\n')
+            break;
+        p = sp + 1;
+    }
+}
+
+/* CLIENT INFO and CLIENT LIST through the proxy have the fields, in their
+ * order, that the cluster's server writes (Redis 7.0's; Valkey 8's watch,
+ * lib-name, lib-ver and tot-net-in/out, tot-cmds), counted for the client:
+ * its WATCHed keys, each once, its bytes and commands. */
+START_TEST(test_client_info_fields_as_the_server)
+{
+    struct h_node node = first_master();
+    redisContext *n = h_connect_node(&node), *p = h_connect_proxy();
+    char want[1024], got[1024];
+    redisReply *a = h_cmd(n, "CLIENT INFO"), *b = h_cmd(p, "CLIENT INFO");
+    ck_assert_int_eq(a->type, REDIS_REPLY_STRING);
+    ck_assert_int_eq(b->type, REDIS_REPLY_STRING);
+    field_names(a->str, want, sizeof want);
+    field_names(b->str, got, sizeof got);
+    ck_assert_msg(strcmp(want, got) == 0, "the server's fields: %s\nthe proxy's: %s", want, got);
+    freeReplyObject(a);
+    freeReplyObject(b);
+    if (strstr(want, " watch=") || strstr(want, " watch ")) {
+        H_OK(p, "WATCH {ci}a {ci}b {ci}a");
+        b = h_cmd(p, "CLIENT INFO");
+        ck_assert_msg(strstr(b->str, " watch=2 "), "%s", b->str);
+        freeReplyObject(b);
+        H_OK(p, "UNWATCH");
+        b = h_cmd(p, "CLIENT INFO");
+        ck_assert_msg(strstr(b->str, " watch=0 "), "%s", b->str);
+        freeReplyObject(b);
+    }
+    if (strstr(want, "tot-cmds")) {
+        b = h_cmd(p, "CLIENT INFO");        /* after 5 commands (WATCH ... CLIENT INFO) */
+        ck_assert_msg(strstr(b->str, " tot-cmds=5") && !strstr(b->str, "tot-net-in=0 "),
+                      "%s", b->str);
+        freeReplyObject(b);
+    }
+    redisFree(n);
+    redisFree(p);
+}
+END_TEST
+
 START_TEST(test_cluster_keyslot_many)
 {
     struct h_node m = first_master();
@@ -1507,6 +1563,7 @@ static Suite *local_suite(void)
     tcase_add_test(tc, test_cluster_myid_slots_nodes);
     tcase_add_test(tc, test_cluster_shards);
     tcase_add_test(tc, test_cluster_keyslot_many);
+    tcase_add_test(tc, test_client_info_fields_as_the_server);
     suite_add_tcase(s, tc);
 
     /* Check runs TCases in the order added: this one last */

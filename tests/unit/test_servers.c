@@ -40,7 +40,7 @@ END_TEST
 
 static struct topology_server server(const char *redis_version, const char *version)
 {
-    struct topology_server s = { "redis", "", "" };
+    struct topology_server s = { "redis", "", "", "" };
     snprintf(s.redis_version, sizeof s.redis_version, "%s", redis_version);
     snprintf(s.version, sizeof s.version, "%s", version);
     return s;
