@@ -1229,10 +1229,32 @@ static struct pubsub *subscriber(struct request *r)
     }
 SUBSCRIBER_COMMAND(run_subscribe, cmd_subscribe(r, ps, 0))
 SUBSCRIBER_COMMAND(run_psubscribe, cmd_subscribe(r, ps, 1))
-SUBSCRIBER_COMMAND(run_unsubscribe, cmd_unsubscribe(r, ps, 0))
-SUBSCRIBER_COMMAND(run_punsubscribe, cmd_unsubscribe(r, ps, 1))
 SUBSCRIBER_COMMAND(run_ssubscribe, cmd_ssubscribe(r, ps))
-SUBSCRIBER_COMMAND(run_sunsubscribe, cmd_sunsubscribe(r, ps))
+
+/* Valkey 8 refuses (P|S)UNSUBSCRIBE from a client subscribed to nothing,
+ * where Redis confirms it: as the cluster's server. 1 when r was refused. */
+static int nosub_refused(struct request *r)
+{
+    char msg[128];
+    if (subscribed(r->client) ||
+        !topology_server_since(worker_server(r->worker), "valkey", "8.0.0"))
+        return 0;
+    snprintf(msg, sizeof msg, "NOSUB '%s' command executed not in subscribed mode",
+             r->cmd->fullname);
+    request_fail(r, msg);
+    return 1;
+}
+
+#define UNSUBSCRIBER_COMMAND(fn, call)                  \
+    static void fn(struct request *r)                   \
+    {                                                   \
+        struct pubsub *ps;                              \
+        if (!nosub_refused(r) && (ps = subscriber(r)))  \
+            call;                                       \
+    }
+UNSUBSCRIBER_COMMAND(run_unsubscribe, cmd_unsubscribe(r, ps, 0))
+UNSUBSCRIBER_COMMAND(run_punsubscribe, cmd_unsubscribe(r, ps, 1))
+UNSUBSCRIBER_COMMAND(run_sunsubscribe, cmd_sunsubscribe(r, ps))
 
 /* What Redis 7.0 lets a RESP2 client in subscribed mode run. */
 static int allowed_in_context(const char *name)
