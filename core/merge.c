@@ -465,6 +465,20 @@ static void merge_any_one(struct request *p, struct evbuffer *out)
         resp_add_integer(out, 0);
 }
 
+/* The first part that found it (a bulk), else the first part's answer. */
+static void merge_found(struct request *p, struct evbuffer *out)
+{
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = part_bytes(p->parts[i], &len);
+        if (len > 1 && b[0] == '$' && b[1] != '-') {
+            evbuffer_add_buffer(out, request_reply_buffer(p->parts[i]));
+            return;
+        }
+    }
+    add_part_error(out, p->parts[0]);
+}
+
 /* The kinds merge.c merges itself. */
 static void merge_own(struct request *p, struct evbuffer *out)
 {
@@ -475,6 +489,7 @@ static void merge_own(struct request *p, struct evbuffer *out)
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;
     case MERGE_RANDOM: merge_random(p, out); break;
+    case MERGE_FOUND:  merge_found(p, out); break;
     case MERGE_SCRIPT_LOAD: merge_script_load(p, out); break;
     case MERGE_AND:    merge_and(p, out); break;
     case MERGE_UNION:  merge_union(p, out); break;

@@ -37,6 +37,8 @@ enum merge_kind {
                            (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
     MERGE_ANY_ONE,      /* :1 if any part answered :1, else the first error, else :0
                            (CLIENT UNBLOCK) */
+    MERGE_FOUND,        /* the first part's bulk, else the first part's reply
+                           (SCRIPT SHOW: the master that holds the script) */
     MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
     MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
     MERGE_SLOWLOG,      /* SLOWLOG GET and LEN: the masters' and the proxy's own

@@ -1,6 +1,6 @@
 /*
- * commandcmd: COMMAND and its subcommands, from the command table as
- * redis-server 7.0 writes its entries. See commandcmd.h.
+ * commandcmd: COMMAND and its subcommands, from the cluster's commands or
+ * the built-in table. See commandcmd.h.
  */
 #include "families/commandcmd.h"
 
@@ -13,6 +13,7 @@
 #include "cluster/learned.h"
 #include "core/request.h"
 #include "core/route.h"
+#include "core/router.h"
 #include "core/worker.h"
 #include "proto/command.h"
 #include "proto/resp.h"
@@ -178,14 +179,50 @@ static void command_info(struct request *r)
     command_docs_or_info(r, 0);
 }
 
+/*
+ * r as the client sent it to the master COMMAND's listing is from (the
+ * cluster's oldest: learned.h), its reply for the client's: what that
+ * server answers is the cluster's own answer, docs and help text as its
+ * build writes them. 0 when the cluster's commands are not known yet (r
+ * is the caller's to answer).
+ */
+static int ask_oldest(struct request *r)
+{
+    const struct topology *t = r->worker->topo;
+    int node = t->learned && t->learned->nall && t->server.addr[0]
+             ? topology_find(t, t->server.addr) : -1;
+    if (node < 0)
+        return 0;
+    const char **argv = malloc(sizeof *argv * (size_t)r->argc);
+    size_t *lens = malloc(sizeof *lens * (size_t)r->argc);
+    if (!argv || !lens) {
+        free(argv);
+        free(lens);
+        request_fail(r, "ERR out of memory");
+        return 1;
+    }
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    if (router_parts_open(r, MERGE_ALL_OK, 1) == 0) {
+        router_part_send(r, node, r->argc, argv, lens);
+        request_parts_sent(r);
+    }
+    free(argv);
+    free(lens);
+    return 1;
+}
+
 static void command_docs(struct request *r)
 {
-    command_docs_or_info(r, 1);
+    if (!ask_oldest(r))
+        command_docs_or_info(r, 1);
 }
 
 static void command_list(struct request *r)
 {
     struct evbuffer *b = request_out(r);
+    if (r->argc > 2 && ask_oldest(r))       /* FILTERBY */
+        return;
     if (r->argc > 2) {
         request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
         return;
@@ -206,11 +243,15 @@ static void command_list(struct request *r)
 
 static void command_getkeysandflags(struct request *r)
 {
-    request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy; use COMMAND GETKEYS");
+    if (!ask_oldest(r))
+        request_fail(r, "ERR COMMAND GETKEYSANDFLAGS is not supported by the proxy until it "
+                        "knows the cluster's commands; use COMMAND GETKEYS");
 }
 
 static void command_help(struct request *r)
 {
+    if (ask_oldest(r))
+        return;
     resp_add_array(request_out(r), 1);
     resp_add_simple(request_out(r), "COMMAND [COUNT|INFO|DOCS|GETKEYS|LIST]: as Redis, answered by the proxy.");
     request_finish(r);
@@ -223,11 +264,11 @@ static const struct route_entry commandcmd_routes[] = {
     ROUTE_LOCAL("command", command_all, TXC_PROXY),
     ROUTE_LOCAL("command|count", command_count, TXC_PROXY),
     ROUTE_LOCAL("command|info", command_info, TXC_PROXY),
-    ROUTE_LOCAL("command|docs", command_docs, TXC_PROXY),
+    ROUTE_ASKING("command|docs", command_docs),
     ROUTE_LOCAL("command|getkeys", command_getkeys, TXC_PROXY),
-    ROUTE_LOCAL("command|getkeysandflags", command_getkeysandflags, TXC_PROXY),
-    ROUTE_LOCAL("command|list", command_list, TXC_PROXY),
-    ROUTE_LOCAL("command|help", command_help, TXC_PROXY),
+    ROUTE_ASKING("command|getkeysandflags", command_getkeysandflags),
+    ROUTE_ASKING("command|list", command_list),
+    ROUTE_ASKING("command|help", command_help),
 };
 
 void commandcmd_register(void)

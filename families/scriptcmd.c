@@ -1,5 +1,6 @@
 #include "families/scriptcmd.h"
 
+#include <ctype.h>
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -262,6 +263,29 @@ static void plan_everywhere_ok(struct request *r)
     fanout_same(r, MERGE_ALL_OK);
 }
 
+/* SCRIPT SHOW sha (Valkey 8): the body the proxy knows, else the one of a
+ * master that holds it (an EVAL ran on one master only), else NOSCRIPT. */
+static void plan_script_show(struct request *r)
+{
+    size_t len, body_len;
+    const char *sha = request_arg(r, 2, &len);
+    char hex[SCRIPTS_SHA_HEX];
+    char *body = NULL;
+    if (len == SCRIPTS_SHA_HEX - 1) {
+        for (size_t i = 0; i < len; i++)
+            hex[i] = (char)tolower((unsigned char)sha[i]);
+        hex[len] = '\0';
+        body = scripts_body_copy(hex, &body_len);
+    }
+    if (!body) {
+        fanout_same(r, MERGE_FOUND);
+        return;
+    }
+    resp_add_bulk(request_out(r), body, body_len);
+    free(body);
+    request_finish(r);
+}
+
 /* ---- routes ---- */
 
 #define SCRIPT(name, fn, cls) { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls } }
@@ -277,6 +301,7 @@ static const struct route_entry scriptcmd_routes[] = {
     SCRIPT("script|flush", plan_script_flush, TXC_OTHER),
     SCRIPT("script|kill", plan_kill, TXC_OTHER),
     SCRIPT("script|debug", plan_refuse_debug, TXC_OTHER),
+    SCRIPT("script|show", plan_script_show, TXC_OTHER),     /* learned (Valkey 8) */
     SCRIPT("script|*", to_one_master, TXC_OTHER),
     SCRIPT("function|load", plan_everywhere_ok, TXC_OTHER),
     SCRIPT("function|delete", plan_everywhere_ok, TXC_OTHER),
