@@ -6,8 +6,8 @@
 #    and in every conf/layouts/*.rules header; every link of README.md and
 #    docs/*.md resolving inside the repository) and scripts/check-layers.py (every
 #    #include of the daemon points down its layers, scripts/layers).
-# 2. Unless --unit-only: starts its own 3+3 Redis Cluster (scripts/cluster.sh)
-#    on free ports (base in 20000-29000, each port and port+10000 free) in a
+# 2. Unless --unit-only: starts its own 3+3 Redis Cluster of redis-server
+#    (scripts/cluster.sh) on free ports (base in 20000-29000, each port and port+10000 free) in a
 #    temporary folder, and build/tagproxy on another free port (its log in
 #    that folder, its tail printed when a test fails), its admin endpoint on
 #    a third free port; runs every build/tests/integration/test_* with
@@ -21,6 +21,9 @@
 #    tagproxy.sock) when tests/e2e/package.json exists; then restarts the
 #    proxy with `--io-uring no` (and TAGPROXY_IO_URING=no for the proxies
 #    tests start) and runs the socket-heavy tests (FALLBACK_TESTS) again.
+#    Then the Valkey pass: a second 3+3 cluster, of valkey-server, and a
+#    proxy in front of it, for the tests of commands and the handshake
+#    (VALKEY_TESTS), with TAGPROXY_TEST_SERVER=valkey-server.
 #    Once the cluster is up, first: scripts/check-deploy.py, the deployment
 #    files (docker/) checked against the binary and the release build (run
 #    on the cluster).
@@ -30,7 +33,7 @@
 #    (tests/chaos/chaos.h): its own 3+3 cluster and proxy, every fault once.
 #
 # TESTS="pipeline storm" (make test TESTS=...) runs only those integration
-# tests (build/tests/integration/test_NAME), both passes, and no unit or e2e
+# tests (build/tests/integration/test_NAME), in every pass that has them, and no unit or e2e
 # test: for working on a few tests at a time; TESTS=chaos the fault suite.
 #
 # Counts test binaries and suites; the last line is "tests: N passed, N failed";
@@ -139,14 +142,20 @@ stop_leftovers() {
     done
 }
 
-cleanup() {
-    trap - EXIT INT TERM
+# Stops the proxy, what tests left running and the cluster; removes the folder.
+stop_pass() {
     if [ -n "$proxy_pid" ]; then stop_pid "$proxy_pid" 5 || true; fi
     stop_leftovers
     if [ -n "$dir" ] && [ -d "$dir" ]; then
         scripts/cluster.sh stop --dir "$dir" >/dev/null 2>&1 || true
         rm -rf "$dir"
     fi
+    proxy_pid= dir=
+}
+
+cleanup() {
+    trap - EXIT INT TERM
+    stop_pass
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -181,15 +190,18 @@ pick_proxy_port() {
     return 1
 }
 
-start_cluster() {
+start_cluster() {   # start_cluster SERVER (redis-server, valkey-server)
     local attempt
     for attempt in 1 2 3; do
         base=$(pick_base) || { log "no free base port"; return 1; }
         dir=$(mktemp -d "${TMPDIR:-/tmp}/tagproxy-test.XXXXXX")
-        echo "== cluster: 127.0.0.1:$base-$((base + 5)) in $dir"
+        echo "== cluster: $1 on 127.0.0.1:$base-$((base + 5)) in $dir"
         # a long cluster-node-timeout: test_pause freezes a master for seconds
         # and must not cause a failover
-        if scripts/cluster.sh start --base-port "$base" --dir "$dir" --node-timeout 30000 >/dev/null; then
+        if scripts/cluster.sh start --base-port "$base" --dir "$dir" --node-timeout 30000 \
+               --server "$1" >/dev/null; then
+            nodes=""
+            for ((i = 0; i < 6; i++)); do nodes+="${nodes:+ }127.0.0.1:$((base + i))"; done
             return 0
         fi
         rm -rf "$dir"   # (cluster.sh already stopped what it started)
@@ -237,13 +249,11 @@ if [ ! -x "$bin" ]; then
     summary
     exit 1
 fi
-if ! start_cluster; then
+if ! start_cluster redis-server; then
     record "cluster start" 1
     summary
     exit 1
 fi
-nodes=""
-for ((i = 0; i < 6; i++)); do nodes+="${nodes:+ }127.0.0.1:$((base + i))"; done
 
 proxy_args=() proxy_env=()
 
@@ -312,19 +322,46 @@ if start_proxy; then
     fi
 
     stop_pid "$proxy_pid" 5 || true
+    proxy_pid=
     proxy_args=(--io-uring no) proxy_env=(TAGPROXY_IO_URING=no)
-    if start_proxy; then
+    if [ ${#FALLBACK_TESTS[@]} -eq 0 ]; then
+        :
+    elif start_proxy; then
         set_test_env
-        [ ${#FALLBACK_TESTS[@]} -gt 0 ] &&
-            run_integration " (io-uring no)" "${FALLBACK_TESTS[@]/#/build/tests/integration/test_}"
+        run_integration " (io-uring no)" "${FALLBACK_TESTS[@]/#/build/tests/integration/test_}"
     else
         record "proxy start (io-uring no)" 1
     fi
 else
     record "proxy start" 1
 fi
+stop_pass
 
-cleanup
+# The Valkey pass: the tests of commands and the handshake again on a
+# cluster of valkey-server (Valkey 8: Redis 7.2's commands and Valkey's
+# own), their standalone server to compare with a valkey-server too
+# (TAGPROXY_TEST_SERVER, tests/integration/harness.h).
+VALKEY_TESTS=(every_command commands differential resp3 local tx layout layout_session)
+if [ ${#only[@]} -gt 0 ]; then
+    VALKEY_TESTS=($(printf '%s\n' "${VALKEY_TESTS[@]}" | grep -xF "${only[@]/#/-e}" || true))
+fi
+if [ ${#VALKEY_TESTS[@]} -gt 0 ]; then
+    if ! command -v valkey-server >/dev/null; then
+        log "valkey-server is missing; run make deps"
+        record "valkey-server" 1
+    elif ! start_cluster valkey-server; then
+        record "cluster start (valkey)" 1
+    else
+        proxy_args=() proxy_env=(TAGPROXY_TEST_SERVER=valkey-server)
+        if start_proxy; then
+            set_test_env
+            run_integration " (valkey)" "${VALKEY_TESTS[@]/#/build/tests/integration/test_}"
+        else
+            record "proxy start (valkey)" 1
+        fi
+    fi
+    stop_pass
+fi
 
 # The fault suite's short form (tests/chaos; make chaos runs it whole), on
 # a cluster of its own once the one above is gone: one repetition of each

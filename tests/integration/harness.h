@@ -8,6 +8,8 @@
  *   TAGPROXY_TEST_NODES  "host:port host:port ..." every node of the cluster
  *   TAGPROXY_TEST_BIN    the proxy binary, to start extra instances
  *   TAGPROXY_TEST_DIR    the run's folder: "pids" ("PORT PID" per node), logs
+ *   TAGPROXY_TEST_SERVER the server binary the cluster runs (the Valkey
+ *                        pass: valkey-server; unset: redis-server)
  *
  * What the tests know about the cluster they learn from the nodes directly
  * (CLUSTER SLOTS), never through the proxy, so that a proxy bug cannot hide
@@ -580,6 +582,24 @@ H_UNUSED static int h_cluster_base(int n)
 }
 
 /*
+ * The server binary the suite's cluster runs, and the tests' own clusters
+ * and standalone servers to compare with: TAGPROXY_TEST_SERVER
+ * (valkey-server for scripts/test.sh's Valkey pass), redis-server unless set.
+ */
+H_UNUSED static const char *h_server(void)
+{
+    const char *s = getenv("TAGPROXY_TEST_SERVER");
+    return s && s[0] ? s : "redis-server";
+}
+
+/* Whether the suite runs on Valkey (whose replies differ from Redis 7.0's
+ * in places a test must know). */
+H_UNUSED static int h_server_is_valkey(void)
+{
+    return strstr(h_server(), "valkey") != NULL;
+}
+
+/*
  * A cluster of the test's own: 3 masters, no replicas, started with
  * scripts/cluster.sh on free ports, in TAGPROXY_TEST_DIR/NAME-<base>
  * (written to dir), with extra cluster.sh options (may be ""). Its first
@@ -590,11 +610,14 @@ H_UNUSED static int h_cluster_base(int n)
 H_UNUSED static int h_cluster_start(char *dir, size_t size, const char *name, const char *extra)
 {
     char out[8192];
+    /* the suite's server unless extra names another */
+    const char *server = strstr(extra, "--server") ? "" : h_server();
     for (int attempt = 0; attempt < 3; attempt++) {
         int base = h_cluster_base(3);
         H_FMT(dir, size, "%s/%s-%d", h_env("TAGPROXY_TEST_DIR"), name, base);
         if (h_shell(out, sizeof out, "scripts/cluster.sh start --base-port %d --masters 3 "
-                    "--replicas 0 --node-timeout 30000 --dir '%s' %s 2>&1", base, dir, extra) == 0)
+                    "--replicas 0 --node-timeout 30000 --dir '%s' %s%s %s 2>&1", base, dir,
+                    server[0] ? "--server " : "", server, extra) == 0)
             return base;
     }
     ck_abort_msg("cannot start the %s cluster: %s", name, out);
@@ -822,22 +845,23 @@ H_UNUSED static void h_layout_proxy_start(struct h_proxy *p, const char *tag, ch
 }
 
 /*
- * A standalone redis-server to compare the proxy with, as p: on a free port,
- * no persistence, its log TAGPROXY_TEST_DIR/NAME-PORT.log, requirepass pass
- * unless NULL; waited for until it answers (NOAUTH is an answer).
+ * A standalone server of the suite's build (h_server) to compare the proxy
+ * with, as p: on a free port, no persistence, its log
+ * TAGPROXY_TEST_DIR/NAME-PORT.log, requirepass pass unless NULL; waited for
+ * until it answers (NOAUTH is an answer).
  */
 H_UNUSED static void h_ref_start(struct h_proxy *p, const char *name, const char *pass)
 {
     char port[16];
     const char *argv[] = {
-        "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
+        h_server(), "--bind", "127.0.0.1", "--port", port, "--save", "",
         "--appendonly", "no", "--dir", h_env("TAGPROXY_TEST_DIR"),
         pass ? "--requirepass" : NULL, pass, NULL,
     };
     h_place_named(p, name);
     snprintf(port, sizeof port, "%d", p->addr.port);
     h_spawn(p, argv, SIGTERM, 1);
-    h_spawn_wait(p, h_answers, 20000, "redis-server");
+    h_spawn_wait(p, h_answers, 20000, h_server());
 }
 
 /*
