@@ -603,20 +603,44 @@ static void plan_forward(struct request *r)
 }
 
 /* One part of a split: the command name, then the keys (and values) of one slot. */
-static struct request *split_part(struct request *r, const int *idx, int nkeys, int step)
+/*
+ * Where a split command's keys are: argv[0..head) come first (the name, and
+ * a numkeys at numkeys_at, which each part gets its own count in), then
+ * nkeys groups of step arguments, a key first in each, then the arguments
+ * after them (MSETEX's NX, EX ...), which every part gets too.
+ */
+struct split_shape {
+    int head, step, nkeys, numkeys_at;      /* numkeys_at -1: none */
+};
+
+static struct request *split_part(struct request *r, const int *idx, int nkeys,
+                                  const struct split_shape *sh)
 {
     struct request *part = request_new(r->worker);
-    int argc = 1 + nkeys * step;
+    int after = sh->head + sh->nkeys * sh->step, tail = r->argc - after;
+    int argc = sh->head + nkeys * sh->step + tail;
     const char **argv = malloc(sizeof *argv * (size_t)argc);
     size_t *lens = malloc(sizeof *lens * (size_t)argc);
     int *pos = malloc(sizeof *pos * (size_t)nkeys);
+    char count[24];
     if (!part || !argv || !lens || !pos)
         goto fail;
-    argv[0] = request_arg(r, 0, &lens[0]);
+    for (int i = 0; i < sh->head; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    if (sh->numkeys_at >= 0) {
+        lens[sh->numkeys_at] = (size_t)snprintf(count, sizeof count, "%d", nkeys);
+        argv[sh->numkeys_at] = count;
+    }
     for (int k = 0; k < nkeys; k++) {
         pos[k] = idx[k];
-        for (int j = 0; j < step; j++)
-            argv[1 + k * step + j] = request_arg(r, 1 + idx[k] * step + j, &lens[1 + k * step + j]);
+        for (int j = 0; j < sh->step; j++) {
+            int to = sh->head + k * sh->step + j;
+            argv[to] = request_arg(r, sh->head + idx[k] * sh->step + j, &lens[to]);
+        }
+    }
+    for (int i = 0; i < tail; i++) {
+        int to = sh->head + nkeys * sh->step + i;
+        argv[to] = request_arg(r, after + i, &lens[to]);
     }
     if (request_build(part, argc, argv, lens) < 0)
         goto fail;
@@ -655,15 +679,26 @@ static void split_group(const int *slots, int nkeys, int *idx, int *start)
     start[0] = 0;
 }
 
+static void plan_split_shaped(struct request *r, enum merge_kind merge,
+                              const struct split_shape *sh);
+
+/* MGET-style: every argument after the name, step at a time, a key first. */
 static void plan_split(struct request *r, enum merge_kind merge, int step)
 {
-    int nkeys = (r->argc - 1) / step;
-    if ((r->argc - 1) % step != 0 || nkeys == 0) {
+    struct split_shape sh = { 1, step, (r->argc - 1) / step, -1 };
+    if ((r->argc - 1) % step != 0 || sh.nkeys == 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", r->cmd->fullname);
         request_fail(r, msg);
         return;
     }
+    plan_split_shaped(r, merge, &sh);
+}
+
+static void plan_split_shaped(struct request *r, enum merge_kind merge,
+                              const struct split_shape *sh)
+{
+    int nkeys = sh->nkeys, step = sh->step;
     int *slots = malloc(sizeof *slots * (size_t)nkeys);
     int *idx = malloc(sizeof *idx * (size_t)nkeys);
     int *start = NULL;
@@ -673,7 +708,7 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     int first = -1, single = 1;
     for (int k = 0; k < nkeys; k++) {
         size_t len;
-        const char *key = request_arg(r, 1 + k * step, &len);
+        const char *key = request_arg(r, sh->head + k * step, &len);
         slots[k] = slot_of(key, len);
         if (first < 0)
             first = slots[k];
@@ -702,7 +737,7 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
         if (sent[s])
             continue;
         sent[s] = 1;
-        struct request *part = split_part(r, idx + start[s], start[s + 1] - start[s], step);
+        struct request *part = split_part(r, idx + start[s], start[s + 1] - start[s], sh);
         if (!part) {
             r->merge = MERGE_FAILED;     /* the parts sent still answer */
             break;
@@ -990,14 +1025,44 @@ static int learned_merge(const struct command *c)
     return -1;
 }
 
-/* A multi_shard command the proxy splits as MSET: one key spec, keys from
- * argument 1 to the last, keystep apart (its step; 0: another shape). */
-static int learned_split_step(const struct command *c)
+/* Whether a multi_shard command has a shape the proxy splits: one key
+ * spec, its keys either from argument 1 to the last, keystep apart (as
+ * MSET's), or counted by a numkeys before them, and the arguments after
+ * them the same for every key (as Redis 8.4's MSETEX numkeys key value
+ * ... [NX|XX] [EX s]). */
+static int learned_splits(const struct command *c)
 {
     const struct keyspec *k = c->nkeyspecs == 1 ? &c->keyspecs[0] : NULL;
-    return k && k->bs == KSPEC_BS_INDEX && k->bs_u.index.pos == 1 && k->fk == KSPEC_FK_RANGE &&
-           k->fk_u.range.lastkey == -1 && k->fk_u.range.limit == 0 &&
-           k->fk_u.range.keystep > 0 ? k->fk_u.range.keystep : 0;
+    if (!k || k->bs != KSPEC_BS_INDEX || k->bs_u.index.pos < 1)
+        return 0;
+    if (k->fk == KSPEC_FK_RANGE)
+        return k->bs_u.index.pos == 1 && k->fk_u.range.lastkey == -1 &&
+               k->fk_u.range.limit == 0 && k->fk_u.range.keystep > 0;
+    return k->fk == KSPEC_FK_KEYNUM && k->fk_u.keynum.keystep > 0 &&
+           k->fk_u.keynum.firstkey > k->fk_u.keynum.keynumidx;
+}
+
+/* r's split shape (learned_splits said it has one): 0, or -1 when its
+ * numkeys is not a count of the arguments there are (then the node that
+ * gets it whole says so, as to any client). */
+static int learned_shape(const struct request *r, struct split_shape *sh)
+{
+    const struct keyspec *k = &r->cmd->keyspecs[0];
+    long long n;
+    int pos = k->bs_u.index.pos;
+    if (k->fk == KSPEC_FK_RANGE) {
+        *sh = (struct split_shape){ 1, k->fk_u.range.keystep,
+                                    (r->argc - 1) / k->fk_u.range.keystep, -1 };
+        return (r->argc - 1) % sh->step == 0 && sh->nkeys > 0 ? 0 : -1;
+    }
+    sh->numkeys_at = pos + k->fk_u.keynum.keynumidx;
+    sh->head = pos + k->fk_u.keynum.firstkey;
+    sh->step = k->fk_u.keynum.keystep;
+    if (sh->numkeys_at >= r->argc || request_arg_ll(r, sh->numkeys_at, &n) < 0 ||
+        n < 1 || n > (r->argc - sh->head) / sh->step)
+        return -1;
+    sh->nkeys = (int)n;
+    return 0;
 }
 
 /* A learned command whose tips ask for it on several masters: split by
@@ -1008,7 +1073,10 @@ static int learned_fanout(struct request *r)
 {
     const struct command *c = r->cmd;
     if (c->tips & CMD_TIP_REQUEST_MULTI_SHARD) {
-        plan_split(r, (enum merge_kind)learned_merge(c), learned_split_step(c));
+        struct split_shape sh;
+        if (learned_shape(r, &sh) < 0)
+            return 0;               /* forwarded whole: its node answers the error */
+        plan_split_shaped(r, (enum merge_kind)learned_merge(c), &sh);
         return 1;
     }
     if (c->tips & CMD_TIP_REQUEST_ALL_SHARDS) {
@@ -1040,7 +1108,7 @@ static const char *learned_refusal(const struct learned_command *l, int nmasters
         why = "the proxy does not serve a blocking or pub/sub command it learned";
     } else if ((c->tips & (CMD_TIP_REQUEST_ALL_NODES | CMD_TIP_REQUEST_SPECIAL |
                            CMD_TIP_UNKNOWN)) ||
-               ((c->tips & CMD_TIP_REQUEST_MULTI_SHARD) && !learned_split_step(c)) ||
+               ((c->tips & CMD_TIP_REQUEST_MULTI_SHARD) && !learned_splits(c)) ||
                ((c->tips & (CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_REQUEST_ALL_SHARDS)) &&
                 learned_merge(c) < 0)) {
         why = "its tips ask for a way of running it over the masters that the proxy does not "

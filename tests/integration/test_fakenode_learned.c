@@ -4,9 +4,11 @@
  * as the servers' command docs describe them: Redis 7.4's HEXPIRE (one key
  * at argument 1), a multi_shard command keyed as MSET (split by slot, its
  * parts' replies merged by response_policy:all_succeeded), Redis 8.4's
- * MSETEX (multi_shard with numkeys: refused), an all_shards agg_sum
- * command (every master's reply added), one whose key spec is incomplete,
- * and ZRANK with Redis 7.2's arity (-3: WITHSCORE).
+ * MSETEX (multi_shard with numkeys: split, each part its own count), an
+ * all_shards agg_sum command (every master's reply added), one whose key
+ * spec is incomplete, and built-in commands the cluster describes
+ * otherwise: ZRANK with Redis 7.2's arity (-3: WITHSCORE), SINTERSTORE with
+ * 7.2's key spec flags (OW destination), WATCH with Valkey 8's no-multi.
  *
  * Two masters, A (slots 0-8191) and B (8192-16383). A runs "7.4.1" and
  * knows them all; B runs "7.0.15" and knows none until it is upgraded (its
@@ -14,8 +16,9 @@
  * until then the proxy refuses HEXPIRE saying only one master of two knows
  * it; then it forwards it by its key to the master that owns the key, and
  * the reply comes back as the node wrote it. Users' rules apply to a learned
- * command by its ACL categories and its keys; MSETEX and the incomplete one are refused with their
- * reason; ZRANK ... WITHSCORE passes the cluster's arity.
+ * command by its ACL categories and its keys; the incomplete one is refused
+ * with its reason; ZRANK ... WITHSCORE passes the cluster's arity; COMMAND
+ * DOCS is the node's own.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -28,6 +31,7 @@ static struct {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_b_upgraded;
 static int g_hexpire_runs, g_hexpire_on_b, g_mshard_parts;
+static char g_msetex_a[256], g_msetex_b[256];      /* the last MSETEX each master ran */
 
 #define H_INT_IS(c, n, ...) do { \
         redisReply *r_ = h_cmd((c), __VA_ARGS__); \
@@ -43,9 +47,28 @@ static int g_hexpire_runs, g_hexpire_on_b, g_mshard_parts;
     "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:" lastkey "\r\n" \
     "$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
 
+/* A key spec of flags (a RESP set of 2), keys from argument index to
+ * lastkey. */
+#define RANGE_SPEC_FLAGS(flag1, flag2, index, lastkey) \
+    "*6\r\n$5\r\nflags\r\n*2\r\n+" flag1 "\r\n+" flag2 "\r\n$12\r\nbegin_search\r\n*4\r\n" \
+    "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:" index "\r\n" \
+    "$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n" \
+    "$7\r\nlastkey\r\n:" lastkey "\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+
 /* What a 7.4 node's COMMAND says of them (only these: the rest is built in). */
 static const char newer_commands[] =
-    "*6\r\n"
+    "*8\r\n"
+    /* SINTERSTORE as Redis 7.2 describes it: its destination OW, not RW */
+    "*10\r\n$11\r\nsinterstore\r\n:-3\r\n*2\r\n+write\r\n+denyoom\r\n:1\r\n:-1\r\n:1\r\n"
+    "*3\r\n+@write\r\n+@set\r\n+@slow\r\n*0\r\n*2\r\n"
+    RANGE_SPEC_FLAGS("OW", "update", "1", "0") RANGE_SPEC_FLAGS("RO", "access", "2", "-1") "*0\r\n"
+    /* WATCH as Valkey 8 describes it: no-multi */
+    "*10\r\n$5\r\nwatch\r\n:-2\r\n*6\r\n+noscript\r\n+loading\r\n+stale\r\n+fast\r\n"
+    "+no_multi\r\n+allow_busy\r\n:1\r\n:-1\r\n:1\r\n*2\r\n+@fast\r\n+@transaction\r\n*0\r\n"
+    "*1\r\n*6\r\n$5\r\nflags\r\n*1\r\n+RO\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n"
+    "$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n"
+    "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:-1\r\n$7\r\n"
+    "keystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n"
     "*10\r\n$7\r\nhexpire\r\n:-6\r\n*3\r\n+write\r\n+denyoom\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
     "*3\r\n+@write\r\n+@hash\r\n+@fast\r\n*0\r\n*1\r\n" RANGE_SPEC("1", "0") "*0\r\n"
     "*10\r\n$9\r\nmshardcmd\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n*1\r\n+@write\r\n"
@@ -110,6 +133,25 @@ static int learned_filter(struct fn_conn *c, int *rc)
         *rc = fn_writes(c, "+OK\r\n");
     } else if (strcasecmp(cmd, "COUNTALL") == 0) {
         *rc = fn_writes(c, c->f == &W.a ? ":3\r\n" : ":4\r\n");
+    } else if (strcasecmp(cmd, "MSETEX") == 0) {
+        /* as Redis 8.4: numkeys must count the pairs; the part's words kept */
+        long n = strtol(c->argv[1], NULL, 10);
+        if (n < 1 || 2 + 2 * n > c->argc) {
+            *rc = fn_writes(c, "-ERR invalid numkeys value\r\n");
+            return 1;
+        }
+        pthread_mutex_lock(&g_mu);
+        char *at = c->f == &W.a ? g_msetex_a : g_msetex_b;
+        at[0] = '\0';
+        for (int i = 0; i < c->argc; i++)
+            snprintf(at + strlen(at), 256 - strlen(at), "%s%s", i ? " " : "", c->argv[i]);
+        pthread_mutex_unlock(&g_mu);
+        *rc = fn_writes(c, ":1\r\n");
+    } else if (strcasecmp(cmd, "SINTERSTORE") == 0) {
+        *rc = fn_writes(c, ":0\r\n");
+    } else if (strcasecmp(cmd, "COMMAND") == 0 && c->argc >= 2 &&
+               strcasecmp(c->argv[1], "DOCS") == 0) {
+        *rc = fn_writes(c, "*2\r\n$7\r\nhexpire\r\n*2\r\n$7\r\nsummary\r\n$14\r\nthe node's own\r\n");
     } else if (strcasecmp(cmd, "ZRANK") == 0) {
         *rc = fn_writes(c, "*2\r\n:0\r\n$1\r\n1\r\n");
     } else {
@@ -129,7 +171,8 @@ static void world(void)
     const char *args[] = { "--topology-refresh-ms", "200",
                            "--user", "hashes", "pw", "+@hash", "~*",
                            "--user", "nohash", "pw", "+@all", "-@hash", "~*",
-                           "--user", "otherkeys", "pw", "+@all", "~other:*", NULL };
+                           "--user", "otherkeys", "pw", "+@all", "~other:*",
+                           "--user", "writer", "pw", "+@all", "%W~dst:*", "%R~src:*", NULL };
     fn_proxy_start(&W.proxy, "learned", W.a.port, args);
 }
 
@@ -140,6 +183,7 @@ static void teardown(void)
     fn_stop(&W.b);
     g_b_upgraded = 0;
     g_hexpire_runs = g_hexpire_on_b = g_mshard_parts = 0;
+    g_msetex_a[0] = g_msetex_b[0] = '\0';
 }
 
 /* The reply to HEXPIRE, once it is not the rolling-upgrade refusal (5 s). */
@@ -197,8 +241,36 @@ START_TEST(test_refusals_and_arity)
     ck_assert_int_eq(g_mshard_parts, 2);
     pthread_mutex_unlock(&g_mu);
     H_INT_IS(c, 7, "COUNTALL");                     /* all_shards, agg_sum: 3 + 4 */
-    H_ERR(c, "ERR 'msetex' is known to the cluster but not served through the proxy: its tips",
-          "MSETEX 2 %s v %s w", on_a, on_b);
+    /* multi_shard with numkeys (MSETEX): each master its keys, counted, and
+     * the arguments after them */
+    H_INT_IS(c, 1, "MSETEX 3 {%s}x v %s w {%s}y u NX EX 10", on_a, on_b, on_a);
+    pthread_mutex_lock(&g_mu);
+    char want[256];
+    snprintf(want, sizeof want, "MSETEX 2 {%s}x v {%s}y u NX EX 10", on_a, on_a);
+    ck_assert_str_eq(g_msetex_a, want);
+    snprintf(want, sizeof want, "MSETEX 1 %s w NX EX 10", on_b);
+    ck_assert_str_eq(g_msetex_b, want);
+    g_msetex_a[0] = g_msetex_b[0] = '\0';
+    pthread_mutex_unlock(&g_mu);
+    /* a numkeys that counts no pairs there are: whole, to one master, whose error it is */
+    H_ERR(c, "ERR invalid numkeys value", "MSETEX 3 %s v", on_a);
+    /* the cluster's key specs for a built-in command: SINTERSTORE's
+     * destination is OW (a write), so %W~dst:* allows it */
+    redisContext *w = h_connect_node(&W.proxy.addr);
+    H_OK(w, "AUTH writer pw");
+    H_INT_IS(w, 0, "SINTERSTORE dst:{x} src:{x}a src:{x}b");
+    H_ERR(w, "NOPERM", "SINTERSTORE src:{x} src:{x}a");
+    redisFree(w);
+    /* its flags: WATCH no-multi (Valkey 8) refuses it inside MULTI and aborts */
+    H_OK(c, "MULTI");
+    H_ERR(c, "ERR Command not allowed inside a transaction", "WATCH k");
+    H_ERR(c, "EXECABORT", "EXEC");
+    /* COMMAND DOCS: the cluster's oldest master's own */
+    r = h_cmd(c, "COMMAND DOCS hexpire");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_str_eq(r->element[1]->element[1]->str, "the node's own");
+    freeReplyObject(r);
     H_ERR(c, "ERR 'incompcmd' is known to the cluster but not served through the proxy: its key "
           "specs", "INCOMPCMD a");
     H_ERR(c, "ERR wrong number of arguments for 'hexpire' command", "HEXPIRE h 100");
@@ -221,8 +293,8 @@ START_TEST(test_refusals_and_arity)
     r = h_cmd(c, "INFO proxy");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     ck_assert_msg(strstr(r->str, "\r\ncommands_learned:5\r\n") &&
-                  strstr(r->str, "\r\ncommands_learned_overrides:1\r\n") &&
-                  strstr(r->str, "\r\ncommands_learned_refused:2\r\n"), "%s", r->str);
+                  strstr(r->str, "\r\ncommands_learned_overrides:3\r\n") &&
+                  strstr(r->str, "\r\ncommands_learned_refused:1\r\n"), "%s", r->str);
     freeReplyObject(r);
     /* users' rules, by the learned command's categories and its keys */
     redisContext *u = h_connect_node(&W.proxy.addr);
