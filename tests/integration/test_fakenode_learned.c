@@ -18,7 +18,8 @@
  * the reply comes back as the node wrote it. Users' rules apply to a learned
  * command by its ACL categories and its keys; the incomplete one is refused
  * with its reason; ZRANK ... WITHSCORE passes the cluster's arity; COMMAND
- * DOCS is the node's own.
+ * DOCS is the node's own. With a key layout, a learned command's keys are
+ * rewritten as a built-in command's.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -32,6 +33,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_b_upgraded;
 static int g_hexpire_runs, g_hexpire_on_b, g_mshard_parts;
 static char g_msetex_a[256], g_msetex_b[256];      /* the last MSETEX each master ran */
+static char g_hexpire_key[256];                     /* the last HEXPIRE's key */
 
 #define H_INT_IS(c, n, ...) do { \
         redisReply *r_ = h_cmd((c), __VA_ARGS__); \
@@ -124,6 +126,7 @@ static int learned_filter(struct fn_conn *c, int *rc)
         pthread_mutex_lock(&g_mu);
         g_hexpire_runs++;
         g_hexpire_on_b += c->f == &W.b;
+        snprintf(g_hexpire_key, sizeof g_hexpire_key, "%s", c->argv[1]);
         pthread_mutex_unlock(&g_mu);
         *rc = fn_writes(c, "*1\r\n:1\r\n");
     } else if (strcasecmp(cmd, "MSHARDCMD") == 0) {
@@ -147,6 +150,8 @@ static int learned_filter(struct fn_conn *c, int *rc)
             snprintf(at + strlen(at), 256 - strlen(at), "%s%s", i ? " " : "", c->argv[i]);
         pthread_mutex_unlock(&g_mu);
         *rc = fn_writes(c, ":1\r\n");
+    } else if (strcasecmp(cmd, "GET") == 0 && c->argc == 2 && strstr(c->argv[1], ":{meta}:layout")) {
+        *rc = fn_writes(c, "$10\r\ncluster:v1\r\n");     /* the layout's marker: served */
     } else if (strcasecmp(cmd, "SINTERSTORE") == 0) {
         *rc = fn_writes(c, ":0\r\n");
     } else if (strcasecmp(cmd, "COMMAND") == 0 && c->argc >= 2 &&
@@ -160,7 +165,16 @@ static int learned_filter(struct fn_conn *c, int *rc)
     return 1;
 }
 
+static void world_with(const char *layout_prefix);
+
 static void world(void)
+{
+    world_with(NULL);
+}
+
+/* The two masters and a proxy in front; with layout_prefix, the proxy
+ * serves conf/layouts/botmesh-v1.rules for that prefix. */
+static void world_with(const char *layout_prefix)
 {
     fn_start(&W.a, 'A', NULL, 0);
     fn_start(&W.b, 'B', NULL, 0);
@@ -172,7 +186,10 @@ static void world(void)
                            "--user", "hashes", "pw", "+@hash", "~*",
                            "--user", "nohash", "pw", "+@all", "-@hash", "~*",
                            "--user", "otherkeys", "pw", "+@all", "~other:*",
-                           "--user", "writer", "pw", "+@all", "%W~dst:*", "%R~src:*", NULL };
+                           "--user", "writer", "pw", "+@all", "%W~dst:*", "%R~src:*",
+                           layout_prefix ? "--layout-rules" : NULL,
+                           "conf/layouts/botmesh-v1.rules", "--layout-prefix", layout_prefix,
+                           NULL };
     fn_proxy_start(&W.proxy, "learned", W.a.port, args);
 }
 
@@ -316,6 +333,25 @@ START_TEST(test_refusals_and_arity)
 }
 END_TEST
 
+/* The key layout rewrites a learned command's keys, at the positions its
+ * key specs give, as a built-in command's. */
+START_TEST(test_layout_rewrites_learned_keys)
+{
+    pthread_mutex_lock(&g_mu);
+    g_b_upgraded = 1;
+    pthread_mutex_unlock(&g_mu);
+    world_with("lrn");
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    redisReply *r = hexpire_when_served(c, "lrn:lock:door7");
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    pthread_mutex_lock(&g_mu);
+    ck_assert_str_eq(g_hexpire_key, "lrn:{lk:door7}:l");      /* the lock rule */
+    pthread_mutex_unlock(&g_mu);
+    redisFree(c);
+}
+END_TEST
+
 static Suite *learned_suite(void)
 {
     Suite *s = suite_create("fakenode_learned");
@@ -324,6 +360,7 @@ static Suite *learned_suite(void)
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, test_rolling_upgrade_then_served);
     tcase_add_test(tc, test_refusals_and_arity);
+    tcase_add_test(tc, test_layout_rewrites_learned_keys);
     suite_add_tcase(s, tc);
     return s;
 }
