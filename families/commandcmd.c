@@ -224,7 +224,8 @@ static void command_list(struct request *r)
     if (r->argc > 2 && ask_oldest(r))       /* FILTERBY */
         return;
     if (r->argc > 2) {
-        request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy");
+        request_fail(r, "ERR COMMAND LIST FILTERBY is not supported by the proxy until it "
+                        "knows the cluster's commands");
         return;
     }
     struct listing l = listing_of(r);
