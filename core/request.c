@@ -180,7 +180,8 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
 
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
 {
-    const struct command *specs = learned_entry(r->worker->topo->learned, cmd);
+    const struct topology *t = r->worker ? r->worker->topo : NULL;
+    const struct command *specs = learned_entry(t ? t->learned : NULL, cmd);
     if (r->keys_cmd != cmd) {
         r->nkeys = command_keys(specs, r->data, r->args, r->argc, r->cached_keys,
                                 REQUEST_CACHED_KEYS);
