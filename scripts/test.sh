@@ -36,8 +36,9 @@
 # tests (build/tests/integration/test_NAME), in every pass that has them, and no unit or e2e
 # test: for working on a few tests at a time; TESTS=chaos the fault suite.
 #
-# Counts test binaries and suites; the last line is "tests: N passed, N failed";
-# the exit status is 0 only if nothing failed.
+# Counts test binaries and suites; prints the ten slowest ("slowest:"), then
+# the failures, and last "tests: N passed, N failed"; the exit status is 0
+# only if nothing failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -52,8 +53,16 @@ for a in "$@"; do
     esac
 done
 
-passed=0 failed=0 failures=()
+passed=0 failed=0 failures=() timings=()
+started_ms=0
+# A test begins: its name on a line of its own, and the clock for record.
+begin() {   # begin LINE
+    echo "$1"
+    started_ms=$(date +%s%3N)
+}
 record() {   # record NAME STATUS [WHY]
+    [ "$started_ms" -gt 0 ] && timings+=("$(( $(date +%s%3N) - started_ms )) $1")
+    started_ms=0
     if [ "$2" -eq 0 ]; then
         passed=$((passed + 1))
     else
@@ -72,6 +81,11 @@ failure_lines() {   # failure_lines OUTPUT_FILE
 
 summary() {
     local f
+    if [ ${#timings[@]} -gt 0 ]; then
+        echo "slowest:"
+        printf '%s\n' "${timings[@]}" | sort -rn | head -n 10 |
+            awk '{ ms = $1; $1 = ""; printf "  %7.1f s %s\n", ms / 1000, $0 }'
+    fi
     for f in "${failures[@]}"; do echo "FAILED: $f"; done
     echo "tests: $passed passed, $failed failed"
 }
@@ -94,21 +108,21 @@ if printf '%s\n' "${only[@]}" | grep -qx chaos; then
 fi
 run_chaos() {
     [ "$want_chaos" = 1 ] || return 0
-    echo "== chaos: build/tests/chaos/chaos --short"
+    begin "== chaos: build/tests/chaos/chaos --short"
     env "${clean_env[@]}" build/tests/chaos/chaos --short
     record "build/tests/chaos/chaos --short" $?
 }
 [ ${#only[@]} -gt 0 ] && units=()
 for u in "${units[@]}"; do
-    echo "== unit: $u"
+    begin "== unit: $u"
     env "${clean_env[@]}" "$u"
     record "$u" $?
 done
 if [ ${#only[@]} -eq 0 ]; then
-    echo "== docs: scripts/check-docs.py"
+    begin "== docs: scripts/check-docs.py"
     python3 scripts/check-docs.py
     record "scripts/check-docs.py" $?
-    echo "== layers: scripts/check-layers.py"
+    begin "== layers: scripts/check-layers.py"
     python3 scripts/check-layers.py
     record "scripts/check-layers.py" $?
 fi
@@ -265,7 +279,7 @@ set_test_env() {
 
 # The deployment files against the binary and the release build, which
 # also runs against the cluster (no container engine needed).
-echo "== deploy: scripts/check-deploy.py"
+begin "== deploy: scripts/check-deploy.py"
 env "${clean_env[@]}" python3 scripts/check-deploy.py "$PWD/build/tagproxy" "127.0.0.1:$base"
 record "scripts/check-deploy.py" $?
 
@@ -277,7 +291,7 @@ run_integration() {
     for t in "$@"; do
         [ -x "$t" ] && [ -f "$t" ] || continue
         case ${t##*/} in *.*) continue ;; esac
-        echo "== integration$label: $t"
+        begin "== integration$label: $t"
         env "${test_env[@]}" "$t" 2>&1 | tee "$dir/test-output"
         rc=${PIPESTATUS[0]}
         if ! pid_alive "$proxy_pid"; then
@@ -308,7 +322,7 @@ if start_proxy; then
     fi
 
     if [ -f tests/e2e/package.json ] && [ ${#only[@]} -eq 0 ]; then
-        echo "== e2e: node --test in tests/e2e"
+        begin "== e2e: node --test in tests/e2e"
         if [ ! -d tests/e2e/node_modules ]; then
             log "tests/e2e/node_modules is missing; run make deps"
             rc=1
