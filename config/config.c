@@ -606,9 +606,12 @@ static int read_script_file(struct loader *l, const char *path, char **body, siz
         free(buf);
         return -1;
     }
-    *body = realloc(buf, n);
-    if (!*body)
-        *body = buf;
+    char *fit = malloc(n);          /* what the file holds, not the bound */
+    if (fit) {
+        memcpy(fit, buf, n);
+        free(buf);
+    }
+    *body = fit ? fit : buf;
     *len = n;
     return 0;
 }
