@@ -1237,10 +1237,15 @@ H_UNUSED static long h_resp_parse(const char *buf, size_t len, struct h_rv *out)
         return 0;
     if (buf[0] == '\0' || !strchr(H_RESP_LINE_TYPES ":" H_RESP_BLOB_TYPES H_RESP_AGGR_TYPES, buf[0]))
         return -1;
+    /* a bare LF in a line is malformed, but in an error from Valkey 8, which
+     * writes some errors with the client's argument as it came ("FUNCTION
+     * LIST a<LF>b": "-ERR Unknown argument a<LF>b"; Redis 7.0 writes a space) */
+    int lf_ok = buf[0] == '-' && h_server_is_valkey();
     crlf = memmem(buf, len, "\r\n", 2);
     if (crlf == NULL)
-        return memchr(buf, '\n', len) ? -1 : 0;
-    if (memchr(buf, '\n', (size_t)(crlf - buf)) || memchr(buf, '\r', (size_t)(crlf - buf)))
+        return memchr(buf, '\n', len) && !lf_ok ? -1 : 0;
+    if ((!lf_ok && memchr(buf, '\n', (size_t)(crlf - buf))) ||
+        memchr(buf, '\r', (size_t)(crlf - buf)))
         return -1;
     head = (size_t)(crlf - buf) + 2;
     if (out)
