@@ -27,10 +27,15 @@ LDFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
 B         = build
-SRCS      = $(wildcard base/*.c net/*.c proto/*.c cluster/*.c keylayout/*.c config/*.c core/*.c families/*.c migrate/*.c ops/*.c)
+# The foundations both sides use (lib/), the cluster and key layout
+# libraries, the daemon's own layers (proxy/) and the migration tool:
+# scripts/layers ranks them.
+SRCS      = $(wildcard lib/base/*.c lib/net/*.c lib/proto/*.c cluster/*.c keylayout/*.c \
+                       proxy/config/*.c proxy/core/*.c proxy/families/*.c migrate/*.c \
+                       proxy/ops/*.c)
 LUA       = $(wildcard keylayout/lua/*.lua)
 OBJS      = $(SRCS:%.c=$(B)/%.o) $(B)/gen/keylayout_lua.o $(B)/gen/revision.o
-LIB_OBJS  = $(filter-out $(B)/ops/main.o,$(OBJS))
+LIB_OBJS  = $(filter-out $(B)/proxy/ops/main.o,$(OBJS))
 UNIT      = $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEG     = $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 TEST_HELP = $(wildcard tests/unit/check_main.c)
@@ -57,7 +62,7 @@ $(B)/gen/keylayout_lua.c: $(LUA) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh $@ $(LUA)
 
-# the git revision and liburing version (base/version.h), rewritten only
+# the git revision and liburing version (lib/base/version.h), rewritten only
 # when they change
 $(B)/gen/revision.c: FORCE
 	@mkdir -p $(dir $@)
@@ -130,16 +135,16 @@ $(B)/bench/relay: tests/bench/relay.c
 # seeds that make test replays.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE -I.
-FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c proto/reply.c cluster/syncconn.c cluster/slot.c \
-	base/log.c base/hostport.c proto/resp.c net/tls.c
+FUZZ_SLOTS_SRCS = tests/fuzz/fuzz_slots.c lib/proto/reply.c cluster/syncconn.c cluster/slot.c \
+	lib/base/log.c lib/base/hostport.c lib/proto/resp.c lib/net/tls.c
 # fuzz_client runs a whole worker: every daemon source but main.c.
-FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out ops/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
+FUZZ_CLIENT_SRCS = tests/fuzz/fuzz_client.c $(filter-out proxy/ops/main.c,$(SRCS)) $(B)/gen/keylayout_lua.c
 fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c proto/resp.c $(shell pkg-config --cflags --libs libevent)
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c proto/reply.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c lib/proto/resp.c $(shell pkg-config --cflags --libs libevent)
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c lib/proto/reply.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c proto/command.c proto/command_table.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c lib/proto/command.c lib/proto/command_table.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
 	    $(shell pkg-config --cflags --libs hiredis libevent openssl)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proto/command.h"
+#include "lib/proto/command.h"
 
 /* The built-in entry named like c (a subcommand of a built-in container
  * looked up under it), or NULL; *container: c's built-in container when c

@@ -1,6 +1,6 @@
 /*
  * learned: the commands the cluster knows and the proxy's built-in table
- * does not (ops/servers.h reads every master's COMMAND), and the built-in
+ * does not (proxy/ops/servers.h reads every master's COMMAND), and the built-in
  * commands the cluster describes otherwise (ZRANK's WITHSCORE of 7.2: its
  * arity; SINTERSTORE's key spec flags; WATCH's no-multi of Valkey 8), so
  * that the proxy serves whatever its cluster speaks.

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/hostport.h"
-#include "net/tls.h"
-#include "proto/resp.h"
+#include "lib/base/hostport.h"
+#include "lib/net/tls.h"
+#include "lib/proto/resp.h"
 
 uint64_t node_now_ms(void)
 {

@@ -65,9 +65,9 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
-#include "base/counter.h"
-#include "net/io.h"
-#include "proto/reply.h"
+#include "lib/base/counter.h"
+#include "lib/net/io.h"
+#include "lib/proto/reply.h"
 
 struct event_base;
 struct evbuffer;
@@ -136,7 +136,7 @@ struct node_opts {
     int timeout_ms;
     const char *user;           /* may be NULL */
     const char *password;       /* NULL: no AUTH */
-    struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (net/tls.h) */
+    struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (lib/net/tls.h) */
     const char *tls_server_name;/* NULL: verify the node's host */
     int tls_insecure;           /* no certificate or name check */
     int resp3;                  /* open with HELLO 3 (AUTH in it): replies in RESP3 */

@@ -19,9 +19,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "base/log.h"
-#include "net/tls.h"
-#include "proto/resp.h"
+#include "lib/base/log.h"
+#include "lib/net/tls.h"
+#include "lib/proto/resp.h"
 
 struct syncconn {
     int fd;

@@ -12,7 +12,7 @@
  * the header ("*300000000" is a 2.4 GB calloc before any element arrives)
  * and buffers a bulk of any announced length. So the bytes go first to a
  * syncconn_reader: it buffers at most SYNCCONN_REPLY_MAX bytes, frames them
- * with the proxy's own scanner (proto/reply.h: it counts, it allocates
+ * with the proxy's own scanner (lib/proto/reply.h: it counts, it allocates
  * nothing), and hands hiredis only one complete reply at a time. A complete
  * reply whose headers announce n elements holds at least 3n more bytes, so
  * what hiredis allocates is bounded by the bytes read.
@@ -28,7 +28,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "proto/reply.h"
+#include "lib/proto/reply.h"
 
 struct syncconn;
 struct ssl_ctx_st;

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/hostport.h"
+#include "lib/base/hostport.h"
 #include "cluster/syncconn.h"
-#include "proto/reply.h"
+#include "lib/proto/reply.h"
 
 /* Why a seed gave no map: a refused login is told apart, so that a wrong
  * password is reported as such and not as an unreachable cluster. */

@@ -28,7 +28,7 @@ struct topology_node {
     char id[48];
 };
 
-/* What the masters run (ops/servers.h fills it in before the topology is
+/* What the masters run (proxy/ops/servers.h fills it in before the topology is
  * handed out): the master with the lowest version's INFO server. An empty
  * name: not known (no master answered yet). */
 struct topology_server {
@@ -50,7 +50,7 @@ struct topology {
     char dropped_why[300];           /* the first one's reason */
     struct topology_server server;
     const struct learned_set *learned;   /* what the cluster knows beyond the built-in
-                                            table (learned.h; ops/servers.h), or NULL */
+                                            table (learned.h; proxy/ops/servers.h), or NULL */
 };
 
 /* "7.2.4" against "7.10.0", number by number (what follows a number
@@ -72,7 +72,7 @@ struct topology_source {
     const char *password;            /* may be NULL: no AUTH */
     int connect_timeout_ms;
     int timeout_ms;
-    struct ssl_ctx_st *tls;          /* NULL: plain TCP (net/tls.h) */
+    struct ssl_ctx_st *tls;          /* NULL: plain TCP (lib/net/tls.h) */
     const char *tls_server_name;     /* NULL: verify the address's host */
     int tls_insecure;
 };

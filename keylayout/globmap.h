@@ -3,7 +3,7 @@
  * user's key pattern (~bot:user:u1:*) is written for the names its client
  * sends; a script's calls run on a node with the cluster names the key
  * layout gave its keys (bot:{ud:u1}:e:...), so the node user that runs
- * them (config/acl.h) needs patterns for those names too:
+ * them (proxy/config/acl.h) needs patterns for those names too:
  *
  *   legacy glob   bot:user:u1:*
  *   rule          p:user:<user>:<ns>:<key...>  ->  p:{ud:<user>}:e:<ns>:<key...>

@@ -17,7 +17,7 @@
  * bucket there are RULES_BUCKETS indexes, else one. Anything else (`*`,
  * `bot:*`, `bot:cha[t]:*`) is not a plan: it is listed on every master.
  *
- * (families/listing.h is the proxy's KEYS/SCAN, which asks families/index.h, the
+ * (proxy/families/listing.h is the proxy's KEYS/SCAN, which asks proxy/families/index.h, the
  * user of this module, first.)
  */
 #ifndef TAGPROXY_KEYLAYOUT_LISTING_H

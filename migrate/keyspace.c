@@ -9,7 +9,7 @@
 
 #include "cluster/slot.h"
 #include "cluster/syncconn.h"
-#include "net/tls.h"
+#include "lib/net/tls.h"
 
 #define KEYSPACE_CONNECT_MS 5000
 #define KEYSPACE_TIMEOUT_MS 30000

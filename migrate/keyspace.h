@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "base/url.h"
+#include "lib/base/url.h"
 
 struct syncconn;
 struct ssl_ctx_st;

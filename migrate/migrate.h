@@ -15,7 +15,7 @@
  * inspect (inspect.h) prints what the prefix holds: per family, names in
  * each layout and index sets; names with a TTL; live bots; the marker.
  * The copy (copy.h) goes either way; without a target, in place. URLs:
- * base/url.h. TLS options, for rediss:// URLs:
+ * lib/base/url.h. TLS options, for rediss:// URLs:
  * --tls-ca-cert-file, --tls-cert-file, --tls-key-file, --tls-server-name,
  * --tls-insecure. Exit 0; 1 when the source or the rules fail (the reason
  * on stderr, never a password); 2 on a usage error.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check-layers.py: every #include of the daemon's sources points down.
 
-scripts/layers lists the source folders in layers, the lowest first: a file
+scripts/layers lists the source folders in layers, the lowest first (a
+folder may be nested: lib/base, proxy/core): a file
 may include headers of its own folder and of folders on lower lines, never
 of its line's other folders or of a higher line. Within a folder, no
 modules (folder/name, a .c and its .h together) may include each other in
@@ -31,7 +32,8 @@ def read_layers(path):
 
 
 def module_includes(rank):
-    """{module: {included module}} over every .c and .h of the layered folders."""
+    """{module: {included module}} over every .c and .h of the layered folders
+    (a module is its path without .c or .h: proxy/core/client)."""
     graph = {}
     for folder in rank:
         for name in sorted(os.listdir(os.path.join(ROOT, folder))):
@@ -47,13 +49,18 @@ def module_includes(rank):
     return graph
 
 
+def folder_of(module):
+    """"proxy/core" of "proxy/core/client", "cluster" of "cluster/node"."""
+    return module.rsplit("/", 1)[0]
+
+
 def upward(rank, graph):
     """An include of a folder of the same line or a higher one."""
     found = []
     for module, targets in graph.items():
-        here = module.split("/")[0]
+        here = folder_of(module)
         for target, path in targets.items():
-            there = target.split("/")[0]
+            there = folder_of(target)
             if there == here:
                 continue
             if there not in rank:

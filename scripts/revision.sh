@@ -1,6 +1,6 @@
 #!/bin/sh
 # build/gen/revision.c: the git revision built and the liburing version
-# (base/version.h's externs, for tagproxy --version), written only when
+# (lib/base/version.h's externs, for tagproxy --version), written only when
 # they change, so that a build relinks only then.
 #
 #   sh scripts/revision.sh OUT

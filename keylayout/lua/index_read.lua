@@ -1,5 +1,5 @@
 -- index_read: the live members of one index (keylayout/lua/, embedded by the
--- build; run by families/index.c with EVALSHA, one call per index of a listing).
+-- build; run by proxy/families/index.c with EVALSHA, one call per index of a listing).
 --
 -- KEYS  [1] the index (a sorted set: member = record, score = its expiry in
 --       Unix ms, +inf for none)

@@ -1,6 +1,6 @@
 -- index_write: one write command on indexed records, then their index
 -- entries made to match (keylayout/lua/, embedded by the build; run by
--- families/index.c with EVALSHA in the records' slot).
+-- proxy/families/index.c with EVALSHA in the records' slot).
 --
 -- KEYS  n records (cluster names), their n indexes in the same order, then
 --       the command's other keys (declared so that the cluster checks them)

@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for the request path in front of the router: random
- * bytes from a client, read by core/client.c (client_read_cb) on a real
- * worker (core/worker.c, its own event base), routed to a node.
+ * bytes from a client, read by proxy/core/client.c (client_read_cb) on a real
+ * worker (proxy/core/worker.c, its own event base), routed to a node.
  *
  * Set up once: a config of defaults (no io_uring, no round pause, a long
  * node timeout, so that nothing depends on the clock), a topology whose
@@ -29,15 +29,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "base/log.h"
-#include "config/snapshot.h"
-#include "core/client.h"
-#include "core/merge.h"
-#include "core/proxy.h"
-#include "core/route.h"
-#include "core/router.h"
-#include "core/thread.h"
-#include "core/worker.h"
+#include "lib/base/log.h"
+#include "proxy/config/snapshot.h"
+#include "proxy/core/client.h"
+#include "proxy/core/merge.h"
+#include "proxy/core/proxy.h"
+#include "proxy/core/route.h"
+#include "proxy/core/router.h"
+#include "proxy/core/thread.h"
+#include "proxy/core/worker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

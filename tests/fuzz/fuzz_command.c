@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for key finding (proto/command.h): the numbers in a
+ * libFuzzer harness for key finding (lib/proto/command.h): the numbers in a
  * command (numkeys, STREAMS, KEYS ...) come from the client, and routing,
  * rewriting and indexing all index arguments by what command_keys returns.
  *
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/command.h"
-#include "proto/resp.h"
+#include "lib/proto/command.h"
+#include "lib/proto/resp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

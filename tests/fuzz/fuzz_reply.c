@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the reply scanner and classifier (proto/reply.h).
+ * libFuzzer harness for the reply scanner and classifier (lib/proto/reply.h).
  *
  * Input: 3 bytes of seed for the piece lengths, then a node's byte stream.
  * The stream is scanned whole and in pieces; both must find the same
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/reply.h"
+#include "lib/proto/reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

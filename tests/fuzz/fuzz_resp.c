@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the RESP request parser (proto/resp.h).
+ * libFuzzer harness for the RESP request parser (lib/proto/resp.h).
  *
  * Input: 4 control bytes, then the client's byte stream.
  *   byte 0: limits (max_bulk_len, max_command_len) and the pre-AUTH flag
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/resp.h"
+#include "lib/proto/resp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

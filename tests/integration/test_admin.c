@@ -22,8 +22,8 @@
  * closes after the reply).
  */
 #include "harness.h"
-#include "base/version.h"
-#include "net/iobatch.h"
+#include "lib/base/version.h"
+#include "lib/net/iobatch.h"
 #include "lifecycle.h"
 
 enum {
@@ -562,7 +562,7 @@ START_TEST(test_metrics_move_with_traffic)
 }
 END_TEST
 
-/* Index-sync scripts and listings from the indexes (families/index.h) count
+/* Index-sync scripts and listings from the indexes (proxy/families/index.h) count
  * once per wrapped write and once per listing; plain reads count neither. */
 START_TEST(test_index_counters)
 {

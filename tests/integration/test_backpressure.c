@@ -2,7 +2,7 @@
  * Backpressure: a node that stops reading must not make the proxy buffer
  * everything its clients keep sending. Past NODE_OUTPUT_HIGH (4 MB) unwritten
  * to a node, the client that sent the command is no longer read until that
- * node catches up or its connection closes (core/router.c, router_send).
+ * node catches up or its connection closes (proxy/core/router.c, router_send).
  *
  * Each test starts fake nodes (fakenode.h) and its own proxy
  * (TAGPROXY_TEST_BIN, else ./build/tagproxy, one worker thread) seeded with

@@ -1,6 +1,6 @@
 /*
  * Write batching on the shared node connections (cluster/node.h) and reply
- * coalescing on the client side (core/client.c), against a fake node
+ * coalescing on the client side (proxy/core/client.c), against a fake node
  * (fakenode.h) whose GET gate answers only when the test opens the gate:
  *
  *   1. while a request is unanswered, the requests other clients send meanwhile

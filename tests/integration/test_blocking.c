@@ -607,7 +607,7 @@ END_TEST
 
 /* A reply ahead of a blocking command in a pipeline goes out at once: the
  * proxy holds finished replies only while the next one is due from a shared
- * node connection (core/client.c), never behind a command that blocks. */
+ * node connection (proxy/core/client.c), never behind a command that blocks. */
 START_TEST(test_reply_before_blocking_command_not_held)
 {
     struct h_node proxy = h_proxy_addr();

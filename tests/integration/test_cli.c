@@ -1,14 +1,14 @@
 /*
- * The command line's own answers (ops/cli.h), run as users run them: the
+ * The command line's own answers (proxy/ops/cli.h), run as users run them: the
  * binary, its output and exit status. --help and -h list usage and every
- * directive; --version names the release of base/version.h, the git
+ * directive; --version names the release of lib/base/version.h, the git
  * revision and the libraries; --dump-config writes the config merged from
  * the file, the environment and the command line, secrets redacted, and
  * what it writes is a config the proxy accepts (-t). Neither touches the
  * network.
  */
 #include "harness.h"
-#include "base/version.h"
+#include "lib/base/version.h"
 
 START_TEST(test_help)
 {

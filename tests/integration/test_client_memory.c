@@ -1,5 +1,5 @@
 /*
- * Every byte a client makes the proxy hold is counted (core/client.h,
+ * Every byte a client makes the proxy hold is counted (proxy/core/client.h,
  * client.h's backlog). Regression tests for issue 20's second point: a
  * client that sent BLPOP nokey 0 and kept pipelining SETs took the proxy
  * from 7 MB to over 500 MB, because requests parked behind a blocking

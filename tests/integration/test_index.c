@@ -1,5 +1,5 @@
 /*
- * Index sorted sets through the proxy (families/index.h): a proxy started with
+ * Index sorted sets through the proxy (proxy/families/index.h): a proxy started with
  * layout-rules conf/layouts/botmesh-v1.rules and a run-unique layout-prefix.
  *
  * - Writes to indexed families run as one script in the record's slot and

@@ -1,5 +1,5 @@
 /*
- * `tagproxy layout explain` (ops/explain.h), run as users run it: the
+ * `tagproxy layout explain` (proxy/ops/explain.h), run as users run it: the
  * binary, offline, its output and exit status. The examples of
  * docs/key-layouts.md ("Checking rules") with
  * the shipped botmesh-v1 rules (a chat id holding ':', a lock fence, a

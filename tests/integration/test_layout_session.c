@@ -28,7 +28,7 @@
 #include <stdbool.h>
 
 #include "harness.h"
-#include "core/rewrite.h"
+#include "proxy/core/rewrite.h"
 #include "keylayout/layout.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"

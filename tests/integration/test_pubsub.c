@@ -1,5 +1,5 @@
 /*
- * Pub/Sub through the proxy (families/pubsub.c), against the real cluster:
+ * Pub/Sub through the proxy (proxy/families/pubsub.c), against the real cluster:
  *
  *  - reply shapes: the same bytes sent to the proxy and to a standalone
  *    redis-server 7.0 (started here on a free port) get the same bytes back,

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "config/acl.h"
-#include "config/aclrule.h"
-#include "config/config.h"
+#include "proxy/config/acl.h"
+#include "proxy/config/aclrule.h"
+#include "proxy/config/config.h"
 #include "keylayout/layout.h"
 
 static char err[512];

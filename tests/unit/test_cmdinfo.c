@@ -1,5 +1,5 @@
 /*
- * cmdinfo (proto/cmdinfo.h): every command of the built-in table, read back
+ * cmdinfo (lib/proto/cmdinfo.h): every command of the built-in table, read back
  * from the COMMAND INFO entry redis-server 7.0 wrote for it, is the same
  * command (name, arity, flags, ACL categories, tips, key range, every key
  * spec, every subcommand in name order), and its RESP written again is the
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto/cmdinfo.h"
-#include "proto/command.h"
+#include "lib/proto/cmdinfo.h"
+#include "lib/proto/command.h"
 
 /* bytes parsed by hiredis (RESP2). */
 static redisReply *read_reply(const char *bytes, size_t len)

@@ -9,7 +9,7 @@
  * spaces, "" standing for an empty argument; expected is command_keys()'s
  * return (-1 malformed, 0 no keys) and the key positions.
  */
-#include "proto/command.h"
+#include "lib/proto/command.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -4,9 +4,9 @@
  * file < environment < command line, the shipped conf/tagproxy.conf, and
  * the directives described and written back (dump.h).
  */
-#include "base/hostport.h"
-#include "config/config.h"
-#include "config/dump.h"
+#include "lib/base/hostport.h"
+#include "proxy/config/config.h"
+#include "proxy/config/dump.h"
 
 #include <check.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /*
- * The round pause of the socket layer (net/io.h), on real sockets and a
+ * The round pause of the socket layer (lib/net/io.h), on real sockets and a
  * real event loop: a round is one pass of the loop over sockets whose bytes
  * were all written before it began, so which sockets it serves is known.
  * A round that served a few sockets pauses once, whatever its reads
@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net/io.h"
+#include "lib/net/io.h"
 
 #define CONNS 4
 

@@ -1,5 +1,5 @@
 /*
- * Batched socket calls (net/iobatch.h) on real sockets: every operation
+ * Batched socket calls (lib/net/iobatch.h) on real sockets: every operation
  * of a run comes back with what recv()/send() would have returned (bytes,
  * 0 at the peer's close, -EAGAIN, -EPIPE), at once and in one run, never
  * parked in the kernel; a full batch refuses more until it is run.
@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net/iobatch.h"
+#include "lib/net/iobatch.h"
 
 #define PAIRS 5
 

@@ -1,5 +1,5 @@
 /*
- * The in-order reply queue (core/request.h, core/client.h): replies leave
+ * The in-order reply queue (proxy/core/request.h, proxy/core/client.h): replies leave
  * a client in the order it sent its commands, whatever order they finish in.
  *
  * No sockets: the client is a struct whose output evbuffer is read back
@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
-#include "core/client.h"
-#include "core/merge.h"
-#include "core/request.h"
-#include "core/worker.h"
+#include "proxy/config/config.h"
+#include "proxy/core/client.h"
+#include "proxy/core/merge.h"
+#include "proxy/core/request.h"
+#include "proxy/core/worker.h"
 
 #define NMAX      128
 #define REPLY_MAX 64

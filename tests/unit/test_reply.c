@@ -1,5 +1,5 @@
 /*
- * The reply scanner and redirect classifier (proto/reply.h).
+ * The reply scanner and redirect classifier (lib/proto/reply.h).
  *
  * A scan vector is a node's byte stream and a transcript of what the scanner
  * finds in it, one entry per complete reply:
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/reply.h"
+#include "lib/proto/reply.h"
 
 /* Check records the location of every ck_assert (a write(2) each); the
  * harness runs millions of checks, so it calls Check only on failure. */

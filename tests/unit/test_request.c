@@ -1,5 +1,5 @@
 /*
- * request (core/request.h): the commands it builds. request_build and
+ * request (proxy/core/request.h): the commands it builds. request_build and
  * request_rebuild write RESP headers by hand (no printf on the hot path):
  * their bytes and argument offsets are compared with a multibulk written
  * here with snprintf, for lengths of every digit count, argument counts of
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/request.h"
-#include "core/worker.h"
-#include "proto/command.h"
+#include "proxy/core/request.h"
+#include "proxy/core/worker.h"
+#include "lib/proto/command.h"
 
 static struct worker worker;
 

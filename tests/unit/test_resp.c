@@ -1,5 +1,5 @@
 /*
- * The RESP request parser and reply writers (proto/resp.h).
+ * The RESP request parser and reply writers (lib/proto/resp.h).
  *
  * Every vector is an input byte stream and what the parser makes of it,
  * written as a transcript:
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/resp.h"
+#include "lib/proto/resp.h"
 
 #define DEF_BULK  (512LL * 1024 * 1024)
 #define DEF_CMD   ((size_t)1 << 30)

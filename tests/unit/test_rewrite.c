@@ -1,8 +1,8 @@
 /*
- * rewrite (core/rewrite.h): key arguments of requests legacy -> cluster by
+ * rewrite (proxy/core/rewrite.h): key arguments of requests legacy -> cluster by
  * the shipped conf/layouts/botmesh-v1.rules (prefixes "bot" and "other"),
  * key names in replies back, and the wider patterns listings send to the
- * masters (families/listing.h).
+ * masters (proxy/families/listing.h).
  *
  * A request is built from argv, rewritten, and compared byte for byte with
  * the same command built from the expected argv (offsets included). What no
@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/request.h"
-#include "core/rewrite.h"
-#include "core/worker.h"
-#include "families/listing.h"
+#include "proxy/core/request.h"
+#include "proxy/core/rewrite.h"
+#include "proxy/core/worker.h"
+#include "proxy/families/listing.h"
 #include "keylayout/layout.h"
-#include "proto/command.h"
+#include "lib/proto/command.h"
 
 static struct layout *layout;
 static struct worker worker;

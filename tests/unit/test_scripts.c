@@ -4,7 +4,7 @@
  * bodies over the bound never kept, forget), registered bodies that are
  * never evicted, script-map lookups, and threads remembering at once.
  */
-#include "core/scripts.h"
+#include "proxy/core/scripts.h"
 
 #include <check.h>
 #include <pthread.h>

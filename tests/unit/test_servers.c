@@ -1,12 +1,12 @@
 /*
- * What a master runs (ops/servers.h): its INFO server read as Redis and
+ * What a master runs (proxy/ops/servers.h): its INFO server read as Redis and
  * Valkey write it, and versions compared number by number, so that the
  * cluster is named after its oldest master.
  */
 #include <check.h>
 #include <stdio.h>
 
-#include "ops/servers.h"
+#include "proxy/ops/servers.h"
 
 START_TEST(test_parse_redis)
 {

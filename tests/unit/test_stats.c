@@ -1,8 +1,8 @@
 /*
- * Counters (core/stats.h) and command indexes (proto/command.h): every
+ * Counters (proxy/core/stats.h) and command indexes (lib/proto/command.h): every
  * command and subcommand has its own index and back; latencies land in the
  * bucket whose bound is the first at or above them; stats_sum adds workers;
- * workers_stalled (core/worker.h) names the first worker whose heartbeat is
+ * workers_stalled (proxy/core/worker.h) names the first worker whose heartbeat is
  * older than the limit, and none while each is recent.
  */
 #include <check.h>
@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/stats.h"
-#include "core/worker.h"
-#include "proto/command.h"
+#include "proxy/core/stats.h"
+#include "proxy/core/worker.h"
+#include "lib/proto/command.h"
 
 START_TEST(test_command_indexes_are_a_bijection)
 {

@@ -1,11 +1,11 @@
 /*
- * redis:// URLs (base/url.h): the forms clients write, and the errors,
+ * redis:// URLs (lib/base/url.h): the forms clients write, and the errors,
  * none of which repeats a password.
  */
 #include <check.h>
 #include <string.h>
 
-#include "base/url.h"
+#include "lib/base/url.h"
 
 static struct redis_url parsed(const char *s)
 {

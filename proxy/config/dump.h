@@ -1,0 +1,33 @@
+/*
+ * dump: the directives described and shown, for the command line.
+ *
+ *   config_help()   every directive, grouped as conf/tagproxy.conf groups
+ *                   them, one line each: its arguments and what it does
+ *                   (tagproxy --help);
+ *   config_dump()   a loaded config (file, then environment, then command
+ *                   line, merged) written back as a conf file that loads
+ *                   to the same config, but for the secrets: requirepass,
+ *                   cluster-password and the users' passwords are written
+ *                   as <redacted> (tagproxy --dump-config).
+ *
+ * Both read one table, whose names a unit test checks against the
+ * directives config.c accepts.
+ */
+#ifndef TAGPROXY_DUMP_H
+#define TAGPROXY_DUMP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "proxy/config/config.h"
+
+#define CONFIG_REDACTED "<redacted>"
+
+void config_help(FILE *out);
+void config_dump(const struct config *c, FILE *out);
+
+/* The table's directive names, in order: i < config_dump_count(). */
+size_t config_dump_count(void);
+const char *config_dump_name(size_t i);
+
+#endif

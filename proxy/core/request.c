@@ -1,0 +1,409 @@
+#include "proxy/core/request.h"
+
+#include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster/learned.h"
+#include "proxy/core/worker.h"
+#include "lib/proto/command.h"
+
+#define REQUEST_POOL_MAX 4096
+
+/* Where finished requests go, and how parts combine (request_sink_register,
+ * request_merge_register). */
+static const struct request_sink *sink;
+static void (*combine_parts)(struct request *parent);
+
+struct request *request_new(struct worker *w)
+{
+    struct request *r = w->free_requests;
+    struct evbuffer *keep = NULL;
+    if (r) {
+        w->free_requests = r->next_free;
+        w->nfree_requests--;
+        keep = r->reply;
+    } else {
+        r = malloc(sizeof *r);
+        if (!r)
+            return NULL;
+    }
+    /* clear everything before the inline storage, which needs no clearing */
+    memset(r, 0, offsetof(struct request, inline_data));
+    r->reply = keep;
+    r->worker = w;
+    r->slot = -1;
+    r->ask_node = -1;
+    r->fixed_node = -1;
+    return r;
+}
+
+/* Point r at storage for len bytes and argc offsets. */
+static int request_storage(struct request *r, size_t len, int argc)
+{
+    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
+    r->data = len <= sizeof r->inline_data ? r->inline_data : malloc(len);
+    r->args = argc <= REQUEST_INLINE_ARGS ? r->inline_args
+                                          : malloc(sizeof *r->args * (size_t)argc);
+    if (!r->data || !r->args)
+        return -1;
+    r->len = len;
+    r->argc = argc;
+    return 0;
+}
+
+int request_set_command(struct request *r, const char *bytes, size_t len,
+                        const struct resp_arg *args, int argc)
+{
+    if (request_storage(r, len, argc) < 0)
+        return -1;
+    memcpy(r->data, bytes, len);
+    memcpy(r->args, args, sizeof *args * (size_t)argc);
+    return 0;
+}
+
+size_t request_footprint(const struct request *r)
+{
+    size_t n = sizeof *r;
+    if (r->data && r->data != r->inline_data)
+        n += r->len;
+    if (r->args && r->args != r->inline_args)
+        n += sizeof *r->args * (size_t)r->argc;
+    return n;
+}
+
+/* Digits of n in decimal. */
+static size_t decimal_len(size_t n)
+{
+    size_t d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+size_t request_put_decimal(char *out, size_t n)
+{
+    size_t d = decimal_len(n);
+    for (size_t i = d; i > 0; i--) {
+        out[i - 1] = (char)('0' + n % 10);
+        n /= 10;
+    }
+    return d;
+}
+
+/* Write the header "<tag><n>\r\n" at p; returns what follows it. The
+ * commands built here are on the hot path (every rewritten key, every
+ * indexed write): no printf. */
+static char *put_header(char *p, char tag, size_t n)
+{
+    *p++ = tag;
+    p += request_put_decimal(p, n);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* The length of the multibulk command of argv. */
+static size_t command_len(int argc, const size_t *lens)
+{
+    size_t len = decimal_len((size_t)argc) + 3;
+    for (int i = 0; i < argc; i++)
+        len += decimal_len(lens[i]) + 3 + lens[i] + 2;
+    return len;
+}
+
+/* Write the multibulk command of argv at data (command_len bytes), with
+ * its argument offsets in args. */
+static void command_write(char *data, struct resp_arg *args, int argc, const char *const *argv,
+                          const size_t *lens)
+{
+    char *p = put_header(data, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = put_header(p, '$', lens[i]);
+        args[i].off = (uint32_t)(p - data);
+        args[i].len = (uint32_t)lens[i];
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+}
+
+int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
+{
+    if (request_storage(r, command_len(argc, lens), argc) < 0)
+        return -1;
+    command_write(r->data, r->args, argc, argv, lens);
+    return 0;
+}
+
+int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens)
+{
+    /* argv may point into r's own bytes: write the new command aside (on
+     * the stack when it fits inline), then let r take it over */
+    size_t len = command_len(argc, lens);
+    char fixed_data[REQUEST_INLINE_BYTES];
+    struct resp_arg fixed_args[REQUEST_INLINE_ARGS];
+    char *data = len <= sizeof fixed_data ? fixed_data : malloc(len);
+    struct resp_arg *args = argc <= REQUEST_INLINE_ARGS ? fixed_args
+                                                        : malloc(sizeof *args * (size_t)argc);
+    if (!data || !args) {
+        if (data != fixed_data)
+            free(data);
+        if (args != fixed_args)
+            free(args);
+        return -1;
+    }
+    command_write(data, args, argc, argv, lens);
+    if (r->data != r->inline_data)
+        free(r->data);
+    if (r->args != r->inline_args)
+        free(r->args);
+    if (data == fixed_data) {
+        memcpy(r->inline_data, data, len);
+        data = r->inline_data;
+    }
+    if (args == fixed_args) {
+        memcpy(r->inline_args, args, sizeof *args * (size_t)argc);
+        args = r->inline_args;
+    }
+    r->data = data;
+    r->args = args;
+    r->len = len;
+    r->argc = argc;
+    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
+    return 0;
+}
+
+int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
+{
+    const struct topology *t = r->worker ? r->worker->topo : NULL;
+    const struct command *specs = learned_entry(t ? t->learned : NULL, cmd);
+    if (r->keys_cmd != cmd) {
+        r->nkeys = command_keys(specs, r->data, r->args, r->argc, r->cached_keys,
+                                REQUEST_CACHED_KEYS);
+        r->keys_cmd = cmd;
+    }
+    if (r->nkeys > REQUEST_CACHED_KEYS)     /* more than kept: find them again */
+        return command_keys(specs, r->data, r->args, r->argc, keys, max);
+    for (int i = 0; i < r->nkeys && i < max; i++)
+        keys[i] = r->cached_keys[i];
+    return r->nkeys;
+}
+
+int request_keys_all(struct request *r, int some[16], int **keys)
+{
+    int n = request_keys(r, r->cmd, some, 16);
+    *keys = some;
+    if (n > 16) {
+        int *all = malloc(sizeof *all * (size_t)n);
+        if (all) {
+            *keys = all;
+            n = request_keys(r, r->cmd, all, n);
+        } else {
+            n = 16;
+        }
+    }
+    return n < 0 ? 0 : n;
+}
+
+void request_parts_sent(struct request *p)
+{
+    if (--p->parts_left == 0) {
+        combine_parts(p);
+        request_finish(p);
+    }
+}
+
+#define REQUEST_FAMILIES_MAX 4
+
+static void (*family_freed[REQUEST_FAMILIES_MAX])(struct request *r);
+static int nfamilies;
+
+void request_family_register(void (*freed)(struct request *r))
+{
+    if (nfamilies == REQUEST_FAMILIES_MAX)
+        registration_full("request", REQUEST_FAMILIES_MAX);
+    family_freed[nfamilies++] = freed;
+}
+
+void request_free(struct request *r)
+{
+    struct worker *w = r->worker;
+    for (int i = 0; i < r->nparts; i++)
+        if (r->parts[i])
+            request_free(r->parts[i]);
+    free(r->parts);
+    free(r->positions);
+    if (r->family_state)
+        for (int i = 0; i < nfamilies; i++)
+            family_freed[i](r);
+    free(r->script_redirect);
+    if (r->scan_keys)
+        evbuffer_free(r->scan_keys);
+    if (r->data && r->data != r->inline_data)
+        free(r->data);
+    if (r->args && r->args != r->inline_args)
+        free(r->args);
+    if (r->reply)
+        evbuffer_drain(r->reply, evbuffer_get_length(r->reply));
+    if (w->nfree_requests < REQUEST_POOL_MAX) {
+        r->next_free = w->free_requests;
+        w->free_requests = r;
+        w->nfree_requests++;
+    } else {
+        if (r->reply)
+            evbuffer_free(r->reply);
+        free(r);
+    }
+}
+
+struct evbuffer *request_reply_buffer(struct request *r)
+{
+    if (!r->reply)
+        r->reply = evbuffer_new();
+    return r->reply;
+}
+
+int request_arg_is(const struct request *r, int i, const char *word)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    return len == strlen(word) && strncasecmp(a, word, len) == 0;
+}
+
+int request_arg_redacted(const struct request *r, int i)
+{
+    const char *name = r->cmd ? r->cmd->fullname : "";
+    int hello = strcmp(name, "hello") == 0, migrate = strcmp(name, "migrate") == 0;
+    if (strcmp(name, "auth") == 0)
+        return i >= 1;
+    if (!hello && !migrate)
+        return 0;
+    for (int j = hello ? 2 : 6; j < r->argc; j++) {
+        int shown = 0;      /* AUTH's words hidden after it: HELLO's 2, MIGRATE's 1 */
+        if (request_arg_is(r, j, "auth"))
+            shown = hello ? 2 : 1;
+        else if (migrate && request_arg_is(r, j, "auth2"))
+            shown = 2;
+        else if (hello && request_arg_is(r, j, "setname"))
+            j++;
+        else if (migrate && request_arg_is(r, j, "keys"))
+            return 0;
+        if (shown) {
+            if (i > j && i <= j + shown)
+                return 1;
+            j += shown;
+        }
+    }
+    return 0;
+}
+
+int request_arg_ll(const struct request *r, int i, long long *v)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    char buf[32], *end;
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, a, len);
+    buf[len] = '\0';
+    *v = strtoll(buf, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+void request_reply_arg(struct request *r, int i)
+{
+    size_t len;
+    const char *a = request_arg(r, i, &len);
+    resp_add_bulk(request_out(r), a, len);
+}
+
+void request_sink_register(const struct request_sink *s)
+{
+    sink = s;
+}
+
+void request_merge_register(void (*combine)(struct request *parent))
+{
+    combine_parts = combine;
+}
+
+/* A client's own request is answered: the sink sees it once, before an
+ * inline reply takes the place of its command. */
+static void answered(struct request *r)
+{
+    if (r->client && !r->parent && !r->detached && !r->on_done && sink->answered)
+        sink->answered(r);
+}
+
+static void finish(struct request *r)
+{
+    r->done = 1;
+    if (r->parent) {
+        request_parts_sent(r->parent);
+        return;
+    }
+    if (r->on_done) {
+        r->on_done(r);
+        return;
+    }
+    if (r->client && !r->detached)
+        sink->finished(r);
+}
+
+/* Move len bytes from in, or copy them from bytes, into dst. */
+static void reply_move(struct evbuffer *dst, struct evbuffer *in, const char *bytes, size_t len)
+{
+    if (in)
+        evbuffer_remove_buffer(in, dst, len);
+    else
+        evbuffer_add(dst, bytes, len);
+}
+
+void request_finish(struct request *r)
+{
+    answered(r);
+    finish(r);
+}
+
+void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len)
+{
+    answered(r);
+    if (r->client && !r->parent && !r->silent && sink->deliver_now(r, in, bytes, len))
+        return;
+    if (!in && !r->parent && !r->nparts && len <= sizeof r->inline_data) {
+        if (r->data != r->inline_data)
+            free(r->data);
+        r->data = NULL;             /* the command is done with */
+        memcpy(r->inline_data, bytes, len);
+        r->inline_reply_len = len;
+        finish(r);
+        return;
+    }
+    reply_move(request_reply_buffer(r), in, bytes, len);
+    finish(r);
+}
+
+void request_fail(struct request *r, const char *msg)
+{
+    resp_add_error(request_reply_buffer(r), msg);     /* CR and LF become blanks */
+    request_finish(r);
+}
+
+const char **request_argv_new(const struct request *r, size_t **lens)
+{
+    size_t n = r->argc > 0 ? (size_t)r->argc : 1;
+    /* pointers, then lengths: size_t is no more aligned than a pointer on
+     * the targets we build for */
+    const char **argv = malloc(n * (sizeof *argv + sizeof **lens));
+    if (!argv)
+        return NULL;
+    *lens = (size_t *)(void *)(argv + n);
+    for (int i = 0; i < r->argc; i++)
+        argv[i] = request_arg(r, i, &(*lens)[i]);
+    return argv;
+}

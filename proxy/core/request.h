@@ -1,0 +1,274 @@
+/*
+ * request: one command of one client, from parse to reply.
+ *
+ *   client queue (arrival order)      node FIFOs (per master)
+ *   ┌────┐  ┌────┐  ┌────┐
+ *   │ r1 │─►│ r2 │─►│ r3 │           r1 ─► node A   r3 ─► node B
+ *   └────┘  └────┘  └────┘           r2 answered locally
+ *     head: written to the client as soon as it is done;
+ *     a later one that finishes first keeps its reply until it is the head.
+ *
+ * A command split by slot (MGET, DEL, ...) or sent to every master (DBSIZE,
+ * KEYS, ...) is a parent in the client queue whose parts go to the nodes;
+ * the parent is done when every part is, and merges their replies.
+ *
+ * Requests come from a per-worker free list: steady-state traffic allocates
+ * nothing. A command of up to REQUEST_INLINE_BYTES bytes and
+ * REQUEST_INLINE_ARGS arguments lives inside the request itself, and so
+ * does a small reply that must wait for its turn (the command's bytes are
+ * no longer needed once its reply is in).
+ */
+#ifndef TAGPROXY_REQUEST_H
+#define TAGPROXY_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "cluster/node.h"
+#include "proxy/core/route.h"
+#include "lib/proto/resp.h"
+
+struct client;
+struct command;
+struct tx_exec;
+struct worker;
+struct evbuffer;
+struct reply_scanner;
+
+#define REQUEST_INLINE_BYTES 224
+#define REQUEST_INLINE_ARGS  8
+#define REQUEST_CACHED_KEYS  8
+
+/*
+ * How a command family handles the node's answers to a request it planned
+ * (r->hooks; NULL: the router's handling alone). Any member may be NULL.
+ */
+struct request_hooks {
+    /* r's reply, before the router's handling (redirects, NOSCRIPT, key
+     * names): 1 when the family took it (and drained its len bytes from in). */
+    int (*reply)(struct request *r, struct node_conn *from, struct evbuffer *in,
+                 const char *bytes, size_t len, const struct reply_scanner *s);
+    /* a reply the node sends ahead of r's own (r->block_parts of them) */
+    void (*extra)(struct request *r, const struct reply_scanner *s);
+    /* r's connection failed: 1 when the family answered r */
+    int (*fail)(struct request *r, int may_have_run);
+};
+
+struct request {
+    struct node_req nreq;           /* what a node connection sees */
+    TAILQ_ENTRY(request) link;      /* in the client's queue */
+    struct worker *worker;
+    struct client *client;          /* the client it answers (parts: NULL) */
+    const struct command *cmd;
+
+    char *data;                     /* the command's bytes as sent to a node */
+    size_t len;
+    struct resp_arg *args;          /* argument offsets within data */
+    int argc;
+
+    struct evbuffer *reply;         /* reply kept until it is the head's turn */
+    size_t inline_reply_len;        /* or, when small, kept in inline_data */
+    unsigned done : 1;
+    unsigned detached : 1;          /* not in its client's queue: its reply stays in
+                                       r->reply for whoever made it (tx.h) */
+    unsigned asking : 1;            /* next send follows an ASK redirect */
+    unsigned releasing : 1;         /* being sent from its client's held list */
+    unsigned evalsha : 1;           /* EVALSHA/EVALSHA_RO sha ...: its body is loaded
+                                       first on a connection that has not seen it */
+    unsigned conn_kind : 2;         /* 0: the worker's shared connection to the
+                                       node; else the connection family registered
+                                       with the router (router.h) chooses it, as
+                                       this value says (tx.h) */
+    unsigned rewritten : 1;         /* its keys have their cluster names */
+    unsigned acl_passed : 1;        /* its user's rules allowed it (router.c) */
+    unsigned error_reply : 1;       /* its reply, already in the client's output, is an
+                                       error (counted in errorstats then) */
+    unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
+    unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
+    unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
+    unsigned resp3 : 1;             /* its client spoke RESP3 as it started to run
+                                       (client_reply_mode_take; request_resp) */
+    unsigned family_state : 1;      /* a command family hung state on it, which
+                                       request_free has the families free */
+    uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
+    uint64_t seq;                   /* its (or its parent's) place in the client's order */
+    TAILQ_ENTRY(request) hold_link; /* in its client's held list */
+    size_t footprint;               /* bytes counted in its client's backlog (client.h) */
+    int slot;                       /* -1: any master */
+    int fixed_node;                 /* fan-out part: this master, else -1 */
+    int ask_node;
+    int redirects;
+    int retries;
+    int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
+    int block_parts;                /* replies the node sends before its own
+                                       (a MULTI block's, before EXEC's) */
+    char *script_redirect;          /* a script's redirect-like error while the
+                                       cluster's state is read to confirm it
+                                       (scriptreply.h) */
+    const struct request_hooks *hooks;  /* its family's reply handling, or NULL */
+    struct userconn *as_user;       /* a restricted user's script: it goes on this
+                                       node user's connections (userconn.h), not
+                                       the shared ones */
+    struct tx_exec *exec;           /* EXEC: its transaction's state (txexec.h) */
+    void (*on_done)(struct request *r); /* set: another request waits for r, and
+                                       this is called as r is done, instead of
+                                       its reply going to its client */
+    struct request *waiter;         /* that request (on_done's) */
+    void *attempt;                  /* an internal request's owner (clientcmd.c's
+                                       CLIENT UNBLOCK attempts) */
+
+    /* split and fan-out */
+    struct request *parent;
+    struct request **parts;
+    int nparts, parts_left;
+    enum merge_kind merge;
+    int *positions;                 /* part: indexes of its keys in the parent's */
+    int scan_node;                  /* SCAN: the master this step asked */
+    long long scan_count;           /* SCAN: its COUNT (10 unless given) */
+    long long scan_nkeys;           /* SCAN: names of earlier masters in this call, */
+    struct evbuffer *scan_keys;     /* ... as their RESP elements (router_scan) */
+    int npositions;
+    struct index_listing *listing;  /* KEYS / SCAN from the indexes (index.h) */
+
+    /* Its key positions (request_keys), kept because the rewrite, the
+     * router and the index all need them and command_keys costs as much as
+     * the rest of a GET's routing: keys_cmd is the command they were found
+     * for, NULL until found and whenever the command's bytes change. */
+    const struct command *keys_cmd;
+    int nkeys;
+
+    struct request *next_free;
+    char inline_data[REQUEST_INLINE_BYTES];
+    struct resp_arg inline_args[REQUEST_INLINE_ARGS];
+    int cached_keys[REQUEST_CACHED_KEYS];   /* not cleared by request_new */
+};
+
+TAILQ_HEAD(request_queue, request);
+
+/* From the worker's free list; NULL when out of memory. */
+struct request *request_new(struct worker *w);
+
+/* The bytes r holds for its command: the request itself and the command's
+ * bytes and argument offsets where they did not fit inline. */
+size_t request_footprint(const struct request *r);
+
+/* Copy a command's bytes and argument offsets into r (inline when small). */
+int request_set_command(struct request *r, const char *bytes, size_t len,
+                        const struct resp_arg *args, int argc);
+
+/* Build a multibulk command from argv into r (for parts and fan-outs). */
+int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
+
+/* Write n in decimal at out (room for 20 bytes, no NUL); returns its
+ * length. For counts in built commands, where printf would cost more than
+ * the rest of the request. */
+size_t request_put_decimal(char *out, size_t n);
+
+/* Replace r's command by one built from argv, which may point into r's own
+ * bytes. 0, or -1 when out of memory (r unchanged). */
+int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens);
+
+/* command_keys(cmd, r's command, keys, max), found once per command and
+ * then copied: the same result, for callers that each need the keys. By
+ * the cluster's key specs where they differ from cmd's (learned.h). */
+int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
+
+/* All of r's keys (of r->cmd): in some when they fit, else in *keys, to be
+ * freed by the caller when it is not some (the first 16 only when out of
+ * memory). Returns how many; none for a malformed command. */
+int request_keys_all(struct request *r, int some[16], int **keys);
+
+/* A parent has sent all its parts (it counts one extra until then, so a part
+ * that fails at once cannot finish it early). */
+void request_parts_sent(struct request *parent);
+
+/* How a command family frees the state it hangs on requests (those it
+ * marks family_state). Before any worker starts. */
+void request_family_register(void (*freed)(struct request *r));
+
+/* Back to the free list (parts and timers included). */
+void request_free(struct request *r);
+
+/* The request whose node_req nr is. */
+static inline struct request *request_of(struct node_req *nr)
+{
+    return (struct request *)((char *)nr - offsetof(struct request, nreq));
+}
+
+/* Argument i as pointer/length. */
+static inline const char *request_arg(const struct request *r, int i, size_t *len)
+{
+    *len = r->args[i].len;
+    return r->data + r->args[i].off;
+}
+
+/* r's arguments as pointer and length arrays, for a command rebuilt with a
+ * variable number of them: one heap block of argc entries each (argc is
+ * already held in r->args, so this is bounded by what the client was allowed
+ * to send), never the stack. Returns the argv array, which the caller frees
+ * (lens lies in the same block); NULL when out of memory. */
+const char **request_argv_new(const struct request *r, size_t **lens);
+
+/* The protocol r is answered in: its client's as r started to run, once
+ * the commands before it had (a part: its parent's), whatever HELLO the
+ * client sends later. */
+static inline enum resp_proto request_resp(const struct request *r)
+{
+    return (r->parent ? r->parent->resp3 : r->resp3) ? RESP3 : RESP2;
+}
+
+/* The buffer a locally built reply goes into (created on first use). */
+struct evbuffer *request_reply_buffer(struct request *r);
+
+static inline struct evbuffer *request_out(struct request *r)
+{
+    return request_reply_buffer(r);
+}
+
+/* Whether argument i is word, ignoring case. */
+int request_arg_is(const struct request *r, int i, const char *word);
+
+/* Argument i as a whole decimal number: 0, or -1. */
+int request_arg_ll(const struct request *r, int i, long long *v);
+
+/* Is argument i of r one Redis shows as "(redacted)" in MONITOR and
+ * SLOWLOG: AUTH's, HELLO's AUTH user and password, MIGRATE's AUTH password
+ * and AUTH2 user and password? */
+int request_arg_redacted(const struct request *r, int i);
+
+/* Argument i, as a bulk string, into r's reply. */
+void request_reply_arg(struct request *r, int i);
+
+/* r's reply is complete in request_reply_buffer(): hand it on. */
+void request_finish(struct request *r);
+
+/* A node's reply of len bytes is r's: at the front of in (moved off it), or
+ * at bytes when in is NULL (copied). */
+void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+
+/*
+ * Where a finished request's reply goes: to its client, in the order the
+ * client sent its commands (client.c registers it, client_init). deliver_now:
+ * r is what its client waits for next: its reply goes straight to the
+ * client's output (1), or 0 when it cannot (the client is gone); finished:
+ * r's reply is complete in r (client_flush writes what is due). Before any
+ * worker starts.
+ */
+struct request_sink {
+    int (*deliver_now)(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+    void (*finished)(struct request *r);
+    /* r's reply is complete, its command still at hand (the slow log) */
+    void (*answered)(struct request *r);
+};
+void request_sink_register(const struct request_sink *s);
+
+/* How a parent's parts' replies are combined once all have answered
+ * (merge.h: merge_replies). Before any worker starts. */
+void request_merge_register(void (*combine)(struct request *parent));
+
+/* Reply with an error line (without '-' and CRLF; CR and LF in it become
+ * blanks, as Redis does) and finish. */
+void request_fail(struct request *r, const char *msg);
+
+#endif

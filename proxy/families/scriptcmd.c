@@ -1,0 +1,317 @@
+#include "proxy/families/scriptcmd.h"
+
+#include <ctype.h>
+#include <event2/buffer.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/base/log.h"
+#include "cluster/node.h"
+#include "proxy/core/request.h"
+#include "proxy/core/route.h"
+#include "proxy/core/router.h"
+#include "proxy/core/scripts.h"
+#include "proxy/core/worker.h"
+#include "proxy/families/scriptreply.h"
+#include "lib/proto/command.h"
+#include "lib/proto/reply.h"
+#include "lib/proto/resp.h"
+
+/* ---- helpers ---- */
+
+/* r's arguments as argv/lens (malloc'd: a script call can have very many). */
+static int args_of(struct request *r, const char ***argv, size_t **lens)
+{
+    *argv = malloc(sizeof **argv * (size_t)r->argc);
+    *lens = malloc(sizeof **lens * (size_t)r->argc);
+    if (!*argv || !*lens) {
+        free(*argv);
+        free(*lens);
+        return -1;
+    }
+    for (int i = 0; i < r->argc; i++)
+        (*argv)[i] = request_arg(r, i, &(*lens)[i]);
+    return 0;
+}
+
+/* Argument i of r replaced by bytes. 0, or -1 (r failed: out of memory). */
+static int replace_arg(struct request *r, int i, const char *bytes, size_t len)
+{
+    const char **argv;
+    size_t *lens;
+    int rc = -1;
+    if (args_of(r, &argv, &lens) == 0) {
+        argv[i] = bytes;
+        lens[i] = len;
+        rc = request_rebuild(r, r->argc, argv, lens);
+        free(argv);
+        free(lens);
+    }
+    if (rc < 0)
+        request_fail(r, "ERR out of memory");
+    return rc;
+}
+
+/* Send argv to every master, merged by kind. */
+static void fanout_args(struct request *r, enum merge_kind merge, const char **argv,
+                        const size_t *lens)
+{
+    router_fanout(r, merge, r->argc, argv, lens);
+}
+
+/* r's own bytes to every master. */
+static void fanout_same(struct request *r, enum merge_kind merge)
+{
+    const char **argv;
+    size_t *lens;
+    if (args_of(r, &argv, &lens) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    fanout_args(r, merge, argv, lens);
+    free(argv);
+    free(lens);
+}
+
+/* Without keys: the master of slot 0 (router_send's choice for keyless). */
+static void to_one_master(struct request *r)
+{
+    r->slot = -1;
+    router_send(r);
+}
+
+/* ---- EVAL, EVALSHA, FCALL ---- */
+
+/* EVAL body: remembered, or replaced when script-map maps its SHA. */
+static int eval_body(struct request *r)
+{
+    char sha[SCRIPTS_SHA_HEX];
+    size_t len, mapped_len;
+    const char *mapped_sha;
+    const char *body = request_arg(r, 1, &len);
+    scripts_sha1_hex(body, len, sha);
+    const char *mapped = scripts_map_find(sha, &mapped_len, &mapped_sha);
+    if (mapped)
+        return replace_arg(r, 1, mapped, mapped_len);
+    scripts_remember(body, len, sha);
+    return 0;
+}
+
+/* EVALSHA of a script-map'd legacy SHA: the replacement's SHA instead. */
+static int evalsha_sha(struct request *r)
+{
+    char sha[SCRIPTS_SHA_HEX];
+    size_t len, mapped_len;
+    const char *mapped_sha;
+    const char *arg = request_arg(r, 1, &len);
+    if (scripts_sha_parse(arg, len, sha) < 0 || !scripts_map_find(sha, &mapped_len, &mapped_sha))
+        return 0;
+    return replace_arg(r, 1, mapped_sha, SCRIPTS_SHA_HEX - 1);
+}
+
+/* A script by its keys (all in one slot), with its replies' handling. */
+static void send_script(struct request *r)
+{
+    int slot = router_key_slot(r);
+    if (slot == -2) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "CROSSSLOT Keys in request don't hash to the same slot (command '%s')",
+                 r->cmd->fullname);
+        request_fail(r, msg);
+        return;
+    }
+    r->slot = slot;
+    r->hooks = &scriptreply_hooks;
+    router_send(r);
+}
+
+static void plan_eval(struct request *r)
+{
+    if (eval_body(r) == 0)
+        send_script(r);
+}
+
+static void plan_evalsha(struct request *r)
+{
+    if (evalsha_sha(r) < 0)
+        return;
+    r->evalsha = 1;
+    send_script(r);
+}
+
+/* ---- SCRIPT ---- */
+
+static void plan_script_load(struct request *r)
+{
+    char sha[SCRIPTS_SHA_HEX];
+    const char *argv[3], *mapped_sha;
+    size_t lens[3], mapped_len;
+    for (int i = 0; i < 3; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    scripts_sha1_hex(argv[2], lens[2], sha);
+    const char *mapped = scripts_map_find(sha, &mapped_len, &mapped_sha);
+    if (mapped) {
+        argv[2] = mapped;
+        lens[2] = mapped_len;
+    } else {
+        scripts_remember(argv[2], lens[2], sha);
+    }
+    fanout_args(r, MERGE_SCRIPT_LOAD, argv, lens);
+}
+
+/* SHAs of script-map'd legacy scripts are asked as their replacements. */
+static void plan_script_exists(struct request *r)
+{
+    const char **argv;
+    size_t *lens;
+    if (args_of(r, &argv, &lens) < 0) {
+        request_fail(r, "ERR out of memory");
+        return;
+    }
+    for (int i = 2; i < r->argc; i++) {
+        char sha[SCRIPTS_SHA_HEX];
+        const char *mapped_sha;
+        size_t mapped_len;
+        if (scripts_sha_parse(argv[i], lens[i], sha) == 0 &&
+            scripts_map_find(sha, &mapped_len, &mapped_sha)) {
+            argv[i] = mapped_sha;
+            lens[i] = SCRIPTS_SHA_HEX - 1;
+        }
+    }
+    fanout_args(r, MERGE_AND, argv, lens);
+    free(argv);
+    free(lens);
+}
+
+/* SCRIPT FLUSH [ASYNC|SYNC]: as on one server, a later EVALSHA of a flushed
+ * script gets NOSCRIPT, so the proxy forgets the bodies clients sent it
+ * (its own registered ones it keeps: it reloads them when it needs them). */
+static void plan_script_flush(struct request *r)
+{
+    size_t len;
+    const char *mode = r->argc == 3 ? request_arg(r, 2, &len) : NULL;
+    if (r->argc == 2 || (mode && ((len == 5 && strncasecmp(mode, "async", 5) == 0) ||
+                                  (len == 4 && strncasecmp(mode, "sync", 4) == 0))))
+        scripts_forget();
+    fanout_same(r, MERGE_ALL_OK);
+}
+
+/* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
+
+static void kill_reply(struct node_req *nr, struct evbuffer *in, const char *bytes, size_t len,
+                       const struct reply_scanner *s)
+{
+    (void)s;
+    request_deliver(request_of(nr), in, bytes, len);
+}
+
+static void kill_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "ERR %s%s", why,
+             may_have_run ? ": connection to the node was lost" : "");
+    request_fail(request_of(nr), msg);
+}
+
+/* Send part to master i on a new connection that closes after its reply. */
+static void kill_send(struct worker *w, int i, struct request *part)
+{
+    struct node_conn *c = worker_connect(w, i, &w->node_opts);
+    part->nreq.on_reply = kill_reply;
+    part->nreq.on_fail = kill_fail;
+    if (!c) {
+        kill_fail(&part->nreq, 0, "cannot connect to the node");
+        return;
+    }
+    node_send(c, &part->nreq, part->data, part->len);
+    node_conn_retire(c);
+}
+
+static void plan_kill(struct request *r)
+{
+    struct worker *w = r->worker;
+    int n = w->topo->nnodes;
+    const char *argv[2];
+    size_t lens[2];
+    for (int i = 0; i < 2; i++)
+        argv[i] = request_arg(r, i, &lens[i]);
+    if (router_parts_open(r, MERGE_ANY_OK, n) < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        struct request *part = router_part_add(r, i, 2, argv, lens);
+        if (!part)
+            break;
+        kill_send(w, i, part);
+    }
+    request_parts_sent(r);
+}
+
+/* ---- the table ---- */
+
+static void plan_refuse_debug(struct request *r)
+{
+    request_fail(r, "ERR 'script|debug' is refused: the Lua debugger needs a connection of "
+                    "its own to one node: run it there");
+}
+
+static void plan_everywhere_ok(struct request *r)
+{
+    fanout_same(r, MERGE_ALL_OK);
+}
+
+/* SCRIPT SHOW sha (Valkey 8): the body the proxy knows, else the one of a
+ * master that holds it (an EVAL ran on one master only), else NOSCRIPT. */
+static void plan_script_show(struct request *r)
+{
+    size_t len, body_len;
+    const char *sha = request_arg(r, 2, &len);
+    char hex[SCRIPTS_SHA_HEX];
+    char *body = NULL;
+    if (len == SCRIPTS_SHA_HEX - 1) {
+        for (size_t i = 0; i < len; i++)
+            hex[i] = (char)tolower((unsigned char)sha[i]);
+        hex[len] = '\0';
+        body = scripts_body_copy(hex, &body_len);
+    }
+    if (!body) {
+        fanout_same(r, MERGE_FOUND);
+        return;
+    }
+    resp_add_bulk(request_out(r), body, body_len);
+    free(body);
+    request_finish(r);
+}
+
+/* ---- routes ---- */
+
+#define SCRIPT(name, fn, cls) { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls } }
+
+/* "script|*" and "function|*": HELP, LIST, DUMP, STATS, and a subcommand of
+ * a later Redis: one master says what it is. */
+static const struct route_entry scriptcmd_routes[] = {
+    SCRIPT("eval", plan_eval, TXC_SCRIPT), SCRIPT("eval_ro", plan_eval, TXC_SCRIPT),
+    SCRIPT("evalsha", plan_evalsha, TXC_SCRIPT), SCRIPT("evalsha_ro", plan_evalsha, TXC_SCRIPT),
+    SCRIPT("fcall", send_script, TXC_SCRIPT), SCRIPT("fcall_ro", send_script, TXC_SCRIPT),
+    SCRIPT("script|load", plan_script_load, TXC_OTHER),
+    SCRIPT("script|exists", plan_script_exists, TXC_OTHER),
+    SCRIPT("script|flush", plan_script_flush, TXC_OTHER),
+    SCRIPT("script|kill", plan_kill, TXC_OTHER),
+    SCRIPT("script|debug", plan_refuse_debug, TXC_OTHER),
+    SCRIPT("script|show", plan_script_show, TXC_OTHER),     /* learned (Valkey 8) */
+    SCRIPT("script|*", to_one_master, TXC_OTHER),
+    SCRIPT("function|load", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|delete", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|flush", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|restore", plan_everywhere_ok, TXC_OTHER),
+    SCRIPT("function|kill", plan_kill, TXC_OTHER),
+    SCRIPT("function|*", to_one_master, TXC_OTHER),
+};
+
+void scriptcmd_register(void)
+{
+    route_register(scriptcmd_routes, (int)(sizeof scriptcmd_routes / sizeof scriptcmd_routes[0]));
+}
