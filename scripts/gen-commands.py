@@ -592,7 +592,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("-o", "--output",
-                    default=os.path.join(here, "..", "proxy", "command_table.c"))
+                    default=os.path.join(here, "..", "lib", "proto", "command_table.c"))
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, help="use this running server instead of starting one")
     ap.add_argument("--redis-server", default="redis-server")
