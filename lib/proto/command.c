@@ -24,6 +24,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/base/hash.h"
+
 /* Longer than any Redis command or subcommand name. */
 #define COMMAND_NAME_MAX 64
 
@@ -88,9 +90,9 @@ static const struct command *lookup_slots[LOOKUP_SLOTS];
 /* FNV-1a of the case-folded name: 'A' and 'a' hash alike. */
 static uint32_t name_hash(const char *name, size_t len)
 {
-    uint32_t h = 2166136261u;
+    uint32_t h = HASH_FNV32_INIT;
     for (size_t i = 0; i < len; i++)
-        h = (h ^ fold((unsigned char)name[i])) * 16777619u;
+        h = hash_fnv32_byte(h, fold((unsigned char)name[i]));
     return h;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/base/hash.h"
 #include "lib/base/log.h"
 #include "cluster/backoff.h"
 #include "cluster/slot.h"
@@ -44,10 +45,7 @@ struct sub_set {
 
 static uint32_t name_hash(const char *s, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+    return hash_fnv32(s, len);
 }
 
 static struct sub_entry *set_find(const struct sub_set *set, const char *name, size_t len)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/base/hash.h"
 #include "cluster/learned.h"
 #include "cluster/node.h"
 #include "cluster/slot.h"
@@ -196,14 +197,6 @@ static void watch_end(struct tx_state *tx)
     tx->watched.n = 0;
 }
 
-static uint64_t key_hash(const char *p, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;        /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 static int hash_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -226,7 +219,7 @@ static void watch_note(struct tx_state *tx, struct request *r)
     for (int i = 0; i < n && w->n < w->cap; i++) {
         size_t len;
         const char *k = request_arg(r, keys[i], &len);
-        w->hash[w->n++] = key_hash(k, len);
+        w->hash[w->n++] = hash_fnv64(k, len);
     }
     if (keys != some)
         free(keys);

@@ -14,6 +14,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "lib/base/hash.h"
 #include "lib/base/log.h"
 #include "proxy/config/config.h"
 #include "proxy/config/snapshot.h"
@@ -37,13 +38,10 @@ static uint64_t hash_file(uint64_t h, const char *path)
     unsigned char buf[4096];
     size_t n;
     if (!f) {
-        for (const char *c = path; *c; c++)
-            h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        return h;
+        return hash_fnv64_more(h, path, strlen(path));
     }
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ buf[i]) * 1099511628211ULL;
+        h = hash_fnv64_more(h, buf, n);
     fclose(f);
     return h;
 }
@@ -52,7 +50,7 @@ static uint64_t hash_file(uint64_t h, const char *path)
 static uint64_t hash_files(const struct proxy *p)
 {
     const struct config *c = p->snap->cfg;
-    uint64_t h = hash_file(14695981039346656037ULL, p->cfg.path);
+    uint64_t h = hash_file(HASH_FNV64_INIT, p->cfg.path);
     for (int i = 0; i < c->nlayout_rules; i++)
         h = hash_file(h, c->layout_rules[i].path);
     if (c->aclfile)
