@@ -10,6 +10,11 @@
 
 #define SLOT_COUNT 16384
 
+/* What a command's keys come to besides one slot: none (or arguments too
+ * malformed to find them: the node says so), or several (CROSSSLOT). */
+#define SLOT_NONE  (-1)
+#define SLOT_CROSS (-2)
+
 /* CRC16-CCITT (XMODEM): poly 0x1021, init 0. "123456789" -> 0x31C3. */
 uint16_t slot_crc16(const char *buf, size_t len);
 

@@ -9,6 +9,7 @@
 #include "proxy/core/request.h"
 #include "proxy/core/scripts.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
 
@@ -124,7 +125,7 @@ bad:
 oom:
     free(elems);
     free(lens);
-    resp_add_error(out, "ERR out of memory");
+    resp_add_error(out, REPLY_ERR_OOM);
 }
 
 static void merge_sum(struct request *p, struct evbuffer *out)
@@ -277,7 +278,7 @@ static void merge_and(struct request *p, struct evbuffer *out)
         free(all);
         free(elems);
         free(lens);
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
     memset(all, 1, cap);
@@ -366,7 +367,7 @@ static void merge_union(struct request *p, struct evbuffer *out)
     size_t *pl = malloc(sizeof *pl * (size_t)(total ? total : 1));
     long k = 0, uniq = 0;
     if (!all || !pe || !pl) {
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         goto out;
     }
     for (int i = 0; i < p->nparts; i++) {
@@ -406,7 +407,7 @@ static void merge_numsub(struct request *p, struct evbuffer *out)
         return;
     }
     if (n > 0 && (!pe || !pl || !sums)) {
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         goto out;
     }
     for (int i = 0; i < p->nparts; i++) {
@@ -483,7 +484,7 @@ static void merge_found(struct request *p, struct evbuffer *out)
 static void merge_own(struct request *p, struct evbuffer *out)
 {
     switch (p->merge) {
-    case MERGE_FAILED: resp_add_error(out, "ERR out of memory"); break;
+    case MERGE_FAILED: resp_add_error(out, REPLY_ERR_OOM); break;
     case MERGE_SCAN:   merge_scan(p, out); break;
     case MERGE_MGET:   merge_mget(p, out); break;
     case MERGE_SUM:    merge_sum(p, out); break;

@@ -23,6 +23,7 @@
 #include "proxy/core/scripts.h"
 #include "proxy/core/userconn.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"
 
@@ -455,7 +456,7 @@ static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const cha
     int rc = rewrite_reply_keys(layout, reply, len, shape, out);
     if (rc == -2) {
         evbuffer_drain(out, evbuffer_get_length(out));
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
     } else if (rc < 0) {
         return 0;
     }
@@ -570,13 +571,13 @@ int router_key_slot(struct request *r)
     }
     if (n == 0)
         return listing_slot(r);
-    int slot = -1;
+    int slot = SLOT_NONE;
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *k = request_arg(r, keys[i], &len);
         int s = slot_of(k, len);
         if (slot >= 0 && s != slot) {
-            slot = -2;
+            slot = SLOT_CROSS;
             break;
         }
         slot = s;
@@ -589,8 +590,8 @@ int router_key_slot(struct request *r)
 static void plan_forward(struct request *r)
 {
     int slot = router_key_slot(r);
-    if (slot == -2) {
-        request_fail(r, "CROSSSLOT Keys in request don't hash to the same slot");
+    if (slot == SLOT_CROSS) {
+        request_fail(r, REPLY_ERR_CROSSSLOT);
         return;
     }
     r->slot = slot;
@@ -688,8 +689,7 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     struct split_shape sh = { 1, step, (r->argc - 1) / step, -1 };
     if ((r->argc - 1) % step != 0 || sh.nkeys == 0) {
         char msg[160];
-        snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", r->cmd->fullname);
-        request_fail(r, msg);
+        request_fail(r, reply_arity(msg, sizeof msg, r->cmd->fullname));
         return;
     }
     plan_split_shaped(r, merge, &sh);
@@ -755,7 +755,7 @@ static void plan_split_shaped(struct request *r, enum merge_kind merge,
     request_parts_sent(r);
     goto out;
 oom:
-    request_fail(r, "ERR out of memory");
+    request_fail(r, REPLY_ERR_OOM);
 out:
     free(slots);
     free(idx);
@@ -778,7 +778,7 @@ int router_parts_open(struct request *parent, enum merge_kind merge, int n)
 {
     parent->parts = calloc((size_t)(n > 0 ? n : 1), sizeof *parent->parts);
     if (!parent->parts) {
-        request_fail(parent, "ERR out of memory");
+        request_fail(parent, REPLY_ERR_OOM);
         return -1;
     }
     parent->merge = merge;
@@ -917,7 +917,7 @@ void router_scan(struct request *r, int match_arg, const char *match, size_t mat
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
     if (!argv) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     argv[1] = node_cursor;
@@ -933,7 +933,7 @@ void router_scan(struct request *r, int match_arg, const char *match, size_t mat
     if (built < 0) {
         if (part)
             request_free(part);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     r->merge = MERGE_SCAN;
@@ -955,7 +955,7 @@ static void plan_everywhere(struct request *r, enum merge_kind merge)
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
     if (!argv) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     router_fanout(r, merge, r->argc, argv, lens);
@@ -1205,8 +1205,7 @@ static const struct command *resolve_command(struct request *r)
     c->lastcmd = cmd->fullname;
     const struct command *cluster = learned_override(r->worker->topo->learned, cmd);
     if (!command_arity_ok(cluster ? cluster : cmd, r->argc)) {
-        snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", cmd->fullname);
-        router_reject(r, msg);
+        router_reject(r, reply_arity(msg, sizeof msg, cmd->fullname));
         return NULL;
     }
     return cmd;
@@ -1299,7 +1298,7 @@ static int rewrite_keys(struct request *r, const struct route *rt)
     if (!layout || rt->keyless || r->rewritten)
         return 0;
     if (rewrite_request(r, layout) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return -1;
     }
     r->rewritten = 1;

@@ -99,9 +99,9 @@ int router_noscript(struct request *r, struct node_conn *answered);
 /* Send r on conn, with the router's handling of its reply. */
 void router_send_on(struct request *r, struct node_conn *conn);
 
-/* The one slot of all of r's keys (command_keys): the slot, -1 when it has
- * none (or its arguments are malformed: the node will say so), -2 when they
- * are in different slots (CROSSSLOT). */
+/* The one slot of all of r's keys (command_keys): the slot, SLOT_NONE when
+ * it has none (or its arguments are malformed: the node will say so),
+ * SLOT_CROSS when they are in different slots (cluster/slot.h). */
 int router_key_slot(struct request *r);
 
 /* An admin command (enable-dangerous-commands, else refused saying so): to

@@ -10,6 +10,7 @@
 #include "cluster/node.h"
 #include "proxy/config/acl.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 
 struct userconn {
     struct worker *worker;
@@ -82,7 +83,7 @@ static struct userconn *entry_new(struct worker *w, const struct acl_user *u)
 struct userconn *userconn_of(struct worker *w, const struct acl_user *u, const char **why)
 {
     struct userconns *all = w->userconns;
-    *why = "ERR out of memory";
+    *why = REPLY_ERR_OOM;
     if (!all && !(all = w->userconns = calloc(1, sizeof *all)))
         return NULL;
     for (int i = 0; i < all->n; i++)

@@ -26,6 +26,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/clientcmd.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
 
 #define DESCRIBE_FIRST 4096         /* a description's first buffer: grown as needed */
@@ -284,7 +285,7 @@ static void acl_users(struct request *r)
     const struct acl *a = users_of(r);
     const struct acl_user **v = users_sorted(a);
     if (!v) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     resp_add_array(request_out(r), a->nusers);
@@ -317,7 +318,7 @@ static void acl_list(struct request *r)
     if (ok)
         request_finish(r);
     else
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
 }
 
 /* commands, keys, channels of s, as GETUSER gives them */
@@ -342,7 +343,7 @@ static void acl_getuser(struct request *r)
     enum resp_proto p = request_resp(r);
     char hex[2 * ACL_DIGEST_LEN + 1];
     if (!out) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     if (!u) {
@@ -380,7 +381,7 @@ static void acl_getuser(struct request *r)
     if (ok)
         request_finish(r);
     else
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
 }
 
 static void acl_cat(struct request *r)
@@ -454,7 +455,8 @@ static void acl_dryrun(struct request *r)
     }
     const struct command *cluster = learned_entry(set, cmd);
     if (!command_arity_ok(cluster, r->argc - 3)) {
-        fail_printf(r, "ERR wrong number of arguments for '%s' command", cmd->fullname);
+        char msg[200];
+        request_fail(r, reply_arity(msg, sizeof msg, cmd->fullname));
         return;
     }
     int pos;
@@ -568,7 +570,7 @@ static int users_with_rules(struct request *r, int at, const struct config_user 
         grown = realloc(users[at].argv, sizeof *grown * (size_t)(users[at].argc + nrules));
     if (!grown) {
         config_users_free(users, nusers);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return -1;
     }
     users[at].argv = grown;
@@ -597,7 +599,7 @@ int aclcmd_set_requirepass(struct request *r, const char *pass, size_t len)
     if (!rules[0] || !rules[1]) {
         free(rules[0]);
         free(rules[1]);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return -1;
     }
     pthread_mutex_lock(&p->users_lock);
@@ -690,7 +692,7 @@ static void acl_setuser(struct request *r)
     if (nrules < 0 || !(uname = strndup(name, len))) {
         free(uname);
         acl_rules_free(rules, nrules < 0 ? 0 : nrules);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     pthread_mutex_lock(&p->users_lock);
@@ -747,7 +749,7 @@ static void acl_deluser(struct request *r)
         deleted++;
     }
     if (!users) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
     } else if (deleted == 0) {
         config_users_free(users, nusers);
         resp_add_integer(request_out(r), 0);
@@ -801,7 +803,7 @@ static void acl_load(struct request *r)
     }
     free(file);
     if (!users) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
     } else if (clash >= 0) {
         fail_printf(r, "ERR %.200s: user '%s' is also defined by a user line", path,
                     users[n - nfile + clash].argv[0]);

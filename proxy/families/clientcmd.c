@@ -21,6 +21,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/dedicated.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
 
 /* CLIENT LIST's flags: the ones this proxy has, in Redis's order; N: none. */
@@ -518,7 +519,7 @@ static void client_unblock(struct request *r)
         u->step = evtimer_new(r->worker->base, unblock_step_cb, u);
     if (!u || !u->step) {
         free(u);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     *u = (struct unblock){ .r = r, .id = id, .reason = reason, .delay_ms = 1, .answer = -1,
@@ -595,7 +596,7 @@ static void client_setinfo(struct request *r)
     }
     char *copy = vlen ? strndup(val, vlen) : NULL;
     if (vlen && !copy) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     free(*dest);

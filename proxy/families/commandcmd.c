@@ -15,6 +15,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -90,7 +91,7 @@ static void command_docs_or_info(struct request *r, int docs)
     struct evbuffer *b = request_out(r), *items = evbuffer_new();
     long long n = 0;
     if (!items) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     if (r->argc == 2) {                 /* all commands */
@@ -198,7 +199,7 @@ static int ask_oldest(struct request *r)
     if (!argv || !lens) {
         free(argv);
         free(lens);
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return 1;
     }
     for (int i = 0; i < r->argc; i++)

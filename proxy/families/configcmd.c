@@ -15,6 +15,7 @@
 #include "proxy/core/merge.h"
 #include "proxy/core/proxy.h"
 #include "proxy/core/thread.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/reply.h"
 
 #include "proxy/core/request.h"
@@ -157,7 +158,7 @@ static void set_proxy_values(struct request *r)
     char why[400];
     struct config *cfg = malloc(sizeof *cfg);
     if (!cfg) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     pthread_mutex_lock(&p->users_lock);
@@ -178,7 +179,7 @@ static void set_proxy_values(struct request *r)
     }
     pthread_mutex_unlock(&p->users_lock);
     if (!s) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     resp_add_simple(request_out(r), "OK");

@@ -19,6 +19,7 @@
 #include "keylayout/index_lua.h"
 #include "keylayout/layout.h"
 #include "keylayout/listing.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -260,7 +261,7 @@ const char *index_wrap_error(int rc)
     return rc == INDEX_TOO_LONG
         ? "ERR a write to indexed records with more than 7900 arguments cannot keep its "
           "index exact (the index script's limit): split it"
-        : "ERR out of memory";
+        : REPLY_ERR_OOM;
 }
 
 /* ---- replies ---- */
@@ -512,7 +513,7 @@ static void listing_send(struct request *r, int first, int n, const char *type, 
 {
     r->parts = calloc((size_t)n, sizeof *r->parts);
     if (!r->parts) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     r->merge = MERGE_INDEX;
@@ -704,7 +705,7 @@ void index_merge(struct request *p, struct evbuffer *out)
     struct evbuffer *body = evbuffer_new();
     long total = 0;
     if (!body) {
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
     for (int k = 0; k < p->nparts; k++) {

@@ -38,6 +38,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -655,7 +656,7 @@ static void info_render(struct request *r, const char *const *texts, int n)
     struct info in = { .r = r, .p = r->worker->proxy, .texts = texts, .ntexts = n };
     unsigned want = sections_wanted(r);
     if (metrics_collect(&in.m, in.p) < 0) {
-        resp_add_error(request_out(r), "ERR out of memory");
+        resp_add_error(request_out(r), REPLY_ERR_OOM);
         return;
     }
     in.m.max_clients = r->worker->cfg->max_clients;     /* as reloaded */
@@ -672,7 +673,7 @@ static void info_render(struct request *r, const char *const *texts, int n)
     }
     metrics_free(&in.m);
     if (!t) {
-        resp_add_error(request_out(r), "ERR out of memory");
+        resp_add_error(request_out(r), REPLY_ERR_OOM);
         return;
     }
     size_t len = evbuffer_get_length(t);
@@ -687,7 +688,7 @@ static void merge_info(struct request *p, struct evbuffer *out)
 {
     const char **texts = calloc(p->nparts > 0 ? (size_t)p->nparts : 1, sizeof *texts);
     if (!texts) {
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
     for (int i = 0; i < p->nparts; i++) {
@@ -718,7 +719,7 @@ static void cmd_info(struct request *r)
 static void cmd_resetstat(struct request *r)
 {
     if (r->worker->cfg->enable_dangerous_commands && reset_stats(r->worker->proxy) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     router_plan_dangerous(r, 1);

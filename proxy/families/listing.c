@@ -13,6 +13,7 @@
 #include "proxy/families/index.h"
 #include "keylayout/glob.h"
 #include "keylayout/layout.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
@@ -141,7 +142,7 @@ void listing_keys(struct request *r)
             return;
         send = node_pattern(l, pattern, len, fixed, sizeof fixed, &heap, &sendlen);
         if (!send) {
-            request_fail(r, "ERR out of memory");
+            request_fail(r, REPLY_ERR_OOM);
             return;
         }
     }
@@ -168,7 +169,7 @@ void listing_scan(struct request *r)
     char fixed[PATTERN_FIXED], *heap = NULL;
     const char *send = node_pattern(l, pattern, len, fixed, sizeof fixed, &heap, &sendlen);
     if (!send) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     router_scan(r, match, send, sendlen);

@@ -22,6 +22,7 @@
 #include "proxy/families/clientcmd.h"
 #include "proxy/families/monitor.h"
 #include "proxy/families/pubsub.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
 
 /* AUTH / HELLO AUTH: 0 ok (the client now runs as that user), -1 error
@@ -141,7 +142,8 @@ static void cmd_hello(struct request *r)
 static void cmd_ping(struct request *r)
 {
     if (r->argc > 2) {      /* arity -1 in the table; PING itself takes one at most */
-        request_fail(r, "ERR wrong number of arguments for 'ping' command");
+        char msg[80];
+        request_fail(r, reply_arity(msg, sizeof msg, "ping"));
         return;
     }
     if (r->argc > 1)

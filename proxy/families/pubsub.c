@@ -18,6 +18,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -896,7 +897,7 @@ static void cmd_subscribe(struct request *r, struct pubsub *ps, int patterns)
 {
     struct fresh_names f;
     if (fresh_init(&f, r->argc) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     cmd_subscribe_with(r, ps, patterns, &f);
@@ -916,7 +917,7 @@ static void cmd_subscribe_with(struct request *r, struct pubsub *ps, int pattern
         int added = set_add(set, name, len, &e);
         if (added < 0) {
             evbuffer_drain(b, evbuffer_get_length(b));
-            request_fail(r, "ERR out of memory");
+            request_fail(r, REPLY_ERR_OOM);
             return;
         }
         if (added)
@@ -1009,7 +1010,7 @@ static void cmd_unsubscribe(struct request *r, struct pubsub *ps, int patterns)
     request_finish(r);
 }
 
-/* The one slot of arguments from..argc-1; -2 when they differ. */
+/* The one slot of arguments from..argc-1; SLOT_CROSS when they differ. */
 static int args_slot(const struct request *r, int from)
 {
     int slot = -1;
@@ -1018,13 +1019,12 @@ static int args_slot(const struct request *r, int from)
         const char *a = request_arg(r, i, &len);
         int s = slot_of(a, len);
         if (slot >= 0 && s != slot)
-            return -2;
+            return SLOT_CROSS;
         slot = s;
     }
     return slot;
 }
 
-static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 
 static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
                              struct fresh_names *f);
@@ -1033,13 +1033,13 @@ static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
 static void cmd_ssubscribe(struct request *r, struct pubsub *ps)
 {
     int slot = args_slot(r, 1);
-    if (slot == -2) {
-        request_fail(r, crossslot);
+    if (slot == SLOT_CROSS) {
+        request_fail(r, REPLY_ERR_CROSSSLOT);
         return;
     }
     struct fresh_names f;
     if (fresh_init(&f, r->argc) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     ssubscribe_names(r, ps, slot, &f);
@@ -1057,7 +1057,7 @@ static void ssubscribe_names(struct request *r, struct pubsub *ps, int slot,
         int added = set_add(&ps->shard, name, len, &e);
         if (added < 0) {
             evbuffer_drain(b, evbuffer_get_length(b));
-            request_fail(r, "ERR out of memory");
+            request_fail(r, REPLY_ERR_OOM);
             return;
         }
         if (added)
@@ -1147,8 +1147,8 @@ static void cmd_sunsubscribe(struct request *r, struct pubsub *ps)
     struct evbuffer *b = request_reply_buffer(r);
     long long left = (long long)ps->shard.n;
     struct sub_entry *e;
-    if (r->argc > 1 && args_slot(r, 1) == -2) {
-        request_fail(r, crossslot);
+    if (r->argc > 1 && args_slot(r, 1) == SLOT_CROSS) {
+        request_fail(r, REPLY_ERR_CROSSSLOT);
         return;
     }
     if (r->argc == 1 && left == 0)
@@ -1191,7 +1191,7 @@ static void cmd_pubsub_info(struct request *r)
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
     if (!argv) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     router_fanout(r, merge, r->argc, argv, lens);
@@ -1211,7 +1211,7 @@ static struct pubsub *subscriber(struct request *r)
 {
     struct pubsub *ps = ps_get(r->client);
     if (!ps) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return NULL;
     }
     r->silent = 0;      /* confirmations are pushes: Redis sends them under CLIENT REPLY OFF too */
@@ -1285,7 +1285,8 @@ static int intercept(struct request *r)
     if (strcmp(name, "ping") != 0)
         return 0;
     if (r->argc > 2) {
-        request_fail(r, "ERR wrong number of arguments for 'ping' command");
+        char msg[80];
+        request_fail(r, reply_arity(msg, sizeof msg, "ping"));
         return 1;
     }
     struct evbuffer *b = request_reply_buffer(r);

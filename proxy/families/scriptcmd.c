@@ -10,12 +10,14 @@
 
 #include "lib/base/log.h"
 #include "cluster/node.h"
+#include "cluster/slot.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/scripts.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/scriptreply.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
@@ -51,7 +53,7 @@ static int replace_arg(struct request *r, int i, const char *bytes, size_t len)
         free(lens);
     }
     if (rc < 0)
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
     return rc;
 }
 
@@ -68,7 +70,7 @@ static void fanout_same(struct request *r, enum merge_kind merge)
     const char **argv;
     size_t *lens;
     if (args_of(r, &argv, &lens) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     fanout_args(r, merge, argv, lens);
@@ -116,10 +118,10 @@ static int evalsha_sha(struct request *r)
 static void send_script(struct request *r)
 {
     int slot = router_key_slot(r);
-    if (slot == -2) {
+    if (slot == SLOT_CROSS) {
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "CROSSSLOT Keys in request don't hash to the same slot (command '%s')",
+                 REPLY_ERR_CROSSSLOT " (command '%s')",
                  r->cmd->fullname);
         request_fail(r, msg);
         return;
@@ -169,7 +171,7 @@ static void plan_script_exists(struct request *r)
     const char **argv;
     size_t *lens;
     if (args_of(r, &argv, &lens) < 0) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     for (int i = 2; i < r->argc; i++) {

@@ -15,6 +15,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/slowlog.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -117,7 +118,7 @@ static void merge_get(struct request *p, struct evbuffer *out, long long want)
     struct slowlog_copy own;
     long total = 0, n = 0;
     if (slowlog_copy_take(want, &own) < 0) {
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
     total = own.n;
@@ -147,7 +148,7 @@ static void merge_get(struct request *p, struct evbuffer *out, long long want)
     if (failed) {
         free(items);
         slowlog_copy_free(&own);
-        resp_add_error(out, "ERR out of memory");
+        resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
     qsort(items, (size_t)n, sizeof *items, item_cmp);

@@ -25,6 +25,7 @@
 #include "proxy/families/txexec.h"
 #include "proxy/families/wait.h"
 #include "keylayout/index_lua.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
@@ -32,7 +33,6 @@
 /* A request that needs a dedicated connection not yet taken: no lane is it. */
 #define LANE_NEW ((const void *)1)
 
-static const char crossslot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 
 
 /* The writes of a restricted user's transaction that the index script
@@ -397,7 +397,7 @@ static void queue_local(struct tx_state *tx, struct request *r)
         int cap = tx->localcap ? tx->localcap * 2 : 4;
         struct tx_local *grown = realloc(tx->locals, sizeof *grown * (size_t)cap);
         if (!grown) {
-            refuse_queued(tx, r, "ERR out of memory");
+            refuse_queued(tx, r, REPLY_ERR_OOM);
             return;
         }
         tx->locals = grown;
@@ -407,7 +407,7 @@ static void queue_local(struct tx_state *tx, struct request *r)
     if (!copy || request_set_command(copy, r->data, r->len, r->args, r->argc) < 0) {
         if (copy)
             request_free(copy);
-        refuse_queued(tx, r, "ERR out of memory");
+        refuse_queued(tx, r, REPLY_ERR_OOM);
         return;
     }
     copy->cmd = r->cmd;
@@ -569,7 +569,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
     }
     int slot = cls == TXC_NODE_LOCAL ? -1 : router_key_slot(r);
     if (!tx->crossslot_why[0]) {
-        if (slot == -2)
+        if (slot == SLOT_CROSS)
             snprintf(tx->crossslot_why, sizeof tx->crossslot_why,
                      "'%s' names keys of several slots", r->cmd->fullname);
         else if (slot >= 0 && tx->slot >= 0 && slot != tx->slot)
@@ -586,7 +586,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
                 : cls == TXC_SCRIPT ? queue_script(r)
                 : index_wrap_write(r, r->cmd, layout);
     if (wrapped < 0) {
-        refuse_queued(tx, r, cls == TXC_SCRIPT ? "ERR out of memory" : index_wrap_error(wrapped));
+        refuse_queued(tx, r, cls == TXC_SCRIPT ? REPLY_ERR_OOM : index_wrap_error(wrapped));
         return;
     }
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
@@ -598,7 +598,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         (layout && exec_fix_note(tx, fix) < 0) ||
         (layout && wrapped == 0 && writes_unseen(r, cls) && upkeep_note(tx, r) < 0) ||
         evbuffer_add(tx->queued, r->data, r->len) < 0) {
-        refuse_queued(tx, r, "ERR out of memory");
+        refuse_queued(tx, r, REPLY_ERR_OOM);
         return;
     }
     tx->nqueued++;
@@ -707,20 +707,20 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     }
     if (tx->crossslot_why[0]) {
         snprintf(msg, sizeof msg, "%s (a transaction runs on one master, so all its keys "
-                 "must hash to one slot: %s); nothing ran", crossslot, tx->crossslot_why);
+                 "must hash to one slot: %s); nothing ran", REPLY_ERR_CROSSSLOT, tx->crossslot_why);
         exec_refuse(tx, r, msg);
         return;
     }
     if (tx->watching && tx->slot >= 0 && tx->slot != tx->watch_slot) {
         snprintf(msg, sizeof msg, "%s (a transaction after WATCH runs on the master of the "
                  "WATCHed keys: its keys, of slot %d, must hash to their slot %d); nothing ran",
-                 crossslot, tx->slot, tx->watch_slot);
+                 REPLY_ERR_CROSSSLOT, tx->slot, tx->watch_slot);
         exec_refuse(tx, r, msg);
         return;
     }
     if ((tx->script_as && tx->index_script && exec_unwrap(tx) < 0) ||
         exec_build_block(tx, r) < 0) {
-        exec_refuse(tx, r, "ERR out of memory");
+        exec_refuse(tx, r, REPLY_ERR_OOM);
         return;
     }
     int slot = tx->slot;
@@ -784,7 +784,7 @@ static void cmd_discard(struct tx_state *tx, struct request *r)
         reset_multi(tx);
         const char *old = r->data;
         if (request_build(r, 1, argv, lens) < 0) {
-            request_fail(r, "ERR out of memory");
+            request_fail(r, REPLY_ERR_OOM);
             return;
         }
         if (old && old != r->inline_data && old != r->data)
@@ -820,15 +820,15 @@ static void cmd_watch(struct tx_state *tx, struct request *r)
         return;
     }
     int slot = router_key_slot(r);
-    if (slot == -2) {
+    if (slot == SLOT_CROSS) {
         snprintf(msg, sizeof msg, "%s (WATCHed keys must hash to one slot: the proxy "
-                 "watches them on that slot's master)", crossslot);
+                 "watches them on that slot's master)", REPLY_ERR_CROSSSLOT);
         request_fail(r, msg);
         return;
     }
     if (tx->watching && slot != tx->watch_slot) {
         snprintf(msg, sizeof msg, "%s (already WATCHing keys of slot %d: WATCHed keys must "
-                 "hash to one slot)", crossslot, tx->watch_slot);
+                 "hash to one slot)", REPLY_ERR_CROSSSLOT, tx->watch_slot);
         request_fail(r, msg);
         return;
     }
@@ -876,7 +876,7 @@ static void cmd_unwatch(struct tx_state *tx, struct request *r)
         if (tx)                                                 \
             cmd_##cmd(tx, r);                                   \
         else                                                    \
-            request_fail(r, "ERR out of memory");               \
+            request_fail(r, REPLY_ERR_OOM);               \
     }
 TX_COMMAND(multi)
 TX_COMMAND(exec)
@@ -904,13 +904,13 @@ static void blocking_dispatch(struct tx_state *tx, struct request *r)
 {
     char msg[300];
     int slot = router_key_slot(r);
-    if (slot == -2) {
+    if (slot == SLOT_CROSS) {
         snprintf(msg, sizeof msg, "%s (the keys of a blocking command must hash to one "
-                 "slot: it blocks on that slot's master)", crossslot);
+                 "slot: it blocks on that slot's master)", REPLY_ERR_CROSSSLOT);
         request_fail(r, msg);
         return;
     }
-    if (slot == -1 && tx->watching)
+    if (slot == SLOT_NONE && tx->watching)
         slot = tx->watch_slot;      /* no keys found (a malformed STREAMS list): the
                                      * watched node answers it as Redis would */
     int node = worker_node_for_slot(r->worker, slot);
@@ -1044,7 +1044,7 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
     struct client *c = r->client;
     struct tx_state *tx = tx_get(c);
     if (!tx) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return 1;
     }
     if (tx->in_multi && (learned_entry(r->worker->topo->learned, r->cmd)->flags & CMD_NO_MULTI)) {

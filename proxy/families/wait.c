@@ -12,6 +12,7 @@
 #include "proxy/core/request.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/dedicated.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -230,7 +231,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     }
     struct wait_op *op = calloc(1, sizeof *op + sizeof op->parts[0] * (size_t)count);
     if (!op) {
-        request_fail(r, "ERR out of memory");
+        request_fail(r, REPLY_ERR_OOM);
         return;
     }
     op->r = r;
@@ -260,7 +261,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
         if (part_send(&op->parts[i], r, wait_ms) < 0) {
             if (op->parts[i].d)
                 dedicated_release(op->parts[i].d);
-            part_done(&op->parts[i], "ERR out of memory");
+            part_done(&op->parts[i], REPLY_ERR_OOM);
         }
     }
 }
