@@ -200,7 +200,7 @@ static int subscribed(const struct client *c)
 }
 
 /* Counts for CLIENT LIST. */
-static void client_count(const struct client *c, struct client_counts *n)
+static void pubsub_count(const struct client *c, struct client_counts *n)
 {
     const struct pubsub *ps = c->pubsub;
     if (!ps)
@@ -1377,7 +1377,7 @@ void pubsub_reset(struct client *c)
 }
 
 /* The client is gone: close its connections (freed late). */
-static void client_gone(struct client *c)
+static void pubsub_gone(struct client *c)
 {
     teardown(c);
 }
@@ -1399,8 +1399,8 @@ static const struct route_entry pubsub_routes[] = {
 };
 
 static const struct client_family pubsub_family = {
-    .closing = client_gone,
-    .count = client_count,
+    .closing = pubsub_gone,
+    .count = pubsub_count,
     .intercept = intercept,
 };
 

@@ -1084,7 +1084,7 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
 /* ---- the client's life ---- */
 
 /* Replies were written. */
-static void client_flushed(struct client *c)
+static void tx_flushed(struct client *c)
 {
     struct tx_state *tx = c->tx;
     if (!tx || c->state == CLIENT_GONE)
@@ -1104,7 +1104,7 @@ static void client_flushed(struct client *c)
 }
 
 /* Its socket closed. */
-static void client_gone(struct client *c)
+static void tx_gone(struct client *c)
 {
     struct tx_state *tx = c->tx;
     struct request *r;
@@ -1126,7 +1126,7 @@ static void client_gone(struct client *c)
 }
 
 /* Its struct is about to be freed. */
-static void client_freed(struct client *c)
+static void tx_freed(struct client *c)
 {
     struct tx_state *tx = c->tx;
     if (!tx)
@@ -1149,7 +1149,7 @@ static void client_freed(struct client *c)
 }
 
 /* For CLIENT LIST: queued commands inside MULTI. */
-static void client_count(const struct client *c, struct client_counts *n)
+static void tx_count(const struct client *c, struct client_counts *n)
 {
     if (c->tx && c->tx->in_multi)
         n->multi = c->tx->nqueued + c->tx->nlocal;
@@ -1160,7 +1160,7 @@ static void client_count(const struct client *c, struct client_counts *n)
 
 /* Bytes c's transaction state holds: its MULTI block (queued commands)
  * and its WATCHed keys' count. */
-static size_t client_held(const struct client *c)
+static size_t tx_held(const struct client *c)
 {
     if (!c->tx)
         return 0;
@@ -1213,11 +1213,11 @@ static const struct client_family tx_family = {
     .hold = hold_if_parked,
     .take = take,
     .refused = note_refused,
-    .closed = client_gone,
-    .flushed = client_flushed,
-    .freed = client_freed,
-    .held = client_held,
-    .count = client_count,
+    .closed = tx_gone,
+    .flushed = tx_flushed,
+    .freed = tx_freed,
+    .held = tx_held,
+    .count = tx_count,
     .first_parked = first_parked,
 };
 
