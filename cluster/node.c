@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/base/assert.h"
 #include "lib/base/hostport.h"
 #include "lib/net/tls.h"
 #include "lib/proto/resp.h"
@@ -185,6 +186,7 @@ void node_send_asking(struct node_conn *c)
 
 void node_send_quiet(struct node_conn *c, int argc, const char **argv)
 {
+    ASSERT(argc >= 1 && argc <= 4);     /* its callers' commands: no more room */
     send_internal(c, asking_reply, argc > 4 ? 4 : argc, argv);
 }
 

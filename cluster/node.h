@@ -223,8 +223,8 @@ void node_conn_login_as(struct node_conn *c, const struct node_opts *opts);
 /* Queue ASKING (its +OK is consumed here) right before the next command. */
 void node_send_asking(struct node_conn *c);
 
-/* Queue a command of up to 4 arguments whose reply is consumed here
- * (UNWATCH on a dedicated connection). */
+/* Queue a command of 1 to 4 arguments (an ASSERT holds callers to it)
+ * whose reply is consumed here (UNWATCH on a dedicated connection). */
 void node_send_quiet(struct node_conn *c, int argc, const char **argv);
 
 /* Queue CLIENT ID, whose answer is kept in c->node_id (for CLIENT UNBLOCK
