@@ -39,15 +39,27 @@ struct request *request_new(struct worker *w)
     return r;
 }
 
-/* Point r at storage for len bytes and argc offsets. */
+/* Point r at storage for len bytes and argc offsets, freeing what it held
+ * before: 0, or -1 out of memory with r as it was. */
 static int request_storage(struct request *r, size_t len, int argc)
 {
-    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
-    r->data = len <= sizeof r->inline_data ? r->inline_data : malloc(len);
-    r->args = argc <= REQUEST_INLINE_ARGS ? r->inline_args
-                                          : malloc(sizeof *r->args * (size_t)argc);
-    if (!r->data || !r->args)
+    char *data = len <= sizeof r->inline_data ? r->inline_data : malloc(len);
+    struct resp_arg *args = argc <= REQUEST_INLINE_ARGS ? r->inline_args
+                                                        : malloc(sizeof *args * (size_t)argc);
+    if (!data || !args) {
+        if (data && data != r->inline_data)
+            free(data);
+        if (args && args != r->inline_args)
+            free(args);
         return -1;
+    }
+    if (r->data && r->data != r->inline_data)
+        free(r->data);
+    if (r->args && r->args != r->inline_args)
+        free(r->args);
+    r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
+    r->data = data;
+    r->args = args;
     r->len = len;
     r->argc = argc;
     return 0;

@@ -153,7 +153,10 @@ struct request *request_new(struct worker *w);
  * bytes and argument offsets where they did not fit inline. */
 size_t request_footprint(const struct request *r);
 
-/* Copy a command's bytes and argument offsets into r (inline when small). */
+/* Copy a command's bytes and argument offsets into r (inline when small),
+ * in place of the command r held, whose storage r frees: bytes must not
+ * point into it (request_rebuild's case). 0, or -1 out of memory with r
+ * unchanged; the same for request_build. */
 int request_set_command(struct request *r, const char *bytes, size_t len,
                         const struct resp_arg *args, int argc);
 

@@ -635,10 +635,7 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
     }
     size_t len = evbuffer_get_length(b);
     struct resp_arg arg = { .off = (uint32_t)(at + 8), .len = 5 };     /* MULTI */
-    const char *old = r->data;
     int rc = request_set_command(r, (const char *)evbuffer_pullup(b, -1), len, &arg, 1);
-    if (old && old != r->inline_data && old != r->data)
-        free((void *)old);
     evbuffer_free(b);
     r->block_parts = loads + tx->nqueued + 1;
     struct tx_exec *e = rc == 0 ? txexec_of(r) : NULL;
@@ -782,13 +779,10 @@ static void cmd_discard(struct tx_state *tx, struct request *r)
         static const char *const argv[] = { "UNWATCH" };
         static const size_t lens[] = { 7 };
         reset_multi(tx);
-        const char *old = r->data;
         if (request_build(r, 1, argv, lens) < 0) {
             request_fail(r, REPLY_ERR_OOM);
             return;
         }
-        if (old && old != r->inline_data && old != r->data)
-            free((void *)old);
         router_send_on(r, conn);
         tx->lane = conn;
         watch_end(tx);
