@@ -406,6 +406,15 @@ static int parse_redirect(const char *p, size_t len, int *slot, char *addr, size
     return 0;
 }
 
+size_t reply_length(const char *buf, size_t len)
+{
+    struct reply_scanner s;
+    enum reply_scan_status st;
+    reply_scanner_init(&s);
+    size_t n = reply_scan(&s, buf, len, &st);
+    return st == REPLY_SCAN_DONE ? n : 0;
+}
+
 int reply_is_null(const char *reply, size_t len)
 {
     return (len >= 3 && (reply[0] == '$' || reply[0] == '*') && reply[1] == '-') ||

@@ -87,6 +87,10 @@ void reply_scanner_init(struct reply_scanner *s);
 size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
                   enum reply_scan_status *status);
 
+/* The length of the one whole reply at the start of buf, 0 when buf
+ * holds none (not all of it yet, or not RESP). */
+size_t reply_length(const char *buf, size_t len);
+
 /* Is reply (len bytes, one whole reply as the scanner framed it) a nil:
  * RESP2's null bulk or null array, or RESP3's null? */
 int reply_is_null(const char *reply, size_t len);

@@ -46,16 +46,6 @@ static struct request *first_error(struct request *p)
     return NULL;
 }
 
-/* Length of the one reply at the start of buf, 0 when it is not whole. */
-static size_t reply_length(const char *buf, size_t len)
-{
-    struct reply_scanner s;
-    enum reply_scan_status st;
-    reply_scanner_init(&s);
-    size_t n = reply_scan(&s, buf, len, &st);
-    return st == REPLY_SCAN_DONE ? n : 0;
-}
-
 int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens)
 {
     size_t off = 0;

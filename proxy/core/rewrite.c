@@ -218,16 +218,6 @@ bool rewrite_is_shadowed(const struct layout *l, const char *key, size_t len)
 
 /* ---- replies ---- */
 
-/* Length of the one whole reply at the start of buf, 0 when there is none. */
-static size_t reply_len(const char *buf, size_t len)
-{
-    struct reply_scanner s;
-    enum reply_scan_status st;
-    reply_scanner_init(&s);
-    size_t n = reply_scan(&s, buf, len, &st);
-    return st == REPLY_SCAN_DONE ? n : 0;
-}
-
 /* An aggregate header at buf (RESP2's array; RESP3's set, push and map as
  * well): its count of elements (a map's 2n; -1 for a null array), its
  * length in *hdr and, in *map, whether it is a map. -2 when buf does not
@@ -306,7 +296,7 @@ static int add_array(struct evbuffer *out, const struct layout *l, const char *b
         return -1;
     evbuffer_add(out, buf, off);    /* the same header: keys map one to one */
     for (long long i = 0; i < n; i++) {
-        size_t elen = reply_len(buf + off, len - off);
+        size_t elen = reply_length(buf + off, len - off);
         if (elen == 0)
             return -1;
         int rc = add_element(out, l, buf + off, elen, shape, i, depth, map);
@@ -320,7 +310,7 @@ static int add_array(struct evbuffer *out, const struct layout *l, const char *b
 int rewrite_reply_keys(const struct layout *l, const char *reply, size_t len,
                        enum rewrite_reply_shape shape, struct evbuffer *out)
 {
-    if (reply_len(reply, len) != len)
+    if (reply_length(reply, len) != len)
         return -1;
     struct evbuffer *tmp = evbuffer_new();
     if (!tmp)
