@@ -206,6 +206,19 @@ int request_keys(struct request *r, const struct command *cmd, int *keys, int ma
     return r->nkeys;
 }
 
+int request_block_arg(const struct request *r)
+{
+    for (int i = 1; i + 1 < r->argc; i++) {
+        size_t len;
+        const char *a = request_arg(r, i, &len);
+        if (len == 7 && strncasecmp(a, "streams", 7) == 0)
+            break;
+        if (len == 5 && strncasecmp(a, "block", 5) == 0)
+            return i + 1;
+    }
+    return -1;
+}
+
 int request_keys_all(struct request *r, int some[16], int **keys)
 {
     int n = request_keys(r, r->cmd, some, 16);

@@ -177,6 +177,10 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
  * the cluster's key specs where they differ from cmd's (learned.h). */
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
 
+/* The index of the timeout after XREAD's or XREADGROUP's BLOCK (before
+ * STREAMS), or -1 when r has none: it does not block. */
+int request_block_arg(const struct request *r);
+
 /* All of r's keys (of r->cmd): in some when they fit, else in *keys, to be
  * freed by the caller when it is not some (the first 16 only when out of
  * memory). Returns how many; none for a malformed command. */

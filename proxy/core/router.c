@@ -341,11 +341,7 @@ int router_noscript(struct request *r, struct node_conn *answered)
 {
     char sha[SCRIPTS_SHA_HEX];
     size_t len, body_len;
-    if (r->noscript_retries >= 2 || r->argc < 2)
-        return 0;
-    const char *name = request_arg(r, 0, &len);
-    if (!((len == 7 && strncasecmp(name, "evalsha", 7) == 0) ||
-          (len == 10 && strncasecmp(name, "evalsha_ro", 10) == 0)))
+    if (r->noscript_retries >= 2 || r->argc < 2 || !r->evalsha)
         return 0;
     const char *arg = request_arg(r, 1, &len);
     char *body = scripts_sha_parse(arg, len, sha) == 0 ? scripts_body_copy(sha, &body_len) : NULL;
@@ -988,17 +984,7 @@ static void plan_refused(struct request *r, const struct route *rt)
 static int request_is_blocking_read(const struct request *r)
 {
     /* XREAD/XREADGROUP block only with BLOCK */
-    if (!(r->cmd->flags & CMD_BLOCKING))
-        return 0;
-    for (int i = 1; i < r->argc; i++) {
-        size_t len;
-        const char *a = request_arg(r, i, &len);
-        if (len == 5 && strncasecmp(a, "block", 5) == 0)
-            return 1;
-        if (len == 7 && strncasecmp(a, "streams", 7) == 0)
-            break;
-    }
-    return 0;
+    return (r->cmd->flags & CMD_BLOCKING) && request_block_arg(r) > 0;
 }
 
 void router_reject(struct request *r, const char *msg)

@@ -963,16 +963,11 @@ static uint64_t wait_ms_of(const struct request *r)
     if (!(r->cmd->flags & CMD_BLOCKING) || r->argc < 2)
         return 0;
     if (strcmp(name, "xread") == 0 || strcmp(name, "xreadgroup") == 0) {
-        for (int i = 1; i + 1 < r->argc; i++) {
-            a = request_arg(r, i, &len);
-            if (len == 7 && strncasecmp(a, "streams", 7) == 0)
-                break;
-            if (len == 5 && strncasecmp(a, "block", 5) == 0) {
-                a = request_arg(r, i + 1, &len);
-                return millis(a, len);
-            }
-        }
-        return 0;
+        int at = request_block_arg(r);
+        if (at < 0)
+            return 0;
+        a = request_arg(r, at, &len);
+        return millis(a, len);
     }
     if (strcmp(name, "blmpop") == 0 || strcmp(name, "bzmpop") == 0)
         a = request_arg(r, 1, &len);
