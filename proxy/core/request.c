@@ -206,6 +206,17 @@ int request_keys(struct request *r, const struct command *cmd, int *keys, int ma
     return r->nkeys;
 }
 
+void request_queue_insert(struct request_queue *q, struct request *r)
+{
+    struct request *after = TAILQ_LAST(q, request_queue);
+    while (after && after->seq > r->seq)
+        after = TAILQ_PREV(after, request_queue, hold_link);
+    if (after)
+        TAILQ_INSERT_AFTER(q, after, r, hold_link);
+    else
+        TAILQ_INSERT_HEAD(q, r, hold_link);
+}
+
 int request_block_arg(const struct request *r)
 {
     for (int i = 1; i + 1 < r->argc; i++) {

@@ -177,6 +177,10 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
  * the cluster's key specs where they differ from cmd's (learned.h). */
 int request_keys(struct request *r, const struct command *cmd, int *keys, int max);
 
+/* Put r into q (linked by hold_link) in the order its client sent them
+ * (by seq): the held and parked lists, which must send in that order. */
+void request_queue_insert(struct request_queue *q, struct request *r);
+
 /* The index of the timeout after XREAD's or XREADGROUP's BLOCK (before
  * STREAMS), or -1 when r has none: it does not block. */
 int request_block_arg(const struct request *r);

@@ -169,13 +169,7 @@ static struct client *request_owner(const struct request *r)
 
 static void hold_insert(struct client *c, struct request *r)
 {
-    struct request *after = TAILQ_LAST(&c->held_back, request_queue);
-    while (after && after->seq > r->seq)
-        after = TAILQ_PREV(after, request_queue, hold_link);
-    if (after)
-        TAILQ_INSERT_AFTER(&c->held_back, after, r, hold_link);
-    else
-        TAILQ_INSERT_HEAD(&c->held_back, r, hold_link);
+    request_queue_insert(&c->held_back, r);
 }
 
 /* The backoff is over: send the held requests in order, and stop if one of

@@ -117,13 +117,7 @@ static struct tx_state *tx_get(struct client *c)
 
 static void park(struct tx_state *tx, struct request *r)
 {
-    struct request *after = TAILQ_LAST(&tx->parked, request_queue);
-    while (after && after->seq > r->seq)
-        after = TAILQ_PREV(after, request_queue, hold_link);
-    if (after)
-        TAILQ_INSERT_AFTER(&tx->parked, after, r, hold_link);
-    else
-        TAILQ_INSERT_HEAD(&tx->parked, r, hold_link);
+    request_queue_insert(&tx->parked, r);
 }
 
 /* May r go out on lane now? Every earlier request answered (r heads its
