@@ -908,3 +908,57 @@ void resp_add_command(struct evbuffer *b, int argc, const char **argv,
     for (int i = 0; i < argc; i++)
         resp_add_bulk(b, argv[i], lens[i]);
 }
+
+/* Digits of n in decimal. */
+static size_t decimal_len(size_t n)
+{
+    size_t d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+size_t resp_put_decimal(char *out, size_t n)
+{
+    size_t d = decimal_len(n);
+    for (size_t i = d; i > 0; i--) {
+        out[i - 1] = (char)('0' + n % 10);
+        n /= 10;
+    }
+    return d;
+}
+
+/* Write the header "<tag><n>\r\n" at p; returns what follows it. */
+static char *put_header(char *p, char tag, size_t n)
+{
+    *p++ = tag;
+    p += resp_put_decimal(p, n);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+size_t resp_command_len(int argc, const size_t *lens)
+{
+    size_t len = decimal_len((size_t)argc) + 3;
+    for (int i = 0; i < argc; i++)
+        len += decimal_len(lens[i]) + 3 + lens[i] + 2;
+    return len;
+}
+
+void resp_command_write(char *out, struct resp_arg *args, int argc, const char *const *argv,
+                        const size_t *lens)
+{
+    char *p = put_header(out, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = put_header(p, '$', lens[i]);
+        args[i].off = (uint32_t)(p - out);
+        args[i].len = (uint32_t)lens[i];
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+}

@@ -177,4 +177,18 @@ void resp_add_verbatim(struct evbuffer *b, enum resp_proto p, const char *s, siz
 void resp_add_command(struct evbuffer *b, int argc, const char **argv,
                       const size_t *lens);                         /* multibulk */
 
+/*
+ * A multibulk command written into memory of the caller's: its length,
+ * then the bytes, with each argument's offset and length in args (as the
+ * parser gives them). No printf: requests are built on the hot path
+ * (every rewritten key, every indexed write).
+ */
+size_t resp_command_len(int argc, const size_t *lens);
+void resp_command_write(char *out, struct resp_arg *args, int argc, const char *const *argv,
+                        const size_t *lens);
+
+/* Write n in decimal at out (room for 20 bytes, no NUL); returns its
+ * length. For counts in built commands. */
+size_t resp_put_decimal(char *out, size_t n);
+
 #endif

@@ -85,70 +85,11 @@ size_t request_footprint(const struct request *r)
     return n;
 }
 
-/* Digits of n in decimal. */
-static size_t decimal_len(size_t n)
-{
-    size_t d = 1;
-    while (n >= 10) {
-        n /= 10;
-        d++;
-    }
-    return d;
-}
-
-size_t request_put_decimal(char *out, size_t n)
-{
-    size_t d = decimal_len(n);
-    for (size_t i = d; i > 0; i--) {
-        out[i - 1] = (char)('0' + n % 10);
-        n /= 10;
-    }
-    return d;
-}
-
-/* Write the header "<tag><n>\r\n" at p; returns what follows it. The
- * commands built here are on the hot path (every rewritten key, every
- * indexed write): no printf. */
-static char *put_header(char *p, char tag, size_t n)
-{
-    *p++ = tag;
-    p += request_put_decimal(p, n);
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-}
-
-/* The length of the multibulk command of argv. */
-static size_t command_len(int argc, const size_t *lens)
-{
-    size_t len = decimal_len((size_t)argc) + 3;
-    for (int i = 0; i < argc; i++)
-        len += decimal_len(lens[i]) + 3 + lens[i] + 2;
-    return len;
-}
-
-/* Write the multibulk command of argv at data (command_len bytes), with
- * its argument offsets in args. */
-static void command_write(char *data, struct resp_arg *args, int argc, const char *const *argv,
-                          const size_t *lens)
-{
-    char *p = put_header(data, '*', (size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        p = put_header(p, '$', lens[i]);
-        args[i].off = (uint32_t)(p - data);
-        args[i].len = (uint32_t)lens[i];
-        memcpy(p, argv[i], lens[i]);
-        p += lens[i];
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-}
-
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens)
 {
-    if (request_storage(r, command_len(argc, lens), argc) < 0)
+    if (request_storage(r, resp_command_len(argc, lens), argc) < 0)
         return -1;
-    command_write(r->data, r->args, argc, argv, lens);
+    resp_command_write(r->data, r->args, argc, argv, lens);
     return 0;
 }
 
@@ -156,7 +97,7 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
 {
     /* argv may point into r's own bytes: write the new command aside (on
      * the stack when it fits inline), then let r take it over */
-    size_t len = command_len(argc, lens);
+    size_t len = resp_command_len(argc, lens);
     char fixed_data[REQUEST_INLINE_BYTES];
     struct resp_arg fixed_args[REQUEST_INLINE_ARGS];
     char *data = len <= sizeof fixed_data ? fixed_data : malloc(len);
@@ -169,7 +110,7 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
             free(args);
         return -1;
     }
-    command_write(data, args, argc, argv, lens);
+    resp_command_write(data, args, argc, argv, lens);
     if (r->data != r->inline_data)
         free(r->data);
     if (r->args != r->inline_args)

@@ -163,10 +163,6 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
 /* Build a multibulk command from argv into r (for parts and fan-outs). */
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
 
-/* Write n in decimal at out (room for 20 bytes, no NUL); returns its
- * length. For counts in built commands, where printf would cost more than
- * the rest of the request. */
-size_t request_put_decimal(char *out, size_t n);
 
 /* Replace r's command by one built from argv, which may point into r's own
  * bytes. 0, or -1 when out of memory (r unchanged). */

@@ -205,7 +205,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     }
     argv[a] = "EVALSHA", lens[a++] = 7;
     argv[a] = (request_resp(r) == RESP3 ? &script_write3 : &script_write)->sha, lens[a++] = 40;
-    argv[a] = nkeys, lens[a++] = request_put_decimal(nkeys, (size_t)(2 * p->nrec + nother));
+    argv[a] = nkeys, lens[a++] = resp_put_decimal(nkeys, (size_t)(2 * p->nrec + nother));
     for (int i = 0; i < p->nkeys; i++)
         if (p->rec[i])
             argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
@@ -215,7 +215,7 @@ static int write_wrap(struct request *r, const struct write_plan *p)
     for (int i = 0; i < p->nkeys; i++)
         if (!p->rec[i])
             argv[a] = request_arg(r, p->keys[i], &lens[a]), a++;
-    argv[a] = nrec, lens[a++] = request_put_decimal(nrec, (size_t)p->nrec);
+    argv[a] = nrec, lens[a++] = resp_put_decimal(nrec, (size_t)p->nrec);
     for (int i = 0; i < p->nkeys; i++)
         if (p->rec[i])
             argv[a] = p->scratch + p->at[4 * i + 2], lens[a++] = p->at[4 * i + 3];
