@@ -187,7 +187,7 @@ START_TEST(test_put_decimal)
     static const size_t values[] = { 0, 7, 10, 99, 4096, 1234567890, (size_t)-1 };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         char got[24], want[24];
-        size_t n = request_put_decimal(got, values[i]);
+        size_t n = resp_put_decimal(got, values[i]);
         size_t wn = (size_t)snprintf(want, sizeof want, "%zu", values[i]);
         ck_assert_uint_eq(n, wn);
         ck_assert_mem_eq(got, want, n);
