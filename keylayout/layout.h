@@ -165,7 +165,7 @@ size_t layout_index_member(const struct layout *l, const struct layout_match *m,
  * and the bucket of that index (-1: any). The member's captures are read
  * into m. MAPPED / SHORT as layout_to_cluster; PASS when the member is not
  * of the rule's member shape or belongs to another bucket. For listings
- * (keylayout/listing.h), which know the rule and index they read. */
+ * (keylayout/listplan.h), which know the rule and index they read. */
 enum layout_result layout_member_to_legacy(const struct layout *l, struct layout_match *m,
                                            const char *member, size_t mlen,
                                            char *out, size_t cap, size_t *outlen);

@@ -18,7 +18,7 @@
 #include "keylayout/glob.h"
 #include "keylayout/index_lua.h"
 #include "keylayout/layout.h"
-#include "keylayout/listing.h"
+#include "keylayout/listplan.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
@@ -436,7 +436,7 @@ void index_upkeep(struct request *r)
 enum listing_kind { LISTING_KEYS, LISTING_SCAN };
 
 struct index_listing {
-    struct listing ls;
+    struct listplan ls;
     struct layout_ref *ref;         /* the layout the plan was made with */
     enum listing_kind kind;
     const char *pattern;            /* in the parent's arguments */
@@ -460,7 +460,7 @@ static struct index_listing *listing_new(struct request *r, const struct layout 
     struct index_listing *il = malloc(sizeof *il);
     if (!il)
         return NULL;
-    if (!listing_plan(l, pattern, plen, &il->ls)) {
+    if (!listplan_make(l, pattern, plen, &il->ls)) {
         free(il);
         return NULL;
     }
@@ -480,14 +480,14 @@ static struct request *read_part(struct request *r, int i, const char *type, siz
     struct index_listing *il = r->listing;
     const struct layout *l = il->ref->layout;
     char key[512], before[512], after[512], nsplit[16];
-    size_t klen = listing_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
+    size_t klen = listplan_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
     const char *argv[8] = { "EVALSHA", script_read.sha, "1", key, "", before, after, nsplit };
     size_t lens[8] = { 7, 40, 1, klen, 0, 0, 0, 0 };
     int argc = 4, splits;
     if (klen > sizeof key)
         return NULL;
     if (type) {
-        if (!listing_record_affixes(l, &il->ls, i, before, sizeof before, &blen, after,
+        if (!listplan_record_affixes(l, &il->ls, i, before, sizeof before, &blen, after,
                                     sizeof after, &alen, &splits) ||
             blen > sizeof before || alen > sizeof after)
             return NULL;
@@ -609,7 +609,7 @@ int index_scan(struct request *r, const struct layout *l)
         char b[8], a[8];
         size_t bl, al;
         int splits;
-        if (!listing_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits)) {
+        if (!listplan_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits)) {
             index_listing_free(r);      /* the script cannot name the records: every master */
             return 0;
         }
@@ -680,14 +680,14 @@ static long merge_part(struct request *part, const struct index_listing *il, int
         return -1;
     while ((more = bulks_next(&b, &m, &mlen)) > 0) {
         size_t nlen;
-        enum layout_result res = listing_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
+        enum layout_result res = listplan_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
         if (res == LAYOUT_SHORT) {
             char *grown = name == fixed ? malloc(nlen) : realloc(name, nlen);
             if (!grown)
                 break;
             name = grown;
             cap = nlen;
-            res = listing_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
+            res = listplan_legacy(l, &il->ls, i, m, mlen, name, cap, &nlen);
         }
         if (res != LAYOUT_MAPPED || !glob_match(il->pattern, il->plen, name, nlen))
             continue;

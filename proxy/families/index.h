@@ -2,7 +2,7 @@
  * index: the index sorted sets of indexed families (LAYOUT.md "Indexes"),
  * kept exact on every write and read by listings. The Lua is
  * keylayout/lua/ (keylayout/index_lua.h); which patterns a listing can
- * answer, and the names it answers with, are keylayout/listing.h.
+ * answer, and the names it answers with, are keylayout/listplan.h.
  *
  * Writes. A write command (CMD_WRITE) one of whose keys, after the rewrite
  * (rewrite.h), is a record of an indexed family is sent as
@@ -29,7 +29,7 @@
  *          TYPE is checked by the script on each record (a record it cannot
  *          see because its slot is being migrated answers TRYAGAIN, which is
  *          retried), when the script can build the record's name from its
- *          member (listing_record_affixes: every family of botmesh-v1);
+ *          member (listplan_record_affixes: every family of botmesh-v1);
  *          for other rules a SCAN with TYPE is listed on every master.
  * Other patterns are not the indexes' business: the every-master path.
  *

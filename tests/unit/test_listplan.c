@@ -2,7 +2,7 @@
  * Listings from the indexes: the glob matcher (keylayout/glob.h) against
  * vectors of redis-server 7.0's stringmatchlen (and, in
  * tests/integration/test_index.c, against a real node's KEYS), and which
- * patterns the indexes answer (keylayout/listing.h) with the shipped
+ * patterns the indexes answer (keylayout/listplan.h) with the shipped
  * botmesh-v1 rules. Run from the repository root (as make test does).
  */
 #include <check.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "keylayout/glob.h"
-#include "keylayout/listing.h"
+#include "keylayout/listplan.h"
 
 #define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
 #define S(s) s, sizeof(s) - 1
@@ -123,12 +123,12 @@ START_TEST(test_plan_families)
     };
     struct layout *l = layout_default();
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        struct listing ls;
+        struct listplan ls;
         char key[128];
-        ck_assert_msg(listing_plan(l, v[i].p, v[i].plen, &ls), "no plan for '%s'", v[i].p);
+        ck_assert_msg(listplan_make(l, v[i].p, v[i].plen, &ls), "no plan for '%s'", v[i].p);
         ck_assert_str_eq(ls.fixed.rule->name, v[i].family);
         ck_assert_int_eq(ls.nindex, v[i].nindex);
-        size_t n = listing_index_key(l, &ls, 0, key, sizeof key);
+        size_t n = listplan_index_key(l, &ls, 0, key, sizeof key);
         ck_assert_msg(n == strlen(v[i].index0) && memcmp(key, v[i].index0, n) == 0,
                       "'%s': index 0 is '%.*s'", v[i].p, (int)n, key);
     }
@@ -151,8 +151,8 @@ START_TEST(test_plan_refused)
     };
     struct layout *l = layout_default();
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        struct listing ls;
-        ck_assert_msg(!listing_plan(l, v[i].p, v[i].plen, &ls), "a plan for '%s'", v[i].p);
+        struct listplan ls;
+        ck_assert_msg(!listplan_make(l, v[i].p, v[i].plen, &ls), "a plan for '%s'", v[i].p);
     }
     layout_free(l);
 }
@@ -173,14 +173,14 @@ START_TEST(test_affixes_refused)
     size_t bl, al;
     int splits;
     struct layout *l = layout_load_string("a.rules", text, strlen(text), pf, 1, err, sizeof err);
-    struct listing ls;
+    struct listplan ls;
     ck_assert_msg(l != NULL, "%s", err);
-    ck_assert(listing_plan(l, S("bot:sw:1:z:*"), &ls));
-    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
-    ck_assert(listing_plan(l, S("bot:li:1:*"), &ls));
-    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
-    ck_assert(listing_plan(l, S("bot:gp:1:c:*"), &ls));
-    ck_assert(!listing_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    ck_assert(listplan_make(l, S("bot:sw:1:z:*"), &ls));
+    ck_assert(!listplan_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    ck_assert(listplan_make(l, S("bot:li:1:*"), &ls));
+    ck_assert(!listplan_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
+    ck_assert(listplan_make(l, S("bot:gp:1:c:*"), &ls));
+    ck_assert(!listplan_record_affixes(l, &ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits));
     layout_free(l);
 }
 END_TEST
@@ -194,12 +194,12 @@ START_TEST(test_plan_earlier_rule)
     static const char *const pf[] = { "bot" };
     char err[256] = "";
     struct layout *l = layout_load_string("e.rules", text, strlen(text), pf, 1, err, sizeof err);
-    struct listing ls;
+    struct listplan ls;
     ck_assert_msg(l != NULL, "%s", err);
-    ck_assert(!listing_plan(l, S("bot:chat:*"), &ls));
-    ck_assert(!listing_plan(l, S("bot:chat:a:*"), &ls));    /* a:pinned is pin's */
-    ck_assert(listing_plan(l, S("bot:chat:a:b:*"), &ls));   /* pin has 3 segments */
-    ck_assert(listing_plan(l, S("bot:zz:*"), &ls));
+    ck_assert(!listplan_make(l, S("bot:chat:*"), &ls));
+    ck_assert(!listplan_make(l, S("bot:chat:a:*"), &ls));    /* a:pinned is pin's */
+    ck_assert(listplan_make(l, S("bot:chat:a:b:*"), &ls));   /* pin has 3 segments */
+    ck_assert(listplan_make(l, S("bot:zz:*"), &ls));
     layout_free(l);
 }
 END_TEST
@@ -207,27 +207,27 @@ END_TEST
 START_TEST(test_plan_names)
 {
     struct layout *l = layout_default();
-    struct listing ls;
+    struct listplan ls;
     char out[128], key[128];
     size_t n;
-    ck_assert(listing_plan(l, S("bot:chat:*"), &ls));
+    ck_assert(listplan_make(l, S("bot:chat:*"), &ls));
     /* "tg:42" is in bucket 16 */
-    ck_assert_int_eq(listing_legacy(l, &ls, 16, S("tg:42"), out, sizeof out, &n), LAYOUT_MAPPED);
+    ck_assert_int_eq(listplan_legacy(l, &ls, 16, S("tg:42"), out, sizeof out, &n), LAYOUT_MAPPED);
     ck_assert(n == strlen("bot:chat:tg:42") && memcmp(out, "bot:chat:tg:42", n) == 0);
-    ck_assert_int_eq(listing_legacy(l, &ls, 15, S("tg:42"), out, sizeof out, &n), LAYOUT_PASS);
-    ck_assert_int_eq(listing_legacy(l, &ls, 16, S("tg:42"), out, 4, &n), LAYOUT_SHORT);
+    ck_assert_int_eq(listplan_legacy(l, &ls, 15, S("tg:42"), out, sizeof out, &n), LAYOUT_PASS);
+    ck_assert_int_eq(listplan_legacy(l, &ls, 16, S("tg:42"), out, 4, &n), LAYOUT_SHORT);
     ck_assert_uint_eq(n, strlen("bot:chat:tg:42"));
-    n = listing_index_key(l, &ls, 31, key, sizeof key);
+    n = listplan_index_key(l, &ls, 31, key, sizeof key);
     ck_assert(n == strlen("bot:{ch:31}:idx") && memcmp(key, "bot:{ch:31}:idx", n) == 0);
 
-    ck_assert(listing_plan(l, S("bot:user:u1:ns:*"), &ls));
-    ck_assert_int_eq(listing_legacy(l, &ls, 0, S("other:k:1"), out, sizeof out, &n), LAYOUT_MAPPED);
+    ck_assert(listplan_make(l, S("bot:user:u1:ns:*"), &ls));
+    ck_assert_int_eq(listplan_legacy(l, &ls, 0, S("other:k:1"), out, sizeof out, &n), LAYOUT_MAPPED);
     ck_assert(n == strlen("bot:user:u1:other:k:1") && memcmp(out, "bot:user:u1:other:k:1", n) == 0);
-    ck_assert_int_eq(listing_legacy(l, &ls, 0, S("nocolon"), out, sizeof out, &n), LAYOUT_PASS);
+    ck_assert_int_eq(listplan_legacy(l, &ls, 0, S("nocolon"), out, sizeof out, &n), LAYOUT_PASS);
     size_t alen;
     int splits;
     /* user data: bot:{ud:u1}:e: + enc(ns) ":" enc(key...) */
-    ck_assert(listing_record_affixes(l, &ls, 0, out, sizeof out, &n, key, sizeof key, &alen,
+    ck_assert(listplan_record_affixes(l, &ls, 0, out, sizeof out, &n, key, sizeof key, &alen,
                                      &splits));
     ck_assert_msg(n == strlen("bot:{ud:u1}:e:") && memcmp(out, "bot:{ud:u1}:e:", n) == 0, "%.*s",
                   (int)n, out);
@@ -235,8 +235,8 @@ START_TEST(test_plan_names)
     ck_assert_int_eq(splits, 1);
 
     /* the record of member m in bucket 7: bot:{ch:7}:r: + encode(m) */
-    ck_assert(listing_plan(l, S("bot:chat:*"), &ls));
-    ck_assert(listing_record_affixes(l, &ls, 7, out, sizeof out, &n, key, sizeof key, &alen,
+    ck_assert(listplan_make(l, S("bot:chat:*"), &ls));
+    ck_assert(listplan_record_affixes(l, &ls, 7, out, sizeof out, &n, key, sizeof key, &alen,
                                      &splits));
     ck_assert_msg(n == strlen("bot:{ch:7}:r:") && memcmp(out, "bot:{ch:7}:r:", n) == 0, "%.*s", (int)n, out);
     ck_assert_uint_eq(alen, 0);

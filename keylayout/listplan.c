@@ -1,4 +1,4 @@
-#include "keylayout/listing.h"
+#include "keylayout/listplan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,7 +81,7 @@ static bool covers(const struct rules_rule *r, const struct segments *sg)
 
 /* Fill ls->fixed from r and sg; false when the index key needs a value the
  * pattern does not fix (the greedy capture itself). */
-static bool fix_index(const struct rules_rule *r, const struct segments *sg, struct listing *ls)
+static bool fix_index(const struct rules_rule *r, const struct segments *sg, struct listplan *ls)
 {
     const struct rules_pattern *p = &r->legacy;
     int greedy_cap = p->seg[p->greedy].cap;
@@ -105,7 +105,7 @@ static bool fix_index(const struct rules_rule *r, const struct segments *sg, str
     return true;
 }
 
-bool listing_plan(const struct layout *l, const char *pattern, size_t plen, struct listing *ls)
+bool listplan_make(const struct layout *l, const char *pattern, size_t plen, struct listplan *ls)
 {
     bool exact;
     size_t n = glob_literal_prefix(pattern, plen, ls->literal, sizeof ls->literal, &exact);
@@ -140,7 +140,7 @@ bool listing_plan(const struct layout *l, const char *pattern, size_t plen, stru
     return false;
 }
 
-size_t listing_index_key(const struct layout *l, const struct listing *ls, int i,
+size_t listplan_index_key(const struct layout *l, const struct listplan *ls, int i,
                          char *out, size_t cap)
 {
     struct layout_match m = ls->fixed;
@@ -148,7 +148,7 @@ size_t listing_index_key(const struct layout *l, const struct listing *ls, int i
     return layout_index_key(l, &m, out, cap);
 }
 
-enum layout_result listing_legacy(const struct layout *l, const struct listing *ls, int i,
+enum layout_result listplan_legacy(const struct layout *l, const struct listplan *ls, int i,
                                   const char *member, size_t mlen,
                                   char *out, size_t cap, size_t *outlen)
 {
@@ -199,7 +199,7 @@ static bool member_splittable(const struct rules_pattern *mp)
     return mp->nseg > 0;
 }
 
-bool listing_record_affixes(const struct layout *l, const struct listing *ls, int i,
+bool listplan_record_affixes(const struct layout *l, const struct listplan *ls, int i,
                             char *before, size_t bcap, size_t *blen,
                             char *after, size_t acap, size_t *alen, int *splits)
 {

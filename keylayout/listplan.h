@@ -1,11 +1,11 @@
 /*
- * listing: which KEYS / SCAN MATCH patterns the index sorted sets can
+ * listplan: which KEYS / SCAN MATCH patterns the index sorted sets can
  * answer, and the names they answer with. Pure code over byte strings.
  *
  *   KEYS bot:chat:*       every name it can match is a record of `chat`
- *     listing_plan  ->    rule chat, prefix bot, 32 indexes (one per bucket)
- *     listing_index_key(i) bot:{ch:<i>}:idx        (one read per index)
- *     member "tg:42" -> listing_legacy -> bot:chat:tg:42   (then the glob)
+ *     listplan_make  ->    rule chat, prefix bot, 32 indexes (one per bucket)
+ *     listplan_index_key(i) bot:{ch:<i>}:idx        (one read per index)
+ *     member "tg:42" -> listplan_legacy -> bot:chat:tg:42   (then the glob)
  *
  *   KEYS bot:user:u1:ns:*   a user-data index per user: 1 index, {ud:u1}
  *
@@ -20,8 +20,8 @@
  * (proxy/families/listing.h is the proxy's KEYS/SCAN, which asks proxy/families/index.h, the
  * user of this module, first.)
  */
-#ifndef TAGPROXY_KEYLAYOUT_LISTING_H
-#define TAGPROXY_KEYLAYOUT_LISTING_H
+#ifndef TAGPROXY_LISTPLAN_H
+#define TAGPROXY_LISTPLAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@
 
 #define LISTING_LITERAL_MAX 512   /* the literal start looked at (a shorter one is sound) */
 
-struct listing {
+struct listplan {
     struct layout_match fixed;    /* rule, prefix, the captures the pattern fixes */
     int nindex;                   /* RULES_BUCKETS or 1 */
     char literal[LISTING_LITERAL_MAX];   /* the values in fixed point here */
@@ -40,10 +40,10 @@ struct listing {
 /* Whether every name that pattern[0..plen) can match is a record of one
  * indexed rule; if so fills ls (which must not move while used: fixed points
  * into it). */
-bool listing_plan(const struct layout *l, const char *pattern, size_t plen, struct listing *ls);
+bool listplan_make(const struct layout *l, const char *pattern, size_t plen, struct listplan *ls);
 
 /* The key of index i (0..ls->nindex-1); snprintf-style, as layout.h. */
-size_t listing_index_key(const struct layout *l, const struct listing *ls, int i,
+size_t listplan_index_key(const struct layout *l, const struct listplan *ls, int i,
                          char *out, size_t cap);
 
 /*
@@ -52,7 +52,7 @@ size_t listing_index_key(const struct layout *l, const struct listing *ls, int i
  * cannot belong there (not of the member's shape, or of another bucket):
  * such an entry is no record of the family and is left out.
  */
-enum layout_result listing_legacy(const struct layout *l, const struct listing *ls, int i,
+enum layout_result listplan_legacy(const struct layout *l, const struct listplan *ls, int i,
                                   const char *member, size_t mlen,
                                   char *out, size_t cap, size_t *outlen);
 
@@ -67,7 +67,7 @@ enum layout_result listing_legacy(const struct layout *l, const struct listing *
  *   chat       bot:{ch:7}:r: + enc(id) + ""                   splits 0
  *   user data  bot:{ud:u1}:e: + enc(ns) ":" enc(key...) + ""   splits 1
  */
-bool listing_record_affixes(const struct layout *l, const struct listing *ls, int i,
+bool listplan_record_affixes(const struct layout *l, const struct listplan *ls, int i,
                             char *before, size_t bcap, size_t *blen,
                             char *after, size_t acap, size_t *alen, int *splits);
 
