@@ -27,7 +27,7 @@ void merge_register_after(merge_fn *fn)
     after_merge = fn;
 }
 
-static const char *part_bytes(struct request *part, size_t *len)
+const char *merge_part_bytes(struct request *part, size_t *len)
 {
     struct evbuffer *b = request_reply_buffer(part);
     *len = evbuffer_get_length(b);
@@ -39,7 +39,7 @@ static struct request *first_error(struct request *p)
 {
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len == 0 || b[0] == '-')
             return p->parts[i];
     }
@@ -87,7 +87,7 @@ static void merge_mget(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         struct request *part = p->parts[i];
         size_t len;
-        const char *b = part_bytes(part, &len);
+        const char *b = merge_part_bytes(part, &len);
         const char **pe = malloc(sizeof *pe * (size_t)part->npositions);
         size_t *pl = malloc(sizeof *pl * (size_t)part->npositions);
         long n = pe && pl ? merge_array_elements(b, len, pe, pl, part->npositions) : -1;
@@ -123,7 +123,7 @@ static void merge_sum(struct request *p, struct evbuffer *out)
     long long sum = 0;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len < 3 || b[0] != ':') {
             resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
             return;
@@ -138,7 +138,7 @@ static void merge_concat(struct request *p, struct evbuffer *out)
     long total = 0;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         long n = merge_array_elements(b, len, NULL, NULL, -1);
         if (n < 0) {
             resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
@@ -162,7 +162,7 @@ static void merge_random(struct request *p, struct evbuffer *out)
     int pick = -1, n = 0;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len > 0 && b[0] == '$' && b[1] != '-' && rand() % ++n == 0)
             pick = i;
     }
@@ -171,47 +171,6 @@ static void merge_random(struct request *p, struct evbuffer *out)
         return;
     }
     evbuffer_add_buffer(out, request_reply_buffer(p->parts[pick]));
-}
-
-/* The master's [cursor, keys] with the proxy's cursor in its place. */
-static void merge_scan(struct request *p, struct evbuffer *out)
-{
-    const char *elems[2];
-    size_t lens[2], len;
-    const char *b = part_bytes(p->parts[0], &len);
-    if (merge_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
-        resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
-        return;
-    }
-    const char *digits = memchr(elems[0], '\n', lens[0]);
-    unsigned long long node_cursor = digits ? strtoull(digits + 1, NULL, 10) : 0;
-    int nnodes = p->worker->topo->nnodes;
-    unsigned long long next;
-    if (node_cursor > ULLONG_MAX / 256) {
-        resp_add_error(out, "ERR a master's SCAN cursor is too large for the proxy's cursor");
-        return;
-    }
-    if (node_cursor != 0)
-        next = node_cursor * 256 + (unsigned long long)p->scan_node;
-    else if (p->scan_node + 1 < nnodes)
-        next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
-    else
-        next = 0;                                         /* every master done */
-    char cursor[24], *end;
-    snprintf(cursor, sizeof cursor, "%llu", next);
-    resp_add_array(out, 2);
-    resp_add_bulk_str(out, cursor);
-    if (!p->scan_keys || elems[1][0] != '*') {
-        evbuffer_add(out, elems[1], lens[1]);
-        return;
-    }
-    /* the names of the masters this call went through before (router_scan) */
-    long long n = strtoll(elems[1] + 1, &end, 10);
-    size_t head = (size_t)(end - elems[1]) + 2;
-    resp_add_array(out, p->scan_nkeys + (n > 0 ? n : 0));
-    evbuffer_add_buffer(out, p->scan_keys);
-    if (head < lens[1])
-        evbuffer_add(out, elems[1] + head, lens[1] - head);
 }
 
 static const char cannot_merge[] = "ERR a cluster node sent a reply the proxy could not merge";
@@ -227,9 +186,9 @@ static void merge_script_load(struct request *p, struct evbuffer *out)
         resp_add_error(out, no_master);
         return;
     }
-    const char *first = part_bytes(p->parts[0], &first_len);
+    const char *first = merge_part_bytes(p->parts[0], &first_len);
     for (int i = 1; i < p->nparts; i++) {
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len != first_len || memcmp(b, first, len) != 0) {
             resp_add_error(out, "ERR the cluster's masters answered SCRIPT LOAD with different SHA1s");
             return;
@@ -254,7 +213,7 @@ static void merge_and(struct request *p, struct evbuffer *out)
         resp_add_error(out, no_master);
         return;
     }
-    const char *b = part_bytes(p->parts[0], &len);
+    const char *b = merge_part_bytes(p->parts[0], &len);
     long n = merge_array_elements(b, len, NULL, NULL, -1);
     if (n < 0) {
         resp_add_error(out, cannot_merge);
@@ -273,7 +232,7 @@ static void merge_and(struct request *p, struct evbuffer *out)
     }
     memset(all, 1, cap);
     for (int i = 0; i < p->nparts; i++) {
-        b = part_bytes(p->parts[i], &len);
+        b = merge_part_bytes(p->parts[i], &len);
         if (merge_array_elements(b, len, elems, lens, n) != n)
             goto bad;
         for (long k = 0; k < n; k++) {
@@ -302,7 +261,7 @@ bad:
 static int part_is_notbusy(struct request *part)
 {
     size_t len;
-    const char *b = part_bytes(part, &len);
+    const char *b = merge_part_bytes(part, &len);
     return len >= 8 && memcmp(b, "-NOTBUSY", 8) == 0;
 }
 
@@ -311,7 +270,7 @@ static void merge_any_ok(struct request *p, struct evbuffer *out)
     struct request *pick = NULL;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len > 0 && b[0] == '+') {
             resp_add_simple(out, "OK");
             return;
@@ -345,7 +304,7 @@ static void merge_union(struct request *p, struct evbuffer *out)
     long total = 0, n;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if ((n = merge_array_elements(b, len, NULL, NULL, -1)) < 0) {
             resp_add_error(out, cannot_merge);
             return;
@@ -362,7 +321,7 @@ static void merge_union(struct request *p, struct evbuffer *out)
     }
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         n = merge_array_elements(b, len, pe, pl, -1);
         for (long j = 0; j < n; j++, k++) {
             all[k].p = pe[j];
@@ -387,7 +346,7 @@ out:
 static void merge_numsub(struct request *p, struct evbuffer *out)
 {
     size_t len0;
-    const char *b0 = part_bytes(p->parts[0], &len0);
+    const char *b0 = merge_part_bytes(p->parts[0], &len0);
     long n = merge_array_elements(b0, len0, NULL, NULL, -1);
     const char **pe = n > 0 ? malloc(sizeof *pe * (size_t)n) : NULL;
     size_t *pl = n > 0 ? malloc(sizeof *pl * (size_t)n) : NULL;
@@ -402,7 +361,7 @@ static void merge_numsub(struct request *p, struct evbuffer *out)
     }
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (merge_array_elements(b, len, pe, pl, n) != n) {
             resp_add_error(out, cannot_merge);
             goto out;
@@ -444,7 +403,7 @@ static void merge_any_one(struct request *p, struct evbuffer *out)
     struct request *err = first_error(p);
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len >= 4 && memcmp(b, ":1\r\n", 4) == 0) {
             resp_add_integer(out, 1);
             return;
@@ -461,7 +420,7 @@ static void merge_found(struct request *p, struct evbuffer *out)
 {
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
-        const char *b = part_bytes(p->parts[i], &len);
+        const char *b = merge_part_bytes(p->parts[i], &len);
         if (len > 1 && b[0] == '$' && b[1] != '-') {
             evbuffer_add_buffer(out, request_reply_buffer(p->parts[i]));
             return;
@@ -475,7 +434,6 @@ static void merge_own(struct request *p, struct evbuffer *out)
 {
     switch (p->merge) {
     case MERGE_FAILED: resp_add_error(out, REPLY_ERR_OOM); break;
-    case MERGE_SCAN:   merge_scan(p, out); break;
     case MERGE_MGET:   merge_mget(p, out); break;
     case MERGE_SUM:    merge_sum(p, out); break;
     case MERGE_CONCAT: merge_concat(p, out); break;

@@ -22,6 +22,10 @@ typedef void merge_fn(struct request *parent, struct evbuffer *out);
 void merge_register(enum merge_kind kind, merge_fn *fn);
 void merge_register_after(merge_fn *fn);
 
+/* A part's reply, whole in one piece ("" when it has none), its length
+ * in *len. */
+const char *merge_part_bytes(struct request *part, size_t *len);
+
 /* n whole replies one after another at the start of buf[0..len): 0, or -1
  * when there are fewer; with elems, elems[i] and lens[i] say where each is. */
 int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens);

@@ -133,10 +133,5 @@ void router_part_send(struct request *parent, int node, int argc, const char *co
 struct request *router_part_add(struct request *parent, int node, int argc,
                                 const char *const *argv, const size_t *lens);
 
-/* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
- * master per call, with a cursor that encodes which master and where.
- * match_arg >= 0: argument match_arg (a MATCH pattern) is sent as
- * match[0..match_len) instead (listing.h: a key layout's wider pattern). */
-void router_scan(struct request *r, int match_arg, const char *match, size_t match_len);
 
 #endif

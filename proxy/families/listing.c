@@ -1,6 +1,8 @@
 #include "proxy/families/listing.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -152,6 +154,186 @@ void listing_keys(struct request *r)
     free(heap);
 }
 
+/*
+ * SCAN across the cluster: the proxy's cursor is (master's cursor) * 256 +
+ * (master index), so 0 starts at the first master, and a master's scan
+ * that ends moves on to the next one; the last one's end is 0. Each call
+ * asks one master, with the client's own options (MATCH, COUNT, TYPE).
+ */
+#define SCAN_NODES_MAX 256
+
+/* "*2\r\n$N\r\nCURSOR\r\n*M\r\n" at the start of a SCAN reply b[0..len):
+ * whether the cursor is "0", M in *n, the offset of the first name in *at.
+ * -1 when b is not such a reply. */
+static int scan_reply_head(const char *b, size_t len, int *done, long long *n, size_t *at)
+{
+    char *end;
+    if (len < 6 || memcmp(b, "*2\r\n$", 5) != 0)
+        return -1;
+    long long clen = strtoll(b + 5, &end, 10);
+    size_t off = (size_t)(end - b) + 2;
+    if (clen < 0 || off + (size_t)clen + 3 > len || b[off + (size_t)clen + 2] != '*')
+        return -1;
+    *done = clen == 1 && b[off] == '0';
+    off += (size_t)clen + 2;
+    *n = strtoll(b + off + 1, &end, 10);
+    *at = (size_t)(end - b) + 2;
+    return *n < 0 || *at > len ? -1 : 0;
+}
+
+/* One master's SCAN step answered. When that master is done (cursor 0)
+ * and the call has fewer names than its COUNT, the names are kept and the
+ * same call goes on from the start of the next master (1: taken); else the
+ * reply goes to the merge (0). So a small keyspace is listed in one call
+ * ending in cursor 0, as one server lists it. */
+static int scan_step_reply(struct request *part, struct node_conn *from, struct evbuffer *in,
+                           const char *bytes, size_t len, const struct reply_scanner *s)
+{
+    struct request *p = part->parent;
+    const char *b = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    int done;
+    long long n;
+    size_t at;
+    (void)from;
+    if (s->type != '*' || !p || !b || scan_reply_head(b, len, &done, &n, &at) < 0 || !done ||
+        p->scan_node + 1 >= p->worker->topo->nnodes || p->scan_nkeys + n >= p->scan_count)
+        return 0;
+    size_t *lens;
+    const char **argv = request_argv_new(part, &lens);
+    if (!argv || (!p->scan_keys && !(p->scan_keys = evbuffer_new()))) {
+        free(argv);
+        return 0;
+    }
+    argv[1] = "0";
+    lens[1] = 1;
+    int rc = request_rebuild(part, part->argc, argv, lens);
+    free(argv);
+    if (rc < 0 || evbuffer_add(p->scan_keys, b + at, len - at) < 0)
+        return 0;
+    p->scan_nkeys += n;
+    if (in)
+        evbuffer_drain(in, len);
+    part->fixed_node = ++p->scan_node;
+    router_send(part);
+    return 1;
+}
+
+static const struct request_hooks scan_step_hooks = { .reply = scan_step_reply };
+
+/* SCAN's COUNT (its last), 10 when not given or not a count. */
+static long long scan_count_of(const struct request *r)
+{
+    long long count = 10, v;
+    for (int i = 2; i + 1 < r->argc; i += 2)
+        if (request_arg_is(r, i, "count") && request_arg_ll(r, i + 1, &v) == 0 && v > 0)
+            count = v;
+    return count;
+}
+
+/* SCAN cursor [MATCH ..] [COUNT ..] [TYPE ..] across every master, one
+ * master per call, with a cursor that encodes which master and where.
+ * match_arg >= 0: argument match_arg (a MATCH pattern) is sent as
+ * match[0..match_len) instead (a key layout's wider pattern). */
+static void scan_masters(struct request *r, int match_arg, const char *match, size_t match_len)
+{
+    struct worker *w = r->worker;
+    size_t len;
+    const char *arg = request_arg(r, 1, &len);
+    char buf[32], *end;
+    /* read as Redis reads it: strtoull, no leading blank, "" is 0 */
+    if (len >= sizeof buf || (len > 0 && (arg[0] == ' ' || arg[0] == '\t'))) {
+        request_fail(r, "ERR invalid cursor");
+        return;
+    }
+    memcpy(buf, arg, len);
+    buf[len] = '\0';
+    errno = 0;
+    unsigned long long cursor = strtoull(buf, &end, 10);
+    int node = (int)(cursor % SCAN_NODES_MAX);
+    if (*end || errno || node >= w->topo->nnodes || w->topo->nnodes > SCAN_NODES_MAX) {
+        request_fail(r, w->topo->nnodes > SCAN_NODES_MAX
+                            ? "ERR SCAN through the proxy supports at most 256 masters"
+                            : "ERR invalid cursor");
+        return;
+    }
+    char node_cursor[24];
+    snprintf(node_cursor, sizeof node_cursor, "%llu", cursor / SCAN_NODES_MAX);
+    size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
+        request_fail(r, REPLY_ERR_OOM);
+        return;
+    }
+    argv[1] = node_cursor;
+    lens[1] = strlen(node_cursor);
+    if (match_arg > 1 && match_arg < r->argc) {
+        argv[match_arg] = match;
+        lens[match_arg] = match_len;
+    }
+    struct request *part = request_new(w);
+    r->parts = calloc(1, sizeof *r->parts);
+    int built = part && r->parts ? request_build(part, r->argc, argv, lens) : -1;
+    free(argv);
+    if (built < 0) {
+        if (part)
+            request_free(part);
+        request_fail(r, REPLY_ERR_OOM);
+        return;
+    }
+    r->merge = MERGE_SCAN;
+    r->scan_node = node;
+    r->scan_count = scan_count_of(r);
+    part->hooks = &scan_step_hooks;
+    r->parts[r->nparts++] = part;
+    r->parts_left = 2;
+    part->parent = r;
+    part->seq = r->seq;
+    part->fixed_node = node;
+    router_send(part);
+    request_parts_sent(r);
+}
+
+/* The master's [cursor, keys] with the proxy's cursor in its place. */
+static void merge_scan(struct request *p, struct evbuffer *out)
+{
+    const char *elems[2];
+    size_t lens[2], len;
+    const char *b = merge_part_bytes(p->parts[0], &len);
+    if (merge_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
+        resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+        return;
+    }
+    const char *digits = memchr(elems[0], '\n', lens[0]);
+    unsigned long long node_cursor = digits ? strtoull(digits + 1, NULL, 10) : 0;
+    int nnodes = p->worker->topo->nnodes;
+    unsigned long long next;
+    if (node_cursor > ULLONG_MAX / SCAN_NODES_MAX) {
+        resp_add_error(out, "ERR a master's SCAN cursor is too large for the proxy's cursor");
+        return;
+    }
+    if (node_cursor != 0)
+        next = node_cursor * SCAN_NODES_MAX + (unsigned long long)p->scan_node;
+    else if (p->scan_node + 1 < nnodes)
+        next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
+    else
+        next = 0;                                         /* every master done */
+    char cursor[24], *end;
+    snprintf(cursor, sizeof cursor, "%llu", next);
+    resp_add_array(out, 2);
+    resp_add_bulk_str(out, cursor);
+    if (!p->scan_keys || elems[1][0] != '*') {
+        evbuffer_add(out, elems[1], lens[1]);
+        return;
+    }
+    /* the names of the masters this call went through before (scan_masters) */
+    long long n = strtoll(elems[1] + 1, &end, 10);
+    size_t head = (size_t)(end - elems[1]) + 2;
+    resp_add_array(out, p->scan_nkeys + (n > 0 ? n : 0));
+    evbuffer_add_buffer(out, p->scan_keys);
+    if (head < lens[1])
+        evbuffer_add(out, elems[1] + head, lens[1] - head);
+}
+
 void listing_scan(struct request *r)
 {
     const struct layout *l = worker_layout(r->worker);
@@ -161,7 +343,7 @@ void listing_scan(struct request *r)
     if (l && listing_from_index(r, l))
         return;
     if (match < 0) {
-        router_scan(r, -1, NULL, 0);
+        scan_masters(r, -1, NULL, 0);
         return;
     }
     size_t len, sendlen;
@@ -172,7 +354,7 @@ void listing_scan(struct request *r)
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
-    router_scan(r, match, send, sendlen);
+    scan_masters(r, match, send, sendlen);
     free(heap);
 }
 
@@ -380,5 +562,6 @@ static const struct route_entry listing_routes[] = {
 void listing_register(void)
 {
     route_register(listing_routes, (int)(sizeof listing_routes / sizeof listing_routes[0]));
+    merge_register(MERGE_SCAN, merge_scan);
     merge_register_after(listing_after_merge);
 }
