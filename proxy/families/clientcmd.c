@@ -25,7 +25,7 @@
 #include "lib/proto/resp.h"
 
 /* CLIENT LIST's flags: the ones this proxy has, in Redis's order; N: none. */
-static void client_flags(const struct client *c, const struct client_counts *n, char *buf)
+static void flags_of(const struct client *c, const struct client_counts *n, char *buf)
 {
     char *p = buf;
     if (c->monitoring)
@@ -57,7 +57,7 @@ void clientcmd_describe(const struct client *c, char *buf, size_t len)
     struct client_counts n;
     char flags[8], watch[24] = "";
     client_counts(c, &n);
-    client_flags(c, &n, flags);
+    flags_of(c, &n, flags);
     if (valkey8 || topology_server_since(server, "redis", "7.4.0"))
         snprintf(watch, sizeof watch, " watch=%d", n.watched_keys);
     int used = snprintf(buf, len,
@@ -84,7 +84,7 @@ void clientcmd_describe(const struct client *c, char *buf, size_t len)
                  (unsigned long long)__atomic_load_n(&c->commands, __ATOMIC_RELAXED));
 }
 
-static int client_name_valid(const char *name, size_t len)
+static int name_valid(const char *name, size_t len)
 {
     for (size_t i = 0; i < len; i++)
         if (name[i] < '!' || name[i] > '~')
@@ -97,7 +97,7 @@ int clientcmd_set_name(struct request *r, int i)
     size_t len;
     const char *name = request_arg(r, i, &len);
     struct client *c = r->client;
-    if (!client_name_valid(name, len)) {
+    if (!name_valid(name, len)) {
         request_fail(r, "ERR Client names cannot contain spaces, newlines or special characters.");
         return -1;
     }
@@ -113,7 +113,7 @@ int clientcmd_set_name(struct request *r, int i)
  * names; the proxy's clients are never masters or replicas). */
 enum client_kind { KIND_ANY, KIND_NORMAL, KIND_PUBSUB, KIND_NONE };
 
-static int client_is(const struct client *c, enum client_kind kind)
+static int kind_is(const struct client *c, enum client_kind kind)
 {
     struct client_counts n;
     if (kind == KIND_ANY)
@@ -124,7 +124,7 @@ static int client_is(const struct client *c, enum client_kind kind)
 }
 
 /* Every live client of kind (id 0) or the one whose id is id, one line each. */
-static void client_lines(struct request *r, struct evbuffer *text, enum client_kind kind,
+static void lines_of(struct request *r, struct evbuffer *text, enum client_kind kind,
                          uint64_t id)
 {
     struct proxy *p = r->worker->proxy;
@@ -134,7 +134,7 @@ static void client_lines(struct request *r, struct evbuffer *text, enum client_k
         struct client *c;
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
-            if (c->state != CLIENT_GONE && (id ? c->id == id : client_is(c, kind))) {
+            if (c->state != CLIENT_GONE && (id ? c->id == id : kind_is(c, kind))) {
                 clientcmd_describe(c, line, sizeof line);
                 evbuffer_add_printf(text, "%s\n", line);
             }
@@ -153,7 +153,7 @@ static void reply_text(struct request *r, struct evbuffer *text)
 
 /* CLIENT LIST's or KILL's TYPE argument i; -1 after Redis's error for a
  * name it does not know. */
-static int client_kind_arg(struct request *r, int i)
+static int kind_arg(struct request *r, int i)
 {
     if (request_arg_is(r, i, "normal"))
         return KIND_NORMAL;
@@ -170,7 +170,7 @@ static int client_kind_arg(struct request *r, int i)
 }
 
 /* CLIENT LIST [TYPE type | ID id ...], with Redis's rules and errors. */
-static void client_list(struct request *r)
+static void cmd_list(struct request *r)
 {
     int by_type = r->argc == 4 && request_arg_is(r, 2, "type");
     int by_id = r->argc > 3 && request_arg_is(r, 2, "id");
@@ -180,7 +180,7 @@ static void client_list(struct request *r)
         request_fail(r, "ERR syntax error");
         return;
     }
-    if (by_type && (kind = client_kind_arg(r, 3)) < 0)
+    if (by_type && (kind = kind_arg(r, 3)) < 0)
         return;
     for (int i = 3; by_id && i < r->argc; i++)      /* all checked first, as Redis does */
         if (request_arg_ll(r, i, &id) < 0) {
@@ -189,10 +189,10 @@ static void client_list(struct request *r)
         }
     struct evbuffer *text = evbuffer_new();
     if (!by_id)
-        client_lines(r, text, (enum client_kind)kind, 0);
+        lines_of(r, text, (enum client_kind)kind, 0);
     for (int i = 3; by_id && i < r->argc; i++)      /* in the order asked, repeats too */
         if (request_arg_ll(r, i, &id) == 0 && id > 0)
-            client_lines(r, text, KIND_ANY, (uint64_t)id);
+            lines_of(r, text, KIND_ANY, (uint64_t)id);
     reply_text(r, text);
 }
 
@@ -214,7 +214,7 @@ static int kill_matches(const struct kill_filter *f, const struct client *c,
                         const struct client *me)
 {
     return c->state != CLIENT_GONE && !c->kill_pending && !(f->skipme && c == me) &&
-           (!f->id || c->id == f->id) && client_is(c, (enum client_kind)f->kind) &&
+           (!f->id || c->id == f->id) && kind_is(c, (enum client_kind)f->kind) &&
            field_is(c->addr, f->addr, f->addr_len) && field_is(c->laddr, f->laddr, f->laddr_len) &&
            field_is(c->user ? c->user->name : "default", f->user, f->user_len);
 }
@@ -243,7 +243,7 @@ static int kill_filter_parse(struct request *r, struct kill_filter *f)
             }
             f->id = (uint64_t)id;
         } else if (request_arg_is(r, i, "type")) {
-            if ((f->kind = client_kind_arg(r, i + 1)) < 0)
+            if ((f->kind = kind_arg(r, i + 1)) < 0)
                 return -1;
         } else if (request_arg_is(r, i, "addr")) {
             f->addr = v, f->addr_len = len;
@@ -271,7 +271,7 @@ static int kill_filter_parse(struct request *r, struct kill_filter *f)
  * another worker is marked and closed on its own thread (worker_post_kill);
  * the caller itself, after this reply.
  */
-static void client_kill(struct request *r)
+static void cmd_kill(struct request *r)
 {
     struct proxy *p = r->worker->proxy;
     struct kill_filter f;
@@ -315,7 +315,7 @@ static void client_kill(struct request *r)
  * from the mode its predecessors left (client_reply_mode_take), so only this
  * command's own reply is decided here: ON answers OK, OFF and SKIP nothing.
  */
-static void client_reply_mode(struct request *r)
+static void cmd_reply_mode(struct request *r)
 {
     struct client *c = r->client;
     if (request_arg_is(r, 2, "on")) {
@@ -337,7 +337,7 @@ static void client_reply_mode(struct request *r)
 }
 
 /* CLIENT TRACKING OFF [options]: OK, tracking being never on; ON: refused. */
-static void client_tracking(struct request *r)
+static void cmd_tracking(struct request *r)
 {
     if (request_arg_is(r, 2, "on")) {
         request_fail(r, "ERR client-side caching (CLIENT TRACKING ON) is not supported through "
@@ -495,7 +495,7 @@ static void unblock_step_cb(evutil_socket_t fd, short what, void *arg)
     request_finish(r);
 }
 
-static void client_unblock(struct request *r)
+static void cmd_unblock(struct request *r)
 {
     const char *reason = "TIMEOUT";
     long long id;
@@ -528,7 +528,7 @@ static void client_unblock(struct request *r)
     unblock_attempt(u);
 }
 
-static void client_help(struct request *r)
+static void cmd_help(struct request *r)
 {
     static const char *const help[] = {
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -565,7 +565,7 @@ static void client_help(struct request *r)
     request_finish(r);
 }
 
-static void client_setname(struct request *r)
+static void cmd_setname(struct request *r)
 {
     if (clientcmd_set_name(r, 2) == 0) {
         resp_add_simple(request_out(r), "OK");
@@ -575,7 +575,7 @@ static void client_setname(struct request *r)
 
 /* CLIENT SETINFO LIB-NAME|LIB-VER value, as Redis 7.2: kept for CLIENT
  * LIST and INFO; an empty value clears it. */
-static void client_setinfo(struct request *r)
+static void cmd_setinfo(struct request *r)
 {
     size_t alen, vlen;
     const char *attr = request_arg(r, 2, &alen), *val = request_arg(r, 3, &vlen);
@@ -588,7 +588,7 @@ static void client_setinfo(struct request *r)
         request_fail(r, msg);
         return;
     }
-    if (!client_name_valid(val, vlen)) {
+    if (!name_valid(val, vlen)) {
         snprintf(msg, sizeof msg, "ERR %.*s cannot contain spaces, newlines or special "
                  "characters.", (int)(alen < 64 ? alen : 64), attr);
         request_fail(r, msg);
@@ -607,7 +607,7 @@ static void client_setinfo(struct request *r)
 
 /* CLIENT NO-TOUCH ON|OFF (Redis 7.2): the client's reads go out on
  * connections other clients share, which touch the keys whatever it asks. */
-static void client_no_touch(struct request *r)
+static void cmd_no_touch(struct request *r)
 {
     request_fail(r, "ERR CLIENT NO-TOUCH is not supported through the proxy: the client's "
                     "commands share the proxy's connections to the nodes, whose reads touch "
@@ -618,26 +618,26 @@ static void client_no_touch(struct request *r)
  * connect): the proxy relays no node's maintenance notices (it hides a
  * node's move itself), so it answers as a server without them, whose
  * error the client takes as "not supported". */
-static void client_maint_notifications(struct request *r)
+static void cmd_maint_notifications(struct request *r)
 {
     router_reply_unknown_subcommand(r);
 }
 
 /* CLIENT CAPA capability ... (Valkey 8): the proxy never answers a
  * REDIRECT, whatever the client can read, so every capability is taken. */
-static void client_capa(struct request *r)
+static void cmd_capa(struct request *r)
 {
     resp_add_simple(request_out(r), "OK");
     request_finish(r);
 }
 
-static void client_caching(struct request *r)     /* as Redis says it with tracking off */
+static void cmd_caching(struct request *r)     /* as Redis says it with tracking off */
 {
     request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
                     "mode with OPTIN or OPTOUT mode enabled");
 }
 
-static void client_no_evict(struct request *r)    /* maxmemory-clients passes it over */
+static void cmd_no_evict(struct request *r)    /* maxmemory-clients passes it over */
 {
     if (request_arg_is(r, 2, "on") || request_arg_is(r, 2, "off")) {
         r->client->no_evict = request_arg_is(r, 2, "on");
@@ -648,13 +648,13 @@ static void client_no_evict(struct request *r)    /* maxmemory-clients passes it
     }
 }
 
-static void client_getredir(struct request *r)
+static void cmd_getredir(struct request *r)
 {
     resp_add_integer(request_out(r), -1);
     request_finish(r);
 }
 
-static void client_trackinginfo(struct request *r)
+static void cmd_trackinginfo(struct request *r)
 {
     resp_add_map(request_out(r), request_resp(r), 3);
     resp_add_bulk_str(request_out(r), "flags");
@@ -667,7 +667,7 @@ static void client_trackinginfo(struct request *r)
     request_finish(r);
 }
 
-static void client_getname(struct request *r)
+static void cmd_getname(struct request *r)
 {
     if (r->client->name)
         resp_add_bulk_str(request_out(r), r->client->name);
@@ -676,13 +676,13 @@ static void client_getname(struct request *r)
     request_finish(r);
 }
 
-static void client_id(struct request *r)
+static void cmd_id(struct request *r)
 {
     resp_add_integer(request_out(r), (long long)r->client->id);
     request_finish(r);
 }
 
-static void client_info(struct request *r)
+static void cmd_info(struct request *r)
 {
     struct evbuffer *text = evbuffer_new();
     char line[1024];
@@ -695,25 +695,25 @@ static void client_info(struct request *r)
 /* ---- routes ---- */
 
 static const struct route_entry clientcmd_routes[] = {
-    ROUTE_LOCAL("client|setname", client_setname, TXC_PROXY),
-    ROUTE_LOCAL("client|getname", client_getname, TXC_PROXY),
-    ROUTE_LOCAL("client|id", client_id, TXC_PROXY), ROUTE_LOCAL("client|info", client_info, TXC_PROXY),
-    ROUTE_LOCAL("client|list", client_list, TXC_PROXY), ROUTE_LOCAL("client|help", client_help, TXC_PROXY),
-    { "client|reply", { .plan = ROUTE_FAMILY, .run = client_reply_mode, .in_multi = TXC_OTHER,
+    ROUTE_LOCAL("client|setname", cmd_setname, TXC_PROXY),
+    ROUTE_LOCAL("client|getname", cmd_getname, TXC_PROXY),
+    ROUTE_LOCAL("client|id", cmd_id, TXC_PROXY), ROUTE_LOCAL("client|info", cmd_info, TXC_PROXY),
+    ROUTE_LOCAL("client|list", cmd_list, TXC_PROXY), ROUTE_LOCAL("client|help", cmd_help, TXC_PROXY),
+    { "client|reply", { .plan = ROUTE_FAMILY, .run = cmd_reply_mode, .in_multi = TXC_OTHER,
                         .keyless = 1, .multi_why = "it would take replies out of EXEC's array: "
                                                    "send it before MULTI" } },
-    ROUTE_LOCAL("client|tracking", client_tracking, TXC_PROXY),
-    ROUTE_LOCAL("client|caching", client_caching, TXC_PROXY),
-    ROUTE_LOCAL("client|no-evict", client_no_evict, TXC_PROXY),
-    ROUTE_LOCAL("client|getredir", client_getredir, TXC_PROXY),
-    ROUTE_LOCAL("client|trackinginfo", client_trackinginfo, TXC_PROXY),
-    ROUTE_LOCAL("client|kill", client_kill, TXC_PROXY),
-    ROUTE_ASKING("client|unblock", client_unblock),
+    ROUTE_LOCAL("client|tracking", cmd_tracking, TXC_PROXY),
+    ROUTE_LOCAL("client|caching", cmd_caching, TXC_PROXY),
+    ROUTE_LOCAL("client|no-evict", cmd_no_evict, TXC_PROXY),
+    ROUTE_LOCAL("client|getredir", cmd_getredir, TXC_PROXY),
+    ROUTE_LOCAL("client|trackinginfo", cmd_trackinginfo, TXC_PROXY),
+    ROUTE_LOCAL("client|kill", cmd_kill, TXC_PROXY),
+    ROUTE_ASKING("client|unblock", cmd_unblock),
     /* newer servers', served once the cluster knows them (route.h) */
-    ROUTE_LOCAL("client|setinfo", client_setinfo, TXC_PROXY),
-    ROUTE_LOCAL("client|capa", client_capa, TXC_PROXY),
-    ROUTE_LOCAL("client|no-touch", client_no_touch, TXC_PROXY),
-    ROUTE_LOCAL("client|maint_notifications", client_maint_notifications, TXC_PROXY),
+    ROUTE_LOCAL("client|setinfo", cmd_setinfo, TXC_PROXY),
+    ROUTE_LOCAL("client|capa", cmd_capa, TXC_PROXY),
+    ROUTE_LOCAL("client|no-touch", cmd_no_touch, TXC_PROXY),
+    ROUTE_LOCAL("client|maint_notifications", cmd_maint_notifications, TXC_PROXY),
 };
 
 void clientcmd_register(void)
