@@ -14,6 +14,7 @@
 #include "lib/proto/reply.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -404,6 +405,18 @@ static int parse_redirect(const char *p, size_t len, int *slot, char *addr, size
     if (slot)
         *slot = (int)sl;
     return 0;
+}
+
+int reply_header(const char *buf, size_t len, struct reply_head *h)
+{
+    const char *eol = len >= 4 ? memchr(buf, '\n', len) : NULL;
+    if (!eol || eol < buf + 3 || eol[-1] != '\r')
+        return -1;
+    char *end;
+    h->type = buf[0];
+    h->n = strtoll(buf + 1, &end, 10);
+    h->len = (size_t)(eol - buf) + 1;
+    return end == buf + 1 || end != eol - 1 ? -1 : 0;
 }
 
 size_t reply_length(const char *buf, size_t len)

@@ -87,6 +87,19 @@ void reply_scanner_init(struct reply_scanner *s);
 size_t reply_scan(struct reply_scanner *s, const char *buf, size_t len,
                   enum reply_scan_status *status);
 
+/* A header line "<type><n>\r\n" (an aggregate's, a blob's, an integer's):
+ * its type byte, its number and the line's length, CRLF included. */
+struct reply_head {
+    char type;
+    long long n;
+    size_t len;
+};
+
+/* The header line at buf[0..len): 0, or -1 when buf does not start with
+ * a whole line of a type and a number. The reply parsers outside this
+ * module read headers only through it. */
+int reply_header(const char *buf, size_t len, struct reply_head *h);
+
 /* The length of the one whole reply at the start of buf, 0 when buf
  * holds none (not all of it yet, or not RESP). */
 size_t reply_length(const char *buf, size_t len);

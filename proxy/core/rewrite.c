@@ -224,15 +224,12 @@ bool rewrite_is_shadowed(const struct layout *l, const char *key, size_t len)
  * start with one. */
 static long long array_header(const char *buf, size_t len, size_t *hdr, int *map)
 {
-    if (len < 4 || !memchr("*~>%", buf[0], 4))
+    struct reply_head h;
+    if (reply_header(buf, len, &h) < 0 || !memchr("*~>%", h.type, 4))
         return -2;
-    const char *eol = memchr(buf, '\n', len);
-    if (!eol)
-        return -2;
-    *hdr = (size_t)(eol - buf) + 1;
-    *map = buf[0] == '%';
-    long long n = strtoll(buf + 1, NULL, 10);
-    return *map && n > 0 ? 2 * n : n;
+    *hdr = h.len;
+    *map = h.type == '%';
+    return *map && h.n > 0 ? 2 * h.n : h.n;
 }
 
 /* A bulk string reply at buf (len bytes, one whole reply): its payload. */

@@ -167,18 +167,21 @@ void listing_keys(struct request *r)
  * -1 when b is not such a reply. */
 static int scan_reply_head(const char *b, size_t len, int *done, long long *n, size_t *at)
 {
-    char *end;
-    if (len < 6 || memcmp(b, "*2\r\n$", 5) != 0)
+    struct reply_head h;
+    if (reply_header(b, len, &h) < 0 || h.type != '*' || h.n != 2)
         return -1;
-    long long clen = strtoll(b + 5, &end, 10);
-    size_t off = (size_t)(end - b) + 2;
-    if (clen < 0 || off + (size_t)clen + 3 > len || b[off + (size_t)clen + 2] != '*')
+    size_t off = h.len;
+    if (reply_header(b + off, len - off, &h) < 0 || h.type != '$' || h.n < 0 ||
+        off + h.len + (size_t)h.n + 2 > len)
         return -1;
-    *done = clen == 1 && b[off] == '0';
-    off += (size_t)clen + 2;
-    *n = strtoll(b + off + 1, &end, 10);
-    *at = (size_t)(end - b) + 2;
-    return *n < 0 || *at > len ? -1 : 0;
+    off += h.len;
+    *done = h.n == 1 && b[off] == '0';
+    off += (size_t)h.n + 2;
+    if (reply_header(b + off, len - off, &h) < 0 || h.type != '*' || h.n < 0)
+        return -1;
+    *n = h.n;
+    *at = off + h.len;
+    return 0;
 }
 
 /* One master's SCAN step answered. When that master is done (cursor 0)
@@ -317,21 +320,21 @@ static void merge_scan(struct request *p, struct evbuffer *out)
         next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
     else
         next = 0;                                         /* every master done */
-    char cursor[24], *end;
+    char cursor[24];
     snprintf(cursor, sizeof cursor, "%llu", next);
+    struct reply_head h;
+    int joined = p->scan_keys && reply_header(elems[1], lens[1], &h) == 0 && h.type == '*';
     resp_add_array(out, 2);
     resp_add_bulk_str(out, cursor);
-    if (!p->scan_keys || elems[1][0] != '*') {
+    if (!joined) {
         evbuffer_add(out, elems[1], lens[1]);
         return;
     }
     /* the names of the masters this call went through before (scan_masters) */
-    long long n = strtoll(elems[1] + 1, &end, 10);
-    size_t head = (size_t)(end - elems[1]) + 2;
-    resp_add_array(out, p->scan_nkeys + (n > 0 ? n : 0));
+    resp_add_array(out, p->scan_nkeys + (h.n > 0 ? h.n : 0));
     evbuffer_add_buffer(out, p->scan_keys);
-    if (head < lens[1])
-        evbuffer_add(out, elems[1] + head, lens[1] - head);
+    if (h.len < lens[1])
+        evbuffer_add(out, elems[1] + h.len, lens[1] - h.len);
 }
 
 void listing_scan(struct request *r)

@@ -662,14 +662,12 @@ static const char *push_view(struct evbuffer *in, const char *bytes, size_t len,
 /* A "$n\r\n" or "*n\r\n" header at *pos; -1 when it is not one. */
 static int push_header(const char *b, size_t avail, size_t *pos, char type, long long *n)
 {
+    struct reply_head h;
     size_t p = *pos;
-    if (p >= avail || b[p] != type)
+    if (p >= avail || reply_header(b + p, avail - p, &h) < 0 || h.type != type)
         return -1;
-    const char *eol = memchr(b + p, '\n', avail - p);
-    if (!eol)
-        return -1;
-    *n = strtoll(b + p + 1, NULL, 10);
-    *pos = (size_t)(eol - b) + 1;
+    *n = h.n;
+    *pos = p + h.len;
     return 0;
 }
 
