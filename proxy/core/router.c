@@ -599,7 +599,6 @@ static void plan_forward(struct request *r)
     router_send(r);
 }
 
-/* One part of a split: the command name, then the keys (and values) of one slot. */
 /*
  * Where a split command's keys are: argv[0..head) come first (the name, and
  * a numkeys at numkeys_at, which each part gets its own count in), then
@@ -610,6 +609,17 @@ struct split_shape {
     int head, step, nkeys, numkeys_at;      /* numkeys_at -1: none */
 };
 
+/* The shape of MSET's kind: every argument after the name, step at a
+ * time, a key first. 0, or -1 when the arguments are not whole groups. */
+static int mset_shape(const struct request *r, int step, struct split_shape *sh)
+{
+    *sh = (struct split_shape){ 1, step, (r->argc - 1) / step, -1 };
+    return (r->argc - 1) % step == 0 && sh->nkeys > 0 ? 0 : -1;
+}
+
+/* One part of a split: the arguments before the keys (its own numkeys),
+ * the keys (and values) of one slot, nkeys of them, then the arguments
+ * after the keys. */
 static struct request *split_part(struct request *r, const int *idx, int nkeys,
                                   const struct split_shape *sh)
 {
@@ -676,21 +686,8 @@ static void split_group(const int *slots, int nkeys, int *idx, int *start)
     start[0] = 0;
 }
 
-static void plan_split_shaped(struct request *r, enum merge_kind merge,
-                              const struct split_shape *sh);
-
-/* MGET-style: every argument after the name, step at a time, a key first. */
-static void plan_split(struct request *r, enum merge_kind merge, int step)
-{
-    struct split_shape sh = { 1, step, (r->argc - 1) / step, -1 };
-    if ((r->argc - 1) % step != 0 || sh.nkeys == 0) {
-        char msg[160];
-        request_fail(r, reply_arity(msg, sizeof msg, r->cmd->fullname));
-        return;
-    }
-    plan_split_shaped(r, merge, &sh);
-}
-
+/* r split as sh says: a part per slot of its keys, in the order of each
+ * slot's first key, merged by merge; sent whole when they share a slot. */
 static void plan_split_shaped(struct request *r, enum merge_kind merge,
                               const struct split_shape *sh)
 {
@@ -759,6 +756,18 @@ out:
     free(sent);
 }
 
+/* MGET-style: every argument after the name, step at a time, a key first. */
+static void plan_split(struct request *r, enum merge_kind merge, int step)
+{
+    struct split_shape sh;
+    if (mset_shape(r, step, &sh) < 0) {
+        char msg[160];
+        request_fail(r, reply_arity(msg, sizeof msg, r->cmd->fullname));
+        return;
+    }
+    plan_split_shaped(r, merge, &sh);
+}
+
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens)
 {
@@ -810,8 +819,7 @@ void router_part_send(struct request *parent, int node, int argc, const char *co
         router_send(part);
 }
 
-/* Run r's own bytes on every master. */
-static void plan_everywhere(struct request *r, enum merge_kind merge)
+void router_fanout_own(struct request *r, enum merge_kind merge)
 {
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
@@ -834,7 +842,7 @@ void router_plan_dangerous(struct request *r, int everywhere)
         return;
     }
     if (everywhere)
-        plan_everywhere(r, MERGE_ALL_OK);
+        router_fanout_own(r, MERGE_ALL_OK);
     else
         plan_forward(r);
 }
@@ -901,11 +909,8 @@ static int learned_shape(const struct request *r, struct split_shape *sh)
     const struct keyspec *k = &r->cmd->keyspecs[0];
     long long n;
     int pos = k->bs_u.index.pos;
-    if (k->fk == KSPEC_FK_RANGE) {
-        *sh = (struct split_shape){ 1, k->fk_u.range.keystep,
-                                    (r->argc - 1) / k->fk_u.range.keystep, -1 };
-        return (r->argc - 1) % sh->step == 0 && sh->nkeys > 0 ? 0 : -1;
-    }
+    if (k->fk == KSPEC_FK_RANGE)
+        return mset_shape(r, k->fk_u.range.keystep, sh);
     sh->numkeys_at = pos + k->fk_u.keynum.keynumidx;
     sh->head = pos + k->fk_u.keynum.firstkey;
     sh->step = k->fk_u.keynum.keystep;
@@ -931,7 +936,7 @@ static int learned_fanout(struct request *r)
         return 1;
     }
     if (c->tips & CMD_TIP_REQUEST_ALL_SHARDS) {
-        plan_everywhere(r, (enum merge_kind)learned_merge(c));
+        router_fanout_own(r, (enum merge_kind)learned_merge(c));
         return 1;
     }
     return 0;
@@ -1054,8 +1059,7 @@ static const struct command *resolve_command(struct request *r)
     }
     r->cmd = cmd;
     c->lastcmd = cmd->fullname;
-    const struct command *cluster = learned_override(r->worker->topo->learned, cmd);
-    if (!command_arity_ok(cluster ? cluster : cmd, r->argc)) {
+    if (!command_arity_ok(learned_entry(r->worker->topo->learned, cmd), r->argc)) {
         router_reject(r, reply_arity(msg, sizeof msg, cmd->fullname));
         return NULL;
     }

@@ -117,6 +117,9 @@ int router_listing_pattern(const struct request *r);
  * subcommand 'x'. Try CLIENT HELP."). */
 void router_reply_unknown_subcommand(struct request *r);
 
+/* Send r's own bytes to every master, their replies merged by merge. */
+void router_fanout_own(struct request *r, enum merge_kind merge);
+
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
 void router_fanout(struct request *parent, enum merge_kind merge, int argc,
                    const char *const *argv, const size_t *lens);

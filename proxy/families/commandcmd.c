@@ -194,22 +194,17 @@ static int ask_oldest(struct request *r)
              ? topology_find(t, t->server.addr) : -1;
     if (node < 0)
         return 0;
-    const char **argv = malloc(sizeof *argv * (size_t)r->argc);
-    size_t *lens = malloc(sizeof *lens * (size_t)r->argc);
-    if (!argv || !lens) {
-        free(argv);
-        free(lens);
+    size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
         request_fail(r, REPLY_ERR_OOM);
         return 1;
     }
-    for (int i = 0; i < r->argc; i++)
-        argv[i] = request_arg(r, i, &lens[i]);
     if (router_parts_open(r, MERGE_ALL_OK, 1) == 0) {
         router_part_send(r, node, r->argc, argv, lens);
         request_parts_sent(r);
     }
     free(argv);
-    free(lens);
     return 1;
 }
 

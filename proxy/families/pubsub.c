@@ -1182,18 +1182,11 @@ static void cmd_pubsub_info(struct request *r)
     else if (strcmp(sub, "numpat") == 0)
         merge = MERGE_SUM;
     else {
-        r->slot = -1;           /* HELP: any master */
+        r->slot = SLOT_NONE;    /* HELP: any master */
         router_send(r);
         return;
     }
-    size_t *lens;
-    const char **argv = request_argv_new(r, &lens);
-    if (!argv) {
-        request_fail(r, REPLY_ERR_OOM);
-        return;
-    }
-    router_fanout(r, merge, r->argc, argv, lens);
-    free(argv);
+    router_fanout_own(r, merge);
 }
 
 static void run_spublish(struct request *r)
@@ -1216,17 +1209,6 @@ static struct pubsub *subscriber(struct request *r)
     return ps;
 }
 
-#define SUBSCRIBER_COMMAND(fn, call)                    \
-    static void fn(struct request *r)                   \
-    {                                                   \
-        struct pubsub *ps = subscriber(r);              \
-        if (ps)                                         \
-            call;                                       \
-    }
-SUBSCRIBER_COMMAND(run_subscribe, cmd_subscribe(r, ps, 0))
-SUBSCRIBER_COMMAND(run_psubscribe, cmd_subscribe(r, ps, 1))
-SUBSCRIBER_COMMAND(run_ssubscribe, cmd_ssubscribe(r, ps))
-
 /* Valkey 8 refuses (P|S)UNSUBSCRIBE from a client subscribed to nothing,
  * where Redis confirms it: as the cluster's server. 1 when r was refused. */
 static int nosub_refused(struct request *r)
@@ -1241,16 +1223,21 @@ static int nosub_refused(struct request *r)
     return 1;
 }
 
-#define UNSUBSCRIBER_COMMAND(fn, call)                  \
+/* A subscriber command with the client's state, unless refused first
+ * (then r is answered and no state is made). */
+#define SUBSCRIBER_COMMAND(fn, refused, call)           \
     static void fn(struct request *r)                   \
     {                                                   \
         struct pubsub *ps;                              \
-        if (!nosub_refused(r) && (ps = subscriber(r)))  \
+        if (!(refused) && (ps = subscriber(r)))         \
             call;                                       \
     }
-UNSUBSCRIBER_COMMAND(run_unsubscribe, cmd_unsubscribe(r, ps, 0))
-UNSUBSCRIBER_COMMAND(run_punsubscribe, cmd_unsubscribe(r, ps, 1))
-UNSUBSCRIBER_COMMAND(run_sunsubscribe, cmd_sunsubscribe(r, ps))
+SUBSCRIBER_COMMAND(run_subscribe, 0, cmd_subscribe(r, ps, 0))
+SUBSCRIBER_COMMAND(run_psubscribe, 0, cmd_subscribe(r, ps, 1))
+SUBSCRIBER_COMMAND(run_ssubscribe, 0, cmd_ssubscribe(r, ps))
+SUBSCRIBER_COMMAND(run_unsubscribe, nosub_refused(r), cmd_unsubscribe(r, ps, 0))
+SUBSCRIBER_COMMAND(run_punsubscribe, nosub_refused(r), cmd_unsubscribe(r, ps, 1))
+SUBSCRIBER_COMMAND(run_sunsubscribe, nosub_refused(r), cmd_sunsubscribe(r, ps))
 
 /* What Redis 7.0 lets a RESP2 client in subscribed mode run. */
 static int allowed_in_context(const char *name)

@@ -1,6 +1,5 @@
 #include "proxy/families/scriptcmd.h"
 
-#include <ctype.h>
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,58 +23,21 @@
 
 /* ---- helpers ---- */
 
-/* r's arguments as argv/lens (malloc'd: a script call can have very many). */
-static int args_of(struct request *r, const char ***argv, size_t **lens)
-{
-    *argv = malloc(sizeof **argv * (size_t)r->argc);
-    *lens = malloc(sizeof **lens * (size_t)r->argc);
-    if (!*argv || !*lens) {
-        free(*argv);
-        free(*lens);
-        return -1;
-    }
-    for (int i = 0; i < r->argc; i++)
-        (*argv)[i] = request_arg(r, i, &(*lens)[i]);
-    return 0;
-}
-
 /* Argument i of r replaced by bytes. 0, or -1 (r failed: out of memory). */
 static int replace_arg(struct request *r, int i, const char *bytes, size_t len)
 {
-    const char **argv;
     size_t *lens;
+    const char **argv = request_argv_new(r, &lens);
     int rc = -1;
-    if (args_of(r, &argv, &lens) == 0) {
+    if (argv) {
         argv[i] = bytes;
         lens[i] = len;
         rc = request_rebuild(r, r->argc, argv, lens);
         free(argv);
-        free(lens);
     }
     if (rc < 0)
         request_fail(r, REPLY_ERR_OOM);
     return rc;
-}
-
-/* Send argv to every master, merged by kind. */
-static void fanout_args(struct request *r, enum merge_kind merge, const char **argv,
-                        const size_t *lens)
-{
-    router_fanout(r, merge, r->argc, argv, lens);
-}
-
-/* r's own bytes to every master. */
-static void fanout_same(struct request *r, enum merge_kind merge)
-{
-    const char **argv;
-    size_t *lens;
-    if (args_of(r, &argv, &lens) < 0) {
-        request_fail(r, REPLY_ERR_OOM);
-        return;
-    }
-    fanout_args(r, merge, argv, lens);
-    free(argv);
-    free(lens);
 }
 
 /* Without keys: the master of slot 0 (router_send's choice for keyless). */
@@ -162,15 +124,15 @@ static void plan_script_load(struct request *r)
     } else {
         scripts_remember(argv[2], lens[2], sha);
     }
-    fanout_args(r, MERGE_SCRIPT_LOAD, argv, lens);
+    router_fanout(r, MERGE_SCRIPT_LOAD, r->argc, argv, lens);
 }
 
 /* SHAs of script-map'd legacy scripts are asked as their replacements. */
 static void plan_script_exists(struct request *r)
 {
-    const char **argv;
     size_t *lens;
-    if (args_of(r, &argv, &lens) < 0) {
+    const char **argv = request_argv_new(r, &lens);
+    if (!argv) {
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
@@ -184,9 +146,8 @@ static void plan_script_exists(struct request *r)
             lens[i] = SCRIPTS_SHA_HEX - 1;
         }
     }
-    fanout_args(r, MERGE_AND, argv, lens);
+    router_fanout(r, MERGE_AND, r->argc, argv, lens);
     free(argv);
-    free(lens);
 }
 
 /* SCRIPT FLUSH [ASYNC|SYNC]: as on one server, a later EVALSHA of a flushed
@@ -199,7 +160,7 @@ static void plan_script_flush(struct request *r)
     if (r->argc == 2 || (mode && ((len == 5 && strncasecmp(mode, "async", 5) == 0) ||
                                   (len == 4 && strncasecmp(mode, "sync", 4) == 0))))
         scripts_forget();
-    fanout_same(r, MERGE_ALL_OK);
+    router_fanout_own(r, MERGE_ALL_OK);
 }
 
 /* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
@@ -262,7 +223,7 @@ static void plan_refuse_debug(struct request *r)
 
 static void plan_everywhere_ok(struct request *r)
 {
-    fanout_same(r, MERGE_ALL_OK);
+    router_fanout_own(r, MERGE_ALL_OK);
 }
 
 /* SCRIPT SHOW sha (Valkey 8): the body the proxy knows, else the one of a
@@ -270,17 +231,11 @@ static void plan_everywhere_ok(struct request *r)
 static void plan_script_show(struct request *r)
 {
     size_t len, body_len;
-    const char *sha = request_arg(r, 2, &len);
-    char hex[SCRIPTS_SHA_HEX];
-    char *body = NULL;
-    if (len == SCRIPTS_SHA_HEX - 1) {
-        for (size_t i = 0; i < len; i++)
-            hex[i] = (char)tolower((unsigned char)sha[i]);
-        hex[len] = '\0';
-        body = scripts_body_copy(hex, &body_len);
-    }
+    const char *arg = request_arg(r, 2, &len);
+    char sha[SCRIPTS_SHA_HEX];
+    char *body = scripts_sha_parse(arg, len, sha) == 0 ? scripts_body_copy(sha, &body_len) : NULL;
     if (!body) {
-        fanout_same(r, MERGE_FOUND);
+        router_fanout_own(r, MERGE_FOUND);
         return;
     }
     resp_add_bulk(request_out(r), body, body_len);
