@@ -39,6 +39,15 @@ struct request *request_new(struct worker *w)
     return r;
 }
 
+/* Free the command bytes and offsets r holds outside itself. */
+static void storage_free(struct request *r)
+{
+    if (r->data && r->data != r->inline_data)
+        free(r->data);
+    if (r->args && r->args != r->inline_args)
+        free(r->args);
+}
+
 /* Point r at storage for len bytes and argc offsets, freeing what it held
  * before: 0, or -1 out of memory with r as it was. */
 static int request_storage(struct request *r, size_t len, int argc)
@@ -53,10 +62,7 @@ static int request_storage(struct request *r, size_t len, int argc)
             free(args);
         return -1;
     }
-    if (r->data && r->data != r->inline_data)
-        free(r->data);
-    if (r->args && r->args != r->inline_args)
-        free(r->args);
+    storage_free(r);
     r->keys_cmd = NULL;         /* new bytes: their keys are to be found */
     r->data = data;
     r->args = args;
@@ -111,10 +117,7 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
         return -1;
     }
     resp_command_write(data, args, argc, argv, lens);
-    if (r->data != r->inline_data)
-        free(r->data);
-    if (r->args != r->inline_args)
-        free(r->args);
+    storage_free(r);
     if (data == fixed_data) {
         memcpy(r->inline_data, data, len);
         data = r->inline_data;
@@ -131,17 +134,22 @@ int request_rebuild(struct request *r, int argc, const char *const *argv, const 
     return 0;
 }
 
-int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
+/* Whose key specs find cmd's keys: the cluster's where they differ. */
+static const struct command *keys_specs(const struct request *r, const struct command *cmd)
 {
     const struct topology *t = r->worker ? r->worker->topo : NULL;
-    const struct command *specs = learned_entry(t ? t->learned : NULL, cmd);
+    return learned_entry(t ? t->learned : NULL, cmd);
+}
+
+int request_keys(struct request *r, const struct command *cmd, int *keys, int max)
+{
     if (r->keys_cmd != cmd) {
-        r->nkeys = command_keys(specs, r->data, r->args, r->argc, r->cached_keys,
-                                REQUEST_CACHED_KEYS);
+        r->nkeys = command_keys(keys_specs(r, cmd), r->data, r->args, r->argc,
+                                r->cached_keys, REQUEST_CACHED_KEYS);
         r->keys_cmd = cmd;
     }
     if (r->nkeys > REQUEST_CACHED_KEYS)     /* more than kept: find them again */
-        return command_keys(specs, r->data, r->args, r->argc, keys, max);
+        return command_keys(keys_specs(r, cmd), r->data, r->args, r->argc, keys, max);
     for (int i = 0; i < r->nkeys && i < max; i++)
         keys[i] = r->cached_keys[i];
     return r->nkeys;
@@ -221,10 +229,7 @@ void request_free(struct request *r)
     free(r->script_redirect);
     if (r->scan_keys)
         evbuffer_free(r->scan_keys);
-    if (r->data && r->data != r->inline_data)
-        free(r->data);
-    if (r->args && r->args != r->inline_args)
-        free(r->args);
+    storage_free(r);
     if (r->reply)
         evbuffer_drain(r->reply, evbuffer_get_length(r->reply));
     if (w->nfree_requests < REQUEST_POOL_MAX) {

@@ -163,7 +163,6 @@ int request_set_command(struct request *r, const char *bytes, size_t len,
 /* Build a multibulk command from argv into r (for parts and fan-outs). */
 int request_build(struct request *r, int argc, const char *const *argv, const size_t *lens);
 
-
 /* Replace r's command by one built from argv, which may point into r's own
  * bytes. 0, or -1 when out of memory (r unchanged). */
 int request_rebuild(struct request *r, int argc, const char *const *argv, const size_t *lens);
