@@ -421,7 +421,7 @@ static void merge_found(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        if (len > 1 && b[0] == '$' && b[1] != '-') {
+        if (len > 0 && b[0] == '$' && !reply_is_null(b, len)) {
             evbuffer_add_buffer(out, request_reply_buffer(p->parts[i]));
             return;
         }

@@ -273,27 +273,17 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
         argv[match_arg] = match;
         lens[match_arg] = match_len;
     }
-    struct request *part = request_new(w);
-    r->parts = calloc(1, sizeof *r->parts);
-    int built = part && r->parts ? request_build(part, r->argc, argv, lens) : -1;
-    free(argv);
-    if (built < 0) {
-        if (part)
-            request_free(part);
-        request_fail(r, REPLY_ERR_OOM);
-        return;
+    if (router_parts_open(r, MERGE_SCAN, 1) == 0) {
+        r->scan_node = node;
+        r->scan_count = scan_count_of(r);
+        struct request *part = router_part_add(r, node, r->argc, argv, lens);
+        if (part) {             /* else the merge answers out of memory */
+            part->hooks = &scan_step_hooks;
+            router_send(part);
+        }
+        request_parts_sent(r);
     }
-    r->merge = MERGE_SCAN;
-    r->scan_node = node;
-    r->scan_count = scan_count_of(r);
-    part->hooks = &scan_step_hooks;
-    r->parts[r->nparts++] = part;
-    r->parts_left = 2;
-    part->parent = r;
-    part->seq = r->seq;
-    part->fixed_node = node;
-    router_send(part);
-    request_parts_sent(r);
+    free(argv);
 }
 
 /* The master's [cursor, keys] with the proxy's cursor in its place. */
