@@ -6,6 +6,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,36 +50,51 @@ static void flags_of(const struct client *c, const struct client_counts *n, char
  * watch (Redis 7.4, Valkey 8.0), io-thread (Redis 8.0), and Valkey 8.0's
  * tot-net-in, tot-net-out and tot-cmds.
  */
+/* Append to buf (len bytes, used of them taken) as snprintf writes, cut
+ * at its end: the bytes taken now. */
+__attribute__((format(printf, 4, 5)))
+static size_t line_add(char *buf, size_t len, size_t used, const char *fmt, ...)
+{
+    va_list ap;
+    if (used >= len)
+        return used;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+    return n < 0 ? used : used + (size_t)n < len ? used + (size_t)n : len - 1;
+}
+
 void clientcmd_describe(const struct client *c, char *buf, size_t len)
 {
     time_t now = time(NULL);
     const struct topology_server *server = worker_server(c->worker);
     int valkey8 = topology_server_since(server, "valkey", "8.0.0");
     struct client_counts n;
-    char flags[8], watch[24] = "";
+    char flags[8];
     client_counts(c, &n);
     flags_of(c, &n, flags);
-    if (valkey8 || topology_server_since(server, "redis", "7.4.0"))
-        snprintf(watch, sizeof watch, " watch=%d", n.watched_keys);
-    int used = snprintf(buf, len,
+    size_t used = line_add(buf, len, 0,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-             "sub=%d psub=%d ssub=%d multi=%d%s qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
-             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
-             "redir=-1 resp=%d",
+             "sub=%d psub=%d ssub=%d multi=%d",
              (unsigned long long)c->id, c->addr, c->laddr,
              c->io.fd, c->name ? c->name : "",
              (long long)(now - c->created), (long long)(now - c->last_active),
-             flags, n.sub, n.psub, n.ssub, n.multi, watch, client_mem_of(c),
-             c->lastcmd ? c->lastcmd : "NULL", c->user ? c->user->name : "default",
-             (int)c->resp);
-    if (used > 0 && (size_t)used < len && learned_find(c->worker->topo->learned,
-                                                       "client|setinfo", 14))
-        used += snprintf(buf + used, len - (size_t)used, " lib-name=%s lib-ver=%s",
-                         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
-    if (used > 0 && (size_t)used < len && topology_server_since(server, "redis", "8.0.0"))
-        used += snprintf(buf + used, len - (size_t)used, " io-thread=0");
-    if (used > 0 && (size_t)used < len && valkey8)
-        snprintf(buf + used, len - (size_t)used, " tot-net-in=%llu tot-net-out=%llu tot-cmds=%llu",
+             flags, n.sub, n.psub, n.ssub, n.multi);
+    if (valkey8 || topology_server_since(server, "redis", "7.4.0"))
+        used = line_add(buf, len, used, " watch=%d", n.watched_keys);
+    used = line_add(buf, len, used,
+             " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+             "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
+             "redir=-1 resp=%d",
+             client_mem_of(c), c->lastcmd ? c->lastcmd : "NULL",
+             c->user ? c->user->name : "default", (int)c->resp);
+    if (learned_find(c->worker->topo->learned, "client|setinfo", 14))
+        used = line_add(buf, len, used, " lib-name=%s lib-ver=%s",
+                        c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+    if (topology_server_since(server, "redis", "8.0.0"))
+        used = line_add(buf, len, used, " io-thread=0");
+    if (valkey8)
+        line_add(buf, len, used, " tot-net-in=%llu tot-net-out=%llu tot-cmds=%llu",
                  (unsigned long long)__atomic_load_n(&c->io.total_in, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&c->io.total_out, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&c->commands, __ATOMIC_RELAXED));

@@ -65,9 +65,9 @@ struct tx_state {
     unsigned in_multi : 1;
     unsigned dirty : 1;             /* a command was refused: EXEC aborts */
     unsigned watching : 1;
-    struct tx_watched watched;      /* while watching */
     unsigned blocking : 1;          /* a blocking command runs on dconn */
     unsigned index_script : 1;      /* a queued write runs the index_write script */
+    struct tx_watched watched;      /* while watching */
     struct userconn *script_as;     /* a queued script runs as this node user
                                        (userconn.h): so does the block */
     char rules_at_multi[ACL_NODE_USER_LEN];  /* the user's rules when MULTI came:
@@ -561,7 +561,7 @@ static void queue_command(struct tx_state *tx, struct request *r, enum tx_class 
         refuse_queued(tx, r, msg);
         return;
     }
-    int slot = cls == TXC_NODE_LOCAL ? -1 : router_key_slot(r);
+    int slot = cls == TXC_NODE_LOCAL ? SLOT_NONE : router_key_slot(r);
     if (!tx->crossslot_why[0]) {
         if (slot == SLOT_CROSS)
             snprintf(tx->crossslot_why, sizeof tx->crossslot_why,
@@ -1142,7 +1142,7 @@ static void tx_count(const struct client *c, struct client_counts *n)
 }
 
 /* Bytes c's transaction state holds: its MULTI block (queued commands)
- * and its WATCHed keys' count. */
+ * and the hashes that count its WATCHed keys. */
 static size_t tx_held(const struct client *c)
 {
     if (!c->tx)
