@@ -341,21 +341,125 @@ static int index_parse(struct parser *ps, struct rules_rule *r, const char *clus
     return 0;
 }
 
-/* rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER] */
+static const char *const copy_names[] = {
+    [RULES_COPY_PLAIN] = "plain", [RULES_COPY_GREATER] = "greater",
+    [RULES_COPY_TOKEN] = "token", [RULES_COPY_NEVER] = "never",
+    [RULES_COPY_LOG] = "log", [RULES_COPY_ITEM] = "item",
+};
+
+const char *rules_copy_name(enum rules_copy copy)
+{
+    return copy_names[copy];
+}
+
+/* copy MODE at tok[*i]; *i moves past it. */
+static int copy_parse(struct parser *ps, struct rules_rule *r, char **tok, size_t ntok, size_t *i)
+{
+    static const char usage[] = "expected copy plain|greater|token|never|log ITEM|item";
+    if (r->kind == RULES_KEEP)
+        return fail(ps, "a keep takes no copy mode (its keys are copied as they are)");
+    if (++*i == ntok)
+        return fail(ps, "%s", usage);
+    for (size_t m = 0; m < sizeof copy_names / sizeof *copy_names; m++)
+        if (strcmp(tok[*i], copy_names[m]) == 0)
+            r->copy = (enum rules_copy)m;
+    if (r->copy == RULES_COPY_PLAIN && strcmp(tok[*i], "plain") != 0)
+        return fail(ps, "%s", usage);
+    if (r->copy == RULES_COPY_LOG) {
+        if (++*i == ntok)
+            return fail(ps, "copy log needs the name of its item rule");
+        r->copy_item = tok[*i];
+    }
+    ++*i;
+    return 0;
+}
+
+/* The alternative of capture c named by [s, s + len); -1 when none. */
+static int alt_find(const struct rules_capture *c, const char *s, size_t len)
+{
+    for (size_t a = 0; a < c->nalt; a++)
+        if (c->alt_len[a] == len && memcmp(c->alt[a], s, len) == 0)
+            return (int)a;
+    return -1;
+}
+
+/* ticket A>B: the first constrained capture that lists both. */
+static int ticket_parse(struct parser *ps, struct rules_rule *r, const char *spec)
+{
+    const char *gt = strchr(spec, '>');
+    if (!gt || gt == spec || !gt[1])
+        return fail(ps, "expected live ticket A>B (two values of a constrained capture)");
+    for (size_t c = 0; c < r->ncap; c++) {
+        int more = alt_find(&r->cap[c], spec, (size_t)(gt - spec));
+        int less = alt_find(&r->cap[c], gt + 1, strlen(gt + 1));
+        if (more >= 0 && less >= 0 && more != less) {
+            r->ticket_cap = (int)c;
+            r->ticket_more = (size_t)more;
+            r->ticket_less = (size_t)less;
+            r->live = RULES_LIVE_TICKET;
+            return 0;
+        }
+    }
+    return fail(ps, "live ticket %s: no constrained capture <name=...> of this rule lists "
+                "both values", spec);
+}
+
+/* live SIGN at tok[*i]; *i moves past it. */
+static int live_parse(struct parser *ps, struct rules_rule *r, char **tok, size_t ntok, size_t *i)
+{
+    static const char usage[] = "expected live heartbeat or live ticket A>B";
+    if (*i + 1 < ntok && strcmp(tok[*i + 1], "heartbeat") == 0) {
+        r->live = RULES_LIVE_HEARTBEAT;
+        *i += 2;
+        return 0;
+    }
+    if (*i + 2 < ntok && strcmp(tok[*i + 1], "ticket") == 0) {
+        if (r->kind == RULES_KEEP)
+            return fail(ps, "a keep has no captures: live ticket needs a rule");
+        *i += 3;
+        return ticket_parse(ps, r, tok[*i - 1]);
+    }
+    return fail(ps, "%s", usage);
+}
+
+/* The clauses after a rule or a keep from tok[i]: copy MODE, live SIGN,
+ * each once; another word fails with the directive's usage. */
+static int clauses_parse(struct parser *ps, struct rules_rule *r, char **tok, size_t ntok,
+                         size_t i, const char *usage)
+{
+    bool copy = false, live = false;
+    while (i < ntok) {
+        bool is_copy = strcmp(tok[i], "copy") == 0;
+        if (!is_copy && strcmp(tok[i], "live") != 0)
+            return fail(ps, "%s", usage);
+        if (is_copy ? copy : live)
+            return fail(ps, "%s given twice", tok[i]);
+        if (is_copy)
+            copy = true;
+        else
+            live = true;
+        if ((is_copy ? copy_parse(ps, r, tok, ntok, &i) : live_parse(ps, r, tok, ntok, &i)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER] [copy MODE] [live SIGN] */
 static int rule_parse(struct parser *ps, struct rules_rule *r, char **tok, size_t ntok)
 {
-    static const char usage[] = "expected rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER]";
+    static const char usage[] = "expected rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER] "
+                                "[copy MODE] [live SIGN]";
     if (ntok < 5 || strcmp(tok[3], "->") != 0)
         return fail(ps, "%s", usage);
-    if (ntok != 5 && ntok != 9)
-        return fail(ps, "%s", usage);
-    if (ntok == 9 && (strcmp(tok[5], "index") != 0 || strcmp(tok[7], "member") != 0))
+    bool indexed = ntok > 5 && strcmp(tok[5], "index") == 0;
+    if (indexed && (ntok < 9 || strcmp(tok[7], "member") != 0))
         return fail(ps, "%s", usage);
     if (!name_ok(tok[1], strlen(tok[1]), "-_."))
         return fail(ps, "bad rule name \"%s\" (letters, digits, - _ ., at most %d bytes)",
                     tok[1], RULES_NAME_MAX);
     strcpy(r->name, tok[1]);
     r->kind = RULES_REWRITE;
+    r->pattern = tok[2];
     if (pattern_parse(ps, r, PAT_DEFINE, tok[2], &r->legacy) < 0)
         return -1;
     r->id_cap = cap_find(r, "id", 2);
@@ -366,20 +470,80 @@ static int rule_parse(struct parser *ps, struct rules_rule *r, char **tok, size_
         if (!(used & (1u << i)))
             return fail(ps, "\"%s\": capture <%s%s> of the legacy pattern is missing", tok[4],
                         r->cap[i].name, r->cap[i].greedy ? "..." : "");
-    if (ntok == 9)
-        return index_parse(ps, r, tok[4], tok[6], tok[8]);
-    return 0;
+    if (indexed && index_parse(ps, r, tok[4], tok[6], tok[8]) < 0)
+        return -1;
+    return clauses_parse(ps, r, tok, ntok, indexed ? 9 : 5, usage);
 }
 
-/* keep PATTERN */
+/* keep PATTERN [live SIGN] */
 static int keep_parse(struct parser *ps, struct rules_rule *r, char **tok, size_t ntok)
 {
-    if (ntok != 2)
-        return fail(ps, "expected keep PATTERN");
+    static const char usage[] = "expected keep PATTERN [live SIGN]";
+    if (ntok < 2)
+        return fail(ps, "%s", usage);
     r->kind = RULES_KEEP;
     snprintf(r->name, sizeof r->name, "%s", tok[1]);
     r->id_cap = -1;
-    return pattern_parse(ps, r, PAT_KEEP, tok[1], &r->legacy);
+    r->pattern = tok[1];
+    if (pattern_parse(ps, r, PAT_KEEP, tok[1], &r->legacy) < 0)
+        return -1;
+    return clauses_parse(ps, r, tok, ntok, 2, usage);
+}
+
+/* Whether item has every capture of log, by name and kind, and one more:
+ * the one a member of the log fills (set in item->item_cap). */
+static bool item_shape_ok(const struct rules_rule *log, struct rules_rule *item)
+{
+    if (item->ncap != log->ncap + 1)
+        return false;
+    unsigned seen = 0;
+    for (size_t c = 0; c < log->ncap; c++) {
+        int k = cap_find(item, log->cap[c].name, strlen(log->cap[c].name));
+        if (k < 0 || item->cap[k].greedy != log->cap[c].greedy)
+            return false;
+        seen |= 1u << k;
+    }
+    for (size_t k = 0; k < item->ncap; k++)
+        if (!(seen & (1u << k)))
+            item->item_cap = (int)k;
+    return true;
+}
+
+static struct rules_rule *rule_find(struct rules *rules, const char *name)
+{
+    for (size_t i = 0; i < rules->nrule; i++)
+        if (rules->rule[i].kind == RULES_REWRITE && strcmp(rules->rule[i].name, name) == 0)
+            return &rules->rule[i];
+    return NULL;
+}
+
+/* Each copy log tied to its item rule and back, once the file is read. */
+static int pairs_resolve(struct parser *ps, struct rules *rules)
+{
+    for (size_t i = 0; i < rules->nrule; i++) {
+        struct rules_rule *log = &rules->rule[i], *item;
+        if (log->copy != RULES_COPY_LOG)
+            continue;
+        ps->line = log->line;
+        if (!(item = rule_find(rules, log->copy_item)) || item->copy != RULES_COPY_ITEM)
+            return fail(ps, "copy log %s: no rule %s with copy item in the file",
+                        log->copy_item, log->copy_item);
+        if (item->pair)
+            return fail(ps, "copy log %s: rule %s is already the items of the log on line %d",
+                        item->name, item->name, item->pair->line);
+        if (!item_shape_ok(log, item))
+            return fail(ps, "copy log %s: rule %s must have every capture of the log and "
+                        "exactly one more (the log's member)", item->name, item->name);
+        log->pair = item;
+        item->pair = log;
+    }
+    for (size_t i = 0; i < rules->nrule; i++)
+        if (rules->rule[i].copy == RULES_COPY_ITEM && !rules->rule[i].pair) {
+            ps->line = rules->rule[i].line;
+            return fail(ps, "rule %s is copy item, but no rule's copy log names it",
+                        rules->rule[i].name);
+        }
+    return 0;
 }
 
 /* Cut line (NUL-terminated, ours) into tokens in place; a '#' token ends it. */
@@ -388,8 +552,10 @@ static size_t tokenize(char *line, char **tok)
     size_t n = 0;
     char *save = NULL;
     for (char *t = strtok_r(line, " \t\r\v\f", &save); t; t = strtok_r(NULL, " \t\r\v\f", &save)) {
-        if (t[0] == '#' || n == MAX_TOKENS)
+        if (t[0] == '#')
             break;
+        if (n == MAX_TOKENS)
+            return MAX_TOKENS + 1;
         tok[n++] = t;
     }
     return n;
@@ -444,6 +610,7 @@ static int line_parse(struct parser *ps, struct rules *rules, char *line, char *
     r.file = rules->file;
     r.line = ps->line;
     r.text = line;
+    r.item_cap = r.ticket_cap = -1;
     int rc;
     if (strcmp(tok[0], "rule") == 0)
         rc = rule_parse(ps, &r, tok, ntok);
@@ -497,6 +664,11 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
         }
         pos += n + (nl ? 1 : 0);
         size_t ntok = tokenize(line, tok);
+        if (ntok > MAX_TOKENS) {
+            free(line);
+            fail(&ps, "more than %d words on the line", MAX_TOKENS);
+            goto fail;
+        }
         if (ntok == 0) {
             free(line);
             continue;
@@ -504,6 +676,8 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
         if (line_parse(&ps, rules, line, tok, ntok) < 0)
             goto fail;
     }
+    if (pairs_resolve(&ps, rules) < 0)
+        goto fail;
     return rules;
 fail:
     rules_free(rules);

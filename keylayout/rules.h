@@ -5,8 +5,8 @@
  * The rules file, one directive a line:
  *
  *   # a comment (a token that starts with '#' ends the line)
- *   rule NAME  LEGACY  ->  CLUSTER  [index INDEX member MEMBER]
- *   keep PATTERN
+ *   rule NAME  LEGACY  ->  CLUSTER  [index INDEX member MEMBER]  [copy MODE]  [live SIGN]
+ *   keep PATTERN  [live SIGN]
  *
  * Tokens are separated by spaces or tabs, so no pattern holds a blank.
  * Rules and keeps are tried in file order, in both directions; the first
@@ -47,6 +47,24 @@
  * PATTERN   (keep) a LEGACY-style pattern, whose last segment may be `*`:
  *           any rest, empty or not, ':' included. A matching name is the
  *           same in both layouts (a pass-through family).
+ * MODE      how `tagproxy migrate` copies the family's keys (migrate/copy.h):
+ *             plain      (the default) an existing target key wins unless
+ *                        --overwrite
+ *             greater    an integer (a fence, a term): only ever raised
+ *             token      a hash whose `token` field (a fencing token) only
+ *                        ever rises, and which a mirrored rollback turns
+ *                        into a deleted marker keeping it
+ *             never      not copied (short-lived state)
+ *             log ITEM   a sorted set whose members name records of rule
+ *                        ITEM: the items it references are copied after it
+ *             item       copied only through the log that names this rule
+ *           ITEM has every capture of its log, by name, and exactly one
+ *           more, which a member of the log fills; one log per item rule.
+ * SIGN      a sign of a bot still running, on which the copy refuses to run:
+ *             heartbeat  any key of the family
+ *             ticket A>B the key whose constrained capture <x=...|A|B> is A
+ *                        holds a greater integer than its sibling whose
+ *                        capture is B (a turn ticket not yet served)
  *
  * Errors read `FILE:LINE: what is wrong` (see tests/unit/test_rules.c for
  * every message).
@@ -116,6 +134,23 @@ struct rules_capture {
     size_t alt_enc_len[RULES_MAX_ALTS];
 };
 
+/* A family's copy mode (MODE above). */
+enum rules_copy {
+    RULES_COPY_PLAIN,
+    RULES_COPY_GREATER,
+    RULES_COPY_TOKEN,
+    RULES_COPY_NEVER,
+    RULES_COPY_LOG,
+    RULES_COPY_ITEM,
+};
+
+/* A family's sign of a running bot (SIGN above). */
+enum rules_live {
+    RULES_LIVE_NONE,
+    RULES_LIVE_HEARTBEAT,
+    RULES_LIVE_TICKET,
+};
+
 enum rules_kind {
     RULES_REWRITE,   /* rule: LEGACY -> CLUSTER */
     RULES_KEEP,      /* keep: same name in both layouts */
@@ -135,6 +170,14 @@ struct rules_rule {
     size_t ncap;
     int id_cap;                      /* capture named `id`, or -1 */
     bool bucket;                     /* CLUSTER or INDEX uses <b> */
+    const char *pattern;             /* LEGACY (keep: PATTERN) as written */
+    enum rules_copy copy;
+    const char *copy_item;           /* copy log: the item rule's name */
+    const struct rules_rule *pair;   /* copy log: its item rule; copy item: its log */
+    int item_cap;                    /* copy item: the capture a log's member fills */
+    enum rules_live live;
+    int ticket_cap;                  /* live ticket: the constrained capture, */
+    size_t ticket_more, ticket_less; /* and its alternatives A and B */
     char *text;                      /* owns the strings the above point to */
 };
 
@@ -154,6 +197,9 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
                                 char *err, size_t errlen);
 
 void rules_free(struct rules *rules);
+
+/* MODE's word: "plain", "greater", ... */
+const char *rules_copy_name(enum rules_copy copy);
 
 /* Whether byte c is percent-encoded in a cluster name:
  * % : { } * ? [ ] \, bytes below 0x21 and 0x7F. A table, as it is asked for

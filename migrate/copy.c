@@ -99,30 +99,22 @@ static int family_of(struct copy_report *rep, const char *name)
     return rep->nfam++;
 }
 
+/* The rule's copy mode (keylayout/rules.h) as the copy acts on it; *mode
+ * is copy_lua's. */
 static enum action action_of(const struct rules_rule *r, const char **mode)
 {
-    *mode = "plain";
-    if (strcmp(r->name, "turn") == 0)
+    *mode = r->copy == RULES_COPY_GREATER ? "greater"
+          : r->copy == RULES_COPY_TOKEN ? "token" : "plain";
+    switch (r->copy) {
+    case RULES_COPY_NEVER:
         return A_NONE;
-    if (strcmp(r->name, "msg-log") == 0)
+    case RULES_COPY_LOG:
         return A_LOG;
-    if (strcmp(r->name, "msg-item") == 0)
+    case RULES_COPY_ITEM:
         return A_ITEM;
-    if (strcmp(r->name, "lock-fence") == 0 || strcmp(r->name, "leader-term") == 0)
-        *mode = "greater";
-    else if (strcmp(r->name, "schedule") == 0)
-        *mode = "token";
-    return A_COPY;
-}
-
-static const struct rules_rule *rule_named(const struct layout *l, const char *name)
-{
-    size_t n;
-    const struct rules_rule *const *rules = layout_prefix_rules(l, 0, &n);
-    for (size_t i = 0; i < n; i++)
-        if (rules[i]->kind == RULES_REWRITE && strcmp(rules[i]->name, name) == 0)
-            return rules[i];
-    return NULL;
+    default:
+        return A_COPY;
+    }
 }
 
 static int cap_index(const struct rules_rule *r, const char *name)
@@ -133,21 +125,19 @@ static int cap_index(const struct rules_rule *r, const char *name)
     return -1;
 }
 
-/* The legacy name of rule `to` whose captures `names` take the values of
- * captures `names` of match m (raw), into out; its length, or 0. */
-static size_t name_like(const struct layout *l, const struct layout_match *m, const char *to,
-                        const char *const *names, const struct layout_value *extra,
+/* The legacy name of rule `to` (a log's item rule, or an item's log), its
+ * captures taken by name from match m (raw), the one m lacks from extra,
+ * into out; its length, or 0. */
+static size_t name_like(const struct layout *l, const struct layout_match *m,
+                        const struct rules_rule *to, const struct layout_value *extra,
                         char *out, size_t cap)
 {
-    const struct rules_rule *r = rule_named(l, to);
-    struct layout_match built = { .rule = r, .prefix = m->prefix, .bucket = -1 };
-    if (!r)
-        return 0;
-    for (int k = 0; names[k]; k++) {
-        int from = cap_index(m->rule, names[k]), into = cap_index(r, names[k]);
-        if (into < 0)
+    struct layout_match built = { .rule = to, .prefix = m->prefix, .bucket = -1 };
+    for (size_t k = 0; k < to->ncap; k++) {
+        int from = cap_index(m->rule, to->cap[k].name);
+        if (from < 0 && !extra)
             return 0;
-        built.cap[into] = from >= 0 ? m->cap[from] : *extra;
+        built.cap[k] = from >= 0 ? m->cap[from] : *extra;
     }
     size_t n = layout_legacy_key(l, &built, out, cap);
     return n < cap ? n : 0;
@@ -165,14 +155,13 @@ static void job_free(struct job *j)
     memset(j, 0, sizeof *j);
 }
 
-/* Whether family is in the comma-separated list (NULL: every family). An
- * item follows its log. */
-static int included(const char *list, const char *family)
+/* Whether rule r's family is in the comma-separated list (NULL: every
+ * family). An item follows its log. */
+static int included(const char *list, const struct rules_rule *r)
 {
     if (!list)
         return 1;
-    if (strcmp(family, "msg-item") == 0)
-        family = "msg-log";
+    const char *family = r->copy == RULES_COPY_ITEM ? r->pair->name : r->name;
     size_t n = strlen(family);
     for (const char *p = list; *p;) {
         size_t k = strcspn(p, ",");
@@ -206,20 +195,19 @@ static int job_make(struct copier *cp, const char *name, size_t len, int via_log
         if ((j->act == A_ITEM && via_log) || (j->act != A_NONE && cp->o->rollback))
             j->act = A_COPY;            /* back: logs and items are records */
     }
-    if (j->act == A_NONE || !included(cp->o->include, m.rule->name))
+    if (j->act == A_NONE || !included(cp->o->include, m.rule))
         return 0;
     j->fam = family_of(cp->rep, m.rule->name);
     j->src = dup_n(name, len);
     j->src_len = len;
     if (j->act == A_ITEM) {         /* its log, to ask whether it is referenced */
-        static const char *const chat[] = { "chat", NULL };
         char log[3 * NAME_MAX_LEN];
-        int k = cap_index(m.rule, "member");
-        size_t ln = name_like(cp->l, &m, "msg-log", chat, NULL, log, sizeof log);
-        j->dst = ln && k >= 0 ? dup_n(log, ln) : NULL;
+        int k = m.rule->item_cap;
+        size_t ln = name_like(cp->l, &m, m.rule->pair, NULL, log, sizeof log);
+        j->dst = ln ? dup_n(log, ln) : NULL;
         j->dst_len = ln;
-        j->member = k >= 0 ? dup_n(m.cap[k].ptr, m.cap[k].len) : NULL;
-        j->member_len = k >= 0 ? m.cap[k].len : 0;
+        j->member = dup_n(m.cap[k].ptr, m.cap[k].len);
+        j->member_len = m.cap[k].len;
         if (!j->dst || !j->member)
             j->act = A_NONE;
         return j->src ? 1 : -1;
@@ -438,29 +426,33 @@ static int job_push(struct copier *cp, int i, const char *name, size_t len, int 
     return ++cp->njobs == CHUNK ? chunk_run(cp, i) : 0;
 }
 
-/* Whether item name (legacy) parses as an item of the chat of log match
- * lm: a member holding ':' would make it another chat's item. */
-static int item_of_chat(struct copier *cp, const char *item, size_t len,
-                        const struct layout_match *lm)
+/* Whether item name (legacy) parses as an item of log match lm, each
+ * capture of the log the same: a member holding ':' could make it another
+ * log's item (another chat's message). */
+static int item_of_log(struct copier *cp, const char *item, size_t len,
+                       const struct layout_match *lm)
 {
     static char out[3 * NAME_MAX_LEN + 1024];
     struct layout_match m;
     size_t n;
     if (layout_to_cluster(cp->l, item, len, out, sizeof out, &n, &m) != LAYOUT_MAPPED ||
-        strcmp(m.rule->name, "msg-item") != 0)
+        m.rule != lm->rule->pair)
         return 0;
-    int a = cap_index(m.rule, "chat"), b = cap_index(lm->rule, "chat");
-    return a >= 0 && b >= 0 && m.cap[a].len == lm->cap[b].len &&
-           memcmp(m.cap[a].ptr, lm->cap[b].ptr, m.cap[a].len) == 0;
+    for (size_t b = 0; b < lm->rule->ncap; b++) {
+        int a = cap_index(m.rule, lm->rule->cap[b].name);
+        if (a < 0 || m.cap[a].len != lm->cap[b].len ||
+            memcmp(m.cap[a].ptr, lm->cap[b].ptr, m.cap[a].len) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 /* The items the log at legacy name `log` references, copied: each
  * member's item name built by the layout; a member whose name would parse
- * as another chat's item is not copied. */
+ * as another log's item is not copied. */
 static int log_items(struct copier *cp, int i, const char *log, size_t len)
 {
     static char out[3 * NAME_MAX_LEN + 1024];
-    static const char *const names[] = { "chat", "member", NULL };
     struct layout_match m;
     size_t n;
     if (layout_to_cluster(cp->l, log, len, out, sizeof out, &n, &m) != LAYOUT_MAPPED)
@@ -484,8 +476,8 @@ static int log_items(struct copier *cp, int i, const char *log, size_t len)
             const redisReply *mem = pairs->element[k];
             struct layout_value member = { mem->str, mem->len, false };
             size_t il = mem->type == REDIS_REPLY_STRING && mem->len < NAME_MAX_LEN
-                        ? name_like(cp->l, &m, "msg-item", names, &member, item, sizeof item) : 0;
-            if (il == 0 || !item_of_chat(cp, item, il, &m)) {
+                        ? name_like(cp->l, &m, m.rule->pair, &member, item, sizeof item) : 0;
+            if (il == 0 || !item_of_log(cp, item, il, &m)) {
                 cp->rep->items_elsewhere++;
                 continue;
             }
@@ -618,17 +610,8 @@ static int script_load(struct copier *cp)
     return 0;
 }
 
-static int is_schedule(struct copier *cp, const char *name, size_t len)
-{
-    static char out[3 * NAME_MAX_LEN + 1024];
-    struct layout_match m;
-    size_t n;
-    return layout_to_cluster(cp->l, name, len, out, sizeof out, &n, &m) == LAYOUT_MAPPED &&
-           strcmp(m.rule->name, "schedule") == 0;
-}
-
-/* A schedule only in the legacy layout, made a deleted marker keeping its
- * fencing token. */
+/* A record of a `copy token` family only in the legacy layout (a
+ * schedule), made a deleted marker keeping its fencing token. */
 static const char marker_lua[] =
     "local t = redis.call('HGET', KEYS[1], 'token') or '0'\n"
     "redis.call('DEL', KEYS[1])\n"
@@ -636,23 +619,25 @@ static const char marker_lua[] =
     "return 1\n";
 
 /* Mirror: of one SCAN batch of the target, the legacy records whose
- * cluster name the source no longer holds are pruned (schedules become
- * deleted markers; fences and terms stay). */
+ * cluster name the source no longer holds are pruned (`copy token`
+ * records become deleted markers; `copy greater` ones, fences and terms,
+ * stay). */
 static int prune_batch(struct copier *cp, const struct keyspace_batch *b)
 {
     static char out[3 * NAME_MAX_LEN + 1024];
     int node[1024];
+    unsigned char marker[1024];
     size_t n = b->n < 1024 ? b->n : 1024;
     for (size_t k = 0; k < n; k++) {
         struct layout_match m;
         size_t cl;
-        const char *mode = "";
         node[k] = -1;
         if (b->len[k] > NAME_MAX_LEN ||
             layout_to_cluster(cp->l, b->name[k], b->len[k], out, sizeof out, &cl, &m) !=
-                LAYOUT_MAPPED || action_of(m.rule, &mode) == A_NONE ||
-            strcmp(mode, "greater") == 0 || !included(cp->o->include, m.rule->name))
+                LAYOUT_MAPPED || m.rule->copy == RULES_COPY_NEVER ||
+            m.rule->copy == RULES_COPY_GREATER || !included(cp->o->include, m.rule))
             continue;
+        marker[k] = m.rule->copy == RULES_COPY_TOKEN;
         if ((node[k] = keyspace_node_of(cp->src, out, cl)) < 0)
             continue;
         const char *argv[2] = { "EXISTS", out };
@@ -673,11 +658,10 @@ static int prune_batch(struct copier *cp, const struct keyspace_batch *b)
         freeReplyObject(r);
         if (!gone)
             continue;
-        int schedule = is_schedule(cp, b->name[k], b->len[k]);
         const char *del[2] = { "DEL", b->name[k] };
         const char *mark[4] = { "EVAL", marker_lua, "1", b->name[k] };
         size_t dl[2] = { 3, b->len[k] }, ml[4] = { 4, sizeof marker_lua - 1, 1, b->len[k] };
-        if (schedule)
+        if (marker[k])
             syncconn_append(cp->dst->node[0], 4, mark, ml);
         else
             syncconn_append(cp->dst->node[0], 2, del, dl);
@@ -725,9 +709,9 @@ static int live_check(struct keyspace *ks, const struct layout *l, const char *p
     *keys = rep->keys;
     if (live)
         snprintf(err, errlen, "the %s shows bots of %s still running: %ld coordinator "
-                 "heartbeats (%s:co:rep:*), %ld pending turn tickets; stop every bot of the "
-                 "prefix first (or --allow-live)", which, prefix, rep->heartbeats, prefix,
-                 rep->pending_tickets);
+                 "heartbeats (%s), %ld pending turn tickets; stop every bot of the "
+                 "prefix first (or --allow-live)", which, prefix, rep->heartbeats,
+                 rep->heartbeats_where, rep->pending_tickets);
     free(rep);
     return live ? -1 : 0;
 }

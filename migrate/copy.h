@@ -5,38 +5,41 @@
  *
  * Each SCAN batch of the source is read in chunks (DUMP, PTTL and what a
  * family needs, pipelined), then written to the target in one script per
- * record (migrate/copy.lua's logic, run by EVAL in the record's slot):
+ * record (copy.c's copy_lua, by EVALSHA in the record's slot). What
+ * a family gets is its rule's copy mode (keylayout/rules.h), never its
+ * name (botmesh-v1's families in brackets):
  *
- *   chats, contacts, checkpoints, user data (indexed)   RESTORE with the
- *       remaining TTL (ABSTTL), then the index entry as the proxy writes it:
- *       score the absolute expiry in ms, +inf without one
- *   message logs                   the log, then each item it references
- *                                  (never found by parsing item names);
- *                                  an item no log references is an orphan
- *   lock fences, leadership terms  raised, never lowered (set if greater)
- *   schedules                      the higher fencing token (the hash's
- *                                  `token` field) wins, even without
- *                                  overwrite; an overwrite keeps it
- *   turn counters                  not copied (short-lived)
- *   keeps (conversations, ...)     only into another server
- *   anything else of a rule        RESTORE
+ *   plain, indexed (chats, ...)   RESTORE with the remaining TTL (ABSTTL),
+ *                                 then the index entry as the proxy writes
+ *                                 it: score the absolute expiry in ms, +inf
+ *                                 without one
+ *   log ITEM (message logs)       the log, then each item it references
+ *                                 (never found by parsing item names); an
+ *                                 item no log references is an orphan
+ *   greater (fences, terms)       raised, never lowered (set if greater)
+ *   token (schedules)             the higher fencing token (the hash's
+ *                                 `token` field) wins, even without
+ *                                 overwrite; an overwrite keeps it
+ *   never (turn counters)         not copied (short-lived)
+ *   keeps (conversations, ...)    only into another server
+ *   plain, not indexed            RESTORE with the remaining TTL
  *
  * An existing target key wins unless overwrite. Values are never
  * re-encoded. The marker is written last, only by a complete run (one
- * limited by include leaves it unset, and says so). A run
- * refuses while a coordinator heartbeat or a pending turn ticket exists
- * on the source or a separate target, unless allow_live. Memory: one chunk
- * of values at a time.
+ * limited by include leaves it unset, and says so). A run refuses while a
+ * sign of a running bot (the rules' live clauses: a heartbeat, a pending
+ * ticket) shows on the source or a separate target, unless allow_live.
+ * Memory: one chunk of values at a time.
  *
  * The rollback (rollback) copies the cluster layout back into the legacy
  * one, into one server, from one server or every master of a cluster:
- * each cluster-layout record to its legacy name (index sets and turn
- * counters are not copied; logs and items as records), fences and terms
- * only raised, the higher schedule token kept. With mirror the target is
- * made to match the source: records overwrite, and legacy records the
- * source no longer holds are deleted (pruned), but for a schedule, which
- * becomes a deleted marker keeping its token (fields `token` and
- * `deleted`), and fences and terms, which stay. A whole rollback removes
+ * each cluster-layout record to its legacy name (index sets and `never`
+ * families are not copied; logs and items as records), `greater` values
+ * only raised, the higher `token` kept. With mirror the target is made to
+ * match the source: records overwrite, and legacy records the source no
+ * longer holds are deleted (pruned), but for a `token` record (a
+ * schedule), which becomes a deleted marker keeping its token (fields
+ * `token` and `deleted`), and `greater` ones (fences, terms), which stay. A whole rollback removes
  * the marker from the target.
  */
 #ifndef TAGPROXY_COPY_H

@@ -12,7 +12,8 @@
 
 #define NAME_MAX_LEN 4096       /* longer names are counted, not classified */
 
-/* Per name of a batch: a turn's `tix` counter (batch_run). */
+/* Per name of a batch: a pending-ticket check follows its PTTL
+ * (batch_run). */
 struct tix_flags {
     unsigned char *is;
     size_t cap;
@@ -26,28 +27,30 @@ static struct inspect_row *row_of(struct inspect_report *rep, const struct rules
     return NULL;
 }
 
-/* The family of one name, counted in its layout's column; NULL when no
- * rule matches it. */
+/* The family of one name, counted in its layout's column, its match in m
+ * (*cluster: read as a cluster name); NULL when no rule matches it. */
 static const struct rules_rule *classify(struct inspect_report *rep, const struct layout *l,
-                                         const char *name, size_t len)
+                                         const char *name, size_t len, struct layout_match *m,
+                                         int *cluster)
 {
     static char out[3 * NAME_MAX_LEN + 1024];
-    struct layout_match m;
     size_t outlen;
     struct inspect_row *row;
+    *cluster = 0;
     if (len > NAME_MAX_LEN) {
         rep->unmatched++;
         return NULL;
     }
-    enum layout_result r = layout_to_cluster(l, name, len, out, sizeof out, &outlen, &m);
-    if ((r == LAYOUT_MAPPED || r == LAYOUT_KEEP) && (row = row_of(rep, m.rule))) {
+    enum layout_result r = layout_to_cluster(l, name, len, out, sizeof out, &outlen, m);
+    if ((r == LAYOUT_MAPPED || r == LAYOUT_KEEP) && (row = row_of(rep, m->rule))) {
         row->legacy++;
-        return m.rule;
+        return m->rule;
     }
-    r = layout_to_legacy(l, name, len, out, sizeof out, &outlen, &m);
-    if (r == LAYOUT_MAPPED && (row = row_of(rep, m.rule))) {
+    r = layout_to_legacy(l, name, len, out, sizeof out, &outlen, m);
+    if (r == LAYOUT_MAPPED && (row = row_of(rep, m->rule))) {
         row->cluster++;
-        return m.rule;
+        *cluster = 1;
+        return m->rule;
     }
     const struct rules_rule *idx = layout_index_rule(l, name, len);
     if (idx && (row = row_of(rep, idx))) {
@@ -58,10 +61,31 @@ static const struct rules_rule *classify(struct inspect_report *rep, const struc
     return NULL;
 }
 
-static int ends_with(const char *s, size_t len, const char *tail)
+/* For a name of a `live ticket A>B` family whose capture is A: its
+ * sibling's name, the capture B, in the same layout (and slot), into out;
+ * its length, or 0 when the name is not such a counter. */
+static size_t ticket_sibling(const struct layout *l, const struct layout_match *m, int cluster,
+                             char *out, size_t cap)
 {
-    size_t t = strlen(tail);
-    return len >= t && memcmp(s + len - t, tail, t) == 0;
+    const struct rules_rule *r = m->rule;
+    if (r->live != RULES_LIVE_TICKET)
+        return 0;
+    const struct rules_capture *c = &r->cap[r->ticket_cap];
+    const struct layout_value *v = &m->cap[r->ticket_cap];
+    const char *a = v->encoded ? c->alt_enc[r->ticket_more] : c->alt[r->ticket_more];
+    size_t alen = v->encoded ? c->alt_enc_len[r->ticket_more] : c->alt_len[r->ticket_more];
+    if (v->len != alen || memcmp(v->ptr, a, alen) != 0)
+        return 0;
+    struct layout_match sib = *m;
+    sib.cap[r->ticket_cap] = (struct layout_value){ c->alt[r->ticket_less],
+                                                    c->alt_len[r->ticket_less], false };
+    size_t n = cluster ? layout_cluster_key(l, &sib, out, cap) : layout_legacy_key(l, &sib, out, cap);
+    return n < cap ? n : 0;
+}
+
+static long long number_of(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
 }
 
 static void append2(struct syncconn *c, const char *cmd, const char *name, size_t len)
@@ -71,17 +95,15 @@ static void append2(struct syncconn *c, const char *cmd, const char *name, size_
     syncconn_append(c, 2, argv, lens);
 }
 
-/* The batch's names classified; per name a PTTL (with_ttls), and for a
- * turn's `tix` counter a GET of it and of its `serving` counter, pipelined
- * on node i. */
+/* The batch's names classified, pipelined on node i: per name a PTTL
+ * (with_ttls), and for a ticket counter (`live ticket A>B`) a GET of it
+ * and of its sibling; a heartbeat (`live heartbeat`) counted. */
 static int batch_run(struct keyspace *ks, int i, const struct layout *l,
                      const struct keyspace_batch *b, int with_ttls, struct tix_flags *tix_of,
-                     const char *prefix, struct inspect_report *rep, char *err, size_t errlen)
+                     struct inspect_report *rep, char *err, size_t errlen)
 {
     struct syncconn *c = ks->node[i];
-    char heartbeat[512], serving[NAME_MAX_LEN + 16];
-    snprintf(heartbeat, sizeof heartbeat, "%s:co:rep:", prefix);
-    size_t hlen = strlen(heartbeat), turns = 0;
+    char sibling[3 * NAME_MAX_LEN + 1024];
     if (b->n > tix_of->cap) {
         unsigned char *is = realloc(tix_of->is, b->n);
         if (!is) {
@@ -92,42 +114,52 @@ static int batch_run(struct keyspace *ks, int i, const struct layout *l,
         tix_of->cap = b->n;
     }
     for (size_t k = 0; k < b->n; k++) {
-        const struct rules_rule *rule = classify(rep, l, b->name[k], b->len[k]);
+        struct layout_match m;
+        int cluster;
+        const struct rules_rule *rule = classify(rep, l, b->name[k], b->len[k], &m, &cluster);
+        size_t sl = rule && rule->kind == RULES_REWRITE
+                    ? ticket_sibling(l, &m, cluster, sibling, sizeof sibling) : 0;
         if (with_ttls)
             append2(c, "PTTL", b->name[k], b->len[k]);
-        if (b->len[k] >= hlen && memcmp(b->name[k], heartbeat, hlen) == 0)
-            rep->heartbeats++;
-        tix_of->is[k] = rule && strcmp(rule->name, "turn") == 0 &&
-                    ends_with(b->name[k], b->len[k], ":tix");
-    }
-    for (size_t k = 0; k < b->n; k++) {
-        if (tix_of->is[k]) {
-            size_t base = b->len[k] - 3;
-            memcpy(serving, b->name[k], base);
-            memcpy(serving + base, "serving", 7);
+        rep->heartbeats += rule && rule->live == RULES_LIVE_HEARTBEAT;
+        tix_of->is[k] = sl > 0;
+        if (sl) {
             append2(c, "GET", b->name[k], b->len[k]);
-            append2(c, "GET", serving, base + 7);   /* same slot in the cluster layout */
-            turns++;
+            append2(c, "GET", sibling, sl);
         }
     }
     if (syncconn_flush(c, err, errlen) < 0)
         return -1;
-    long long tix = 0;
-    size_t ttls = with_ttls ? b->n : 0;
-    for (size_t k = 0; k < ttls + 2 * turns; k++) {
-        redisReply *r = syncconn_read(c, err, errlen);
-        if (!r)
-            return -1;
-        if (k < ttls && r->type == REDIS_REPLY_INTEGER && r->integer >= 0)
+    for (size_t k = 0; k < b->n; k++) {
+        redisReply *r[3] = { 0 };
+        int want = (with_ttls ? 1 : 0) + (tix_of->is[k] ? 2 : 0), ok = 1;
+        for (int w = 0; w < want && ok; w++)
+            ok = (r[w] = syncconn_read(c, err, errlen)) != NULL;
+        redisReply *pttl = with_ttls ? r[0] : NULL, **tix = r + (with_ttls ? 1 : 0);
+        if (ok && pttl && pttl->type == REDIS_REPLY_INTEGER && pttl->integer >= 0)
             rep->with_ttl++;
-        long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
-        if (k >= ttls && (k - ttls) % 2 == 0)
-            tix = v;
-        else if (k >= ttls)
-            rep->pending_tickets += tix > v;
-        freeReplyObject(r);
+        if (ok && tix_of->is[k])
+            rep->pending_tickets += number_of(tix[0]) > number_of(tix[1]);
+        for (int w = 0; w < want; w++)
+            freeReplyObject(r[w]);
+        if (!ok)
+            return -1;
     }
     return 0;
+}
+
+/* The prefix's heartbeat families (`live heartbeat`) as patterns, "P:co:rep:*". */
+static void heartbeats_where(const struct layout *l, const char *prefix, char *out, size_t cap)
+{
+    size_t n, used = 0;
+    const struct rules_rule *const *rules = layout_prefix_rules(l, 0, &n);
+    out[0] = '\0';
+    for (size_t i = 0; i < n && used < cap; i++)
+        if (rules[i]->live == RULES_LIVE_HEARTBEAT)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s%s", used ? ", " : "", prefix,
+                                     rules[i]->pattern + 1);
+    if (!out[0])
+        snprintf(out, cap, "none in the rules");
 }
 
 static void rows_init(struct inspect_report *rep, const struct layout *l)
@@ -170,13 +202,14 @@ int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
     int rc = 0;
     memset(rep, 0, sizeof *rep);
     rows_init(rep, l);
+    heartbeats_where(l, prefix, rep->heartbeats_where, sizeof rep->heartbeats_where);
     keyspace_prefix_match(prefix, match, sizeof match);
     for (int i = 0; rc == 0 && i < ks->nnodes; i++) {
         long long cursor = 0;
         do {
             cursor = keyspace_scan(ks, i, cursor, match, &b, err, errlen);
             rep->keys += (long)b.n;
-            if (cursor < 0 || batch_run(ks, i, l, &b, with_ttls, &tix, prefix, rep, err, errlen) < 0)
+            if (cursor < 0 || batch_run(ks, i, l, &b, with_ttls, &tix, rep, err, errlen) < 0)
                 rc = -1;
         } while (rc == 0 && cursor > 0);
     }
@@ -198,7 +231,7 @@ void inspect_print(const struct inspect_report *rep, const char *prefix, FILE *o
     }
     fprintf(out, "%-28s %10ld\n", "unmatched", rep->unmatched);
     fprintf(out, "keys with a TTL: %ld\n", rep->with_ttl);
-    fprintf(out, "live bots: %ld coordinator heartbeats (%s:co:rep:*), %ld pending turn tickets\n",
-            rep->heartbeats, prefix, rep->pending_tickets);
+    fprintf(out, "live bots: %ld coordinator heartbeats (%s), %ld pending turn tickets\n",
+            rep->heartbeats, rep->heartbeats_where, rep->pending_tickets);
     fprintf(out, "layout marker %s:{meta}:layout: %s\n", prefix, rep->marker);
 }

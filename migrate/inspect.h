@@ -6,10 +6,11 @@
  *     layout, in the cluster layout, and index sorted sets; keeps (the
  *     same name in both layouts); names no rule matches;
  *   - names with a TTL (PTTL of each, pipelined per SCAN batch);
- *   - the signs of live bots the migration refuses to run with:
- *     coordinator heartbeats (the keep P:co:rep:*) and pending turn
- *     tickets (a chat whose `tix` counter is past its `serving` one, in
- *     either layout);
+ *   - the signs of live bots the migration refuses to run with, as the
+ *     rules file marks them (`live`, keylayout/rules.h): heartbeats (any
+ *     key of a `live heartbeat` family: botmesh's P:co:rep:*) and pending
+ *     tickets (a `live ticket A>B` counter past its sibling, in either
+ *     layout: a chat whose turn counter `tix` is past `serving`);
  *   - the layout marker P:{meta}:layout: absent, cluster:v1, or another
  *     value.
  *
@@ -36,6 +37,7 @@ struct inspect_report {
     int nrows;
     long keys, unmatched, with_ttl;
     long heartbeats, pending_tickets;
+    char heartbeats_where[256];     /* the heartbeat families' patterns, "P:co:rep:*" */
     char marker[64];                /* "absent", "cluster:v1", or the value cut */
 };
 

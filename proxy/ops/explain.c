@@ -105,7 +105,26 @@ static void line_slot(FILE *out, const char *name, size_t len)
     fprintf(out, "  %-8s %d\n", "slot", slot_of(name, len));
 }
 
-/* A rule's match m: legacy and cluster names, slot, index. */
+/* What `tagproxy migrate` reads of the family, when it is not the
+ * default: its copy mode and its sign of a running bot. */
+static void migration_put(FILE *out, const struct rules_rule *r)
+{
+    if (r->copy == RULES_COPY_LOG)
+        fprintf(out, "  %-8s log %s\n", "copy", r->pair->name);
+    else if (r->copy == RULES_COPY_ITEM)
+        fprintf(out, "  %-8s item (of the log %s)\n", "copy", r->pair->name);
+    else if (r->copy != RULES_COPY_PLAIN)
+        fprintf(out, "  %-8s %s\n", "copy", rules_copy_name(r->copy));
+    if (r->live == RULES_LIVE_HEARTBEAT)
+        fprintf(out, "  %-8s heartbeat\n", "live");
+    else if (r->live == RULES_LIVE_TICKET) {
+        const struct rules_capture *c = &r->cap[r->ticket_cap];
+        fprintf(out, "  %-8s ticket %.*s>%.*s\n", "live", (int)c->alt_len[r->ticket_more],
+                c->alt[r->ticket_more], (int)c->alt_len[r->ticket_less], c->alt[r->ticket_less]);
+    }
+}
+
+/* A rule's match m: legacy and cluster names, slot, index, migration. */
 static void mapped_put(FILE *out, const struct layout *l, const struct layout_match *m,
                        const char *legacy, size_t llen, const char *cluster, size_t clen,
                        char *buf, size_t cap)
@@ -114,10 +133,11 @@ static void mapped_put(FILE *out, const struct layout *l, const struct layout_ma
     line_name(out, "legacy", legacy, llen);
     line_name(out, "cluster", cluster, clen);
     line_slot(out, cluster, clen);
-    if (!m->rule->indexed)
-        return;
-    line_name(out, "index", buf, layout_index_key(l, m, buf, cap));
-    line_name(out, "member", buf, layout_index_member(l, m, buf, cap));
+    if (m->rule->indexed) {
+        line_name(out, "index", buf, layout_index_key(l, m, buf, cap));
+        line_name(out, "member", buf, layout_index_member(l, m, buf, cap));
+    }
+    migration_put(out, m->rule);
 }
 
 /* A name that no rule's legacy pattern matches: a cluster name, an index,
@@ -162,6 +182,7 @@ static int key_explain(FILE *out, const struct layout *l, const char *key)
         line_name(out, "legacy", key, len);
         line_name(out, "cluster", key, len);
         line_slot(out, key, len);
+        migration_put(out, m.rule);
         break;
     case LAYOUT_PASS:
         unmatched_put(out, l, key, len, buf, buf2, cap);

@@ -3,7 +3,7 @@
  * binary, offline, its output and exit status. The examples of
  * docs/key-layouts.md ("Checking rules") with
  * the shipped botmesh-v1 rules (a chat id holding ':', a lock fence, a
- * user-data key, a cluster name mapped back, a key no rule matches), two
+ * turn counter with its copy mode and sign of a running bot, a user-data key, a cluster name mapped back, a key no rule matches), two
  * rules files each for its prefix, a config file, and the errors: a bad
  * rules file and two overlapping files exit 1 with FILE:LINE, a usage
  * error exits 2.
@@ -66,7 +66,7 @@ START_TEST(test_readme_examples)
 {
     static char out[8192], want[8192];
     int rc = explain(out, sizeof out, "--layout-rules " RULES " --layout-prefix bot "
-                     "bot:msgs:tg:77 bot:lock:a:b:fence bot:user:u1:prefs:theme:dark "
+                     "bot:msgs:tg:77 bot:lock:a:b:fence bot:co:turn:tg:77:tix bot:user:u1:prefs:theme:dark "
                      "'bot:{ch:16}:r:tg%3A42' bot:conv:7 'bot:{ch:3}:idx' other:key");
     ck_assert_int_eq(rc, 0);
     H_FMT(want, sizeof want,
@@ -75,12 +75,22 @@ START_TEST(test_readme_examples)
           "  legacy   bot:msgs:tg:77\n"
           "  cluster  bot:{m:tg%%3A77}:z\n"
           "  slot     %d\n"
+          "  copy     log msg-item\n"
           "\n"
           "bot:lock:a:b:fence\n"
           "  rule     lock-fence (" RULES ":%d)\n"
           "  legacy   bot:lock:a:b:fence\n"
           "  cluster  bot:{lk:a%%3Ab}:f\n"
           "  slot     %d\n"
+          "  copy     greater\n"
+          "\n"
+          "bot:co:turn:tg:77:tix\n"
+          "  rule     turn (" RULES ":%d)\n"
+          "  legacy   bot:co:turn:tg:77:tix\n"
+          "  cluster  bot:co:{t:tg%%3A77}:tix\n"
+          "  slot     %d\n"
+          "  copy     never\n"
+          "  live     ticket tix>serving\n"
           "\n"
           "bot:user:u1:prefs:theme:dark\n"
           "  rule     user-data (" RULES ":%d)\n"
@@ -112,7 +122,8 @@ START_TEST(test_readme_examples)
           "  no rule: passes through\n"
           "  slot     %d\n",
           rule_line("msg-log"), h_slot("bot:{m:tg%3A77}:z"), rule_line("lock-fence"),
-          h_slot("bot:{lk:a%3Ab}:f"), rule_line("user-data"), h_slot("bot:{ud:u1}:e:x"),
+          h_slot("bot:{lk:a%3Ab}:f"), rule_line("turn"), h_slot("bot:co:{t:tg%3A77}:tix"),
+          rule_line("user-data"), h_slot("bot:{ud:u1}:e:x"),
           rule_line("chat"), h_slot("bot:{ch:16}:r:x"), line_of("keep p:conv:"), h_slot("bot:conv:7"),
           rule_line("chat"), h_slot("bot:{ch:3}:idx"), h_slot("other:key"));
     ck_assert_str_eq(out, want);

@@ -25,22 +25,60 @@
  *    --report writes the counts as JSON;
  *  - SIGKILL at three points of a copy of the generated keyspace of every
  *    family (legacykeys.h), each run again, then a whole run: the target
- *    equals an uninterrupted run's, value for value and TTL for TTL.
+ *    equals an uninterrupted run's, value for value and TTL for TTL;
+ *  - all of the above but the SIGKILLs again, with botmesh-v1's rules
+ *    under other family and capture names: the same guarantees, as the
+ *    copy reads each family's semantics from its copy and live clauses.
  */
 #include "legacykeys.h"
 
-#define RULES "conf/layouts/botmesh-v1.rules"
+/* The rules file and the prefix of its family names, for the shell of
+ * each run: botmesh-v1's, or the same rules under other names. */
+#define RULES "\"$MIGRATE_RULES\""
+#define FAM "${MIGRATE_FAM}"
 
 static struct h_proxy ref;
+static char rules_path[512];
+static const char *fam = "";
+
+static void setup_rules(void)
+{
+    H_FMT(rules_path, sizeof rules_path, "conf/layouts/botmesh-v1.rules");
+    setenv("MIGRATE_RULES", rules_path, 1);
+    setenv("MIGRATE_FAM", fam, 1);
+    h_ref_start(&ref, "redis-migrate-copy", NULL);
+}
 
 static void setup(void)
 {
-    h_ref_start(&ref, "redis-migrate-copy", NULL);
+    fam = "";
+    setup_rules();
+}
+
+/* botmesh-v1 with every family renamed (r-chat, r-msg-log, ...) and the
+ * captures the copy used to know by name renamed too (chat: room,
+ * member: post, part: stage): the copy reads its semantics from the
+ * rules' copy and live clauses, never from a name. */
+static void setup_renamed(void)
+{
+    char out[256];
+    fam = "r-";
+    setup_rules();
+    H_FMT(rules_path, sizeof rules_path, "%s/renamed-%ld.rules", h_env("TAGPROXY_TEST_DIR"),
+          (long)getpid());
+    ck_assert_int_eq(h_shell(out, sizeof out, "sed -E 's/^rule +([^ ]+)/rule r-\\1/; "
+                             "s/copy log /copy log r-/; s/<chat/<room/g; s/<member>/<post>/g; "
+                             "s/<part/<stage/g' conf/layouts/botmesh-v1.rules > '%s'; "
+                             "grep -c '^rule r-' '%s'", rules_path, rules_path), 0);
+    ck_assert_int_eq(atoi(out), 12);
+    setenv("MIGRATE_RULES", rules_path, 1);
 }
 
 static void teardown(void)
 {
     h_proxy_stop(&ref);
+    if (fam[0])
+        unlink(rules_path);
 }
 
 #define migrate(out, size, ...) h_tagproxy(out, size, "migrate " __VA_ARGS__)
@@ -226,7 +264,7 @@ START_TEST(test_into_the_cluster)
                              "--prefix %s --layout-rules " RULES, ref.addr.port, seed, p), 0);
     ck_assert_msg(strstr(out, "layout marker") && strstr(out, ": written"), "%s", out);
 
-    const char *args[] = { "--layout-rules", RULES, "--layout-prefix", p, NULL };
+    const char *args[] = { "--layout-rules", rules_path, "--layout-prefix", p, NULL };
     h_proxy_start(&px, args);
     redisContext *b = h_connect_extra(&px);
     expect_reply(b, "GET %s:chat:c1", p, REDIS_REPLY_STRING, 0, "chat");
@@ -256,7 +294,7 @@ START_TEST(test_into_the_cluster)
     /* --overwrite: the source's record, keeping the target's higher token */
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --target redis://%s "
                              "--prefix %s --layout-rules " RULES " --overwrite --include "
-                             "schedule", ref.addr.port, seed, p), 0);
+                             FAM "schedule", ref.addr.port, seed, p), 0);
     expect_reply(b, "HGET %s:schedule:late at", p, REDIS_REPLY_STRING, 0, "1100");
     expect_reply(b, "HGET %s:schedule:late token", p, REDIS_REPLY_STRING, 0, "9");
     redisFree(b);
@@ -319,16 +357,16 @@ START_TEST(test_delete_source)
     ck_assert_int_eq(migrate(out, sizeof out, "inspect --source redis://127.0.0.1:%d --prefix bot "
                              "--layout-rules " RULES, ref.addr.port), 0);
     long want[][3] = { { 0, 20, 0 }, { 1, 2, 0 }, { 1, 0, 0 }, { 0, 1, 0 } };
-    const char *fam[] = { "chat", "msg-item", "turn", "msg-log" };
+    const char *family[] = { "chat", "msg-item", "turn", "msg-log" };
     for (int i = 0; i < 4; i++) {
         char head[64];
         long got[3] = { -1, -1, -1 };
-        H_FMT(head, sizeof head, "\n%s ", fam[i]);
+        H_FMT(head, sizeof head, "\n%s%s ", fam, family[i]);
         const char *line = strstr(out, head);
         ck_assert_msg(line && sscanf(line + strlen(head), "%ld %ld %ld", &got[0], &got[1],
-                                     &got[2]) == 3, "%s in:\n%s", fam[i], out);
+                                     &got[2]) == 3, "%s in:\n%s", family[i], out);
         ck_assert_msg(got[0] == want[i][0] && got[1] == want[i][1], "%s: %ld legacy, %ld cluster\n%s",
-                      fam[i], got[0], got[1], out);
+                      family[i], got[0], got[1], out);
     }
     ck_assert_msg(strstr(out, "\np:conv:*                              1") != NULL, "%s", out);
 }
@@ -423,7 +461,7 @@ START_TEST(test_include_and_report)
     H_FMT(path, sizeof path, "%s/migrate-report-%ld.json", h_env("TAGPROXY_TEST_DIR"),
           (long)getpid());
     ck_assert_int_eq(migrate(out, sizeof out, "--source redis://127.0.0.1:%d --prefix bot "
-                             "--layout-rules " RULES " --include chat,msg-log --report %s",
+                             "--layout-rules " RULES " --include " FAM "chat," FAM "msg-log --report %s",
                              ref.addr.port, path), 0);
     ck_assert_msg(strstr(out, "copied 23, skipped 0") != NULL, "%s", out);   /* 20 + log + 2 */
     ck_assert_msg(strstr(out, "not written: --include") != NULL, "%s", out);
@@ -432,8 +470,10 @@ START_TEST(test_include_and_report)
     json[fread(json, 1, sizeof json - 1, f)] = '\0';
     fclose(f);
     unlink(path);
+    char chats[64];
+    H_FMT(chats, sizeof chats, "\"%schat\": {\"copied\": 20, \"skipped\": 0}", fam);
     ck_assert_msg(strstr(json, "\"copied\": 23, \"skipped\": 0, \"orphans\": 1") != NULL &&
-                  strstr(json, "\"chat\": {\"copied\": 20, \"skipped\": 0}") != NULL &&
+                  strstr(json, chats) != NULL &&
                   strstr(json, "\"layoutMarker\": \"not written") != NULL, "%s", json);
 }
 END_TEST
@@ -452,6 +492,16 @@ static Suite *migrate_copy_suite(void)
     tcase_add_test(t, test_rollback_mirror);
     tcase_add_test(t, test_killed_and_resumed);
     suite_add_tcase(s, t);
+    TCase *renamed = tcase_create("renamed families");
+    tcase_set_timeout(renamed, 120);
+    tcase_add_checked_fixture(renamed, setup_renamed, teardown);
+    tcase_add_test(renamed, test_in_place);
+    tcase_add_test(renamed, test_into_the_cluster);
+    tcase_add_test(renamed, test_live_bots_refuse);
+    tcase_add_test(renamed, test_include_and_report);
+    tcase_add_test(renamed, test_delete_source);
+    tcase_add_test(renamed, test_rollback_mirror);
+    suite_add_tcase(s, renamed);
     return s;
 }
 

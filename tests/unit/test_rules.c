@@ -56,6 +56,52 @@ START_TEST(test_default_rules)
 }
 END_TEST
 
+/* What `tagproxy migrate` reads of botmesh-v1: copy modes, the log and
+ * its items, the signs of a running bot. */
+START_TEST(test_copy_clauses)
+{
+    static const struct { const char *name; enum rules_copy copy; enum rules_live live; } want[] = {
+        { "p:conv:*", RULES_COPY_PLAIN, RULES_LIVE_NONE },
+        { "p:co:rep:*", RULES_COPY_PLAIN, RULES_LIVE_HEARTBEAT },
+        { "msg-log", RULES_COPY_LOG, RULES_LIVE_NONE },
+        { "msg-item", RULES_COPY_ITEM, RULES_LIVE_NONE },
+        { "chat", RULES_COPY_PLAIN, RULES_LIVE_NONE },
+        { "schedule", RULES_COPY_TOKEN, RULES_LIVE_NONE },
+        { "lock-fence", RULES_COPY_GREATER, RULES_LIVE_NONE },
+        { "lock", RULES_COPY_PLAIN, RULES_LIVE_NONE },
+        { "turn", RULES_COPY_NEVER, RULES_LIVE_TICKET },
+        { "leader-term", RULES_COPY_GREATER, RULES_LIVE_NONE },
+    };
+    char err[256] = "";
+    struct rules *r = rules_load_file(DEFAULT_RULES, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    const struct rules_rule *log = NULL, *item = NULL, *turn = NULL;
+    for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+        const struct rules_rule *found = NULL;
+        for (size_t i = 0; i < r->nrule; i++)
+            if (strcmp(r->rule[i].name, want[w].name) == 0)
+                found = &r->rule[i];
+        ck_assert_msg(found != NULL, "%s", want[w].name);
+        ck_assert_int_eq(found->copy, want[w].copy);
+        ck_assert_int_eq(found->live, want[w].live);
+        log = found->copy == RULES_COPY_LOG ? found : log;
+        item = found->copy == RULES_COPY_ITEM ? found : item;
+        turn = found->live == RULES_LIVE_TICKET ? found : turn;
+    }
+    ck_assert_ptr_eq(log->pair, item);
+    ck_assert_ptr_eq(item->pair, log);
+    ck_assert_str_eq(item->cap[item->item_cap].name, "member");
+    ck_assert_str_eq(rules_copy_name(log->copy), "log");
+    const struct rules_capture *part = &turn->cap[turn->ticket_cap];
+    ck_assert_str_eq(part->name, "part");
+    ck_assert_int_eq(part->alt_len[turn->ticket_more], 3);
+    ck_assert(memcmp(part->alt[turn->ticket_more], "tix", 3) == 0);
+    ck_assert_int_eq(part->alt_len[turn->ticket_less], 7);
+    ck_assert(memcmp(part->alt[turn->ticket_less], "serving", 7) == 0);
+    rules_free(r);
+}
+END_TEST
+
 START_TEST(test_syntax_corners)
 {
     char err[256] = "";
@@ -102,7 +148,8 @@ END_TEST
 static const struct { const char *text; const char *msg; } errors[] = {
     { "frob x\n", "t.rules:1: unknown directive \"frob\" (expected rule or keep)" },
     { "Rule a p:x:<id> -> p:{x:<id>}\n", "t.rules:1: unknown directive \"Rule\" (expected rule or keep)" },
-#define USAGE "expected rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER]"
+#define USAGE "expected rule NAME LEGACY -> CLUSTER [index INDEX member MEMBER] [copy MODE] " \
+              "[live SIGN]"
     { "rule a p:x:<id> p:{x:<id>}\n", "t.rules:1: " USAGE },
     { "rule a p:x:<id> ->\n", "t.rules:1: " USAGE },
     { "rule a p:x:<id> => p:{x:<id>}\n", "t.rules:1: " USAGE },
@@ -111,8 +158,51 @@ static const struct { const char *text; const char *msg; } errors[] = {
     { "rule a p:x:<id> -> p:{x:<id>} idx p:{x}:i member <id>\n", "t.rules:1: " USAGE },
     { "rule a p:x:<id> -> p:{x:<id>} index p:{x}:i mbr <id>\n", "t.rules:1: " USAGE },
     { "rule\n", "t.rules:1: " USAGE },
-    { "keep\n", "t.rules:1: expected keep PATTERN" },
-    { "keep p:a:* p:b:*\n", "t.rules:1: expected keep PATTERN" },
+    { "keep\n", "t.rules:1: expected keep PATTERN [live SIGN]" },
+    { "keep p:a:* p:b:*\n", "t.rules:1: expected keep PATTERN [live SIGN]" },
+    { "rule a p:x:<id> -> p:{x:<id>} 1 2 3 4 5 6 7 8 9 10 11 12\n",
+      "t.rules:1: more than 16 words on the line" },
+    /* copy and live */
+#define COPY_USAGE "expected copy plain|greater|token|never|log ITEM|item"
+    { "rule a p:x:<id> -> p:{x:<id>} copy\n", "t.rules:1: " COPY_USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} copy sideways\n", "t.rules:1: " COPY_USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} copy greater copy never\n", "t.rules:1: copy given twice" },
+    { "rule a p:x:<id> -> p:{x:<id>} copy greater index p:{x:<id>}:i member z\n",
+      "t.rules:1: " USAGE },
+    { "rule a p:x:<id> -> p:{x:<id>} copy log\n", "t.rules:1: copy log needs the name of its item rule" },
+    { "keep p:x:* copy plain\n", "t.rules:1: a keep takes no copy mode (its keys are copied as they are)" },
+    { "rule a p:x:<id> -> p:{x:<id>} live\n", "t.rules:1: expected live heartbeat or live ticket A>B" },
+    { "rule a p:x:<id> -> p:{x:<id>} live ticket\n",
+      "t.rules:1: expected live heartbeat or live ticket A>B" },
+    { "rule a p:x:<id> -> p:{x:<id>} live heartbeat live heartbeat\n", "t.rules:1: live given twice" },
+    { "keep p:x:* live ticket a>b\n", "t.rules:1: a keep has no captures: live ticket needs a rule" },
+    { "rule a p:x:<id>:<k=a|b> -> p:{x:<id>}:<k> live ticket a\n",
+      "t.rules:1: expected live ticket A>B (two values of a constrained capture)" },
+    { "rule a p:x:<id>:<k=a|b> -> p:{x:<id>}:<k> live ticket a>\n",
+      "t.rules:1: expected live ticket A>B (two values of a constrained capture)" },
+    { "rule a p:x:<id>:<k=a|b> -> p:{x:<id>}:<k> live ticket a>c\n",
+      "t.rules:1: live ticket a>c: no constrained capture <name=...> of this rule lists both values" },
+    { "rule a p:x:<id>:<k=a|b> -> p:{x:<id>}:<k> live ticket a>a\n",
+      "t.rules:1: live ticket a>a: no constrained capture <name=...> of this rule lists both values" },
+    { "rule l p:l:<c> -> p:{l:<c>}:z copy log it\n",
+      "t.rules:1: copy log it: no rule it with copy item in the file" },
+    { "rule l p:l:<c> -> p:{l:<c>}:z copy log it\nrule it p:i:<c>:<m> -> p:{l:<c>}:i:<m>\n",
+      "t.rules:1: copy log it: no rule it with copy item in the file" },
+    { "keep p:k:*\nrule it p:i:<c>:<m> -> p:{l:<c>}:i:<m> copy item\n",
+      "t.rules:2: rule it is copy item, but no rule's copy log names it" },
+    { "rule l p:l:<c> -> p:{l:<c>}:z copy log it\nrule it p:i:<d>:<m> -> p:{l:<d>}:i:<m> copy item\n",
+      "t.rules:1: copy log it: rule it must have every capture of the log and exactly one more "
+      "(the log's member)" },
+    { "rule l p:l:<c...> -> p:{l:<c...>}:z copy log it\n"
+      "rule it p:i:<c>:<m> -> p:{l:<c>}:i:<m> copy item\n",
+      "t.rules:1: copy log it: rule it must have every capture of the log and exactly one more "
+      "(the log's member)" },
+    { "rule l p:l:<c> -> p:{l:<c>}:z copy log it\nrule it p:i:<c> -> p:{l:<c>}:i copy item\n",
+      "t.rules:1: copy log it: rule it must have every capture of the log and exactly one more "
+      "(the log's member)" },
+    { "rule l p:l:<c> -> p:{l:<c>}:z copy log it\nrule l2 p:l2:<c> -> p:{l2:<c>}:z copy log it\n"
+      "rule it p:i:<c>:<m> -> p:{l:<c>}:i:<m> copy item\n",
+      "t.rules:2: copy log it: rule it is already the items of the log on line 1" },
     { "rule ch@t p:x:<id> -> p:{x:<id>}\n",
       "t.rules:1: bad rule name \"ch@t\" (letters, digits, - _ ., at most 31 bytes)" },
     { "rule a123456789012345678901234567890b p:x:<id> -> p:{x:<id>}\n",
@@ -481,6 +571,7 @@ static Suite *rules_suite(void)
     Suite *s = suite_create("rules");
     TCase *tc = tcase_create("rules");
     tcase_add_test(tc, test_default_rules);
+    tcase_add_test(tc, test_copy_clauses);
     tcase_add_test(tc, test_syntax_corners);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_error_in_a_long_file);
