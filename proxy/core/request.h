@@ -31,6 +31,7 @@
 
 struct client;
 struct command;
+struct merge;
 struct tx_exec;
 struct worker;
 struct evbuffer;
@@ -122,7 +123,7 @@ struct request {
     struct request *parent;
     struct request **parts;
     int nparts, parts_left;
-    enum merge_kind merge;
+    const struct merge *merge;      /* how its parts' replies combine (merge.h) */
     int *positions;                 /* part: indexes of its keys in the parent's */
     int scan_node;                  /* SCAN: the master this step asked */
     long long scan_count;           /* SCAN: its COUNT (10 unless given) */

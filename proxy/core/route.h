@@ -18,33 +18,8 @@
 #define TAGPROXY_ROUTE_H
 
 struct command;
+struct merge;
 struct request;
-
-/* How a parent combines its parts' replies. */
-enum merge_kind {
-    MERGE_NONE = 0,
-    MERGE_MGET,         /* array elements back in the client's key order */
-    MERGE_SUM,          /* integers added (DEL, EXISTS, DBSIZE, ...) */
-    MERGE_ALL_OK,       /* every part must succeed; the first reply is returned */
-    MERGE_CONCAT,       /* arrays concatenated (KEYS) */
-    MERGE_RANDOM,       /* one non-null reply at random (RANDOMKEY) */
-    MERGE_KEYSPACE,     /* INFO: the proxy's sections plus summed keyspaces */
-    MERGE_SCAN,         /* SCAN on one master: its cursor made the proxy's */
-    MERGE_INDEX,        /* KEYS / SCAN read from index sorted sets (index.h) */
-    MERGE_SCRIPT_LOAD,  /* SCRIPT LOAD: the masters agree; the client's body's SHA1 */
-    MERGE_AND,          /* arrays of 0/1 ANDed by position (SCRIPT EXISTS) */
-    MERGE_ANY_OK,       /* +OK if any part said OK, else the parts' error
-                           (SCRIPT KILL, FUNCTION KILL: NOTBUSY) */
-    MERGE_ANY_ONE,      /* :1 if any part answered :1, else the first error, else :0
-                           (CLIENT UNBLOCK) */
-    MERGE_FOUND,        /* the first part's bulk, else the first part's reply
-                           (SCRIPT SHOW: the master that holds the script) */
-    MERGE_UNION,        /* arrays of names, each name once (PUBSUB CHANNELS) */
-    MERGE_NUMSUB,       /* [name, count, ...] counts added (PUBSUB NUMSUB) */
-    MERGE_SLOWLOG,      /* SLOWLOG GET and LEN: the masters' and the proxy's own
-                           (slowlogcmd.h) */
-    MERGE_FAILED        /* a part could not be made: answer out of memory */
-};
 
 enum route_plan {
     ROUTE_FORWARD = 0,      /* by its keys */
@@ -78,7 +53,8 @@ struct route {
     void (*refuse)(struct request *r, const char *why);    /* NULL, or how the family
                                            answers when the router refuses r (EXEC) */
     enum tx_class in_multi;
-    enum merge_kind merge;              /* ROUTE_SPLIT: how the parts' replies combine */
+    const struct merge *merge;          /* ROUTE_SPLIT: how the parts' replies combine
+                                           (merge.h) */
     int step;                           /* ROUTE_SPLIT: arguments per key (MSET: 2) */
     const char *why;                    /* ROUTE_REFUSED: the reason */
     const char *multi_why;              /* TXC_OTHER: why it is refused inside MULTI,

@@ -40,9 +40,9 @@ static const char one_node[] = "this CLUSTER subcommand asks about one node of t
 
 /* The commands the router plans itself, other than by their keys. */
 static const struct route_entry router_routes[] = {
-    SPLIT("mget", MERGE_MGET, 1), SPLIT("mset", MERGE_ALL_OK, 2),
-    SPLIT("del", MERGE_SUM, 1), SPLIT("unlink", MERGE_SUM, 1),
-    SPLIT("exists", MERGE_SUM, 1), SPLIT("touch", MERGE_SUM, 1),
+    SPLIT("mget", &merge_mget, 1), SPLIT("mset", &merge_all_ok, 2),
+    SPLIT("del", &merge_sum, 1), SPLIT("unlink", &merge_sum, 1),
+    SPLIT("exists", &merge_sum, 1), SPLIT("touch", &merge_sum, 1),
     EVERYWHERE("flushall"), EVERYWHERE("flushdb"),
     EVERYWHERE("config|rewrite"), EVERYWHERE("save"),
     EVERYWHERE("bgsave"), EVERYWHERE("bgrewriteaof"),
@@ -688,7 +688,7 @@ static void split_group(const int *slots, int nkeys, int *idx, int *start)
 
 /* r split as sh says: a part per slot of its keys, in the order of each
  * slot's first key, merged by merge; sent whole when they share a slot. */
-static void plan_split_shaped(struct request *r, enum merge_kind merge,
+static void plan_split_shaped(struct request *r, const struct merge *merge,
                               const struct split_shape *sh)
 {
     int nkeys = sh->nkeys, step = sh->step;
@@ -732,13 +732,13 @@ static void plan_split_shaped(struct request *r, enum merge_kind merge,
         sent[s] = 1;
         struct request *part = split_part(r, idx + start[s], start[s + 1] - start[s], sh);
         if (!part) {
-            r->merge = MERGE_FAILED;     /* the parts sent still answer */
+            r->merge = &merge_failed;     /* the parts sent still answer */
             break;
         }
         part->slot = slots[k];
         if (write_wrap && write_wrap(part, r->cmd)) {
             request_free(part);
-            r->merge = MERGE_FAILED;
+            r->merge = &merge_failed;
             break;
         }
         r->parts[r->nparts++] = part;
@@ -757,7 +757,7 @@ out:
 }
 
 /* MGET-style: every argument after the name, step at a time, a key first. */
-static void plan_split(struct request *r, enum merge_kind merge, int step)
+static void plan_split(struct request *r, const struct merge *merge, int step)
 {
     struct split_shape sh;
     if (mset_shape(r, step, &sh) < 0) {
@@ -768,7 +768,7 @@ static void plan_split(struct request *r, enum merge_kind merge, int step)
     plan_split_shaped(r, merge, &sh);
 }
 
-void router_fanout(struct request *parent, enum merge_kind merge, int argc,
+void router_fanout(struct request *parent, const struct merge *merge, int argc,
                    const char *const *argv, const size_t *lens)
 {
     int n = parent->worker->topo->nnodes;
@@ -779,7 +779,7 @@ void router_fanout(struct request *parent, enum merge_kind merge, int argc,
     request_parts_sent(parent);
 }
 
-int router_parts_open(struct request *parent, enum merge_kind merge, int n)
+int router_parts_open(struct request *parent, const struct merge *merge, int n)
 {
     parent->parts = calloc((size_t)(n > 0 ? n : 1), sizeof *parent->parts);
     if (!parent->parts) {
@@ -794,13 +794,13 @@ int router_parts_open(struct request *parent, enum merge_kind merge, int n)
 struct request *router_part_add(struct request *parent, int node, int argc,
                                 const char *const *argv, const size_t *lens)
 {
-    if (parent->merge == MERGE_FAILED)
+    if (parent->merge == &merge_failed)
         return NULL;
     struct request *part = request_new(parent->worker);
     if (!part || request_build(part, argc, argv, lens) < 0) {
         if (part)
             request_free(part);
-        parent->merge = MERGE_FAILED;
+        parent->merge = &merge_failed;
         return NULL;
     }
     part->parent = parent;
@@ -819,7 +819,7 @@ void router_part_send(struct request *parent, int node, int argc, const char *co
         router_send(part);
 }
 
-void router_fanout_own(struct request *r, enum merge_kind merge)
+void router_fanout_own(struct request *r, const struct merge *merge)
 {
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
@@ -842,7 +842,7 @@ void router_plan_dangerous(struct request *r, int everywhere)
         return;
     }
     if (everywhere)
-        router_fanout_own(r, MERGE_ALL_OK);
+        router_fanout_own(r, &merge_all_ok);
     else
         plan_forward(r);
 }
@@ -874,14 +874,14 @@ void router_reject(struct request *r, const char *msg)
 /* ---- commands learned from the cluster (cluster/learned.h) ---- */
 
 /* How the parts' replies of learned c combine, by its response_policy
- * tip; -1 when the proxy has no merge for it. */
-static int learned_merge(const struct command *c)
+ * tip; NULL when the proxy has no merge for it. */
+static const struct merge *learned_merge(const struct command *c)
 {
     if (c->tips & CMD_TIP_RESPONSE_ALL_SUCCEEDED)
-        return MERGE_ALL_OK;
+        return &merge_all_ok;
     if (c->tips & CMD_TIP_RESPONSE_AGG_SUM)
-        return MERGE_SUM;
-    return -1;
+        return &merge_sum;
+    return NULL;
 }
 
 /* Whether a multi_shard command has a shape the proxy splits: one key
@@ -932,11 +932,11 @@ static int learned_fanout(struct request *r)
         struct split_shape sh;
         if (learned_shape(r, &sh) < 0)
             return 0;               /* forwarded whole: its node answers the error */
-        plan_split_shaped(r, (enum merge_kind)learned_merge(c), &sh);
+        plan_split_shaped(r, learned_merge(c), &sh);
         return 1;
     }
     if (c->tips & CMD_TIP_REQUEST_ALL_SHARDS) {
-        router_fanout_own(r, (enum merge_kind)learned_merge(c));
+        router_fanout_own(r, learned_merge(c));
         return 1;
     }
     return 0;
@@ -966,7 +966,7 @@ static const char *learned_refusal(const struct learned_command *l, int nmasters
                            CMD_TIP_UNKNOWN)) ||
                ((c->tips & CMD_TIP_REQUEST_MULTI_SHARD) && !learned_splits(c)) ||
                ((c->tips & (CMD_TIP_REQUEST_MULTI_SHARD | CMD_TIP_REQUEST_ALL_SHARDS)) &&
-                learned_merge(c) < 0)) {
+                !learned_merge(c))) {
         why = "its tips ask for a way of running it over the masters that the proxy does not "
               "run for a command it learned";
     } else {

@@ -118,16 +118,16 @@ int router_listing_pattern(const struct request *r);
 void router_reply_unknown_subcommand(struct request *r);
 
 /* Send r's own bytes to every master, their replies merged by merge. */
-void router_fanout_own(struct request *r, enum merge_kind merge);
+void router_fanout_own(struct request *r, const struct merge *merge);
 
 /* Send a copy of argv to every master as parts of parent, merged by kind. */
-void router_fanout(struct request *parent, enum merge_kind merge, int argc,
+void router_fanout(struct request *parent, const struct merge *merge, int argc,
                    const char *const *argv, const size_t *lens);
 
 /* The same, part by part: room for n parts (-1: parent failed), then each
  * part's command to master `node` of the worker's topology, then
  * request_parts_sent(parent) once all are sent. */
-int router_parts_open(struct request *parent, enum merge_kind merge, int n);
+int router_parts_open(struct request *parent, const struct merge *merge, int n);
 void router_part_send(struct request *parent, int node, int argc, const char *const *argv,
                       const size_t *lens);
 

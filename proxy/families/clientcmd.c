@@ -17,6 +17,7 @@
 #include "proxy/config/snapshot.h"
 #include "proxy/core/client.h"
 #include "proxy/core/proxy.h"
+#include "proxy/core/merge.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
@@ -444,7 +445,29 @@ static void unblock_next(struct unblock *u, int answer)
     evtimer_add(u->step, &tv);
 }
 
-/* An attempt's nodes answered (MERGE_ANY_ONE: :1 when one unblocked it). */
+/* CLIENT UNBLOCK on the nodes a client may be blocked on: one of them
+ * unblocked it, or none could (an error is worth telling only then). */
+static void merge_any_one_run(struct request *p, struct evbuffer *out)
+{
+    struct request *err = merge_first_error(p);
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if (len >= 4 && memcmp(b, ":1\r\n", 4) == 0) {
+            resp_add_integer(out, 1);
+            return;
+        }
+    }
+    if (err)
+        merge_add_part_reply(out, err);
+    else
+        resp_add_integer(out, 0);
+}
+
+static const struct merge merge_any_one = { merge_any_one_run, 1 };
+
+
+/* An attempt's nodes answered (&merge_any_one: :1 when one unblocked it). */
 static void attempt_answered(struct request *q)
 {
     struct unblock *u = q->attempt;
@@ -470,7 +493,7 @@ static void unblock_attempt(struct unblock *u)
         return;
     }
     struct request *q = n > 0 ? request_new(w) : NULL;
-    if (!q || router_parts_open(q, MERGE_ANY_ONE, n) < 0) {
+    if (!q || router_parts_open(q, &merge_any_one, n) < 0) {
         if (q)
             request_free(q);
         unblock_next(u, -1);    /* its node connection's ID not known yet, or no memory */

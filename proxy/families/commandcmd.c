@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "cluster/learned.h"
+#include "proxy/core/merge.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
@@ -200,7 +201,7 @@ static int ask_oldest(struct request *r)
         request_fail(r, REPLY_ERR_OOM);
         return 1;
     }
-    if (router_parts_open(r, MERGE_ALL_OK, 1) == 0) {
+    if (router_parts_open(r, &merge_all_ok, 1) == 0) {
         router_part_send(r, node, r->argc, argv, lens);
         request_parts_sent(r);
     }

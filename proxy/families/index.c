@@ -23,6 +23,9 @@
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
+static merge_fn index_merge;
+static const struct merge merge_index = { index_merge, 0 };
+
 /* ---- the scripts ---- */
 
 static const struct request_hooks write_hooks;
@@ -69,7 +72,6 @@ void index_init(void)
         write3_len = embed_index_write_len;
     script_hash(&script_write3);
     request_family_register(index_listing_free);
-    merge_register(MERGE_INDEX, index_merge);
     router_register_write_wrap(wrap_routed_write);
     rename_cmd = command_lookup("rename", 6);
 }
@@ -516,13 +518,13 @@ static void listing_send(struct request *r, int first, int n, const char *type, 
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
-    r->merge = MERGE_INDEX;
+    r->merge = &merge_index;
     r->listing->first = first;
     r->parts_left = 1;
     for (int i = 0; i < n; i++) {
         struct request *part = read_part(r, first + i, type, tlen);
         if (!part) {
-            r->merge = MERGE_FAILED;
+            r->merge = &merge_failed;
             break;
         }
         r->parts[r->nparts++] = part;
@@ -699,7 +701,8 @@ static long merge_part(struct request *part, const struct index_listing *il, int
     return more < 0 ? -1 : count;
 }
 
-void index_merge(struct request *p, struct evbuffer *out)
+/* The reply of a listing parent whose parts are index reads. */
+static void index_merge(struct request *p, struct evbuffer *out)
 {
     const struct index_listing *il = p->listing;
     struct evbuffer *body = evbuffer_new();
@@ -712,7 +715,7 @@ void index_merge(struct request *p, struct evbuffer *out)
         long n = merge_part(p->parts[k], il, il->first + k, body);
         if (n < 0) {
             evbuffer_free(body);
-            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;
         }
         total += n;

@@ -49,8 +49,8 @@ struct request;
 struct worker;
 
 /* Register the embedded scripts (scripts.h), index_listing_free for the
- * requests that hold a listing (request.h), index_merge (merge.h) and the
- * router's write wrapper (router.h). Once, before the workers start. */
+ * requests that hold a listing (request.h) and the router's write
+ * wrapper (router.h). Once, before the workers start. */
 void index_init(void);
 
 /*
@@ -93,9 +93,6 @@ void index_upkeep_key(struct worker *w, const char *key, size_t len);
  * answers a null array for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP),
  * which the index script turns into a null bulk. */
 int index_answers_null_array(const char *name, size_t len, int argc);
-
-/* The reply of a listing parent whose parts are index reads (merge.c). */
-void index_merge(struct request *p, struct evbuffer *out);
 
 /* Release what a listing hung on r (request_free). */
 void index_listing_free(struct request *r);

@@ -42,6 +42,9 @@
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
+static merge_fn merge_info;
+static const struct merge merge_keyspace = { merge_info, 0 };
+
 /* ---- which sections ---- */
 
 enum section {
@@ -681,7 +684,7 @@ static void info_render(struct request *r, const char *const *texts, int n)
     evbuffer_free(t);
 }
 
-/* The masters' INFO texts (MERGE_INFO), an error's as NULL; the array is
+/* The masters' INFO texts (merge_keyspace's), an error's as NULL; the array is
  * on the heap (one INFO, not a hot path) so no stack is sized by the part
  * count. */
 static void merge_info(struct request *p, struct evbuffer *out)
@@ -707,7 +710,7 @@ static void cmd_info(struct request *r)
     if (sections_wanted(r) & FROM_MASTERS) {
         const char *argv[] = { "INFO", "clients", "persistence", "stats", "keyspace" };
         const size_t lens[] = { 4, 7, 11, 5, 8 };
-        router_fanout(r, MERGE_KEYSPACE, 5, argv, lens);
+        router_fanout(r, &merge_keyspace, 5, argv, lens);
         return;
     }
     info_render(r, NULL, 0);
@@ -725,7 +728,7 @@ static void cmd_resetstat(struct request *r)
     router_plan_dangerous(r, 1);
 }
 
-static void fanout_simple(struct request *r, enum merge_kind merge, const char *cmd,
+static void fanout_simple(struct request *r, const struct merge *merge, const char *cmd,
                           const char *arg)
 {
     const char *argv[2] = { cmd, arg };
@@ -735,12 +738,12 @@ static void fanout_simple(struct request *r, enum merge_kind merge, const char *
 
 static void cmd_dbsize(struct request *r)
 {
-    fanout_simple(r, MERGE_SUM, "DBSIZE", NULL);
+    fanout_simple(r, &merge_sum, "DBSIZE", NULL);
 }
 
 static void cmd_randomkey(struct request *r)
 {
-    fanout_simple(r, MERGE_RANDOM, "RANDOMKEY", NULL);
+    fanout_simple(r, &merge_random, "RANDOMKEY", NULL);
 }
 
 /* ---- routes ---- */
@@ -755,5 +758,4 @@ static const struct route_entry info_routes[] = {
 void info_register(void)
 {
     route_register(info_routes, (int)(sizeof info_routes / sizeof info_routes[0]));
-    merge_register(MERGE_KEYSPACE, merge_info);
 }

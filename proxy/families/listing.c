@@ -20,6 +20,9 @@
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
 
+static merge_fn merge_scan_run;
+static const struct merge merge_scan = { merge_scan_run, 0 };
+
 #define PATTERN_FIXED 512
 
 /* ---- the pattern sent to the masters ---- */
@@ -150,7 +153,7 @@ void listing_keys(struct request *r)
     }
     const char *argv[2] = { "KEYS", send };
     size_t lens[2] = { 4, sendlen };
-    router_fanout(r, MERGE_CONCAT, 2, argv, lens);
+    router_fanout(r, &merge_concat, 2, argv, lens);
     free(heap);
 }
 
@@ -273,7 +276,7 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
         argv[match_arg] = match;
         lens[match_arg] = match_len;
     }
-    if (router_parts_open(r, MERGE_SCAN, 1) == 0) {
+    if (router_parts_open(r, &merge_scan, 1) == 0) {
         r->scan_node = node;
         r->scan_count = scan_count_of(r);
         struct request *part = router_part_add(r, node, r->argc, argv, lens);
@@ -287,13 +290,13 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
 }
 
 /* The master's [cursor, keys] with the proxy's cursor in its place. */
-static void merge_scan(struct request *p, struct evbuffer *out)
+static void merge_scan_run(struct request *p, struct evbuffer *out)
 {
     const char *elems[2];
     size_t lens[2], len;
     const char *b = merge_part_bytes(p->parts[0], &len);
     if (merge_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
-        resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+        resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }
     const char *digits = memchr(elems[0], '\n', lens[0]);
@@ -457,7 +460,7 @@ static int remap_listing(const struct request *p, const struct layout *l, const 
 {
     size_t off = 0, plen = 0;
     const char *pattern = client_pattern(p, &plen);
-    bool scan = p->merge == MERGE_SCAN;
+    bool scan = p->merge == &merge_scan;
     const char *cursor = NULL;
     size_t clen = 0;
     if (scan && (next_array(buf, len, &off) != 2 || next_bulk(buf, len, &off, &cursor, &clen) < 0))
@@ -526,9 +529,9 @@ void listing_after_merge(struct request *p, struct evbuffer *out)
     if (!l || !p->cmd)
         return;
     const char *name = p->cmd->name;
-    bool keys = p->merge == MERGE_CONCAT && strcmp(name, "keys") == 0;
-    bool scan = p->merge == MERGE_SCAN && strcmp(name, "scan") == 0;
-    bool random = p->merge == MERGE_RANDOM && strcmp(name, "randomkey") == 0;
+    bool keys = p->merge == &merge_concat && strcmp(name, "keys") == 0;
+    bool scan = p->merge == &merge_scan && strcmp(name, "scan") == 0;
+    bool random = p->merge == &merge_random && strcmp(name, "randomkey") == 0;
     size_t len = evbuffer_get_length(out);
     if ((!keys && !scan && !random) || len == 0)
         return;
@@ -555,6 +558,5 @@ static const struct route_entry listing_routes[] = {
 void listing_register(void)
 {
     route_register(listing_routes, (int)(sizeof listing_routes / sizeof listing_routes[0]));
-    merge_register(MERGE_SCAN, merge_scan);
     merge_register_after(listing_after_merge);
 }

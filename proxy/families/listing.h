@@ -2,9 +2,9 @@
  * listing: KEYS, SCAN and RANDOMKEY, the commands whose replies are key
  * names, over every master of the cluster.
  *
- *   KEYS pattern         every master, replies concatenated (MERGE_CONCAT)
- *   SCAN cursor [...]    one master per call (router_scan, MERGE_SCAN)
- *   RANDOMKEY            every master, one non-null reply (MERGE_RANDOM)
+ *   KEYS pattern         every master, replies concatenated (merge_concat)
+ *   SCAN cursor [...]    one master per call (router_scan, merge_scan)
+ *   RANDOMKEY            every master, one non-null reply (merge_random)
  *
  * Without a key layout the masters' replies pass as they are. With one
  * (worker_layout()), the client's pattern is about legacy names, which the

@@ -14,6 +14,7 @@
 #include "cluster/backoff.h"
 #include "cluster/slot.h"
 #include "proxy/core/client.h"
+#include "proxy/core/merge.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
@@ -1169,24 +1170,133 @@ static void cmd_sunsubscribe(struct request *r, struct pubsub *ps)
     shard_unsubscribe_marked(ps, r);
 }
 
-/* PUBSUB subcommands: every master knows only its own subscribers, so ask
- * them all and merge. */
-static void cmd_pubsub_info(struct request *r)
+struct elem {
+    const char *p;
+    size_t len;
+};
+
+static int elem_cmp(const void *a, const void *b)
 {
-    const char *sub = r->cmd->name;
-    enum merge_kind merge;
-    if (strcmp(sub, "channels") == 0 || strcmp(sub, "shardchannels") == 0)
-        merge = MERGE_UNION;
-    else if (strcmp(sub, "numsub") == 0 || strcmp(sub, "shardnumsub") == 0)
-        merge = MERGE_NUMSUB;
-    else if (strcmp(sub, "numpat") == 0)
-        merge = MERGE_SUM;
-    else {
-        r->slot = SLOT_NONE;    /* HELP: any master */
-        router_send(r);
+    const struct elem *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->p, y->p, x->len);
+}
+
+/* Every part's array elements, each distinct one once (sorted: the order of
+ * a node's answer is its dict's, which no client can rely on). */
+static void merge_union_run(struct request *p, struct evbuffer *out)
+{
+    long total = 0, n;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if ((n = merge_array_elements(b, len, NULL, NULL, -1)) < 0) {
+            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+            return;
+        }
+        total += n;
+    }
+    struct elem *all = malloc(sizeof *all * (size_t)(total ? total : 1));
+    const char **pe = malloc(sizeof *pe * (size_t)(total ? total : 1));
+    size_t *pl = malloc(sizeof *pl * (size_t)(total ? total : 1));
+    long k = 0, uniq = 0;
+    if (!all || !pe || !pl) {
+        resp_add_error(out, REPLY_ERR_OOM);
+        goto out;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        n = merge_array_elements(b, len, pe, pl, -1);
+        for (long j = 0; j < n; j++, k++) {
+            all[k].p = pe[j];
+            all[k].len = pl[j];
+        }
+    }
+    qsort(all, (size_t)k, sizeof *all, elem_cmp);
+    for (long j = 0; j < k; j++)
+        if (j == 0 || elem_cmp(&all[j], &all[j - 1]) != 0)
+            all[uniq++] = all[j];
+    resp_add_array(out, uniq);
+    for (long j = 0; j < uniq; j++)
+        evbuffer_add(out, all[j].p, all[j].len);
+out:
+    free(all);
+    free(pe);
+    free(pl);
+}
+
+/* [name, count, name, count, ...] from every part, in the same order: the
+ * first part's names with every part's counts added. */
+static void merge_numsub_run(struct request *p, struct evbuffer *out)
+{
+    size_t len0;
+    const char *b0 = merge_part_bytes(p->parts[0], &len0);
+    long n = merge_array_elements(b0, len0, NULL, NULL, -1);
+    if (n < 0 || n % 2) {
+        resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }
-    router_fanout_own(r, merge);
+    const char **pe = n > 0 ? malloc(sizeof *pe * (size_t)n) : NULL;
+    size_t *pl = n > 0 ? malloc(sizeof *pl * (size_t)n) : NULL;
+    long long *sums = n > 0 ? calloc((size_t)n, sizeof *sums) : NULL;
+    if (n > 0 && (!pe || !pl || !sums)) {
+        resp_add_error(out, REPLY_ERR_OOM);
+        goto out;
+    }
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if (merge_array_elements(b, len, pe, pl, n) != n) {
+            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+            goto out;
+        }
+        for (long j = 1; j < n; j += 2) {
+            if (pe[j][0] != ':') {
+                resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+                goto out;
+            }
+            sums[j] += strtoll(pe[j] + 1, NULL, 10);
+        }
+    }
+    merge_array_elements(b0, len0, pe, pl, n);
+    resp_add_array(out, n);
+    for (long j = 0; j < n; j += 2) {
+        evbuffer_add(out, pe[j], pl[j]);
+        resp_add_integer(out, sums[j + 1]);
+    }
+out:
+    free(pe);
+    free(pl);
+    free(sums);
+}
+
+static const struct merge merge_union = { merge_union_run, 0 };
+static const struct merge merge_numsub = { merge_numsub_run, 0 };
+
+/* PUBSUB's counting subcommands: every master knows only its own
+ * subscribers, so each asks them all and merges. */
+static void run_pubsub_channels(struct request *r)
+{
+    router_fanout_own(r, &merge_union);
+}
+
+static void run_pubsub_numsub(struct request *r)
+{
+    router_fanout_own(r, &merge_numsub);
+}
+
+static void run_pubsub_numpat(struct request *r)
+{
+    router_fanout_own(r, &merge_sum);
+}
+
+/* PUBSUB HELP, and a subcommand the proxy does not know: any master. */
+static void run_pubsub_other(struct request *r)
+{
+    r->slot = SLOT_NONE;
+    router_send(r);
 }
 
 static void run_spublish(struct request *r)
@@ -1378,7 +1488,12 @@ static const struct route_entry pubsub_routes[] = {
     PUBSUB("punsubscribe", run_punsubscribe, TXC_OTHER),
     PUBSUB("ssubscribe", run_ssubscribe, TXC_OTHER),
     PUBSUB("sunsubscribe", run_sunsubscribe, TXC_OTHER),
-    PUBSUB("pubsub|*", cmd_pubsub_info, TXC_OTHER),
+    PUBSUB("pubsub|channels", run_pubsub_channels, TXC_OTHER),
+    PUBSUB("pubsub|shardchannels", run_pubsub_channels, TXC_OTHER),
+    PUBSUB("pubsub|numsub", run_pubsub_numsub, TXC_OTHER),
+    PUBSUB("pubsub|shardnumsub", run_pubsub_numsub, TXC_OTHER),
+    PUBSUB("pubsub|numpat", run_pubsub_numpat, TXC_OTHER),
+    PUBSUB("pubsub|*", run_pubsub_other, TXC_OTHER),
     /* to its channel's slot, as a node queues it */
     PUBSUB("spublish", run_spublish, TXC_FORWARD),
 };

@@ -10,6 +10,7 @@
 #include "lib/base/log.h"
 #include "cluster/node.h"
 #include "cluster/slot.h"
+#include "proxy/core/merge.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
@@ -107,6 +108,119 @@ static void plan_evalsha(struct request *r)
     send_script(r);
 }
 
+/* SCRIPT LOAD: every master answered the same SHA (the script's, or under
+ * script-map its replacement's); the client gets its own body's SHA1, as
+ * one server would answer it. */
+static void merge_script_load_run(struct request *p, struct evbuffer *out)
+{
+    size_t first_len, len;
+    if (p->nparts == 0) {
+        resp_add_error(out, REPLY_ERR_NO_MASTER);
+        return;
+    }
+    const char *first = merge_part_bytes(p->parts[0], &first_len);
+    for (int i = 1; i < p->nparts; i++) {
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if (len != first_len || memcmp(b, first, len) != 0) {
+            resp_add_error(out, "ERR the cluster's masters answered SCRIPT LOAD with different SHA1s");
+            return;
+        }
+    }
+    if (first_len == 0 || first[0] != '$' || p->argc < 3) {
+        resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+        return;
+    }
+    char sha[SCRIPTS_SHA_HEX];
+    size_t blen;
+    const char *body = request_arg(p, 2, &blen);
+    scripts_sha1_hex(body, blen, sha);
+    resp_add_bulk_str(out, sha);
+}
+
+/* SCRIPT EXISTS: 1 at a position only where every master has the script. */
+static void merge_and_run(struct request *p, struct evbuffer *out)
+{
+    size_t len;
+    if (p->nparts == 0) {
+        resp_add_error(out, REPLY_ERR_NO_MASTER);
+        return;
+    }
+    const char *b = merge_part_bytes(p->parts[0], &len);
+    long n = merge_array_elements(b, len, NULL, NULL, -1);
+    if (n < 0) {
+        resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+        return;
+    }
+    size_t cap = n > 0 ? (size_t)n : 1;
+    char *all = malloc(cap);
+    const char **elems = malloc(sizeof *elems * cap);
+    size_t *lens = malloc(sizeof *lens * cap);
+    if (!all || !elems || !lens) {
+        free(all);
+        free(elems);
+        free(lens);
+        resp_add_error(out, REPLY_ERR_OOM);
+        return;
+    }
+    memset(all, 1, cap);
+    for (int i = 0; i < p->nparts; i++) {
+        b = merge_part_bytes(p->parts[i], &len);
+        if (merge_array_elements(b, len, elems, lens, n) != n)
+            goto bad;
+        for (long k = 0; k < n; k++) {
+            if (lens[k] < 4 || elems[k][0] != ':')
+                goto bad;
+            if (elems[k][1] == '0')
+                all[k] = 0;
+        }
+    }
+    resp_add_array(out, n);
+    for (long k = 0; k < n; k++)
+        resp_add_integer(out, all[k]);
+    free(all);
+    free(elems);
+    free(lens);
+    return;
+bad:
+    free(all);
+    free(elems);
+    free(lens);
+    resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
+}
+
+/* SCRIPT KILL, FUNCTION KILL: a script runs on at most the masters that
+ * say OK; when none does, the first error other than NOTBUSY, else NOTBUSY. */
+static int part_is_notbusy(struct request *part)
+{
+    size_t len;
+    const char *b = merge_part_bytes(part, &len);
+    return len >= 8 && memcmp(b, "-NOTBUSY", 8) == 0;
+}
+
+static void merge_any_ok_run(struct request *p, struct evbuffer *out)
+{
+    struct request *pick = NULL;
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if (len > 0 && b[0] == '+') {
+            resp_add_simple(out, "OK");
+            return;
+        }
+        if (!pick || (part_is_notbusy(pick) && !part_is_notbusy(p->parts[i])))
+            pick = p->parts[i];
+    }
+    if (!pick || evbuffer_get_length(request_reply_buffer(pick)) == 0)
+        resp_add_error(out, REPLY_ERR_NO_REPLY);
+    else
+        evbuffer_add_buffer(out, request_reply_buffer(pick));
+}
+
+static const struct merge merge_script_load = { merge_script_load_run, 0 };
+static const struct merge merge_and = { merge_and_run, 0 };
+static const struct merge merge_any_ok = { merge_any_ok_run, 1 };
+
+
 /* ---- SCRIPT ---- */
 
 static void plan_script_load(struct request *r)
@@ -124,7 +238,7 @@ static void plan_script_load(struct request *r)
     } else {
         scripts_remember(argv[2], lens[2], sha);
     }
-    router_fanout(r, MERGE_SCRIPT_LOAD, r->argc, argv, lens);
+    router_fanout(r, &merge_script_load, r->argc, argv, lens);
 }
 
 /* SHAs of script-map'd legacy scripts are asked as their replacements. */
@@ -146,7 +260,7 @@ static void plan_script_exists(struct request *r)
             lens[i] = SCRIPTS_SHA_HEX - 1;
         }
     }
-    router_fanout(r, MERGE_AND, r->argc, argv, lens);
+    router_fanout(r, &merge_and, r->argc, argv, lens);
     free(argv);
 }
 
@@ -160,7 +274,7 @@ static void plan_script_flush(struct request *r)
     if (r->argc == 2 || (mode && ((len == 5 && strncasecmp(mode, "async", 5) == 0) ||
                                   (len == 4 && strncasecmp(mode, "sync", 4) == 0))))
         scripts_forget();
-    router_fanout_own(r, MERGE_ALL_OK);
+    router_fanout_own(r, &merge_all_ok);
 }
 
 /* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
@@ -202,7 +316,7 @@ static void plan_kill(struct request *r)
     size_t lens[2];
     for (int i = 0; i < 2; i++)
         argv[i] = request_arg(r, i, &lens[i]);
-    if (router_parts_open(r, MERGE_ANY_OK, n) < 0)
+    if (router_parts_open(r, &merge_any_ok, n) < 0)
         return;
     for (int i = 0; i < n; i++) {
         struct request *part = router_part_add(r, i, 2, argv, lens);
@@ -223,7 +337,7 @@ static void plan_refuse_debug(struct request *r)
 
 static void plan_everywhere_ok(struct request *r)
 {
-    router_fanout_own(r, MERGE_ALL_OK);
+    router_fanout_own(r, &merge_all_ok);
 }
 
 /* SCRIPT SHOW sha (Valkey 8): the body the proxy knows, else the one of a
@@ -235,7 +349,7 @@ static void plan_script_show(struct request *r)
     char sha[SCRIPTS_SHA_HEX];
     char *body = scripts_sha_parse(arg, len, sha) == 0 ? scripts_body_copy(sha, &body_len) : NULL;
     if (!body) {
-        router_fanout_own(r, MERGE_FOUND);
+        router_fanout_own(r, &merge_found);
         return;
     }
     resp_add_bulk(request_out(r), body, body_len);

@@ -19,6 +19,9 @@
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
+static merge_fn merge_slowlog_run;
+static const struct merge merge_slowlog = { merge_slowlog_run, 0 };
+
 #define SLOWLOG_GET_DEFAULT 10
 #define SLOWLOG_FIELDS_MAX 16     /* an entry's, read for its time */
 
@@ -130,7 +133,7 @@ static void merge_get(struct request *p, struct evbuffer *out, long long want)
                                           NULL, -1);
         if (count < 0) {
             slowlog_copy_free(&own);
-            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;
         }
         total += count;
@@ -173,7 +176,7 @@ static void merge_len(struct request *p, struct evbuffer *out)
         char head[32] = "";
         evbuffer_copyout(b, head, sizeof head - 1);
         if (head[0] != ':') {
-            resp_add_error(out, "ERR a cluster node sent a reply the proxy could not merge");
+            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;
         }
         sum += strtoll(head + 1, NULL, 10);
@@ -181,7 +184,7 @@ static void merge_len(struct request *p, struct evbuffer *out)
     resp_add_integer(out, sum);
 }
 
-static void merge_slowlog(struct request *p, struct evbuffer *out)
+static void merge_slowlog_run(struct request *p, struct evbuffer *out)
 {
     long long want;
     if (strcmp(p->cmd->fullname, "slowlog|len") == 0) {
@@ -208,7 +211,7 @@ static void cmd_read(struct request *r)
     snprintf(arg, sizeof arg, "%lld", get ? count : 0);
     const char *argv[] = { "SLOWLOG", get ? "GET" : "LEN", arg };
     const size_t lens[] = { 7, 3, strlen(arg) };
-    router_fanout(r, MERGE_SLOWLOG, get ? 3 : 2, argv, lens);
+    router_fanout(r, &merge_slowlog, get ? 3 : 2, argv, lens);
 }
 
 /* SLOWLOG RESET: the proxy's log and every master's. */
@@ -229,5 +232,4 @@ void slowlogcmd_register(void)
 {
     route_register(slowlogcmd_routes,
                    (int)(sizeof slowlogcmd_routes / sizeof slowlogcmd_routes[0]));
-    merge_register(MERGE_SLOWLOG, merge_slowlog);
 }

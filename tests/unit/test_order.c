@@ -358,23 +358,23 @@ END_TEST
  */
 static const struct parent_case {
     const char *name;
-    enum merge_kind merge;
+    const struct merge *merge;
     int argc;                   /* the parent's command: MGET/DEL k0 .. */
     int positions[3][3];        /* part p's keys' indexes, -1 ended */
     const char *reply[3];
     const char *fail[3];        /* request_fail() message instead of reply */
     const char *want;
 } parent_cases[] = {
-    { "sum", MERGE_SUM, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
+    { "sum", &merge_sum, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
       { ":3\r\n", ":0\r\n", ":39\r\n" }, { NULL, NULL, NULL }, ":42\r\n" },
-    { "mget", MERGE_MGET, 6, { { 0, 3, -1 }, { 1, -1 }, { 2, 4, -1 } },
+    { "mget", &merge_mget, 6, { { 0, 3, -1 }, { 1, -1 }, { 2, 4, -1 } },
       { "*2\r\n$2\r\nv0\r\n$-1\r\n", "*1\r\n$2\r\nv1\r\n", "*2\r\n$2\r\nv2\r\n$3\r\nv\r\n\r\n" },
       { NULL, NULL, NULL },
       "*5\r\n$2\r\nv0\r\n$2\r\nv1\r\n$2\r\nv2\r\n$-1\r\n$3\r\nv\r\n\r\n" },
-    { "sum, a part fails", MERGE_SUM, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
+    { "sum, a part fails", &merge_sum, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
       { ":1\r\n", NULL, ":1\r\n" }, { NULL, "ERR boom", NULL }, "-ERR boom\r\n" },
     /* whichever finishes first, the first part's error is the answer */
-    { "mget, two parts fail", MERGE_MGET, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
+    { "mget, two parts fail", &merge_mget, 4, { { 0, -1 }, { 1, -1 }, { 2, -1 } },
       { "*1\r\n$1\r\na\r\n", "-ERR first\r\n", NULL }, { NULL, NULL, "ERR second" },
       "-ERR first\r\n" },
 };
