@@ -13,13 +13,6 @@
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
 
-static merge_fn *after_merge;
-
-void merge_register_after(merge_fn *fn)
-{
-    after_merge = fn;
-}
-
 /* A part's whole reply as contiguous bytes. */
 const char *merge_part_bytes(struct request *part, size_t *len)
 {
@@ -220,6 +213,4 @@ void merge_replies(struct request *p)
         return;
     }
     m->run(p, out);
-    if (after_merge && !m->sees_errors)
-        after_merge(p, out);        /* key names back to legacy ones (listing.h) */
 }

@@ -39,10 +39,6 @@ extern const struct merge merge_failed; /* a part could not be made: out of memo
 
 void merge_replies(struct request *parent);
 
-/* What runs after every merge that did not fail (listing.h maps key names
- * back). Before any worker starts. */
-void merge_register_after(merge_fn *fn);
-
 /* The first part of p whose reply is an error (or is missing), or NULL. */
 struct request *merge_first_error(struct request *p);
 

@@ -1,6 +1,6 @@
 /*
- * info: INFO as one redis-server 7.0 writes it, DBSIZE and RANDOMKEY
- * answered by asking every master, and CONFIG RESETSTAT. See info.h.
+ * info: INFO as one redis-server 7.0 writes it, DBSIZE answered by
+ * asking every master, and CONFIG RESETSTAT. See info.h.
  *
  * The proxy is the server its clients see: the server, clients, memory,
  * replication (a master without replicas), CPU, commandstats, errorstats,
@@ -728,29 +728,17 @@ static void cmd_resetstat(struct request *r)
     router_plan_dangerous(r, 1);
 }
 
-static void fanout_simple(struct request *r, const struct merge *merge, const char *cmd,
-                          const char *arg)
-{
-    const char *argv[2] = { cmd, arg };
-    size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
-    router_fanout(r, merge, arg ? 2 : 1, argv, lens);
-}
-
 static void cmd_dbsize(struct request *r)
 {
-    fanout_simple(r, &merge_sum, "DBSIZE", NULL);
-}
-
-static void cmd_randomkey(struct request *r)
-{
-    fanout_simple(r, &merge_random, "RANDOMKEY", NULL);
+    const char *argv[1] = { "DBSIZE" };
+    size_t lens[1] = { 6 };
+    router_fanout(r, &merge_sum, 1, argv, lens);
 }
 
 /* ---- routes ---- */
 
 static const struct route_entry info_routes[] = {
     ROUTE_ASKING("info", cmd_info), ROUTE_ASKING("dbsize", cmd_dbsize),
-    ROUTE_ASKING("randomkey", cmd_randomkey),
     { "config|resetstat", { .plan = ROUTE_FAMILY, .run = cmd_resetstat, .in_multi = TXC_OTHER,
                             .keyless = 1 } },
 };

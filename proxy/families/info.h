@@ -1,12 +1,11 @@
 /*
  * info: INFO (the proxy's sections; the keyspace summed from every
- * master's), DBSIZE (summed) and RANDOMKEY (one master's, at random).
+ * master's) and DBSIZE (summed). RANDOMKEY is listing.h's.
  */
 #ifndef TAGPROXY_INFO_H
 #define TAGPROXY_INFO_H
 
-/* Register INFO, DBSIZE and RANDOMKEY (route.h: they ask the masters)
- * and INFO's merge of the masters' keyspaces (merge.h). */
+/* Register INFO and DBSIZE (route.h: they ask the masters). */
 void info_register(void);
 
 #endif

@@ -20,8 +20,12 @@
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
 
-static merge_fn merge_scan_run;
+/* KEYS's, SCAN's and RANDOMKEY's: the core's merge (SCAN's own), then the
+ * names mapped back (remap_names). */
+static merge_fn merge_keys_run, merge_scan_run, merge_randomkey_run;
+static const struct merge merge_keys = { merge_keys_run, 0 };
 static const struct merge merge_scan = { merge_scan_run, 0 };
+static const struct merge merge_randomkey = { merge_randomkey_run, 0 };
 
 #define PATTERN_FIXED 512
 
@@ -153,7 +157,7 @@ void listing_keys(struct request *r)
     }
     const char *argv[2] = { "KEYS", send };
     size_t lens[2] = { 4, sendlen };
-    router_fanout(r, &merge_concat, 2, argv, lens);
+    router_fanout(r, &merge_keys, 2, argv, lens);
     free(heap);
 }
 
@@ -290,7 +294,7 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
 }
 
 /* The master's [cursor, keys] with the proxy's cursor in its place. */
-static void merge_scan_run(struct request *p, struct evbuffer *out)
+static void scan_cursor_merge(struct request *p, struct evbuffer *out)
 {
     const char *elems[2];
     size_t lens[2], len;
@@ -456,11 +460,10 @@ static const char *client_pattern(const struct request *p, size_t *len)
 
 /* KEYS: *n then n names. SCAN: *2, the cursor, *n then n names. */
 static int remap_listing(const struct request *p, const struct layout *l, const char *buf,
-                         size_t len, struct evbuffer *out)
+                         size_t len, bool scan, struct evbuffer *out)
 {
     size_t off = 0, plen = 0;
     const char *pattern = client_pattern(p, &plen);
-    bool scan = p->merge == &merge_scan;
     const char *cursor = NULL;
     size_t clen = 0;
     if (scan && (next_array(buf, len, &off) != 2 || next_bulk(buf, len, &off, &cursor, &clen) < 0))
@@ -523,24 +526,23 @@ static int remap_random(struct request *p, const struct layout *l, const char *b
     return rewrite_key_add(out, l, key, klen);
 }
 
-void listing_after_merge(struct request *p, struct evbuffer *out)
+enum listed { LISTED_KEYS, LISTED_SCAN, LISTED_RANDOM };
+
+/* With a key layout, out (the merged reply of a KEYS, SCAN or RANDOMKEY
+ * parent) replaced by the same reply with names mapped back, the layout's
+ * own keys left out and the client's pattern applied. */
+static void remap_names(struct request *p, struct evbuffer *out, enum listed what)
 {
     const struct layout *l = worker_layout(p->worker);
-    if (!l || !p->cmd)
-        return;
-    const char *name = p->cmd->name;
-    bool keys = p->merge == &merge_concat && strcmp(name, "keys") == 0;
-    bool scan = p->merge == &merge_scan && strcmp(name, "scan") == 0;
-    bool random = p->merge == &merge_random && strcmp(name, "randomkey") == 0;
     size_t len = evbuffer_get_length(out);
-    if ((!keys && !scan && !random) || len == 0)
+    if (!l || len == 0)
         return;
     const char *buf = (const char *)evbuffer_pullup(out, -1);
     if (buf[0] == '-')          /* an error: as it is */
         return;
     struct evbuffer *mapped = evbuffer_new();
-    int rc = !mapped ? -1 : random ? remap_random(p, l, buf, len, mapped)
-                                   : remap_listing(p, l, buf, len, mapped);
+    int rc = !mapped ? -1 : what == LISTED_RANDOM ? remap_random(p, l, buf, len, mapped)
+             : remap_listing(p, l, buf, len, what == LISTED_SCAN, mapped);
     evbuffer_drain(out, len);
     if (rc < 0)
         resp_add_error(out, "ERR a cluster node sent a reply the proxy could not map back "
@@ -551,12 +553,38 @@ void listing_after_merge(struct request *p, struct evbuffer *out)
         evbuffer_free(mapped);
 }
 
+static void merge_keys_run(struct request *p, struct evbuffer *out)
+{
+    merge_concat.run(p, out);
+    remap_names(p, out, LISTED_KEYS);
+}
+
+static void merge_scan_run(struct request *p, struct evbuffer *out)
+{
+    scan_cursor_merge(p, out);
+    remap_names(p, out, LISTED_SCAN);
+}
+
+static void merge_randomkey_run(struct request *p, struct evbuffer *out)
+{
+    merge_random.run(p, out);
+    remap_names(p, out, LISTED_RANDOM);
+}
+
+/* RANDOMKEY: every master's pick, one of them. */
+static void listing_randomkey(struct request *r)
+{
+    const char *argv[1] = { "RANDOMKEY" };
+    size_t lens[1] = { 9 };
+    router_fanout(r, &merge_randomkey, 1, argv, lens);
+}
+
 static const struct route_entry listing_routes[] = {
     ROUTE_ASKING("scan", listing_scan), ROUTE_ASKING("keys", listing_keys),
+    ROUTE_ASKING("randomkey", listing_randomkey),
 };
 
 void listing_register(void)
 {
     route_register(listing_routes, (int)(sizeof listing_routes / sizeof listing_routes[0]));
-    merge_register_after(listing_after_merge);
 }

@@ -2,9 +2,9 @@
  * listing: KEYS, SCAN and RANDOMKEY, the commands whose replies are key
  * names, over every master of the cluster.
  *
- *   KEYS pattern         every master, replies concatenated (merge_concat)
- *   SCAN cursor [...]    one master per call (router_scan, merge_scan)
- *   RANDOMKEY            every master, one non-null reply (merge_random)
+ *   KEYS pattern         every master, replies concatenated (merge_keys)
+ *   SCAN cursor [...]    one master per call (merge_scan)
+ *   RANDOMKEY            every master, one non-null reply (merge_randomkey)
  *
  * Without a key layout the masters' replies pass as they are. With one
  * (worker_layout()), the client's pattern is about legacy names, which the
@@ -53,16 +53,9 @@ void listing_scan(struct request *r);
 const char *listing_node_pattern(const struct layout *l, const char *pat, size_t len,
                                  char *buf, size_t cap, size_t *outlen);
 
-/*
- * After merge.c merged the replies of a KEYS, SCAN or RANDOMKEY parent into
- * out: with a key layout, replace out by the same reply with names mapped
- * back, the layout's own keys left out and the client's pattern applied.
- * Does nothing for other parents or without a layout.
- */
-void listing_after_merge(struct request *p, struct evbuffer *out);
-
-/* Register SCAN and KEYS with their handlers (route.h: they ask the
- * masters), and listing_after_merge after every merge (merge.h). */
+/* Register SCAN, KEYS and RANDOMKEY with their handlers (route.h: they ask
+ * the masters). Their merges map the names back with a key layout: the
+ * layout's own keys left out and the client's pattern applied. */
 void listing_register(void);
 
 #endif
