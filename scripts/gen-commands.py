@@ -25,6 +25,12 @@ sorted_docs), so the output is the same on every run.
 
 Anything it does not recognise (a new flag, tip, key spec type) is an error,
 so a new Redis version cannot silently produce a table the proxy misreads.
+
+Each entry also carries the facts the proxy needs that COMMAND does not
+give (PROXY_FACTS below: which commands run scripts, where a blocking
+command's timeout is, which replies hold key names, ...), so no code of the
+proxy's compares command names to find them; a blocking command without a
+timeout fact is an error.
 Standard library only.
 """
 
@@ -271,6 +277,32 @@ TIPS = {
     "response_policy:special": "CMD_TIP_RESPONSE_SPECIAL",
 }
 
+# Facts of the proxy's own about commands (lib/proto/command.h, CMDP_*).
+PROXY_FACTS = {
+    "eval": ["CMDP_SCRIPT"],
+    "evalsha": ["CMDP_SCRIPT", "CMDP_SCRIPT_SHA"],
+    "fcall": ["CMDP_SCRIPT"],
+    "eval_ro": ["CMDP_SCRIPT_RO"],
+    "evalsha_ro": ["CMDP_SCRIPT_RO", "CMDP_SCRIPT_SHA"],
+    "fcall_ro": ["CMDP_SCRIPT_RO"],
+    "lpop": ["CMDP_NULL_ARRAY_COUNTED"],
+    "rpop": ["CMDP_NULL_ARRAY_COUNTED"],
+    "lmpop": ["CMDP_NULL_ARRAY", "CMDP_REPLY_KEY_FIRST"],
+    "zmpop": ["CMDP_NULL_ARRAY", "CMDP_REPLY_KEY_FIRST"],
+    "blpop": ["CMDP_TIMEOUT_LAST", "CMDP_REPLY_KEY_FIRST"],
+    "brpop": ["CMDP_TIMEOUT_LAST", "CMDP_REPLY_KEY_FIRST"],
+    "bzpopmin": ["CMDP_TIMEOUT_LAST", "CMDP_REPLY_KEY_FIRST"],
+    "bzpopmax": ["CMDP_TIMEOUT_LAST", "CMDP_REPLY_KEY_FIRST"],
+    "brpoplpush": ["CMDP_TIMEOUT_LAST"],
+    "blmove": ["CMDP_TIMEOUT_LAST"],
+    "blmpop": ["CMDP_TIMEOUT_FIRST", "CMDP_REPLY_KEY_FIRST"],
+    "bzmpop": ["CMDP_TIMEOUT_FIRST", "CMDP_REPLY_KEY_FIRST"],
+    "xread": ["CMDP_TIMEOUT_BLOCK", "CMDP_REPLY_KEY_EACH_FIRST"],
+    "xreadgroup": ["CMDP_TIMEOUT_BLOCK", "CMDP_REPLY_KEY_EACH_FIRST"],
+}
+
+TIMEOUT_FACTS = ("CMDP_TIMEOUT_LAST", "CMDP_TIMEOUT_FIRST", "CMDP_TIMEOUT_BLOCK")
+
 
 def pairs(node):
     """A RESP2 map (flat array k1 v1 k2 v2 ...) or a RESP3 map as a dict of
@@ -350,6 +382,10 @@ class Command:
                 raise RespError("%s: unknown tip %r" % (self.fullname, x.text()))
             self.tips.append(TIPS[x.text()])
         self.keyspecs = [Keyspec(k, self.fullname) for k in f[8].items()]
+        self.facts = PROXY_FACTS.get(self.fullname, [])
+        if "CMD_BLOCKING" in self.flags and not any(t in self.facts for t in TIMEOUT_FACTS):
+            raise RuntimeError("%s: a blocking command without a timeout fact in PROXY_FACTS"
+                               % self.fullname)
         self.subs = sorted((Command(s, categories, self) for s in f[9].items()),
                            key=lambda c: c.name)
         if self.subs:
@@ -497,6 +533,8 @@ def emit_entry(c):
         "      .first_key = %d, .last_key = %d, .key_step = %d," % (
             c.first_key, c.last_key, c.key_step),
     ]
+    if c.facts:
+        lines.append("      .proxy_facts = %s," % c_flags(c.facts))
     if c.keyspecs:
         lines.append("      .keyspecs = ks_%s, .nkeyspecs = %d," % (ident, len(c.keyspecs)))
     if c.subs:

@@ -637,18 +637,10 @@ int command_keys(const struct command *cmd, const char *base,
 
 int command_script_may_write(const struct command *cmd)
 {
-    const char *name = cmd->name;
-    if (name[0] != 'e' && name[0] != 'f')
-        return 0;           /* (the first letter first: asked for many replies) */
-    return strcmp(name, "eval") == 0 || strcmp(name, "evalsha") == 0 ||
-           strcmp(name, "fcall") == 0;
+    return (cmd->proxy_facts & CMDP_SCRIPT) != 0;
 }
 
 int command_runs_script(const struct command *cmd)
 {
-    const char *name = cmd->name;
-    if (name[0] != 'e' && name[0] != 'f')
-        return 0;
-    return command_script_may_write(cmd) || strcmp(name, "eval_ro") == 0 ||
-           strcmp(name, "evalsha_ro") == 0 || strcmp(name, "fcall_ro") == 0;
+    return (cmd->proxy_facts & (CMDP_SCRIPT | CMDP_SCRIPT_RO)) != 0;
 }

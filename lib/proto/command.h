@@ -101,6 +101,19 @@ struct keyspec {
     } fk_u;
 };
 
+/* Facts the proxy needs that COMMAND does not give, written into the table
+ * by scripts/gen-commands.py (PROXY_FACTS); a learned command has none. */
+#define CMDP_SCRIPT             (1u << 0)   /* runs a script that may write */
+#define CMDP_SCRIPT_RO          (1u << 1)   /* runs a read-only script */
+#define CMDP_SCRIPT_SHA         (1u << 2)   /* the script is argument 1's SHA1 */
+#define CMDP_NULL_ARRAY         (1u << 3)   /* answers a null array for nothing */
+#define CMDP_NULL_ARRAY_COUNTED (1u << 4)   /* the same, given a count (LPOP k n) */
+#define CMDP_TIMEOUT_LAST       (1u << 5)   /* blocking: seconds, the last argument */
+#define CMDP_TIMEOUT_FIRST      (1u << 6)   /* blocking: seconds, argument 1 */
+#define CMDP_TIMEOUT_BLOCK      (1u << 7)   /* blocking only with BLOCK ms (XREAD) */
+#define CMDP_REPLY_KEY_FIRST    (1u << 8)   /* the reply's first element is a key name */
+#define CMDP_REPLY_KEY_EACH_FIRST (1u << 9) /* each element's first is (XREAD's streams) */
+
 struct command {
     const char *name;           /* lower case: "get", "setname" for client|setname */
     const char *fullname;       /* "get", "client|setname" */
@@ -108,6 +121,7 @@ struct command {
     uint32_t flags;             /* CMD_* */
     uint64_t acl_categories;    /* bit per ACL category (index in command_acl_category_names) */
     uint32_t tips;              /* CMD_TIP_* */
+    uint32_t proxy_facts;       /* CMDP_* */
     int first_key, last_key, key_step;   /* legacy COMMAND INFO key range */
     const struct keyspec *keyspecs;
     int nkeyspecs;

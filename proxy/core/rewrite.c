@@ -324,15 +324,9 @@ int rewrite_reply_keys(const struct layout *l, const char *reply, size_t len,
 
 unsigned rewrite_reply_map_of(const struct command *cmd)
 {
-    static const char *const first[] = { "lmpop", "zmpop", "blpop", "brpop", "blmpop",
-                                         "bzpopmin", "bzpopmax", "bzmpop" };
-    const char *name = cmd->name;
-    if (cmd->parent || !strchr("lzbx", name[0]))
-        return 0;
-    if (strcmp(name, "xread") == 0 || strcmp(name, "xreadgroup") == 0)
+    if (cmd->proxy_facts & CMDP_REPLY_KEY_EACH_FIRST)
         return 1 + REWRITE_REPLY_EACH_FIRST;
-    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++)
-        if (strcmp(name, first[i]) == 0)
-            return 1 + REWRITE_REPLY_FIRST;
+    if (cmd->proxy_facts & CMDP_REPLY_KEY_FIRST)
+        return 1 + REWRITE_REPLY_FIRST;
     return 0;
 }

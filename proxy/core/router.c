@@ -340,8 +340,8 @@ int router_noscript(struct request *r, struct node_conn *answered)
     /* by its bytes, not r->evalsha: a write the index family wrapped is an
      * EVALSHA of the index script too */
     const char *name = request_arg(r, 0, &len);
-    if (!((len == 7 && strncasecmp(name, "evalsha", 7) == 0) ||
-          (len == 10 && strncasecmp(name, "evalsha_ro", 10) == 0)))
+    const struct command *sent = command_lookup(name, len);
+    if (!sent || !(sent->proxy_facts & CMDP_SCRIPT_SHA))
         return 0;
     const char *arg = request_arg(r, 1, &len);
     char *body = scripts_sha_parse(arg, len, sha) == 0 ? scripts_body_copy(sha, &body_len) : NULL;

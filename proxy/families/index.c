@@ -274,7 +274,8 @@ static const struct script *script_of(const struct request *r)
     if (r->argc < 2)
         return NULL;
     const char *name = request_arg(r, 0, &len);
-    if (len != 7 || strncasecmp(name, "evalsha", 7) != 0)
+    const struct command *sent = command_lookup(name, len);
+    if (!sent || !(sent->proxy_facts & CMDP_SCRIPT_SHA))
         return NULL;
     const char *sha = request_arg(r, 1, &len);
     if (len == 40 && memcmp(sha, script_write.sha, 40) == 0)
@@ -332,14 +333,15 @@ static int null_array_lost(const struct request *r, struct evbuffer *in, const c
         return 0;
     size_t nlen;
     const char *name = request_arg(r, at, &nlen);
-    return index_answers_null_array(name, nlen, r->argc - at);
+    const struct command *wrapped = command_lookup(name, nlen);
+    return wrapped && index_answers_null_array(wrapped, r->argc - at);
 }
 
-int index_answers_null_array(const char *name, size_t len, int argc)
+int index_answers_null_array(const struct command *cmd, int argc)
 {
-    if (len == 4 && (strncasecmp(name, "lpop", 4) == 0 || strncasecmp(name, "rpop", 4) == 0))
+    if (cmd->proxy_facts & CMDP_NULL_ARRAY_COUNTED)
         return argc == 3;
-    return len == 5 && (strncasecmp(name, "lmpop", 5) == 0 || strncasecmp(name, "zmpop", 5) == 0);
+    return (cmd->proxy_facts & CMDP_NULL_ARRAY) != 0;
 }
 
 /* The reply of a write sent as the index script: its null array back. */

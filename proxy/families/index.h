@@ -89,10 +89,10 @@ void index_upkeep(struct request *r);
 /* The same for one key (its cluster name), on worker w. */
 void index_upkeep_key(struct worker *w, const char *key, size_t len);
 
-/* Whether the command name[0..len) with argc arguments (its name counted)
- * answers a null array for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP),
- * which the index script turns into a null bulk. */
-int index_answers_null_array(const char *name, size_t len, int argc);
+/* Whether cmd with argc arguments (its name counted) answers a null array
+ * for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP: the table's
+ * CMDP_NULL_ARRAY*), which the index script turns into a null bulk. */
+int index_answers_null_array(const struct command *cmd, int argc);
 
 /* Release what a listing hung on r (request_free). */
 void index_listing_free(struct request *r);

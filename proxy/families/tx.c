@@ -303,7 +303,7 @@ static void reset_multi(struct tx_state *tx)
 static unsigned char exec_fix_of(const struct request *r)
 {
     unsigned char f = (unsigned char)rewrite_reply_map_of(r->cmd);
-    if (index_answers_null_array(r->cmd->name, strlen(r->cmd->name), r->argc))
+    if (index_answers_null_array(r->cmd, r->argc))
         f |= TX_FIX_NULL_ARRAY;
     return f;
 }
@@ -349,17 +349,17 @@ static void refuse_queued(struct tx_state *tx, struct request *r, const char *ms
 static int queue_script(struct request *r)
 {
     size_t len, body_len;
-    const char *name = r->cmd->name, *arg;
+    const char *arg;
     char sha[SCRIPTS_SHA_HEX];
     if (r->argc < 3)
         return 0;
     arg = request_arg(r, 1, &len);
-    if (strcmp(name, "eval") == 0 || strcmp(name, "eval_ro") == 0) {
+    if (!(r->cmd->proxy_facts & CMDP_SCRIPT_SHA) && command_runs_script(r->cmd)) {
         scripts_sha1_hex(arg, len, sha);
         scripts_remember(arg, len, sha);
         return 0;
     }
-    if (strncmp(name, "evalsha", 7) != 0 || scripts_sha_parse(arg, len, sha) < 0)
+    if (!(r->cmd->proxy_facts & CMDP_SCRIPT_SHA) || scripts_sha_parse(arg, len, sha) < 0)
         return 0;
     char *body = scripts_body_copy(sha, &body_len);
     if (!body)
@@ -370,7 +370,7 @@ static int queue_script(struct request *r)
     if (argv && lens) {
         for (int i = 0; i < r->argc; i++)
             argv[i] = request_arg(r, i, &lens[i]);
-        int ro = strcmp(name, "evalsha_ro") == 0;
+        int ro = (r->cmd->proxy_facts & CMDP_SCRIPT_RO) != 0;
         argv[0] = ro ? "EVAL_RO" : "EVAL";
         lens[0] = ro ? 7 : 4;
         argv[1] = body;
@@ -953,19 +953,20 @@ static uint64_t wait_ms_of(const struct request *r)
     if (r->conn_kind != TX_CONN_DEDICATED)
         return 0;
     size_t len;
-    const char *a, *name = r->cmd->name;
+    const char *a;
+    uint32_t facts = r->cmd->proxy_facts;
     if (!(r->cmd->flags & CMD_BLOCKING) || r->argc < 2)
         return 0;
-    if (strcmp(name, "xread") == 0 || strcmp(name, "xreadgroup") == 0) {
+    if (facts & CMDP_TIMEOUT_BLOCK) {
         int at = request_block_arg(r);
         if (at < 0)
             return 0;
         a = request_arg(r, at, &len);
         return millis(a, len);
     }
-    if (strcmp(name, "blmpop") == 0 || strcmp(name, "bzmpop") == 0)
+    if (facts & CMDP_TIMEOUT_FIRST)
         a = request_arg(r, 1, &len);
-    else
+    else            /* CMDP_TIMEOUT_LAST, and a blocking command learned */
         a = request_arg(r, r->argc - 1, &len);
     return seconds_ms(a, len);
 }

@@ -293,6 +293,38 @@ START_TEST(test_table_fields)
 }
 END_TEST
 
+/* The proxy's own facts (CMDP_*): what the code used to find by comparing
+ * names; every blocking command says where its timeout is. */
+START_TEST(test_proxy_facts)
+{
+    static const struct { const char *name; uint32_t facts; } want[] = {
+        { "eval", CMDP_SCRIPT }, { "evalsha", CMDP_SCRIPT | CMDP_SCRIPT_SHA },
+        { "evalsha_ro", CMDP_SCRIPT_RO | CMDP_SCRIPT_SHA }, { "fcall_ro", CMDP_SCRIPT_RO },
+        { "lpop", CMDP_NULL_ARRAY_COUNTED }, { "zmpop", CMDP_NULL_ARRAY | CMDP_REPLY_KEY_FIRST },
+        { "blpop", CMDP_TIMEOUT_LAST | CMDP_REPLY_KEY_FIRST },
+        { "bzmpop", CMDP_TIMEOUT_FIRST | CMDP_REPLY_KEY_FIRST },
+        { "xreadgroup", CMDP_TIMEOUT_BLOCK | CMDP_REPLY_KEY_EACH_FIRST },
+        { "get", 0 }, { "script", 0 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const struct command *c = command_lookup(want[i].name, strlen(want[i].name));
+        ck_assert_ptr_nonnull(c);
+        ck_assert_msg(c->proxy_facts == want[i].facts, "%s: 0x%x, want 0x%x", want[i].name,
+                      c->proxy_facts, want[i].facts);
+    }
+    const uint32_t timeout = CMDP_TIMEOUT_LAST | CMDP_TIMEOUT_FIRST | CMDP_TIMEOUT_BLOCK;
+    int blocking = 0;
+    for (int i = 0; i < command_table_size; i++) {
+        const struct command *c = &command_table[i];
+        if (!(c->flags & CMD_BLOCKING))
+            continue;
+        blocking++;
+        ck_assert_msg(c->proxy_facts & timeout, "%s: blocking, no timeout fact", c->name);
+    }
+    ck_assert_int_eq(blocking, 10);
+}
+END_TEST
+
 START_TEST(test_arity)
 {
     static const struct { const char *line; int ok; } v[] = {
@@ -626,6 +658,7 @@ static Suite *command_suite(void)
     tcase_add_test(t, test_table_sorted_and_complete);
     tcase_add_test(t, test_table_resp);
     tcase_add_test(t, test_table_fields);
+    tcase_add_test(t, test_proxy_facts);
     tcase_add_test(t, test_arity);
     tcase_add_test(t, test_keys_vectors);
     tcase_add_test(t, test_keys_too_few_args);
