@@ -1,7 +1,7 @@
 /*
  * pubsub: SUBSCRIBE and friends through the proxy.
  *
- * A client's subscriptions live here (struct pubsub, made on its first
+ * A client's subscriptions (subscriber.h: struct pubsub, made on its first
  * subscribe): the channels, patterns and shard channels it holds, which is
  * what every confirmation's count and the subscribed-mode check (only
  * (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET) are answered from,
