@@ -10,8 +10,7 @@
  *                   cluster-password and the users' passwords are written
  *                   as <redacted> (tagproxy --dump-config).
  *
- * Both read one table, whose names a unit test checks against the
- * directives config.c accepts.
+ * Both read the one table of directives (directives.h).
  */
 #ifndef TAGPROXY_DUMP_H
 #define TAGPROXY_DUMP_H
@@ -21,13 +20,7 @@
 
 #include "proxy/config/config.h"
 
-#define CONFIG_REDACTED "<redacted>"
-
 void config_help(FILE *out);
 void config_dump(const struct config *c, FILE *out);
-
-/* The table's directive names, in order: i < config_dump_count(). */
-size_t config_dump_count(void);
-const char *config_dump_name(size_t i);
 
 #endif
