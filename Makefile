@@ -77,9 +77,15 @@ $(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(FINAL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
 
-$(B)/tests/integration/%: tests/integration/%.c $(LIB_OBJS) $(wildcard tests/integration/*.h)
+# The integration tests' shared helpers, compiled once.
+HARNESS_OBJ = $(B)/tests/integration/harness.o
+$(HARNESS_OBJ): tests/integration/harness.c tests/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(FINAL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(FINAL_CFLAGS) -c -o $@ $<
+
+$(B)/tests/integration/%: tests/integration/%.c $(LIB_OBJS) $(HARNESS_OBJ) $(wildcard tests/integration/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) $(LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIB_OBJS) $(CHECK_LIBS) $(LDLIBS)
 
 # The fault suite (tests/chaos): a client of the proxy and the cluster only,
 # so it links none of the proxy's objects.
