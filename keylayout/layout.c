@@ -1,5 +1,6 @@
 #include "keylayout/layout.h"
 
+#include "lib/base/hash.h"
 #include "keylayout/overlap.h"
 
 #include <stdio.h>
@@ -135,20 +136,9 @@ int layout_decode(const char *in, size_t len, char *out, size_t cap, size_t *out
     return 0;
 }
 
-#define FNV_BASIS 0x811c9dc5u
-#define FNV_PRIME 0x01000193u
-
-uint32_t layout_fnv1a(const char *s, size_t len)
-{
-    uint32_t h = FNV_BASIS;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
-    return h;
-}
-
 int layout_bucket(const char *id, size_t len)
 {
-    return (int)(layout_fnv1a(id, len) % RULES_BUCKETS);
+    return (int)(hash_fnv32(id, len) % RULES_BUCKETS);
 }
 
 /* The bucket of a value, raw or (already checked) encoded. */
@@ -156,14 +146,14 @@ static int value_bucket(const struct layout_value *v)
 {
     if (!v->encoded)
         return layout_bucket(v->ptr, v->len);
-    uint32_t h = FNV_BASIS;
+    uint32_t h = HASH_FNV32_INIT;
     for (size_t i = 0; i < v->len; i++) {
         unsigned char c = (unsigned char)v->ptr[i];
         if (c == '%') {
             c = (unsigned char)escape_at(v->ptr, v->len, i);
             i += 2;
         }
-        h = (h ^ c) * FNV_PRIME;
+        h = hash_fnv32_byte(h, c);
     }
     return (int)(h % RULES_BUCKETS);
 }

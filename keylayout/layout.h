@@ -179,10 +179,7 @@ enum layout_result layout_record_to_legacy(const struct layout *l, const char *k
                                            char *out, size_t cap, size_t *outlen,
                                            struct layout_match *m);
 
-/* 32-bit FNV-1a (basis 0x811c9dc5, prime 0x01000193). */
-uint32_t layout_fnv1a(const char *s, size_t len);
-
-/* layout_fnv1a(id) % 32. */
+/* The 32-bit FNV-1a of id (lib/base/hash.h) % 32. */
 int layout_bucket(const char *id, size_t len);
 
 /* Percent-encode in[0..len) (rules_must_encode bytes as %XX, upper-case
