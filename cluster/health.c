@@ -23,14 +23,12 @@ static struct health_probe *probe_of(struct node_req *r)
     return (struct health_probe *)((char *)r - offsetof(struct health_probe, req));
 }
 
-static void probe_reply(struct node_req *r, struct evbuffer *in, const char *bytes, size_t len,
+static void probe_reply(struct node_req *r, const struct reply_view *v,
                         const struct reply_scanner *s)
 {
     struct health_probe *pr = probe_of(r);
     char why[REPLY_ERRLINE_MAX + 64], code[32];
-    (void)bytes;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     pr->pinging = 0;
     if (s->type == '+') {
         probe_set(pr, 1, "");

@@ -30,13 +30,11 @@ static void internal_free(struct node_req *r)
 }
 
 /* ASKING answers +OK; there is nothing to do with it. */
-static void asking_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
-                         size_t len, const struct reply_scanner *s)
+static void asking_reply(struct node_req *r, const struct reply_view *v,
+                         const struct reply_scanner *s)
 {
     (void)s;
-    (void)bytes;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     internal_free(r);
 }
 
@@ -54,13 +52,11 @@ static void gate_open(struct node_conn *c)
     c->gated = NULL;
 }
 
-static void auth_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
-                       size_t len, const struct reply_scanner *s)
+static void auth_reply(struct node_req *r, const struct reply_view *v,
+                       const struct reply_scanner *s)
 {
     struct node_conn *c = r->conn;
-    (void)bytes;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     internal_free(r);
     if (s->type == '-') {
         /* Nothing more goes out on this connection. What was written behind
@@ -191,20 +187,17 @@ void node_send_quiet(struct node_conn *c, int argc, const char **argv)
 }
 
 /* CLIENT ID's integer becomes the connection's node_id. */
-static void client_id_reply(struct node_req *r, struct evbuffer *in, const char *bytes,
-                            size_t len, const struct reply_scanner *s)
+static void client_id_reply(struct node_req *r, const struct reply_view *v,
+                            const struct reply_scanner *s)
 {
     struct node_conn *c = r->conn;
     char line[32] = "";
-    if (s->type == ':' && len < sizeof line) {
-        if (in)
-            evbuffer_copyout(in, line, len);
-        else
-            memcpy(line, bytes, len);
-        line[len] = '\0';
+    if (s->type == ':' && v->len < sizeof line) {
+        reply_view_copy(v, line, v->len);
+        line[v->len] = '\0';
         __atomic_store_n(&c->node_id, strtoll(line + 1, NULL, 10), __ATOMIC_RELAXED);
     }
-    asking_reply(r, in, bytes, len, s);
+    asking_reply(r, v, s);
 }
 
 void node_conn_ask_id(struct node_conn *c)
@@ -371,23 +364,23 @@ static int reply_is_noauth(const struct reply_scanner *s)
 }
 
 /* Hand the oldest request its reply. */
-static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *bytes, size_t len)
+static void reply_hand(struct node_conn *c, const struct reply_view *v)
 {
     struct node_req *r = TAILQ_FIRST(&c->inflight);
     if (!r || c->scan.type == '>') {
         /* a RESP3 push is never a request's reply: out of band, to on_push
          * or, where nobody subscribed on this connection, dropped */
         if (c->on_push)
-            c->on_push(c, in, bytes, len, &c->scan, c->push_arg);
-        else if (in)
-            evbuffer_drain(in, len);
+            c->on_push(c, v, &c->scan, c->push_arg);
+        else
+            reply_view_drop(v);
         reply_scanner_init(&c->scan);
         return;
     }
     if (r->extra_replies > 0) {     /* a reply inside a transaction block */
         r->extra_replies--;
         r->had_parts = 1;
-        r->on_part(r, in, bytes, len, &c->scan);
+        r->on_part(r, v, &c->scan);
         reply_scanner_init(&c->scan);
         return;
     }
@@ -398,14 +391,13 @@ static void reply_hand(struct node_conn *c, struct evbuffer *in, const char *byt
     if (c->refused_login && !r->had_parts && reply_is_noauth(&c->scan)) {
         /* its command did not run: the request may go again elsewhere (a
          * block whose parts were handed on is answered as it is) */
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         reply_scanner_init(&c->scan);
         r->conn = NULL;
         r->on_fail(r, 0, c->refused_why);
         return;
     }
-    r->on_reply(r, in, bytes, len, &c->scan);
+    r->on_reply(r, v, &c->scan);
     reply_scanner_init(&c->scan);
 }
 
@@ -482,10 +474,12 @@ static void read_cb(struct io_conn *io, void *arg)
         if (st == REPLY_SCAN_MORE) {
             evbuffer_add(c->partial, data, took);
         } else if (evbuffer_get_length(c->partial) == 0) {
-            reply_hand(c, NULL, data, took);
+            struct reply_view v = { NULL, data, took };
+            reply_hand(c, &v);
         } else {
             evbuffer_add(c->partial, data, took);
-            reply_hand(c, c->partial, NULL, evbuffer_get_length(c->partial));
+            struct reply_view v = { c->partial, NULL, evbuffer_get_length(c->partial) };
+            reply_hand(c, &v);
         }
     }
     if (c->retiring && c->ninflight == 0 && c->state != NODE_CLOSED)

@@ -74,14 +74,13 @@ struct evbuffer;
 struct node_conn;
 
 struct node_req;
-/* The reply is len bytes at the front of in when in is not NULL (remove
- * them), else at bytes (valid during the call only). */
-typedef void node_reply_fn(struct node_req *r, struct evbuffer *in, const char *bytes,
-                           size_t len, const struct reply_scanner *s);
+/* The reply (taken or dropped by the callee: reply.h's view). */
+typedef void node_reply_fn(struct node_req *r, const struct reply_view *v,
+                           const struct reply_scanner *s);
 typedef void node_fail_fn(struct node_req *r, int may_have_run, const char *why);
 /* A reply with no request in the FIFO (subscriber connections), as above. */
-typedef void node_push_fn(struct node_conn *c, struct evbuffer *in, const char *bytes,
-                          size_t len, const struct reply_scanner *s, void *arg);
+typedef void node_push_fn(struct node_conn *c, const struct reply_view *v,
+                          const struct reply_scanner *s, void *arg);
 
 /* Embedded in whatever the caller sends; the caller owns its memory and must
  * keep it alive until on_reply or on_fail has been called. */

@@ -3,18 +3,9 @@
  */
 #include "lib/proto/push.h"
 
-#include <event2/buffer.h>
 #include <string.h>
 
 #include "lib/proto/reply.h"
-
-/* Contiguous bytes for the first need of the push (at most len). */
-static const char *push_view(struct evbuffer *in, const char *bytes, size_t len, size_t need)
-{
-    if (need > len)
-        need = len;
-    return in ? (const char *)evbuffer_pullup(in, (ssize_t)need) : bytes;
-}
 
 /* A "$n\r\n" or "*n\r\n" header at *pos; -1 when it is not one. */
 static int push_header(const char *b, size_t avail, size_t *pos, char type, long long *n)
@@ -28,11 +19,11 @@ static int push_header(const char *b, size_t avail, size_t *pos, char type, long
     return 0;
 }
 
-int push_parse(struct evbuffer *in, const char *bytes, size_t len, struct push *p)
+int push_parse(const struct reply_view *v, struct push *p)
 {
-    size_t pos = 0, avail = len < 64 ? len : 64;
+    size_t len = v->len, pos = 0, avail = len < 64 ? len : 64;
     long long n, klen, nlen;
-    const char *b = push_view(in, bytes, len, avail);
+    const char *b = reply_view_head(v, avail);
     memset(p, 0, sizeof *p);
     char agg = avail > 0 && b[0] == '>' ? '>' : '*';   /* RESP3's push, RESP2's array */
     if (push_header(b, avail, &pos, agg, &n) < 0 || n < 2 ||
@@ -55,8 +46,7 @@ int push_parse(struct evbuffer *in, const char *bytes, size_t len, struct push *
     return 0;
 }
 
-const char *push_name(struct evbuffer *in, const char *bytes, size_t len,
-                      const struct push *p)
+const char *push_name(const struct reply_view *v, const struct push *p)
 {
-    return push_view(in, bytes, len, p->name_off + p->name_len) + p->name_off;
+    return reply_view_head(v, p->name_off + p->name_len) + p->name_off;
 }

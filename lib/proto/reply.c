@@ -13,6 +13,7 @@
  */
 #include "lib/proto/reply.h"
 
+#include <event2/buffer.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,4 +458,33 @@ void reply_error_code(const char *line, char *code, size_t size)
         n++;
     memcpy(code, line, n);
     code[n] = '\0';
+}
+
+const char *reply_view_head(const struct reply_view *v, size_t need)
+{
+    if (need > v->len)
+        need = v->len;
+    return v->in ? (const char *)evbuffer_pullup(v->in, (ssize_t)need) : v->bytes;
+}
+
+void reply_view_copy(const struct reply_view *v, char *buf, size_t n)
+{
+    if (v->in)
+        evbuffer_copyout(v->in, buf, n);
+    else
+        memcpy(buf, v->bytes, n);
+}
+
+void reply_view_take(const struct reply_view *v, struct evbuffer *dst)
+{
+    if (v->in)
+        evbuffer_remove_buffer(v->in, dst, v->len);
+    else
+        evbuffer_add(dst, v->bytes, v->len);
+}
+
+void reply_view_drop(const struct reply_view *v)
+{
+    if (v->in)
+        evbuffer_drain(v->in, v->len);
 }

@@ -31,6 +31,8 @@
 
 #include <stddef.h>
 
+struct evbuffer;
+
 enum reply_scan_status {
     REPLY_SCAN_MORE = 0,    /* consumed everything, reply not complete */
     REPLY_SCAN_DONE,        /* a reply ends at the consumed boundary */
@@ -142,5 +144,29 @@ int reply_addr_canon(const char *a, size_t len, char *out, size_t out_size);
  * may be shown: the rest can quote the password ("unknown command 'AUTH',
  * with args beginning with: ..."). */
 void reply_error_code(const char *line, char *code, size_t size);
+
+/*
+ * A whole reply as a node connection hands it over: the first len bytes of
+ * in when in is not NULL (a buffer of the connection's, from which taking
+ * or dropping the reply removes them), else len bytes at bytes (valid
+ * during the call only).
+ */
+struct reply_view {
+    struct evbuffer *in;
+    const char *bytes;
+    size_t len;
+};
+
+/* Its first need bytes (at most len), contiguous. */
+const char *reply_view_head(const struct reply_view *v, size_t need);
+
+/* Its first n bytes (n <= len) copied into buf. */
+void reply_view_copy(const struct reply_view *v, char *buf, size_t n);
+
+/* The reply appended to dst (taken out of in). */
+void reply_view_take(const struct reply_view *v, struct evbuffer *dst);
+
+/* The reply dropped (drained from in). */
+void reply_view_drop(const struct reply_view *v);
 
 #endif

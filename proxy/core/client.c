@@ -183,8 +183,7 @@ static void count_error(struct worker *w, const char *head, size_t n)
 }
 
 /* r is the head of c's queue: its reply straight to c's output. */
-static int client_deliver_now(struct request *r, struct evbuffer *in, const char *bytes,
-                              size_t len)
+static int client_deliver_now(struct request *r, const struct reply_view *v)
 {
     struct client *c = r->client;
     if (TAILQ_FIRST(&c->queue) != r)
@@ -193,16 +192,14 @@ static int client_deliver_now(struct request *r, struct evbuffer *in, const char
     if (!out)
         return 0;
     char head[STATS_ERROR_CODE_MAX + 1];
-    size_t n = len < sizeof head ? len : sizeof head;
-    if (in) {
-        evbuffer_copyout(in, head, 1);
-        if (head[0] == '-')
-            evbuffer_copyout(in, head, n);
-        evbuffer_remove_buffer(in, out, len);
-    } else {
-        memcpy(head, bytes, bytes[0] == '-' ? n : 1);
-        io_out_add(&c->io, bytes, len);
-    }
+    size_t n = v->len < sizeof head ? v->len : sizeof head;
+    reply_view_copy(v, head, 1);
+    if (head[0] == '-')
+        reply_view_copy(v, head, n);
+    if (v->in)
+        evbuffer_remove_buffer(v->in, out, v->len);
+    else
+        io_out_add(&c->io, v->bytes, v->len);   /* no copy until it is written */
     r->error_reply = head[0] == '-';
     if (r->error_reply)
         count_error(c->worker, head, n);
@@ -516,27 +513,25 @@ void client_close_idle(struct worker *w, time_t now)
     }
 }
 
-static void push_at(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
-                    int before_parked, struct request *before)
+static void push_at(struct client *c, const struct reply_view *v, int before_parked,
+                    struct request *before)
 {
     struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
     if (!out) {                 /* nothing after QUIT's +OK */
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         return;
     }
     if (TAILQ_EMPTY(&c->queue)) {
-        if (in)
-            evbuffer_remove_buffer(in, out, len);
+        if (v->in)
+            evbuffer_remove_buffer(v->in, out, v->len);
         else
-            io_out_add(&c->io, bytes, len);
+            io_out_add(&c->io, v->bytes, v->len);
         client_flush(c);        /* writes it, and checks the output limits */
         return;
     }
     struct request *r = request_new(c->worker), *after;
     if (!r) {
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         return;
     }
     r->client = c;
@@ -555,19 +550,17 @@ static void push_at(struct client *c, struct evbuffer *in, const char *bytes, si
             TAILQ_INSERT_TAIL(&c->queue, r, link);
     }
     c->nqueued++;
-    request_deliver(r, in, bytes, len);
+    request_deliver(r, v);
 }
 
-void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
-                 int before_parked)
+void client_push(struct client *c, const struct reply_view *v, int before_parked)
 {
-    push_at(c, in, bytes, len, before_parked, NULL);
+    push_at(c, v, before_parked, NULL);
 }
 
-void client_push_before(struct client *c, struct request *before, struct evbuffer *in,
-                        const char *bytes, size_t len)
+void client_push_before(struct client *c, struct request *before, const struct reply_view *v)
 {
-    push_at(c, in, bytes, len, 0, before);
+    push_at(c, v, 0, before);
 }
 
 void client_close_after_replies(struct client *c)

@@ -142,16 +142,13 @@ void client_reply_mode_take(struct client *c, struct request *r);
  * ready (none ready: after all it owes, so a subscriber's confirmation comes
  * first); before_parked: in any case before the commands that wait their
  * turn to run (tx.h), as a server would write it before it reads them.
- * The bytes are the first len of in (taken out of it), or at bytes when in
- * is NULL. */
-void client_push(struct client *c, struct evbuffer *in, const char *bytes, size_t len,
-                 int before_parked);
+ * The output is taken from the view (reply.h). */
+void client_push(struct client *c, const struct reply_view *v, int before_parked);
 
 /* client_push, but before the reply of before, a request of c's not done
  * yet (a subscriber command whose confirmation its node has not sent);
  * NULL, or a request already done: as client_push. */
-void client_push_before(struct client *c, struct request *before, struct evbuffer *in,
-                        const char *bytes, size_t len);
+void client_push_before(struct client *c, struct request *before, const struct reply_view *v);
 
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);

@@ -337,37 +337,34 @@ static void finish(struct request *r)
         sink->finished(r);
 }
 
-/* Move len bytes from in, or copy them from bytes, into dst. */
-static void reply_move(struct evbuffer *dst, struct evbuffer *in, const char *bytes, size_t len)
-{
-    if (in)
-        evbuffer_remove_buffer(in, dst, len);
-    else
-        evbuffer_add(dst, bytes, len);
-}
-
 void request_finish(struct request *r)
 {
     answered(r);
     finish(r);
 }
 
-void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len)
+void request_deliver(struct request *r, const struct reply_view *v)
 {
     answered(r);
-    if (r->client && !r->parent && !r->silent && sink->deliver_now(r, in, bytes, len))
+    if (r->client && !r->parent && !r->silent && sink->deliver_now(r, v))
         return;
-    if (!in && !r->parent && !r->nparts && len <= sizeof r->inline_data) {
+    if (!v->in && !r->parent && !r->nparts && v->len <= sizeof r->inline_data) {
         if (r->data != r->inline_data)
             free(r->data);
         r->data = NULL;             /* the command is done with */
-        memcpy(r->inline_data, bytes, len);
-        r->inline_reply_len = len;
+        memcpy(r->inline_data, v->bytes, v->len);
+        r->inline_reply_len = v->len;
         finish(r);
         return;
     }
-    reply_move(request_reply_buffer(r), in, bytes, len);
+    reply_view_take(v, request_reply_buffer(r));
     finish(r);
+}
+
+void request_deliver_bytes(struct request *r, const char *bytes, size_t len)
+{
+    struct reply_view v = { NULL, bytes, len };
+    request_deliver(r, &v);
 }
 
 void request_fail(struct request *r, const char *msg)

@@ -47,9 +47,9 @@ struct reply_scanner;
  */
 struct request_hooks {
     /* r's reply, before the router's handling (redirects, NOSCRIPT, key
-     * names): 1 when the family took it (and drained its len bytes from in). */
-    int (*reply)(struct request *r, struct node_conn *from, struct evbuffer *in,
-                 const char *bytes, size_t len, const struct reply_scanner *s);
+     * names): 1 when the family took it (taken or dropped from the view). */
+    int (*reply)(struct request *r, struct node_conn *from, const struct reply_view *v,
+                 const struct reply_scanner *s);
     /* a reply the node sends ahead of r's own (r->block_parts of them) */
     void (*extra)(struct request *r, const struct reply_scanner *s);
     /* r's connection failed: 1 when the family answered r */
@@ -250,9 +250,11 @@ void request_reply_arg(struct request *r, int i);
 /* r's reply is complete in request_reply_buffer(): hand it on. */
 void request_finish(struct request *r);
 
-/* A node's reply of len bytes is r's: at the front of in (moved off it), or
- * at bytes when in is NULL (copied). */
-void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+/* A node's reply is r's (taken from the view, reply.h). */
+void request_deliver(struct request *r, const struct reply_view *v);
+
+/* The same for a reply the proxy wrote: len bytes at bytes (copied). */
+void request_deliver_bytes(struct request *r, const char *bytes, size_t len);
 
 /*
  * Where a finished request's reply goes: to its client, in the order the
@@ -263,7 +265,7 @@ void request_deliver(struct request *r, struct evbuffer *in, const char *bytes, 
  * worker starts.
  */
 struct request_sink {
-    int (*deliver_now)(struct request *r, struct evbuffer *in, const char *bytes, size_t len);
+    int (*deliver_now)(struct request *r, const struct reply_view *v);
     void (*finished)(struct request *r);
     /* r's reply is complete, its command still at hand (the slow log) */
     void (*answered)(struct request *r);

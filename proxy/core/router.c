@@ -146,11 +146,8 @@ void router_reply_unknown_subcommand(struct request *r)
 
 /* ---- sending, redirects, retries ---- */
 
-static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                            size_t len, const struct reply_scanner *s);
+static node_reply_fn router_on_reply, router_on_part;
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why);
-static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                           size_t len, const struct reply_scanner *s);
 
 /*
  * Order of execution. A command waiting out a backoff has not run, and a
@@ -411,15 +408,13 @@ int router_redirect(struct request *r, enum reply_redirect kind, int slot, const
 }
 
 /* A reply the node sends before r's own (a MULTI block's): its family's. */
-static void router_on_part(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                           size_t len, const struct reply_scanner *s)
+static void router_on_part(struct node_req *nr, const struct reply_view *v,
+                           const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    (void)bytes;
     if (r->hooks && r->hooks->extra)
         r->hooks->extra(r, s);
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
 }
 
 /* Which replies carry key names the layout maps back (rewrite.h): a pop's
@@ -437,27 +432,26 @@ static int reply_key_shape(const struct command *cmd, enum rewrite_reply_shape *
 /* With a key layout, give r its reply with the key names mapped back to
  * legacy names. 1: answered here; 0: forward the reply as it is (no
  * layout, no key names in it, or not of the expected shape). */
-static int deliver_legacy_keys(struct request *r, struct evbuffer *in, const char *bytes,
-                               size_t len, const struct reply_scanner *s)
+static int deliver_legacy_keys(struct request *r, const struct reply_view *v,
+                               const struct reply_scanner *s)
 {
     enum rewrite_reply_shape shape;
     const struct layout *layout = worker_layout(r->worker);
     if (!layout || (s->type != '*' && s->type != '%') || r->block_parts || r->parent ||
         !reply_key_shape(r->cmd, &shape))
         return 0;
-    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    const char *reply = reply_view_head(v, v->len);
     struct evbuffer *out = request_reply_buffer(r);
     if (!reply || !out)
         return 0;
-    int rc = rewrite_reply_keys(layout, reply, len, shape, out);
+    int rc = rewrite_reply_keys(layout, reply, v->len, shape, out);
     if (rc == -2) {
         evbuffer_drain(out, evbuffer_get_length(out));
         resp_add_error(out, REPLY_ERR_OOM);
     } else if (rc < 0) {
         return 0;
     }
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     request_finish(r);
     return 1;
 }
@@ -477,20 +471,19 @@ static int router_resends(struct request *r, struct node_conn *from, const char 
     return c == 'N' && strncmp(errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from);
 }
 
-static void router_on_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                            size_t len, const struct reply_scanner *s)
+static void router_on_reply(struct node_req *nr, const struct reply_view *v,
+                            const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, in, bytes, len, s))
+    if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, v, s))
         return;
     if (s->type == '-' && !r->block_parts && router_resends(r, nr->conn, s->errline)) {
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         return;
     }
-    if (deliver_legacy_keys(r, in, bytes, len, s))
+    if (deliver_legacy_keys(r, v, s))
         return;
-    request_deliver(r, in, bytes, len);
+    request_deliver(r, v);
 }
 
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)

@@ -72,18 +72,16 @@ void scriptload_unseen(struct node_conn *c, const char *arg, size_t len)
 
 /* ---- loading a body for NOSCRIPT recovery ---- */
 
-static void load_reply(struct node_req *nr, struct evbuffer *in, const char *bytes, size_t len,
+static void load_reply(struct node_req *nr, const struct reply_view *v,
                        const struct reply_scanner *s)
 {
-    (void)bytes;
     if (s->type == '-') {
         char code[32];
         reply_error_code(s->errline, code, sizeof code);
         log_warning("scripts", "node %s refused SCRIPT LOAD of a known body (%s)",
                     nr->conn ? nr->conn->addr : "?", code);
     }
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     free(nr);
 }
 

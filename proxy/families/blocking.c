@@ -22,10 +22,10 @@
 /* A blocking command answered (not with an error). It ran outside the
  * index script (Lua does not block): the indexes of its keys that are
  * indexed records are brought up to date now (index.h). */
-static int blocking_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
-                          const char *bytes, size_t len, const struct reply_scanner *s)
+static int blocking_reply(struct request *r, struct node_conn *from, const struct reply_view *v,
+                          const struct reply_scanner *s)
 {
-    (void)from, (void)in, (void)bytes, (void)len;
+    (void)from, (void)v;
     if (s->type != '-')
         index_upkeep(r);
     return 0;

@@ -304,13 +304,14 @@ static const char *bulk_payload(const char *el, size_t len, size_t *n)
 /* A master's CONFIG GET reply (name, value pairs: an array, a map in
  * RESP3) with the proxy's values of its own settings: 1 when r is answered
  * so, 0 for the router to deliver the reply as it is. */
-static int config_get_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
-                            const char *bytes, size_t len, const struct reply_scanner *s)
+static int config_get_reply(struct request *r, struct node_conn *from,
+                            const struct reply_view *v, const struct reply_scanner *s)
 {
     (void)from;
     if (s->type != '*' && s->type != '%')
         return 0;
-    const char *b = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    size_t len = v->len;
+    const char *b = reply_view_head(v, len);
     const char *eol = b ? memchr(b, '\n', len) : NULL;
     /* name, value pairs: an array's elements, a map's keys and values */
     long n = eol ? strtol(b + 1, NULL, 10) * (s->type == '%' ? 2 : 1) : 0;
@@ -332,9 +333,9 @@ static int config_get_reply(struct request *r, struct node_conn *from, struct ev
         for (long i = 0; i < n; i += 2) {
             size_t nl = 0, vl = 0;
             const char *name = bulk_payload(el[i], lens[i], &nl);
-            const char *value = bulk_payload(el[i + 1], lens[i + 1], &vl);
+            const char *val = bulk_payload(el[i + 1], lens[i + 1], &vl);
             int k = -1;
-            for (size_t j = 0; name && value && j < NSETTINGS && k < 0; j++)
+            for (size_t j = 0; name && val && j < NSETTINGS && k < 0; j++)
                 if (strlen(proxy_settings[j].setting) == nl &&
                     strncasecmp(name, proxy_settings[j].setting, nl) == 0)
                     k = (int)j;
@@ -342,19 +343,18 @@ static int config_get_reply(struct request *r, struct node_conn *from, struct ev
             if (k < 0 || proxy_settings[k].kind == SETTING_RESTART) {
                 evbuffer_add(out, el[i + 1], lens[i + 1]);
             } else {
-                char v[256];
-                format_setting(r->worker->cfg, k, value, vl, v, sizeof v);
-                resp_add_bulk_str(out, v);
+                char shown[256];
+                format_setting(r->worker->cfg, k, val, vl, shown, sizeof shown);
+                resp_add_bulk_str(out, shown);
             }
         }
     }
     free(el);
     if (!out)
         return 0;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     size_t olen = evbuffer_get_length(out);
-    request_deliver(r, NULL, (const char *)evbuffer_pullup(out, -1), olen);
+    request_deliver_bytes(r, (const char *)evbuffer_pullup(out, -1), olen);
     evbuffer_free(out);
     return 1;
 }

@@ -313,19 +313,15 @@ int index_wrapped_parts(const struct request *r, int *nrec, int *original)
     return 0;
 }
 
-/* Whether reply[0..5) (at the front of in, or at bytes) is a "$-1" of a
- * wrapped command whose own answer is a null array: Lua turns a null array
- * into false, which the script returns as a null bulk. */
-static int null_array_lost(const struct request *r, struct evbuffer *in, const char *bytes,
-                           size_t len)
+/* Whether the reply is a "$-1" of a wrapped command whose own answer is a
+ * null array: Lua turns a null array into false, which the script returns
+ * as a null bulk. */
+static int null_array_lost(const struct request *r, const struct reply_view *v)
 {
     char head[5];
-    if (len != 5)
+    if (v->len != 5)
         return 0;
-    if (in)
-        evbuffer_copyout(in, head, 5);
-    else
-        memcpy(head, bytes, 5);
+    reply_view_copy(v, head, 5);
     if (memcmp(head, "$-1\r\n", 5) != 0 || script_of(r) != &script_write)
         return 0;
     int nrec, at;
@@ -345,15 +341,14 @@ int index_answers_null_array(const struct command *cmd, int argc)
 }
 
 /* The reply of a write sent as the index script: its null array back. */
-static int write_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
-                       const char *bytes, size_t len, const struct reply_scanner *s)
+static int write_reply(struct request *r, struct node_conn *from, const struct reply_view *v,
+                       const struct reply_scanner *s)
 {
     (void)from, (void)s;
-    if (!null_array_lost(r, in, bytes, len))
+    if (!null_array_lost(r, v))
         return 0;
-    if (in)
-        evbuffer_drain(in, len);
-    request_deliver(r, NULL, "*-1\r\n", 5);
+    reply_view_drop(v);
+    request_deliver_bytes(r, "*-1\r\n", 5);
     return 1;
 }
 
@@ -368,13 +363,11 @@ static const char *wrap_routed_write(struct request *r, const struct command *cm
 
 /* ---- upkeep after writes outside the index script ---- */
 
-static void quiet_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                        size_t len, const struct reply_scanner *s)
+static void quiet_reply(struct node_req *nr, const struct reply_view *v,
+                        const struct reply_scanner *s)
 {
-    (void)bytes;
     (void)s;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     free(nr);
 }
 

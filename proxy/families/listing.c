@@ -196,11 +196,12 @@ static int scan_reply_head(const char *b, size_t len, int *done, long long *n, s
  * same call goes on from the start of the next master (1: taken); else the
  * reply goes to the merge (0). So a small keyspace is listed in one call
  * ending in cursor 0, as one server lists it. */
-static int scan_step_reply(struct request *part, struct node_conn *from, struct evbuffer *in,
-                           const char *bytes, size_t len, const struct reply_scanner *s)
+static int scan_step_reply(struct request *part, struct node_conn *from,
+                           const struct reply_view *v, const struct reply_scanner *s)
 {
     struct request *p = part->parent;
-    const char *b = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    size_t len = v->len;
+    const char *b = reply_view_head(v, len);
     int done;
     long long n;
     size_t at;
@@ -221,8 +222,7 @@ static int scan_step_reply(struct request *part, struct node_conn *from, struct 
     if (rc < 0 || evbuffer_add(p->scan_keys, b + at, len - at) < 0)
         return 0;
     p->scan_nkeys += n;
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     part->fixed_node = ++p->scan_node;
     router_send(part);
     return 1;

@@ -92,10 +92,11 @@ static void push_to_monitors(struct worker *w, const char *bytes, size_t len,
                              const struct client *skip)
 {
     struct client *c, *next;
+    const struct reply_view line = { NULL, bytes, len };
     for (c = TAILQ_FIRST(&inbox(w)->clients); c; c = next) {
         next = TAILQ_NEXT(c, monitor_link);
         if (c != skip)
-            client_push(c, NULL, bytes, len, 1);
+            client_push(c, &line, 1);
     }
 }
 

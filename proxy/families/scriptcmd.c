@@ -279,11 +279,11 @@ static void plan_script_flush(struct request *r)
 
 /* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
 
-static void kill_reply(struct node_req *nr, struct evbuffer *in, const char *bytes, size_t len,
+static void kill_reply(struct node_req *nr, const struct reply_view *v,
                        const struct reply_scanner *s)
 {
     (void)s;
-    request_deliver(request_of(nr), in, bytes, len);
+    request_deliver(request_of(nr), v);
 }
 
 static void kill_fail(struct node_req *nr, int may_have_run, const char *why)

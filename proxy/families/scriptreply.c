@@ -26,9 +26,7 @@
  * that ran as its user's node user (r->as_user), which may not run
  * CLUSTER, has it read on the worker's own connection to that node.
  */
-static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
-                                    const char *bytes, size_t len,
-                                    const struct reply_scanner *s);
+static node_reply_fn script_confirm_on_reply;
 static void script_confirm_on_fail(struct node_req *nr, int may_have_run, const char *why);
 
 static void script_redirect_deliver(struct request *r, const char *line)
@@ -44,8 +42,7 @@ static void script_redirect_deliver(struct request *r, const char *line)
     evbuffer_add(b, line, n);
     evbuffer_add(b, "\r\n", 2);
     size_t len = evbuffer_get_length(b);
-    const char *bytes = (const char *)evbuffer_pullup(b, -1);
-    request_deliver(r, NULL, bytes, len);
+    request_deliver_bytes(r, (const char *)evbuffer_pullup(b, -1), len);
     evbuffer_free(b);
 }
 
@@ -167,13 +164,12 @@ static void script_confirm_decide(struct request *r, const char *text, size_t n)
     free(line);
 }
 
-static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
-                                    const char *bytes, size_t len,
+static void script_confirm_on_reply(struct node_req *nr, const struct reply_view *v,
                                     const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    if (in)
-        bytes = (const char *)evbuffer_pullup(in, (ssize_t)len);
+    size_t len = v->len;
+    const char *bytes = reply_view_head(v, len);
     const char *text = NULL;
     size_t n = 0;
     if (s->type == '$' || s->type == '=' || s->type == '+') {
@@ -191,8 +187,7 @@ static void script_confirm_on_reply(struct node_req *nr, struct evbuffer *in,
         }
     }
     script_confirm_decide(r, text, n);
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
 }
 
 static void script_confirm_on_fail(struct node_req *nr, int may_have_run, const char *why)
@@ -228,18 +223,17 @@ static int error_taken(struct request *r, struct node_conn *from, const char *er
 /* Every error of a script is answered here: the router's own handling of
  * redirects and NOSCRIPT is what error_taken does for a script, and a
  * script's reply names no keys to map back. */
-static int script_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
-                        const char *bytes, size_t len, const struct reply_scanner *s)
+static int script_reply(struct request *r, struct node_conn *from, const struct reply_view *v,
+                        const struct reply_scanner *s)
 {
     if (s->type == '-' && error_taken(r, from, s->errline)) {
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         return 1;
     }
     upkeep_if_written(r);
     if (s->type != '-')
         return 0;
-    request_deliver(r, in, bytes, len);     /* the script's own error, as it is */
+    request_deliver(r, v);      /* the script's own error, as it is */
     return 1;
 }
 

@@ -112,8 +112,7 @@ static void waits_finish_all(struct sub_conn *sc)
 
 /* ---- connections ---- */
 
-static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *bytes,
-                      size_t len, const struct reply_scanner *s, void *arg);
+static node_push_fn conn_push;
 static void conn_down(struct node_conn *nc, void *arg);
 
 void subscriber_resub_schedule(struct pubsub *ps)
@@ -453,18 +452,16 @@ static void resub_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- what a subscriber connection receives ---- */
 
-/* A message for the client (client_push: its own subscribe confirmation
- * is ahead of it). */
 /* A message from sc: the node sent it before the confirmations sc still
  * waits for, so it goes before the reply of the first command waiting
  * there, as one server writes it before it reads that command. */
-static void deliver(struct sub_conn *sc, struct evbuffer *in, const char *bytes, size_t len)
+static void deliver(struct sub_conn *sc, const struct reply_view *v)
 {
     struct sub_wait *wt;
     TAILQ_FOREACH(wt, &sc->waits, link)
         if (wt->r && !wt->group)
             break;
-    client_push_before(sc->ps->client, wt ? wt->r : NULL, in, bytes, len);
+    client_push_before(sc->ps->client, wt ? wt->r : NULL, v);
 }
 
 /* One confirmation came for the oldest wait. */
@@ -519,25 +516,23 @@ static void conn_error(struct sub_conn *sc, const char *line)
     subscriber_resub_schedule(ps);
 }
 
-static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *bytes,
-                      size_t len, const struct reply_scanner *s, void *arg)
+static void conn_push(struct node_conn *nc, const struct reply_view *v,
+                      const struct reply_scanner *s, void *arg)
 {
     struct sub_conn *sc = arg;
     struct pubsub *ps = sc->ps;
     struct push p;
     (void)nc;
     if (s->type == '-') {
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         conn_error(sc, s->errline);
         return;
     }
-    if ((s->type != '*' && s->type != '>') || push_parse(in, bytes, len, &p) < 0) {
-        if (in)
-            evbuffer_drain(in, len);
+    if ((s->type != '*' && s->type != '>') || push_parse(v, &p) < 0) {
+        reply_view_drop(v);
         return;
     }
-    const char *name = p.has_name ? push_name(in, bytes, len, &p) : NULL;
+    const char *name = p.has_name ? push_name(v, &p) : NULL;
     struct sub_set *set = NULL, *leaving = NULL;
     if (strcmp(p.kind, "message") == 0) {
         set = &ps->channels;
@@ -551,9 +546,9 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
     if (set) {
         if (name && (subset_find(set, name, p.name_len) ||
                      (leaving && subset_find(leaving, name, p.name_len))))
-            deliver(sc, in, bytes, len);
-        else if (in)
-            evbuffer_drain(in, len);
+            deliver(sc, v);
+        else
+            reply_view_drop(v);
         return;
     }
     int is_sunsub = strcmp(p.kind, "sunsubscribe") == 0;
@@ -569,8 +564,7 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
             memcpy(big ? big : copy, name, n);
             nm = big ? big : copy;
         }
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         if (n)
             shard_lost(sc, nm, n);
         free(big);
@@ -580,8 +574,7 @@ static void conn_push(struct node_conn *nc, struct evbuffer *in, const char *byt
         subset_leaving_done(&ps->leaving_channels, name, p.name_len);
     else if (name && sc == ps->main && strcmp(p.kind, "punsubscribe") == 0)
         subset_leaving_done(&ps->leaving_patterns, name, p.name_len);
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     if (strcmp(p.kind, "subscribe") == 0 || strcmp(p.kind, "psubscribe") == 0 ||
         strcmp(p.kind, "ssubscribe") == 0 || strcmp(p.kind, "unsubscribe") == 0 ||
         strcmp(p.kind, "punsubscribe") == 0 || is_sunsub)

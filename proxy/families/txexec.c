@@ -189,25 +189,22 @@ static void exec_ready(struct request *r)
 /* EXEC's array, rebuilt as build_array says. 1: answered here (or held
  * while the locals that ask the masters run); 0: forward the reply as it
  * is (not an array of one element per command of the block: an abort). */
-static int deliver_array(struct request *r, struct evbuffer *in, const char *bytes, size_t len)
+static int deliver_array(struct request *r, const struct reply_view *v)
 {
     struct tx_exec *e = r->exec;
-    const char *reply = in ? (const char *)evbuffer_pullup(in, (ssize_t)len) : bytes;
+    size_t len = v->len;
+    const char *reply = reply_view_head(v, len);
     struct evbuffer *out = request_reply_buffer(r);
     const char *crlf = reply ? memchr(reply, '\r', len) : NULL;
     if (!crlf || !out || reply[0] != '*' || strtoll(reply + 1, NULL, 10) != e->nfix)
         return 0;
     if (txexec_first_asking(e->locals, e->nlocals) && (e->held = evbuffer_new()) != NULL) {
-        if (in)
-            evbuffer_remove_buffer(in, e->held, len);
-        else
-            evbuffer_add(e->held, bytes, len);
+        reply_view_take(v, e->held);
         start_asking_locals(r);         /* r may be answered and gone when it returns */
         return 1;
     }
     build_array(r, reply, len, out);
-    if (in)
-        evbuffer_drain(in, len);
+    reply_view_drop(v);
     request_finish(r);
     return 1;
 }
@@ -230,7 +227,7 @@ static void exec_extra(struct request *r, const struct reply_scanner *s)
  * goes to the right node; after WATCH it cannot (the watch lives on this
  * connection), so EXEC answers null, as when a watched key changed, and the
  * client retries. 1: handled here. */
-static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
+static int block_redirected(struct request *r, const struct reply_view *v,
                             const struct reply_scanner *s)
 {
     char *line = r->exec->block_redirect;
@@ -253,8 +250,7 @@ static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
             resp_add_error(request_reply_buffer(r), err);
             handled = 1;
         }
-        if (in)
-            evbuffer_drain(in, len);
+        reply_view_drop(v);
         if (handled == 1)
             request_finish(r);
     }
@@ -262,15 +258,15 @@ static int block_redirected(struct request *r, struct evbuffer *in, size_t len,
     return handled;
 }
 
-static int exec_reply(struct request *r, struct node_conn *from, struct evbuffer *in,
-                      const char *bytes, size_t len, const struct reply_scanner *s)
+static int exec_reply(struct request *r, struct node_conn *from, const struct reply_view *v,
+                      const struct reply_scanner *s)
 {
     (void)from;
-    if (block_redirected(r, in, len, s))
+    if (block_redirected(r, v, s))
         return 1;
     if (r->exec->upkeep)
         exec_upkeep(r);
-    return (r->exec->fix || r->exec->locals) && s->type == '*' && deliver_array(r, in, bytes, len);
+    return (r->exec->fix || r->exec->locals) && s->type == '*' && deliver_array(r, v);
 }
 
 static int exec_fail(struct request *r, int may_have_run)

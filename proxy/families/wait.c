@@ -80,26 +80,16 @@ static void part_done(struct wait_part *p, const char *error)
         op_finish(op);
 }
 
-/* A reply of len bytes as a string (truncated), removed from in; its
- * first line only unless whole. */
-static void reply_copy_lines(struct evbuffer *in, const char *bytes, size_t len, char *buf,
-                             size_t size, int whole)
+/* A reply as a string (truncated), dropped from the view; its first line
+ * only unless whole. */
+static void reply_copy_lines(const struct reply_view *v, char *buf, size_t size, int whole)
 {
-    size_t n = len < size - 1 ? len : size - 1;
-    if (in) {
-        evbuffer_remove(in, buf, n);
-        evbuffer_drain(in, len - n);
-    } else {
-        memcpy(buf, bytes, n);
-    }
+    size_t n = v->len < size - 1 ? v->len : size - 1;
+    reply_view_copy(v, buf, n);
+    reply_view_drop(v);
     buf[n] = '\0';
     if (!whole)
         buf[strcspn(buf, "\r\n")] = '\0';
-}
-
-static void reply_copy(struct evbuffer *in, const char *bytes, size_t len, char *buf, size_t size)
-{
-    reply_copy_lines(in, bytes, len, buf, size, 0);
 }
 
 /* count into op's smallest i-th count. */
@@ -121,25 +111,25 @@ static int take_aof_counts(struct wait_op *op, const char *buf)
 }
 
 /* The script's reply: only an error matters. */
-static void part_eval_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                            size_t len, const struct reply_scanner *s)
+static void part_eval_reply(struct node_req *nr, const struct reply_view *v,
+                            const struct reply_scanner *s)
 {
     struct wait_part *p = (struct wait_part *)nr;
     char buf[256];
     (void)s;
-    reply_copy(in, bytes, len, buf, sizeof buf);
+    reply_copy_lines(v, buf, sizeof buf, 0);
     if (buf[0] == '-' && !p->op->error[0])
         snprintf(p->op->error, sizeof p->op->error, "%s", buf + 1);
 }
 
-static void part_wait_reply(struct node_req *nr, struct evbuffer *in, const char *bytes,
-                            size_t len, const struct reply_scanner *s)
+static void part_wait_reply(struct node_req *nr, const struct reply_view *v,
+                            const struct reply_scanner *s)
 {
     struct wait_part *p = (struct wait_part *)nr;
     struct wait_op *op = p->op;
     char buf[256];
     (void)s;
-    reply_copy_lines(in, bytes, len, buf, sizeof buf, op->aof);
+    reply_copy_lines(v, buf, sizeof buf, op->aof);
     if (p->d)
         dedicated_release(p->d);
     if (buf[0] == '-') {

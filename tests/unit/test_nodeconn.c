@@ -27,13 +27,11 @@ static struct node_opts opts = { .connect_timeout_ms = 2000, .timeout_ms = 5000 
 static struct node_req reqs[REQS];
 static int failed[REQS], may_have_run[REQS], replied[REQS];
 
-static void on_reply(struct node_req *r, struct evbuffer *in, const char *bytes, size_t len,
+static void on_reply(struct node_req *r, const struct reply_view *v,
                      const struct reply_scanner *scan)
 {
-    (void)in;
     (void)scan;
-    (void)bytes;
-    (void)len;
+    reply_view_drop(v);
     replied[r - reqs]++;
 }
 

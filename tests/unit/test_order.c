@@ -30,8 +30,8 @@
 
 /* How a request gets its reply. */
 enum finish_mode {
-    BY_BYTES,       /* request_deliver(r, NULL, bytes, len) */
-    BY_BUFFER,      /* request_deliver(r, in, NULL, len), more bytes behind it in in */
+    BY_BYTES,       /* request_deliver_bytes(r, bytes, len) */
+    BY_BUFFER,      /* request_deliver of a view of in, more bytes behind it in in */
     BY_FAIL,        /* request_fail(r, msg) */
     NMODES
 };
@@ -186,13 +186,14 @@ static void run_finish(struct run *t, int i, enum finish_mode mode)
     reply_for(i, mode, t->want[i], sizeof t->want[i]);
     len = strlen(t->want[i]);
     if (mode == BY_BYTES) {
-        request_deliver(r, NULL, t->want[i], len);
+        request_deliver_bytes(r, t->want[i], len);
     } else if (mode == BY_BUFFER) {
         struct evbuffer *in = evbuffer_new();
         ck_assert_ptr_nonnull(in);
         evbuffer_add(in, t->want[i], len);
         evbuffer_add(in, "+next\r\n", 7);
-        request_deliver(r, in, NULL, len);
+        struct reply_view v = { in, NULL, len };
+        request_deliver(r, &v);
         ck_assert_msg(evbuffer_get_length(in) == 7 &&
                       memcmp(evbuffer_pullup(in, -1), "+next\r\n", 7) == 0,
                       "request_deliver() did not take exactly the reply off the input");
@@ -422,7 +423,7 @@ static void parent_event(struct request *p, const struct parent_case *c, int e)
     else if (c->fail[e] != NULL)
         request_fail(p->parts[e], c->fail[e]);
     else
-        request_deliver(p->parts[e], NULL, c->reply[e], strlen(c->reply[e]));
+        request_deliver_bytes(p->parts[e], c->reply[e], strlen(c->reply[e]));
 }
 
 /*
@@ -455,10 +456,10 @@ static void parent_every_order(const struct parent_case *c)
             char when[96];
 
             if (e == PARENT_EVENTS) {
-                request_deliver(q0, NULL, r0, strlen(r0));
+                request_deliver_bytes(q0, r0, strlen(r0));
                 done0 = 1;
             } else if (e == PARENT_EVENTS + 1) {
-                request_deliver(q2, NULL, r2, strlen(r2));
+                request_deliver_bytes(q2, r2, strlen(r2));
                 done2 = 1;
             } else {
                 parent_event(p, c, e);
