@@ -460,6 +460,37 @@ void reply_error_code(const char *line, char *code, size_t size)
     code[n] = '\0';
 }
 
+int reply_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens)
+{
+    size_t off = 0;
+    for (long i = 0; i < n; i++) {
+        size_t el = reply_length(buf + off, len - off);
+        if (el == 0)
+            return -1;
+        if (elems) {
+            elems[i] = buf + off;
+            lens[i] = el;
+        }
+        off += el;
+    }
+    return 0;
+}
+
+long reply_array_elements(const char *buf, size_t len, const char **elems,
+                          size_t *lens, long max)
+{
+    if (len < 4 || buf[0] != '*')
+        return -1;
+    const char *eol = memchr(buf, '\n', len);
+    if (!eol)
+        return -1;
+    long n = strtol(buf + 1, NULL, 10);
+    if (n < 0 || (max >= 0 && n > max))
+        return -1;
+    size_t head = (size_t)(eol - buf) + 1;
+    return reply_elements(buf + head, len - head, n, elems, lens) < 0 ? -1 : n;
+}
+
 const char *reply_view_head(const struct reply_view *v, size_t need)
 {
     if (need > v->len)

@@ -145,6 +145,16 @@ int reply_addr_canon(const char *a, size_t len, char *out, size_t out_size);
  * with args beginning with: ..."). */
 void reply_error_code(const char *line, char *code, size_t size);
 
+/* n whole replies one after another at the start of buf[0..len): 0, or -1
+ * when there are fewer; with elems, elems[i] and lens[i] say where each is. */
+int reply_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens);
+
+/* The elements of the array reply buf[0..len) ('*' only, at most max of
+ * them; max -1: any number): their count, or -1 when buf is no such whole
+ * reply. With elems, elems[i] and lens[i] say where each is in buf. */
+long reply_array_elements(const char *buf, size_t len, const char **elems, size_t *lens,
+                          long max);
+
 /*
  * A whole reply as a node connection hands it over: the first len bytes of
  * in when in is not NULL (a buffer of the connection's, from which taking

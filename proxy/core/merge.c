@@ -32,37 +32,6 @@ struct request *merge_first_error(struct request *p)
     return NULL;
 }
 
-int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens)
-{
-    size_t off = 0;
-    for (long i = 0; i < n; i++) {
-        size_t el = reply_length(buf + off, len - off);
-        if (el == 0)
-            return -1;
-        if (elems) {
-            elems[i] = buf + off;
-            lens[i] = el;
-        }
-        off += el;
-    }
-    return 0;
-}
-
-long merge_array_elements(const char *buf, size_t len, const char **elems,
-                           size_t *lens, long max)
-{
-    if (len < 4 || buf[0] != '*')
-        return -1;
-    const char *eol = memchr(buf, '\n', len);
-    if (!eol)
-        return -1;
-    long n = strtol(buf + 1, NULL, 10);
-    if (n < 0 || (max >= 0 && n > max))
-        return -1;
-    size_t head = (size_t)(eol - buf) + 1;
-    return merge_elements(buf + head, len - head, n, elems, lens) < 0 ? -1 : n;
-}
-
 static void merge_mget_run(struct request *p, struct evbuffer *out)
 {
     int nkeys = p->argc - 1;
@@ -76,7 +45,7 @@ static void merge_mget_run(struct request *p, struct evbuffer *out)
         const char *b = merge_part_bytes(part, &len);
         const char **pe = malloc(sizeof *pe * (size_t)part->npositions);
         size_t *pl = malloc(sizeof *pl * (size_t)part->npositions);
-        long n = pe && pl ? merge_array_elements(b, len, pe, pl, part->npositions) : -1;
+        long n = pe && pl ? reply_array_elements(b, len, pe, pl, part->npositions) : -1;
         if (n == part->npositions)
             for (int k = 0; k < n; k++) {
                 elems[part->positions[k]] = pe[k];
@@ -125,7 +94,7 @@ static void merge_concat_run(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        long n = merge_array_elements(b, len, NULL, NULL, -1);
+        long n = reply_array_elements(b, len, NULL, NULL, -1);
         if (n < 0) {
             resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;

@@ -50,14 +50,4 @@ void merge_add_part_reply(struct evbuffer *out, struct request *part);
  * in *len. */
 const char *merge_part_bytes(struct request *part, size_t *len);
 
-/* n whole replies one after another at the start of buf[0..len): 0, or -1
- * when there are fewer; with elems, elems[i] and lens[i] say where each is. */
-int merge_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens);
-
-/* The elements of the array reply buf[0..len) ('*' only, at most max of
- * them; max -1: any number): their count, or -1 when buf is no such whole
- * reply. With elems, elems[i] and lens[i] say where each is in buf. */
-long merge_array_elements(const char *buf, size_t len, const char **elems, size_t *lens,
-                          long max);
-
 #endif

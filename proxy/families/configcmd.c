@@ -320,7 +320,7 @@ static int config_get_reply(struct request *r, struct node_conn *from,
     const char **el = n > 0 && n % 2 == 0 && (size_t)n <= len / 4
                     ? malloc((size_t)n * (sizeof *el + sizeof(size_t))) : NULL;
     size_t *lens = el ? (size_t *)(void *)(el + n) : NULL;
-    if (!el || merge_elements(b + head, len - head, n, el, lens) < 0) {
+    if (!el || reply_elements(b + head, len - head, n, el, lens) < 0) {
         free(el);
         return 0;
     }

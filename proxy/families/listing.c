@@ -299,7 +299,7 @@ static void scan_cursor_merge(struct request *p, struct evbuffer *out)
     const char *elems[2];
     size_t lens[2], len;
     const char *b = merge_part_bytes(p->parts[0], &len);
-    if (merge_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
+    if (reply_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }

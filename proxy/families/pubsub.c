@@ -390,7 +390,7 @@ static void merge_union_run(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        if ((n = merge_array_elements(b, len, NULL, NULL, -1)) < 0) {
+        if ((n = reply_array_elements(b, len, NULL, NULL, -1)) < 0) {
             resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;
         }
@@ -407,7 +407,7 @@ static void merge_union_run(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        n = merge_array_elements(b, len, pe, pl, -1);
+        n = reply_array_elements(b, len, pe, pl, -1);
         for (long j = 0; j < n; j++, k++) {
             all[k].p = pe[j];
             all[k].len = pl[j];
@@ -432,7 +432,7 @@ static void merge_numsub_run(struct request *p, struct evbuffer *out)
 {
     size_t len0;
     const char *b0 = merge_part_bytes(p->parts[0], &len0);
-    long n = merge_array_elements(b0, len0, NULL, NULL, -1);
+    long n = reply_array_elements(b0, len0, NULL, NULL, -1);
     if (n < 0 || n % 2) {
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
@@ -447,7 +447,7 @@ static void merge_numsub_run(struct request *p, struct evbuffer *out)
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        if (merge_array_elements(b, len, pe, pl, n) != n) {
+        if (reply_array_elements(b, len, pe, pl, n) != n) {
             resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             goto out;
         }
@@ -459,7 +459,7 @@ static void merge_numsub_run(struct request *p, struct evbuffer *out)
             sums[j] += strtoll(pe[j] + 1, NULL, 10);
         }
     }
-    merge_array_elements(b0, len0, pe, pl, n);
+    reply_array_elements(b0, len0, pe, pl, n);
     resp_add_array(out, n);
     for (long j = 0; j < n; j += 2) {
         evbuffer_add(out, pe[j], pl[j]);

@@ -146,7 +146,7 @@ static void merge_and_run(struct request *p, struct evbuffer *out)
         return;
     }
     const char *b = merge_part_bytes(p->parts[0], &len);
-    long n = merge_array_elements(b, len, NULL, NULL, -1);
+    long n = reply_array_elements(b, len, NULL, NULL, -1);
     if (n < 0) {
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
@@ -165,7 +165,7 @@ static void merge_and_run(struct request *p, struct evbuffer *out)
     memset(all, 1, cap);
     for (int i = 0; i < p->nparts; i++) {
         b = merge_part_bytes(p->parts[i], &len);
-        if (merge_array_elements(b, len, elems, lens, n) != n)
+        if (reply_array_elements(b, len, elems, lens, n) != n)
             goto bad;
         for (long k = 0; k < n; k++) {
             if (lens[k] < 4 || elems[k][0] != ':')

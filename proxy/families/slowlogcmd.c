@@ -74,7 +74,7 @@ static void add_master_entry(struct evbuffer *out, const struct item *it, const 
 {
     const char *el[6];
     size_t len[6];
-    if (merge_array_elements(it->bytes, it->len, el, len, 6) != 6) {
+    if (reply_array_elements(it->bytes, it->len, el, len, 6) != 6) {
         evbuffer_add(out, it->bytes, it->len);
         return;
     }
@@ -91,7 +91,7 @@ static int64_t entry_time(const char *b, size_t len)
 {
     const char *f[SLOWLOG_FIELDS_MAX];
     size_t fl[SLOWLOG_FIELDS_MAX];
-    if (merge_array_elements(b, len, f, fl, SLOWLOG_FIELDS_MAX) < 2 || f[1][0] != ':')
+    if (reply_array_elements(b, len, f, fl, SLOWLOG_FIELDS_MAX) < 2 || f[1][0] != ':')
         return 0;
     return strtoll(f[1] + 1, NULL, 10);
 }
@@ -100,14 +100,14 @@ static int64_t entry_time(const char *b, size_t len)
  * -1 when b is not an array of them. */
 static int add_master_items(const char *b, size_t blen, int source, struct item *items, long *n)
 {
-    long count = merge_array_elements(b, blen, NULL, NULL, -1);
+    long count = reply_array_elements(b, blen, NULL, NULL, -1);
     if (count <= 0)
         return (int)count;
     const char **el = malloc((size_t)count * (sizeof *el + sizeof(size_t)));
     if (!el)
         return -1;
     size_t *lens = (size_t *)(void *)(el + count);
-    merge_array_elements(b, blen, el, lens, count);
+    reply_array_elements(b, blen, el, lens, count);
     for (long k = 0; k < count; k++)
         items[(*n)++] = (struct item){ .time = entry_time(el[k], lens[k]), .source = source,
                                        .pos = k, .bytes = el[k], .len = lens[k] };
@@ -129,7 +129,7 @@ static void merge_get(struct request *p, struct evbuffer *out, long long want)
         size_t len;
         struct evbuffer *b = request_reply_buffer(p->parts[i]);
         len = evbuffer_get_length(b);
-        long count = merge_array_elements((const char *)evbuffer_pullup(b, -1), len, NULL,
+        long count = reply_array_elements((const char *)evbuffer_pullup(b, -1), len, NULL,
                                           NULL, -1);
         if (count < 0) {
             slowlog_copy_free(&own);
