@@ -172,24 +172,17 @@ static int wait_key(struct worker *w, int node, char *key, size_t size, size_t *
 static int part_send(struct wait_part *p, struct request *r, uint64_t wait_ms)
 {
     struct worker *w = r->worker;
-    char key[64], head[512];
+    char key[64];
     size_t keylen;
     if (!wait_key(w, p->node, key, sizeof key, &keylen))
         return -1;
     struct evbuffer *b = evbuffer_new();
     if (!b)
         return -1;
-    int hl = snprintf(head, sizeof head, "*4\r\n$4\r\nEVAL\r\n$%zu\r\n%s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n",
-                      sizeof wait_script - 1, wait_script, keylen, key);
-    evbuffer_add(b, head, (size_t)hl);
-    evbuffer_add_printf(b, "*%d\r\n", r->argc);
-    for (int i = 0; i < r->argc; i++) {
-        size_t alen;
-        const char *a = request_arg(r, i, &alen);
-        evbuffer_add_printf(b, "$%zu\r\n", alen);
-        evbuffer_add(b, a, alen);
-        evbuffer_add(b, "\r\n", 2);
-    }
+    const char *eval[4] = { "EVAL", wait_script, "1", key };
+    const size_t lens[4] = { 4, sizeof wait_script - 1, 1, keylen };
+    resp_add_command(b, 4, eval, lens);
+    evbuffer_add(b, r->data, r->len);       /* the client's WAIT, as it came */
     size_t len = evbuffer_get_length(b);
     const void *bytes = evbuffer_pullup(b, -1);
     p->nreq.on_reply = part_wait_reply;
