@@ -227,6 +227,16 @@ static void node_count_state(struct node_conn *c, enum node_state from, enum nod
         gauge_add(&s->ready, 1);
 }
 
+/* The one place a connection changes state, on the only moves there are:
+ * connecting, then ready or closed; ready, then closed. */
+static void node_state_set(struct node_conn *c, enum node_state to)
+{
+    ASSERT((c->state == NODE_CONNECTING && to != NODE_CONNECTING) ||
+           (c->state == NODE_READY && to == NODE_CLOSED));
+    node_count_state(c, c->state, to);
+    c->state = to;
+}
+
 /* ---- timeouts ---- */
 
 static void timer_arm(struct node_conn *c, uint64_t after_ms)
@@ -499,8 +509,7 @@ static void connected_cb(struct io_conn *io, void *arg)
 {
     struct node_conn *c = arg;
     (void)io;
-    node_count_state(c, c->state, NODE_READY);
-    c->state = NODE_READY;
+    node_state_set(c, NODE_READY);
     c->was_up = 1;
     /* everything queued while connecting is written now, as one batch */
     if (c->batch_window > 0 && c->ninflight > 0) {
@@ -659,8 +668,7 @@ void node_conn_close(struct node_conn *c, const char *why)
         NODE_COUNT(c, connect_failures);
     else
         NODE_COUNT(c, closed);
-    node_count_state(c, c->state, NODE_CLOSED);
-    c->state = NODE_CLOSED;
+    node_state_set(c, NODE_CLOSED);
     io_conn_close(&c->io);
     event_free(c->timer);
     c->timer = NULL;

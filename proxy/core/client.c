@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/base/assert.h"
 #include "lib/base/log.h"
 #include "proxy/config/acl.h"
 #include "proxy/config/snapshot.h"
@@ -479,6 +480,14 @@ void client_resume_paused(struct worker *w, struct node_conn *node)
     }
 }
 
+/* The one place a client changes state, on the only moves there are:
+ * active, then closing or gone; closing, then gone. */
+static void client_state_set(struct client *c, enum client_state to)
+{
+    ASSERT(to > c->state);
+    c->state = to;
+}
+
 void client_close(struct client *c, const char *why)
 {
     if (c->state == CLIENT_GONE)
@@ -487,7 +496,7 @@ void client_close(struct client *c, const char *why)
     if (why)
         log_verbose("client", "closing client id=%llu addr=%s: %s",
                     (unsigned long long)c->id, c->addr, why);
-    c->state = CLIENT_GONE;
+    client_state_set(c, CLIENT_GONE);
     io_conn_close(&c->io);
     EACH_FAMILY(closing, c);    /* MONITOR stops; subscriber connections close */
     /* Requests still at a node keep the client until they end. */
@@ -567,7 +576,7 @@ void client_close_after_replies(struct client *c)
 {
     if (c->state != CLIENT_ACTIVE)
         return;
-    c->state = CLIENT_CLOSING;
+    client_state_set(c, CLIENT_CLOSING);
     client_unpause(c);
     io_conn_read(&c->io, 0);
     client_flush(c);
