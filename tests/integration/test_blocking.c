@@ -44,6 +44,20 @@ static void send_only(redisContext *c, const char *fmt, ...)
     h_flush(c);
 }
 
+/* A blocking command sent on c, and waited for (up to 5 s) until a master
+ * counts one more blocked client: blocked at its node, not on its way
+ * (Redis's tests' wait_for_blocked_client), where a fixed sleep guessed. */
+static void send_blocked(const struct h_topo *t, redisContext *c, const char *fmt, ...)
+{
+    long long before = masters_info_sum(t, "blocked_clients");
+    va_list ap;
+    va_start(ap, fmt);
+    ck_assert_int_eq(redisvAppendCommand(c, fmt, ap), REDIS_OK);
+    va_end(ap);
+    h_flush(c);
+    ck_assert_int_eq(wait_blocked(t, before + 1, 5000), before + 1);
+}
+
 /* No reply has arrived on c (nothing readable right now). */
 static void expect_no_reply_yet(redisContext *c)
 {
@@ -114,13 +128,15 @@ END_TEST
 START_TEST(test_stream_consumer_group_xreadgroup_block_xack)
 {
     char stream[128];
+    struct h_topo t;
     redisContext *consumer = h_connect_proxy(), *producer = h_connect_proxy();
     redisReply *r;
 
+    h_topo_load(&t);
     H_FMT(stream, sizeof stream, "%s:{jobs}:stream", h_prefix());
     H_OK(producer, "XGROUP CREATE %s workers $ MKSTREAM", stream);
-    send_only(consumer, "XREADGROUP GROUP workers w1 COUNT 10 BLOCK 5000 STREAMS %s >", stream);
-    h_sleep_ms(200);
+    send_blocked(&t, consumer, "XREADGROUP GROUP workers w1 COUNT 10 BLOCK 5000 STREAMS %s >",
+                 stream);
     expect_no_reply_yet(consumer);
     /* the producer is not held up by the blocked consumer */
     r = h_cmd(producer, "XADD %s * job build", stream);
@@ -376,9 +392,11 @@ START_TEST(test_client_unblock)
 {
     static const char *args[] = { "--threads", "2", NULL };
     struct h_proxy px;
+    struct h_topo t;
     char list[128], stream[128], other[128];
     redisReply *r;
 
+    h_topo_load(&t);
     h_proxy_start(&px, args);
     H_FMT(list, sizeof list, "%s:{unblock}:list", h_prefix());
     H_FMT(stream, sizeof stream, "%s:unblock:stream", h_prefix());
@@ -429,8 +447,7 @@ START_TEST(test_client_unblock)
         freeReplyObject(r);
 
         /* the client goes on as before: blocks and is served */
-        send_only(a, "BLPOP %s 0", list);
-        h_sleep_ms(100);
+        send_blocked(&t, a, "BLPOP %s 0", list);
         r = h_cmd(b, "RPUSH %s v%d", list, pair);
         freeReplyObject(r);
         r = h_get_reply(a);
@@ -668,13 +685,14 @@ START_TEST(test_pool_exhausted_clear_error)
     redisContext *b[2];
     redisReply *r;
 
+    struct h_topo t;
+    h_topo_load(&t);
     h_proxy_start(&extra, args);
     for (int i = 0; i < 2; i++) {
         H_FMT(list[i], sizeof list[i], "%s:pool:%d", h_prefix(), i);
         b[i] = h_connect_extra(&extra);
-        send_only(b[i], "BLPOP %s 0", list[i]);
+        send_blocked(&t, b[i], "BLPOP %s 0", list[i]);
     }
-    h_sleep_ms(200);
     redisContext *p = h_connect_extra(&extra);
     r = h_cmd(p, "BLPOP %s:pool:x 0", h_prefix());
     H_EXPECT_ERR(r, "ERR all dedicated node connections");
@@ -706,17 +724,18 @@ END_TEST
 START_TEST(test_layout_maps_reply_keys_back)
 {
     struct h_proxy extra;
+    struct h_topo t;
     char prefix[64], list[128], zset[128], stream[128];
     redisReply *r;
 
+    h_topo_load(&t);
     h_layout_proxy_start(&extra, "bl", prefix, sizeof prefix);
     H_FMT(list, sizeof list, "%s:chat:tg:7", prefix);      /* -> PREFIX:{ch:N}:r:tg%3A7 */
     H_FMT(zset, sizeof zset, "%s:chat:tg:8", prefix);
     H_FMT(stream, sizeof stream, "%s:chat:tg:9", prefix);
     redisContext *p = h_connect_extra(&extra), *q = h_connect_extra(&extra);
 
-    send_only(p, "BLPOP %s 5", list);
-    h_sleep_ms(100);
+    send_blocked(&t, p, "BLPOP %s 5", list);
     r = h_cmd(q, "RPUSH %s hello", list);
     H_EXPECT_INT(r, 1);
     freeReplyObject(r);
@@ -827,8 +846,7 @@ START_TEST(test_blocking_pops_keep_indexes)
     expect_index_soon(&t, prefix, "jobs:done ");
 
     /* blocked first, then fed and emptied */
-    send_only(p, "BRPOP %s 0", q);
-    h_sleep_ms(100);
+    send_blocked(&t, p, "BRPOP %s 0", q);
     r = h_cmd(o, "RPUSH %s c", q);
     freeReplyObject(r);
     r = h_get_reply(p);
