@@ -252,10 +252,11 @@ static int (*interceptors[CLIENT_FAMILIES_MAX])(struct request *r);
 static int (*takers[CLIENT_FAMILIES_MAX])(struct request *r, const struct route *rt);
 static int nholders, ninterceptors, ntakers;
 
-void client_family_register(const struct client_family *f)
+int client_family_register(const struct client_family *f)
 {
     if (nfamilies == CLIENT_FAMILIES_MAX)
         registration_full("client", CLIENT_FAMILIES_MAX);
+    int id = nfamilies;
     families[nfamilies++] = f;
     if (f->hold)
         holders[nholders++] = f->hold;
@@ -263,6 +264,18 @@ void client_family_register(const struct client_family *f)
         interceptors[ninterceptors++] = f->intercept;
     if (f->take)
         takers[ntakers++] = f->take;
+    return id;
+}
+
+void client_family_set(struct client *c, int id, void *state)
+{
+    pthread_mutex_lock(&c->worker->clients_lock);
+    c->family[id] = state;
+    if (state)
+        c->family_held |= 1u << id;
+    else
+        c->family_held &= ~(1u << id);
+    pthread_mutex_unlock(&c->worker->clients_lock);
 }
 
 int client_hold(struct request *r)
@@ -330,7 +343,7 @@ static struct request *first_parked(const struct client *c)
 static int client_subscribed(const struct client *c)
 {
     struct client_counts n;
-    if (!c->pubsub)             /* never subscribed, the usual case: no call */
+    if (!c->family_held)        /* no family's state, the usual case: no call */
         return 0;
     client_counts(c, &n);
     return n.sub + n.psub + n.ssub > 0;

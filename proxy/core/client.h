@@ -38,6 +38,8 @@ enum client_kill {
     CLIENT_KILL_USER        /* its user was removed or turned off (client_users_reloaded) */
 };
 
+#define CLIENT_FAMILIES_MAX 8
+
 enum client_state {
     CLIENT_ACTIVE,      /* reading and answering */
     CLIENT_CLOSING,     /* no more reading: close once owed replies are written */
@@ -88,11 +90,12 @@ struct client {
     struct event *retry_timer;      /* sends held_back when the backoff ends */
     uint64_t next_seq;
     time_t soft_limit_since;        /* 0: output under the soft limit */
-    struct pubsub *pubsub;          /* subscriptions (pubsub.h), NULL until one */
-    struct tx_state *tx;            /* MULTI, WATCH, blocking (tx.h); NULL until used */
+    void *family[CLIENT_FAMILIES_MAX];  /* each family's state, by the id its
+                                     * registration gave (client_family_state),
+                                     * NULL until it has one */
+    unsigned family_held;           /* bit id: family id holds state */
     uint64_t written_masters;       /* masters it may have written to since its last
                                      * WAIT (wait.h): client_master_bit's */
-    struct wait_op *wait;           /* its WAIT under way, or NULL */
     TAILQ_ENTRY(client) monitor_link;   /* in its worker's monitors, while monitoring */
     unsigned char monitoring;       /* MONITOR (monitor.h) */
     TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
@@ -267,10 +270,18 @@ struct client_family {
                                            that waits its turn to run, or NULL */
 };
 
-#define CLIENT_FAMILIES_MAX 8
+/* Before any worker starts: the family's id (client_family_state). */
+int client_family_register(const struct client_family *f);
 
-/* Before any worker starts. */
-void client_family_register(const struct client_family *f);
+/* c's state of family id, or NULL. */
+static inline void *client_family_state(const struct client *c, int id)
+{
+    return c->family[id];
+}
+
+/* c's state of family id is now state (NULL: none), under c's worker's
+ * clients_lock, as CLIENT LIST reads it from any thread. */
+void client_family_set(struct client *c, int id, void *state);
 
 /* 1 when a family took r (client_family.hold, .intercept, .take); the
  * router asks at each of those points of its plan. */

@@ -478,7 +478,7 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
  * because of: why" (an ERR code left out), inside MULTI or not. */
 static void exec_rejected(struct request *r, const char *why)
 {
-    struct tx_state *tx = r->client->tx;
+    struct tx_state *tx = txstate_of(r->client);
     char msg[512];
     if (strncmp(why, "ERR ", 4) == 0)
         why += 4;

@@ -27,14 +27,14 @@
 /* The client holds at least one channel, pattern or shard channel. */
 static int subscribed(const struct client *c)
 {
-    const struct pubsub *ps = c->pubsub;
+    const struct pubsub *ps = subscriber_of(c);
     return ps && ps->channels.n + ps->patterns.n + ps->shard.n > 0;
 }
 
 /* Counts for CLIENT LIST. */
 static void pubsub_count(const struct client *c, struct client_counts *n)
 {
-    const struct pubsub *ps = c->pubsub;
+    const struct pubsub *ps = subscriber_of(c);
     if (!ps)
         return;
     n->sub = (int)ps->channels.n;
@@ -643,5 +643,5 @@ static const struct client_family pubsub_family = {
 void pubsub_register(void)
 {
     route_register(pubsub_routes, (int)(sizeof pubsub_routes / sizeof pubsub_routes[0]));
-    client_family_register(&pubsub_family);
+    subscriber_family(client_family_register(&pubsub_family));
 }

@@ -26,10 +26,23 @@
 
 static void resub_cb(evutil_socket_t fd, short what, void *arg);
 
+static int family_id = -1;      /* pub/sub's, among the client families */
+
+void subscriber_family(int id)
+{
+    family_id = id;
+}
+
+struct pubsub *subscriber_of(const struct client *c)
+{
+    return client_family_state(c, family_id);
+}
+
 struct pubsub *subscriber_get(struct client *c)
 {
-    if (c->pubsub)
-        return c->pubsub;
+    struct pubsub *have = subscriber_of(c);
+    if (have)
+        return have;
     struct pubsub *ps = calloc(1, sizeof *ps);
     if (!ps)
         return NULL;
@@ -46,9 +59,7 @@ struct pubsub *subscriber_get(struct client *c)
         free(ps);
         return NULL;
     }
-    pthread_mutex_lock(&c->worker->clients_lock);     /* CLIENT LIST reads it */
-    c->pubsub = ps;
-    pthread_mutex_unlock(&c->worker->clients_lock);
+    client_family_set(c, family_id, ps);
     return ps;
 }
 
@@ -612,15 +623,13 @@ static void free_late_cb(evutil_socket_t fd, short what, void *arg)
  * (a callback of one of its connections may be on the stack). */
 void subscriber_teardown(struct client *c)
 {
-    struct pubsub *ps = c->pubsub;
+    struct pubsub *ps = subscriber_of(c);
     struct sub_conn *sc;
     if (!ps)
         return;
-    /* CLIENT LIST, on any thread, reads c->pubsub under this lock: once it
-     * is cleared no reader holds ps */
-    pthread_mutex_lock(&c->worker->clients_lock);
-    c->pubsub = NULL;
-    pthread_mutex_unlock(&c->worker->clients_lock);
+    /* CLIENT LIST, on any thread, reads it under the clients_lock
+     * client_family_set takes: once it is cleared no reader holds ps */
+    client_family_set(c, family_id, NULL);
     ps->gone = 1;
     evtimer_del(ps->resub_timer);
     if (ps->main)
@@ -641,7 +650,7 @@ static void conn_speak(struct sub_conn *sc, enum resp_proto proto)
 
 void subscriber_speak(struct client *c)
 {
-    struct pubsub *ps = c->pubsub;
+    struct pubsub *ps = subscriber_of(c);
     struct sub_conn *sc;
     if (!ps)
         return;

@@ -64,8 +64,15 @@ struct pubsub {
     int gone;                       /* torn down: freed on the next round */
 };
 
-/* c's subscriptions, made on first use (under its worker's clients_lock,
- * as CLIENT LIST reads them); NULL when out of memory. */
+/* Before any worker starts: the id pub/sub's registration as a client
+ * family gave (client.h), under which a client keeps its subscriptions. */
+void subscriber_family(int id);
+
+/* c's subscriptions, or NULL. */
+struct pubsub *subscriber_of(const struct client *c);
+
+/* c's subscriptions, made on first use (client_family_set: CLIENT LIST
+ * reads them); NULL when out of memory. */
 struct pubsub *subscriber_get(struct client *c);
 
 /* Channels and patterns held: a confirmation's count. */

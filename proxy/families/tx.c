@@ -28,14 +28,15 @@
 /* The first of c's requests that wait their turn to run, or NULL. */
 static struct request *first_parked(const struct client *c)
 {
-    return c->tx ? lane_first_parked(&c->tx->lanes) : NULL;
+    const struct tx_state *tx = txstate_of(c);
+    return tx ? lane_first_parked(&tx->lanes) : NULL;
 }
 
 /* At the start of router_dispatch: 1 when r was parked behind the client's
  * earlier parked requests. */
 static int hold_if_parked(struct request *r)
 {
-    struct tx_state *tx = r->client->tx;
+    struct tx_state *tx = txstate_of(r->client);
     return tx && lane_hold_if_parked(&tx->lanes, r);
 }
 
@@ -43,8 +44,9 @@ static int hold_if_parked(struct request *r)
  * MULTI the transaction aborts at EXEC. */
 static void note_refused(struct client *c)
 {
-    if (c->tx && c->tx->in_multi)
-        c->tx->dirty = 1;
+    struct tx_state *tx = txstate_of(c);
+    if (tx && tx->in_multi)
+        tx->dirty = 1;
 }
 
 /* ---- WAIT ---- */
@@ -69,7 +71,7 @@ static void cmd_wait(struct tx_state *tx, struct request *r)
     /* on no lane: what the client sends next waits for WAIT's answer */
     tx->lanes.lane = LANE_NEW;
     const char *t = request_arg(r, r->argc - 1, &len);
-    wait_dispatch(r, blocking_millis(t, len));
+    wait_dispatch(r, blocking_millis(t, len), &tx->wait);
 }
 
 /* ---- dispatch ---- */
@@ -146,7 +148,7 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
 /* Replies were written. */
 static void tx_flushed(struct client *c)
 {
-    struct tx_state *tx = c->tx;
+    struct tx_state *tx = txstate_of(c);
     if (!tx || c->state == CLIENT_GONE)
         return;
     /* a blocking command answered: its connection goes back */
@@ -160,7 +162,7 @@ static void tx_flushed(struct client *c)
 /* Its socket closed. */
 static void tx_gone(struct client *c)
 {
-    struct tx_state *tx = c->tx;
+    struct tx_state *tx = txstate_of(c);
     if (!tx)
         return;
     lane_fail_parked(&tx->lanes, "ERR the client has gone");
@@ -168,11 +170,11 @@ static void tx_gone(struct client *c)
     txstate_watch_end(tx);
     /* what is blocked or watched on it ends now, not when the node answers;
      * a WAIT under way keeps c alive until it ends (its request is queued) */
-    int waiting = c->wait != NULL;
+    int waiting = tx->wait != NULL;
     if (tx->dconn)
         dedicated_close(tx->dconn, "the client has gone");
     if (waiting)
-        wait_client_gone(c);    /* last: it may free c */
+        wait_client_gone(&tx->wait);    /* last: it may free c */
 }
 
 /* Its struct is about to be freed. */
@@ -184,18 +186,22 @@ static void tx_freed(struct client *c)
 /* For CLIENT LIST: queued commands inside MULTI. */
 static void tx_count(const struct client *c, struct client_counts *n)
 {
-    if (c->tx && c->tx->in_multi)
-        n->multi = c->tx->nqueued + c->tx->nlocal;
-    n->watching = c->tx && c->tx->watching;
-    n->watched_keys = c->tx && c->tx->watching ? c->tx->watched.n : 0;
-    n->blocked = (c->tx && c->tx->blocking) || c->wait != NULL;     /* WAIT blocks too */
+    const struct tx_state *tx = txstate_of(c);
+    if (!tx)
+        return;
+    if (tx->in_multi)
+        n->multi = tx->nqueued + tx->nlocal;
+    n->watching = tx->watching;
+    n->watched_keys = tx->watching ? tx->watched.n : 0;
+    n->blocked = tx->blocking || tx->wait != NULL;     /* WAIT blocks too */
 }
 
 /* Bytes c's transaction state holds: its MULTI block (queued commands)
  * and the hashes that count its WATCHed keys. */
 static size_t tx_held(const struct client *c)
 {
-    return c->tx ? multi_held(c->tx) : 0;
+    const struct tx_state *tx = txstate_of(c);
+    return tx ? multi_held(tx) : 0;
 }
 
 /* ---- routes ---- */
@@ -217,7 +223,7 @@ static void blocking_read_route(struct request *r)
  * overtake each other. */
 static int take(struct request *r, const struct route *rt)
 {
-    return (r->client->tx || r->as_user) && tx_dispatch(r, rt->in_multi);
+    return (txstate_of(r->client) || r->as_user) && tx_dispatch(r, rt->in_multi);
 }
 
 #define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }
@@ -251,7 +257,7 @@ void tx_register(void)
 {
     route_register(tx_routes, (int)(sizeof tx_routes / sizeof tx_routes[0]));
     multi_register();
-    client_family_register(&tx_family);
+    txstate_family(client_family_register(&tx_family));
     request_family_register(request_freed);
     router_register_conns(txstate_conn_for, blocking_wait_ms);
     route_register_blocking_read(blocking_read_route);

@@ -2,8 +2,9 @@
  * tx: what a client does beyond independent commands: MULTI/EXEC/DISCARD
  * transactions, WATCH/UNWATCH, and blocking commands (BLPOP, BRPOP, BLMOVE,
  * BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, XREAD/XREADGROUP BLOCK).
- * A client gets this state (client->tx, txstate.h) the first time it uses
- * one of them. tx.c dispatches; multi.h, blocking.h and lane.h do each part.
+ * A client gets this state (txstate.h, kept as its client family state) the
+ * first time it uses one of them. tx.c dispatches; multi.h, blocking.h and
+ * lane.h do each part.
  *
  * MULTI    The proxy queues the commands itself (+QUEUED; arity and unknown
  *          commands answered as Redis does, which makes EXEC answer

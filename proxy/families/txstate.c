@@ -14,10 +14,23 @@
 #include "proxy/families/dedicated.h"
 #include "proxy/families/txexec.h"
 
+static int family_id = -1;      /* the tx family's, among the client families */
+
+void txstate_family(int id)
+{
+    family_id = id;
+}
+
+struct tx_state *txstate_of(const struct client *c)
+{
+    return client_family_state(c, family_id);
+}
+
 struct tx_state *txstate_get(struct client *c)
 {
-    if (c->tx)
-        return c->tx;
+    struct tx_state *have = txstate_of(c);
+    if (have)
+        return have;
     struct tx_state *tx = calloc(1, sizeof *tx);
     if (!tx)
         return NULL;
@@ -29,15 +42,16 @@ struct tx_state *txstate_get(struct client *c)
     tx->slot = -1;
     tx->watch_slot = -1;
     lanes_init(&tx->lanes, c);
-    c->tx = tx;
+    client_family_set(c, family_id, tx);
     return tx;
 }
 
 void txstate_free(struct client *c)
 {
-    struct tx_state *tx = c->tx;
+    struct tx_state *tx = txstate_of(c);
     if (!tx)
         return;
+    client_family_set(c, family_id, NULL);
     lanes_free(&tx->lanes);
     evbuffer_free(tx->queued);
     if (tx->upkeep)
@@ -51,7 +65,6 @@ void txstate_free(struct client *c)
     free(tx->fix);
     free(tx->watched.hash);
     free(tx);
-    c->tx = NULL;
 }
 
 void txstate_watch_end(struct tx_state *tx)
@@ -73,7 +86,7 @@ void txstate_drop_dconn(struct tx_state *tx)
 struct node_conn *txstate_conn_for(struct request *r, int node, const char **why)
 {
     struct client *c = r->client;
-    struct tx_state *tx = c ? c->tx : NULL;
+    struct tx_state *tx = c ? txstate_of(c) : NULL;
     *why = NULL;
     if (!tx || c->state == CLIENT_GONE) {
         *why = "ERR the client has gone";

@@ -21,6 +21,7 @@ struct node_conn;
 struct request;
 struct tx_local;
 struct userconn;
+struct wait_op;
 
 /* The writes of a restricted user's transaction that the index script
  * wraps, as they were: should a script of the user's be queued too, the
@@ -75,12 +76,21 @@ struct tx_state {
     int watch_slot;
     struct dedicated *dconn;        /* pinned by WATCH, or running a blocking command */
     struct lanes lanes;             /* the order of its requests across lanes */
+    struct wait_op *wait;           /* its WAIT under way (wait.h), or NULL */
 };
 
-/* c's state, made on first use; NULL when out of memory. */
+/* Before any worker starts: the id the tx family's registration as a
+ * client family gave (client.h), under which a client keeps its state. */
+void txstate_family(int id);
+
+/* c's state, or NULL. */
+struct tx_state *txstate_of(const struct client *c);
+
+/* c's state, made on first use (client_family_set: CLIENT LIST reads it);
+ * NULL when out of memory. */
 struct tx_state *txstate_get(struct client *c);
 
-/* c's state freed (c->tx NULL after). */
+/* c's state freed. */
 void txstate_free(struct client *c);
 
 /* WATCH is over: the watched keys forgotten. */

@@ -31,7 +31,8 @@ struct wait_part {
 
 struct wait_op {
     struct request *r;              /* the client's WAIT or WAITAOF */
-    struct client *c;               /* NULL once it left */
+    struct wait_op **slot;          /* where its client keeps it (tx.h); NULL once
+                                       the client left */
     int nparts, left;
     int aof;                        /* WAITAOF: two counts, local and replicas */
     long long min[2];
@@ -53,8 +54,8 @@ static void op_finish(struct wait_op *op)
 {
     struct request *r = op->r;
     struct worker *w = r->worker;
-    if (op->c)
-        op->c->wait = NULL;
+    if (op->slot)
+        *op->slot = NULL;
     if (op->error[0]) {
         request_fail(r, op->error);
     } else if (op->aof) {
@@ -195,7 +196,7 @@ static int part_send(struct wait_part *p, struct request *r, uint64_t wait_ms)
     return 0;
 }
 
-void wait_dispatch(struct request *r, uint64_t wait_ms)
+void wait_dispatch(struct request *r, uint64_t wait_ms, struct wait_op **slot)
 {
     struct client *c = r->client;
     struct worker *w = r->worker;
@@ -218,7 +219,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
         return;
     }
     op->r = r;
-    op->c = c;
+    op->slot = slot;
     op->aof = strcmp(r->cmd->fullname, "waitaof") == 0;
     op->min[0] = op->min[1] = -1;
     op->nparts = 0;
@@ -238,7 +239,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
             return;
         }
     }
-    c->wait = op;
+    *slot = op;
     op->left = op->nparts;
     for (int i = 0; i < op->nparts; i++) {
         if (part_send(&op->parts[i], r, wait_ms) < 0) {
@@ -249,13 +250,13 @@ void wait_dispatch(struct request *r, uint64_t wait_ms)
     }
 }
 
-void wait_client_gone(struct client *c)
+void wait_client_gone(struct wait_op **slot)
 {
-    struct wait_op *op = c->wait;
+    struct wait_op *op = *slot;
     if (!op)
         return;
-    c->wait = NULL;
-    op->c = NULL;
+    *slot = NULL;
+    op->slot = NULL;
     /* what blocks on them ends now, not when the nodes answer: each part
      * fails, the last one finishes the request (the op is freed later) */
     for (int i = 0; i < op->nparts; i++)

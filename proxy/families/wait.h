@@ -33,13 +33,14 @@
 
 #include <stdint.h>
 
-struct client;
 struct request;
+struct wait_op;
 
-/* Run WAIT r (its client's earlier commands are all answered). */
-void wait_dispatch(struct request *r, uint64_t wait_ms);
+/* Run WAIT r (its client's earlier commands are all answered); *slot, the
+ * client's, holds it while it runs (NULL again once it ends). */
+void wait_dispatch(struct request *r, uint64_t wait_ms, struct wait_op **slot);
 
-/* The client left: its WAIT's connections close now. */
-void wait_client_gone(struct client *c);
+/* The client left: the WAIT in *slot closes its connections now. */
+void wait_client_gone(struct wait_op **slot);
 
 #endif
