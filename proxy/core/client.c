@@ -528,9 +528,9 @@ void client_close_idle(struct worker *w, time_t now)
     for (c = TAILQ_FIRST(&w->clients); c; c = next) {
         next = TAILQ_NEXT(c, link);
         /* as Redis: a client owed a reply (blocked ones too), subscribed
-         * or monitoring is not idle */
+         * or a replica (monitoring) is not idle */
         if (c->state == CLIENT_ACTIVE && TAILQ_EMPTY(&c->queue) && !client_subscribed(c) &&
-            !c->monitoring && now - c->last_active > limit)
+            !c->replica && now - c->last_active > limit)
             client_close(c, "idle past timeout");
     }
 }

@@ -96,8 +96,8 @@ struct client {
     unsigned family_held;           /* bit id: family id holds state */
     uint64_t written_masters;       /* masters it may have written to since its last
                                      * WAIT (wait.h): client_master_bit's */
-    TAILQ_ENTRY(client) monitor_link;   /* in its worker's monitors, while monitoring */
-    unsigned char monitoring;       /* MONITOR (monitor.h) */
+    unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:
+                                     * never idle, no keyspace commands */
     TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
                                      * (dedicated.h; under its worker's clients_lock) */
 };
@@ -236,6 +236,7 @@ struct client_counts {
     int watching;                   /* WATCHing keys (tx.h) */
     int watched_keys;               /* how many, each once */
     int blocked;                    /* a blocking command or a WAIT of its runs (tx.h) */
+    int monitor;                    /* it monitors (monitor.h) */
 };
 
 /*

@@ -1130,7 +1130,7 @@ static int client_may_run(struct request *r, const struct command *cmd)
     if (!r->acl_passed && !c->user->simple && sort_refused(r, cmd))
         return 0;
     r->acl_passed = 1;
-    if (c->monitoring && (cmd->flags & (CMD_WRITE | CMD_READONLY | CMD_MAY_REPLICATE))) {
+    if (c->replica && (cmd->flags & (CMD_WRITE | CMD_READONLY | CMD_MAY_REPLICATE))) {
         router_reject(r, "ERR Replica can't interact with the keyspace");   /* as Redis */
         return 0;
     }

@@ -30,7 +30,7 @@
 static void flags_of(const struct client *c, const struct client_counts *n, char *buf)
 {
     char *p = buf;
-    if (c->monitoring)
+    if (n->monitor)
         *p++ = 'O';
     else if (n->sub + n->psub + n->ssub > 0)
         *p++ = 'P';

@@ -11,6 +11,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
@@ -20,7 +21,7 @@
 
 /* A worker's monitors and the lines other workers left for them. */
 struct monitor_inbox {
-    TAILQ_HEAD(, client) clients;   /* this thread's only */
+    TAILQ_HEAD(, monitor) clients;  /* this thread's only */
     int count;                      /* of clients; other threads read it (atomic) */
     pthread_mutex_t lock;
     struct evbuffer *lines;         /* under lock */
@@ -28,6 +29,13 @@ struct monitor_inbox {
 };
 
 static int family_id = -1;          /* the inbox's, on every worker (worker.h) */
+static int client_id_of = -1;       /* a monitoring client's state (client.h) */
+
+/* A client that monitors: its place in its worker's inbox. */
+struct monitor {
+    TAILQ_ENTRY(monitor) link;
+    struct client *c;
+};
 
 static struct monitor_inbox *inbox(const struct worker *w)
 {
@@ -62,15 +70,22 @@ static void monitor_command(struct request *r)
         request_fail(r, "ERR MONITOR isn't allowed for DENY BLOCKING client");
         return;
     }
-    if (c->monitoring) {        /* as Redis: no reply at all */
+    if (client_family_state(c, client_id_of)) {     /* as Redis: no reply at all */
         r->silent = 1;
         request_finish(r);
         return;
     }
+    struct monitor *m = calloc(1, sizeof *m);
+    if (!m) {
+        request_fail(r, REPLY_ERR_OOM);
+        return;
+    }
     resp_add_simple(request_reply_buffer(r), "OK");
     request_finish(r);          /* ahead of the first line */
-    c->monitoring = 1;
-    TAILQ_INSERT_TAIL(&inbox(w)->clients, c, monitor_link);
+    m->c = c;
+    client_family_set(c, client_id_of, m);
+    c->replica = 1;
+    TAILQ_INSERT_TAIL(&inbox(w)->clients, m, link);
     __atomic_add_fetch(&inbox(w)->count, 1, __ATOMIC_RELAXED);
     router_watching(1);
 }
@@ -78,10 +93,13 @@ static void monitor_command(struct request *r)
 void monitor_stop(struct client *c)
 {
     struct worker *w = c->worker;
-    if (!c->monitoring)
+    struct monitor *m = client_family_state(c, client_id_of);
+    if (!m)
         return;
-    c->monitoring = 0;
-    TAILQ_REMOVE(&inbox(w)->clients, c, monitor_link);
+    client_family_set(c, client_id_of, NULL);
+    c->replica = 0;
+    TAILQ_REMOVE(&inbox(w)->clients, m, link);
+    free(m);
     __atomic_sub_fetch(&inbox(w)->count, 1, __ATOMIC_RELAXED);
     router_watching(-1);
 }
@@ -91,12 +109,12 @@ void monitor_stop(struct client *c)
 static void push_to_monitors(struct worker *w, const char *bytes, size_t len,
                              const struct client *skip)
 {
-    struct client *c, *next;
+    struct monitor *m, *next;
     const struct reply_view line = { NULL, bytes, len };
-    for (c = TAILQ_FIRST(&inbox(w)->clients); c; c = next) {
-        next = TAILQ_NEXT(c, monitor_link);
-        if (c != skip)
-            client_push(c, &line, 1);
+    for (m = TAILQ_FIRST(&inbox(w)->clients); m; m = next) {
+        next = TAILQ_NEXT(m, link);
+        if (m->c != skip)
+            client_push(m->c, &line, 1);
     }
 }
 
@@ -114,9 +132,9 @@ static void take_inbox(struct worker *w, void *state)
     m->overflow = 0;
     pthread_mutex_unlock(&m->lock);
     if (overflow) {
-        struct client *c;
-        while ((c = TAILQ_FIRST(&m->clients)) != NULL)
-            client_close(c, "MONITOR fell behind the commands it was shown");
+        struct monitor *mon;
+        while ((mon = TAILQ_FIRST(&m->clients)) != NULL)
+            client_close(mon->c, "MONITOR fell behind the commands it was shown");
     } else {
         size_t len = evbuffer_get_length(lines);
         if (len)
@@ -238,8 +256,15 @@ static const struct route_entry monitor_routes[] = {
                    .keyless = 1 } },
 };
 
+/* For CLIENT LIST: flag O. */
+static void monitor_count(const struct client *c, struct client_counts *n)
+{
+    n->monitor = client_family_state(c, client_id_of) != NULL;
+}
+
 static const struct client_family monitor_family = {
     .closing = monitor_stop,
+    .count = monitor_count,
 };
 
 static const struct worker_family monitor_worker = {
@@ -250,7 +275,7 @@ static const struct worker_family monitor_worker = {
 void monitor_register(void)
 {
     route_register(monitor_routes, 1);
-    client_family_register(&monitor_family);
+    client_id_of = client_family_register(&monitor_family);
     family_id = worker_family_register(&monitor_worker);
     router_register_watcher(monitor_feed);
 }
