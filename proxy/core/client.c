@@ -931,7 +931,6 @@ struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa
     c->resp = RESP2;
     TAILQ_INIT(&c->queue);
     TAILQ_INIT(&c->held_back);
-    TAILQ_INIT(&c->dedicated);
     sockaddr_format(sa, c->addr, sizeof c->addr);
     struct sockaddr_storage local;
     socklen_t llen = sizeof local;

@@ -24,7 +24,6 @@
 struct worker;
 struct proxy;
 struct acl_user;
-struct dedicated;
 struct config_snapshot;
 struct event;
 struct tx_state;
@@ -98,8 +97,6 @@ struct client {
                                      * WAIT (wait.h): client_master_bit's */
     unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:
                                      * never idle, no keyspace commands */
-    TAILQ_HEAD(, dedicated) dedicated;  /* the dedicated node connections it uses
-                                     * (dedicated.h; under its worker's clients_lock) */
 };
 
 /* Bit of master `node` in client->written_masters; the last bit stands for

@@ -38,7 +38,6 @@ struct request;
 struct proxy;
 struct worker;
 struct config_snapshot;
-struct dedicated_pool;
 
 /*
  * A command family's state on each worker (families.c registers it before
@@ -132,7 +131,6 @@ struct worker {
     size_t client_mem;                  /* its clients' memory (client.h: client_mem_update): written by
                                            this thread, read by any (atomic) */
 
-    struct dedicated_pool *dedicated;   /* WATCH and blocking commands (dedicated.h) */
     struct userconns *userconns;        /* restricted users' scripts (userconn.h), NULL
                                            until the first */
     void *family[WORKER_FAMILIES_MAX];  /* each family's state on this worker */

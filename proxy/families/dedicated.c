@@ -9,6 +9,7 @@
 #include "cluster/node.h"
 #include "proxy/core/client.h"
 #include "proxy/core/worker.h"
+#include "lib/proto/errors.h"
 
 static const char pool_full[] =
     "ERR all dedicated node connections of this proxy thread are in use by blocking "
@@ -16,16 +17,48 @@ static const char pool_full[] =
     "dedicated-connections-max";
 static const char no_connect[] = "ERR cannot connect to the node that serves this key";
 
+static int pool_id = -1;        /* the pool's, on every worker (worker.h) */
+static int user_id = -1;        /* a client's connections in use (client.h) */
+
+/* The connections a client uses (the family's state in the client's slot,
+ * read under the worker's clients_lock: CLIENT UNBLOCK reads it). */
+struct dedicated_user {
+    TAILQ_HEAD(, dedicated) list;
+};
+
+static int pool_init(struct worker *w, void **state)
+{
+    struct dedicated_pool *pool = calloc(1, sizeof *pool);
+    (void)w;
+    if (!pool)
+        return -1;
+    TAILQ_INIT(&pool->idle);
+    TAILQ_INIT(&pool->busy);
+    *state = pool;
+    return 0;
+}
+
 static struct dedicated_pool *pool_of(struct worker *w)
 {
-    if (!w->dedicated) {
-        w->dedicated = calloc(1, sizeof *w->dedicated);
-        if (w->dedicated) {
-            TAILQ_INIT(&w->dedicated->idle);
-            TAILQ_INIT(&w->dedicated->busy);
-        }
-    }
-    return w->dedicated;
+    return worker_family_state(w, pool_id);
+}
+
+static struct dedicated_user *user_of(const struct client *c)
+{
+    return client_family_state(c, user_id);
+}
+
+/* c's list of connections, made on first use: 0, or -1 out of memory. */
+static int user_make(struct client *c)
+{
+    if (user_of(c))
+        return 0;
+    struct dedicated_user *u = calloc(1, sizeof *u);
+    if (!u)
+        return -1;
+    TAILQ_INIT(&u->list);
+    client_family_set(c, user_id, u);
+    return 0;
 }
 
 /* d runs user's commands from now on (NULL: nobody's). */
@@ -35,10 +68,10 @@ static void set_user(struct dedicated *d, struct client *user)
         return;
     pthread_mutex_lock(&d->worker->clients_lock);
     if (d->user)
-        TAILQ_REMOVE(&d->user->dedicated, d, user_link);
+        TAILQ_REMOVE(&user_of(d->user)->list, d, user_link);
     d->user = user;
     if (user)
-        TAILQ_INSERT_TAIL(&user->dedicated, d, user_link);
+        TAILQ_INSERT_TAIL(&user_of(user)->list, d, user_link);
     pthread_mutex_unlock(&d->worker->clients_lock);
 }
 
@@ -46,7 +79,7 @@ static void set_user(struct dedicated *d, struct client *user)
 static void dedicated_down(struct node_conn *c, void *arg)
 {
     struct dedicated *d = arg;
-    struct dedicated_pool *pool = d->worker->dedicated;
+    struct dedicated_pool *pool = pool_of(d->worker);
     client_resume_paused(d->worker, c);
     set_user(d, NULL);
     if (d->owner) {
@@ -98,7 +131,7 @@ static struct dedicated *idle_take(struct dedicated_pool *pool, struct dedicated
 
 static struct dedicated *dedicated_open(struct worker *w, int node)
 {
-    struct dedicated_pool *pool = w->dedicated;
+    struct dedicated_pool *pool = pool_of(w);
     struct dedicated *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
@@ -126,6 +159,10 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
     *why = no_connect;
     if (!pool || node < 0 || node >= w->topo->nnodes)
         return NULL;
+    if (user && user_make(user) < 0) {
+        *why = REPLY_ERR_OOM;
+        return NULL;
+    }
     uint64_t now = node_now_ms();
     TAILQ_FOREACH(d, &pool->idle, link) {
         /* only once it has answered all it was sent (no stray reply), and
@@ -160,7 +197,7 @@ struct dedicated *dedicated_acquire(struct worker *w, int node, struct client *u
 
 void dedicated_release(struct dedicated *d)
 {
-    struct dedicated_pool *pool = d->worker->dedicated;
+    struct dedicated_pool *pool = pool_of(d->worker);
     /* one that ran as a client's node user (node_conn_login_as) serves no
      * other client */
     int keep = pool->nidle < DEDICATED_IDLE_MAX && !d->conn->opts->as_user;
@@ -184,8 +221,11 @@ int dedicated_targets(const struct client *c, struct dedicated_target *out, int 
                       uint64_t hold_until_ms)
 {
     struct dedicated *d;
+    const struct dedicated_user *u = user_of(c);
     int n = 0;
-    TAILQ_FOREACH(d, &c->dedicated, user_link) {
+    if (!u)
+        return 0;
+    TAILQ_FOREACH(d, &u->list, user_link) {
         long long id = __atomic_load_n(&d->conn->node_id, __ATOMIC_RELAXED);
         if (n == max || id <= 0)
             continue;
@@ -200,18 +240,29 @@ int dedicated_targets(const struct client *c, struct dedicated_target *out, int 
  * with its worker's clients_lock held. */
 static void forget_user(struct client *c)
 {
+    struct dedicated_user *u = user_of(c);
     struct dedicated *d;
-    while ((d = TAILQ_FIRST(&c->dedicated)) != NULL) {
-        TAILQ_REMOVE(&c->dedicated, d, user_link);
+    while (u && (d = TAILQ_FIRST(&u->list)) != NULL) {
+        TAILQ_REMOVE(&u->list, d, user_link);
         d->user = NULL;
     }
+}
+
+/* c's memory goes next: its (empty) list with it. */
+static void user_free(struct client *c)
+{
+    struct dedicated_user *u = user_of(c);
+    if (!u)
+        return;
+    client_family_set(c, user_id, NULL);
+    free(u);
 }
 
 /* Close, in both lists, the connections to addr, or (addr NULL) to nodes
  * that are not masters of the worker's topology any more. */
 static void close_where(struct worker *w, const char *addr, const char *why)
 {
-    struct dedicated_pool *pool = w->dedicated;
+    struct dedicated_pool *pool = pool_of(w);
     struct dedicated *d, *next;
     char msg[240];
     if (!pool)
@@ -240,6 +291,11 @@ static void topology_taken(struct worker *w)
 
 static const struct client_family dedicated_family = {
     .unlisted = forget_user,
+    .freed = user_free,
+};
+
+static const struct worker_family dedicated_pool_family = {
+    .init = pool_init,
 };
 
 static const struct worker_node_watch dedicated_watch = {
@@ -249,6 +305,7 @@ static const struct worker_node_watch dedicated_watch = {
 
 void dedicated_register(void)
 {
-    client_family_register(&dedicated_family);
+    user_id = client_family_register(&dedicated_family);
+    pool_id = worker_family_register(&dedicated_pool_family);
     worker_register_node_watch(&dedicated_watch);
 }

@@ -46,7 +46,7 @@ struct dedicated {
                                      * its way to the node: not handed to another
                                      * client before this (node_now_ms) */
     TAILQ_ENTRY(dedicated) link;    /* in the idle or the busy list */
-    TAILQ_ENTRY(dedicated) user_link; /* in user->dedicated (under the worker's
+    TAILQ_ENTRY(dedicated) user_link; /* in its user's list (under the worker's
                                      * clients_lock: CLIENT UNBLOCK reads it) */
 };
 
