@@ -347,8 +347,10 @@ if start_proxy; then
             log "tests/e2e/node_modules is missing; run make deps"
             rc=1
         else
+            # TMPDIR: the clients' own files (GLIDE's socket to its core) go
+            # in the run's folder, removed with it, not in /tmp
             (cd tests/e2e && env "${test_env[@]}" REDIS_URL="redis://127.0.0.1:$proxy_port" \
-                 REDIS_UNIX_SOCKET="$dir/tagproxy.sock" node --test)
+                 REDIS_UNIX_SOCKET="$dir/tagproxy.sock" TMPDIR="$dir" node --test)
             rc=$?
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail
