@@ -245,6 +245,23 @@ start_cluster() {   # start_cluster SERVER (redis-server, valkey-server)
     return 1
 }
 
+# GLIDE's core makes its socket in /tmp (glide-socket-PID-UUID.sock) whatever
+# TMPDIR says, and leaves it: the ones a run made, whose process has ended,
+# are removed after it.
+glide_sockets() {
+    ls /tmp/glide-socket-*.sock 2>/dev/null | sort
+}
+
+glide_sockets_remove_new() {   # glide_sockets_remove_new BEFORE
+    local s pid
+    for s in $(comm -13 <(printf '%s\n' "$1") <(glide_sockets)); do
+        pid=${s#/tmp/glide-socket-}
+        pid=${pid%%-*}
+        [ -S "$s" ] && ! kill -0 "$pid" 2>/dev/null && rm -f "$s"
+    done
+    return 0
+}
+
 proxy_log_tail() {
     [ -f "$dir/proxy.log" ] || return 0
     echo "--- last lines of the proxy's log ($dir/proxy.log):"
@@ -347,11 +364,11 @@ if start_proxy; then
             log "tests/e2e/node_modules is missing; run make deps"
             rc=1
         else
-            # TMPDIR: the clients' own files (GLIDE's socket to its core) go
-            # in the run's folder, removed with it, not in /tmp
+            glide_before=$(glide_sockets)
             (cd tests/e2e && env "${test_env[@]}" REDIS_URL="redis://127.0.0.1:$proxy_port" \
-                 REDIS_UNIX_SOCKET="$dir/tagproxy.sock" TMPDIR="$dir" node --test)
+                 REDIS_UNIX_SOCKET="$dir/tagproxy.sock" node --test)
             rc=$?
+            glide_sockets_remove_new "$glide_before"
         fi
         [ "$rc" -ne 0 ] && proxy_log_tail
         record "tests/e2e" "$rc"
