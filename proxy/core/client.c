@@ -244,6 +244,7 @@ void client_init(void (*run)(struct request *r))
 
 static const struct client_family *families[CLIENT_FAMILIES_MAX];
 static int nfamilies;
+static unsigned subscribing;        /* bit id: family id has a subscribed hook */
 
 /* The families with each hook the router calls for every request, apart,
  * so that a request asks only those that have it. */
@@ -258,6 +259,8 @@ int client_family_register(const struct client_family *f)
         registration_full("client", CLIENT_FAMILIES_MAX);
     int id = nfamilies;
     families[nfamilies++] = f;
+    if (f->subscribed)
+        subscribing |= 1u << id;
     if (f->hold)
         holders[nholders++] = f->hold;
     if (f->intercept)
@@ -342,11 +345,13 @@ static struct request *first_parked(const struct client *c)
 /* Whether c has the pubsub class's output limits, as a subscriber in Redis. */
 static int client_subscribed(const struct client *c)
 {
-    struct client_counts n;
-    if (!c->family_held)        /* no family's state, the usual case: no call */
-        return 0;
-    client_counts(c, &n);
-    return n.sub + n.psub + n.ssub > 0;
+    /* the usual case, a client no subscribing family holds state for: no
+     * call (a client with a transaction's state pays no count either) */
+    unsigned held = c->family_held & subscribing;
+    for (int i = 0; held; i++, held >>= 1)
+        if ((held & 1) && families[i]->subscribed(c))
+            return 1;
+    return 0;
 }
 
 static void client_free_cb(evutil_socket_t fd, short what, void *arg)

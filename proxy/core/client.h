@@ -263,6 +263,10 @@ struct client_family {
                                            worker's clients_lock) */
     void (*freed)(struct client *c);    /* its memory goes next */
     size_t (*held)(const struct client *c);     /* bytes it holds (maxmemory-clients) */
+    int (*subscribed)(const struct client *c);  /* 1 in subscribed mode: the pubsub
+                                           class's output limits, as in Redis; asked
+                                           on every flush, only of a family with
+                                           state on c */
     void (*count)(const struct client *c, struct client_counts *n);
     struct request *(*first_parked)(const struct client *c);    /* the first request
                                            that waits its turn to run, or NULL */

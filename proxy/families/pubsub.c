@@ -638,6 +638,7 @@ static const struct client_family pubsub_family = {
     .closing = pubsub_gone,
     .count = pubsub_count,
     .intercept = intercept,
+    .subscribed = subscribed,
 };
 
 void pubsub_register(void)
