@@ -479,16 +479,12 @@ int reply_elements(const char *buf, size_t len, long n, const char **elems, size
 long reply_array_elements(const char *buf, size_t len, const char **elems,
                           size_t *lens, long max)
 {
-    if (len < 4 || buf[0] != '*')
+    struct reply_head h;
+    if (reply_header(buf, len, &h) < 0 || h.type != '*' || h.n < 0 || h.n > LONG_MAX ||
+        (max >= 0 && h.n > max))
         return -1;
-    const char *eol = memchr(buf, '\n', len);
-    if (!eol)
-        return -1;
-    long n = strtol(buf + 1, NULL, 10);
-    if (n < 0 || (max >= 0 && n > max))
-        return -1;
-    size_t head = (size_t)(eol - buf) + 1;
-    return reply_elements(buf + head, len - head, n, elems, lens) < 0 ? -1 : n;
+    long n = (long)h.n;
+    return reply_elements(buf + h.len, len - h.len, n, elems, lens) < 0 ? -1 : n;
 }
 
 const char *reply_view_head(const struct reply_view *v, size_t need)
