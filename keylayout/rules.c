@@ -56,7 +56,7 @@ static bool name_ok(const char *s, size_t len, const char *extra)
     return true;
 }
 
-static int cap_find(const struct rules_rule *r, const char *name, size_t len)
+int rules_capture_find(const struct rules_rule *r, const char *name, size_t len)
 {
     for (size_t i = 0; i < r->ncap; i++)
         if (strlen(r->cap[i].name) == len && memcmp(r->cap[i].name, name, len) == 0)
@@ -131,7 +131,7 @@ static int capture_seg_parse(struct parser *ps, struct rules_rule *r, enum pat_m
     if (mode == PAT_REFERENCE) {
         if (eq)
             return fail(ps, "\"%s\": <name=...> only in the legacy pattern", pat);
-        int ci = cap_find(r, body, nlen);
+        int ci = rules_capture_find(r, body, nlen);
         if (ci < 0)
             return fail(ps, "\"%s\": unknown capture <%.*s>", pat, (int)nlen, body);
         if (r->cap[ci].greedy != greedy)
@@ -142,7 +142,7 @@ static int capture_seg_parse(struct parser *ps, struct rules_rule *r, enum pat_m
     }
     if ((nlen == 1 && (body[0] == 'b' || body[0] == 'p')))
         return fail(ps, "\"%s\": capture name \"%c\" is reserved", pat, body[0]);
-    if (cap_find(r, body, nlen) >= 0)
+    if (rules_capture_find(r, body, nlen) >= 0)
         return fail(ps, "\"%s\": capture <%.*s> appears twice", pat, (int)nlen, body);
     if (r->ncap == RULES_MAX_CAPTURES)
         return fail(ps, "\"%s\": more than %d captures", pat, RULES_MAX_CAPTURES);
@@ -236,7 +236,7 @@ static int placeholder_parse(struct parser *ps, struct rules_rule *r, const char
         return fail(ps, "\"%s\": <name=...> only in the legacy pattern", tpl);
     bool greedy = len >= 3 && memcmp(body + len - 3, "...", 3) == 0;
     size_t nlen = greedy ? len - 3 : len;
-    int ci = cap_find(r, body, nlen);
+    int ci = rules_capture_find(r, body, nlen);
     if (ci < 0)
         return fail(ps, "\"%s\": unknown capture <%.*s>", tpl, (int)len, body);
     if (r->cap[ci].greedy != greedy)
@@ -462,7 +462,7 @@ static int rule_parse(struct parser *ps, struct rules_rule *r, char **tok, size_
     r->pattern = tok[2];
     if (pattern_parse(ps, r, PAT_DEFINE, tok[2], &r->legacy) < 0)
         return -1;
-    r->id_cap = cap_find(r, "id", 2);
+    r->id_cap = rules_capture_find(r, "id", 2);
     unsigned used = 0;
     if (template_parse(ps, r, tok[4], &r->cluster, &used) < 0)
         return -1;
@@ -498,7 +498,7 @@ static bool item_shape_ok(const struct rules_rule *log, struct rules_rule *item)
         return false;
     unsigned seen = 0;
     for (size_t c = 0; c < log->ncap; c++) {
-        int k = cap_find(item, log->cap[c].name, strlen(log->cap[c].name));
+        int k = rules_capture_find(item, log->cap[c].name, strlen(log->cap[c].name));
         if (k < 0 || item->cap[k].greedy != log->cap[c].greedy)
             return false;
         seen |= 1u << k;
@@ -618,10 +618,10 @@ static int line_parse(struct parser *ps, struct rules *rules, char *line, char *
         rc = keep_parse(ps, &r, tok, ntok);
     else
         rc = fail(ps, "unknown directive \"%s\" (expected rule or keep)", tok[0]);
-    for (size_t i = 0; rc == 0 && r.kind == RULES_REWRITE && i < rules->nrule; i++)
-        if (rules->rule[i].kind == RULES_REWRITE && strcmp(rules->rule[i].name, r.name) == 0)
-            rc = fail(ps, "duplicate rule name \"%s\" (first on line %d)", r.name,
-                      rules->rule[i].line);
+    const struct rules_rule *first = rc == 0 && r.kind == RULES_REWRITE
+                                     ? rule_find(rules, r.name) : NULL;
+    if (first)
+        rc = fail(ps, "duplicate rule name \"%s\" (first on line %d)", r.name, first->line);
     if (rc == 0) {
         struct rules_rule *grown = realloc(rules->rule, (rules->nrule + 1) * sizeof *grown);
         rc = grown ? 0 : fail(ps, "out of memory");

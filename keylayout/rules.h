@@ -198,6 +198,9 @@ struct rules *rules_load_string(const char *name, const char *text, size_t len,
 
 void rules_free(struct rules *rules);
 
+/* The index of r's capture named name[0..len), or -1. */
+int rules_capture_find(const struct rules_rule *r, const char *name, size_t len);
+
 /* MODE's word: "plain", "greater", ... */
 const char *rules_copy_name(enum rules_copy copy);
 

@@ -117,14 +117,6 @@ static enum action action_of(const struct rules_rule *r, const char **mode)
     }
 }
 
-static int cap_index(const struct rules_rule *r, const char *name)
-{
-    for (size_t i = 0; i < r->ncap; i++)
-        if (strcmp(r->cap[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* The legacy name of rule `to` (a log's item rule, or an item's log), its
  * captures taken by name from match m (raw), the one m lacks from extra,
  * into out; its length, or 0. */
@@ -134,7 +126,7 @@ static size_t name_like(const struct layout *l, const struct layout_match *m,
 {
     struct layout_match built = { .rule = to, .prefix = m->prefix, .bucket = -1 };
     for (size_t k = 0; k < to->ncap; k++) {
-        int from = cap_index(m->rule, to->cap[k].name);
+        int from = rules_capture_find(m->rule, to->cap[k].name, strlen(to->cap[k].name));
         if (from < 0 && !extra)
             return 0;
         built.cap[k] = from >= 0 ? m->cap[from] : *extra;
@@ -439,7 +431,8 @@ static int item_of_log(struct copier *cp, const char *item, size_t len,
         m.rule != lm->rule->pair)
         return 0;
     for (size_t b = 0; b < lm->rule->ncap; b++) {
-        int a = cap_index(m.rule, lm->rule->cap[b].name);
+        int a = rules_capture_find(m.rule, lm->rule->cap[b].name,
+                                   strlen(lm->rule->cap[b].name));
         if (a < 0 || m.cap[a].len != lm->cap[b].len ||
             memcmp(m.cap[a].ptr, lm->cap[b].ptr, m.cap[a].len) != 0)
             return 0;

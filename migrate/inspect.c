@@ -14,7 +14,7 @@
 
 /* Per name of a batch: a pending-ticket check follows its PTTL
  * (batch_run). */
-struct tix_flags {
+struct ticket_flags {
     unsigned char *is;
     size_t cap;
 };
@@ -99,19 +99,19 @@ static void append2(struct syncconn *c, const char *cmd, const char *name, size_
  * (with_ttls), and for a ticket counter (`live ticket A>B`) a GET of it
  * and of its sibling; a heartbeat (`live heartbeat`) counted. */
 static int batch_run(struct keyspace *ks, int i, const struct layout *l,
-                     const struct keyspace_batch *b, int with_ttls, struct tix_flags *tix_of,
+                     const struct keyspace_batch *b, int with_ttls, struct ticket_flags *ticket_of,
                      struct inspect_report *rep, char *err, size_t errlen)
 {
     struct syncconn *c = ks->node[i];
     char sibling[3 * NAME_MAX_LEN + 1024];
-    if (b->n > tix_of->cap) {
-        unsigned char *is = realloc(tix_of->is, b->n);
+    if (b->n > ticket_of->cap) {
+        unsigned char *is = realloc(ticket_of->is, b->n);
         if (!is) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        tix_of->is = is;
-        tix_of->cap = b->n;
+        ticket_of->is = is;
+        ticket_of->cap = b->n;
     }
     for (size_t k = 0; k < b->n; k++) {
         struct layout_match m;
@@ -122,7 +122,7 @@ static int batch_run(struct keyspace *ks, int i, const struct layout *l,
         if (with_ttls)
             append2(c, "PTTL", b->name[k], b->len[k]);
         rep->heartbeats += rule && rule->live == RULES_LIVE_HEARTBEAT;
-        tix_of->is[k] = sl > 0;
+        ticket_of->is[k] = sl > 0;
         if (sl) {
             append2(c, "GET", b->name[k], b->len[k]);
             append2(c, "GET", sibling, sl);
@@ -132,14 +132,14 @@ static int batch_run(struct keyspace *ks, int i, const struct layout *l,
         return -1;
     for (size_t k = 0; k < b->n; k++) {
         redisReply *r[3] = { 0 };
-        int want = (with_ttls ? 1 : 0) + (tix_of->is[k] ? 2 : 0), ok = 1;
+        int want = (with_ttls ? 1 : 0) + (ticket_of->is[k] ? 2 : 0), ok = 1;
         for (int w = 0; w < want && ok; w++)
             ok = (r[w] = syncconn_read(c, err, errlen)) != NULL;
-        redisReply *pttl = with_ttls ? r[0] : NULL, **tix = r + (with_ttls ? 1 : 0);
+        redisReply *pttl = with_ttls ? r[0] : NULL, **counters = r + (with_ttls ? 1 : 0);
         if (ok && pttl && pttl->type == REDIS_REPLY_INTEGER && pttl->integer >= 0)
             rep->with_ttl++;
-        if (ok && tix_of->is[k])
-            rep->pending_tickets += number_of(tix[0]) > number_of(tix[1]);
+        if (ok && ticket_of->is[k])
+            rep->pending_tickets += number_of(counters[0]) > number_of(counters[1]);
         for (int w = 0; w < want; w++)
             freeReplyObject(r[w]);
         if (!ok)
@@ -197,7 +197,7 @@ int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
                 struct inspect_report *rep, char *err, size_t errlen)
 {
     struct keyspace_batch b = { 0 };
-    struct tix_flags tix = { 0 };
+    struct ticket_flags tickets = { 0 };
     char match[1100];
     int rc = 0;
     memset(rep, 0, sizeof *rep);
@@ -209,12 +209,12 @@ int inspect_run(struct keyspace *ks, const struct layout *l, const char *prefix,
         do {
             cursor = keyspace_scan(ks, i, cursor, match, &b, err, errlen);
             rep->keys += (long)b.n;
-            if (cursor < 0 || batch_run(ks, i, l, &b, with_ttls, &tix, rep, err, errlen) < 0)
+            if (cursor < 0 || batch_run(ks, i, l, &b, with_ttls, &tickets, rep, err, errlen) < 0)
                 rc = -1;
         } while (rc == 0 && cursor > 0);
     }
     keyspace_batch_free(&b);
-    free(tix.is);
+    free(tickets.is);
     return rc < 0 ? -1 : read_marker(ks, prefix, rep, err, errlen);
 }
 
