@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cluster/learned.h"
+#include "lib/base/assert.h"
 #include "proxy/core/worker.h"
 #include "lib/proto/command.h"
 
@@ -203,16 +204,11 @@ void request_parts_sent(struct request *p)
     }
 }
 
-#define REQUEST_FAMILIES_MAX 4
-
-static void (*family_freed[REQUEST_FAMILIES_MAX])(struct request *r);
-static int nfamilies;
-
-void request_family_register(void (*freed)(struct request *r))
+void request_family_set(struct request *r, const struct request_family *f, void *state)
 {
-    if (nfamilies == REQUEST_FAMILIES_MAX)
-        registration_full("request", REQUEST_FAMILIES_MAX);
-    family_freed[nfamilies++] = freed;
+    ASSERT(!r->family || r->family == f);
+    r->family = state ? f : NULL;
+    r->family_state = state;
 }
 
 void request_free(struct request *r)
@@ -223,12 +219,8 @@ void request_free(struct request *r)
             request_free(r->parts[i]);
     free(r->parts);
     free(r->positions);
-    if (r->family_state)
-        for (int i = 0; i < nfamilies; i++)
-            family_freed[i](r);
-    free(r->script_redirect);
-    if (r->scan_keys)
-        evbuffer_free(r->scan_keys);
+    if (r->family)
+        r->family->freed(r, r->family_state);
     storage_free(r);
     if (r->reply)
         evbuffer_drain(r->reply, evbuffer_get_length(r->reply));

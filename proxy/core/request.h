@@ -32,7 +32,6 @@
 struct client;
 struct command;
 struct merge;
-struct tx_exec;
 struct worker;
 struct evbuffer;
 struct reply_scanner;
@@ -86,12 +85,10 @@ struct request {
     unsigned error_reply : 1;       /* its reply, already in the client's output, is an
                                        error (counted in errorstats then) */
     unsigned silent : 1;            /* CLIENT REPLY OFF or SKIP: its reply is dropped */
-    unsigned monitored : 1;         /* shown to the monitors (monitor.h) */
+    unsigned watched : 1;           /* the router's watcher saw it (router.h) */
     unsigned reply_mode_taken : 1;  /* silent is set (client_reply_mode_take) */
     unsigned resp3 : 1;             /* its client spoke RESP3 as it started to run
                                        (client_reply_mode_take; request_resp) */
-    unsigned family_state : 1;      /* a command family hung state on it, which
-                                       request_free has the families free */
     uint64_t start_us;              /* read from its client (io_loop_now_us), for latency */
     uint64_t seq;                   /* its (or its parent's) place in the client's order */
     TAILQ_ENTRY(request) hold_link; /* in its client's held list */
@@ -104,20 +101,16 @@ struct request {
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
     int block_parts;                /* replies the node sends before its own
                                        (a MULTI block's, before EXEC's) */
-    char *script_redirect;          /* a script's redirect-like error while the
-                                       cluster's state is read to confirm it
-                                       (scriptreply.h) */
     const struct request_hooks *hooks;  /* its family's reply handling, or NULL */
     struct userconn *as_user;       /* a restricted user's script: it goes on this
                                        node user's connections (userconn.h), not
                                        the shared ones */
-    struct tx_exec *exec;           /* EXEC: its transaction's state (txexec.h) */
     void (*on_done)(struct request *r); /* set: another request waits for r, and
                                        this is called as r is done, instead of
                                        its reply going to its client */
     struct request *waiter;         /* that request (on_done's) */
-    void *attempt;                  /* an internal request's owner (clientcmd.c's
-                                       CLIENT UNBLOCK attempts) */
+    const struct request_family *family;    /* whose family_state it holds */
+    void *family_state;             /* a command family's state (request_family_set) */
 
     /* split and fan-out */
     struct request *parent;
@@ -125,12 +118,7 @@ struct request {
     int nparts, parts_left;
     const struct merge *merge;      /* how its parts' replies combine (merge.h) */
     int *positions;                 /* part: indexes of its keys in the parent's */
-    int scan_node;                  /* SCAN: the master this step asked */
-    long long scan_count;           /* SCAN: its COUNT (10 unless given) */
-    long long scan_nkeys;           /* SCAN: names of earlier masters in this call, */
-    struct evbuffer *scan_keys;     /* ... as their RESP elements (router_scan) */
     int npositions;
-    struct index_listing *listing;  /* KEYS / SCAN from the indexes (index.h) */
 
     /* Its key positions (request_keys), kept because the rewrite, the
      * router and the index all need them and command_keys costs as much as
@@ -190,9 +178,24 @@ int request_keys_all(struct request *r, int some[16], int **keys);
  * that fails at once cannot finish it early). */
 void request_parts_sent(struct request *parent);
 
-/* How a command family frees the state it hangs on requests (those it
- * marks family_state). Before any worker starts. */
-void request_family_register(void (*freed)(struct request *r));
+/*
+ * State a command family hangs on a request (an EXEC's transaction, a
+ * listing's walk, an internal request's owner): one family per request,
+ * which names how the state is freed with the request.
+ */
+struct request_family {
+    void (*freed)(struct request *r, void *state);
+};
+
+/* r's state of family f, or NULL when f has hung none on r. */
+static inline void *request_family_state(const struct request *r, const struct request_family *f)
+{
+    return r->family == f ? r->family_state : NULL;
+}
+
+/* Hang state on r for f (r holds no other family's state), or take it off
+ * (NULL) without freeing it. */
+void request_family_set(struct request *r, const struct request_family *f, void *state);
 
 /* Back to the free list (parts and timers included). */
 void request_free(struct request *r);

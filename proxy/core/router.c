@@ -1180,8 +1180,11 @@ void router_dispatch(struct request *r)
     if (client_intercept(r))        /* a family's mode: subscribed */
         return;
     const struct route *rt = route_of(cmd);
-    if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&watchers, __ATOMIC_RELAXED))
+    if (rt->plan != ROUTE_REFUSED && __atomic_load_n(&watchers, __ATOMIC_RELAXED) &&
+        !r->watched) {          /* once, though a parked request comes back here */
+        r->watched = 1;
         watcher(r);             /* as sent: before the key layout rewrites it */
+    }
     if (rewrite_keys(r, rt) < 0 || run_as_user(r, rt) < 0)
         return;
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))

@@ -51,7 +51,8 @@
 void router_init(void);
 
 /* The family that watches every command as its client sent it (MONITOR),
- * once it has passed the checks that refuse it before it runs: called only
+ * once it has passed the checks that refuse it before it runs, once per
+ * request (r->watched), however often it comes back to be run: called only
  * while router_watching has counted some client watching (one atomic read
  * per command otherwise). Before any worker starts. */
 void router_register_watcher(void (*watch)(struct request *r));

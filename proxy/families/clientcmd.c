@@ -467,10 +467,23 @@ static void merge_any_one_run(struct request *p, struct evbuffer *out)
 static const struct merge merge_any_one = { merge_any_one_run, 1 };
 
 
+static void unblock_freed(struct request *r, void *state)
+{
+    struct unblock *u = state;
+    (void)r;
+    if (u->spent)
+        request_free(u->spent);
+    event_free(u->step);
+    free(u);
+}
+
+/* A CLIENT UNBLOCK's state, freed with it. */
+static const struct request_family unblock_family = { unblock_freed };
+
 /* An attempt's nodes answered (&merge_any_one: :1 when one unblocked it). */
 static void attempt_answered(struct request *q)
 {
-    struct unblock *u = q->attempt;
+    struct unblock *u = request_family_state(q->waiter, &unblock_family);
     char head[3] = "";
     q->on_done = NULL;
     u->spent = q;               /* freed by the next step: its parts' callers still run */
@@ -500,7 +513,7 @@ static void unblock_attempt(struct unblock *u)
         return;
     }
     q->detached = 1;
-    q->attempt = u;
+    q->waiter = u->r;
     q->on_done = attempt_answered;
     for (int k = 0; k < n; k++) {
         int node = topology_find(w->topo, targets[k].addr);
@@ -527,11 +540,8 @@ static void unblock_step_cb(evutil_socket_t fd, short what, void *arg)
         unblock_attempt(u);
         return;
     }
-    struct request *r = u->r;
-    resp_add_integer(request_out(r), u->answer);
-    event_free(u->step);
-    free(u);
-    request_finish(r);
+    resp_add_integer(request_out(u->r), u->answer);
+    request_finish(u->r);       /* which may free u (unblock_freed) */
 }
 
 static void cmd_unblock(struct request *r)
@@ -564,6 +574,7 @@ static void cmd_unblock(struct request *r)
     *u = (struct unblock){ .r = r, .id = id, .reason = reason, .delay_ms = 1, .answer = -1,
                            .step = u->step,
                            .deadline_ms = node_now_ms() + (uint64_t)r->worker->cfg->node_timeout_ms };
+    request_family_set(r, &unblock_family, u);
     unblock_attempt(u);
 }
 

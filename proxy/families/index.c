@@ -71,7 +71,6 @@ void index_init(void)
     if (!write3)
         write3_len = embed_index_write_len;
     script_hash(&script_write3);
-    request_family_register(index_listing_free);
     router_register_write_wrap(wrap_routed_write);
     rename_cmd = command_lookup("rename", 6);
 }
@@ -441,13 +440,30 @@ struct index_listing {
     int first;                      /* the index of the first part */
 };
 
-void index_listing_free(struct request *r)
+static void listing_freed(struct request *r, void *state);
+
+/* A listing's plan, freed with its request (or given up: listing_drop). */
+static const struct request_family listing_family = { listing_freed };
+
+static void listing_freed(struct request *r, void *state)
 {
-    if (r->listing) {
-        layout_ref_put(r->listing->ref);
-        free(r->listing);
-        r->listing = NULL;
-    }
+    struct index_listing *il = state;
+    request_family_set(r, &listing_family, NULL);
+    layout_ref_put(il->ref);
+    free(il);
+}
+
+static struct index_listing *listing_of(const struct request *r)
+{
+    return request_family_state(r, &listing_family);
+}
+
+/* Give up r's listing plan, if it has one. */
+static void listing_drop(struct request *r)
+{
+    struct index_listing *il = listing_of(r);
+    if (il)
+        listing_freed(r, il);
 }
 
 /* Hang a plan for pattern on r; NULL when the indexes cannot answer it. */
@@ -466,15 +482,14 @@ static struct index_listing *listing_new(struct request *r, const struct layout 
     il->pattern = pattern;
     il->plen = plen;
     il->first = 0;
-    r->listing = il;
-    r->family_state = 1;                /* index_listing_free frees it */
+    request_family_set(r, &listing_family, il);
     return il;
 }
 
 /* One read of index i of r's listing, as a part of r. */
 static struct request *read_part(struct request *r, int i, const char *type, size_t tlen)
 {
-    struct index_listing *il = r->listing;
+    struct index_listing *il = listing_of(r);
     const struct layout *l = il->ref->layout;
     char key[512], before[512], after[512], nsplit[16];
     size_t klen = listplan_index_key(l, &il->ls, i, key, sizeof key), blen = 0, alen = 0;
@@ -514,7 +529,7 @@ static void listing_send(struct request *r, int first, int n, const char *type, 
         return;
     }
     r->merge = &merge_index;
-    r->listing->first = first;
+    listing_of(r)->first = first;
     r->parts_left = 1;
     for (int i = 0; i < n; i++) {
         struct request *part = read_part(r, first + i, type, tlen);
@@ -536,7 +551,7 @@ int index_keys(struct request *r, const struct layout *l)
     if (!l || !listing_new(r, l, pattern, plen, LISTING_KEYS))
         return 0;
     stat_inc(&r->worker->stats.listing_fanouts);
-    listing_send(r, 0, r->listing->ls.nindex, NULL, 0);
+    listing_send(r, 0, listing_of(r)->ls.nindex, NULL, 0);
     return 1;
 }
 
@@ -607,7 +622,7 @@ int index_scan(struct request *r, const struct layout *l)
         size_t bl, al;
         int splits;
         if (!listplan_record_affixes(l, &il->ls, 0, b, sizeof b, &bl, a, sizeof a, &al, &splits)) {
-            index_listing_free(r);      /* the script cannot name the records: every master */
+            listing_drop(r);           /* the script cannot name the records: every master */
             return 0;
         }
     }
@@ -699,7 +714,7 @@ static long merge_part(struct request *part, const struct index_listing *il, int
 /* The reply of a listing parent whose parts are index reads. */
 static void index_merge(struct request *p, struct evbuffer *out)
 {
-    const struct index_listing *il = p->listing;
+    const struct index_listing *il = listing_of(p);
     struct evbuffer *body = evbuffer_new();
     long total = 0;
     if (!body) {

@@ -48,8 +48,7 @@ struct layout;
 struct request;
 struct worker;
 
-/* Register the embedded scripts (scripts.h), index_listing_free for the
- * requests that hold a listing (request.h) and the router's write
+/* Register the embedded scripts (scripts.h) and the router's write
  * wrapper (router.h). Once, before the workers start. */
 void index_init(void);
 
@@ -93,8 +92,5 @@ void index_upkeep_key(struct worker *w, const char *key, size_t len);
  * for nothing (LPOP/RPOP with a count, LMPOP, ZMPOP: the table's
  * CMDP_NULL_ARRAY*), which the index script turns into a null bulk. */
 int index_answers_null_array(const struct command *cmd, int argc);
-
-/* Release what a listing hung on r (request_free). */
-void index_listing_free(struct request *r);
 
 #endif

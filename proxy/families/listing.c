@@ -169,6 +169,25 @@ void listing_keys(struct request *r)
  */
 #define SCAN_NODES_MAX 256
 
+/* One SCAN call's walk over the masters (the parent's state). */
+struct scan_walk {
+    int node;                       /* the master this step asked */
+    long long count;                /* its COUNT (10 unless given) */
+    long long nkeys;                /* names of earlier masters in this call, */
+    struct evbuffer *keys;          /* ... as their RESP elements */
+};
+
+static void scan_walk_freed(struct request *r, void *state)
+{
+    struct scan_walk *sw = state;
+    (void)r;
+    if (sw->keys)
+        evbuffer_free(sw->keys);
+    free(sw);
+}
+
+static const struct request_family scan_family = { scan_walk_freed };
+
 /* "*2\r\n$N\r\nCURSOR\r\n*M\r\n" at the start of a SCAN reply b[0..len):
  * whether the cursor is "0", M in *n, the offset of the first name in *at.
  * -1 when b is not such a reply. */
@@ -200,18 +219,19 @@ static int scan_step_reply(struct request *part, struct node_conn *from,
                            const struct reply_view *v, const struct reply_scanner *s)
 {
     struct request *p = part->parent;
+    struct scan_walk *sw = p ? request_family_state(p, &scan_family) : NULL;
     size_t len = v->len;
     const char *b = reply_view_head(v, len);
     int done;
     long long n;
     size_t at;
     (void)from;
-    if (s->type != '*' || !p || !b || scan_reply_head(b, len, &done, &n, &at) < 0 || !done ||
-        p->scan_node + 1 >= p->worker->topo->nnodes || p->scan_nkeys + n >= p->scan_count)
+    if (s->type != '*' || !sw || !b || scan_reply_head(b, len, &done, &n, &at) < 0 || !done ||
+        sw->node + 1 >= p->worker->topo->nnodes || sw->nkeys + n >= sw->count)
         return 0;
     size_t *lens;
     const char **argv = request_argv_new(part, &lens);
-    if (!argv || (!p->scan_keys && !(p->scan_keys = evbuffer_new()))) {
+    if (!argv || (!sw->keys && !(sw->keys = evbuffer_new()))) {
         free(argv);
         return 0;
     }
@@ -219,11 +239,11 @@ static int scan_step_reply(struct request *part, struct node_conn *from,
     lens[1] = 1;
     int rc = request_rebuild(part, part->argc, argv, lens);
     free(argv);
-    if (rc < 0 || evbuffer_add(p->scan_keys, b + at, len - at) < 0)
+    if (rc < 0 || evbuffer_add(sw->keys, b + at, len - at) < 0)
         return 0;
-    p->scan_nkeys += n;
+    sw->nkeys += n;
     reply_view_drop(v);
-    part->fixed_node = ++p->scan_node;
+    part->fixed_node = ++sw->node;
     router_send(part);
     return 1;
 }
@@ -270,10 +290,14 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
     snprintf(node_cursor, sizeof node_cursor, "%llu", cursor / SCAN_NODES_MAX);
     size_t *lens;
     const char **argv = request_argv_new(r, &lens);
-    if (!argv) {
+    struct scan_walk *sw = argv ? calloc(1, sizeof *sw) : NULL;
+    if (!sw) {
+        free(argv);
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
+    *sw = (struct scan_walk){ .node = node, .count = scan_count_of(r) };
+    request_family_set(r, &scan_family, sw);
     argv[1] = node_cursor;
     lens[1] = strlen(node_cursor);
     if (match_arg > 1 && match_arg < r->argc) {
@@ -281,8 +305,6 @@ static void scan_masters(struct request *r, int match_arg, const char *match, si
         lens[match_arg] = match_len;
     }
     if (router_parts_open(r, &merge_scan, 1) == 0) {
-        r->scan_node = node;
-        r->scan_count = scan_count_of(r);
         struct request *part = router_part_add(r, node, r->argc, argv, lens);
         if (part) {             /* else the merge answers out of memory */
             part->hooks = &scan_step_hooks;
@@ -299,7 +321,8 @@ static void scan_cursor_merge(struct request *p, struct evbuffer *out)
     const char *elems[2];
     size_t lens[2], len;
     const char *b = merge_part_bytes(p->parts[0], &len);
-    if (reply_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
+    const struct scan_walk *sw = request_family_state(p, &scan_family);
+    if (!sw || reply_array_elements(b, len, elems, lens, 2) != 2 || elems[0][0] != '$') {
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }
@@ -312,15 +335,15 @@ static void scan_cursor_merge(struct request *p, struct evbuffer *out)
         return;
     }
     if (node_cursor != 0)
-        next = node_cursor * SCAN_NODES_MAX + (unsigned long long)p->scan_node;
-    else if (p->scan_node + 1 < nnodes)
-        next = (unsigned long long)p->scan_node + 1;     /* the next master, from its start */
+        next = node_cursor * SCAN_NODES_MAX + (unsigned long long)sw->node;
+    else if (sw->node + 1 < nnodes)
+        next = (unsigned long long)sw->node + 1;     /* the next master, from its start */
     else
         next = 0;                                         /* every master done */
     char cursor[24];
     snprintf(cursor, sizeof cursor, "%llu", next);
     struct reply_head h;
-    int joined = p->scan_keys && reply_header(elems[1], lens[1], &h) == 0 && h.type == '*';
+    int joined = sw->keys && reply_header(elems[1], lens[1], &h) == 0 && h.type == '*';
     resp_add_array(out, 2);
     resp_add_bulk_str(out, cursor);
     if (!joined) {
@@ -328,8 +351,8 @@ static void scan_cursor_merge(struct request *p, struct evbuffer *out)
         return;
     }
     /* the names of the masters this call went through before (scan_masters) */
-    resp_add_array(out, p->scan_nkeys + (h.n > 0 ? h.n : 0));
-    evbuffer_add_buffer(out, p->scan_keys);
+    resp_add_array(out, sw->nkeys + (h.n > 0 ? h.n : 0));
+    evbuffer_add_buffer(out, sw->keys);
     if (h.len < lens[1])
         evbuffer_add(out, elems[1] + h.len, lens[1] - h.len);
 }

@@ -231,9 +231,8 @@ static void post_line(struct worker *w, const char *line, size_t len)
 static void monitor_feed(struct request *r)
 {
     struct proxy *p = r->worker->proxy;
-    if (r->monitored || (r->cmd->flags & CMD_ADMIN))
+    if (r->cmd->flags & CMD_ADMIN)
         return;
-    r->monitored = 1;
     size_t len;
     char *line = format_line(r, &len);
     if (!line)

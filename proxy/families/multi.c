@@ -470,7 +470,8 @@ static void cmd_exec(struct tx_state *tx, struct request *r)
     }
     /* the proxy's own commands in it run when EXEC answers: what the client
      * sends next waits for that, as it would for EXEC on one server */
-    if (r->exec && r->exec->locals)
+    const struct tx_exec *e = txexec_get(r);
+    if (e && e->locals)
         tx->lanes.lane = LANE_NEW;
 }
 /* EXEC refused before it ran (why: the refusal): as Redis, the transaction

@@ -29,6 +29,15 @@
 static node_reply_fn script_confirm_on_reply;
 static void script_confirm_on_fail(struct node_req *nr, int may_have_run, const char *why);
 
+static void redirect_freed(struct request *r, void *line)
+{
+    (void)r;
+    free(line);
+}
+
+/* The script's redirect-like error line while the node's state is read. */
+static const struct request_family confirm_family = { redirect_freed };
+
 static void script_redirect_deliver(struct request *r, const char *line)
 {
     stat_inc(&r->worker->stats.script_redirects_unconfirmed);
@@ -64,11 +73,13 @@ static int script_confirm_start(struct request *r, struct node_conn *conn,
 {
     static const char nodes[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n";
     static const char info[] = "*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n";
+    char *kept = NULL;
     if (r->parent || r->block_parts || r->slot < 0 || ((kind == REPLY_MOVED || kind == REPLY_ASK) && slot != r->slot) ||
-        !conn || !node_conn_usable(conn) || !(r->script_redirect = strdup(line))) {
+        !conn || !node_conn_usable(conn) || !(kept = strdup(line))) {
         stat_inc(&r->worker->stats.script_redirects_unconfirmed);
         return 0;
     }
+    request_family_set(r, &confirm_family, kept);
     r->nreq.on_reply = script_confirm_on_reply;
     r->nreq.on_fail = script_confirm_on_fail;
     r->nreq.on_part = NULL;
@@ -149,9 +160,9 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {
-    char *line = r->script_redirect, addr[128];
+    char *line = request_family_state(r, &confirm_family), addr[128];
     int slot, ok = 0;
-    r->script_redirect = NULL;
+    request_family_set(r, &confirm_family, NULL);
     enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
     if (text && kind == REPLY_CLUSTERDOWN)
         ok = memmem(text, n, "cluster_state:fail", 18) != NULL;

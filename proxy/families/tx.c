@@ -235,12 +235,6 @@ static const struct route_entry tx_routes[] = {
     TX("wait", TXC_WAIT), TX("waitaof", TXC_WAIT),     /* WAITAOF: when learned */
 };
 
-/* A request is freed: an EXEC's state. */
-static void request_freed(struct request *r)
-{
-    txexec_free(r);
-}
-
 static const struct client_family tx_family = {
     .hold = hold_if_parked,
     .take = take,
@@ -258,7 +252,6 @@ void tx_register(void)
     route_register(tx_routes, (int)(sizeof tx_routes / sizeof tx_routes[0]));
     multi_register();
     txstate_family(client_family_register(&tx_family));
-    request_family_register(request_freed);
     router_register_conns(txstate_conn_for, blocking_wait_ms);
     route_register_blocking_read(blocking_read_route);
 }

@@ -16,13 +16,22 @@
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"
 
+static void exec_freed(struct request *r, void *state);
+
+/* An EXEC's state, freed with its request. */
+static const struct request_family exec_family = { exec_freed };
+
+struct tx_exec *txexec_get(const struct request *r)
+{
+    return request_family_state(r, &exec_family);
+}
+
 struct tx_exec *txexec_of(struct request *r)
 {
-    if (!r->exec) {
-        r->exec = calloc(1, sizeof *r->exec);
-        r->family_state = 1;            /* request_free has tx free it */
-    }
-    return r->exec;
+    struct tx_exec *e = txexec_get(r);
+    if (!e && (e = calloc(1, sizeof *e)))
+        request_family_set(r, &exec_family, e);
+    return e;
 }
 
 void txexec_locals_free(struct tx_local *locals, int n)
@@ -32,12 +41,10 @@ void txexec_locals_free(struct tx_local *locals, int n)
     free(locals);
 }
 
-void txexec_free(struct request *r)
+static void exec_freed(struct request *r, void *state)
 {
-    struct tx_exec *e = r->exec;
-    if (!e)
-        return;
-    r->exec = NULL;
+    struct tx_exec *e = state;
+    request_family_set(r, &exec_family, NULL);
     txexec_locals_free(e->locals, e->nlocals);
     free(e->fix);
     if (e->upkeep)
@@ -57,9 +64,10 @@ void txexec_free(struct request *r)
  * are brought up to date as after a blocking command (index.h). */
 static void exec_upkeep(struct request *r)
 {
-    struct evbuffer *b = r->exec->upkeep;
+    struct tx_exec *e = txexec_get(r);
+    struct evbuffer *b = e->upkeep;
     uint32_t len;
-    r->exec->upkeep = NULL;
+    e->upkeep = NULL;
     while (worker_layout(r->worker) && evbuffer_remove(b, &len, sizeof len) == sizeof len &&
            evbuffer_get_length(b) >= len) {
         const char *key = (const char *)evbuffer_pullup(b, len);
@@ -81,7 +89,7 @@ static void local_answered(struct request *q)
     struct request *exec = q->waiter;
     q->waiter = NULL;
     q->on_done = NULL;
-    if (--exec->exec->waiting == 0)
+    if (--txexec_get(exec)->waiting == 0)
         exec_ready(exec);
 }
 
@@ -98,7 +106,7 @@ const struct request *txexec_first_asking(const struct tx_local *locals, int n)
  * returns). */
 static void start_asking_locals(struct request *exec)
 {
-    struct tx_exec *e = exec->exec;
+    struct tx_exec *e = txexec_get(exec);
     e->waiting = 1;                     /* none may end it before all have started */
     for (int i = 0; i < e->nlocals && exec->client; i++) {
         struct request *q = e->locals[i].req;
@@ -146,7 +154,7 @@ static void run_local(struct request *exec, struct tx_local *l, struct evbuffer 
  * replies put in their places. */
 static void build_array(struct request *r, const char *reply, size_t len, struct evbuffer *out)
 {
-    const struct tx_exec *e = r->exec;
+    const struct tx_exec *e = txexec_get(r);
     const struct layout *layout = worker_layout(r->worker);
     size_t at = (size_t)((const char *)memchr(reply, '\r', len) - reply) + 2;
     int total = e->nfix + e->nlocals, k = 0;
@@ -177,12 +185,13 @@ static void build_array(struct request *r, const char *reply, size_t len, struct
 /* The locals that asked the masters have all answered: answer EXEC. */
 static void exec_ready(struct request *r)
 {
-    struct evbuffer *held = r->exec->held;
+    struct tx_exec *e = txexec_get(r);
+    struct evbuffer *held = e->held;
     size_t len = evbuffer_get_length(held);
     const char *reply = (const char *)evbuffer_pullup(held, -1);
     build_array(r, reply, len, request_reply_buffer(r));
     evbuffer_free(held);
-    r->exec->held = NULL;
+    e->held = NULL;
     request_finish(r);
 }
 
@@ -191,7 +200,7 @@ static void exec_ready(struct request *r)
  * is (not an array of one element per command of the block: an abort). */
 static int deliver_array(struct request *r, const struct reply_view *v)
 {
-    struct tx_exec *e = r->exec;
+    struct tx_exec *e = txexec_get(r);
     size_t len = v->len;
     const char *reply = reply_view_head(v, len);
     struct evbuffer *out = request_reply_buffer(r);
@@ -217,7 +226,7 @@ static void exec_extra(struct request *r, const struct reply_scanner *s)
 {
     int slot;
     char addr[128];
-    struct tx_exec *e = r->exec;
+    struct tx_exec *e = txexec_get(r);
     if (s->type == '-' && !e->block_redirect &&
         reply_classify(s->errline, strlen(s->errline), &slot, addr, sizeof addr) != REPLY_PLAIN)
         e->block_redirect = strdup(s->errline);
@@ -230,10 +239,11 @@ static void exec_extra(struct request *r, const struct reply_scanner *s)
 static int block_redirected(struct request *r, const struct reply_view *v,
                             const struct reply_scanner *s)
 {
-    char *line = r->exec->block_redirect;
+    struct tx_exec *e = txexec_get(r);
+    char *line = e->block_redirect;
     int slot, handled = 0;
     char addr[128];
-    r->exec->block_redirect = NULL;
+    e->block_redirect = NULL;
     if (s->type != '-') {
         free(line);
         return 0;
@@ -264,14 +274,15 @@ static int exec_reply(struct request *r, struct node_conn *from, const struct re
     (void)from;
     if (block_redirected(r, v, s))
         return 1;
-    if (r->exec->upkeep)
+    const struct tx_exec *e = txexec_get(r);
+    if (e->upkeep)
         exec_upkeep(r);
-    return (r->exec->fix || r->exec->locals) && s->type == '*' && deliver_array(r, v);
+    return (e->fix || e->locals) && s->type == '*' && deliver_array(r, v);
 }
 
 static int exec_fail(struct request *r, int may_have_run)
 {
-    if (may_have_run && r->exec->upkeep)
+    if (may_have_run && txexec_get(r)->upkeep)
         exec_upkeep(r);
     if (!may_have_run && r->conn_kind == TX_CONN_PINNED_EXEC) {
         /* the watch went with the connection: nothing ran, retry the WATCH */

@@ -57,9 +57,12 @@ struct tx_exec {
     char *block_redirect;       /* the first redirect among the block's replies */
 };
 
-/* r's EXEC state, made on first use (freed with r: txexec_free). NULL when
- * out of memory. */
+/* r's EXEC state, made on first use and freed with r. NULL when out of
+ * memory. */
 struct tx_exec *txexec_of(struct request *r);
+
+/* r's EXEC state, or NULL when r has none. */
+struct tx_exec *txexec_get(const struct request *r);
 
 /* The handling of EXEC's replies: r->hooks of an EXEC sent with its block. */
 extern const struct request_hooks txexec_hooks;
@@ -70,8 +73,5 @@ const struct request *txexec_first_asking(const struct tx_local *locals, int n);
 
 /* Free n locals (their copies included). */
 void txexec_locals_free(struct tx_local *locals, int n);
-
-/* request_free's part: r's EXEC state, if it has one. */
-void txexec_free(struct request *r);
 
 #endif
