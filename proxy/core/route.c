@@ -15,7 +15,7 @@ enum origin { FROM_DEFAULT, FROM_WILDCARD, FROM_NAME };
 
 static struct route *routes;
 static unsigned char *origins;
-static struct route blocking_read = { .plan = ROUTE_FORWARD, .in_multi = TXC_FORWARD };
+static struct route blocking_read = { .plan = ROUTE_FORWARD };
 
 int route_init(void)
 {
@@ -36,7 +36,6 @@ int route_init(void)
         const struct command *cmd = command_by_index(i);
         int admin = cmd && (cmd->flags & CMD_ADMIN);
         routes[i].plan = admin ? ROUTE_DANGEROUS : ROUTE_FORWARD;
-        routes[i].in_multi = admin ? TXC_OTHER : TXC_FORWARD;
     }
     return 0;
 }
@@ -104,13 +103,9 @@ void route_register(const struct route_entry *entries, int n)
  * dangerous commands are on, as a built-in one without a family. */
 static const struct route *learned_route(const struct command *cmd)
 {
-    static const struct route forward = { .plan = ROUTE_FORWARD, .in_multi = TXC_FORWARD };
-    static const struct route dangerous = { .plan = ROUTE_DANGEROUS, .in_multi = TXC_OTHER };
-    /* every master's (the router fans it out): not inside MULTI */
-    static const struct route everywhere = { .plan = ROUTE_FORWARD, .in_multi = TXC_OTHER };
-    if (cmd->flags & CMD_ADMIN)
-        return &dangerous;
-    return cmd->tips & CMD_TIP_REQUEST_ALL_SHARDS ? &everywhere : &forward;
+    static const struct route forward = { .plan = ROUTE_FORWARD };
+    static const struct route dangerous = { .plan = ROUTE_DANGEROUS };
+    return cmd->flags & CMD_ADMIN ? &dangerous : &forward;
 }
 
 const struct route *route_of(const struct command *cmd)
@@ -121,9 +116,9 @@ const struct route *route_of(const struct command *cmd)
     return named ? named : learned_route(cmd);
 }
 
-void route_register_blocking_read(void (*run)(struct request *r))
+void route_register_blocking_read(const struct route *rt)
 {
-    blocking_read = (struct route){ .plan = ROUTE_FAMILY, .run = run, .in_multi = TXC_BLOCKING };
+    blocking_read = *rt;
 }
 
 const struct route *route_blocking_read(void)

@@ -30,49 +30,31 @@ enum route_plan {
     ROUTE_FAMILY            /* run by its family's handler, route.run */
 };
 
-/* How a command is queued inside MULTI (tx.h runs the transaction). */
-enum tx_class {
-    TXC_OTHER = 0,      /* answered by the proxy or on every master: not in MULTI */
-    TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
-    TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
-    TXC_WAIT,           /* WAIT (wait.h) */
-    TXC_FORWARD,        /* keys of one slot, to one master: queueable */
-    TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
-    TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */
-    TXC_SCRIPT,         /* EVAL* FCALL*: queueable (EVALSHA as EVAL when the body is known) */
-    TXC_PROXY,          /* answered by the proxy from its own state (SELECT, AUTH,
-                           HELLO, CLIENT, CLUSTER SLOTS, COMMAND ...): queueable, run
-                           at EXEC */
-    TXC_IMMEDIATE,      /* QUIT: runs even inside MULTI */
-    TXC_RESET           /* RESET: also ends MULTI and WATCH */
-};
-
 struct route {
     enum route_plan plan;
     void (*run)(struct request *r);     /* ROUTE_FAMILY */
     void (*refuse)(struct request *r, const char *why);    /* NULL, or how the family
                                            answers when the router refuses r (EXEC) */
-    enum tx_class in_multi;
+    unsigned char in_multi;             /* ROUTE_FAMILY: how it is queued inside MULTI,
+                                           a class the transaction family defines
+                                           (families/txclass.h); 0: it is not */
     const struct merge *merge;          /* ROUTE_SPLIT: how the parts' replies combine
                                            (merge.h) */
     int step;                           /* ROUTE_SPLIT: arguments per key (MSET: 2) */
     const char *why;                    /* ROUTE_REFUSED: the reason */
-    const char *multi_why;              /* TXC_OTHER: why it is refused inside MULTI,
+    const char *multi_why;              /* not queued: why it is refused inside MULTI,
                                            when not for the usual reason */
     unsigned keyless : 1;               /* the router leaves its arguments to the key
                                            layout's rewriting alone (the family reads
                                            any key names itself) */
-    unsigned asks_masters : 1;          /* a TXC_PROXY command whose answer needs the
-                                           masters (INFO, DBSIZE, KEYS, ...) */
+    unsigned asks_masters : 1;          /* one the proxy answers whose answer needs
+                                           the masters (INFO, DBSIZE, KEYS, ...) */
 };
 
 /* A command the proxy answers itself (the key layout leaves its arguments
- * alone), queued inside MULTI as cls; one that asks the masters first. */
+ * alone), queued inside MULTI as cls. */
 #define ROUTE_LOCAL(name, fn, cls) \
     { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = cls, .keyless = 1 } }
-#define ROUTE_ASKING(name, fn) \
-    { name, { .plan = ROUTE_FAMILY, .run = fn, .in_multi = TXC_PROXY, .keyless = 1, \
-              .asks_masters = 1 } }
 
 /* A registration: name is "get", "client|setname", or "cluster|*" for every
  * subcommand of cluster that no entry names on its own (whatever the order
@@ -106,7 +88,7 @@ void registration_full(const char *table, int max) __attribute__((noreturn));
 
 /* The route a blocking read (XREAD/XREADGROUP with BLOCK) takes instead of
  * its forwarding one: set by the family that runs blocking commands. */
-void route_register_blocking_read(void (*run)(struct request *r));
+void route_register_blocking_read(const struct route *rt);
 const struct route *route_blocking_read(void);
 
 #endif

@@ -33,10 +33,10 @@ static const char one_node[] = "this CLUSTER subcommand asks about one node of t
                                "run it on the nodes";
 
 #define SPLIT(name, how, args) \
-    { name, { .plan = ROUTE_SPLIT, .in_multi = TXC_SPLIT, .merge = how, .step = args } }
-#define EVERYWHERE(name) { name, { .plan = ROUTE_EVERYWHERE, .in_multi = TXC_OTHER } }
-#define FORWARD(name) { name, { .plan = ROUTE_FORWARD, .in_multi = TXC_FORWARD } }
-#define REFUSED(name, reason) { name, { .plan = ROUTE_REFUSED, .in_multi = TXC_OTHER, .why = reason } }
+    { name, { .plan = ROUTE_SPLIT, .merge = how, .step = args } }
+#define EVERYWHERE(name) { name, { .plan = ROUTE_EVERYWHERE } }
+#define FORWARD(name) { name, { .plan = ROUTE_FORWARD } }
+#define REFUSED(name, reason) { name, { .plan = ROUTE_REFUSED, .why = reason } }
 
 /* The commands the router plans itself, other than by their keys. */
 static const struct route_entry router_routes[] = {
@@ -1155,10 +1155,10 @@ static int rewrite_keys(struct request *r, const struct route *rt)
 
 /* A restricted user's script runs on its node user's connections
  * (userconn.h), with the user's rights. 0, or -1 with r answered. */
-static int run_as_user(struct request *r, const struct route *rt)
+static int run_as_user(struct request *r)
 {
     const char *why;
-    if (rt->in_multi != TXC_SCRIPT || !r->client->user->restricted)
+    if (!command_runs_script(r->cmd) || !r->client->user->restricted)
         return 0;
     r->as_user = userconn_of(r->worker, r->client->user, &why);
     if (r->as_user)
@@ -1185,7 +1185,7 @@ void router_dispatch(struct request *r)
         r->watched = 1;
         watcher(r);             /* as sent: before the key layout rewrites it */
     }
-    if (rewrite_keys(r, rt) < 0 || run_as_user(r, rt) < 0)
+    if (rewrite_keys(r, rt) < 0 || run_as_user(r) < 0)
         return;
     if (rt->plan == ROUTE_FORWARD && request_is_blocking_read(r))
         rt = route_blocking_read();

@@ -23,6 +23,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/dedicated.h"
+#include "proxy/families/txclass.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
 

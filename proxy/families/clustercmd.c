@@ -17,6 +17,7 @@
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
 #include "proxy/core/worker.h"
+#include "proxy/families/txclass.h"
 #include "lib/proto/resp.h"
 
 static void local_endpoint(struct request *r, char *ip, size_t iplen, int *port)

@@ -24,6 +24,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "proxy/families/txclass.h"
 
 /* Redis's settings whose meaning, through the proxy, is the proxy's: what
  * it checks and limits for its own clients, and how they reach it; the

@@ -13,6 +13,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/index.h"
+#include "proxy/families/txclass.h"
 #include "keylayout/glob.h"
 #include "keylayout/layout.h"
 #include "lib/proto/errors.h"

@@ -22,6 +22,7 @@
 #include "proxy/families/clientcmd.h"
 #include "proxy/families/monitor.h"
 #include "proxy/families/pubsub.h"
+#include "proxy/families/txclass.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
 

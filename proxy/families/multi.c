@@ -19,6 +19,7 @@
 #include "proxy/core/worker.h"
 #include "proxy/families/dedicated.h"
 #include "proxy/families/index.h"
+#include "proxy/families/txclass.h"
 #include "proxy/families/txexec.h"
 #include "proxy/families/txstate.h"
 #include "keylayout/index_lua.h"

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "proxy/core/route.h"
+#include "proxy/families/txclass.h"
 
 struct request;
 struct tx_state;

@@ -17,6 +17,7 @@
 #include "proxy/core/scripts.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/scriptreply.h"
+#include "proxy/families/txclass.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"

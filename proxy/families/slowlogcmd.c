@@ -15,6 +15,7 @@
 #include "proxy/core/router.h"
 #include "proxy/core/slowlog.h"
 #include "proxy/core/worker.h"
+#include "proxy/families/txclass.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"

@@ -17,6 +17,7 @@
 #include "proxy/families/index.h"
 #include "proxy/families/lane.h"
 #include "proxy/families/multi.h"
+#include "proxy/families/txclass.h"
 #include "proxy/families/txexec.h"
 #include "proxy/families/txstate.h"
 #include "proxy/families/wait.h"
@@ -208,7 +209,7 @@ static size_t tx_held(const struct client *c)
 
 static void tx_route(struct request *r)
 {
-    tx_dispatch(r, route_of(r->cmd)->in_multi);
+    tx_dispatch(r, txclass_of(route_of(r->cmd), r->cmd));
 }
 
 static void blocking_read_route(struct request *r)
@@ -223,7 +224,7 @@ static void blocking_read_route(struct request *r)
  * overtake each other. */
 static int take(struct request *r, const struct route *rt)
 {
-    return (txstate_of(r->client) || r->as_user) && tx_dispatch(r, rt->in_multi);
+    return (txstate_of(r->client) || r->as_user) && tx_dispatch(r, txclass_of(rt, r->cmd));
 }
 
 #define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }
@@ -253,5 +254,7 @@ void tx_register(void)
     multi_register();
     txstate_family(client_family_register(&tx_family));
     router_register_conns(txstate_conn_for, blocking_wait_ms);
-    route_register_blocking_read(blocking_read_route);
+    static const struct route blocking_read = { .plan = ROUTE_FAMILY, .run = blocking_read_route,
+                                                .in_multi = TXC_BLOCKING };
+    route_register_blocking_read(&blocking_read);
 }
