@@ -299,6 +299,11 @@ PROXY_FACTS = {
     "bzmpop": ["CMDP_TIMEOUT_FIRST", "CMDP_REPLY_KEY_FIRST"],
     "xread": ["CMDP_TIMEOUT_BLOCK", "CMDP_REPLY_KEY_EACH_FIRST"],
     "xreadgroup": ["CMDP_TIMEOUT_BLOCK", "CMDP_REPLY_KEY_EACH_FIRST"],
+    "keys": ["CMDP_PATTERN_FIRST"],
+    "scan": ["CMDP_PATTERN_MATCH"],
+    "wait": ["CMDP_WAITS"],
+    # newer than the table: given to the command once the cluster teaches it
+    "waitaof": ["CMDP_WAITS"],
 }
 
 TIMEOUT_FACTS = ("CMDP_TIMEOUT_LAST", "CMDP_TIMEOUT_FIRST", "CMDP_TIMEOUT_BLOCK")
@@ -585,6 +590,11 @@ def generate(version, categories, cmds):
     out.append("const struct command command_table[] = {")
     out += [emit_entry(c) for c in cmds]
     out += ["};", "const int command_table_size = %d;" % len(cmds), ""]
+    # the same facts by name, for the commands the cluster teaches (cmdinfo.c)
+    out.append("const struct command_facts command_facts_named[] = {")
+    out += ["    { \"%s\", %s }," % (name, c_flags(PROXY_FACTS[name]))
+            for name in sorted(PROXY_FACTS)]
+    out += ["};", "const int command_facts_named_count = %d;" % len(PROXY_FACTS), ""]
     return "\n".join(out)
 
 

@@ -406,6 +406,7 @@ static int fill(struct command *c, const redisReply *e, const struct command *pa
     c->tips = bits_of(f[7], &u->tips, tip_names, NROWS(tip_names));
     if (u->tips > tips_unknown)
         c->tips |= CMD_TIP_UNKNOWN;
+    c->proxy_facts = command_facts_of(fullname);
     if (f[8]->elements) {
         struct keyspec *k = calloc(f[8]->elements, sizeof *k);
         if (!k) {

@@ -640,6 +640,14 @@ int command_script_may_write(const struct command *cmd)
     return (cmd->proxy_facts & CMDP_SCRIPT) != 0;
 }
 
+uint32_t command_facts_of(const char *fullname)
+{
+    for (int i = 0; i < command_facts_named_count; i++)
+        if (strcmp(command_facts_named[i].fullname, fullname) == 0)
+            return command_facts_named[i].facts;
+    return 0;
+}
+
 int command_runs_script(const struct command *cmd)
 {
     return (cmd->proxy_facts & (CMDP_SCRIPT | CMDP_SCRIPT_RO)) != 0;

@@ -113,6 +113,23 @@ struct keyspec {
 #define CMDP_TIMEOUT_BLOCK      (1u << 7)   /* blocking only with BLOCK ms (XREAD) */
 #define CMDP_REPLY_KEY_FIRST    (1u << 8)   /* the reply's first element is a key name */
 #define CMDP_REPLY_KEY_EACH_FIRST (1u << 9) /* each element's first is (XREAD's streams) */
+#define CMDP_PATTERN_FIRST      (1u << 10)  /* lists the names argument 1 matches (KEYS) */
+#define CMDP_PATTERN_MATCH      (1u << 11)  /* ... that its last MATCH matches (SCAN) */
+#define CMDP_WAITS              (1u << 12)  /* waits for replicas: its time is no work of
+                                               its own (WAIT, WAITAOF) */
+
+/* The facts of a command by its full name (the table's, and those of
+ * commands newer than it, for when the cluster teaches them). */
+struct command_facts {
+    const char *fullname;
+    uint32_t facts;
+};
+extern const struct command_facts command_facts_named[];
+extern const int command_facts_named_count;
+
+/* The CMDP_* facts of the command named fullname ("get", "client|list"),
+ * 0 when it has none. */
+uint32_t command_facts_of(const char *fullname);
 
 struct command {
     const char *name;           /* lower case: "get", "setname" for client|setname */

@@ -476,15 +476,46 @@ int reply_elements(const char *buf, size_t len, long n, const char **elems, size
     return 0;
 }
 
+int reply_iter_array(struct reply_iter *it, const char *buf, size_t len)
+{
+    struct reply_head h;
+    if (reply_header(buf, len, &h) < 0 || h.type != '*' || h.n < 0 || h.n > LONG_MAX)
+        return -1;
+    *it = (struct reply_iter){ .at = buf + h.len, .left_bytes = len - h.len, .n = (long)h.n,
+                               .left = (long)h.n };
+    return 0;
+}
+
+int reply_iter_next(struct reply_iter *it, const char **elem, size_t *elen)
+{
+    if (it->left == 0)
+        return 0;
+    size_t el = reply_length(it->at, it->left_bytes);
+    if (el == 0)
+        return -1;
+    *elem = it->at;
+    *elen = el;
+    it->at += el;
+    it->left_bytes -= el;
+    it->left--;
+    return 1;
+}
+
 long reply_array_elements(const char *buf, size_t len, const char **elems,
                           size_t *lens, long max)
 {
-    struct reply_head h;
-    if (reply_header(buf, len, &h) < 0 || h.type != '*' || h.n < 0 || h.n > LONG_MAX ||
-        (max >= 0 && h.n > max))
+    struct reply_iter it;
+    const char *e;
+    size_t el;
+    int rc;
+    if (reply_iter_array(&it, buf, len) < 0 || (max >= 0 && it.n > max))
         return -1;
-    long n = (long)h.n;
-    return reply_elements(buf + h.len, len - h.len, n, elems, lens) < 0 ? -1 : n;
+    for (long i = 0; (rc = reply_iter_next(&it, &e, &el)) > 0; i++)
+        if (elems) {
+            elems[i] = e;
+            lens[i] = el;
+        }
+    return rc < 0 ? -1 : it.n;
 }
 
 const char *reply_view_head(const struct reply_view *v, size_t need)

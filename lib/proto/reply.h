@@ -149,6 +149,29 @@ void reply_error_code(const char *line, char *code, size_t size);
  * when there are fewer; with elems, elems[i] and lens[i] say where each is. */
 int reply_elements(const char *buf, size_t len, long n, const char **elems, size_t *lens);
 
+/*
+ * The elements of an array reply, one at a time, with nothing sized by its
+ * count:
+ *
+ *   struct reply_iter it;
+ *   if (reply_iter_array(&it, buf, len) < 0) ...     not an array reply
+ *   while ((rc = reply_iter_next(&it, &elem, &elen)) > 0) ...
+ *   rc < 0: an element is not whole
+ */
+struct reply_iter {
+    const char *at;     /* the next element */
+    size_t left_bytes;  /* from there to the end of the buffer */
+    long n;             /* the array's count */
+    long left;          /* elements not read yet */
+};
+
+/* Start at the array reply buf[0..len) ('*', not null): 0, or -1. */
+int reply_iter_array(struct reply_iter *it, const char *buf, size_t len);
+
+/* The next element in *elem, *elen: 1; 0 after the last; -1 when it is not
+ * a whole reply. */
+int reply_iter_next(struct reply_iter *it, const char **elem, size_t *elen);
+
 /* The elements of the array reply buf[0..len) ('*' only, at most max of
  * them; max -1: any number): their count, or -1 when buf is no such whole
  * reply. With elems, elems[i] and lens[i] say where each is in buf. */

@@ -532,9 +532,9 @@ static int glob_slot(const char *p, size_t len)
 int router_listing_pattern(const struct request *r)
 {
     int at = -1;
-    if (strcmp(r->cmd->name, "keys") == 0 && r->argc == 2)
+    if ((r->cmd->proxy_facts & CMDP_PATTERN_FIRST) && r->argc == 2)
         at = 1;
-    for (int i = 2; strcmp(r->cmd->name, "scan") == 0 && i + 1 < r->argc; i += 2)
+    for (int i = 2; (r->cmd->proxy_facts & CMDP_PATTERN_MATCH) && i + 1 < r->argc; i += 2)
         if (request_arg_is(r, i, "match"))
             at = i + 1;     /* the last MATCH, as Redis */
     return at;

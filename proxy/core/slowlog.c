@@ -97,7 +97,7 @@ static int loggable(const struct request *r)
 {
     return r->cmd && r->argc > 0 &&
            !(r->cmd->flags & (CMD_SKIP_SLOWLOG | CMD_BLOCKING)) &&
-           strcmp(r->cmd->fullname, "wait") != 0 && strcmp(r->cmd->fullname, "waitaof") != 0;
+           !(r->cmd->proxy_facts & CMDP_WAITS);
 }
 
 void slowlog_note(const struct request *r, uint64_t duration_us, const char *addr,

@@ -111,18 +111,6 @@ static const char *node_pattern(const struct layout *l, const char *pat, size_t 
     return listing_node_pattern(l, pat, len, buf, cap, outlen);
 }
 
-/* ---- the one place an index-backed listing plugs in ---- */
-
-/*
- * Answer r (KEYS or SCAN, with a layout) from the bucket indexes of the one
- * indexed family its pattern can match, and return 1; or return 0 to have
- * it listed over every master (index.h).
- */
-static int listing_from_index(struct request *r, const struct layout *l)
-{
-    return strcmp(r->cmd->name, "keys") == 0 ? index_keys(r, l) : index_scan(r, l);
-}
-
 /* ---- KEYS and SCAN ---- */
 
 /* A listing whose pattern fixes the names' hash tag (router_key_slot):
@@ -148,7 +136,7 @@ void listing_keys(struct request *r)
     const char *send = pattern;
     sendlen = len;
     if (l) {
-        if (listing_from_index(r, l))
+        if (index_keys(r, l))   /* answered from the bucket indexes (index.h) */
             return;
         send = node_pattern(l, pattern, len, fixed, sizeof fixed, &heap, &sendlen);
         if (!send) {
@@ -364,7 +352,7 @@ void listing_scan(struct request *r)
     if (listing_of_one_slot(r))
         return;
     int match = l ? router_listing_pattern(r) : -1;
-    if (l && listing_from_index(r, l))
+    if (l && index_scan(r, l))  /* answered from the bucket indexes (index.h) */
         return;
     if (match < 0) {
         scan_masters(r, -1, NULL, 0);

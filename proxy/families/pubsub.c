@@ -387,32 +387,29 @@ static int elem_cmp(const void *a, const void *b)
  * a node's answer is its dict's, which no client can rely on). */
 static void merge_union_run(struct request *p, struct evbuffer *out)
 {
-    long total = 0, n;
+    long total = 0, k = 0, uniq = 0;
+    struct reply_iter it;
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        if ((n = reply_array_elements(b, len, NULL, NULL, -1)) < 0) {
+        long n = reply_array_elements(b, len, NULL, NULL, -1);
+        if (n < 0) {
             resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
             return;
         }
         total += n;
     }
     struct elem *all = malloc(sizeof *all * (size_t)(total ? total : 1));
-    const char **pe = malloc(sizeof *pe * (size_t)(total ? total : 1));
-    size_t *pl = malloc(sizeof *pl * (size_t)(total ? total : 1));
-    long k = 0, uniq = 0;
-    if (!all || !pe || !pl) {
+    if (!all) {
         resp_add_error(out, REPLY_ERR_OOM);
-        goto out;
+        return;
     }
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        n = reply_array_elements(b, len, pe, pl, -1);
-        for (long j = 0; j < n; j++, k++) {
-            all[k].p = pe[j];
-            all[k].len = pl[j];
-        }
+        reply_iter_array(&it, b, len);
+        while (reply_iter_next(&it, &all[k].p, &all[k].len) > 0)
+            k++;
     }
     qsort(all, (size_t)k, sizeof *all, elem_cmp);
     for (long j = 0; j < k; j++)
@@ -421,10 +418,7 @@ static void merge_union_run(struct request *p, struct evbuffer *out)
     resp_add_array(out, uniq);
     for (long j = 0; j < uniq; j++)
         evbuffer_add(out, all[j].p, all[j].len);
-out:
     free(all);
-    free(pe);
-    free(pl);
 }
 
 /* [name, count, name, count, ...] from every part, in the same order: the
@@ -432,44 +426,46 @@ out:
 static void merge_numsub_run(struct request *p, struct evbuffer *out)
 {
     size_t len0;
-    const char *b0 = merge_part_bytes(p->parts[0], &len0);
+    const char *b0 = merge_part_bytes(p->parts[0], &len0), *e;
+    size_t el;
+    struct reply_iter it;
     long n = reply_array_elements(b0, len0, NULL, NULL, -1);
     if (n < 0 || n % 2) {
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }
-    const char **pe = n > 0 ? malloc(sizeof *pe * (size_t)n) : NULL;
-    size_t *pl = n > 0 ? malloc(sizeof *pl * (size_t)n) : NULL;
-    long long *sums = n > 0 ? calloc((size_t)n, sizeof *sums) : NULL;
-    if (n > 0 && (!pe || !pl || !sums)) {
+    long long *sums = calloc((size_t)n / 2 + 1, sizeof *sums);
+    if (!sums) {
         resp_add_error(out, REPLY_ERR_OOM);
-        goto out;
+        return;
     }
     for (int i = 0; i < p->nparts; i++) {
         size_t len;
         const char *b = merge_part_bytes(p->parts[i], &len);
-        if (reply_array_elements(b, len, pe, pl, n) != n) {
-            resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
-            goto out;
-        }
-        for (long j = 1; j < n; j += 2) {
-            if (pe[j][0] != ':') {
-                resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
-                goto out;
-            }
-            sums[j] += strtoll(pe[j] + 1, NULL, 10);
+        if (reply_array_elements(b, len, NULL, NULL, n) != n)
+            goto bad;
+        reply_iter_array(&it, b, len);
+        for (long j = 0; reply_iter_next(&it, &e, &el) > 0; j++) {
+            if (j % 2 == 0)
+                continue;
+            if (e[0] != ':')
+                goto bad;
+            sums[j / 2] += strtoll(e + 1, NULL, 10);
         }
     }
-    reply_array_elements(b0, len0, pe, pl, n);
+    reply_iter_array(&it, b0, len0);
     resp_add_array(out, n);
-    for (long j = 0; j < n; j += 2) {
-        evbuffer_add(out, pe[j], pl[j]);
-        resp_add_integer(out, sums[j + 1]);
+    for (long j = 0; reply_iter_next(&it, &e, &el) > 0; j++) {
+        if (j % 2 == 0)
+            evbuffer_add(out, e, el);
+        else
+            resp_add_integer(out, sums[j / 2]);
     }
-out:
-    free(pe);
-    free(pl);
     free(sums);
+    return;
+bad:
+    free(sums);
+    resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
 }
 
 static const struct merge merge_union = { merge_union_run, 0 };

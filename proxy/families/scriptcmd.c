@@ -141,7 +141,9 @@ static void merge_script_load_run(struct request *p, struct evbuffer *out)
 /* SCRIPT EXISTS: 1 at a position only where every master has the script. */
 static void merge_and_run(struct request *p, struct evbuffer *out)
 {
-    size_t len;
+    size_t len, el;
+    const char *e;
+    struct reply_iter it;
     if (p->nparts == 0) {
         resp_add_error(out, REPLY_ERR_NO_MASTER);
         return;
@@ -152,26 +154,21 @@ static void merge_and_run(struct request *p, struct evbuffer *out)
         resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
         return;
     }
-    size_t cap = n > 0 ? (size_t)n : 1;
-    char *all = malloc(cap);
-    const char **elems = malloc(sizeof *elems * cap);
-    size_t *lens = malloc(sizeof *lens * cap);
-    if (!all || !elems || !lens) {
-        free(all);
-        free(elems);
-        free(lens);
+    char *all = malloc(n > 0 ? (size_t)n : 1);
+    if (!all) {
         resp_add_error(out, REPLY_ERR_OOM);
         return;
     }
-    memset(all, 1, cap);
+    memset(all, 1, n > 0 ? (size_t)n : 1);
     for (int i = 0; i < p->nparts; i++) {
         b = merge_part_bytes(p->parts[i], &len);
-        if (reply_array_elements(b, len, elems, lens, n) != n)
+        if (reply_array_elements(b, len, NULL, NULL, n) != n)
             goto bad;
-        for (long k = 0; k < n; k++) {
-            if (lens[k] < 4 || elems[k][0] != ':')
+        reply_iter_array(&it, b, len);
+        for (long k = 0; reply_iter_next(&it, &e, &el) > 0; k++) {
+            if (el < 4 || e[0] != ':')
                 goto bad;
-            if (elems[k][1] == '0')
+            if (e[1] == '0')
                 all[k] = 0;
         }
     }
@@ -179,13 +176,9 @@ static void merge_and_run(struct request *p, struct evbuffer *out)
     for (long k = 0; k < n; k++)
         resp_add_integer(out, all[k]);
     free(all);
-    free(elems);
-    free(lens);
     return;
 bad:
     free(all);
-    free(elems);
-    free(lens);
     resp_add_error(out, REPLY_ERR_CANNOT_MERGE);
 }
 

@@ -20,8 +20,9 @@
 #include "lib/proto/command.h"
 #include "lib/proto/resp.h"
 
-static merge_fn merge_slowlog_run;
-static const struct merge merge_slowlog = { merge_slowlog_run, 0 };
+static merge_fn merge_get_run, merge_len;
+static const struct merge merge_slowlog_get = { merge_get_run, 0 };
+static const struct merge merge_slowlog_len = { merge_len, 0 };
 
 #define SLOWLOG_GET_DEFAULT 10
 #define SLOWLOG_FIELDS_MAX 16     /* an entry's, read for its time */
@@ -101,18 +102,15 @@ static int64_t entry_time(const char *b, size_t len)
  * -1 when b is not an array of them. */
 static int add_master_items(const char *b, size_t blen, int source, struct item *items, long *n)
 {
-    long count = reply_array_elements(b, blen, NULL, NULL, -1);
-    if (count <= 0)
-        return (int)count;
-    const char **el = malloc((size_t)count * (sizeof *el + sizeof(size_t)));
-    if (!el)
+    struct reply_iter it;
+    const char *e;
+    size_t el;
+    if (reply_array_elements(b, blen, NULL, NULL, -1) < 0)
         return -1;
-    size_t *lens = (size_t *)(void *)(el + count);
-    reply_array_elements(b, blen, el, lens, count);
-    for (long k = 0; k < count; k++)
-        items[(*n)++] = (struct item){ .time = entry_time(el[k], lens[k]), .source = source,
-                                       .pos = k, .bytes = el[k], .len = lens[k] };
-    free(el);
+    reply_iter_array(&it, b, blen);
+    for (long k = 0; reply_iter_next(&it, &e, &el) > 0; k++)
+        items[(*n)++] = (struct item){ .time = entry_time(e, el), .source = source,
+                                       .pos = k, .bytes = e, .len = el };
     return 0;
 }
 
@@ -185,34 +183,43 @@ static void merge_len(struct request *p, struct evbuffer *out)
     resp_add_integer(out, sum);
 }
 
-static void merge_slowlog_run(struct request *p, struct evbuffer *out)
+static void merge_get_run(struct request *p, struct evbuffer *out)
 {
     long long want;
-    if (strcmp(p->cmd->fullname, "slowlog|len") == 0) {
-        merge_len(p, out);
-        return;
-    }
     if (p->argc < 3 || request_arg_ll(p, 2, &want) < 0)
         want = SLOWLOG_GET_DEFAULT;
     merge_get(p, out, want);
 }
 
+/* Whether SLOWLOG GET and LEN may read the masters' logs (dangerous
+ * commands on): 0, or -1 with r refused, saying why. */
+static int read_allowed(struct request *r)
+{
+    if (r->worker->cfg->enable_dangerous_commands)
+        return 0;
+    router_plan_dangerous(r, 0);            /* refused, saying why */
+    return -1;
+}
+
 /* SLOWLOG GET [count], SLOWLOG LEN: every master's, then merged. */
-static void cmd_read(struct request *r)
+static void cmd_get(struct request *r)
 {
     long long count;
     char arg[24];
-    if (!r->worker->cfg->enable_dangerous_commands) {
-        router_plan_dangerous(r, 0);        /* refused, saying why */
+    if (read_allowed(r) < 0 || get_count(r, &count) < 0)
         return;
-    }
-    int get = strcmp(r->cmd->fullname, "slowlog|get") == 0;
-    if (get && get_count(r, &count) < 0)
-        return;
-    snprintf(arg, sizeof arg, "%lld", get ? count : 0);
-    const char *argv[] = { "SLOWLOG", get ? "GET" : "LEN", arg };
+    snprintf(arg, sizeof arg, "%lld", count);
+    const char *argv[] = { "SLOWLOG", "GET", arg };
     const size_t lens[] = { 7, 3, strlen(arg) };
-    router_fanout(r, &merge_slowlog, get ? 3 : 2, argv, lens);
+    router_fanout(r, &merge_slowlog_get, 3, argv, lens);
+}
+
+static void cmd_len(struct request *r)
+{
+    const char *argv[] = { "SLOWLOG", "LEN" };
+    const size_t lens[] = { 7, 3 };
+    if (read_allowed(r) == 0)
+        router_fanout(r, &merge_slowlog_len, 2, argv, lens);
 }
 
 /* SLOWLOG RESET: the proxy's log and every master's. */
@@ -224,7 +231,7 @@ static void cmd_reset(struct request *r)
 }
 
 static const struct route_entry slowlogcmd_routes[] = {
-    ROUTE_ASKING("slowlog|get", cmd_read), ROUTE_ASKING("slowlog|len", cmd_read),
+    ROUTE_ASKING("slowlog|get", cmd_get), ROUTE_ASKING("slowlog|len", cmd_len),
     { "slowlog|reset", { .plan = ROUTE_FAMILY, .run = cmd_reset, .in_multi = TXC_OTHER,
                          .keyless = 1 } },
 };

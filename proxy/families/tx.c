@@ -54,7 +54,7 @@ static void note_refused(struct client *c)
 
 /* WAIT numreplicas timeout, WAITAOF numlocal numreplicas timeout (Redis
  * 7.2's, once the cluster knows it): the timeout last. */
-static void cmd_wait(struct tx_state *tx, struct request *r)
+static void cmd_wait(struct tx_state *tx, struct request *r, int aof)
 {
     size_t len;
     char msg[120];
@@ -63,7 +63,7 @@ static void cmd_wait(struct tx_state *tx, struct request *r)
          * is not the client's: nothing honest to count */
         tx->dirty = 1;
         snprintf(msg, sizeof msg, "ERR %s inside MULTI is not supported through the proxy",
-                 r->cmd->learned_index ? "WAITAOF" : "WAIT");
+                 aof ? "WAITAOF" : "WAIT");
         request_fail(r, msg);
         return;
     }
@@ -72,7 +72,7 @@ static void cmd_wait(struct tx_state *tx, struct request *r)
     /* on no lane: what the client sends next waits for WAIT's answer */
     tx->lanes.lane = LANE_NEW;
     const char *t = request_arg(r, r->argc - 1, &len);
-    wait_dispatch(r, blocking_millis(t, len), &tx->wait);
+    wait_dispatch(r, aof, blocking_millis(t, len), &tx->wait);
 }
 
 /* ---- dispatch ---- */
@@ -119,8 +119,8 @@ static int tx_dispatch(struct request *r, enum tx_class cls)
         route_of(r->cmd)->run(r);      /* run_exec, ... */
         return 1;
     }
-    if (cls == TXC_WAIT) {
-        cmd_wait(tx, r);
+    if (cls == TXC_WAIT || cls == TXC_WAITAOF) {
+        cmd_wait(tx, r, cls == TXC_WAITAOF);
         return 1;
     }
     if (tx->in_multi && cls != TXC_IMMEDIATE && cls != TXC_RESET) {
@@ -233,7 +233,7 @@ static const struct route_entry tx_routes[] = {
     TX("blpop", TXC_BLOCKING), TX("brpop", TXC_BLOCKING), TX("blmove", TXC_BLOCKING),
     TX("brpoplpush", TXC_BLOCKING), TX("blmpop", TXC_BLOCKING), TX("bzpopmin", TXC_BLOCKING),
     TX("bzpopmax", TXC_BLOCKING), TX("bzmpop", TXC_BLOCKING),
-    TX("wait", TXC_WAIT), TX("waitaof", TXC_WAIT),     /* WAITAOF: when learned */
+    TX("wait", TXC_WAIT), TX("waitaof", TXC_WAITAOF),  /* WAITAOF: when learned */
 };
 
 static const struct client_family tx_family = {

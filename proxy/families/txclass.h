@@ -15,6 +15,7 @@ enum tx_class {
     TXC_TX,             /* MULTI EXEC DISCARD WATCH UNWATCH */
     TXC_BLOCKING,       /* a blocking command (XREAD only with BLOCK) */
     TXC_WAIT,           /* WAIT (wait.h) */
+    TXC_WAITAOF,        /* WAITAOF (wait.h), once the cluster teaches it */
     TXC_FORWARD,        /* keys of one slot, to one master: queueable */
     TXC_SPLIT,          /* MGET-style: queueable (one slot at EXEC) */
     TXC_NODE_LOCAL,     /* PING ECHO TIME: queueable, the node answers in EXEC */

@@ -196,7 +196,7 @@ static int part_send(struct wait_part *p, struct request *r, uint64_t wait_ms)
     return 0;
 }
 
-void wait_dispatch(struct request *r, uint64_t wait_ms, struct wait_op **slot)
+void wait_dispatch(struct request *r, int aof, uint64_t wait_ms, struct wait_op **slot)
 {
     struct client *c = r->client;
     struct worker *w = r->worker;
@@ -220,7 +220,7 @@ void wait_dispatch(struct request *r, uint64_t wait_ms, struct wait_op **slot)
     }
     op->r = r;
     op->slot = slot;
-    op->aof = strcmp(r->cmd->fullname, "waitaof") == 0;
+    op->aof = aof;
     op->min[0] = op->min[1] = -1;
     op->nparts = 0;
     for (int i = 0; i < nnodes && first < 0; i++)

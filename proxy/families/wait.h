@@ -36,9 +36,10 @@
 struct request;
 struct wait_op;
 
-/* Run WAIT r (its client's earlier commands are all answered); *slot, the
- * client's, holds it while it runs (NULL again once it ends). */
-void wait_dispatch(struct request *r, uint64_t wait_ms, struct wait_op **slot);
+/* Run WAIT r, or WAITAOF (aof) (its client's earlier commands are all
+ * answered); *slot, the client's, holds it while it runs (NULL again once
+ * it ends). */
+void wait_dispatch(struct request *r, int aof, uint64_t wait_ms, struct wait_op **slot);
 
 /* The client left: the WAIT in *slot closes its connections now. */
 void wait_client_gone(struct wait_op **slot);

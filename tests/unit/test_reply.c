@@ -631,6 +631,39 @@ START_TEST(test_classify_v6_addr_must_fit)
 }
 END_TEST
 
+/* The iterator reads an array's elements in order, ends after the last,
+ * and stops at one that is not whole. */
+START_TEST(test_iter_elements)
+{
+    static const char arr[] = "*3\r\n$1\r\na\r\n*2\r\n:1\r\n+x\r\n:42\r\n";
+    struct reply_iter it;
+    const char *e;
+    size_t el;
+    ck_assert_int_eq(reply_iter_array(&it, arr, sizeof arr - 1), 0);
+    ck_assert_int_eq(it.n, 3);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 1);
+    ck_assert_int_eq(el, 7);
+    ck_assert_int_eq(memcmp(e, "$1\r\na\r\n", el), 0);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 1);
+    ck_assert_int_eq(memcmp(e, "*2\r\n:1\r\n+x\r\n", el), 0);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 1);
+    ck_assert_int_eq(memcmp(e, ":42\r\n", el), 0);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 0);
+    /* cut inside the second element */
+    ck_assert_int_eq(reply_iter_array(&it, arr, 16), 0);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 1);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), -1);
+    /* not an array, a null array, an empty one */
+    ck_assert_int_eq(reply_iter_array(&it, ":3\r\n", 4), -1);
+    ck_assert_int_eq(reply_iter_array(&it, "*-1\r\n", 5), -1);
+    ck_assert_int_eq(reply_iter_array(&it, "*0\r\n", 4), 0);
+    ck_assert_int_eq(reply_iter_next(&it, &e, &el), 0);
+    ck_assert_int_eq(reply_array_elements(arr, sizeof arr - 1, NULL, NULL, 2), -1);
+    ck_assert_int_eq(reply_array_elements(arr, sizeof arr - 1, NULL, NULL, -1), 3);
+    ck_assert_int_eq(reply_array_elements(arr, 16, NULL, NULL, -1), -1);
+}
+END_TEST
+
 static Suite *reply_suite(void)
 {
     Suite *s = suite_create("reply");
@@ -649,6 +682,7 @@ static Suite *reply_suite(void)
     suite_add_tcase(s, tc);
     TCase *tk = tcase_create("classify");
     tcase_add_test(tk, test_is_null);
+    tcase_add_test(tk, test_iter_elements);
     tcase_add_test(tk, test_classify);
     tcase_add_test(tk, test_classify_addr_must_fit);
     tcase_add_test(tk, test_classify_v6_addr_must_fit);
