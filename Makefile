@@ -149,9 +149,9 @@ fuzz: $(B)/gen/keylayout_lua.c
 	@mkdir -p $(FUZZ_TARGETS:%=$(B)/fuzz/corpus-%)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_resp tests/fuzz/fuzz_resp.c lib/proto/resp.c $(shell pkg-config --cflags --libs libevent)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_reply tests/fuzz/fuzz_reply.c lib/proto/reply.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_layout tests/fuzz/fuzz_layout.c keylayout/layout.c keylayout/layoutload.c keylayout/escape.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_command tests/fuzz/fuzz_command.c lib/proto/command.c lib/proto/command_table.c
-	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
+	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_rules tests/fuzz/fuzz_rules.c keylayout/layout.c keylayout/layoutload.c keylayout/escape.c keylayout/rules.c keylayout/overlap.c cluster/slot.c
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_slots $(FUZZ_SLOTS_SRCS) \
 	    $(shell pkg-config --cflags --libs hiredis libevent openssl)
 	clang $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_client $(FUZZ_CLIENT_SRCS) \

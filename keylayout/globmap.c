@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keylayout/escape.h"
 #include "keylayout/glob.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "keylayout/rules.h"
 
 /* What a pattern's text says of a capture's value. */
@@ -125,7 +127,7 @@ static void build(const struct rules_rule *r, const char *x, size_t xlen, const 
         } else if (p->kind == RULES_PIECE_LITERAL) {
             put_literal(o, p->text, p->len);
         } else if (p->kind == RULES_PIECE_CAPTURE && v->state != UNKNOWN) {
-            size_t n = layout_encode(v->ptr, v->len, enc, sizeof enc);
+            size_t n = escape_encode(v->ptr, v->len, enc, sizeof enc);
             if (n > sizeof enc)
                 o->over = true;
             else

@@ -8,7 +8,7 @@
  *   index   bot:{ch:16}:idx  member "tg:42"  (layout_index_key, layout_index_member;
  *                                             back with layout_index_to_legacy)
  *
- * Every captured value is percent-encoded in cluster names (layout_encode);
+ * Every captured value is percent-encoded in cluster names (escape.h);
  * index members hold raw values. `<b>` is layout_bucket of the raw id. The
  * slot of a result is slot_of() (cluster/slot.h) of it: a record and its
  * index always share one.
@@ -54,64 +54,6 @@ struct layout_match {
     struct layout_value cap[RULES_MAX_CAPTURES];
 };
 
-/* One rules file of a layout and the prefixes it serves. */
-struct layout_source {
-    const char *name;              /* the file's path; with text, the name errors give */
-    const char *text;              /* NULL: read the file; else text[0..len) */
-    size_t len;
-    const char *const *prefix;
-    size_t nprefix;
-};
-
-#define LAYOUT_FILES_MAX 64
-#define LAYOUT_PREFIXES_MAX 1024   /* distinct prefixes, over every file */
-
-/* Build a layout from n rules files, each serving its prefixes. A prefix
- * served by several files is served by the rules of each, file by file;
- * those files must not match one same name (keylayout/overlap.h), as which
- * file a name belongs to would then hang on the order of the files. NULL
- * on error, with the message in err: `FILE:LINE: what is wrong` for the
- * rules, `FILE:LINE: ... and FILE:LINE: ... both match "NAME"; ...` for two
- * files that overlap, `layout-prefix "P": ...` for a prefix. Free with
- * layout_free. */
-struct layout *layout_load(const struct layout_source *src, size_t n, char *err, size_t errlen);
-
-/* layout_load of one file (path, or text[0..len) named `name`). */
-struct layout *layout_load_file(const char *path, const char *const *prefixes,
-                                size_t nprefixes, char *err, size_t errlen);
-struct layout *layout_load_string(const char *name, const char *text, size_t len,
-                                  const char *const *prefixes, size_t nprefixes,
-                                  char *err, size_t errlen);
-void layout_free(struct layout *l);
-
-/* A loaded layout shared by threads: read-only, freed by its last
- * reference (the count is atomic). */
-struct layout_ref {
-    struct layout *layout;
-    int refs;
-};
-
-/* Takes l; one reference. NULL when out of memory (l is freed). */
-struct layout_ref *layout_ref_new(struct layout *l);
-struct layout_ref *layout_ref_get(struct layout_ref *ref);   /* NULL-safe */
-void layout_ref_put(struct layout_ref *ref);                 /* NULL-safe */
-
-/* 0 if prefix is a valid layout-prefix (one non-empty segment, no ':', no
- * '{' or '}'), else -1 with `layout-prefix "P": why` in err. */
-int layout_check_prefix(const char *prefix, char *err, size_t errlen);
-
-/* The files, in the order given (a rule's file is also rules_rule.file). */
-size_t layout_file_count(const struct layout *l);
-const struct rules *layout_file_rules(const struct layout *l, size_t i);
-
-/* Every file's prefixes, each once, in the order first given. */
-size_t layout_prefix_count(const struct layout *l);
-const char *layout_prefix(const struct layout *l, size_t i, size_t *len);
-
-/* The rules and keeps prefix i is served by, in the order they are tried. */
-const struct rules_rule *const *layout_prefix_rules(const struct layout *l, size_t i,
-                                                     size_t *n);
-
 /* An output bound for inputs of len bytes in all (both, for index_to_legacy). */
 size_t layout_max_len(const struct layout *l, size_t len);
 
@@ -125,7 +67,7 @@ enum layout_result layout_to_cluster(const struct layout *l, const char *key, si
 
 /* Map a cluster name back to its legacy name. PASS (use the name as it is)
  * when no rule's cluster pattern matches, when a value's encoding is not
- * exactly what layout_encode makes (malformed, lower-case hex, a byte encoded
+ * exactly what escape_encode makes (malformed, lower-case hex, a byte encoded
  * that needs not be, or left raw that must be), when a bucket is not the
  * id's, or when the legacy name would rewrite to another name (it is checked
  * by rewriting it): so whenever MAPPED, layout_to_cluster of the result gives
@@ -181,13 +123,5 @@ enum layout_result layout_record_to_legacy(const struct layout *l, const char *k
 
 /* The 32-bit FNV-1a of id (lib/base/hash.h) % 32. */
 int layout_bucket(const char *id, size_t len);
-
-/* Percent-encode in[0..len) (rules_must_encode bytes as %XX, upper-case
- * hex). Returns the encoded length (at most 3 * len). */
-size_t layout_encode(const char *in, size_t len, char *out, size_t cap);
-
-/* The exact inverse of layout_encode: 0 with the length in *outlen (at most
- * len), or -1 when in is not something layout_encode makes. */
-int layout_decode(const char *in, size_t len, char *out, size_t cap, size_t *outlen);
 
 #endif

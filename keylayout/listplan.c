@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keylayout/escape.h"
 #include "keylayout/glob.h"
+#include "keylayout/layoutload.h"
 
 /* The complete segments of the literal start (each followed by ':' in it). */
 struct segments {
@@ -174,7 +176,7 @@ static void affix_value(struct affix *a, const struct layout_value *v)
     char buf[3 * 64];
     for (size_t off = 0; off < v->len; off += 64) {
         size_t n = v->len - off < 64 ? v->len - off : 64;
-        affix_put(a, buf, layout_encode(v->ptr + off, n, buf, sizeof buf));
+        affix_put(a, buf, escape_encode(v->ptr + off, n, buf, sizeof buf));
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include "cluster/syncconn.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "migrate/keyspace.h"
 
 #define NAME_MAX_LEN 4096       /* longer names are counted, not classified */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "migrate/copy.h"
 #include "migrate/inspect.h"
 #include "migrate/keyspace.h"

@@ -8,6 +8,7 @@
 
 #include "proxy/config/confline.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #include <ctype.h>
 #include <errno.h>

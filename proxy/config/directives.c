@@ -16,6 +16,7 @@
 #include "proxy/config/acluser.h"
 #include "proxy/config/confline.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 static const char default_listen[] = "127.0.0.1:6380";
 static const char default_admin_listen[] = "127.0.0.1:8380";

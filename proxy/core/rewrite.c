@@ -7,6 +7,7 @@
 
 #include "proxy/core/request.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "lib/proto/command.h"
 #include "lib/proto/reply.h"
 #include "lib/proto/resp.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "keylayout/layoutload.h"
 #include "lib/base/log.h"
 #include "proxy/config/snapshot.h"
 #include "proxy/core/proxy.h"

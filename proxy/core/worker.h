@@ -30,6 +30,7 @@
 #include "proxy/config/config.h"
 #include "proxy/core/stats.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "lib/net/io.h"
 #include "lib/proto/resp.h"
 

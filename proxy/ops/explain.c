@@ -7,6 +7,7 @@
 #include "cluster/slot.h"
 #include "proxy/config/config.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define EXIT_USAGE 2
 

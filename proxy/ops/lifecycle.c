@@ -14,6 +14,7 @@
 #include "proxy/core/proxy.h"
 #include "proxy/core/worker.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "proxy/ops/admin.h"
 #include "proxy/ops/nodeusers.h"
 #include "proxy/ops/refresh.h"

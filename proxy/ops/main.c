@@ -21,6 +21,7 @@
 #include "proxy/core/scripts.h"
 #include "proxy/families/families.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "migrate/migrate.h"
 #include "proxy/ops/cli.h"
 #include "proxy/ops/daemon.h"

@@ -10,6 +10,7 @@
 #include "cluster/syncconn.h"
 #include "cluster/topology.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define MARKER_NAME_MAX 160
 #define SCAN_COUNT "1000"

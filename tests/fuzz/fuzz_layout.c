@@ -21,6 +21,7 @@
 
 #include "cluster/slot.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

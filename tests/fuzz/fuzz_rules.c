@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "keylayout/rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -30,6 +30,7 @@
 #include "harness.h"
 #include "proxy/core/rewrite.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
 

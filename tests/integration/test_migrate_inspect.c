@@ -14,6 +14,7 @@
 #include "harness.h"
 
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define RULES "conf/layouts/botmesh-v1.rules"
 #define PASS  "m1gr4te-pw"

@@ -15,6 +15,7 @@
 #include "proxy/config/aclrule.h"
 #include "proxy/config/config.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 static char err[512];
 

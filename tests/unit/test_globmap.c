@@ -15,6 +15,7 @@
 #include "keylayout/glob.h"
 #include "keylayout/globmap.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
 

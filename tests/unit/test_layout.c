@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "cluster/slot.h"
+#include "keylayout/escape.h"
 #include "lib/base/hash.h"
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 
 #define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"
 #define S(s) s, sizeof(s) - 1
@@ -61,10 +63,10 @@ START_TEST(test_encode_vectors)
 {
     for (size_t i = 0; i < sizeof encodings / sizeof encodings[0]; i++) {
         char buf[128];
-        size_t n = layout_encode(encodings[i].raw, encodings[i].rlen, buf, sizeof buf);
+        size_t n = escape_encode(encodings[i].raw, encodings[i].rlen, buf, sizeof buf);
         ck_assert_uint_eq(n, encodings[i].elen);
         ck_assert_mem_eq(buf, encodings[i].enc, n);
-        ck_assert_int_eq(layout_decode(encodings[i].enc, encodings[i].elen, buf, sizeof buf, &n), 0);
+        ck_assert_int_eq(escape_decode(encodings[i].enc, encodings[i].elen, buf, sizeof buf, &n), 0);
         ck_assert_uint_eq(n, encodings[i].rlen);
         ck_assert_mem_eq(buf, encodings[i].raw, n);
     }
@@ -75,7 +77,7 @@ START_TEST(test_encode_every_byte)
 {
     for (int c = 0; c < 256; c++) {
         char raw = (char)c, enc[4], back[4];
-        size_t n = layout_encode(&raw, 1, enc, sizeof enc), m;
+        size_t n = escape_encode(&raw, 1, enc, sizeof enc), m;
         bool special = c < 0x21 || c == 0x7f || strchr("%:{}*?[]\\", c);
         ck_assert_uint_eq(n, special ? 3 : 1);
         if (special) {
@@ -83,11 +85,11 @@ START_TEST(test_encode_every_byte)
             snprintf(want, sizeof want, "%%%02X", c);
             ck_assert_mem_eq(enc, want, 3);
         }
-        ck_assert_int_eq(layout_decode(enc, n, back, sizeof back, &m), 0);
+        ck_assert_int_eq(escape_decode(enc, n, back, sizeof back, &m), 0);
         ck_assert_uint_eq(m, 1);
         ck_assert_int_eq((unsigned char)back[0], c);
         /* the raw byte itself decodes only when it is not special */
-        ck_assert_int_eq(layout_decode(&raw, 1, back, sizeof back, &m), special ? -1 : 0);
+        ck_assert_int_eq(escape_decode(&raw, 1, back, sizeof back, &m), special ? -1 : 0);
     }
 }
 END_TEST
@@ -105,7 +107,7 @@ START_TEST(test_decode_malformed)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[16];
         size_t n = 99;
-        ck_assert_msg(layout_decode(bad[i].s, bad[i].len, buf, sizeof buf, &n) == -1,
+        ck_assert_msg(escape_decode(bad[i].s, bad[i].len, buf, sizeof buf, &n) == -1,
                       "decoded \"%s\"", bad[i].s);
         ck_assert_uint_eq(n, 99);
     }
@@ -748,7 +750,7 @@ START_TEST(test_short_buffer)
     /* cap 0 with no buffer */
     ck_assert_int_eq(layout_to_cluster(l, S("bot:chat:x"), NULL, 0, &n, NULL), LAYOUT_SHORT);
     ck_assert_uint_eq(n, strlen("bot:{ch:7}:r:x"));
-    ck_assert_uint_eq(layout_encode(S("a:b"), NULL, 0), 5);
+    ck_assert_uint_eq(escape_encode(S("a:b"), NULL, 0), 5);
     layout_free(l);
 }
 END_TEST

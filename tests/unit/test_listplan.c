@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "keylayout/glob.h"
+#include "keylayout/layoutload.h"
 #include "keylayout/listplan.h"
 
 #define DEFAULT_RULES "conf/layouts/botmesh-v1.rules"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "keylayout/layout.h"
+#include "keylayout/layoutload.h"
 #include "keylayout/overlap.h"
 #include "keylayout/rules.h"
 
