@@ -3,6 +3,8 @@
  */
 #include "harness.h"
 
+#include <sys/un.h>
+
 long long h_now_ms(void)
 {
     struct timespec ts;
@@ -222,6 +224,69 @@ long long h_client_id(redisContext *c)
     long long id = r->integer;
     freeReplyObject(r);
     return id;
+}
+
+/* " addr=HOST:PORT " of the client on fd as CLIENT LIST writes it (IPv6
+ * in brackets; a Unix socket's PATH:0), into buf. */
+static void client_addr(int fd, char *buf, size_t size)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    char ip[INET6_ADDRSTRLEN];
+
+    ck_assert_msg(getsockname(fd, (struct sockaddr *)&sa, &len) == 0, "getsockname: %s",
+                  strerror(errno));
+    if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
+        ck_assert_ptr_nonnull(inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip));
+        H_FMT(buf, size, " addr=%s:%d ", ip, ntohs(in->sin_port));
+    } else if (sa.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa;
+        ck_assert_ptr_nonnull(inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip));
+        H_FMT(buf, size, " addr=[%s]:%d ", ip, ntohs(in6->sin6_port));
+    } else {
+        struct sockaddr_un un;
+        len = sizeof un;
+        ck_assert_msg(getpeername(fd, (struct sockaddr *)&un, &len) == 0 &&
+                      un.sun_family == AF_UNIX, "fd %d: neither TCP nor a Unix socket", fd);
+        H_FMT(buf, size, " addr=%s:0 ", un.sun_path);
+    }
+}
+
+void h_wait_client_listed(const struct h_node *at, int fd, const char *also, long ms,
+                          const char *what)
+{
+    char addr[160], line[2048];
+    redisContext *c = h_connect_node(at);
+    long long deadline = h_now_ms() + ms;
+
+    client_addr(fd, addr, sizeof addr);
+    for (;;) {
+        redisReply *r = h_cmd(c, "CLIENT LIST");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        const char *from = strstr(r->str, addr);
+        line[0] = '\0';
+        if (from != NULL) {             /* the whole line: back to its start */
+            const char *end = strchr(from, '\n');
+            while (from > r->str && from[-1] != '\n')
+                from--;
+            size_t n = end ? (size_t)(end - from) : strlen(from);
+            n = n < sizeof line - 1 ? n : sizeof line - 1;
+            memcpy(line, from, n);
+            line[n] = '\0';
+        }
+        freeReplyObject(r);
+        if (line[0] && (also == NULL || strstr(line, also) != NULL))
+            break;
+        if (h_now_ms() >= deadline) {
+            ck_assert_msg(line[0], "%s: CLIENT LIST of %s:%d has no line with '%s' after %ld ms",
+                          what, at->host, at->port, addr, ms);
+            ck_abort_msg("%s: CLIENT LIST of %s:%d shows '%s' without '%s' after %ld ms", what,
+                         at->host, at->port, h_esc_str(line), also, ms);
+        }
+        h_sleep_ms(20);
+    }
+    redisFree(c);
 }
 
 unsigned h_crc16(const char *s, size_t len)

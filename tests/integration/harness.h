@@ -171,6 +171,16 @@ long long h_info_field(redisContext *c, const char *name);
 /* The connection's CLIENT ID (the proxy's or a node's). */
 long long h_client_id(redisContext *c);
 
+/*
+ * Polls CLIENT LIST on at (the proxy or a server, on a connection of its
+ * own) until the line of the client connected on fd (" addr=" fd's local
+ * address, or PATH:0 on a Unix socket, as Redis writes it) is there and
+ * holds also (NULL: the line alone): a state to wait for, where a fixed
+ * sleep would guess. Fails the test after ms, with what and the list.
+ */
+void h_wait_client_listed(const struct h_node *at, int fd, const char *also, long ms,
+                          const char *what);
+
 /* ---------- slots and topology ---------- */
 
 /* CRC16-CCITT (XMODEM: poly 0x1021, init 0), as Redis Cluster specifies it.

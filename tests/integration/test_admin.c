@@ -271,7 +271,7 @@ START_TEST(test_readyz_during_a_drain)
 
     h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
     h_raw_sends(fd, cmd);                   /* in flight until the master answers */
-    h_sleep_ms(200);
+    h_wait_client_listed(&a.px.addr, fd, " cmd=get ", 5000, "the GET before the drain");
     kill(a.px.pid, SIGTERM);
     draining = http_wait(&a.admin, "/readyz", 503, "draining", 2000, &ready);
     alive = http_get(&a.admin, "/healthz", &live) == 0 && live.status == 200;
@@ -321,6 +321,7 @@ START_TEST(test_readyz_follows_a_reloaded_node_timeout)
     const struct h_node *m = &t.masters[t.nmasters - 1];
     H_FMT(want, sizeof(want), "master %s:%d is not connected", m->host, m->port);
     h_freeze(&g, node_pid_by_info(m), GUARD_DEADLINE_MS);
+    /* a time, not a state: 2.5 s stopped, well within node-timeout-ms 20000 */
     h_sleep_ms(2500);
     still_ready = http_get(&admin, "/readyz", &still) == 0 && still.status == 200;
     H_FMT(text, sizeof(text), "node-timeout-ms 500\ntopology-refresh-ms 0\n"

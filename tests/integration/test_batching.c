@@ -93,7 +93,8 @@ START_TEST(test_requests_wait_for_unanswered_batch)
     for (int i = 0; i < N; i++)
         redisAppendCommand(other, "GET k%d", i);
     h_flush(other);
-    h_sleep_ms(300);            /* time for the proxy to have forwarded them */
+    /* read by the proxy, which would have forwarded them then */
+    h_wait_client_listed(&W.proxy.addr, other->fd, " cmd=get ", 5000, "the other client's GETs");
     ck_assert_int_eq(fn_count(&W.a, "GET k0"), 0);
     atomic_store(&g_gate_open, 1);
 

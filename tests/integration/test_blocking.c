@@ -250,7 +250,7 @@ START_TEST(test_client_closed_while_blocked_frees_connection)
     r = h_cmd(warm, "RPUSH %s x", list);
     H_EXPECT_INT(r, 1);
     freeReplyObject(r);
-    h_sleep_ms(100);
+    h_sleep_ms(100);        /* a window for a pop that must not come: no state to wait for */
     r = h_cmd(warm, "LLEN %s", list);
     H_EXPECT_INT(r, 1);
     freeReplyObject(r);
@@ -292,6 +292,7 @@ START_TEST(test_each_blocking_command)
     char a[128], b[128], z[128];
     redisContext *p = h_connect_proxy(), *q = h_connect_proxy();
     redisReply *r;
+    struct h_topo t;
 
     H_FMT(a, sizeof a, "%s:{each}:a", h_prefix());
     H_FMT(b, sizeof b, "%s:{each}:b", h_prefix());
@@ -332,9 +333,13 @@ START_TEST(test_each_blocking_command)
 
     /* blocked, then fed; a command sent after it waits its turn (as on one
      * server, the client's next command runs once it is unblocked) */
+    h_topo_load(&t);
+    long long blocked0 = masters_info_sum(&t, "blocked_clients"), blocked;
     send_only(p, "BZPOPMAX %s 0", z);
     send_only(p, "SET %s:{each}:after done", h_prefix());
-    h_sleep_ms(200);
+    blocked = wait_blocked(&t, blocked0 + 1, 5000);     /* blocked at its node */
+    ck_assert_msg(blocked == blocked0 + 1, "BZPOPMAX not blocked on its master after 5 s: "
+                  "blocked_clients %lld, want %lld", blocked, blocked0 + 1);
     expect_no_reply_yet(p);
     r = h_cmd(q, "GET %s:{each}:after", h_prefix());
     H_EXPECT_NIL(r);
@@ -603,7 +608,7 @@ START_TEST(test_block_longer_than_node_timeout)
     ck_assert_int_ge(h_now_ms() - t0, 700);
 
     send_only(p, "BLPOP %s 0", list);
-    h_sleep_ms(1000);
+    h_sleep_ms(1000);       /* a time: five node-timeout-ms of silence, not a state */
     expect_no_reply_yet(p);
     r = h_cmd(q, "RPUSH %s late", list);
     H_EXPECT_INT(r, 1);

@@ -555,7 +555,7 @@ static void *watch_main(void *arg)
         if (r)
             freeReplyObject(r);
         g_watch_rounds++;
-        h_sleep_ms(CS_WATCH_EVERY_MS);
+        h_sleep_ms(CS_WATCH_EVERY_MS);      /* a pace between rounds, not a wait for a state */
     }
     redisFree(c);
     return NULL;

@@ -409,7 +409,7 @@ static void run_line(struct side *px, struct side *rf, const char *text, const c
     struct line l;
     line_parse(text, t, &l);
     if (strcmp(l.argv[0], "SLEEP") == 0) {
-        h_sleep_ms(atoi(l.argv[1]));
+        h_sleep_ms(atoi(l.argv[1]));    /* a time: past the rate limit's 100 ms window */
         return;
     }
     struct conn *a = l.mode == '@' ? &px->sub : &px->main;

@@ -485,7 +485,10 @@ START_TEST(test_node_timeout)
     redisAppendCommand(a, "GET slow");
     h_flush(a);
     t0 = h_now_ms();
-    h_sleep_ms(100);
+    while (fn_count(&W.a, "GET slow") < 1) {    /* on the node: GET ok goes behind it */
+        ck_assert_msg(h_now_ms() - t0 < 5000, "the node never received GET slow");
+        h_sleep_ms(5);
+    }
     redisAppendCommand(b, "GET ok");
     h_flush(b);
 
@@ -561,6 +564,27 @@ static int count_before_last(struct fake_node *f, const char *cmd, const char *l
     return n;
 }
 
+/* Polls (5 s at most) until the proxy's INFO counts a retry: a request
+ * holds for its backoff. */
+static void expect_retry_held(void)
+{
+    redisContext *c = client();
+    long long deadline = h_now_ms() + 5000;
+    for (;;) {
+        redisReply *r = h_cmd(c, "INFO proxy");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, "\nretries:");
+        ck_assert_msg(at != NULL, "INFO proxy has no retries: %s", h_esc(r->str, r->len));
+        long long retries = atoll(at + 9);
+        freeReplyObject(r);
+        if (retries >= 1)
+            break;
+        ck_assert_msg(h_now_ms() < deadline, "no retry held 5 s after the refusal");
+        h_sleep_ms(5);
+    }
+    redisFree(c);
+}
+
 /*
  * Regression: a command sent while an earlier one of the same client waited
  * out a CLUSTERDOWN backoff went out at once, and ran before the earlier
@@ -581,7 +605,7 @@ START_TEST(test_retry_keeps_client_order)
     for (long long end = h_now_ms() + 2000; fn_count(&W.a, "GET clusterdown:1") < 1 &&
                                             h_now_ms() < end;)
         h_sleep_ms(5);
-    h_sleep_ms(100);
+    expect_retry_held();
     ck_assert_int_eq(fn_count(&W.a, "GET clusterdown:1"), 1);
     redisAppendCommand(c, "GET ok");
     ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);

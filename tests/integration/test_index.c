@@ -696,7 +696,7 @@ START_TEST(test_expired_pruned)
             run(c, "OK", "SET %s s EX 1000", name);
         model_set(&m, &F_CHECKPOINT, id, true, true);
     }
-    h_sleep_ms(400);
+    h_sleep_ms(400);        /* a time: past PX 200 (reading the keys would delete them) */
     /* the odd ones expired; Redis may have deleted them, their entries stay */
     int stale = 0;
     for (int i = 1; i < 20; i += 2) {
@@ -894,7 +894,7 @@ struct mover {
 static void *mover_main(void *arg)
 {
     struct mover *mv = arg;
-    h_sleep_ms(300);
+    h_sleep_ms(300);        /* a time: the move ends while the scan runs */
     finish_move(mv->slot, mv->from, mv->to);
     return NULL;
 }

@@ -366,7 +366,7 @@ static void run_session(redisContext *viaproxy, redisContext *direct)
         struct line l;
         line_parse(session[i], &l);
         if (strcmp(l.argv[0], "SLEEP") == 0) {
-            h_sleep_ms(atoi(l.argv[1]));
+            h_sleep_ms(atoi(l.argv[1]));    /* a time: past a TTL (PX 50) */
             continue;
         }
         redisReply *got = h_cmd_argv(viaproxy, l.argc, (const char **)l.argv);
@@ -594,7 +594,7 @@ static void run_session_raw(struct raw *viaproxy, struct raw *direct)
         struct line l;
         line_parse(session[i], &l);
         if (strcmp(l.argv[0], "SLEEP") == 0) {
-            h_sleep_ms(atoi(l.argv[1]));
+            h_sleep_ms(atoi(l.argv[1]));    /* a time: past a TTL (PX 50) */
             continue;
         }
         char what[300];
@@ -739,6 +739,35 @@ static void expect_same_call(struct raw *viaproxy, struct raw *direct, const cha
     expect_same_bytes(viaproxy, lb, direct, la, what);
 }
 
+/* blocked_clients summed over the cluster's masters, read on them. */
+static long long masters_blocked(const struct h_topo *t)
+{
+    long long sum = 0;
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *c = h_connect_node(&t->masters[m]);
+        redisReply *r = h_cmd(c, "INFO clients");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, "blocked_clients:");
+        ck_assert_msg(at != NULL, "INFO clients has no blocked_clients");
+        sum += atoll(at + strlen("blocked_clients:"));
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return sum;
+}
+
+/* Polls (5 s at most) until the masters block want clients: the command
+ * sent through the proxy blocks at its node, not on its way. */
+static void wait_masters_blocked(const struct h_topo *t, long long want, const char *what)
+{
+    long long deadline = h_now_ms() + 5000, have;
+    while ((have = masters_blocked(t)) < want) {
+        ck_assert_msg(h_now_ms() < deadline, "%s: the masters block %lld clients after 5 s, "
+                      "not %lld", what, have, want);
+        h_sleep_ms(20);
+    }
+}
+
 /* Each woken row in proto: the blocked client's reply, once fed, byte for
  * byte the reference's. */
 static void woken_pops(int proto)
@@ -747,6 +776,8 @@ static void woken_pops(int proto)
     struct raw pb = raw_open(&proxy.addr, proto, "the proxy");
     struct raw ra = raw_open(&ref.addr, proto, "redis-server");
     struct raw rb = raw_open(&ref.addr, proto, "redis-server");
+    struct h_topo t;
+    h_topo_load(&t);
     for (size_t i = 0; i < sizeof woken / sizeof *woken; i++) {
         const struct woken *w = &woken[i];
         char what[300];
@@ -755,9 +786,11 @@ static void woken_pops(int proto)
             expect_same_call(&pb, &rb, w->prep, what);
         struct line l;
         line_parse(w->block, &l);
+        long long blocked0 = masters_blocked(&t);
         raw_send_line(&pa, &l);
         raw_send_line(&ra, &l);
-        h_sleep_ms(100);
+        wait_masters_blocked(&t, blocked0 + 1, what);
+        h_wait_client_listed(&ref.addr, ra.fd, " flags=b ", 5000, what);
         expect_same_call(&pb, &rb, w->feed, what);
         size_t lb = h_raw_reply(pa.fd, &pa.buf, &pa.cap, pa.who, what);
         size_t la = h_raw_reply(ra.fd, &ra.buf, &ra.cap, ra.who, what);

@@ -244,7 +244,7 @@ START_TEST(drain_ends_at_shutdown_timeout)
     lc_start(&proxy, NULL, NULL, 0, args);
     int fd = h_raw_connect(&proxy.addr);
     h_raw_sends(fd, "*2\r\n$3\r\nGET\r\n$5\r\nhal");     /* never finished */
-    h_sleep_ms(50);
+    h_wait_client_listed(&proxy.addr, fd, NULL, 5000, "the client with half a command");
     long long t0 = h_now_ms();
     ck_assert_int_eq(kill(proxy.pid, SIGTERM), 0);
     LC_EXPECT_EXIT_0(&proxy, 5000);
@@ -266,7 +266,7 @@ START_TEST(drain_second_signal)
     lc_start(&proxy, NULL, NULL, 0, args);
     int fd = h_raw_connect(&proxy.addr);
     h_raw_sends(fd, "*2\r\n$3\r\nGET\r\n$5\r\nhal");     /* keeps the drain going */
-    h_sleep_ms(50);
+    h_wait_client_listed(&proxy.addr, fd, NULL, 5000, "the client with half a command");
     lc_signal(&proxy, SIGTERM, "draining: no new connections", 1);
     lc_signal(&proxy, SIGTERM, "received SIGTERM while draining: already stopping", 1);
     ck_assert_msg(!lc_wait_exit(&proxy, 300, &status), "a second SIGTERM ended the drain");

@@ -1089,17 +1089,17 @@ START_TEST(test_monitor)
     /* RESET ends it. Sent behind WAIT it waits its turn, as in Redis: a line
      * of meanwhile comes after WAIT's reply and before RESET's, and none
      * after it */
-    ck_assert_int_eq(redisAppendCommand(m, "WAIT 5 300"), REDIS_OK);
+    ck_assert_int_eq(redisAppendCommand(m, "WAIT 5 1000"), REDIS_OK);
     ck_assert_int_eq(redisAppendCommand(m, "RESET"), REDIS_OK);
     ck_assert_int_eq(redisAppendCommand(m, "ECHO token"), REDIS_OK);
     h_flush(m);
-    h_sleep_ms(100);
+    h_wait_client_listed(&px.addr, m->fd, " flags=Ob ", 5000, "the monitor's WAIT");
     freeReplyObject(h_cmd(a, "ECHO during-wait"));
     r = h_get_reply(m);
     H_EXPECT_TYPE(r, REDIS_REPLY_INTEGER);
     freeReplyObject(r);
     monitor_line(m, line, sizeof line);
-    ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"WAIT\" \"5\" \"300\"");
+    ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"WAIT\" \"5\" \"1000\"");
     monitor_line(m, line, sizeof line);
     ck_assert_str_eq(monitor_args(line, addr, sizeof addr), "\"ECHO\" \"during-wait\"");
     r = h_get_reply(m);

@@ -174,7 +174,7 @@ static void migrate_slot(const struct h_topo *t, int slot, int from, int to)
         expect_ok(src, "MIGRATE", h_cmd_argv(src, argc, argv));
         moved += (long)keys->elements;
         freeReplyObject(keys);
-        h_sleep_ms(BATCH_PAUSE_MS);
+        h_sleep_ms(BATCH_PAUSE_MS);     /* a pace: the writers run between batches */
     }
     ck_assert_msg(moved >= PRELOAD, "only %ld keys moved", moved);
     /* target first, then source, then everybody else (as redis-cli does) */
@@ -231,11 +231,21 @@ static void migrate_under_load(const struct h_topo *t, const char *tag, int roun
         w[i].stop = &stop;
         ck_assert_int_eq(pthread_create(&w[i].thread, NULL, writer_main, &w[i]), 0);
     }
-    h_sleep_ms(200);
+    /* every writer under way (or given up: its errors say why, below) */
+    for (long long deadline = h_now_ms() + 10000;; h_sleep_ms(10)) {
+        int idle = -1;
+        for (int i = 0; i < NWRITER && idle < 0; i++)
+            if (__atomic_load_n(&w[i].ops, __ATOMIC_RELAXED) == 0 &&
+                __atomic_load_n(&w[i].errors, __ATOMIC_RELAXED) == 0)
+                idle = i;
+        if (idle < 0)
+            break;
+        ck_assert_msg(h_now_ms() < deadline, "writer %d made no write in 10 s", idle);
+    }
     for (int i = 0; i < NWRITER; i++)
         before[i] = w[i].ops;
     migrate_slot(t, slot, from, to);
-    h_sleep_ms(300);
+    h_sleep_ms(300);        /* a time: the load goes on past the move, no state ends it */
     atomic_store(&stop, 1);
     for (int i = 0; i < NWRITER; i++)
         pthread_join(w[i].thread, NULL);

@@ -72,7 +72,7 @@ static void *other_main(void *arg)
         if (c->err != 0)
             break;
         o->ops++;
-        h_sleep_ms(5);
+        h_sleep_ms(5);          /* a pace for the load, not a wait for a state */
     }
     redisFree(c);
     return NULL;

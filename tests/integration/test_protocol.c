@@ -101,7 +101,7 @@ START_TEST(test_fragmented_requests)
         for (size_t off = 0; off < len; off += (size_t)step) {
             size_t n = len - off < (size_t)step ? len - off : (size_t)step;
             h_raw_send(fd, req + off, n);
-            h_sleep_ms(1);
+            h_sleep_ms(1);      /* a time apart, so that each piece comes in a read of its own */
         }
         h_raw_recv(fd, buf, sizeof(buf), "$0\r\n\r\n", 3000, &closed);
         ck_assert_msg(strcmp(buf, want) == 0, "pieces of %d: got '%s'", step, buf);
@@ -456,7 +456,7 @@ START_TEST(test_output_buffer_limit)
         r = h_cmd(other, "STRLEN %s", key);
         H_EXPECT_INT(r, SIZE);
         freeReplyObject(r);
-        h_sleep_ms(50);
+        h_sleep_ms(50);         /* a window of load: the reads below wait for the close */
     }
     while (!closed) {
         size_t n = h_raw_recv(fd, buf, 1 << 20, NULL, 3000, &closed);

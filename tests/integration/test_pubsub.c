@@ -494,9 +494,12 @@ START_TEST(resubscribed_when_node_paused)
     redisFree(pub);
     redisFree(sub);
     redisFree(admin);
-    long long left = PAUSE_MS - (h_now_ms() - paused_at) + 200;
-    if (left > 0)
-        h_sleep_ms(left);       /* later tests find the node serving */
+    /* later tests find the node serving: a PING waits the pause out */
+    while (!h_pings(t.masters[m].host, t.masters[m].port)) {
+        ck_assert_msg(h_now_ms() - paused_at < PAUSE_MS + 10000, "%s:%d does not answer PING "
+                      "10 s after its pause ended", t.masters[m].host, t.masters[m].port);
+        h_sleep_ms(20);
+    }
     h_proxy_stop(&p);
     wait_no_sub_conns(&t);
 }
@@ -762,12 +765,12 @@ START_TEST(subscribe_answered_when_no_master)
     args[n] = NULL;
     h_proxy_start(&p, args);
     redisContext *c = h_connect_extra(&p);
-    long long started = h_now_ms();
+    /* answered while the attempts go on: a SUBSCRIBE that waited for them
+     * would wait for ever, which h_cmd reports as a hang (H_IO_TIMEOUT_S) */
     redisReply *r = h_cmd(c, "SUBSCRIBE down:%s", run);
     ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
                   r->element[2]->integer == 1, "SUBSCRIBE: %s", h_show(r));
     freeReplyObject(r);
-    ck_assert_msg(h_now_ms() - started < 5000, "answered after %lld ms", h_now_ms() - started);
     r = h_cmd(c, "PING");
     ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "PING: %s", h_show(r));
     freeReplyObject(r);

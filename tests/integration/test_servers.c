@@ -230,6 +230,32 @@ static void wait_hello(const char *want_server, char *version, size_t cap)
     ck_abort_msg("HELLO says server %s, not %s", server, want_server);
 }
 
+/* The proxy's INFO nodes topology_refreshes. */
+static long long refreshes(redisContext *c)
+{
+    redisReply *r = h_cmd(c, "INFO nodes");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "\ntopology_refreshes:");
+    ck_assert_msg(at != NULL, "INFO nodes has no topology_refreshes: %s", h_esc(r->str, r->len));
+    long long n = atoll(at + strlen("\ntopology_refreshes:"));
+    freeReplyObject(r);
+    return n;
+}
+
+/* Waits (10 s at most) until the proxy has read its map n more times, the
+ * last n - 1 begun after now. */
+static void wait_refreshes(int n)
+{
+    redisContext *c = h_connect_node(&proxy.addr);
+    long long from = refreshes(c), have = from;
+    for (long long deadline = h_now_ms() + 10000; have < from + n; h_sleep_ms(20)) {
+        ck_assert_msg(h_now_ms() < deadline, "%lld topology refreshes in 10 s, not %d",
+                      have - from, n);
+        have = refreshes(c);
+    }
+    redisFree(c);
+}
+
 /* ZRANK with Redis 7.2's WITHSCORE through the proxy: its reply's type. */
 static int zrank_withscore(void)
 {
@@ -254,7 +280,7 @@ START_TEST(test_rolling_upgrade_shows_the_oldest)
     upgrade(0, "valkey-server");
     master_field(0, "valkey_version", valkey, sizeof valkey);
     upgrade(1, "valkey-server");
-    h_sleep_ms(600);                    /* three refreshes: still redis on master 2 */
+    wait_refreshes(3);                  /* three refreshes: still redis on master 2 */
     wait_hello("redis", version, sizeof version);
     ck_assert_str_eq(version, redis7);
     ck_assert_int_eq(zrank_withscore(), REDIS_REPLY_ERROR);

@@ -755,7 +755,7 @@ static void *watch_main(void *arg)
         pthread_mutex_lock(&g_mu);
         g_watch_rounds = round;
         pthread_mutex_unlock(&g_mu);
-        h_sleep_ms(WATCH_EVERY_MS);
+        h_sleep_ms(WATCH_EVERY_MS);     /* a pace between rounds, not a wait for a state */
     }
     redisFree(w->c);
     return NULL;
@@ -859,7 +859,15 @@ START_TEST(test_storm_leaves_proxy_serving)
     for (int i = 0; i < WATCH_KEYS; i++)
         snprintf(w.key[i], sizeof(w.key[i]), "%s:watch:%d", g_prefix, i);
     ck_assert(pthread_create(&watch_tid, NULL, watch_main, &w) == 0);
-    h_sleep_ms(100);
+    /* the watcher's first round is done (or it failed: its error says why) */
+    for (long long deadline = h_now_ms() + 10000;; h_sleep_ms(5)) {
+        pthread_mutex_lock(&g_mu);
+        int going = g_watch_rounds > 0 || g_errors > 0;
+        pthread_mutex_unlock(&g_mu);
+        if (going)
+            break;
+        ck_assert_msg(h_now_ms() < deadline, "the watcher made no round in 10 s");
+    }
     t0 = h_now_ms();
     for (int i = 0; i < STORM_THREADS; i++) {
         st[i] = (struct storm){ .thread = i, .rng = g_seed + 0x1000193ULL * (uint64_t)(i + 1),

@@ -227,7 +227,7 @@ START_TEST(sigterm_removes_the_socket_file)
     H_FMT(key, sizeof key, "%s:unix:drain", h_prefix());
     H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$4\r\ndo", strlen(key), key);
     h_raw_sends(fd, cmd);
-    h_sleep_ms(50);
+    h_wait_client_listed(&proxy.addr, fd, NULL, 5000, "the Unix client with half a command");
     lc_signal(&proxy, SIGTERM, "draining: no new connections", 1);
     for (long long deadline = h_now_ms() + 2000; stat(path, &st) == 0; h_sleep_ms(5))
         ck_assert_msg(h_now_ms() < deadline, "%s still exists while draining", path);
