@@ -117,6 +117,9 @@ struct keyspec {
 #define CMDP_PATTERN_MATCH      (1u << 11)  /* ... that its last MATCH matches (SCAN) */
 #define CMDP_WAITS              (1u << 12)  /* waits for replicas: its time is no work of
                                                its own (WAIT, WAITAOF) */
+#define CMDP_PATTERN_KEYS       (1u << 13)  /* reads keys its patterns name, which no key
+                                               spec gives (SORT's BY and GET) */
+#define CMDP_SUBSCRIBED_OK      (1u << 14)  /* runs in RESP2's subscribed mode */
 
 /* The facts of a command by its full name (the table's, and those of
  * commands newer than it, for when the cluster teaches them). */

@@ -1063,7 +1063,7 @@ static const struct command *resolve_command(struct request *r)
  * user that may read every key gives them. 1 when r was refused. */
 static int sort_refused(struct request *r, const struct command *cmd)
 {
-    if (strcmp(cmd->fullname, "sort") != 0 && strcmp(cmd->fullname, "sort_ro") != 0)
+    if (!(cmd->proxy_facts & CMDP_PATTERN_KEYS))
         return 0;
     if (acl_full_key_access(r->client->user, cmd, r->data, r->args, r->argc))
         return 0;

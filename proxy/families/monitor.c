@@ -240,7 +240,8 @@ static void monitor_feed(struct request *r)
         return;
     /* Redis shows a command once it has run: a monitor's RESET, which ends
      * its monitoring, is not shown to itself */
-    const struct client *skip = strcmp(r->cmd->fullname, "reset") == 0 ? r->client : NULL;
+    const struct client *skip =
+        txclass_of(route_of(r->cmd), r->cmd) == TXC_RESET ? r->client : NULL;
     for (int i = 0; i < p->nworkers; i++) {
         struct worker *w = &p->workers[i];
         if (w == r->worker)

@@ -546,17 +546,8 @@ SUBSCRIBER_COMMAND(run_punsubscribe, nosub_refused(r), cmd_unsubscribe(r, ps, 1)
 SUBSCRIBER_COMMAND(run_sunsubscribe, nosub_refused(r), cmd_sunsubscribe(r, ps))
 
 /* What Redis 7.0 lets a RESP2 client in subscribed mode run. */
-static int allowed_in_context(const char *name)
-{
-    static const char *const allowed[] = {
-        "ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
-        "psubscribe", "punsubscribe", "quit", "reset",
-    };
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
-        if (strcmp(name, allowed[i]) == 0)
-            return 1;
-    return 0;
-}
+/* PING, which a subscribed client gets answered here (pubsub_register). */
+static const struct command *ping_cmd;
 
 /* For a subscribed client: refuse what Redis refuses in that context, and
  * answer PING. 1 when r was handled (answered) here. */
@@ -566,14 +557,14 @@ static int intercept(struct request *r)
     if (request_resp(r) == RESP3 || !subscribed(r->client))
         return 0;
     const char *name = r->cmd->fullname;
-    if (!allowed_in_context(name)) {
+    if (!(r->cmd->proxy_facts & CMDP_SUBSCRIBED_OK)) {
         char msg[256];
         snprintf(msg, sizeof msg, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
                  "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name);
         router_reject(r, msg);
         return 1;
     }
-    if (strcmp(name, "ping") != 0)
+    if (r->cmd != ping_cmd)
         return 0;
     if (r->argc > 2) {
         char msg[80];
@@ -641,5 +632,6 @@ static const struct client_family pubsub_family = {
 void pubsub_register(void)
 {
     route_register(pubsub_routes, (int)(sizeof pubsub_routes / sizeof pubsub_routes[0]));
+    ping_cmd = command_lookup("ping", 4);
     subscriber_family(client_family_register(&pubsub_family));
 }
