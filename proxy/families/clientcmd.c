@@ -354,30 +354,6 @@ static void cmd_reply_mode(struct request *r)
     request_finish(r);
 }
 
-/* CLIENT TRACKING OFF [options]: OK, tracking being never on; ON: refused. */
-static void cmd_tracking(struct request *r)
-{
-    if (request_arg_is(r, 2, "on")) {
-        request_fail(r, "ERR client-side caching (CLIENT TRACKING ON) is not supported through "
-                        "the proxy: the invalidation messages would come from every master");
-        return;
-    }
-    int ok = request_arg_is(r, 2, "off");
-    for (int j = 3; ok && j < r->argc; j++) {
-        if (request_arg_is(r, j, "redirect") || request_arg_is(r, j, "prefix"))
-            ok = ++j < r->argc;
-        else
-            ok = request_arg_is(r, j, "bcast") || request_arg_is(r, j, "optin") || request_arg_is(r, j, "optout") ||
-                 request_arg_is(r, j, "noloop");
-    }
-    if (!ok) {
-        request_fail(r, "ERR syntax error");
-        return;
-    }
-    resp_add_simple(request_out(r), "OK");
-    request_finish(r);
-}
-
 /*
  * CLIENT UNBLOCK id [TIMEOUT|ERROR]. A blocked command waits on a dedicated
  * node connection (dedicated.h), so it is the node that unblocks it, by
@@ -682,12 +658,6 @@ static void cmd_capa(struct request *r)
     request_finish(r);
 }
 
-static void cmd_caching(struct request *r)     /* as Redis says it with tracking off */
-{
-    request_fail(r, "ERR CLIENT CACHING can be called only when the client is in tracking "
-                    "mode with OPTIN or OPTOUT mode enabled");
-}
-
 static void cmd_no_evict(struct request *r)    /* maxmemory-clients passes it over */
 {
     if (request_arg_is(r, 2, "on") || request_arg_is(r, 2, "off")) {
@@ -697,25 +667,6 @@ static void cmd_no_evict(struct request *r)    /* maxmemory-clients passes it ov
     } else {
         request_fail(r, "ERR syntax error");
     }
-}
-
-static void cmd_getredir(struct request *r)
-{
-    resp_add_integer(request_out(r), -1);
-    request_finish(r);
-}
-
-static void cmd_trackinginfo(struct request *r)
-{
-    resp_add_map(request_out(r), request_resp(r), 3);
-    resp_add_bulk_str(request_out(r), "flags");
-    resp_add_set(request_out(r), request_resp(r), 1);
-    resp_add_bulk_str(request_out(r), "off");
-    resp_add_bulk_str(request_out(r), "redirect");
-    resp_add_integer(request_out(r), -1);
-    resp_add_bulk_str(request_out(r), "prefixes");
-    resp_add_array(request_out(r), 0);
-    request_finish(r);
 }
 
 static void cmd_getname(struct request *r)
@@ -753,11 +704,7 @@ static const struct route_entry clientcmd_routes[] = {
     { "client|reply", { .plan = ROUTE_FAMILY, .run = cmd_reply_mode, .in_multi = TXC_OTHER,
                         .keyless = 1, .multi_why = "it would take replies out of EXEC's array: "
                                                    "send it before MULTI" } },
-    ROUTE_LOCAL("client|tracking", cmd_tracking, TXC_PROXY),
-    ROUTE_LOCAL("client|caching", cmd_caching, TXC_PROXY),
     ROUTE_LOCAL("client|no-evict", cmd_no_evict, TXC_PROXY),
-    ROUTE_LOCAL("client|getredir", cmd_getredir, TXC_PROXY),
-    ROUTE_LOCAL("client|trackinginfo", cmd_trackinginfo, TXC_PROXY),
     ROUTE_LOCAL("client|kill", cmd_kill, TXC_PROXY),
     ROUTE_ASKING("client|unblock", cmd_unblock),
     /* newer servers', served once the cluster knows them (route.h) */

@@ -1,8 +1,7 @@
 /*
  * clientcmd: CLIENT and its subcommands, about this proxy's clients on every
  * worker: SETNAME, GETNAME, ID, INFO, LIST, KILL, UNBLOCK, REPLY, NO-EVICT,
- * HELP, and TRACKING OFF, TRACKINGINFO, GETREDIR, CACHING as Redis answers
- * them with client-side caching off.
+ * HELP (client-side caching's are tracking.h's).
  */
 #ifndef TAGPROXY_CLIENTCMD_H
 #define TAGPROXY_CLIENTCMD_H

@@ -19,6 +19,7 @@
 #include "proxy/families/pubsub.h"
 #include "proxy/families/scriptcmd.h"
 #include "proxy/families/slowlogcmd.h"
+#include "proxy/families/tracking.h"
 #include "proxy/families/tx.h"
 
 int families_init(void)
@@ -28,6 +29,7 @@ int families_init(void)
     router_init();
     local_register();
     clientcmd_register();
+    tracking_register();
     aclcmd_register();
     commandcmd_register();
     clustercmd_register();
