@@ -396,6 +396,7 @@ static void reply_hand(struct node_conn *c, const struct reply_view *v)
     }
     TAILQ_REMOVE(&c->inflight, r, link);
     c->ninflight--;
+    c->nanswered++;
     r->answered = 1;
     batch_answered(c);
     if (c->refused_login && !r->had_parts && reply_is_noauth(&c->scan)) {
@@ -621,6 +622,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
         timer_arm(c, check_every_ms(c));
     TAILQ_INSERT_TAIL(&c->inflight, r, link);
     c->ninflight++;
+    c->nsent++;
     if (c->gated) {
         if (evbuffer_add(c->gated, bytes, len) < 0)
             node_conn_close(c, "out of memory");

@@ -162,6 +162,10 @@ struct node_conn {
     char addr[128];             /* announced "host:port", for messages */
     TAILQ_HEAD(, node_req) inflight;
     int ninflight;
+    /* Requests put in the FIFO, and answered, since it opened: a push read
+     * after the nanswered-th reply was written by the node after those
+     * requests ran (client-side caching orders its reads by them). */
+    uint64_t nsent, nanswered;
     struct reply_scanner scan;
     struct evbuffer *partial;   /* scanned bytes of a reply not yet whole */
     uint64_t last_read_ms;      /* the node's last sign of life */

@@ -478,8 +478,13 @@ int reply_elements(const char *buf, size_t len, long n, const char **elems, size
 
 int reply_iter_array(struct reply_iter *it, const char *buf, size_t len)
 {
+    return reply_iter_of(it, buf, len, '*');
+}
+
+int reply_iter_of(struct reply_iter *it, const char *buf, size_t len, char type)
+{
     struct reply_head h;
-    if (reply_header(buf, len, &h) < 0 || h.type != '*' || h.n < 0 || h.n > LONG_MAX)
+    if (reply_header(buf, len, &h) < 0 || h.type != type || h.n < 0 || h.n > LONG_MAX)
         return -1;
     *it = (struct reply_iter){ .at = buf + h.len, .left_bytes = len - h.len, .n = (long)h.n,
                                .left = (long)h.n };

@@ -168,6 +168,9 @@ struct reply_iter {
 /* Start at the array reply buf[0..len) ('*', not null): 0, or -1. */
 int reply_iter_array(struct reply_iter *it, const char *buf, size_t len);
 
+/* The same for an aggregate of type ('*', '>' a RESP3 push, '~' a set). */
+int reply_iter_of(struct reply_iter *it, const char *buf, size_t len, char type);
+
 /* The next element in *elem, *elen: 1; 0 after the last; -1 when it is not
  * a whole reply. */
 int reply_iter_next(struct reply_iter *it, const char **elem, size_t *elen);

@@ -995,6 +995,9 @@ static const struct directive directives[] = {
     { "slowlog-max-len", "N", NULL,
       "SLOWLOG entries the proxy keeps",
       1, 1, set_int, AT(slowlog_max_len), 0, INT_MAX, K_INT, NULL },
+    { "tracking-table-max-keys", "N", NULL,
+      "keys client-side caching tracks per worker (0: no bound)",
+      1, 1, set_int, AT(tracking_table_max_keys), 0, INT_MAX, K_INT, NULL },
     { "client-output-buffer-limit", "HARD SOFT SECONDS", NULL,
       "unread replies a client may hold",
       3, 3, set_output_limit, 0, 0, 86400, K_SPECIAL, show_output_limit },
@@ -1181,6 +1184,7 @@ void config_defaults(struct config *c)
     c->tcp_keepalive = 300;
     c->slowlog_log_slower_than = 10000;
     c->slowlog_max_len = 128;
+    c->tracking_table_max_keys = 1000000;
     c->client_query_buffer_limit = 1024 * MB;
     c->client_backlog_limit = 16 * MB;
     c->proto_max_bulk_len = 512 * MB;

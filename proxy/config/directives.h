@@ -81,6 +81,8 @@ struct config {
     int    tcp_keepalive;               /* seconds, TCP keepalive of clients, 0: off; 300 */
     int    slowlog_log_slower_than;     /* microseconds, default 10000; -1: off */
     int    slowlog_max_len;             /* entries kept, default 128 */
+    int    tracking_table_max_keys;     /* keys client-side caching tracks per worker,
+                                           default 1000000 (Redis's); 0: no bound */
     long long client_query_buffer_limit;   /* bytes, default 1gb */
     long long client_backlog_limit;        /* bytes of unanswered commands, 0 = none; 16mb */
     long long maxmemory_clients;           /* bytes all clients hold, 0 = none (default) */

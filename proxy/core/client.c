@@ -541,7 +541,7 @@ void client_close_idle(struct worker *w, time_t now)
 }
 
 static void push_at(struct client *c, const struct reply_view *v, int before_parked,
-                    struct request *before)
+                    struct request *before, struct request *after_r)
 {
     struct evbuffer *out = c->state == CLIENT_ACTIVE ? client_output(c) : NULL;
     if (!out) {                 /* nothing after QUIT's +OK */
@@ -563,7 +563,9 @@ static void push_at(struct client *c, const struct reply_view *v, int before_par
     }
     r->client = c;
     struct request *parked = first_parked(c);
-    if (before && before->client == c && !before->done) {
+    if (after_r) {
+        TAILQ_INSERT_AFTER(&c->queue, after_r, r, link);
+    } else if (before && before->client == c && !before->done) {
         TAILQ_INSERT_BEFORE(before, r, link);
     } else if (before_parked && parked) {
         TAILQ_INSERT_BEFORE(parked, r, link);
@@ -582,12 +584,18 @@ static void push_at(struct client *c, const struct reply_view *v, int before_par
 
 void client_push(struct client *c, const struct reply_view *v, int before_parked)
 {
-    push_at(c, v, before_parked, NULL);
+    push_at(c, v, before_parked, NULL, NULL);
 }
 
 void client_push_before(struct client *c, struct request *before, const struct reply_view *v)
 {
-    push_at(c, v, 0, before);
+    push_at(c, v, 0, before, NULL);
+}
+
+void client_push_after(struct client *c, struct request *after, const struct reply_view *v)
+{
+    ASSERT(after->client == c && !after->detached);
+    push_at(c, v, 0, NULL, after);
 }
 
 void client_close_after_replies(struct client *c)

@@ -150,6 +150,11 @@ void client_push(struct client *c, const struct reply_view *v, int before_parked
  * NULL, or a request already done: as client_push. */
 void client_push_before(struct client *c, struct request *before, const struct reply_view *v);
 
+/* client_push, right after the reply of after, a request in c's queue (a
+ * push that must follow what after's reply says, whether or not other
+ * replies are ready before it). */
+void client_push_after(struct client *c, struct request *after, const struct reply_view *v);
+
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);
 

@@ -204,6 +204,14 @@ void request_parts_sent(struct request *p)
     }
 }
 
+unsigned char request_mark_register(void)
+{
+    static int nmarks;
+    if (nmarks == 8)
+        registration_full("request marks", 8);
+    return (unsigned char)(1u << nmarks++);
+}
+
 void request_family_set(struct request *r, const struct request_family *f, void *state)
 {
     ASSERT(!r->family || r->family == f);

@@ -109,6 +109,7 @@ struct request {
                                        this is called as r is done, instead of
                                        its reply going to its client */
     struct request *waiter;         /* that request (on_done's) */
+    unsigned char marks;            /* families' bits on it (request_mark_register) */
     const struct request_family *family;    /* whose family_state it holds */
     void *family_state;             /* a command family's state (request_family_set) */
 
@@ -186,6 +187,10 @@ void request_parts_sent(struct request *parent);
 struct request_family {
     void (*freed)(struct request *r, void *state);
 };
+
+/* A bit of request.marks for a family to set on requests (one it watches
+ * as they go out: router_register_sending). Before any worker starts. */
+unsigned char request_mark_register(void);
 
 /* r's state of family f, or NULL when f has hung none on r. */
 static inline void *request_family_state(const struct request *r, const struct request_family *f)

@@ -289,6 +289,13 @@ void router_send(struct request *r)
         client_pause_for(top->client, conn);
 }
 
+static void (*sending_hook)(struct request *r, struct node_conn *conn);
+
+void router_register_sending(void (*sending)(struct request *r, struct node_conn *conn))
+{
+    sending_hook = sending;
+}
+
 void router_send_on(struct request *r, struct node_conn *conn)
 {
     if (r->evalsha && r->argc >= 2) {   /* before ASKING: it must precede the command */
@@ -296,6 +303,9 @@ void router_send_on(struct request *r, struct node_conn *conn)
         const char *sha = request_arg(r, 1, &len);
         scriptload_unseen(conn, sha, len);
     }
+    /* then what the family puts right before the command (CLIENT CACHING) */
+    if ((r->marks || (r->parent && r->parent->marks)) && sending_hook)
+        sending_hook(r, conn);
     if (r->asking) {        /* before a MULTI block too: it holds until EXEC */
         node_send_asking(conn);
         r->asking = 0;

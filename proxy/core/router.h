@@ -57,6 +57,12 @@ void router_init(void);
  * per command otherwise). Before any worker starts. */
 void router_register_watcher(void (*watch)(struct request *r));
 
+/* The family that marked a request (request.marks, or its parent's) sees
+ * it as it goes out on conn, after a script body the node lacks and before
+ * ASKING: it may queue a command of its own right before it. Before any
+ * worker starts. */
+void router_register_sending(void (*sending)(struct request *r, struct node_conn *conn));
+
 /* The family that hears of each command the ACL refused (acl.h's verdict,
  * the argument refused: ACL LOG). */
 void router_register_denied(void (*denied)(struct request *r, int verdict, int errpos));

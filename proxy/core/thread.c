@@ -128,6 +128,7 @@ static void worker_start_drain(struct worker *w)
     if (w->draining)
         return;
     w->draining = 1;
+    worker_drain_started(w);
     listener_stop(&w->listener);
     listener_stop(&w->tls_listener);
     listener_stop(&w->unix_listener);      /* the socket stays open: unixsock.h */
@@ -168,6 +169,7 @@ static void mailbox_cb(evutil_socket_t fd, short what, void *arg)
     if (layout_set) {
         layout_ref_put(w->layout);
         w->layout = layout;
+        worker_layout_taken(w);
     }
     if (kill)
         client_close_killed(w);

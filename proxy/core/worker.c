@@ -14,6 +14,7 @@
 #include "proxy/config/snapshot.h"
 #include "proxy/core/proxy.h"
 #include "proxy/core/route.h"
+#include "proxy/core/route.h"
 #include "lib/base/version.h"
 
 static const struct worker_family *families_known[WORKER_FAMILIES_MAX];
@@ -51,25 +52,49 @@ const struct worker_family *worker_family_at(int i)
     return families_known[i];
 }
 
-static const struct worker_node_watch *node_watch;
+#define WORKER_WATCHES_MAX 4
 
-void worker_register_node_watch(const struct worker_node_watch *watch)
+static const struct worker_watch *watches[WORKER_WATCHES_MAX];
+static int nwatches;
+
+void worker_register_watch(const struct worker_watch *watch)
 {
-    node_watch = watch;
+    if (nwatches == WORKER_WATCHES_MAX)
+        registration_full("worker watch", WORKER_WATCHES_MAX);
+    watches[nwatches++] = watch;
 }
 
 void worker_topology_taken(struct worker *w)
 {
-    if (node_watch && node_watch->topology)
-        node_watch->topology(w);
+    for (int i = 0; i < nwatches; i++)
+        if (watches[i]->topology)
+            watches[i]->topology(w);
+}
+
+void worker_layout_taken(struct worker *w)
+{
+    for (int i = 0; i < nwatches; i++)
+        if (watches[i]->layout)
+            watches[i]->layout(w);
+}
+
+void worker_drain_started(struct worker *w)
+{
+    for (int i = 0; i < nwatches; i++)
+        if (watches[i]->drain)
+            watches[i]->drain(w);
 }
 
 static void worker_conn_down(struct node_conn *c, void *arg)
 {
     struct worker *w = arg;
     w->node_caught_up(w, c);
-    if (c->timed_out && node_watch && node_watch->silent)
-        node_watch->silent(w, c->addr);
+    for (int i = 0; i < nwatches; i++) {
+        if (c->timed_out && watches[i]->silent)
+            watches[i]->silent(w, c->addr);
+        if (watches[i]->conn_down)
+            watches[i]->conn_down(w, c);
+    }
     for (int p = 0; p < WORKER_CONN_KINDS; p++)
         for (int i = 0; i < w->topo->nnodes; i++)
             if (w->conns[p][i] == c) {

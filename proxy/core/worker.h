@@ -199,20 +199,31 @@ int worker_node_for_slot(const struct worker *w, int slot);
 void worker_want_refresh(struct worker *w);
 
 /*
- * A family that keeps node connections of its own (dedicated.h) hears what
- * the worker learns about the nodes: `silent` when a node let a request on
- * a shared or probe connection go unanswered for node-timeout-ms (the connection is
- * closed: a frozen node, a lost host), `topology` once w has taken a new
- * topology (its masters may have changed).
+ * A family that keeps state tied to the nodes or to the worker's shared
+ * connections (dedicated.h, tracking.h) hears what the worker learns, on
+ * its thread; any member may be NULL:
+ *   silent     a node let a request on a shared or probe connection go
+ *              unanswered for node-timeout-ms (the connection is closed:
+ *              a frozen node, a lost host);
+ *   topology   w has taken a new topology (its masters may have changed);
+ *   conn_down  a shared connection of w's closed (before it is forgotten);
+ *   layout     w has taken a new key layout;
+ *   drain      w starts draining.
  */
-struct worker_node_watch {
+struct worker_watch {
     void (*silent)(struct worker *w, const char *addr);
     void (*topology)(struct worker *w);
+    void (*conn_down)(struct worker *w, struct node_conn *c);
+    void (*layout)(struct worker *w);
+    void (*drain)(struct worker *w);
 };
-void worker_register_node_watch(const struct worker_node_watch *watch);
+void worker_register_watch(const struct worker_watch *watch);
 
-/* w has taken a new topology (thread.c): the watch hears it. */
+/* w has taken a new topology, key layout, or starts draining (thread.c):
+ * the watches hear it. */
 void worker_topology_taken(struct worker *w);
+void worker_layout_taken(struct worker *w);
+void worker_drain_started(struct worker *w);
 
 /* on_silent (cluster/node.h) for connections to the master announced as
  * addr: a PING goes out on w's probe connection to it unless one is

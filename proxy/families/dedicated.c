@@ -298,7 +298,7 @@ static const struct worker_family dedicated_pool_family = {
     .init = pool_init,
 };
 
-static const struct worker_node_watch dedicated_watch = {
+static const struct worker_watch dedicated_watch = {
     .silent = node_silent,
     .topology = topology_taken,
 };
@@ -307,5 +307,5 @@ void dedicated_register(void)
 {
     user_id = client_family_register(&dedicated_family);
     pool_id = worker_family_register(&dedicated_pool_family);
-    worker_register_node_watch(&dedicated_watch);
+    worker_register_watch(&dedicated_watch);
 }

@@ -22,6 +22,7 @@
 #include "proxy/families/clientcmd.h"
 #include "proxy/families/monitor.h"
 #include "proxy/families/pubsub.h"
+#include "proxy/families/tracking.h"
 #include "proxy/families/txclass.h"
 #include "lib/proto/errors.h"
 #include "lib/proto/resp.h"
@@ -179,6 +180,7 @@ static void cmd_reset(struct request *r)
     c->parser.unauthenticated = !c->authenticated;
     pubsub_reset(c);
     monitor_stop(c);
+    tracking_reset(c);
     c->resp = RESP2;
     if (c->reply_off)           /* RESET turns replies back on, its own too (not after SKIP) */
         r->silent = 0;

@@ -1,21 +1,32 @@
 /*
- * tracking: CLIENT TRACKING, CACHING, GETREDIR and TRACKINGINFO, Redis's
- * server-assisted client-side caching (issue 40).
+ * tracking: Redis's server-assisted client-side caching through the proxy
+ * (CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO), for RESP3 clients:
+ * the default mode, OPTIN, OPTOUT and NOLOOP. BCAST and REDIRECT are
+ * refused, saying so. The options are read as Redis 7.0 reads them, and a
+ * bad combination gets Redis's own error.
  *
- * CLIENT TRACKING reads its options as Redis 7.0 does and answers a bad
- * combination with Redis's own words (REDIRECT to a client that does not
- * exist, PREFIX without BCAST, BCAST with OPTIN or OPTOUT, OPTIN with
- * OPTOUT, prefixes that overlap, a syntax error). OFF answers OK. ON is
- * refused, saying why, until the proxy can send the invalidations: a
- * client that turned it on and got none would serve stale values from its
- * cache. TRACKINGINFO, GETREDIR and CACHING answer as Redis does for a
- * client with tracking off.
+ * Each worker's shared RESP3 connection to a master runs CLIENT TRACKING
+ * ON OPTIN; a tracking client's read goes out behind CLIENT CACHING YES on
+ * it (router_register_sending), so the master remembers its keys for that
+ * connection and pushes their invalidations there, in order with the
+ * replies. The worker's table (tracktable.h) knows which client read which
+ * key, and each gets its push with the name it used (a key layout's legacy
+ * name). What the masters cannot track for the proxy is invalidated right
+ * after its reply (a read on another connection, after ASKING, a
+ * transaction); what the proxy can no longer promise (a lost connection, a
+ * slot on another master, a new key layout, draining, a master's flush)
+ * invalidates every tracking client's whole cache (a null key).
  */
 #ifndef TAGPROXY_TRACKING_H
 #define TAGPROXY_TRACKING_H
 
-/* Register the subcommands above with their handlers (route.h). Before
- * any worker starts. */
+struct client;
+
+/* Register the subcommands above, the family's part in its clients' lives
+ * and on the workers. Before any worker starts. */
 void tracking_register(void);
+
+/* RESET: c's tracking goes off. */
+void tracking_reset(struct client *c);
 
 #endif

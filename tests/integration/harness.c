@@ -226,6 +226,22 @@ long long h_client_id(redisContext *c)
     return id;
 }
 
+long long h_masters_info_sum(const struct h_topo *t, const char *field)
+{
+    long long sum = 0;
+    for (int m = 0; m < t->nmasters; m++) {
+        redisContext *c = h_connect_node(&t->masters[m]);
+        redisReply *r = h_cmd(c, "INFO clients");
+        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, field);
+        ck_assert_msg(at != NULL, "INFO clients has no %s", field);
+        sum += atoll(at + strlen(field) + 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return sum;
+}
+
 /* " addr=HOST:PORT " of the client on fd as CLIENT LIST writes it (IPv6
  * in brackets; a Unix socket's PATH:0), into buf. */
 static void client_addr(int fd, char *buf, size_t size)

@@ -171,6 +171,10 @@ long long h_info_field(redisContext *c, const char *name);
 /* The connection's CLIENT ID (the proxy's or a node's). */
 long long h_client_id(redisContext *c);
 
+/* A field of INFO clients ("blocked_clients") summed over t's masters,
+ * each asked on a connection of its own. */
+long long h_masters_info_sum(const struct h_topo *t, const char *field);
+
 /*
  * Polls CLIENT LIST on at (the proxy or a server, on a connection of its
  * own) until the line of the client connected on fd (" addr=" fd's local

@@ -10,27 +10,11 @@
 #define CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
 
 /* INFO field summed over the masters, read on the nodes directly. */
-static long long masters_info_sum(const struct h_topo *t, const char *field)
-{
-    long long sum = 0;
-    for (int m = 0; m < t->nmasters; m++) {
-        redisContext *c = h_connect_node(&t->masters[m]);
-        redisReply *r = h_cmd(c, "INFO clients");
-        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-        const char *at = strstr(r->str, field);
-        ck_assert_msg(at != NULL, "INFO clients has no %s", field);
-        sum += atoll(at + strlen(field) + 1);
-        freeReplyObject(r);
-        redisFree(c);
-    }
-    return sum;
-}
-
 /* Wait (up to ms) until the masters' blocked_clients is want. */
 static long long wait_blocked(const struct h_topo *t, long long want, long ms)
 {
     long long deadline = h_now_ms() + ms, have;
-    while ((have = masters_info_sum(t, "blocked_clients")) != want && h_now_ms() < deadline)
+    while ((have = h_masters_info_sum(t, "blocked_clients")) != want && h_now_ms() < deadline)
         h_sleep_ms(20);
     return have;
 }
@@ -49,7 +33,7 @@ static void send_only(redisContext *c, const char *fmt, ...)
  * (Redis's tests' wait_for_blocked_client), where a fixed sleep guessed. */
 static void send_blocked(const struct h_topo *t, redisContext *c, const char *fmt, ...)
 {
-    long long before = masters_info_sum(t, "blocked_clients");
+    long long before = h_masters_info_sum(t, "blocked_clients");
     va_list ap;
     va_start(ap, fmt);
     ck_assert_int_eq(redisvAppendCommand(c, fmt, ap), REDIS_OK);
@@ -74,7 +58,7 @@ START_TEST(test_100_blpop_while_100k_pipelined_gets)
     redisReply *r;
 
     h_topo_load(&t);
-    long long blocked0 = masters_info_sum(&t, "blocked_clients");
+    long long blocked0 = h_masters_info_sum(&t, "blocked_clients");
     for (int i = 0; i < CLIENTS; i++) {
         H_FMT(list[i], sizeof list[i], "%s:queue:%d", h_prefix(), i);
         blockers[i] = h_connect_proxy();
@@ -101,7 +85,7 @@ START_TEST(test_100_blpop_while_100k_pipelined_gets)
         redisFree(getters[g]);
     }
     /* ... and they were all still blocked when it completed */
-    ck_assert_int_eq(masters_info_sum(&t, "blocked_clients"), blocked0 + CLIENTS);
+    ck_assert_int_eq(h_masters_info_sum(&t, "blocked_clients"), blocked0 + CLIENTS);
     for (int i = 0; i < CLIENTS; i++)
         expect_no_reply_yet(blockers[i]);
 
@@ -334,7 +318,7 @@ START_TEST(test_each_blocking_command)
     /* blocked, then fed; a command sent after it waits its turn (as on one
      * server, the client's next command runs once it is unblocked) */
     h_topo_load(&t);
-    long long blocked0 = masters_info_sum(&t, "blocked_clients"), blocked;
+    long long blocked0 = h_masters_info_sum(&t, "blocked_clients"), blocked;
     send_only(p, "BZPOPMAX %s 0", z);
     send_only(p, "SET %s:{each}:after done", h_prefix());
     blocked = wait_blocked(&t, blocked0 + 1, 5000);     /* blocked at its node */

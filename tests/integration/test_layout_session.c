@@ -739,29 +739,12 @@ static void expect_same_call(struct raw *viaproxy, struct raw *direct, const cha
     expect_same_bytes(viaproxy, lb, direct, la, what);
 }
 
-/* blocked_clients summed over the cluster's masters, read on them. */
-static long long masters_blocked(const struct h_topo *t)
-{
-    long long sum = 0;
-    for (int m = 0; m < t->nmasters; m++) {
-        redisContext *c = h_connect_node(&t->masters[m]);
-        redisReply *r = h_cmd(c, "INFO clients");
-        H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-        const char *at = strstr(r->str, "blocked_clients:");
-        ck_assert_msg(at != NULL, "INFO clients has no blocked_clients");
-        sum += atoll(at + strlen("blocked_clients:"));
-        freeReplyObject(r);
-        redisFree(c);
-    }
-    return sum;
-}
-
 /* Polls (5 s at most) until the masters block want clients: the command
  * sent through the proxy blocks at its node, not on its way. */
 static void wait_masters_blocked(const struct h_topo *t, long long want, const char *what)
 {
     long long deadline = h_now_ms() + 5000, have;
-    while ((have = masters_blocked(t)) < want) {
+    while ((have = h_masters_info_sum(t, "blocked_clients")) < want) {
         ck_assert_msg(h_now_ms() < deadline, "%s: the masters block %lld clients after 5 s, "
                       "not %lld", what, have, want);
         h_sleep_ms(20);
@@ -786,7 +769,7 @@ static void woken_pops(int proto)
             expect_same_call(&pb, &rb, w->prep, what);
         struct line l;
         line_parse(w->block, &l);
-        long long blocked0 = masters_blocked(&t);
+        long long blocked0 = h_masters_info_sum(&t, "blocked_clients");
         raw_send_line(&pa, &l);
         raw_send_line(&ra, &l);
         wait_masters_blocked(&t, blocked0 + 1, what);

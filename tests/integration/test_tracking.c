@@ -1,13 +1,21 @@
 /*
- * Client-side caching's CLIENT subcommands, against one redis-server 7.0
- * started here: CLIENT TRACKING's options are read as Redis reads them,
- * and every bad combination gets Redis's own error (REDIRECT to a client
- * that does not exist or twice, PREFIX without BCAST, BCAST with OPTIN,
- * OPTIN with OPTOUT, overlapping prefixes, a syntax error, OFF with the
- * same options); TRACKING OFF, CACHING, GETREDIR and TRACKINGINFO answer
- * as Redis does with tracking off, in RESP2 and RESP3. A valid TRACKING ON
- * is refused by the proxy, saying why (issue 40: the invalidations are not
- * sent yet), where Redis answers OK.
+ * Client-side caching through the proxy, against one redis-server 7.0 (or
+ * valkey-server 8) started here, byte for byte where one server and the
+ * cluster can agree:
+ *   - CLIENT TRACKING's options are read as Redis reads them, and every bad
+ *     combination gets Redis's own error (REDIRECT to a client that does
+ *     not exist or twice, PREFIX without BCAST, BCAST with OPTIN, OPTIN
+ *     with OPTOUT, overlapping prefixes, a syntax error, OFF with the same
+ *     options); CACHING, GETREDIR and TRACKINGINFO answer as Redis's;
+ *   - RESP3 pushes as Redis sends them: a read remembered, another client's
+ *     write invalidating it once, the client's own write (reply, then
+ *     push), NOLOOP, OPTIN with CACHING YES, OPTOUT with CACHING NO, off
+ *     again, and the keys read under an earlier ON still listed;
+ *   - through the cluster only: writes straight to a master and through a
+ *     second proxy reach the reader, an MGET over two masters tracks both
+ *     keys, and EXEC (whose reads the masters do not track for the proxy)
+ *     is followed by an invalidation of everything;
+ *   - BCAST and REDIRECT are refused, saying so, where Redis answers OK.
  */
 #include "harness.h"
 
@@ -129,14 +137,16 @@ START_TEST(test_trackinginfo_resp3)
 }
 END_TEST
 
-/* A valid ON: Redis answers OK; the proxy refuses it, saying why, and
- * stays as it was (TRACKINGINFO off). */
-START_TEST(test_on_refused_until_invalidations)
+/* BCAST and REDIRECT: Redis answers OK; the proxy refuses them, saying
+ * why, and stays as it was. */
+START_TEST(test_bcast_redirect_refused_yet)
 {
     redisContext *px = h_connect_proxy(), *rs = h_connect_node(&ref.addr);
     static const char *const ons[] = {
-        "CLIENT TRACKING ON", "CLIENT TRACKING ON OPTIN NOLOOP",
         "CLIENT TRACKING ON BCAST PREFIX a PREFIX b", "CLIENT TRACKING ON REDIRECT ID",
+    };
+    static const char *const why[] = {
+        "ERR CLIENT TRACKING BCAST is not supported", "ERR CLIENT TRACKING REDIRECT is not",
     };
     for (size_t i = 0; i < sizeof ons / sizeof ons[0]; i++) {
         redisReply *r = run_words(rs, h_client_id(rs), ons[i]);
@@ -144,7 +154,7 @@ START_TEST(test_on_refused_until_invalidations)
         freeReplyObject(r);
         freeReplyObject(run_words(rs, 0, "CLIENT TRACKING OFF"));
         r = run_words(px, h_client_id(px), ons[i]);
-        H_EXPECT_ERR(r, "ERR client-side caching (CLIENT TRACKING ON) is not supported");
+        H_EXPECT_ERR(r, why[i]);
         freeReplyObject(r);
         r = h_cmd(px, "CLIENT GETREDIR");
         H_EXPECT_INT(r, -1);
@@ -152,6 +162,259 @@ START_TEST(test_on_refused_until_invalidations)
     }
     redisFree(px);
     redisFree(rs);
+}
+END_TEST
+
+/* ---------- invalidations, against one redis-server ---------- */
+
+/* A RESP3 connection: its bytes not yet read as frames. */
+struct conn3 {
+    int fd;
+    char buf[65536];
+    size_t have;
+};
+
+static void conn3_open(struct conn3 *c, const struct h_node *at)
+{
+    static const char hello[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    char out[4096];
+    c->fd = h_raw_connect(at);
+    c->have = 0;
+    h_raw_sends(c->fd, hello);
+    h_raw_recv(c->fd, out, sizeof out, "modules\r\n*0\r\n", 5000, NULL);
+}
+
+/* The next whole frame (a reply or a push) into out, within 5 s. */
+static void frame(struct conn3 *c, char *out, size_t size)
+{
+    long long deadline = h_now_ms() + 5000;
+    for (;;) {
+        long n = h_resp_parse(c->buf, c->have, NULL);
+        ck_assert_msg(n >= 0, "malformed: %s", h_esc(c->buf, c->have));
+        if (n > 0) {
+            ck_assert_uint_lt((size_t)n, size);
+            memcpy(out, c->buf, (size_t)n);
+            out[n] = '\0';
+            memmove(c->buf, c->buf + n, c->have - (size_t)n);
+            c->have -= (size_t)n;
+            return;
+        }
+        struct pollfd pfd = { c->fd, POLLIN, 0 };
+        long long left = deadline - h_now_ms();
+        ck_assert_msg(left > 0 && poll(&pfd, 1, (int)left) == 1, "no frame within 5 s");
+        ssize_t r = recv(c->fd, c->buf + c->have, sizeof c->buf - c->have, 0);
+        ck_assert_msg(r > 0, "closed");
+        c->have += (size_t)r;
+    }
+}
+
+/* words (blanks between) as a multibulk command on c. */
+static void send_words(struct conn3 *c, const char *words)
+{
+    char buf[1024], cmd[2048];
+    const char *argv[16];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", words);
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && argc < 16;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    size_t at = (size_t)snprintf(cmd, sizeof cmd, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++)
+        at += (size_t)snprintf(cmd + at, sizeof cmd - at, "$%zu\r\n%s\r\n", strlen(argv[i]),
+                               argv[i]);
+    h_raw_send(c->fd, cmd, at);
+}
+
+/* words' frames on the reference and through the proxy, the same bytes,
+ * n of them; the proxy's are returned in out (the last one). */
+static void both(struct conn3 *rs, struct conn3 *px, const char *words, int n)
+{
+    char a[8192], b[8192];
+    if (words) {
+        send_words(rs, words);
+        send_words(px, words);
+    }
+    for (int i = 0; i < n; i++) {
+        frame(rs, a, sizeof a);
+        frame(px, b, sizeof b);
+        ck_assert_msg(strcmp(a, b) == 0, "%s, frame %d\nredis-server: %s\nproxy:        %s",
+                      words ? words : "(pushed)", i + 1, h_esc_str(a), h_esc_str(b));
+    }
+}
+
+/* A writer on each side: plain RESP2 clients. */
+static void write_both(redisContext *wr, redisContext *wp, const char *fmt, const char *key)
+{
+    freeReplyObject(h_cmd(wr, fmt, key));
+    freeReplyObject(h_cmd(wp, fmt, key));
+}
+
+static char key_a[96], key_b[96];
+
+static void keys_name(void)
+{
+    H_FMT(key_a, sizeof key_a, "trk:{%s}:a", h_prefix());
+    H_FMT(key_b, sizeof key_b, "trk:{%s}:b", h_prefix());
+}
+
+/* A reader's GET is remembered; another client's SET pushes its
+ * invalidation, once: the second SET, with no read between, pushes none
+ * (the GET after it answers first), and a read again is tracked again. */
+START_TEST(test_default_mode_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 rs, px;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char cmd[256];
+    keys_name();
+    conn3_open(&rs, &ref.addr);
+    conn3_open(&px, &proxy);
+    write_both(wr, wp, "SET %s one", key_a);
+    both(&rs, &px, "CLIENT TRACKING ON", 1);
+    H_FMT(cmd, sizeof cmd, "GET %s", key_a);
+    both(&rs, &px, cmd, 1);
+    write_both(wr, wp, "SET %s two", key_a);
+    both(&rs, &px, NULL, 1);                    /* >2 invalidate [key] */
+    write_both(wr, wp, "SET %s three", key_a);
+    both(&rs, &px, cmd, 1);                     /* no push: GET answers first */
+    write_both(wr, wp, "SET %s four", key_a);
+    both(&rs, &px, NULL, 1);                    /* tracked again by that GET */
+    /* its own write: the reply, then the push */
+    both(&rs, &px, cmd, 1);
+    H_FMT(cmd, sizeof cmd, "SET %s mine", key_a);
+    both(&rs, &px, cmd, 2);
+    both(&rs, &px, "CLIENT TRACKINGINFO", 1);
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+    H_FMT(cmd, sizeof cmd, "GET %s", key_a);
+    both(&rs, &px, cmd, 1);
+    write_both(wr, wp, "SET %s five", key_a);
+    both(&rs, &px, cmd, 1);                     /* off: no push before it */
+    close(rs.fd);
+    close(px.fd);
+    redisFree(wr);
+    redisFree(wp);
+}
+END_TEST
+
+/* NOLOOP: no push for the client's own write, and the key is forgotten
+ * (another client's write after it pushes none either). OPTIN: only the
+ * read after CLIENT CACHING YES is tracked; OPTOUT: all but the one after
+ * CLIENT CACHING NO. */
+START_TEST(test_noloop_optin_optout_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 rs, px;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char get[256], set[256];
+    keys_name();
+    H_FMT(get, sizeof get, "GET %s", key_b);
+    H_FMT(set, sizeof set, "SET %s mine", key_b);
+    conn3_open(&rs, &ref.addr);
+    conn3_open(&px, &proxy);
+    both(&rs, &px, "CLIENT TRACKING ON NOLOOP", 1);
+    both(&rs, &px, get, 1);
+    both(&rs, &px, set, 1);
+    write_both(wr, wp, "SET %s theirs", key_b);
+    both(&rs, &px, get, 1);                     /* no push before it */
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+
+    both(&rs, &px, "CLIENT TRACKING ON OPTIN", 1);
+    both(&rs, &px, get, 1);                     /* not tracked */
+    write_both(wr, wp, "SET %s x", key_b);
+    both(&rs, &px, get, 1);                     /* no push before it */
+    both(&rs, &px, "CLIENT CACHING YES", 1);
+    both(&rs, &px, "CLIENT TRACKINGINFO", 1);
+    both(&rs, &px, get, 1);                     /* tracked */
+    write_both(wr, wp, "SET %s y", key_b);
+    both(&rs, &px, NULL, 1);
+    both(&rs, &px, "CLIENT CACHING NO", 1);     /* OPTIN's error */
+    both(&rs, &px, "CLIENT TRACKING ON OPTOUT", 1);     /* can't switch */
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+
+    both(&rs, &px, "CLIENT TRACKING ON OPTOUT", 1);
+    both(&rs, &px, "CLIENT CACHING NO", 1);
+    both(&rs, &px, get, 1);                     /* not tracked */
+    write_both(wr, wp, "SET %s z", key_b);
+    both(&rs, &px, get, 1);                     /* tracked: no push before it */
+    write_both(wr, wp, "SET %s w", key_b);
+    both(&rs, &px, NULL, 1);
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+    close(rs.fd);
+    close(px.fd);
+    redisFree(wr);
+    redisFree(wp);
+}
+END_TEST
+
+/* ---------- through the cluster ---------- */
+
+/* A value written straight to its master, not through the proxy, reaches
+ * the reader as an invalidation; so does one written through a second
+ * proxy. An MGET over two masters tracks each key. */
+START_TEST(test_writes_from_elsewhere)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct h_topo t;
+    struct h_proxy other;
+    struct conn3 px;
+    char one[96], two[96], out[4096], cmd[256];
+    h_topo_load(&t);
+    h_proxy_start(&other, NULL);
+    H_FMT(one, sizeof one, "trk:%s:one", h_prefix());
+    H_FMT(two, sizeof two, "trk:%s:two", h_prefix());
+    for (int i = 0; h_topo_owner(&t, h_slot(one)) == h_topo_owner(&t, h_slot(two)) && i < 100; i++)
+        H_FMT(two, sizeof two, "trk:%s:two%d", h_prefix(), i);
+    ck_assert_int_ne(h_topo_owner(&t, h_slot(one)), h_topo_owner(&t, h_slot(two)));
+    conn3_open(&px, &proxy);
+    send_words(&px, "CLIENT TRACKING ON");
+    frame(&px, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    H_FMT(cmd, sizeof cmd, "MGET %s %s", one, two);
+    send_words(&px, cmd);
+    frame(&px, out, sizeof out);
+    ck_assert_msg(out[0] == '*', "MGET: %s", h_esc_str(out));
+    redisContext *direct = h_connect_owner(&t, two);
+    freeReplyObject(h_cmd(direct, "SET %s direct", two));
+    frame(&px, out, sizeof out);
+    H_FMT(cmd, sizeof cmd, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(two), two);
+    ck_assert_str_eq(out, cmd);
+    redisContext *second = h_connect_extra(&other);
+    freeReplyObject(h_cmd(second, "SET %s second", one));
+    frame(&px, out, sizeof out);
+    H_FMT(cmd, sizeof cmd, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(one), one);
+    ck_assert_str_eq(out, cmd);
+    redisFree(direct);
+    redisFree(second);
+    close(px.fd);
+    h_proxy_stop(&other);
+}
+END_TEST
+
+/* A transaction's reads are not tracked by the node for us yet: EXEC's
+ * reply is followed by an invalidation of everything (a null key), so the
+ * client caches none of it. */
+START_TEST(test_exec_invalidated_after)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 px;
+    char out[4096], cmd[256];
+    keys_name();
+    conn3_open(&px, &proxy);
+    send_words(&px, "CLIENT TRACKING ON");
+    frame(&px, out, sizeof out);
+    send_words(&px, "MULTI");
+    H_FMT(cmd, sizeof cmd, "GET %s", key_a);
+    send_words(&px, cmd);
+    send_words(&px, "EXEC");
+    frame(&px, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    frame(&px, out, sizeof out);
+    ck_assert_str_eq(out, "+QUEUED\r\n");
+    frame(&px, out, sizeof out);
+    ck_assert_msg(out[0] == '*', "EXEC: %s", h_esc_str(out));
+    frame(&px, out, sizeof out);
+    ck_assert_str_eq(out, ">2\r\n$10\r\ninvalidate\r\n_\r\n");
+    close(px.fd);
 }
 END_TEST
 
@@ -163,7 +426,11 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_options_as_redis);
     tcase_add_test(tc, test_trackinginfo_resp3);
-    tcase_add_test(tc, test_on_refused_until_invalidations);
+    tcase_add_test(tc, test_bcast_redirect_refused_yet);
+    tcase_add_test(tc, test_default_mode_as_redis);
+    tcase_add_test(tc, test_noloop_optin_optout_as_redis);
+    tcase_add_test(tc, test_writes_from_elsewhere);
+    tcase_add_test(tc, test_exec_invalidated_after);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
