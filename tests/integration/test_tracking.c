@@ -418,6 +418,108 @@ START_TEST(test_exec_invalidated_after)
 }
 END_TEST
 
+/* ---------- where the proxy can no longer promise ---------- */
+
+static const char null_push[] = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
+
+/* A tracking client of p that read key. */
+static void reader_of(struct conn3 *c, const struct h_node *p, const char *key)
+{
+    char out[4096], cmd[256];
+    conn3_open(c, p);
+    send_words(c, "CLIENT TRACKING ON");
+    frame(c, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    H_FMT(cmd, sizeof cmd, "GET %s", key);
+    send_words(c, cmd);
+    frame(c, out, sizeof out);
+}
+
+/* Past tracking-table-max-keys the oldest key goes, its readers told. */
+START_TEST(test_table_bound_invalidates_oldest)
+{
+    const char *args[] = { "--tracking-table-max-keys", "2", "--threads", "1", NULL };
+    struct h_proxy p;
+    struct conn3 c;
+    char keys[3][96], out[4096], cmd[256], want[256];
+    h_proxy_start(&p, args);
+    for (int i = 0; i < 3; i++)
+        H_FMT(keys[i], sizeof keys[i], "trk:{%s}:bound%d", h_prefix(), i);
+    reader_of(&c, &p.addr, keys[0]);
+    for (int i = 1; i < 3; i++) {
+        H_FMT(cmd, sizeof cmd, "GET %s", keys[i]);
+        send_words(&c, cmd);
+    }
+    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n",
+          strlen(keys[0]), keys[0]);
+    int pushes = 0;
+    for (int i = 0; i < 3; i++) {           /* the two replies and keys[0]'s push */
+        frame(&c, out, sizeof out);
+        if (out[0] == '>') {
+            ck_assert_str_eq(out, want);
+            pushes++;
+        }
+    }
+    ck_assert_int_eq(pushes, 1);
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* The master closes the worker's tracking connection (CLIENT KILL of the
+ * connection its CLIENT LIST flags t): every tracking client gets a null
+ * key. */
+START_TEST(test_lost_connection_invalidates_all)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 c;
+    char key[96], out[4096];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:lost", h_prefix());
+    reader_of(&c, &p.addr, key);
+    redisContext *m = h_connect_owner(&t, key);
+    redisReply *r = h_cmd(m, "CLIENT LIST");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    int killed = 0;
+    for (const char *l = r->str; (l = strstr(l, "id=")) != NULL; l++) {
+        const char *eol = strchr(l, '\n'), *f = strstr(l, " flags=");
+        if (f && (!eol || f < eol) && f[7] == 't') {  /* a connection that tracks */
+            redisReply *k = h_cmd(m, "CLIENT KILL ID %lld", atoll(l + 3));
+            freeReplyObject(k);
+            killed++;
+        }
+    }
+    freeReplyObject(r);
+    ck_assert_msg(killed > 0, "no connection with flags=t on the key's master");
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, null_push);
+    redisFree(m);
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* A drain (SIGTERM) invalidates everything before it closes the client. */
+START_TEST(test_drain_invalidates_all)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct conn3 c;
+    char key[96], out[4096];
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:drain", h_prefix());
+    reader_of(&c, &p.addr, key);
+    ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, null_push);
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tracking");
@@ -431,6 +533,9 @@ int main(void)
     tcase_add_test(tc, test_noloop_optin_optout_as_redis);
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_invalidated_after);
+    tcase_add_test(tc, test_table_bound_invalidates_oldest);
+    tcase_add_test(tc, test_lost_connection_invalidates_all);
+    tcase_add_test(tc, test_drain_invalidates_all);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
