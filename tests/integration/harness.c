@@ -226,6 +226,27 @@ long long h_client_id(redisContext *c)
     return id;
 }
 
+void h_move_empty_slot(const struct h_topo *t, int slot, int from, int to)
+{
+    redisContext *src = h_connect_node(&t->masters[from]);
+    redisContext *dst = h_connect_node(&t->masters[to]);
+    redisReply *r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", slot);
+    H_EXPECT_INT(r, 0);
+    freeReplyObject(r);
+    H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t->master_id[from]);
+    H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t->master_id[to]);
+    H_OK(dst, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+    H_OK(src, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+    for (int m = 0; m < t->nmasters; m++)
+        if (m != from && m != to) {
+            redisContext *o = h_connect_node(&t->masters[m]);
+            H_OK(o, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
+            redisFree(o);
+        }
+    redisFree(src);
+    redisFree(dst);
+}
+
 long long h_masters_info_sum(const struct h_topo *t, const char *field)
 {
     long long sum = 0;

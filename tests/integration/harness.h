@@ -171,6 +171,10 @@ long long h_info_field(redisContext *c, const char *name);
 /* The connection's CLIENT ID (the proxy's or a node's). */
 long long h_client_id(redisContext *c);
 
+/* Moves slot, which holds no key, from master from to master to, as
+ * redis-cli does it (IMPORTING, MIGRATING, then NODE on every master). */
+void h_move_empty_slot(const struct h_topo *t, int slot, int from, int to);
+
 /* A field of INFO clients ("blocked_clients") summed over t's masters,
  * each asked on a connection of its own. */
 long long h_masters_info_sum(const struct h_topo *t, const char *field);

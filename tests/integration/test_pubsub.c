@@ -789,29 +789,6 @@ END_TEST
 static char mig_tag[64];
 static int mig_slot = -1;
 
-/* Moves an empty slot from master `from` to `to`, as redis-cli does it
- * (IMPORTING, MIGRATING, then NODE on every master). */
-static void move_empty_slot(const struct h_topo *t, int slot, int from, int to)
-{
-    redisContext *src = h_connect_node(&t->masters[from]);
-    redisContext *dst = h_connect_node(&t->masters[to]);
-    redisReply *r = h_cmd(src, "CLUSTER COUNTKEYSINSLOT %d", slot);
-    H_EXPECT_INT(r, 0);
-    freeReplyObject(r);
-    H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t->master_id[from]);
-    H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t->master_id[to]);
-    H_OK(dst, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
-    H_OK(src, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
-    for (int m = 0; m < t->nmasters; m++)
-        if (m != from && m != to) {
-            redisContext *o = h_connect_node(&t->masters[m]);
-            H_OK(o, "CLUSTER SETSLOT %d NODE %s", slot, t->master_id[to]);
-            redisFree(o);
-        }
-    redisFree(src);
-    redisFree(dst);
-}
-
 /* SPUBLISHes (through the proxy) until sub gets the smessage. */
 static void spublish_until_seen(redisContext *pub, redisContext *sub, const char *channel)
 {
@@ -853,10 +830,10 @@ START_TEST(shard_channel_follows_its_slot)
     freeReplyObject(h_cmd(sub, "SSUBSCRIBE %s", ch));
     spublish_until_seen(pub, sub, ch);
 
-    move_empty_slot(&t, mig_slot, home, away);
+    h_move_empty_slot(&t, mig_slot, home, away);
     wait_conns(&t.masters[away], "ssub=1", 1);
     spublish_until_seen(pub, sub, ch);
-    move_empty_slot(&t, mig_slot, away, home);
+    h_move_empty_slot(&t, mig_slot, away, home);
     wait_conns(&t.masters[home], "ssub=1", 1);
     spublish_until_seen(pub, sub, ch);
     redisReply *r = h_cmd(sub, "PING");         /* still subscribed, error-free */

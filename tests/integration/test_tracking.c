@@ -520,6 +520,48 @@ START_TEST(test_drain_invalidates_all)
 }
 END_TEST
 
+/* A slot the reader read moves to another master (which never saw the
+ * read): once the proxy has the new topology, every tracking client's
+ * cache is invalidated. The slot moves back after. */
+START_TEST(test_moved_slot_invalidates_all)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 c;
+    char key[96], out[4096], cmd[256];
+    int slot = -1, home = -1;
+    h_topo_load(&t);
+    for (int i = 0; i < 1000 && slot < 0; i++) {   /* a slot without keys */
+        H_FMT(key, sizeof key, "trk:{%s:mv%d}", h_prefix(), i);
+        int s = h_slot(key);
+        home = h_topo_owner(&t, s);
+        redisContext *m = h_connect_node(&t.masters[home]);
+        redisReply *r = h_cmd(m, "CLUSTER COUNTKEYSINSLOT %d", s);
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+            slot = s;
+        freeReplyObject(r);
+        redisFree(m);
+    }
+    ck_assert_int_ge(slot, 0);
+    int away = (home + 1) % t.nmasters;
+    h_proxy_start(&p, args);
+    reader_of(&c, &p.addr, key);
+    h_move_empty_slot(&t, slot, home, away);
+    H_FMT(cmd, sizeof cmd, "GET %s", key);
+    send_words(&c, cmd);                        /* MOVED: the proxy reads the topology */
+    int pushed = 0;
+    for (int i = 0; i < 2 && !pushed; i++) {   /* the GET's reply and the push */
+        frame(&c, out, sizeof out);
+        pushed = strcmp(out, null_push) == 0;
+    }
+    h_move_empty_slot(&t, slot, away, home);
+    ck_assert_msg(pushed, "no null invalidation after the slot moved: %s", h_esc_str(out));
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tracking");
@@ -536,6 +578,7 @@ int main(void)
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_drain_invalidates_all);
+    tcase_add_test(tc, test_moved_slot_invalidates_all);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
