@@ -239,6 +239,7 @@ struct client_counts {
     int watched_keys;               /* how many, each once */
     int blocked;                    /* a blocking command or a WAIT of its runs (tx.h) */
     int monitor;                    /* it monitors (monitor.h) */
+    int tracking;                   /* client-side caching on (tracking.h) */
 };
 
 /*

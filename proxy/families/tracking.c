@@ -55,6 +55,9 @@ struct tracking {
 struct tracking_worker {
     struct track_table *table;
     TAILQ_HEAD(, tracking) clients;
+    /* for INFO on any thread (relaxed atomics): clients with tracking on,
+     * the table's keys and readers */
+    long long on, keys, items;
     uint32_t owner[16384];          /* each slot's master (its address's hash), to
                                        see a topology that moves a slot */
 };
@@ -81,6 +84,32 @@ static struct tracking *tracking_of(const struct client *c)
 static struct tracking_worker *tracking_worker_of(const struct worker *w)
 {
     return worker_family_state(w, worker_id_of);
+}
+
+/* The table's size, for INFO (tracking_totals). */
+static void counts_publish(struct tracking_worker *tw)
+{
+    __atomic_store_n(&tw->keys, (long long)track_table_keys(tw->table), __ATOMIC_RELAXED);
+    __atomic_store_n(&tw->items, (long long)track_table_readers(tw->table), __ATOMIC_RELAXED);
+}
+
+static void on_count(struct client *c, int delta)
+{
+    __atomic_add_fetch(&tracking_worker_of(c->worker)->on, delta, __ATOMIC_RELAXED);
+}
+
+void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
+                     long long *items)
+{
+    *clients = *keys = *items = 0;
+    for (int i = 0; i < p->nworkers; i++) {
+        const struct tracking_worker *tw = tracking_worker_of(&p->workers[i]);
+        if (!tw)
+            continue;
+        *clients += __atomic_load_n(&tw->on, __ATOMIC_RELAXED);
+        *keys += __atomic_load_n(&tw->keys, __ATOMIC_RELAXED);
+        *items += __atomic_load_n(&tw->items, __ATOMIC_RELAXED);
+    }
 }
 
 static void reader_hold(void *reader)
@@ -165,6 +194,7 @@ static void flush_all(struct worker *w, const char *why)
     if (!tw)
         return;
     track_table_clear(tw->table);
+    counts_publish(tw);
     if (TAILQ_EMPTY(&tw->clients))
         return;
     log_verbose("tracking", "worker %d: every tracking client's cache invalidated: %s",
@@ -270,6 +300,7 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
                     track_table_invalidate(tw->table, e + h.len, (size_t)h.n, c, c->nanswered,
                                            notify, w);
             }
+        counts_publish(tw);
     }
     reply_view_drop(v);
 }
@@ -344,8 +375,10 @@ static int note_request(struct request *r, const struct route *rt)
         return 0;
     if (tracks(t, r))
         r->marks |= track_mark;
-    if (t->noloop && (r->cmd->flags & CMD_WRITE))
+    if (t->noloop && (r->cmd->flags & CMD_WRITE)) {
         keys_each(r, forget_key, t);
+        counts_publish(tracking_worker_of(r->worker));
+    }
     caching_spent(t, r);
     return 0;
 }
@@ -429,6 +462,7 @@ static void sending(struct request *r, struct node_conn *conn)
     struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
     if (keys_each(r, track_key, &tr) < 0 || tr.failed)
         invalidate_after(top, r);
+    counts_publish(tracking_worker_of(r->worker));
 }
 
 /* ---- on and off ---- */
@@ -445,6 +479,8 @@ static int tracking_on(struct client *c, unsigned options)
         TAILQ_INSERT_TAIL(&tw->clients, t, link);
         client_family_set(c, client_id_of, t);
     }
+    if (!t->on)
+        on_count(c, 1);
     t->on = 1;
     t->optin = (options & TRACK_OPTIN) != 0;
     t->optout = (options & TRACK_OPTOUT) != 0;
@@ -456,6 +492,8 @@ static int tracking_on(struct client *c, unsigned options)
 static void tracking_off(struct client *c)
 {
     struct tracking *t = state_of(c);
+    if (t && t->on)
+        on_count(c, -1);
     if (t)
         t->on = t->optin = t->optout = t->noloop = t->caching = 0;
 }
@@ -466,6 +504,7 @@ static void tracking_gone(struct client *c)
     struct tracking *t = state_of(c);
     if (!t)
         return;
+    tracking_off(c);
     TAILQ_REMOVE(&tracking_worker_of(c->worker)->clients, t, link);
     client_family_set(c, client_id_of, NULL);
     t->client = NULL;
@@ -710,8 +749,16 @@ static void cmd_trackinginfo(struct request *r)
 
 /* ---- registration ---- */
 
+/* CLIENT LIST's t flag (under the clients_lock, from any thread). */
+static void count(const struct client *c, struct client_counts *n)
+{
+    const struct tracking *t = state_of(c);
+    n->tracking = t && t->on;
+}
+
 static const struct client_family tracking_family = {
     .take = note_request,
+    .count = count,
     .closing = tracking_gone,
     .freed = tracking_gone,
 };

@@ -29,4 +29,11 @@ void tracking_register(void);
 /* RESET: c's tracking goes off. */
 void tracking_reset(struct client *c);
 
+struct proxy;
+
+/* For INFO, from any thread: the clients with tracking on, and the keys and
+ * the (key, client) pairs the workers track, over every worker. */
+void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
+                     long long *items);
+
 #endif

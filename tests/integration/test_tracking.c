@@ -562,6 +562,35 @@ START_TEST(test_moved_slot_invalidates_all)
 }
 END_TEST
 
+/* CLIENT INFO shows the t flag and redir=0, as Redis's; INFO counts the
+ * tracking clients and the keys tracked. */
+START_TEST(test_client_info_and_info)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 c;
+    char key[96], out[4096];
+    H_FMT(key, sizeof key, "trk:{%s}:info", h_prefix());
+    reader_of(&c, &proxy, key);
+    send_words(&c, "CLIENT INFO");
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strstr(out, " flags=t ") && strstr(out, " redir=0 "), "%s", h_esc_str(out));
+    redisContext *o = h_connect_proxy();
+    ck_assert_int_ge(h_info_field(o, "tracking_clients"), 1);
+    ck_assert_int_ge(h_info_field(o, "tracking_total_keys"), 1);
+    ck_assert_int_ge(h_info_field(o, "tracking_total_items"), 1);
+    redisReply *r = h_cmd(o, "CLIENT INFO");
+    ck_assert_msg(strstr(r->str, " redir=-1 ") && !strstr(r->str, "flags=t"), "%s", r->str);
+    freeReplyObject(r);
+    send_words(&c, "CLIENT TRACKING OFF");
+    frame(&c, out, sizeof out);
+    send_words(&c, "CLIENT INFO");
+    frame(&c, out, sizeof out);
+    ck_assert_msg(!strstr(out, "flags=t") && strstr(out, " redir=-1 "), "%s", h_esc_str(out));
+    redisFree(o);
+    close(c.fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tracking");
@@ -575,6 +604,7 @@ int main(void)
     tcase_add_test(tc, test_noloop_optin_optout_as_redis);
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_invalidated_after);
+    tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_drain_invalidates_all);
