@@ -13,10 +13,12 @@
 
 #include "lib/base/hash.h"
 
+/* A reader's reads of a key since it was last told: the first may have
+ * been answered (its value cached), the last may still be on its way. */
 struct reader {
     void *who;
     const struct node_conn *conn;
-    uint64_t pos;
+    uint64_t first, last;
 };
 
 struct tracked {
@@ -140,12 +142,16 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, void *r
         if (!(k = key_new(tt, key, len, hash)))
             return -1;
     }
-    for (int i = 0; i < k->nreaders; i++)
-        if (k->readers[i].who == reader) {     /* read again: its latest read counts */
-            k->readers[i].conn = conn;
-            k->readers[i].pos = pos;
-            return 0;
-        }
+    for (int i = 0; i < k->nreaders; i++) {
+        struct reader *r = &k->readers[i];
+        if (r->who != reader)
+            continue;
+        if (r->conn != conn)            /* (the old connection's reads: any push tells) */
+            r->first = 0;
+        r->conn = conn;
+        r->last = pos > r->last ? pos : r->last;
+        return 0;
+    }
     if (k->nreaders == k->cap) {
         int cap = k->cap ? k->cap * 2 : 2;
         struct reader *r = realloc(k->readers, sizeof *r * (size_t)cap);
@@ -154,7 +160,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, void *r
         k->readers = r;
         k->cap = cap;
     }
-    k->readers[k->nreaders++] = (struct reader){ reader, conn, pos };
+    k->readers[k->nreaders++] = (struct reader){ reader, conn, pos, pos };
     tt->nreaders++;
     tt->ops->hold(reader);
     return 0;
@@ -171,11 +177,18 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
     int kept = 0;
     for (int i = 0; i < k->nreaders; i++) {
         struct reader *r = &k->readers[i];
-        if (r->conn == conn && r->pos > answered) {
-            k->readers[kept++] = *r;    /* still in flight: run after the write */
+        if (r->conn == conn && r->first > answered) {
+            k->readers[kept++] = *r;    /* every read in flight: run after the write */
             continue;
         }
         notify(r->who, k->key, k->len, arg);
+        if (r->conn == conn && r->last > answered) {
+            /* a read in flight ran after the write: it is listed again, from
+             * the first place a read not yet answered can have */
+            r->first = answered + 1;
+            k->readers[kept++] = *r;
+            continue;
+        }
         tt->ops->drop(r->who);
         tt->nreaders--;
     }

@@ -7,6 +7,12 @@
  * answered before it: a read still in flight was run after the write the
  * push is about, and its value is fresh.
  *
+ * A reader read a key perhaps several times since it was last told: the
+ * table keeps the first of those reads (whose value it may cache) and the
+ * last (which may be on its way). A push tells it when its first read was
+ * answered before the push, and keeps it listed when its last was not (that
+ * read ran after the write, and the node tracks the key again for it).
+ *
  * A reader is the family's (a client's tracking state): the table holds a
  * reference to it through ops while it lists it. Bounded: past max keys the
  * oldest key goes, its readers handed to the evicted callback first.
@@ -42,8 +48,9 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, void *r
                     track_notify_fn *evicted, void *arg);
 
 /* The node pushed an invalidation of key on conn after its answered-th
- * reply: the readers of key whose read it had answered (or that read on
- * another connection) are handed to notify and forgotten. */
+ * reply: the readers of key with a read it had answered (or that read on
+ * another connection) are handed to notify, and forgotten unless a later
+ * read of theirs is still on its way. */
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);

@@ -10,11 +10,15 @@
  *   - RESP3 pushes as Redis sends them: a read remembered, another client's
  *     write invalidating it once, the client's own write (reply, then
  *     push), NOLOOP, OPTIN with CACHING YES, OPTOUT with CACHING NO, off
- *     again, and the keys read under an earlier ON still listed;
+ *     again;
  *   - through the cluster only: writes straight to a master and through a
  *     second proxy reach the reader, an MGET over two masters tracks both
  *     keys, and EXEC (whose reads the masters do not track for the proxy)
- *     is followed by an invalidation of everything;
+ *     is followed by an invalidation of everything; the table's bound, a
+ *     lost tracking connection, a drain and a moved slot invalidate; INFO
+ *     and CLIENT INFO show it; and a race: writers everywhere, a reader
+ *     with a cache, 600 rounds, never a value the masters no longer hold
+ *     once their pushes are in;
  *   - BCAST and REDIRECT are refused, saying so, where Redis answers OK.
  */
 #include "harness.h"
@@ -249,12 +253,14 @@ static void write_both(redisContext *wr, redisContext *wp, const char *fmt, cons
     freeReplyObject(h_cmd(wp, fmt, key));
 }
 
-static char key_a[96], key_b[96];
+static char key_a[96], key_b[96], key_c[96], key_d[96];
 
 static void keys_name(void)
 {
     H_FMT(key_a, sizeof key_a, "trk:{%s}:a", h_prefix());
     H_FMT(key_b, sizeof key_b, "trk:{%s}:b", h_prefix());
+    H_FMT(key_c, sizeof key_c, "trk:{%s}:c", h_prefix());
+    H_FMT(key_d, sizeof key_d, "trk:{%s}:d", h_prefix());
 }
 
 /* A reader's GET is remembered; another client's SET pushes its
@@ -318,25 +324,30 @@ START_TEST(test_noloop_optin_optout_as_redis)
     both(&rs, &px, get, 1);                     /* no push before it */
     both(&rs, &px, "CLIENT TRACKING OFF", 1);
 
+    /* each mode on a key of its own: Redis lists the reads of an earlier ON
+     * until their key changes, which the proxy need not (a client drops its
+     * cache when it turns tracking off) */
+    H_FMT(get, sizeof get, "GET %s", key_c);
     both(&rs, &px, "CLIENT TRACKING ON OPTIN", 1);
     both(&rs, &px, get, 1);                     /* not tracked */
-    write_both(wr, wp, "SET %s x", key_b);
+    write_both(wr, wp, "SET %s x", key_c);
     both(&rs, &px, get, 1);                     /* no push before it */
     both(&rs, &px, "CLIENT CACHING YES", 1);
     both(&rs, &px, "CLIENT TRACKINGINFO", 1);
     both(&rs, &px, get, 1);                     /* tracked */
-    write_both(wr, wp, "SET %s y", key_b);
+    write_both(wr, wp, "SET %s y", key_c);
     both(&rs, &px, NULL, 1);
     both(&rs, &px, "CLIENT CACHING NO", 1);     /* OPTIN's error */
     both(&rs, &px, "CLIENT TRACKING ON OPTOUT", 1);     /* can't switch */
     both(&rs, &px, "CLIENT TRACKING OFF", 1);
 
+    H_FMT(get, sizeof get, "GET %s", key_d);
     both(&rs, &px, "CLIENT TRACKING ON OPTOUT", 1);
     both(&rs, &px, "CLIENT CACHING NO", 1);
     both(&rs, &px, get, 1);                     /* not tracked */
-    write_both(wr, wp, "SET %s z", key_b);
+    write_both(wr, wp, "SET %s z", key_d);
     both(&rs, &px, get, 1);                     /* tracked: no push before it */
-    write_both(wr, wp, "SET %s w", key_b);
+    write_both(wr, wp, "SET %s w", key_d);
     both(&rs, &px, NULL, 1);
     both(&rs, &px, "CLIENT TRACKING OFF", 1);
     close(rs.fd);
@@ -591,6 +602,148 @@ START_TEST(test_client_info_and_info)
 }
 END_TEST
 
+/* ---------- a race: writers everywhere, a reader with a cache ---------- */
+
+#define RACE_KEYS 24
+#define RACE_ROUNDS 600
+#define RACE_WRITES 12
+
+struct race_cache {
+    int have[RACE_KEYS];
+    char value[RACE_KEYS][32];
+    long hits, invalidations;
+};
+
+static char race_key[RACE_KEYS][96];
+
+/* One frame from the reader: a push (applied to the cache: 1) or a reply
+ * (into out: 0). */
+static int race_frame(struct conn3 *c, struct race_cache *rc, char *out, size_t size)
+{
+    struct h_rv v;
+    frame(c, out, size);
+    ck_assert_int_gt(h_resp_parse(out, strlen(out), &v), 0);
+    int push = v.type == '>';
+    if (push) {
+        ck_assert_msg(v.num == 2 && v.elem[0].len == 10 &&
+                      memcmp(v.elem[0].str, "invalidate", 10) == 0, "%s", h_esc_str(out));
+        const struct h_rv *keys = &v.elem[1];
+        for (int k = 0; k < RACE_KEYS; k++)
+            for (long long i = 0; keys->type == '*' && i < keys->num; i++)
+                if (keys->elem[i].len == strlen(race_key[k]) &&
+                    memcmp(keys->elem[i].str, race_key[k], keys->elem[i].len) == 0)
+                    rc->have[k] = 0;
+        if (keys->type == '_')
+            memset(rc->have, 0, sizeof rc->have);
+        rc->invalidations++;
+    }
+    h_rv_free(&v);
+    return push;
+}
+
+/* The reply to the command just sent, every push before it applied. */
+static void race_reply(struct conn3 *c, struct race_cache *rc, char *out, size_t size)
+{
+    while (race_frame(c, rc, out, size))
+        ;
+}
+
+/* The reader's GET of key k, cached. */
+static void race_read(struct conn3 *c, struct race_cache *rc, int k)
+{
+    char cmd[160], out[4096];
+    if (rc->have[k]) {
+        rc->hits++;
+        return;
+    }
+    H_FMT(cmd, sizeof cmd, "GET %s", race_key[k]);
+    send_words(c, cmd);
+    race_reply(c, rc, out, sizeof out);
+    ck_assert_msg(out[0] == '$' || out[0] == '_', "GET: %s", h_esc_str(out));
+    const char *nl = strstr(out, "\r\n");
+    if (out[0] == '_')                          /* not written yet: nil, cached too */
+        H_FMT(rc->value[k], sizeof rc->value[k], "(nil)");
+    else
+        H_FMT(rc->value[k], sizeof rc->value[k], "%.*s", (int)(strlen(nl + 2) - 2), nl + 2);
+    rc->have[k] = 1;
+}
+
+/*
+ * A reader with a cache (kept here, as a client library keeps it) reads 24
+ * keys over the three masters through a proxy of two workers, while
+ * writers change them through other connections of that proxy (either
+ * worker), through a second proxy and straight on the masters. After each
+ * round of writes the reader reads a key of each master on its own
+ * connection, which brings every invalidation the masters pushed before
+ * it; then each value its cache holds must be the master's value now: an
+ * invalidation that was due was never lost. 40 rounds.
+ */
+START_TEST(test_race_no_stale_value)
+{
+    const char *args[] = { "--threads", "2", NULL };
+    struct h_proxy p, other;
+    struct h_topo t;
+    struct conn3 c;
+    struct race_cache rc;
+    char out[4096];
+    memset(&rc, 0, sizeof rc);
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    h_proxy_start(&other, NULL);
+    for (int k = 0; k < RACE_KEYS; k++)
+        H_FMT(race_key[k], sizeof race_key[k], "trk:%s:race%d", h_prefix(), k);
+    redisContext *writers[6];
+    for (int i = 0; i < 3; i++)
+        writers[i] = h_connect_extra(&p);       /* round robin over the workers */
+    writers[3] = h_connect_extra(&other);
+    conn3_open(&c, &p.addr);
+    send_words(&c, "CLIENT TRACKING ON");
+    race_reply(&c, &rc, out, sizeof out);
+    unsigned seed = 12345;
+    long n = 0;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        for (int i = 0; i < RACE_WRITES; i++) {
+            int k = (int)(rand_r(&seed) % RACE_KEYS), how = (int)(rand_r(&seed) % 5);
+            redisContext *w = how < 4 ? writers[how] : h_connect_owner(&t, race_key[k]);
+            freeReplyObject(h_cmd(w, "SET %s v%ld", race_key[k], ++n));
+            if (how == 4)
+                redisFree(w);
+        }
+        for (int m = 0; m < t.nmasters; m++)   /* brings what each master pushed */
+            for (int k = 0; k < RACE_KEYS; k++)
+                if (h_topo_owner(&t, h_slot(race_key[k])) == m) {
+                    char cmd[160];
+                    H_FMT(cmd, sizeof cmd, "EXISTS %s", race_key[k]);
+                    send_words(&c, cmd);
+                    race_reply(&c, &rc, out, sizeof out);
+                    break;
+                }
+        for (int k = 0; k < RACE_KEYS; k++) {
+            if (!rc.have[k])
+                continue;
+            redisContext *d = h_connect_owner(&t, race_key[k]);
+            redisReply *r = h_cmd(d, "GET %s", race_key[k]);
+            const char *now = r->type == REDIS_REPLY_STRING ? r->str
+                              : r->type == REDIS_REPLY_NIL ? "(nil)" : "?";
+            ck_assert_msg(strcmp(now, rc.value[k]) == 0,
+                          "round %d: the cache holds %s=%s, the master %s", round,
+                          race_key[k], rc.value[k], h_show(r));
+            freeReplyObject(r);
+            redisFree(d);
+        }
+        for (int k = 0; k < RACE_KEYS; k++)
+            race_read(&c, &rc, (k * 7 + round) % RACE_KEYS);
+    }
+    ck_assert_msg(rc.hits > 0 && rc.invalidations > 0, "hits %ld, invalidations %ld", rc.hits,
+                  rc.invalidations);
+    for (int i = 0; i < 4; i++)
+        redisFree(writers[i]);
+    close(c.fd);
+    h_proxy_stop(&other);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tracking");
@@ -609,6 +762,7 @@ int main(void)
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_drain_invalidates_all);
     tcase_add_test(tc, test_moved_slot_invalidates_all);
+    tcase_add_test(tc, test_race_no_stale_value);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
