@@ -13,6 +13,7 @@ void lanes_init(struct lanes *l, struct client *c)
 {
     l->client = c;
     l->lane = NULL;
+    l->resp = RESP2;
     TAILQ_INIT(&l->parked);
     l->releasing = NULL;
     l->release_event = NULL;
@@ -27,10 +28,12 @@ void lanes_free(struct lanes *l)
 
 int lane_ready(struct lanes *l, struct request *r, const void *lane)
 {
-    if (lane != LANE_NEW && lane == l->lane)
+    enum resp_proto resp = request_resp(r);
+    if ((lane != LANE_NEW && lane == l->lane && resp == l->resp) ||
+        TAILQ_FIRST(&r->client->queue) == r) {
+        l->resp = resp;         /* the caller sets l->lane as r goes out */
         return 1;
-    if (TAILQ_FIRST(&r->client->queue) == r)
-        return 1;
+    }
     request_queue_insert(&l->parked, r);
     return 0;
 }

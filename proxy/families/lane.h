@@ -1,8 +1,11 @@
 /*
  * lane: the order of one client's requests across the connections they go
  * out on (tx.h, "Order"). A lane is the multiplexed connections (NULL), one
- * dedicated connection, or a restricted user's node connections. A request
- * whose lane is not the one the client's unanswered requests are on waits
+ * dedicated connection, or a restricted user's node connections, in one
+ * protocol: a worker has a RESP2 and a RESP3 connection to each master, so
+ * a command sent after HELLO 3, HELLO 2 or RESET changed the protocol goes
+ * out on another connection than the command before it. A request whose
+ * lane is not the one the client's unanswered requests are on waits
  * ("parked", with everything the client sends after it) until they are all
  * answered; then the parked requests are dispatched again, in order.
  */
@@ -20,6 +23,7 @@ struct event;
 struct lanes {
     struct client *client;
     const void *lane;               /* its unanswered requests' lane */
+    enum resp_proto resp;           /* and their protocol (RESP2 before any state) */
     struct request_queue parked;    /* through hold_link, in the client's order */
     struct request *releasing;      /* being dispatched out of parked */
     struct event *release_event;
@@ -30,8 +34,9 @@ void lanes_init(struct lanes *l, struct client *c);
 /* What l holds, freed (its parked requests are the client's queue's). */
 void lanes_free(struct lanes *l);
 
-/* May r go out on lane now? When every earlier request is answered (r
- * heads its client's queue) nothing can overtake it; else it is parked: 0. */
+/* May r go out on lane, in its protocol (request_resp), now? When every
+ * earlier request is answered (r heads its client's queue) nothing can
+ * overtake it; else it is parked: 0. */
 int lane_ready(struct lanes *l, struct request *r, const void *lane);
 
 /* At the start of router_dispatch: 1 when r was parked behind the

@@ -219,12 +219,13 @@ static void blocking_read_route(struct request *r)
 
 /* A client with the family's state: its request r, whose route is rt, is
  * the family's when it is queued in MULTI, pinned by WATCH, ... (client.h).
- * A client's first restricted script gives it that state: the shared
- * connections and its node user's (userconn.h) are lanes that must not
- * overtake each other. */
+ * A client's first restricted script or first command in RESP3 gives it
+ * that state: the shared connections and its node user's (userconn.h), and
+ * those of RESP2 and RESP3, are lanes that must not overtake each other. */
 static int take(struct request *r, const struct route *rt)
 {
-    return (txstate_of(r->client) || r->as_user) && tx_dispatch(r, txclass_of(rt, r->cmd));
+    return (txstate_of(r->client) || r->as_user || request_resp(r) == RESP3) &&
+           tx_dispatch(r, txclass_of(rt, r->cmd));
 }
 
 #define TX(name, cls) { name, { .plan = ROUTE_FAMILY, .run = tx_route, .in_multi = cls } }

@@ -29,10 +29,11 @@
  *          after waits for WAIT's answer. Refused inside MULTI.
  *
  * Order. A client's requests go out on "lanes": the multiplexed connections
- * or one dedicated connection. A request whose lane is not the one the
- * client's unanswered requests are on waits ("parked", with everything the
- * client sends after it) until they are all answered, so SET k then WATCH k,
- * or BLPOP then GET, run in the order sent, as on one server.
+ * of one protocol or one dedicated connection. A request whose lane is not
+ * the one the client's unanswered requests are on waits ("parked", with
+ * everything the client sends after it) until they are all answered, so
+ * SET k then WATCH k, BLPOP then GET, or RPUSH k, HELLO 2, RPUSH k, run in
+ * the order sent, as on one server.
  */
 #ifndef TAGPROXY_TX_H
 #define TAGPROXY_TX_H

@@ -287,6 +287,58 @@ START_TEST(test_protocol_as_commands_run)
 }
 END_TEST
 
+/* The nth reply in buf[0..len) (from 0), as a string. */
+static const char *nth_reply(const char *buf, size_t len, int nth)
+{
+    size_t at = 0;
+    for (int k = 0; k < nth; k++) {
+        long one = h_resp_parse(buf + at, len - at, NULL);
+        ck_assert_int_gt(one, 0);
+        at += (size_t)one;
+    }
+    return buf + at;
+}
+
+/*
+ * A worker has a RESP2 and a RESP3 connection to each master: a command
+ * sent after HELLO changed the protocol goes out on the other one, and
+ * must not overtake the command before it, which may wait on a connection
+ * still being opened (a new proxy opens them as they are first needed).
+ * Each master in turn: one protocol's connection opened first by a GET,
+ * then, in one write, RPUSH a in the other protocol, RPUSH b back in the
+ * first, RPUSH c in the other again: the list is a, b, c as on one server.
+ */
+START_TEST(test_protocol_switch_keeps_order)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    char prefix[80], key[128], script[1024], cmd[4096], buf[8192];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(prefix, sizeof prefix, "order%s", tag);
+    for (int m = 0; m < t.nmasters; m++) {
+        const char *warm = m % 2 ? "3" : "2", *other = m % 2 ? "2" : "3";
+        h_key_on_master(&t, m, prefix, 0, key, sizeof key);
+        int fd = h_raw_connect(&p.addr);
+        H_FMT(script, sizeof script, "HELLO|%s\nGET|%s", warm, key);
+        h_raw_send(fd, cmd, build(script, cmd, sizeof cmd));
+        replies(fd, 2, buf, sizeof buf);
+        H_FMT(script, sizeof script, "HELLO|%s\nRPUSH|%s|a\nHELLO|%s\nRPUSH|%s|b\n"
+              "HELLO|%s\nRPUSH|%s|c\nLRANGE|%s|0|-1\nDEL|%s", other, key, warm, key, other,
+              key, key, key);
+        h_raw_send(fd, cmd, build(script, cmd, sizeof cmd));
+        size_t n = replies(fd, 8, buf, sizeof buf);
+        static const char abc[] = "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        ck_assert_msg(strncmp(nth_reply(buf, n, 6), abc, sizeof abc - 1) == 0,
+                      "master %d, RESP%s's connection opened first: LRANGE answered %s", m,
+                      warm, h_esc_str(nth_reply(buf, n, 6)));
+        close(fd);
+    }
+    h_proxy_stop(&p);
+}
+END_TEST
+
 /* What the proxy answers itself, where a standalone server has no answer to
  * compare with: the types redis-server's cluster mode writes. */
 START_TEST(test_local_replies)
@@ -328,6 +380,7 @@ int main(void)
     tcase_add_test(tc, test_replies_merged_and_exec);
     tcase_add_test(tc, test_pubsub_pushes);
     tcase_add_test(tc, test_protocol_as_commands_run);
+    tcase_add_test(tc, test_protocol_switch_keeps_order);
     tcase_add_test(tc, test_local_replies);
     suite_add_tcase(s, tc);
     return h_run(s);
