@@ -314,7 +314,7 @@ int client_take(struct request *r, const struct route *rt)
 
 void client_counts(const struct client *c, struct client_counts *n)
 {
-    *n = (struct client_counts){ .multi = -1 };
+    *n = (struct client_counts){ .multi = -1, .tracking_redirect = -1 };
     EACH_FAMILY(count, c, n);
 }
 

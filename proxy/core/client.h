@@ -240,6 +240,9 @@ struct client_counts {
     int blocked;                    /* a blocking command or a WAIT of its runs (tx.h) */
     int monitor;                    /* it monitors (monitor.h) */
     int tracking;                   /* client-side caching on (tracking.h) */
+    int tracking_broken;            /* its REDIRECT's client is gone */
+    long long tracking_redirect;    /* the client its invalidations go to, 0 itself,
+                                       -1 while off */
 };
 
 /*

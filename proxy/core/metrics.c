@@ -1,6 +1,7 @@
 #include "proxy/core/metrics.h"
 
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -286,6 +287,16 @@ static void prom_events(const struct metrics *m, struct evbuffer *b)
                         "tagproxy_clients_output_limit_closed_total{class=\"pubsub\"} %llu\n",
                         (unsigned long long)s->output_limit_closes[0],
                         (unsigned long long)s->output_limit_closes[1]);
+    prom_one(b, "tagproxy_tracking_invalidations_total", "counter",
+             "Keys' invalidations sent to client-side caching clients (CLIENT TRACKING).",
+             s->tracking_invalidations);
+    prom_head(b, "tagproxy_tracking_flushes_total", "counter",
+              "Times every client-side caching client was told to flush its whole cache, "
+              "by cause.");
+    for (int i = 0; i < TRACKING_FLUSH_CAUSES; i++)
+        evbuffer_add_printf(b, "tagproxy_tracking_flushes_total{cause=\"%s\"} %llu\n",
+                            stats_tracking_flush_causes[i],
+                            (unsigned long long)s->tracking_flushes[i]);
     prom_one(b, "tagproxy_auth_failures_total", "counter",
              "AUTH and HELLO AUTH refused with WRONGPASS.", s->auth_failures);
     prom_one(b, "tagproxy_dedicated_pool_full_total", "counter",
@@ -370,6 +381,12 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "node_bytes_received", s->nodes.bytes.in);
     info_line(b, "index_sync_scripts", s->index_syncs);
     info_line(b, "listing_fanouts", s->listing_fanouts);
+    info_line(b, "tracking_invalidations", s->tracking_invalidations);
+    for (int i = 0; i < TRACKING_FLUSH_CAUSES; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "tracking_flushes_%s", stats_tracking_flush_causes[i]);
+        info_line(b, name, s->tracking_flushes[i]);
+    }
     info_line(b, "round_pauses", s->round_pauses);
     info_line(b, "io_uring_workers", s->io_uring);
     info_line(b, "io_batches", s->io_batches);

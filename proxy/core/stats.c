@@ -7,6 +7,10 @@
 
 const uint64_t stats_latency_bounds_us[STATS_LATENCY_NBOUNDS] = STATS_LATENCY_BOUNDS_US;
 
+const char *const stats_tracking_flush_causes[TRACKING_FLUSH_CAUSES] = {
+    "connection", "topology", "layout", "drain", "node", "refused",
+};
+
 int stats_init(struct worker_stats *s)
 {
     command_index_init();
@@ -142,6 +146,9 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->lost_replies += stat_get(&s->lost_replies);
         sum->index_syncs += stat_get(&s->index_syncs);
         sum->listing_fanouts += stat_get(&s->listing_fanouts);
+        sum->tracking_invalidations += stat_get(&s->tracking_invalidations);
+        for (int i = 0; i < TRACKING_FLUSH_CAUSES; i++)
+            sum->tracking_flushes[i] += stat_get(&s->tracking_flushes[i]);
         sum->round_pauses += stat_get(&s->round_pauses);
         sum->io_uring += stat_get(&s->io_uring);
         sum->io_batches += stat_get(&s->io_batches);

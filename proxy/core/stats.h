@@ -66,6 +66,20 @@ struct stats_errors {
     } e[STATS_ERRORS_MAX];
 };
 
+/* Why the proxy told every tracking client to flush its cache (tracking.h),
+ * as the metrics name them (stats_tracking_flush_causes). */
+enum stats_tracking_flush {
+    TRACKING_FLUSH_CONNECTION,      /* a node connection that tracked reads closed */
+    TRACKING_FLUSH_TOPOLOGY,        /* slots moved to other masters */
+    TRACKING_FLUSH_LAYOUT,          /* the key layout changed */
+    TRACKING_FLUSH_DRAIN,           /* the proxy is draining */
+    TRACKING_FLUSH_NODE,            /* a master flushed (FLUSHALL, FLUSHDB) */
+    TRACKING_FLUSH_REFUSED,         /* a master refused to track */
+    TRACKING_FLUSH_CAUSES
+};
+
+extern const char *const stats_tracking_flush_causes[TRACKING_FLUSH_CAUSES];
+
 struct worker_stats {
     uint64_t connections;           /* clients accepted */
     uint64_t rejected_clients;      /* refused: max-clients */
@@ -88,6 +102,8 @@ struct worker_stats {
     uint64_t lost_replies;          /* "the command may have run" */
     uint64_t index_syncs;           /* index-sync scripts run (keylayout) */
     uint64_t listing_fanouts;       /* listings answered from the indexes */
+    uint64_t tracking_invalidations; /* keys' invalidations sent to tracking clients */
+    uint64_t tracking_flushes[TRACKING_FLUSH_CAUSES];  /* flush-alls, by cause */
     uint64_t round_pauses;          /* event-loop rounds followed by a pause (io.h) */
     uint64_t io_uring;              /* 1 while the worker batches socket calls (io.h) */
     uint64_t io_batches;            /* system calls that carried a batch */

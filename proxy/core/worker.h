@@ -50,7 +50,7 @@ struct worker_family {
     void (*mail)(struct worker *w, void *state);
 };
 
-#define WORKER_FAMILIES_MAX 4
+#define WORKER_FAMILIES_MAX 8
 
 /* Its id, for worker_post_family and worker_family_state. */
 int worker_family_register(const struct worker_family *f);

@@ -41,6 +41,8 @@ static void flags_of(const struct client *c, const struct client_counts *n, char
         *p++ = 'b';
     if (n->tracking)
         *p++ = 't';
+    if (n->tracking_broken)
+        *p++ = 'R';
     if (c->unix_socket)
         *p++ = 'U';
     if (p == buf)
@@ -89,9 +91,9 @@ void clientcmd_describe(const struct client *c, char *buf, size_t len)
     used = line_add(buf, len, used,
              " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
              "rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=%zu events=r cmd=%s user=%s "
-             "redir=%d resp=%d",
+             "redir=%lld resp=%d",
              client_mem_of(c), c->lastcmd ? c->lastcmd : "NULL",
-             c->user ? c->user->name : "default", n.tracking ? 0 : -1, (int)c->resp);
+             c->user ? c->user->name : "default", n.tracking_redirect, (int)c->resp);
     if (learned_find(c->worker->topo->learned, "client|setinfo", 14))
         used = line_add(buf, len, used, " lib-name=%s lib-ver=%s",
                         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");

@@ -24,6 +24,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "proxy/families/trackredir.h"
 #include "proxy/families/tracktable.h"
 #include "proxy/families/txclass.h"
 #include "proxy/families/txstate.h"
@@ -48,7 +49,19 @@ struct tracking {
     unsigned optin : 1, optout : 1, noloop : 1;
     unsigned caching : 1;           /* CLIENT CACHING YES (OPTIN) or NO (OPTOUT) for
                                        the next command or transaction */
+    unsigned broken : 1;            /* its redirect's client is gone */
+    uint64_t redirect;              /* the client its invalidations go to; 0: itself */
+    int redirect_worker;            /* that client's worker */
     TAILQ_ENTRY(tracking) link;     /* in its worker's list, while its client is */
+};
+
+/* A node connection of a worker's that tracks reads: a shared RESP3 one
+ * (its CLIENT ID on the node, 0 until known), or a shared RESP2 one whose
+ * invalidations go to the RESP3 one of its master (the id it redirects to;
+ * -1: the node refused). */
+struct track_conn {
+    struct node_conn *conn;
+    long long id;
 };
 
 /* A worker's tracking clients and the keys they read. */
@@ -58,6 +71,8 @@ struct tracking_worker {
     /* for INFO on any thread (relaxed atomics): clients with tracking on,
      * the table's keys and readers */
     long long on, keys, items;
+    struct track_conn *conns;
+    int nconns, capconns;
     uint32_t owner[16384];          /* each slot's master (its address's hash), to
                                        see a topology that moves a slot */
 };
@@ -164,30 +179,89 @@ static void invalidation_add(struct evbuffer *b, const struct worker *w, const c
     free(heap);
 }
 
-/* t's client, if it is there and speaks RESP3 (RESP2 has no pushes: Redis
- * sends such a client nothing). */
-static struct client *push_target(const struct tracking *t)
+/* t's client is told to forget key[0..len) (its own name for it; key NULL:
+ * every key): in a push to itself in RESP3 (RESP2 has no pushes: Redis
+ * sends such a client nothing), or in a message to the client it
+ * redirects to. */
+static void tell(struct worker *w, struct tracking *t, const char *key, size_t len)
 {
-    return t->on && t->client && t->client->resp == RESP3 ? t->client : NULL;
+    struct client *c = t->on ? t->client : NULL;
+    if (!c)
+        return;
+    if (t->redirect) {
+        trackredir_send(w, c->id, t->redirect, t->redirect_worker, key, len, c->resp);
+    } else if (c->resp == RESP3) {
+        struct evbuffer *b = evbuffer_new();
+        if (!b)
+            return;
+        resp_add_push(b, RESP3, 2);
+        resp_add_bulk(b, "invalidate", 10);
+        if (key) {
+            resp_add_array(b, 1);
+            resp_add_bulk(b, key, len);
+        } else {
+            resp_add_null(b, RESP3);
+        }
+        struct reply_view v = { b, NULL, evbuffer_get_length(b) };
+        client_push(c, &v, 0);
+        evbuffer_free(b);
+    } else {
+        return;
+    }
+    if (key)
+        stat_inc(&w->stats.tracking_invalidations);
 }
 
-/* The table let go of reader t for key: its client gets the invalidation. */
+/* The table let go of reader t for key (the cluster's name): its client
+ * is told, with its own name for it. */
 static void notify(void *reader, const char *key, size_t len, void *arg)
 {
-    struct client *c = push_target(reader);
-    struct evbuffer *b = c ? evbuffer_new() : NULL;
-    if (!b)
-        return;
-    invalidation_add(b, arg, key, len);
-    struct reply_view v = { b, NULL, evbuffer_get_length(b) };
-    client_push(c, &v, 0);
-    evbuffer_free(b);
+    struct worker *w = arg;
+    char buf[512], *heap;
+    size_t n;
+    const char *name = client_name(w, key, len, buf, sizeof buf, &heap, &n);
+    tell(w, reader, name ? name : key, name ? n : len);
+    free(heap);
 }
+
+/* The client `redirect` that tracking client `from` of w redirects to is
+ * gone (trackredir.h): as Redis, the redirect is broken, and the client is
+ * told so in RESP3 (in place of each invalidation). */
+static void redirect_broken(struct worker *w, uint64_t from, uint64_t redirect)
+{
+    static const char broken[] = ">2\r\n$21\r\ntracking-redir-broken\r\n";
+    struct tracking_worker *tw = tracking_worker_of(w);
+    struct tracking *t;
+    TAILQ_FOREACH(t, &tw->clients, link) {
+        struct client *c = t->client;
+        if (!c || c->id != from || !t->on || t->redirect != redirect)
+            continue;
+        t->broken = 1;
+        if (c->resp != RESP3)
+            return;
+        struct evbuffer *b = evbuffer_new();
+        if (!b)
+            return;
+        evbuffer_add(b, broken, sizeof broken - 1);
+        resp_add_integer(b, (long long)redirect);
+        struct reply_view v = { b, NULL, evbuffer_get_length(b) };
+        client_push(c, &v, 0);
+        evbuffer_free(b);
+        return;
+    }
+}
+
+/* Why a flush-all, for the log (by enum stats_tracking_flush). */
+static const char *const flush_why[TRACKING_FLUSH_CAUSES] = {
+    "a connection that tracked reads closed", "slots moved to other masters",
+    "the key layout changed", "the proxy is draining", "a master flushed its keys",
+    "a node refused to track",
+};
 
 /* Every tracking client of w forgets its whole cache (a null key), and the
  * table forgets every read: the proxy can no longer promise an
- * invalidation for them (why, logged). */
-static void flush_all(struct worker *w, const char *why)
+ * invalidation for them (cause: why, counted and logged). */
+static void flush_all(struct worker *w, enum stats_tracking_flush cause)
 {
     struct tracking_worker *tw = tracking_worker_of(w);
     struct tracking *t;
@@ -197,15 +271,11 @@ static void flush_all(struct worker *w, const char *why)
     counts_publish(tw);
     if (TAILQ_EMPTY(&tw->clients))
         return;
+    stat_inc(&w->stats.tracking_flushes[cause]);
     log_verbose("tracking", "worker %d: every tracking client's cache invalidated: %s",
-                w->id, why);
-    TAILQ_FOREACH(t, &tw->clients, link) {
-        struct client *c = push_target(t);
-        if (c) {
-            struct reply_view v = { NULL, invalidate_null, sizeof invalidate_null - 1 };
-            client_push(c, &v, 0);
-        }
-    }
+                w->id, flush_why[cause]);
+    TAILQ_FOREACH(t, &tw->clients, link)
+        tell(w, t, NULL, 0);
 }
 
 /* ---- the node connections that track ---- */
@@ -213,8 +283,30 @@ static void flush_all(struct worker *w, const char *why)
 static void tracking_push(struct node_conn *c, const struct reply_view *v,
                           const struct reply_scanner *s, void *arg);
 
+/* c's entry among w's tracking connections; made when make (NULL when out
+ * of memory or, without make, when it has none). */
+static struct track_conn *conn_entry(struct tracking_worker *tw, const struct node_conn *c,
+                                     int make)
+{
+    for (int i = 0; i < tw->nconns; i++)
+        if (tw->conns[i].conn == c)
+            return &tw->conns[i];
+    if (!make)
+        return NULL;
+    if (tw->nconns == tw->capconns) {
+        int cap = tw->capconns ? tw->capconns * 2 : 8;
+        struct track_conn *more = realloc(tw->conns, sizeof *more * (size_t)cap);
+        if (!more)
+            return NULL;
+        tw->conns = more;
+        tw->capconns = cap;
+    }
+    tw->conns[tw->nconns] = (struct track_conn){ (struct node_conn *)c, 0 };
+    return &tw->conns[tw->nconns++];
+}
+
 /* A shared connection whose CLIENT TRACKING ON the node refused: its pushes
- * are dropped, and the reads on it are invalidated as they are answered. */
+ * are dropped. */
 static void tracking_refused(struct node_conn *c, const struct reply_view *v,
                              const struct reply_scanner *s, void *arg)
 {
@@ -224,55 +316,131 @@ static void tracking_refused(struct node_conn *c, const struct reply_view *v,
     reply_view_drop(v);
 }
 
-struct tracking_on {
+/* What the proxy sends a tracking connection for itself: CLIENT TRACKING
+ * ON, CLIENT ID, a marker. */
+struct tracking_req {
     struct node_req nreq;
     struct worker *w;
+    int what;
 };
 
-static void tracking_on_reply(struct node_req *nr, const struct reply_view *v,
-                              const struct reply_scanner *s)
+enum { REQ_ON, REQ_ID, REQ_FLUSH_CONNECTION, REQ_FLUSH_REFUSED };
+
+static void flush_after(struct worker *w, struct node_conn *c, int what);
+
+static void tracking_req_reply(struct node_req *nr, const struct reply_view *v,
+                               const struct reply_scanner *s)
 {
-    struct tracking_on *on = (struct tracking_on *)nr;
+    struct tracking_req *req = (struct tracking_req *)nr;
     struct node_conn *c = nr->conn;
-    if (s->type != '+') {
-        log_warning("tracking", "node %s refused CLIENT TRACKING ON OPTIN (%s): client-side "
+    struct tracking_worker *tw = tracking_worker_of(req->w);
+    struct track_conn *e = conn_entry(tw, c, 0);
+    if (req->what == REQ_ON && s->type != '+') {
+        /* the reads sent behind it were not tracked: their clients forget
+         * everything once those are answered */
+        log_warning("tracking", "node %s refused CLIENT TRACKING ON (%s): client-side "
                     "caching reads on it are invalidated as they are answered", c->addr,
                     s->type == '-' ? s->errline : "not OK");
-        c->on_push = tracking_refused;
-        flush_all(on->w, "a node refused to track");
+        if (c->on_push == tracking_push)
+            c->on_push = tracking_refused;
+        if (e)
+            e->id = -1;
+        flush_after(req->w, c, REQ_FLUSH_REFUSED);
+    } else if (req->what == REQ_ID && s->type == ':' && e && e->id == 0) {
+        const char *b = reply_view_head(v, v->len);
+        e->id = b ? strtoll(b + s->body + 1, NULL, 10) : 0;
+    } else if (req->what == REQ_FLUSH_CONNECTION) {
+        flush_all(req->w, TRACKING_FLUSH_CONNECTION);
+    } else if (req->what == REQ_FLUSH_REFUSED) {
+        flush_all(req->w, TRACKING_FLUSH_REFUSED);
     }
     reply_view_drop(v);
-    free(on);
+    free(req);
 }
 
-static void tracking_on_fail(struct node_req *nr, int may_have_run, const char *why)
+static void tracking_req_fail(struct node_req *nr, int may_have_run, const char *why)
 {
     (void)may_have_run;
     (void)why;
     free(nr);           /* the connection is gone: conn_down flushes */
 }
 
+/* The command at bytes on c, for the proxy (what: REQ_*): 0, or -1 out of
+ * memory. */
+static int tracking_req(struct worker *w, struct node_conn *c, int what, const char *bytes,
+                        size_t len)
+{
+    struct tracking_req *req = calloc(1, sizeof *req);
+    if (!req)
+        return -1;
+    req->w = w;
+    req->what = what;
+    req->nreq.on_reply = tracking_req_reply;
+    req->nreq.on_fail = tracking_req_fail;
+    node_send(c, &req->nreq, bytes, len);
+    return 0;
+}
+
+/* Every tracking client of w forgets everything once c has answered what
+ * was sent on it so far (a read whose reply is on its way there was not
+ * tracked): a PING behind them. */
+static void flush_after(struct worker *w, struct node_conn *c, int what)
+{
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    if (tracking_req(w, c, what, ping, sizeof ping - 1) < 0)
+        flush_all(w, what == REQ_FLUSH_REFUSED ? TRACKING_FLUSH_REFUSED
+                                               : TRACKING_FLUSH_CONNECTION);
+}
+
 /* c, a shared RESP3 connection of w's, tracks the keys of the reads that
- * follow CLIENT CACHING YES on it, and pushes their invalidations: 0, or
- * -1 when it cannot (refused, out of memory). */
+ * follow CLIENT CACHING YES on it, and pushes their invalidations (and
+ * those of the RESP2 connections that redirect to it, for which its
+ * CLIENT ID is asked): 0, or -1 when it cannot (refused, out of memory). */
 static int tracking_enable(struct worker *w, struct node_conn *c)
 {
     static const char on[] = "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n"
                              "$5\r\nOPTIN\r\n";
+    static const char id[] = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
     if (c->on_push == tracking_push)
         return 0;
     if (c->on_push)
         return -1;
-    struct tracking_on *req = calloc(1, sizeof *req);
-    if (!req)
+    if (!conn_entry(tracking_worker_of(w), c, 1) || tracking_req(w, c, REQ_ON, on, sizeof on - 1) < 0)
         return -1;
-    req->w = w;
-    req->nreq.on_reply = tracking_on_reply;
-    req->nreq.on_fail = tracking_on_fail;
     c->on_push = tracking_push;
     c->push_arg = w;
     c->push_max = 0;
-    node_send(c, &req->nreq, on, sizeof on - 1);
+    tracking_req(w, c, REQ_ID, id, sizeof id - 1);
+    return 0;
+}
+
+/* c2, a shared RESP2 connection of w's to master `node`, tracks the reads
+ * that follow CLIENT CACHING YES on it, their invalidations sent to the
+ * worker's RESP3 connection to that master: 0, or -1 when it cannot yet
+ * (that connection's id not known) or at all. */
+static int redirect_enable(struct worker *w, struct node_conn *c2, int node)
+{
+    struct tracking_worker *tw = tracking_worker_of(w);
+    struct node_conn *c3 = worker_conn(w, node, RESP3);
+    if (!c3 || tracking_enable(w, c3) < 0)
+        return -1;
+    struct track_conn *e3 = conn_entry(tw, c3, 0);
+    if (!e3 || e3->id <= 0)
+        return -1;
+    long long to = e3->id;
+    struct track_conn *e2 = conn_entry(tw, c2, 1);
+    if (!e2 || e2->id < 0)
+        return -1;
+    if (e2->id == to)
+        return 0;
+    char cmd[128];
+    char n[24];
+    int nlen = snprintf(n, sizeof n, "%lld", to);
+    int len = snprintf(cmd, sizeof cmd, "*6\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n"
+                       "$8\r\nREDIRECT\r\n$%d\r\n%s\r\n$5\r\nOPTIN\r\n", nlen, n);
+    if (tracking_req(w, c2, REQ_ON, cmd, (size_t)len) < 0)
+        return -1;
+    e2->id = to;
     return 0;
 }
 
@@ -291,7 +459,7 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
         reply_iter_next(&it, &e, &el) > 0 && el == 17 && memcmp(e, "$10\r\ninvalidate\r\n", 17) == 0 &&
         reply_iter_next(&it, &keys, &el) > 0) {
         if (el == 3 && keys[0] == '_')
-            flush_all(w, "a master flushed its keys");
+            flush_all(w, TRACKING_FLUSH_NODE);
         else if (reply_iter_of(&kit, keys, el, '*') == 0)
             while (reply_iter_next(&kit, &e, &el) > 0) {
                 struct reply_head h;
@@ -314,7 +482,7 @@ static int tracks(const struct tracking *t, const struct request *r)
     const struct command *cmd = r->cmd;
     int caching = t->optin ? t->caching : t->optout ? !t->caching : 1;
     int keyed = cmd->first_key > 0 || cmd->nkeyspecs > 0;
-    return caching && request_resp(r) == RESP3 &&
+    return caching && (request_resp(r) == RESP3 || t->redirect) &&
            (((cmd->flags & CMD_READONLY) && keyed) || command_runs_script(cmd) ||
             cmd == exec_cmd);
 }
@@ -395,14 +563,26 @@ static void fallback_key(struct request *r, const char *key, size_t len, void *a
     f->nkeys++;
 }
 
-/* A read the node does not track for its client (on another connection,
+static void tell_key(struct request *r, const char *key, size_t len, void *arg)
+{
+    notify(arg, key, len, r->worker);
+}
+
+/* A read the node does not track for its client t (on another connection,
  * after ASKING, in a transaction, or out of memory): its keys' invalidation
  * right after its reply, so the client caches none of it; a null key when
- * its keys are not known here (EXEC's block). */
-static void invalidate_after(struct request *top, struct request *r)
+ * its keys are not known here (EXEC's block). Redirected, at once: the
+ * client it goes to has no order with the reply (as with Redis's REDIRECT,
+ * where a write right after the read can be told before its reply). */
+static void invalidate_after(struct request *top, struct request *r, struct tracking *t)
 {
-    struct fallback f = { evbuffer_new(), 0 };
     int block = r->block_parts || r->cmd == exec_cmd;
+    if (t->redirect) {
+        if (block || keys_each(r, tell_key, t) < 0)
+            tell(r->worker, t, NULL, 0);
+        return;
+    }
+    struct fallback f = { evbuffer_new(), 0 };
     if (!f.out)
         return;
     if (!block && keys_each(r, fallback_key, &f) < 0)
@@ -415,6 +595,7 @@ static void invalidate_after(struct request *top, struct request *r)
     }
     struct reply_view v = { f.out, NULL, evbuffer_get_length(f.out) };
     client_push_after(top->client, top, &v);
+    stat_add(&r->worker->stats.tracking_invalidations, (uint64_t)f.nkeys);
     evbuffer_free(f.out);
 }
 
@@ -434,13 +615,35 @@ static void track_key(struct request *r, const char *key, size_t len, void *arg)
         tr->failed = 1;
 }
 
-/* Whether c is one of w's shared RESP3 connections, which track. */
-static int shared_resp3(const struct worker *w, const struct node_conn *c)
+/* Whether c is one of w's shared connections, and of which protocol
+ * (RESP2, RESP3; 0 when not), to master *node. */
+static int shared_kind(const struct worker *w, const struct node_conn *c, int *node)
 {
-    for (int i = 0; i < w->topo->nnodes; i++)
+    for (int i = 0; i < w->topo->nnodes; i++) {
+        *node = i;
         if (w->conns[WORKER_CONN_RESP3][i] == c)
-            return 1;
+            return RESP3;
+        if (w->conns[WORKER_CONN_RESP2][i] == c)
+            return RESP2;
+    }
     return 0;
+}
+
+/* Whether the node can track r's keys for t on conn (turned on for conn
+ * when it is not yet). */
+static int trackable(struct tracking *t, struct request *r, struct node_conn *conn)
+{
+    int node;
+    if (r->asking || r->block_parts || r->cmd == exec_cmd)
+        return 0;
+    switch (shared_kind(r->worker, conn, &node)) {
+    case RESP3:
+        return tracking_enable(r->worker, conn) == 0;
+    case RESP2:         /* a RESP2 client's reads, redirected */
+        return t->redirect && redirect_enable(r->worker, conn, node) == 0;
+    default:
+        return 0;
+    }
 }
 
 /* A marked request (or part) goes out on conn: CLIENT CACHING YES right
@@ -453,21 +656,27 @@ static void sending(struct request *r, struct node_conn *conn)
     struct tracking *t = top->client ? tracking_of(top->client) : NULL;
     if (!t || !(top->marks & track_mark) || top->detached)
         return;     /* (a detached copy runs inside EXEC, which is invalidated whole) */
-    if (r->asking || r->block_parts || r->cmd == exec_cmd || !shared_resp3(r->worker, conn) ||
-        tracking_enable(r->worker, conn) < 0) {
-        invalidate_after(top, r);
+    if (!trackable(t, r, conn)) {
+        invalidate_after(top, r, t);
         return;
     }
     node_send_quiet(conn, 3, yes);
     struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
     if (keys_each(r, track_key, &tr) < 0 || tr.failed)
-        invalidate_after(top, r);
+        invalidate_after(top, r, t);
     counts_publish(tracking_worker_of(r->worker));
 }
 
 /* ---- on and off ---- */
 
-static int tracking_on(struct client *c, unsigned options)
+/* Where ON's invalidations go: the client redirect (0: itself), on
+ * worker. */
+struct redirect_to {
+    long long id;
+    int worker;
+};
+
+static int tracking_on(struct client *c, unsigned options, const struct redirect_to *to)
 {
     struct tracking *t = state_of(c);
     if (!t) {
@@ -485,6 +694,9 @@ static int tracking_on(struct client *c, unsigned options)
     t->optin = (options & TRACK_OPTIN) != 0;
     t->optout = (options & TRACK_OPTOUT) != 0;
     t->noloop = (options & TRACK_NOLOOP) != 0;
+    t->broken = 0;
+    t->redirect = (uint64_t)to->id;
+    t->redirect_worker = to->worker;
     return 0;
 }
 
@@ -494,14 +706,17 @@ static void tracking_off(struct client *c)
     struct tracking *t = state_of(c);
     if (t && t->on)
         on_count(c, -1);
-    if (t)
-        t->on = t->optin = t->optout = t->noloop = t->caching = 0;
+    if (t) {
+        t->on = t->optin = t->optout = t->noloop = t->caching = t->broken = 0;
+        t->redirect = 0;
+    }
 }
 
 /* The client goes: its state stays as long as the table lists it. */
 static void tracking_gone(struct client *c)
 {
     struct tracking *t = state_of(c);
+    trackredir_client_gone(c);
     if (!t)
         return;
     tracking_off(c);
@@ -516,17 +731,17 @@ void tracking_reset(struct client *c)
     tracking_off(c);
 }
 
-/* Whether the proxy has a client whose CLIENT ID is id, on any worker. */
-static int client_exists(struct proxy *p, long long id)
+/* The worker of the proxy's client whose CLIENT ID is id, or -1. */
+static int client_worker(struct proxy *p, long long id)
 {
-    int found = 0;
-    for (int i = 0; i < p->nworkers && !found; i++) {
+    int found = -1;
+    for (int i = 0; i < p->nworkers && found < 0; i++) {
         struct worker *w = &p->workers[i];
         struct client *c;
         pthread_mutex_lock(&w->clients_lock);
         TAILQ_FOREACH(c, &w->clients, link)
             if ((long long)c->id == id && c->state != CLIENT_GONE) {
-                found = 1;
+                found = i;
                 break;
             }
         pthread_mutex_unlock(&w->clients_lock);
@@ -561,17 +776,17 @@ static int prefixes_check(struct request *r, const int *at, int n)
 }
 
 /* REDIRECT's argument i: 0, or -1 with r answered as Redis answers it. */
-static int redirect_check(struct request *r, int i, long long *redir)
+static int redirect_check(struct request *r, int i, struct redirect_to *to)
 {
-    if (*redir != 0) {
+    if (to->id != 0) {
         request_fail(r, "ERR A client can only redirect to a single other client");
         return -1;
     }
-    if (request_arg_ll(r, i, redir) < 0) {
+    if (request_arg_ll(r, i, &to->id) < 0) {
         request_fail(r, "ERR value is not an integer or out of range");
         return -1;
     }
-    if (!client_exists(r->worker->proxy, *redir)) {
+    if ((to->worker = client_worker(r->worker->proxy, to->id)) < 0) {
         request_fail(r, "ERR The client ID you want redirect to does not exist");
         return -1;
     }
@@ -580,13 +795,13 @@ static int redirect_check(struct request *r, int i, long long *redir)
 
 /* CLIENT TRACKING's options, from argument 3 on, read as Redis reads them:
  * 0, or -1 with r answered. */
-static int options_parse(struct request *r, unsigned *options, int *prefix_at, int *nprefix)
+static int options_parse(struct request *r, unsigned *options, struct redirect_to *to,
+                         int *prefix_at, int *nprefix)
 {
-    long long redir = 0;
     for (int j = 3; j < r->argc; j++) {
         int more = r->argc - 1 - j > 0;
         if (more && request_arg_is(r, j, "redirect")) {
-            if (redirect_check(r, ++j, &redir) < 0)
+            if (redirect_check(r, ++j, to) < 0)
                 return -1;
             *options |= TRACK_REDIRECT;
         } else if (request_arg_is(r, j, "bcast")) {
@@ -636,19 +851,16 @@ static int on_check(struct request *r, unsigned options, const int *prefix_at, i
     return (options & TRACK_BCAST) ? prefixes_check(r, prefix_at, nprefix) : 0;
 }
 
-/* ON once its options passed Redis's checks: BCAST and REDIRECT are not
- * served yet, and say so. */
-static void turn_on(struct request *r, unsigned options)
+/* ON once its options passed Redis's checks: BCAST is not served yet, and
+ * says so. */
+static void turn_on(struct request *r, unsigned options, const struct redirect_to *to)
 {
-    if (options & (TRACK_BCAST | TRACK_REDIRECT)) {
-        request_fail(r, (options & TRACK_BCAST)
-                            ? "ERR CLIENT TRACKING BCAST is not supported through the proxy "
-                              "yet: it cannot send the broadcast invalidations"
-                            : "ERR CLIENT TRACKING REDIRECT is not supported through the proxy "
-                              "yet: it cannot send the invalidations to another client");
+    if (options & TRACK_BCAST) {
+        request_fail(r, "ERR CLIENT TRACKING BCAST is not supported through the proxy "
+                        "yet: it cannot send the broadcast invalidations");
         return;
     }
-    if (tracking_on(r->client, options) < 0) {
+    if (tracking_on(r->client, options, to) < 0) {
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
@@ -664,19 +876,20 @@ static void turn_on(struct request *r, unsigned options)
 static void cmd_tracking(struct request *r)
 {
     unsigned options = 0;
+    struct redirect_to to = { 0, -1 };
     int nprefix = 0, cap = r->argc < TRACKING_PREFIXES_MAX ? r->argc : TRACKING_PREFIXES_MAX;
     int *at = malloc(sizeof *at * (size_t)cap);
     if (!at) {
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
-    if (options_parse(r, &options, at, &nprefix) < 0) {
+    if (options_parse(r, &options, &to, at, &nprefix) < 0) {
         free(at);
         return;
     }
     if (request_arg_is(r, 2, "on")) {
         if (on_check(r, options, at, nprefix) == 0)
-            turn_on(r, options);
+            turn_on(r, options, &to);
     } else if (request_arg_is(r, 2, "off")) {
         tracking_off(r->client);
         resp_add_simple(request_out(r), "OK");
@@ -710,10 +923,15 @@ static void cmd_caching(struct request *r)
     }
 }
 
-/* No REDIRECT is served yet: 0 while on. */
+/* The client the invalidations go to while on (0: itself), else -1. */
+static long long redirect_of(const struct tracking *t)
+{
+    return t ? (long long)t->redirect : -1;
+}
+
 static void cmd_getredir(struct request *r)
 {
-    resp_add_integer(request_out(r), tracking_of(r->client) ? 0 : -1);
+    resp_add_integer(request_out(r), redirect_of(tracking_of(r->client)));
     request_finish(r);
 }
 
@@ -722,7 +940,7 @@ static void cmd_trackinginfo(struct request *r)
 {
     const struct tracking *t = tracking_of(r->client);
     struct evbuffer *out = request_out(r);
-    const char *flags[4];
+    const char *flags[8];
     int n = 0;
     flags[n++] = t ? "on" : "off";
     if (t && t->optin)
@@ -733,15 +951,17 @@ static void cmd_trackinginfo(struct request *r)
         flags[n++] = "optout";
     if (t && t->optout && t->caching)
         flags[n++] = "caching-no";
-    if (t && t->noloop && n < 4)
+    if (t && t->noloop)
         flags[n++] = "noloop";
+    if (t && t->broken)
+        flags[n++] = "broken_redirect";
     resp_add_map(out, request_resp(r), 3);
     resp_add_bulk_str(out, "flags");
     resp_add_set(out, request_resp(r), n);
     for (int i = 0; i < n; i++)
         resp_add_bulk_str(out, flags[i]);
     resp_add_bulk_str(out, "redirect");
-    resp_add_integer(out, t ? 0 : -1);
+    resp_add_integer(out, redirect_of(t));
     resp_add_bulk_str(out, "prefixes");
     resp_add_array(out, 0);
     request_finish(r);
@@ -754,6 +974,8 @@ static void count(const struct client *c, struct client_counts *n)
 {
     const struct tracking *t = state_of(c);
     n->tracking = t && t->on;
+    n->tracking_broken = t && t->on && t->broken;
+    n->tracking_redirect = redirect_of(t && t->on ? t : NULL);
 }
 
 static const struct client_family tracking_family = {
@@ -780,10 +1002,27 @@ static int worker_init(struct worker *w, void **state)
 
 static const struct worker_family tracking_worker_family = { .init = worker_init };
 
+/* A tracking connection closed: the node forgot what it tracked there. A
+ * RESP3 one's RESP2 connections redirect to a client that is gone: they
+ * are set up again, and what is tracked there told once they answered
+ * the reads on their way. */
 static void conn_down(struct worker *w, struct node_conn *c)
 {
-    if (c->on_push == tracking_push)
-        flush_all(w, "a connection that tracked reads closed");
+    struct tracking_worker *tw = tracking_worker_of(w);
+    struct track_conn *e = conn_entry(tw, c, 0);
+    if (!e)
+        return;
+    long long id = e->id;
+    int resp3 = c->on_push == tracking_push || c->on_push == tracking_refused;
+    *e = tw->conns[--tw->nconns];
+    for (int i = 0; resp3 && id > 0 && i < tw->nconns; i++) {
+        struct track_conn *e2 = &tw->conns[i];
+        if (e2->id == id && e2->conn->on_push == NULL && strcmp(e2->conn->addr, c->addr) == 0) {
+            e2->id = 0;
+            flush_after(w, e2->conn, REQ_FLUSH_CONNECTION);
+        }
+    }
+    flush_all(w, TRACKING_FLUSH_CONNECTION);
 }
 
 /* A new topology: a slot now on another master was read where its new
@@ -800,17 +1039,17 @@ static void topology_taken(struct worker *w)
         tw->owner[slot] = h;
     }
     if (moved)
-        flush_all(w, "slots moved to other masters");
+        flush_all(w, TRACKING_FLUSH_TOPOLOGY);
 }
 
 static void layout_taken(struct worker *w)
 {
-    flush_all(w, "the key layout changed");
+    flush_all(w, TRACKING_FLUSH_LAYOUT);
 }
 
 static void drain_started(struct worker *w)
 {
-    flush_all(w, "the proxy is draining");
+    flush_all(w, TRACKING_FLUSH_DRAIN);
 }
 
 static const struct worker_watch tracking_watch = {
@@ -834,6 +1073,7 @@ void tracking_register(void)
     worker_id_of = worker_family_register(&tracking_worker_family);
     worker_register_watch(&tracking_watch);
     router_register_sending(sending);
+    trackredir_register(redirect_broken);
     track_mark = request_mark_register();
     client_cmd = command_lookup("client", 6);
     multi_cmd = command_lookup("multi", 5);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "cluster/node.h"
 #include "lib/base/hash.h"
 
 /* A reader's reads of a key since it was last told: the first may have
@@ -146,10 +147,13 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, void *r
         struct reader *r = &k->readers[i];
         if (r->who != reader)
             continue;
-        if (r->conn != conn)            /* (the old connection's reads: any push tells) */
+        if (r->conn != conn) {          /* (the old connection's reads: any push tells) */
             r->first = 0;
+            r->last = pos;
+        } else if (pos > r->last) {
+            r->last = pos;
+        }
         r->conn = conn;
-        r->last = pos > r->last ? pos : r->last;
         return 0;
     }
     if (k->nreaders == k->cap) {
@@ -182,10 +186,14 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
             continue;
         }
         notify(r->who, k->key, k->len, arg);
-        if (r->conn == conn && r->last > answered) {
+        /* a read on a connection that redirects here: the two orders are
+         * not related, so its reader is told, and kept while a read of its
+         * is still in flight there */
+        uint64_t done = r->conn == conn ? answered : r->conn->nanswered;
+        if (r->last > done) {
             /* a read in flight ran after the write: it is listed again, from
              * the first place a read not yet answered can have */
-            r->first = answered + 1;
+            r->first = done + 1;
             k->readers[kept++] = *r;
             continue;
         }

@@ -13,6 +13,10 @@
  * answered before the push, and keeps it listed when its last was not (that
  * read ran after the write, and the node tracks the key again for it).
  *
+ * A read on a connection whose invalidations the node sends to another
+ * (CLIENT TRACKING REDIRECT) has no order with the push: its reader is told
+ * at once, and kept listed while a read of its is in flight.
+ *
  * A reader is the family's (a client's tracking state): the table holds a
  * reference to it through ops while it lists it. Bounded: past max keys the
  * oldest key goes, its readers handed to the evicted callback first.
@@ -50,7 +54,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, void *r
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key with a read it had answered (or that read on
  * another connection) are handed to notify, and forgotten unless a later
- * read of theirs is still on its way. */
+ * read of theirs is still on its way. Each reader's connection is open. */
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);

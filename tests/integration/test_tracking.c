@@ -19,7 +19,11 @@
  *     and CLIENT INFO show it; and a race: writers everywhere, a reader
  *     with a cache, 600 rounds, never a value the masters no longer hold
  *     once their pushes are in;
- *   - BCAST and REDIRECT are refused, saying so, where Redis answers OK.
+ *   - REDIRECT, as Redis sends it: to a RESP2 client subscribed to
+ *     __redis__:invalidate (a pub/sub message), from a RESP2 or a RESP3
+ *     tracking client, to a RESP3 client (a push), on either worker, and
+ *     "tracking-redir-broken" once the client it redirects to is gone;
+ *   - BCAST is refused, saying so, where Redis answers OK.
  */
 #include "harness.h"
 
@@ -143,15 +147,11 @@ END_TEST
 
 /* BCAST and REDIRECT: Redis answers OK; the proxy refuses them, saying
  * why, and stays as it was. */
-START_TEST(test_bcast_redirect_refused_yet)
+START_TEST(test_bcast_refused_yet)
 {
     redisContext *px = h_connect_proxy(), *rs = h_connect_node(&ref.addr);
-    static const char *const ons[] = {
-        "CLIENT TRACKING ON BCAST PREFIX a PREFIX b", "CLIENT TRACKING ON REDIRECT ID",
-    };
-    static const char *const why[] = {
-        "ERR CLIENT TRACKING BCAST is not supported", "ERR CLIENT TRACKING REDIRECT is not",
-    };
+    static const char *const ons[] = { "CLIENT TRACKING ON BCAST PREFIX a PREFIX b" };
+    static const char *const why[] = { "ERR CLIENT TRACKING BCAST is not supported" };
     for (size_t i = 0; i < sizeof ons / sizeof ons[0]; i++) {
         redisReply *r = run_words(rs, h_client_id(rs), ons[i]);
         H_EXPECT_STATUS(r, "OK");
@@ -262,7 +262,7 @@ static void write_both(redisContext *wr, redisContext *wp, const char *fmt, cons
     freeReplyObject(h_cmd(wp, fmt, key));
 }
 
-static char key_a[96], key_b[96], key_c[96], key_d[96];
+static char key_a[96], key_b[96], key_c[96], key_d[96], key_e[96];
 
 static void keys_name(void)
 {
@@ -270,6 +270,7 @@ static void keys_name(void)
     H_FMT(key_b, sizeof key_b, "trk:{%s}:b", h_prefix());
     H_FMT(key_c, sizeof key_c, "trk:{%s}:c", h_prefix());
     H_FMT(key_d, sizeof key_d, "trk:{%s}:d", h_prefix());
+    H_FMT(key_e, sizeof key_e, "trk:{%s}:e", h_prefix());
 }
 
 /* A reader's GET is remembered; another client's SET pushes its
@@ -363,6 +364,218 @@ START_TEST(test_noloop_optin_optout_as_redis)
     close(px.fd);
     redisFree(wr);
     redisFree(wp);
+}
+END_TEST
+
+/* ---------- REDIRECT ---------- */
+
+static void reader_of(struct conn3 *c, const struct h_node *p, const char *key);
+
+/* A connection without HELLO (RESP2). */
+static void conn2_open(struct conn3 *c, const struct h_node *at)
+{
+    c->fd = h_raw_connect(at);
+    c->have = 0;
+}
+
+/* c's CLIENT ID. */
+static long long conn_id(struct conn3 *c)
+{
+    char out[256];
+    send_words(c, "CLIENT ID");
+    frame(c, out, sizeof out);
+    ck_assert_msg(out[0] == ':', "CLIENT ID: %s", h_esc_str(out));
+    return atoll(out + 1);
+}
+
+/* s with every ":<id>\r\n" written ":ID\r\n" (an id differs between two
+ * servers). */
+static void id_masked(char *s, long long id)
+{
+    char num[32], *at;
+    int n = snprintf(num, sizeof num, ":%lld\r\n", id);
+    while ((at = strstr(s, num)) != NULL) {
+        memcpy(at, ":ID", 3);
+        memmove(at + 3, at + n - 2, strlen(at + n - 2) + 1);
+    }
+}
+
+/* words (with " ID" the client's id on each side) on both; n frames, the
+ * same but for that id. */
+static void both_id(struct conn3 *rs, long long rid, struct conn3 *px, long long pid,
+                    const char *words, int n)
+{
+    char a[8192], b[8192], wa[512], wb[512];
+    if (words) {
+        const char *at = strstr(words, " ID");
+        snprintf(wa, sizeof wa, "%s", words);
+        snprintf(wb, sizeof wb, "%s", words);
+        if (at) {
+            snprintf(wa, sizeof wa, "%.*s %lld%s", (int)(at - words), words, rid, at + 3);
+            snprintf(wb, sizeof wb, "%.*s %lld%s", (int)(at - words), words, pid, at + 3);
+        }
+        send_words(rs, wa);
+        send_words(px, wb);
+    }
+    for (int i = 0; i < n; i++) {
+        frame(rs, a, sizeof a);
+        frame(px, b, sizeof b);
+        id_masked(a, rid);
+        id_masked(b, pid);
+        ck_assert_msg(strcmp(a, b) == 0, "%s, frame %d\nredis-server: %s\nproxy:        %s",
+                      words ? words : "(pushed)", i + 1, h_esc_str(a), h_esc_str(b));
+    }
+}
+
+/* A RESP2 tracking client redirects to a RESP2 client subscribed to
+ * __redis__:invalidate: its reads' invalidations come there as pub/sub
+ * messages, and only those (a PING after each read answers first: the
+ * master tracks the read, the proxy does not invalidate it at once);
+ * GETREDIR and TRACKINGINFO name the client; then a RESP3 tracking client
+ * redirects to the same one. (A RESP3 reader of the key first: the
+ * worker's RESP3 connection to its master, where the RESP2 one redirects,
+ * is set up.) */
+START_TEST(test_redirect_resp2_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 rs_sub, px_sub, rs_trk, px_trk;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char get[256];
+    keys_name();
+    H_FMT(get, sizeof get, "GET %s", key_e);
+    conn2_open(&rs_sub, &ref.addr);
+    conn2_open(&px_sub, &proxy);
+    long long rid = conn_id(&rs_sub), pid = conn_id(&px_sub);
+    both(&rs_sub, &px_sub, "SUBSCRIBE __redis__:invalidate", 1);
+    struct conn3 warm;
+    reader_of(&warm, &proxy, key_e);
+    close(warm.fd);
+    for (int resp3 = 0; resp3 < 2; resp3++) {
+        if (resp3) {
+            conn3_open(&rs_trk, &ref.addr);
+            conn3_open(&px_trk, &proxy);
+        } else {
+            conn2_open(&rs_trk, &ref.addr);
+            conn2_open(&px_trk, &proxy);
+        }
+        both(&rs_trk, &px_trk, "CLIENT GETREDIR", 1);
+        both_id(&rs_trk, rid, &px_trk, pid, "CLIENT TRACKING ON REDIRECT ID", 1);
+        both_id(&rs_trk, rid, &px_trk, pid, "CLIENT GETREDIR", 1);
+        both_id(&rs_trk, rid, &px_trk, pid, "CLIENT TRACKINGINFO", 1);
+        write_both(wr, wp, "SET %s one", key_e);
+        both(&rs_trk, &px_trk, get, 1);
+        both(&rs_sub, &px_sub, "PING", 1);
+        write_both(wr, wp, "SET %s two", key_e);
+        both(&rs_sub, &px_sub, NULL, 1);        /* message __redis__:invalidate [key] */
+        both(&rs_trk, &px_trk, get, 1);
+        both(&rs_sub, &px_sub, "PING", 1);
+        write_both(wr, wp, "DEL %s", key_e);
+        both(&rs_sub, &px_sub, NULL, 1);
+        both(&rs_trk, &px_trk, "CLIENT TRACKING OFF", 1);
+        both(&rs_trk, &px_trk, "CLIENT GETREDIR", 1);
+        close(rs_trk.fd);
+        close(px_trk.fd);
+    }
+    close(rs_sub.fd);
+    close(px_sub.fd);
+    redisFree(wr);
+    redisFree(wp);
+}
+END_TEST
+
+/* The client it redirects to is gone: each invalidation becomes a
+ * "tracking-redir-broken" push to the tracking client (RESP3), and
+ * TRACKINGINFO says broken_redirect, as Redis's. */
+START_TEST(test_redirect_broken_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 rs_to, px_to, rs_trk, px_trk;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char get[256];
+    keys_name();
+    H_FMT(get, sizeof get, "GET %s", key_e);
+    conn3_open(&rs_to, &ref.addr);
+    conn3_open(&px_to, &proxy);
+    long long rid = conn_id(&rs_to), pid = conn_id(&px_to);
+    conn3_open(&rs_trk, &ref.addr);
+    conn3_open(&px_trk, &proxy);
+    both_id(&rs_trk, rid, &px_trk, pid, "CLIENT TRACKING ON REDIRECT ID", 1);
+    both(&rs_trk, &px_trk, get, 1);
+    write_both(wr, wp, "SET %s one", key_e);
+    both(&rs_to, &px_to, NULL, 1);              /* >2 invalidate [key], to the RESP3 client */
+    both(&rs_trk, &px_trk, get, 1);
+    close(rs_to.fd);
+    close(px_to.fd);
+    char listed[64];
+    H_FMT(listed, sizeof listed, "CLIENT LIST ID %lld", pid);
+    for (int i = 0; i < 500; i++) {             /* until the proxy has seen it go */
+        redisReply *r = h_cmd(wp, listed);
+        int gone = r->type == REDIS_REPLY_STRING && !strstr(r->str, "id=");
+        freeReplyObject(r);
+        if (gone)
+            break;
+        h_sleep_ms(10);
+    }
+    write_both(wr, wp, "SET %s two", key_e);
+    both_id(&rs_trk, rid, &px_trk, pid, NULL, 1);   /* >2 tracking-redir-broken :ID */
+    both_id(&rs_trk, rid, &px_trk, pid, "CLIENT TRACKINGINFO", 1);
+    char info[4096], want[64];
+    H_FMT(want, sizeof want, " redir=%lld ", pid);
+    send_words(&px_trk, "CLIENT INFO");
+    frame(&px_trk, info, sizeof info);
+    ck_assert_msg(strstr(info, " flags=tR ") && strstr(info, want), "%s", h_esc_str(info));
+    both(&rs_trk, &px_trk, "CLIENT TRACKING OFF", 1);
+    close(rs_trk.fd);
+    close(px_trk.fd);
+    redisFree(wr);
+    redisFree(wp);
+}
+END_TEST
+
+/* Through a proxy of two workers, the client a reader redirects to is on
+ * either worker: its pushes reach it; and a lost tracking connection
+ * tells it to flush everything, in the tracking client's protocol's null,
+ * as Redis's FLUSHALL does. */
+START_TEST(test_redirect_across_workers)
+{
+    const char *args[] = { "--threads", "2", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    char out[4096], want[256], cmd[256], key[96];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:across", h_prefix());
+    redisContext *w = h_connect_extra(&p);
+    for (int pair = 0; pair < 2; pair++) {      /* round robin: the two on one worker, then two */
+        struct conn3 to, trk;
+        conn2_open(&to, &p.addr);
+        if (pair)
+            conn2_open(&trk, &p.addr);
+        long long id = conn_id(&to);
+        send_words(&to, "SUBSCRIBE __redis__:invalidate");
+        frame(&to, out, sizeof out);
+        if (!pair)
+            conn2_open(&trk, &p.addr);
+        H_FMT(cmd, sizeof cmd, "CLIENT TRACKING ON REDIRECT %lld", id);
+        send_words(&trk, cmd);
+        frame(&trk, out, sizeof out);
+        ck_assert_str_eq(out, "+OK\r\n");
+        H_FMT(cmd, sizeof cmd, "GET %s", key);
+        for (int i = 0; i < 2; i++) {   /* the first read may be told at once: not yet set up */
+            send_words(&trk, cmd);
+            frame(&trk, out, sizeof out);
+            freeReplyObject(h_cmd(w, "SET %s v%d", key, i));
+            frame(&to, out, sizeof out);
+        }
+        H_FMT(want, sizeof want, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
+              "*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+        ck_assert_str_eq(out, want);
+        close(to.fd);
+        close(trk.fd);
+    }
+    freeReplyObject(h_cmd(w, "DEL %s", key));
+    redisFree(w);
+    h_proxy_stop(&p);
 }
 END_TEST
 
@@ -481,26 +694,19 @@ START_TEST(test_table_bound_invalidates_oldest)
         }
     }
     ck_assert_int_eq(pushes, 1);
+    redisContext *o = h_connect_extra(&p);
+    ck_assert_int_eq(h_info_field(o, "tracking_invalidations"), 1);
+    redisFree(o);
     close(c.fd);
     h_proxy_stop(&p);
 }
 END_TEST
 
-/* The master closes the worker's tracking connection (CLIENT KILL of the
- * connection its CLIENT LIST flags t): every tracking client gets a null
- * key. */
-START_TEST(test_lost_connection_invalidates_all)
+/* key's master closes the connections that track there (those its CLIENT
+ * LIST flags t). */
+static void kill_tracking_conns(const struct h_topo *t, const char *key)
 {
-    const char *args[] = { "--threads", "1", NULL };
-    struct h_proxy p;
-    struct h_topo t;
-    struct conn3 c;
-    char key[96], out[4096];
-    h_topo_load(&t);
-    h_proxy_start(&p, args);
-    H_FMT(key, sizeof key, "trk:{%s}:lost", h_prefix());
-    reader_of(&c, &p.addr, key);
-    redisContext *m = h_connect_owner(&t, key);
+    redisContext *m = h_connect_owner(t, key);
     redisReply *r = h_cmd(m, "CLIENT LIST");
     H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
     int killed = 0;
@@ -514,10 +720,75 @@ START_TEST(test_lost_connection_invalidates_all)
     }
     freeReplyObject(r);
     ck_assert_msg(killed > 0, "no connection with flags=t on the key's master");
+    redisFree(m);
+}
+
+/* The master closes the worker's tracking connection: every tracking
+ * client gets a null key. */
+START_TEST(test_lost_connection_invalidates_all)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 c;
+    char key[96], out[4096];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:lost", h_prefix());
+    reader_of(&c, &p.addr, key);
+    kill_tracking_conns(&t, key);
     frame(&c, out, sizeof out);
     ck_assert_str_eq(out, null_push);
-    redisFree(m);
+    redisContext *o = h_connect_extra(&p);      /* counted, by cause */
+    ck_assert_int_ge(h_info_field(o, "tracking_flushes_connection"), 1);
+    ck_assert_int_eq(h_info_field(o, "tracking_flushes_layout"), 0);
+    redisFree(o);
     close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* "Every key" to a RESP2 client a RESP2 reader redirects to: a lost
+ * tracking connection through the proxy, FLUSHALL on one redis-server,
+ * the same message (a null in the reader's protocol). */
+START_TEST(test_redirect_flush_as_redis)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 sub[2], trk[2], warm;
+    char key[96], cmd[256], out[2][4096];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:flush", h_prefix());
+    reader_of(&warm, &p.addr, key);             /* the RESP3 connection, set up */
+    const struct h_node *at[2] = { &ref.addr, &p.addr };
+    for (int i = 0; i < 2; i++) {
+        conn2_open(&sub[i], at[i]);
+        long long id = conn_id(&sub[i]);
+        send_words(&sub[i], "SUBSCRIBE __redis__:invalidate");
+        frame(&sub[i], out[i], sizeof out[i]);
+        conn2_open(&trk[i], at[i]);
+        H_FMT(cmd, sizeof cmd, "CLIENT TRACKING ON REDIRECT %lld", id);
+        send_words(&trk[i], cmd);
+        frame(&trk[i], out[i], sizeof out[i]);
+        ck_assert_str_eq(out[i], "+OK\r\n");
+        H_FMT(cmd, sizeof cmd, "GET %s", key);
+        send_words(&trk[i], cmd);
+        frame(&trk[i], out[i], sizeof out[i]);
+    }
+    send_words(&trk[0], "FLUSHALL");
+    frame(&trk[0], out[0], sizeof out[0]);
+    kill_tracking_conns(&t, key);
+    for (int i = 0; i < 2; i++)
+        frame(&sub[i], out[i], sizeof out[i]);
+    ck_assert_msg(strcmp(out[0], out[1]) == 0, "redis-server: %s\nproxy:        %s",
+                  h_esc_str(out[0]), h_esc_str(out[1]));
+    for (int i = 0; i < 2; i++) {
+        close(sub[i].fd);
+        close(trk[i].fd);
+    }
+    close(warm.fd);
     h_proxy_stop(&p);
 }
 END_TEST
@@ -760,14 +1031,18 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_options_as_redis);
     tcase_add_test(tc, test_trackinginfo_resp3);
-    tcase_add_test(tc, test_bcast_redirect_refused_yet);
+    tcase_add_test(tc, test_bcast_refused_yet);
     tcase_add_test(tc, test_default_mode_as_redis);
     tcase_add_test(tc, test_noloop_optin_optout_as_redis);
+    tcase_add_test(tc, test_redirect_resp2_as_redis);
+    tcase_add_test(tc, test_redirect_broken_as_redis);
+    tcase_add_test(tc, test_redirect_across_workers);
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_invalidated_after);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
+    tcase_add_test(tc, test_redirect_flush_as_redis);
     tcase_add_test(tc, test_drain_invalidates_all);
     tcase_add_test(tc, test_moved_slot_invalidates_all);
     tcase_add_test(tc, test_race_no_stale_value);
