@@ -241,6 +241,7 @@ struct client_counts {
     int monitor;                    /* it monitors (monitor.h) */
     int tracking;                   /* client-side caching on (tracking.h) */
     int tracking_broken;            /* its REDIRECT's client is gone */
+    int tracking_bcast;             /* in BCAST mode */
     long long tracking_redirect;    /* the client its invalidations go to, 0 itself,
                                        -1 while off */
 };

@@ -8,7 +8,7 @@
 const uint64_t stats_latency_bounds_us[STATS_LATENCY_NBOUNDS] = STATS_LATENCY_BOUNDS_US;
 
 const char *const stats_tracking_flush_causes[TRACKING_FLUSH_CAUSES] = {
-    "connection", "topology", "layout", "drain", "node", "refused",
+    "connection", "topology", "layout", "drain", "node", "refused", "mode",
 };
 
 int stats_init(struct worker_stats *s)

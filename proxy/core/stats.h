@@ -75,6 +75,7 @@ enum stats_tracking_flush {
     TRACKING_FLUSH_DRAIN,           /* the proxy is draining */
     TRACKING_FLUSH_NODE,            /* a master flushed (FLUSHALL, FLUSHDB) */
     TRACKING_FLUSH_REFUSED,         /* a master refused to track */
+    TRACKING_FLUSH_MODE,            /* a connection left BCAST mode (tracking.h) */
     TRACKING_FLUSH_CAUSES
 };
 

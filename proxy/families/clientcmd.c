@@ -43,6 +43,8 @@ static void flags_of(const struct client *c, const struct client_counts *n, char
         *p++ = 't';
     if (n->tracking_broken)
         *p++ = 'R';
+    if (n->tracking_bcast)
+        *p++ = 'B';
     if (c->unix_socket)
         *p++ = 'U';
     if (p == buf)

@@ -415,8 +415,8 @@ static void section_clients(struct info *in)
         }
         pthread_mutex_unlock(&w->clients_lock);
     }
-    long long tracking, keys, items;
-    tracking_totals(in->p, &tracking, &keys, &items);
+    long long tracking, keys, items, prefixes;
+    tracking_totals(in->p, &tracking, &keys, &items, &prefixes);
     evbuffer_add_printf(in->t,
         "connected_clients:%lld\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
@@ -495,8 +495,8 @@ static void section_memory(struct info *in)
 
 static void section_stats(struct info *in)
 {
-    long long tracking, keys, items;
-    tracking_totals(in->p, &tracking, &keys, &items);
+    long long tracking, keys, items, prefixes;
+    tracking_totals(in->p, &tracking, &keys, &items, &prefixes);
     const struct worker_stats *s = &in->m.sum;
     pthread_mutex_lock(&base_lock);
     rates_update(s);
@@ -507,7 +507,7 @@ static void section_stats(struct info *in)
         "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
         "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
         "instantaneous_output_kbps:%.2f\r\nrejected_connections:%llu\r\nevicted_clients:%llu\r\n"
-        "tracking_total_keys:%lld\r\ntracking_total_items:%lld\r\ntracking_total_prefixes:0\r\n"
+        "tracking_total_keys:%lld\r\ntracking_total_items:%lld\r\ntracking_total_prefixes:%lld\r\n"
         "unexpected_error_replies:0\r\ntotal_error_replies:%llu\r\n"
         "total_reads_processed:0\r\ntotal_writes_processed:0\r\n"
         "io_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\n"
@@ -523,7 +523,8 @@ static void section_stats(struct info *in)
         (unsigned long long)s->connections, (unsigned long long)s->commands, ops,
         (unsigned long long)s->clients.in, (unsigned long long)s->clients.out, in_kbps,
         out_kbps, (unsigned long long)s->rejected_clients,
-        (unsigned long long)s->evicted_clients, keys, items, (unsigned long long)s->errors->total,
+        (unsigned long long)s->evicted_clients, keys, items, prefixes,
+        (unsigned long long)s->errors->total,
         (unsigned long long)s->auth_failures, (unsigned long long)s->acl_denied_cmd,
         (unsigned long long)s->acl_denied_key, (unsigned long long)s->acl_denied_channel,
         (unsigned long long)s->query_limit_closes,

@@ -24,6 +24,7 @@
 #include "proxy/core/route.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
+#include "proxy/families/trackprefix.h"
 #include "proxy/families/trackredir.h"
 #include "proxy/families/tracktable.h"
 #include "proxy/families/txclass.h"
@@ -50,6 +51,8 @@ struct tracking {
     unsigned caching : 1;           /* CLIENT CACHING YES (OPTIN) or NO (OPTOUT) for
                                        the next command or transaction */
     unsigned broken : 1;            /* its redirect's client is gone */
+    unsigned bcast : 1;             /* BCAST: told of every key of its prefixes */
+    struct track_prefixes prefixes; /* in BCAST mode ("" when it gave none) */
     uint64_t redirect;              /* the client its invalidations go to; 0: itself */
     int redirect_worker;            /* that client's worker */
     TAILQ_ENTRY(tracking) link;     /* in its worker's list, while its client is */
@@ -62,6 +65,8 @@ struct tracking {
 struct track_conn {
     struct node_conn *conn;
     long long id;
+    unsigned bcast : 1;             /* RESP3: asked to track in BCAST mode (every key) */
+    unsigned bcast_on : 1;          /* and the node answered it does */
 };
 
 /* A worker's tracking clients and the keys they read. */
@@ -70,7 +75,8 @@ struct tracking_worker {
     TAILQ_HEAD(, tracking) clients;
     /* for INFO on any thread (relaxed atomics): clients with tracking on,
      * the table's keys and readers */
-    long long on, keys, items;
+    long long on, keys, items, prefixes;
+    int nbcast;                     /* its clients in BCAST mode */
     struct track_conn *conns;
     int nconns, capconns;
     uint32_t owner[16384];          /* each slot's master (its address's hash), to
@@ -114,9 +120,9 @@ static void on_count(struct client *c, int delta)
 }
 
 void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
-                     long long *items)
+                     long long *items, long long *prefixes)
 {
-    *clients = *keys = *items = 0;
+    *clients = *keys = *items = *prefixes = 0;
     for (int i = 0; i < p->nworkers; i++) {
         const struct tracking_worker *tw = tracking_worker_of(&p->workers[i]);
         if (!tw)
@@ -124,6 +130,7 @@ void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
         *clients += __atomic_load_n(&tw->on, __ATOMIC_RELAXED);
         *keys += __atomic_load_n(&tw->keys, __ATOMIC_RELAXED);
         *items += __atomic_load_n(&tw->items, __ATOMIC_RELAXED);
+        *prefixes += __atomic_load_n(&tw->prefixes, __ATOMIC_RELAXED);
     }
 }
 
@@ -135,8 +142,10 @@ static void reader_hold(void *reader)
 static void reader_drop(void *reader)
 {
     struct tracking *t = reader;
-    if (--t->refs == 0)
+    if (--t->refs == 0) {
+        track_prefixes_clear(&t->prefixes);
         free(t);
+    }
 }
 
 static const struct track_reader_ops reader_ops = { reader_hold, reader_drop };
@@ -179,37 +188,60 @@ static void invalidation_add(struct evbuffer *b, const struct worker *w, const c
     free(heap);
 }
 
-/* t's client is told to forget key[0..len) (its own name for it; key NULL:
- * every key): in a push to itself in RESP3 (RESP2 has no pushes: Redis
- * sends such a client nothing), or in a message to the client it
- * redirects to. */
-static void tell(struct worker *w, struct tracking *t, const char *key, size_t len)
+/* t's client is told to forget keys[0..len) (nkeys names in a RESP array,
+ * or a null: every key): in a push to itself in RESP3 (RESP2 has no
+ * pushes: Redis sends such a client nothing), or in a message to the
+ * client it redirects to. tell: of key[0..len), its own name for it (NULL:
+ * every key). */
+static void tell_keys(struct worker *w, struct tracking *t, const char *keys, size_t len,
+                      int nkeys)
 {
     struct client *c = t->on ? t->client : NULL;
     if (!c)
         return;
     if (t->redirect) {
-        trackredir_send(w, c->id, t->redirect, t->redirect_worker, key, len, c->resp);
+        trackredir_send(w, c->id, t->redirect, t->redirect_worker, keys, len);
     } else if (c->resp == RESP3) {
         struct evbuffer *b = evbuffer_new();
         if (!b)
             return;
         resp_add_push(b, RESP3, 2);
         resp_add_bulk(b, "invalidate", 10);
-        if (key) {
-            resp_add_array(b, 1);
-            resp_add_bulk(b, key, len);
-        } else {
-            resp_add_null(b, RESP3);
-        }
+        evbuffer_add(b, keys, len);
         struct reply_view v = { b, NULL, evbuffer_get_length(b) };
         client_push(c, &v, 0);
         evbuffer_free(b);
     } else {
         return;
     }
-    if (key)
-        stat_inc(&w->stats.tracking_invalidations);
+    stat_add(&w->stats.tracking_invalidations, (uint64_t)nkeys);
+}
+
+static void tell(struct worker *w, struct tracking *t, const char *key, size_t len)
+{
+    char buf[600];
+    if (!key) {         /* the null of the tracking client's protocol, as Redis writes it */
+        int resp3 = t->client && t->client->resp == RESP3;
+        tell_keys(w, t, resp3 ? "_\r\n" : "$-1\r\n", resp3 ? 3 : 5, 0);
+        return;
+    }
+    int head = snprintf(buf, sizeof buf, "*1\r\n$%zu\r\n", len);
+    if (len + (size_t)head + 2 <= sizeof buf) {
+        memcpy(buf + head, key, len);
+        memcpy(buf + head + len, "\r\n", 2);
+        tell_keys(w, t, buf, (size_t)head + len + 2, 1);
+        return;
+    }
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return;
+    resp_add_array(b, 1);
+    resp_add_bulk(b, key, len);
+    size_t n = evbuffer_get_length(b);
+    const char *p = (const char *)evbuffer_pullup(b, -1);
+    if (p)
+        tell_keys(w, t, p, n, 1);
+    evbuffer_free(b);
 }
 
 /* The table let go of reader t for key (the cluster's name): its client
@@ -255,7 +287,7 @@ static void redirect_broken(struct worker *w, uint64_t from, uint64_t redirect)
 static const char *const flush_why[TRACKING_FLUSH_CAUSES] = {
     "a connection that tracked reads closed", "slots moved to other masters",
     "the key layout changed", "the proxy is draining", "a master flushed its keys",
-    "a node refused to track",
+    "a node refused to track", "a connection left BCAST mode",
 };
 
 /* Every tracking client of w forgets its whole cache (a null key), and the
@@ -301,7 +333,7 @@ static struct track_conn *conn_entry(struct tracking_worker *tw, const struct no
         tw->conns = more;
         tw->capconns = cap;
     }
-    tw->conns[tw->nconns] = (struct track_conn){ (struct node_conn *)c, 0 };
+    tw->conns[tw->nconns] = (struct track_conn){ .conn = (struct node_conn *)c };
     return &tw->conns[tw->nconns++];
 }
 
@@ -324,7 +356,7 @@ struct tracking_req {
     int what;
 };
 
-enum { REQ_ON, REQ_ID, REQ_FLUSH_CONNECTION, REQ_FLUSH_REFUSED };
+enum { REQ_ON, REQ_MODE, REQ_ID, REQ_FLUSH_CONNECTION, REQ_FLUSH_REFUSED, REQ_FLUSH_MODE };
 
 static void flush_after(struct worker *w, struct node_conn *c, int what);
 
@@ -335,20 +367,29 @@ static void tracking_req_reply(struct node_req *nr, const struct reply_view *v,
     struct node_conn *c = nr->conn;
     struct tracking_worker *tw = tracking_worker_of(req->w);
     struct track_conn *e = conn_entry(tw, c, 0);
-    if (req->what == REQ_ON && s->type != '+') {
+    static const char switched[] = "*2\r\n+OK\r\n+OK\r\n";
+    const char *b = reply_view_head(v, v->len);
+    int ok = req->what == REQ_ON ? s->type == '+'
+           : req->what == REQ_MODE ? b && v->len == sizeof switched - 1 &&
+                                     memcmp(b, switched, v->len) == 0
+           : 1;
+    if (!ok) {
         /* the reads sent behind it were not tracked: their clients forget
          * everything once those are answered */
         log_warning("tracking", "node %s refused CLIENT TRACKING ON (%s): client-side "
                     "caching reads on it are invalidated as they are answered", c->addr,
-                    s->type == '-' ? s->errline : "not OK");
+                    s->type == '-' ? s->errline : "not as asked");
         if (c->on_push == tracking_push)
             c->on_push = tracking_refused;
         if (e)
             e->id = -1;
         flush_after(req->w, c, REQ_FLUSH_REFUSED);
+    } else if ((req->what == REQ_ON || req->what == REQ_MODE) && e) {
+        e->bcast_on = e->bcast;
     } else if (req->what == REQ_ID && s->type == ':' && e && e->id == 0) {
-        const char *b = reply_view_head(v, v->len);
         e->id = b ? strtoll(b + s->body + 1, NULL, 10) : 0;
+    } else if (req->what == REQ_FLUSH_MODE) {
+        flush_all(req->w, TRACKING_FLUSH_MODE);
     } else if (req->what == REQ_FLUSH_CONNECTION) {
         flush_all(req->w, TRACKING_FLUSH_CONNECTION);
     } else if (req->what == REQ_FLUSH_REFUSED) {
@@ -389,23 +430,31 @@ static void flush_after(struct worker *w, struct node_conn *c, int what)
     static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     if (tracking_req(w, c, what, ping, sizeof ping - 1) < 0)
         flush_all(w, what == REQ_FLUSH_REFUSED ? TRACKING_FLUSH_REFUSED
-                                               : TRACKING_FLUSH_CONNECTION);
+                     : what == REQ_FLUSH_MODE ? TRACKING_FLUSH_MODE : TRACKING_FLUSH_CONNECTION);
 }
 
+#define TRACKING_ON_OPTIN "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n$5\r\nOPTIN\r\n"
+#define TRACKING_ON_BCAST "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n$5\r\nBCAST\r\n"
+
 /* c, a shared RESP3 connection of w's, tracks the keys of the reads that
- * follow CLIENT CACHING YES on it, and pushes their invalidations (and
+ * follow CLIENT CACHING YES on it (OPTIN), or every key (BCAST, while a
+ * client of w is in BCAST mode), and pushes their invalidations (and
  * those of the RESP2 connections that redirect to it, for which its
  * CLIENT ID is asked): 0, or -1 when it cannot (refused, out of memory). */
 static int tracking_enable(struct worker *w, struct node_conn *c)
 {
-    static const char on[] = "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n"
-                             "$5\r\nOPTIN\r\n";
+    static const char optin[] = TRACKING_ON_OPTIN, bcast[] = TRACKING_ON_BCAST;
     static const char id[] = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
+    struct tracking_worker *tw = tracking_worker_of(w);
     if (c->on_push == tracking_push)
         return 0;
     if (c->on_push)
         return -1;
-    if (!conn_entry(tracking_worker_of(w), c, 1) || tracking_req(w, c, REQ_ON, on, sizeof on - 1) < 0)
+    struct track_conn *e = conn_entry(tw, c, 1);
+    if (!e)
+        return -1;
+    e->bcast = tw->nbcast > 0;
+    if (tracking_req(w, c, REQ_ON, e->bcast ? bcast : optin, sizeof optin - 1) < 0)
         return -1;
     c->on_push = tracking_push;
     c->push_arg = w;
@@ -414,18 +463,60 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
     return 0;
 }
 
+/* c (a RESP3 tracking connection, e its entry) tracks in BCAST mode while
+ * a client of w is in BCAST mode, else in OPTIN mode: switched in a
+ * transaction, so that no write runs between OFF and ON. Leaving BCAST,
+ * the node forgets the reads it did not need CLIENT CACHING YES for:
+ * every cache is flushed once those are answered. */
+static void mode_follow(struct worker *w, struct node_conn *c, struct track_conn *e)
+{
+    static const char *multi[] = { "MULTI" }, *off[] = { "CLIENT", "TRACKING", "OFF" };
+    static const char *to_bcast[] = { "CLIENT", "TRACKING", "ON", "BCAST" };
+    static const char *to_optin[] = { "CLIENT", "TRACKING", "ON", "OPTIN" };
+    static const char exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    int want = tracking_worker_of(w)->nbcast > 0;
+    if (!e || e->bcast == want || c->on_push != tracking_push)
+        return;
+    node_send_quiet(c, 1, multi);
+    node_send_quiet(c, 3, off);
+    node_send_quiet(c, 4, want ? to_bcast : to_optin);
+    tracking_req(w, c, REQ_MODE, exec, sizeof exec - 1);
+    e->bcast = want;
+    e->bcast_on = 0;
+    if (!want)
+        flush_after(w, c, REQ_FLUSH_MODE);
+}
+
+/* Every RESP3 tracking connection of w follows its clients' mode (its
+ * last client in BCAST mode left, or a first came); with a client in BCAST
+ * mode, every master's tracks for w, so that each write reaches it (made
+ * now, where w has no connection to a master yet). */
+static void modes_follow(struct worker *w)
+{
+    struct tracking_worker *tw = tracking_worker_of(w);
+    for (int node = 0; tw->nbcast > 0 && node < w->topo->nnodes; node++) {
+        struct node_conn *c = worker_conn(w, node, RESP3);
+        if (c)
+            tracking_enable(w, c);
+    }
+    for (int i = 0; i < tw->nconns; i++)
+        mode_follow(w, tw->conns[i].conn, &tw->conns[i]);
+}
+
 /* c2, a shared RESP2 connection of w's to master `node`, tracks the reads
  * that follow CLIENT CACHING YES on it, their invalidations sent to the
- * worker's RESP3 connection to that master: 0, or -1 when it cannot yet
- * (that connection's id not known) or at all. */
-static int redirect_enable(struct worker *w, struct node_conn *c2, int node)
+ * worker's RESP3 connection to that master (for bcast: which the node
+ * answered it tracks every key): 0, or -1 when it cannot yet (that
+ * connection's id not known) or at all. */
+static int redirect_enable(struct worker *w, struct node_conn *c2, int node, int bcast)
 {
     struct tracking_worker *tw = tracking_worker_of(w);
     struct node_conn *c3 = worker_conn(w, node, RESP3);
     if (!c3 || tracking_enable(w, c3) < 0)
         return -1;
     struct track_conn *e3 = conn_entry(tw, c3, 0);
-    if (!e3 || e3->id <= 0)
+    mode_follow(w, c3, e3);
+    if (!e3 || e3->id <= 0 || (bcast && !e3->bcast_on))
         return -1;
     long long to = e3->id;
     struct track_conn *e2 = conn_entry(tw, c2, 1);
@@ -444,6 +535,98 @@ static int redirect_enable(struct worker *w, struct node_conn *c2, int node)
     return 0;
 }
 
+/* The names a push's keys have for the clients (a key layout's legacy
+ * names), one after the other in a buffer. */
+struct push_names {
+    char *bytes;
+    size_t used, cap;
+    size_t *at, *len;
+    int n;
+};
+
+static int names_add(struct push_names *pn, const char *s, size_t len)
+{
+    if (pn->used + len > pn->cap) {
+        size_t cap = (pn->used + len) * 2;
+        char *more = realloc(pn->bytes, cap);
+        if (!more)
+            return -1;
+        pn->bytes = more;
+        pn->cap = cap;
+    }
+    memcpy(pn->bytes + pn->used, s, len);
+    pn->at[pn->n] = pn->used;
+    pn->len[pn->n++] = len;
+    pn->used += len;
+    return 0;
+}
+
+/* Each client in BCAST mode, for each of its prefixes that some of the
+ * names match, is told of those (as Redis sends each prefix's keys). */
+static void bcast_tell(struct worker *w, const struct push_names *pn)
+{
+    struct tracking_worker *tw = tracking_worker_of(w);
+    struct evbuffer *b = evbuffer_new();
+    struct tracking *t;
+    if (!b)
+        return;
+    TAILQ_FOREACH(t, &tw->clients, link) {
+        for (int p = 0; t->on && t->bcast && p < t->prefixes.n; p++) {
+            int count = 0;
+            for (int i = 0; i < pn->n; i++)
+                count += track_prefix_matches(&t->prefixes.v[p], pn->bytes + pn->at[i], pn->len[i]);
+            if (count == 0)
+                continue;
+            evbuffer_drain(b, evbuffer_get_length(b));
+            resp_add_array(b, count);
+            for (int i = 0; i < pn->n; i++)
+                if (track_prefix_matches(&t->prefixes.v[p], pn->bytes + pn->at[i], pn->len[i]))
+                    resp_add_bulk(b, pn->bytes + pn->at[i], pn->len[i]);
+            size_t len = evbuffer_get_length(b);
+            const char *keys = (const char *)evbuffer_pullup(b, -1);
+            if (keys)
+                tell_keys(w, t, keys, len, count);
+        }
+    }
+    evbuffer_free(b);
+}
+
+/* The keys of a push (its array, kit) to the clients in BCAST mode; out of
+ * memory, every key. */
+static void bcast_push(struct worker *w, struct reply_iter *kit, size_t bytes)
+{
+    struct push_names pn = { 0 };
+    const char *e;
+    size_t el;
+    int ok = kit->n >= 0 && (size_t)kit->n <= bytes;    /* each key takes bytes */
+    if (ok) {
+        pn.at = malloc(sizeof *pn.at * (size_t)(kit->n + 1));
+        pn.len = malloc(sizeof *pn.len * (size_t)(kit->n + 1));
+        ok = pn.at && pn.len;
+    }
+    while (ok && reply_iter_next(kit, &e, &el) > 0) {
+        struct reply_head h;
+        char buf[512], *heap;
+        size_t n;
+        if (reply_header(e, el, &h) != 0 || h.type != '$' || h.n < 0 || pn.n >= kit->n)
+            continue;
+        const char *name = client_name(w, e + h.len, (size_t)h.n, buf, sizeof buf, &heap, &n);
+        ok = name && names_add(&pn, name, n) == 0;
+        free(heap);
+    }
+    if (ok) {
+        bcast_tell(w, &pn);
+    } else {
+        struct tracking *t;
+        TAILQ_FOREACH(t, &tracking_worker_of(w)->clients, link)
+            if (t->bcast)
+                tell(w, t, NULL, 0);
+    }
+    free(pn.bytes);
+    free(pn.at);
+    free(pn.len);
+}
+
 /* An invalidation the node pushed on c: ">2 invalidate [keys]", or a null
  * (FLUSHALL, FLUSHDB: every key). */
 static void tracking_push(struct node_conn *c, const struct reply_view *v,
@@ -460,7 +643,12 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
         reply_iter_next(&it, &keys, &el) > 0) {
         if (el == 3 && keys[0] == '_')
             flush_all(w, TRACKING_FLUSH_NODE);
-        else if (reply_iter_of(&kit, keys, el, '*') == 0)
+        else if (reply_iter_of(&kit, keys, el, '*') == 0) {
+            size_t all = el;
+            if (tw->nbcast > 0) {
+                struct reply_iter again = kit;
+                bcast_push(w, &again, all);
+            }
             while (reply_iter_next(&kit, &e, &el) > 0) {
                 struct reply_head h;
                 if (reply_header(e, el, &h) == 0 && h.type == '$' && h.n >= 0 &&
@@ -468,6 +656,7 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
                     track_table_invalidate(tw->table, e + h.len, (size_t)h.n, c, c->nanswered,
                                            notify, w);
             }
+        }
         counts_publish(tw);
     }
     reply_view_drop(v);
@@ -629,26 +818,38 @@ static int shared_kind(const struct worker *w, const struct node_conn *c, int *n
     return 0;
 }
 
-/* Whether the node can track r's keys for t on conn (turned on for conn
- * when it is not yet). */
-static int trackable(struct tracking *t, struct request *r, struct node_conn *conn)
+/* conn's entry, when the node can track r's keys for t there (turned on
+ * for conn when it is not yet); else NULL. */
+static struct track_conn *trackable(struct tracking *t, struct request *r,
+                                    struct node_conn *conn)
 {
+    struct worker *w = r->worker;
+    struct tracking_worker *tw = tracking_worker_of(w);
+    struct track_conn *e;
     int node;
     if (r->asking || r->block_parts || r->cmd == exec_cmd)
-        return 0;
-    switch (shared_kind(r->worker, conn, &node)) {
+        return NULL;
+    switch (shared_kind(w, conn, &node)) {
     case RESP3:
-        return tracking_enable(r->worker, conn) == 0;
+        if (tracking_enable(w, conn) < 0)
+            return NULL;
+        e = conn_entry(tw, conn, 0);
+        mode_follow(w, conn, e);
+        return e;
     case RESP2:         /* a RESP2 client's reads, redirected */
-        return t->redirect && redirect_enable(r->worker, conn, node) == 0;
+        if (!t->redirect || redirect_enable(w, conn, node, t->bcast) < 0)
+            return NULL;
+        return conn_entry(tw, conn, 0);
     default:
-        return 0;
+        return NULL;
     }
 }
 
 /* A marked request (or part) goes out on conn: CLIENT CACHING YES right
- * before it, where the node can track its keys for us, and its keys in the
- * table; else their invalidation after its reply. */
+ * before it, where the node can track its keys for us (unless it tracks
+ * every key: BCAST), and its keys in the table (a client in BCAST mode is
+ * told of every key of its prefixes: none); else their invalidation after
+ * its reply. */
 static void sending(struct request *r, struct node_conn *conn)
 {
     static const char *yes[] = { "CLIENT", "CACHING", "YES" };
@@ -656,11 +857,15 @@ static void sending(struct request *r, struct node_conn *conn)
     struct tracking *t = top->client ? tracking_of(top->client) : NULL;
     if (!t || !(top->marks & track_mark) || top->detached)
         return;     /* (a detached copy runs inside EXEC, which is invalidated whole) */
-    if (!trackable(t, r, conn)) {
+    struct track_conn *e = trackable(t, r, conn);
+    if (!e) {
         invalidate_after(top, r, t);
         return;
     }
-    node_send_quiet(conn, 3, yes);
+    if (t->bcast)
+        return;
+    if (!e->bcast)
+        node_send_quiet(conn, 3, yes);
     struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
     if (keys_each(r, track_key, &tr) < 0 || tr.failed)
         invalidate_after(top, r, t);
@@ -676,8 +881,28 @@ struct redirect_to {
     int worker;
 };
 
-static int tracking_on(struct client *c, unsigned options, const struct redirect_to *to)
+/* t's prefixes in BCAST mode, n more of them (r's arguments at[]), or ""
+ * when none is given, as Redis's enableTracking adds them: 0, or -1 out of
+ * memory. */
+static int prefixes_add(struct tracking *t, struct request *r, const int *at, int n)
 {
+    struct tracking_worker *tw = tracking_worker_of(r->worker);
+    int before = t->prefixes.n, rc = 0;
+    if (n == 0 && !track_prefixes_overlap(&t->prefixes, "", 0))
+        rc = track_prefixes_add(&t->prefixes, "", 0);
+    for (int i = 0; i < n && rc == 0; i++) {
+        size_t len;
+        const char *p = request_arg(r, at[i], &len);
+        rc = track_prefixes_add(&t->prefixes, p, len);
+    }
+    __atomic_add_fetch(&tw->prefixes, t->prefixes.n - before, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int tracking_on(struct request *r, unsigned options, const struct redirect_to *to,
+                       const int *prefix_at, int nprefix)
+{
+    struct client *c = r->client;
     struct tracking *t = state_of(c);
     if (!t) {
         struct tracking_worker *tw = tracking_worker_of(c->worker);
@@ -697,7 +922,12 @@ static int tracking_on(struct client *c, unsigned options, const struct redirect
     t->broken = 0;
     t->redirect = (uint64_t)to->id;
     t->redirect_worker = to->worker;
-    return 0;
+    if (!(options & TRACK_BCAST))
+        return 0;
+    if (!t->bcast && tracking_worker_of(c->worker)->nbcast++ == 0)
+        modes_follow(c->worker);
+    t->bcast = 1;
+    return prefixes_add(t, r, prefix_at, nprefix);
 }
 
 /* Off, as Redis's disableTracking: the modes and CACHING go. */
@@ -706,10 +936,17 @@ static void tracking_off(struct client *c)
     struct tracking *t = state_of(c);
     if (t && t->on)
         on_count(c, -1);
-    if (t) {
-        t->on = t->optin = t->optout = t->noloop = t->caching = t->broken = 0;
-        t->redirect = 0;
+    if (!t)
+        return;
+    if (t->bcast) {
+        struct tracking_worker *tw = tracking_worker_of(c->worker);
+        __atomic_sub_fetch(&tw->prefixes, t->prefixes.n, __ATOMIC_RELAXED);
+        track_prefixes_clear(&t->prefixes);
+        if (--tw->nbcast == 0)
+            modes_follow(c->worker);
     }
+    t->on = t->optin = t->optout = t->noloop = t->caching = t->broken = t->bcast = 0;
+    t->redirect = 0;
 }
 
 /* The client goes: its state stays as long as the table lists it. */
@@ -749,29 +986,39 @@ static int client_worker(struct proxy *p, long long id)
     return found;
 }
 
-/* One prefix is a prefix of the other (Redis's stringCheckPrefix). */
-static int prefixes_overlap(const char *a, size_t alen, const char *b, size_t blen)
+/* The PREFIX arguments of r (their indexes in at, n of them) overlap one
+ * another or one of t's (NULL: none), in Redis's order: 0, or -1 with
+ * Redis's error. */
+static int prefixes_check(struct request *r, const struct tracking *t, const int *at, int n)
 {
-    return memcmp(a, b, alen < blen ? alen : blen) == 0;
-}
-
-/* The PREFIX arguments of r (their indexes in at, n of them) overlap: 0,
- * or -1 with Redis's error. */
-static int prefixes_check(struct request *r, const int *at, int n)
-{
-    for (int i = 0; i < n; i++)
+    char msg[600];
+    for (int i = 0; i < n; i++) {
+        size_t alen, blen;
+        const char *a = request_arg(r, at[i], &alen), *b;
+        const struct track_prefix *had = t ? track_prefixes_overlap(&t->prefixes, a, alen) : NULL;
+        if (had) {
+            snprintf(msg, sizeof msg, "ERR Prefix '%.*s' overlaps with an existing prefix "
+                     "'%.*s'. Prefixes for a single client must not overlap.",
+                     (int)(alen < 256 ? alen : 256), a,
+                     (int)(had->len < 256 ? had->len : 256), had->s);
+            request_fail(r, msg);
+            return -1;
+        }
         for (int j = i + 1; j < n; j++) {
-            size_t alen, blen;
-            const char *a = request_arg(r, at[i], &alen), *b = request_arg(r, at[j], &blen);
-            if (!prefixes_overlap(a, alen, b, blen))
+            b = request_arg(r, at[j], &blen);
+            if (!track_prefix_overlaps(a, alen, b, blen))
                 continue;
-            char msg[600];
             snprintf(msg, sizeof msg, "ERR Prefix '%.*s' overlaps with another provided prefix "
                      "'%.*s'. Prefixes for a single client must not overlap.",
                      (int)(alen < 256 ? alen : 256), a, (int)(blen < 256 ? blen : 256), b);
             request_fail(r, msg);
             return -1;
         }
+    }
+    if (t && t->prefixes.n + n > TRACKING_PREFIXES_MAX) {
+        request_fail(r, "ERR too many prefixes: the proxy takes at most 1024 per client");
+        return -1;
+    }
     return 0;
 }
 
@@ -834,7 +1081,7 @@ static int on_check(struct request *r, unsigned options, const int *prefix_at, i
     const char *why = NULL;
     if (!(options & TRACK_BCAST) && nprefix)
         why = "ERR PREFIX option requires BCAST mode to be enabled";
-    else if (t && (options & TRACK_BCAST))     /* it is on, never in BCAST mode here */
+    else if (t && ((options & TRACK_BCAST) != 0) != t->bcast)
         why = "ERR You can't switch BCAST mode on/off before disabling tracking for this "
               "client, and then re-enabling it with a different mode.";
     else if ((options & TRACK_BCAST) && (options & (TRACK_OPTIN | TRACK_OPTOUT)))
@@ -848,19 +1095,14 @@ static int on_check(struct request *r, unsigned options, const int *prefix_at, i
         request_fail(r, why);
         return -1;
     }
-    return (options & TRACK_BCAST) ? prefixes_check(r, prefix_at, nprefix) : 0;
+    return (options & TRACK_BCAST) ? prefixes_check(r, t, prefix_at, nprefix) : 0;
 }
 
-/* ON once its options passed Redis's checks: BCAST is not served yet, and
- * says so. */
-static void turn_on(struct request *r, unsigned options, const struct redirect_to *to)
+/* ON once its options passed Redis's checks. */
+static void turn_on(struct request *r, unsigned options, const struct redirect_to *to,
+                    const int *prefix_at, int nprefix)
 {
-    if (options & TRACK_BCAST) {
-        request_fail(r, "ERR CLIENT TRACKING BCAST is not supported through the proxy "
-                        "yet: it cannot send the broadcast invalidations");
-        return;
-    }
-    if (tracking_on(r->client, options, to) < 0) {
+    if (tracking_on(r, options, to, prefix_at, nprefix) < 0) {
         request_fail(r, REPLY_ERR_OOM);
         return;
     }
@@ -889,7 +1131,7 @@ static void cmd_tracking(struct request *r)
     }
     if (request_arg_is(r, 2, "on")) {
         if (on_check(r, options, at, nprefix) == 0)
-            turn_on(r, options, &to);
+            turn_on(r, options, &to, at, nprefix);
     } else if (request_arg_is(r, 2, "off")) {
         tracking_off(r->client);
         resp_add_simple(request_out(r), "OK");
@@ -943,6 +1185,8 @@ static void cmd_trackinginfo(struct request *r)
     const char *flags[8];
     int n = 0;
     flags[n++] = t ? "on" : "off";
+    if (t && t->bcast)
+        flags[n++] = "bcast";
     if (t && t->optin)
         flags[n++] = "optin";
     if (t && t->optin && t->caching)
@@ -963,7 +1207,10 @@ static void cmd_trackinginfo(struct request *r)
     resp_add_bulk_str(out, "redirect");
     resp_add_integer(out, redirect_of(t));
     resp_add_bulk_str(out, "prefixes");
-    resp_add_array(out, 0);
+    int np = t && t->bcast ? t->prefixes.n : 0;
+    resp_add_array(out, np);
+    for (int i = 0; i < np; i++)
+        resp_add_bulk(out, t->prefixes.v[i].s, t->prefixes.v[i].len);
     request_finish(r);
 }
 
@@ -975,6 +1222,7 @@ static void count(const struct client *c, struct client_counts *n)
     const struct tracking *t = state_of(c);
     n->tracking = t && t->on;
     n->tracking_broken = t && t->on && t->broken;
+    n->tracking_bcast = t && t->on && t->bcast;
     n->tracking_redirect = redirect_of(t && t->on ? t : NULL);
 }
 
@@ -1040,6 +1288,8 @@ static void topology_taken(struct worker *w)
     }
     if (moved)
         flush_all(w, TRACKING_FLUSH_TOPOLOGY);
+    if (tw && tw->nbcast > 0)       /* a new master tracks for it too */
+        modes_follow(w);
 }
 
 static void layout_taken(struct worker *w)

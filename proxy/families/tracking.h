@@ -31,9 +31,10 @@ void tracking_reset(struct client *c);
 
 struct proxy;
 
-/* For INFO, from any thread: the clients with tracking on, and the keys and
- * the (key, client) pairs the workers track, over every worker. */
+/* For INFO, from any thread: the clients with tracking on, the keys and
+ * the (key, client) pairs the workers track, and the BCAST prefixes of
+ * their clients (each client's counted), over every worker. */
 void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
-                     long long *items);
+                     long long *items, long long *prefixes);
 
 #endif

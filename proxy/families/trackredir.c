@@ -16,14 +16,12 @@
 
 enum { MSG_INVALIDATE, MSG_BROKEN };
 
-/* A message in an inbox, followed by its key's bytes. */
+/* A message in an inbox, followed by its keys (a RESP array or null). */
 struct message {
     uint64_t from, to;          /* the tracking client; the client it is for */
     int from_worker;
-    unsigned char kind;
-    unsigned char null_proto;   /* enum resp_proto: the null of "every key" */
-    unsigned char has_key;
-    uint32_t keylen;
+    int kind;
+    size_t len;                 /* of the keys */
 };
 
 /* A worker's inbox, and the client last looked up by id there. */
@@ -75,7 +73,7 @@ static int subscribed(const struct client *c)
 
 /* The message to c, as Redis writes it for its protocol and mode; 0 when
  * Redis writes it nothing. */
-static int deliver(struct client *c, const char *key, size_t len, enum resp_proto null_proto)
+static int deliver(struct client *c, const char *keys, size_t len)
 {
     static const char message[] = "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
     if (c->resp != RESP3 && !subscribed(c))
@@ -89,31 +87,26 @@ static int deliver(struct client *c, const char *key, size_t len, enum resp_prot
     } else {
         evbuffer_add(b, message, sizeof message - 1);
     }
-    if (key) {
-        resp_add_array(b, 1);
-        resp_add_bulk(b, key, len);
-    } else {
-        resp_add_null(b, null_proto);
-    }
+    evbuffer_add(b, keys, len);
     struct reply_view v = { b, NULL, evbuffer_get_length(b) };
     client_push(c, &v, 0);
     evbuffer_free(b);
     return 1;
 }
 
-static void post(struct worker *to_w, const struct message *m, const char *key)
+static void post(struct worker *to_w, const struct message *m, const char *keys)
 {
     struct inbox *in = inbox_of(to_w);
     int ring;
     pthread_mutex_lock(&in->lock);
-    size_t held = evbuffer_get_length(in->mail), len = sizeof *m + m->keylen;
+    size_t held = evbuffer_get_length(in->mail), len = sizeof *m + m->len;
     if (held + len > TRACKREDIR_INBOX_MAX) {
         ring = !in->overflow;
         in->overflow = 1;
     } else {
         ring = held == 0 && !in->overflow;
         if (evbuffer_add(in->mail, m, sizeof *m) < 0 ||
-            (m->keylen && evbuffer_add(in->mail, key, m->keylen) < 0)) {
+            (m->len && evbuffer_add(in->mail, keys, m->len) < 0)) {
             evbuffer_drain(in->mail, evbuffer_get_length(in->mail) - held);
             ring = !in->overflow;
             in->overflow = 1;
@@ -125,21 +118,18 @@ static void post(struct worker *to_w, const struct message *m, const char *key)
 }
 
 void trackredir_send(struct worker *w, uint64_t from, uint64_t to, int to_worker,
-                     const char *key, size_t len, enum resp_proto null_proto)
+                     const char *keys, size_t len)
 {
     if (to_worker == w->id) {
         struct client *c = client_here(w, to);
         if (c)
-            deliver(c, key, len, null_proto);
+            deliver(c, keys, len);
         else
             on_broken(w, from, to);
         return;
     }
-    struct message m = { from, to, w->id, MSG_INVALIDATE, (unsigned char)null_proto,
-                         key != NULL, key ? (uint32_t)len : 0 };
-    if (key && len > UINT32_MAX)
-        m.has_key = 0, m.keylen = 0;    /* (no such key) every key instead */
-    post(&w->proxy->workers[to_worker], &m, key);
+    struct message m = { from, to, w->id, MSG_INVALIDATE, len };
+    post(&w->proxy->workers[to_worker], &m, keys);
 }
 
 /* Messages were dropped: every client here that may be a target forgets
@@ -152,10 +142,10 @@ static void overflowed(struct worker *w)
                 "told to flush its cache", w->id, TRACKREDIR_INBOX_MAX);
     TAILQ_FOREACH(c, &w->clients, link)
         if (c->state == CLIENT_ACTIVE)
-            deliver(c, NULL, 0, c->resp);
+            deliver(c, c->resp == RESP3 ? "_\r\n" : "$-1\r\n", c->resp == RESP3 ? 3 : 5);
 }
 
-static void take_one(struct worker *w, const struct message *m, const char *key)
+static void take_one(struct worker *w, const struct message *m, const char *keys)
 {
     if (m->kind == MSG_BROKEN) {
         on_broken(w, m->to, m->from);
@@ -163,11 +153,11 @@ static void take_one(struct worker *w, const struct message *m, const char *key)
     }
     struct client *c = client_here(w, m->to);
     if (c) {
-        deliver(c, m->has_key ? key : NULL, m->keylen, (enum resp_proto)m->null_proto);
+        deliver(c, keys, m->len);
         return;
     }
     /* gone: its tracking client hears it on its own worker */
-    struct message back = { m->to, m->from, w->id, MSG_BROKEN, 0, 0, 0 };
+    struct message back = { m->to, m->from, w->id, MSG_BROKEN, 0 };
     post(&w->proxy->workers[m->from_worker], &back, NULL);
 }
 
@@ -184,11 +174,11 @@ static void take_inbox(struct worker *w, void *state)
     pthread_mutex_unlock(&in->lock);
     struct message m;
     while (evbuffer_remove(mail, &m, sizeof m) == (int)sizeof m) {
-        const char *key = (const char *)evbuffer_pullup(mail, m.keylen);
-        if (m.keylen && !key)
+        const char *keys = (const char *)evbuffer_pullup(mail, (ev_ssize_t)m.len);
+        if (m.len && !keys)
             break;
-        take_one(w, &m, key);
-        evbuffer_drain(mail, m.keylen);
+        take_one(w, &m, keys);
+        evbuffer_drain(mail, m.len);
     }
     if (overflow)
         overflowed(w);

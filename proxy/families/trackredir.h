@@ -4,8 +4,9 @@
  * whichever worker it is, as Redis's sendTrackingMessage writes them: a
  * RESP3 push ">2 invalidate <keys>" to a RESP3 client, a pub/sub message
  * on __redis__:invalidate to a RESP2 client in subscribed mode, nothing to
- * a RESP2 client that is not. "Every key" is a null, written in the
- * tracking client's protocol (as Redis writes it).
+ * a RESP2 client that is not. The keys come written (an array, or for
+ * "every key" a null in the tracking client's protocol, as Redis writes
+ * it).
  *
  * Another worker's client gets the message through that worker's inbox
  * (bounded: past TRACKREDIR_INBOX_MAX the messages are dropped, and every
@@ -33,10 +34,11 @@ struct worker;
  * starts. */
 void trackredir_register(void (*broken)(struct worker *w, uint64_t from, uint64_t redirect));
 
-/* From tracking client `from` of w: key[0..len)'s invalidation (key NULL:
- * every key, a null in null_proto) for client `to`, on worker to_worker. */
+/* From tracking client `from` of w: the invalidation of keys[0..len) (a
+ * RESP array of the keys' names, or a null) for client `to`, on worker
+ * to_worker. */
 void trackredir_send(struct worker *w, uint64_t from, uint64_t to, int to_worker,
-                     const char *key, size_t len, enum resp_proto null_proto);
+                     const char *keys, size_t len);
 
 /* c, on its own worker, is going: no message is delivered to it. */
 void trackredir_client_gone(struct client *c);

@@ -23,7 +23,10 @@
  *     __redis__:invalidate (a pub/sub message), from a RESP2 or a RESP3
  *     tracking client, to a RESP3 client (a push), on either worker, and
  *     "tracking-redir-broken" once the client it redirects to is gone;
- *   - BCAST is refused, saying so, where Redis answers OK.
+ *   - BCAST, as Redis sends it: each prefix's keys, none of another
+ *     prefix, none after OFF; TRACKINGINFO lists the prefixes; prefixes
+ *     that overlap the client's get Redis's error; with no prefix, every
+ *     key; through a key layout, the legacy names and prefixes.
  */
 #include "harness.h"
 
@@ -145,29 +148,6 @@ START_TEST(test_trackinginfo_resp3)
 }
 END_TEST
 
-/* BCAST and REDIRECT: Redis answers OK; the proxy refuses them, saying
- * why, and stays as it was. */
-START_TEST(test_bcast_refused_yet)
-{
-    redisContext *px = h_connect_proxy(), *rs = h_connect_node(&ref.addr);
-    static const char *const ons[] = { "CLIENT TRACKING ON BCAST PREFIX a PREFIX b" };
-    static const char *const why[] = { "ERR CLIENT TRACKING BCAST is not supported" };
-    for (size_t i = 0; i < sizeof ons / sizeof ons[0]; i++) {
-        redisReply *r = run_words(rs, h_client_id(rs), ons[i]);
-        H_EXPECT_STATUS(r, "OK");
-        freeReplyObject(r);
-        freeReplyObject(run_words(rs, 0, "CLIENT TRACKING OFF"));
-        r = run_words(px, h_client_id(px), ons[i]);
-        H_EXPECT_ERR(r, why[i]);
-        freeReplyObject(r);
-        r = h_cmd(px, "CLIENT GETREDIR");
-        H_EXPECT_INT(r, -1);
-        freeReplyObject(r);
-    }
-    redisFree(px);
-    redisFree(rs);
-}
-END_TEST
 
 /* ---------- invalidations, against one redis-server ---------- */
 
@@ -364,6 +344,95 @@ START_TEST(test_noloop_optin_optout_as_redis)
     close(px.fd);
     redisFree(wr);
     redisFree(wp);
+}
+END_TEST
+
+/* ---------- BCAST ---------- */
+
+/* BCAST with two prefixes: a write of a key of one is pushed (a PING after
+ * a write of a key of neither answers first), an MSET of a key of each is
+ * pushed once per prefix, in the prefixes' order; TRACKINGINFO lists them;
+ * a prefix overlapping one of them, a switch to OPTIN, get Redis's errors;
+ * OFF, then BCAST without a prefix: every key. (The tracker reads a key of
+ * the master first: from then on the proxy's connection there tracks every
+ * key for it, see docs/commands.md.) */
+START_TEST(test_bcast_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct conn3 rs, px;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char cmd[512], a1[128], a2[128], b2[128], c1[128];
+    const char *pre = h_prefix();
+    H_FMT(a1, sizeof a1, "trk:{%s}:bc:a1", pre);
+    H_FMT(a2, sizeof a2, "trk:{%s}:bc:a2", pre);
+    H_FMT(b2, sizeof b2, "trk:{%s}:bc:b2", pre);
+    H_FMT(c1, sizeof c1, "trk:{%s}:bc:c1", pre);
+    conn3_open(&rs, &ref.addr);
+    conn3_open(&px, &proxy);
+    H_FMT(cmd, sizeof cmd, "CLIENT TRACKING ON BCAST PREFIX trk:{%s}:bc:b PREFIX trk:{%s}:bc:a",
+          pre, pre);
+    both(&rs, &px, cmd, 1);
+    both(&rs, &px, "CLIENT TRACKINGINFO", 1);
+    H_FMT(cmd, sizeof cmd, "CLIENT TRACKING ON BCAST PREFIX trk:{%s}:bc:a1", pre);
+    both(&rs, &px, cmd, 1);                     /* overlaps an existing prefix */
+    both(&rs, &px, "CLIENT TRACKING ON OPTIN", 1);      /* can't switch */
+    H_FMT(cmd, sizeof cmd, "GET %s", a1);
+    both(&rs, &px, cmd, 1);
+    write_both(wr, wp, "SET %s x", a1);
+    both(&rs, &px, NULL, 1);                    /* >2 invalidate [a1] */
+    write_both(wr, wp, "SET %s x", c1);
+    both(&rs, &px, "PING", 1);                  /* no push before it */
+    H_FMT(cmd, sizeof cmd, "MSET %s 1 %s 2", b2, a2);
+    freeReplyObject(h_cmd(wr, cmd));
+    freeReplyObject(h_cmd(wp, cmd));
+    both(&rs, &px, NULL, 2);                    /* [a2], then [b2] */
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+    write_both(wr, wp, "SET %s y", a1);
+    both(&rs, &px, "PING", 1);
+    both(&rs, &px, "CLIENT TRACKING ON BCAST", 1);
+    both(&rs, &px, "CLIENT TRACKINGINFO", 1);   /* the prefix "" */
+    H_FMT(cmd, sizeof cmd, "GET %s", c1);
+    both(&rs, &px, cmd, 1);
+    write_both(wr, wp, "SET %s z", c1);
+    both(&rs, &px, NULL, 1);
+    both(&rs, &px, "CLIENT TRACKING OFF", 1);
+    close(rs.fd);
+    close(px.fd);
+    redisFree(wr);
+    redisFree(wp);
+}
+END_TEST
+
+/* Through a key layout, BCAST's prefixes are the client's (legacy) names:
+ * a legacy prefix's keys, written under their cluster names, reach it
+ * under their legacy names; a key of another prefix does not. */
+START_TEST(test_bcast_legacy_prefix)
+{
+    struct h_proxy extra;
+    struct conn3 c;
+    char prefix[64], chat[128], other[128], cmd[256], out[4096], want[512];
+    h_layout_proxy_start(&extra, "bc", prefix, sizeof prefix);
+    H_FMT(chat, sizeof chat, "%s:chat:tg:7", prefix);      /* -> PREFIX:{ch:N}:r:tg%3A7 */
+    H_FMT(other, sizeof other, "%s:conv:tg:7", prefix);
+    redisContext *w = h_connect_extra(&extra);
+    conn3_open(&c, &extra.addr);
+    H_FMT(cmd, sizeof cmd, "CLIENT TRACKING ON BCAST PREFIX %s:chat:", prefix);
+    send_words(&c, cmd);
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    H_FMT(cmd, sizeof cmd, "LRANGE %s 0 -1", chat);
+    send_words(&c, cmd);
+    frame(&c, out, sizeof out);
+    freeReplyObject(h_cmd(w, "SET %s x", other));
+    freeReplyObject(h_cmd(w, "RPUSH %s hello", chat));
+    frame(&c, out, sizeof out);
+    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(chat),
+          chat);
+    ck_assert_str_eq(out, want);
+    freeReplyObject(h_cmd(w, "DEL %s %s", chat, other));
+    redisFree(w);
+    close(c.fd);
+    h_proxy_stop(&extra);
 }
 END_TEST
 
@@ -955,9 +1024,10 @@ static void race_read(struct conn3 *c, struct race_cache *rc, int k)
  * round of writes the reader reads a key of each master on its own
  * connection, which brings every invalidation the masters pushed before
  * it; then each value its cache holds must be the master's value now: an
- * invalidation that was due was never lost. 40 rounds.
+ * invalidation that was due was never lost. The reader's tracking is
+ * turned on by `on` (%s: the run's prefix).
  */
-START_TEST(test_race_no_stale_value)
+static void race(const char *on)
 {
     const char *args[] = { "--threads", "2", NULL };
     struct h_proxy p, other;
@@ -976,8 +1046,11 @@ START_TEST(test_race_no_stale_value)
         writers[i] = h_connect_extra(&p);       /* round robin over the workers */
     writers[3] = h_connect_extra(&other);
     conn3_open(&c, &p.addr);
-    send_words(&c, "CLIENT TRACKING ON");
+    char cmd[160];
+    H_FMT(cmd, sizeof cmd, on, h_prefix());
+    send_words(&c, cmd);
     race_reply(&c, &rc, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
     unsigned seed = 12345;
     long n = 0;
     for (int round = 0; round < RACE_ROUNDS; round++) {
@@ -991,7 +1064,6 @@ START_TEST(test_race_no_stale_value)
         for (int m = 0; m < t.nmasters; m++)   /* brings what each master pushed */
             for (int k = 0; k < RACE_KEYS; k++)
                 if (h_topo_owner(&t, h_slot(race_key[k])) == m) {
-                    char cmd[160];
                     H_FMT(cmd, sizeof cmd, "EXISTS %s", race_key[k]);
                     send_words(&c, cmd);
                     race_reply(&c, &rc, out, sizeof out);
@@ -1021,6 +1093,17 @@ START_TEST(test_race_no_stale_value)
     h_proxy_stop(&other);
     h_proxy_stop(&p);
 }
+
+START_TEST(test_race_no_stale_value)
+{
+    race("CLIENT TRACKING ON");
+}
+END_TEST
+
+START_TEST(test_race_no_stale_value_bcast)
+{
+    race("CLIENT TRACKING ON BCAST PREFIX trk:%s:race");
+}
 END_TEST
 
 int main(void)
@@ -1031,9 +1114,10 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_options_as_redis);
     tcase_add_test(tc, test_trackinginfo_resp3);
-    tcase_add_test(tc, test_bcast_refused_yet);
     tcase_add_test(tc, test_default_mode_as_redis);
     tcase_add_test(tc, test_noloop_optin_optout_as_redis);
+    tcase_add_test(tc, test_bcast_as_redis);
+    tcase_add_test(tc, test_bcast_legacy_prefix);
     tcase_add_test(tc, test_redirect_resp2_as_redis);
     tcase_add_test(tc, test_redirect_broken_as_redis);
     tcase_add_test(tc, test_redirect_across_workers);
@@ -1046,6 +1130,7 @@ int main(void)
     tcase_add_test(tc, test_drain_invalidates_all);
     tcase_add_test(tc, test_moved_slot_invalidates_all);
     tcase_add_test(tc, test_race_no_stale_value);
+    tcase_add_test(tc, test_race_no_stale_value_bcast);
     suite_add_tcase(s, tc);
     return h_run(s);
 }
