@@ -127,12 +127,18 @@ bench-migrate: deps
 	@scripts/bench-migrate.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(B)/bench/relay
+	@$(MAKE) --no-print-directory all $(B)/bench/relay $(B)/bench/trackload
 	@scripts/bench.sh
 
 # The cheapest proxy there is, a byte-copying relay: make bench's measure of
 # what the extra hop alone costs (tests/bench/relay.c).
 $(B)/bench/relay: tests/bench/relay.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o $@ $<
+
+# GET load from RESP3 clients with CLIENT TRACKING on or off: make bench's
+# tracking rows (tests/bench/trackload.c; redis-benchmark cannot track).
+$(B)/bench/trackload: tests/bench/trackload.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o $@ $<
 

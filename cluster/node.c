@@ -387,6 +387,12 @@ static void reply_hand(struct node_conn *c, const struct reply_view *v)
         reply_scanner_init(&c->scan);
         return;
     }
+    if (r->prefixed > 0) {          /* a command node_send_prefix put before it */
+        r->prefixed--;
+        reply_view_drop(v);
+        reply_scanner_init(&c->scan);
+        return;
+    }
     if (r->extra_replies > 0) {     /* a reply inside a transaction block */
         r->extra_replies--;
         r->had_parts = 1;
@@ -605,8 +611,26 @@ struct node_conn *node_conn_new(struct io_loop *loop, const char *addr,
     return c;
 }
 
+void node_send_prefix(struct node_conn *c, const char *bytes, size_t len)
+{
+    if (c->state == NODE_CLOSED || c->refused_login)
+        return;                 /* the request fails as it is sent */
+    if (c->gated) {
+        if (evbuffer_add(c->gated, bytes, len) < 0)
+            node_conn_close(c, "out of memory");
+    } else {
+        io_out_add(&c->io, bytes, len);
+    }
+    c->prefix_pending++;
+    c->prefix_bytes += len;
+}
+
 void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_t len)
 {
+    size_t prefix = c->prefix_bytes;
+    r->prefixed = c->prefix_pending;
+    c->prefix_pending = 0;
+    c->prefix_bytes = 0;
     if (c->state == NODE_CLOSED || c->refused_login) {
         char why[200];
         snprintf(why, sizeof why, "cannot connect to node %s", c->addr);
@@ -616,7 +640,7 @@ void node_send(struct node_conn *c, struct node_req *r, const void *bytes, size_
     r->conn = c;
     r->answered = 0;
     r->had_parts = 0;
-    r->len = len;
+    r->len = prefix + len;
     r->sent_ms = node_now_ms();
     if (TAILQ_EMPTY(&c->inflight) && c->state == NODE_READY)
         timer_arm(c, check_every_ms(c));

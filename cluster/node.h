@@ -96,6 +96,9 @@ struct node_req {
      * to on_reply. */
     int extra_replies;
     node_reply_fn *on_part;
+    /* Replies before its own to drop: the commands node_send_prefix put
+     * right before it (their bytes are in len). */
+    int prefixed;
     /* How long the node may legitimately stay silent on this request on top
      * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
      * no silence limit while it is the oldest request. */
@@ -166,6 +169,8 @@ struct node_conn {
      * after the nanswered-th reply was written by the node after those
      * requests ran (client-side caching orders its reads by them). */
     uint64_t nsent, nanswered;
+    int prefix_pending;             /* node_send_prefix's commands for the next request */
+    size_t prefix_bytes;
     struct reply_scanner scan;
     struct evbuffer *partial;   /* scanned bytes of a reply not yet whole */
     uint64_t last_read_ms;      /* the node's last sign of life */
@@ -229,6 +234,11 @@ void node_send_asking(struct node_conn *c);
 /* Queue a command of 1 to 4 arguments (an ASSERT holds callers to it)
  * whose reply is consumed here (UNWATCH on a dedicated connection). */
 void node_send_quiet(struct node_conn *c, int argc, const char **argv);
+
+/* Queue a command already written (bytes[0..len)) right before the next
+ * request node_send queues, as part of it: its reply is dropped, and it
+ * costs no allocation (CLIENT CACHING YES before a read). */
+void node_send_prefix(struct node_conn *c, const char *bytes, size_t len);
 
 /* Queue CLIENT ID, whose answer is kept in c->node_id (for CLIENT UNBLOCK
  * of what blocks on c). */

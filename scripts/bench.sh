@@ -59,7 +59,8 @@
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
 #   BENCH_RESP3          0: no RESP3 rows                  (default 1)
-#   BENCH_ONLY           "layout" or "acl": only those rows (below)    (default: all)
+#   BENCH_ONLY           "layout", "acl" or "tracking": only those rows (below)
+#                                                          (default: all)
 #   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
 #   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
 #
@@ -79,6 +80,14 @@
 # +@all): GET and SET as that user, whose every key is matched against its
 # patterns, against the same commands as the default user (every key: one
 # bit test), both through that proxy (goal: at least 0.95).
+#
+# Tracking rows (issue 40), with build/bench/trackload (redis-benchmark
+# cannot turn CLIENT TRACKING on): GET of random keys key:0..BENCH_KEYSPACE
+# from BENCH_CLIENTS RESP3 clients with CLIENT TRACKING ON, against the same
+# clients without it, at pipeline 1 and 16, through the proxy (goal: at
+# least 0.9) and on the standalone redis-server (what tracking costs a
+# server itself); then the proxy's tracking table, in bytes per key and per
+# (key, client) entry (INFO: tracking_table_bytes).
 #   TAGPROXY             the proxy binary                  (default build/tagproxy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -104,7 +113,8 @@ resp3=${BENCH_RESP3:-1}
 case $resp3 in 0 | 1) ;; *) die "BENCH_RESP3: 0 or 1, not '$resp3'" ;; esac
 chats=${BENCH_CHATS:-100000}
 keys_requests=${BENCH_KEYS_REQUESTS:-20}
-case $only in '' | layout | acl) ;; *) die "BENCH_ONLY: 'layout', 'acl' or nothing, not '$only'" ;; esac
+case $only in '' | layout | acl | tracking) ;;
+*) die "BENCH_ONLY: 'layout', 'acl', 'tracking' or nothing, not '$only'" ;; esac
 for v in "$chats" "$keys_requests"; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
@@ -710,8 +720,65 @@ acl_rows() {
         "SET -P 16 as a user with key patterns|set-patterns-P16|default user|set-default-P16|>= 0.95"
 }
 
+# ---- tracking rows -----------------------------------------------------------
+
+# track_run LABEL TARGET PIPE N MODE: one trackload run (MODE track or
+# plain); appends "LABEL rps p50 p99" to $tmp/lruns.
+track_run() {
+    local label=$1 t=$2 pipe=$3 n=$4 mode=$5 out
+    if ! out=$(timeout "$run_timeout" "$top/build/bench/trackload" "${tport[$t]}" "$clients" \
+                   "$pipe" "$n" "$keyspace" "$mode" 2> "$tmp/track.err"); then
+        log "$label: trackload failed: $(tail -n 3 "$tmp/track.err" | tr '\n' ' ')"
+        return 1
+    fi
+    echo "$label $out" >> "$tmp/lruns"
+    log "$(printf '%-24s %10s req/s  p50 %s ms  p99 %s ms' "$label" $out)"
+}
+
+tracking_rows() {
+    local round tc label t pipe n mode
+    [ -x "$top/build/bench/trackload" ] || die "build/bench/trackload is not built (make bench builds it)"
+    if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
+    if [ -z "${tport[tagproxy]:-}" ]; then start_extra_proxy tagproxy tracking; fi
+    local -a tcases=(
+        "proxy-plain-P1|tagproxy|1|$requests|plain" "proxy-track-P1|tagproxy|1|$requests|track"
+        "direct-plain-P1|direct|1|$requests|plain" "direct-track-P1|direct|1|$requests|track"
+        "proxy-plain-P16|tagproxy|16|$requests16|plain" "proxy-track-P16|tagproxy|16|$requests16|track"
+        "direct-plain-P16|direct|16|$requests16|plain" "direct-track-P16|direct|16|$requests16|track"
+    )
+    : > "$tmp/lruns"
+    for ((round = 1; round <= rounds; round++)); do
+        if [ "$rounds" -gt 1 ]; then log "tracking rows: round $round of $rounds"; fi
+        for tc in "${tcases[@]}"; do
+            IFS='|' read -r label t pipe n mode <<< "$tc"
+            track_run "$label" "$t" "$pipe" "$n" "$mode" || log "$label failed"
+        done
+    done
+    # the table as the last tracking run left it: its clients are gone
+    # but the keys they read are still listed until the next read sweeps them
+    local info bytes keys items
+    info=$(redis-cli -p "${tport[tagproxy]}" INFO 2> /dev/null | tr -d '\r')
+    bytes=$(sed -n 's/^tracking_table_bytes://p' <<< "$info")
+    keys=$(sed -n 's/^tracking_total_keys://p' <<< "$info")
+    items=$(sed -n 's/^tracking_total_items://p' <<< "$info")
+    echo
+    echo "Tracking: build/bench/trackload, $clients RESP3 clients (HELLO 3, and CLIENT TRACKING ON" \
+         "for the tracking runs), GET of random keys key:0..$keyspace; median of $rounds rounds."
+    runs_table "Tracking rows" \
+        "GET -P 1 tracking, through the proxy|proxy-track-P1|not tracking|proxy-plain-P1|>= 0.9" \
+        "GET -P 16 tracking, through the proxy|proxy-track-P16|not tracking|proxy-plain-P16|>= 0.9" \
+        "GET -P 1 tracking, on redis-server|direct-track-P1|not tracking|direct-plain-P1|-" \
+        "GET -P 16 tracking, on redis-server|direct-track-P16|not tracking|direct-plain-P16|-"
+    if [ -n "$bytes" ] && [ "${keys:-0}" -gt 0 ] && [ "${items:-0}" -gt 0 ]; then
+        echo
+        echo "Tracking table after the last run: $keys keys, $items (key, client) entries," \
+             "$bytes bytes: $((bytes / keys)) bytes per key, $((bytes / items)) per entry."
+    fi
+}
+
 cd "$top"
 start_direct
 if [ -z "$only" ]; then standard_rows; fi
 if [ -z "$only" ] || [ "$only" = layout ]; then layout_rows; fi
 if [ -z "$only" ] || [ "$only" = acl ]; then acl_rows; fi
+if [ -z "$only" ] || [ "$only" = tracking ]; then tracking_rows; fi

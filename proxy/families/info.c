@@ -415,14 +415,14 @@ static void section_clients(struct info *in)
         }
         pthread_mutex_unlock(&w->clients_lock);
     }
-    long long tracking, keys, items, prefixes;
-    tracking_totals(in->p, &tracking, &keys, &items, &prefixes);
+    struct tracking_totals tr;
+    tracking_totals(in->p, &tr);
     evbuffer_add_printf(in->t,
         "connected_clients:%lld\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
         "blocked_clients:%lld\r\ntracking_clients:%lld\r\nclients_in_timeout_table:%lld\r\n"
         "pubsub_clients:%lld\r\nwatching_clients:%lld\r\n",
-        (long long)in->m.clients, in->m.max_clients, blocked, tracking, blocked, pubsub,
+        (long long)in->m.clients, in->m.max_clients, blocked, tr.clients, blocked, pubsub,
         watching);
     put_master_fields(in->t, "Clients", data_clients_fields,
                       sizeof data_clients_fields / sizeof data_clients_fields[0], in->texts,
@@ -493,10 +493,19 @@ static void section_memory(struct info *in)
         (long long)ps.resident_bytes - (long long)used, (unsigned long long)clients);
 }
 
+/* The proxy's own figures, and its client-side caching tables' memory. */
+static void section_proxy(struct info *in)
+{
+    struct tracking_totals tr;
+    metrics_info_proxy(&in->m, in->t);
+    tracking_totals(in->p, &tr);
+    evbuffer_add_printf(in->t, "tracking_table_bytes:%lld\r\n", tr.bytes);
+}
+
 static void section_stats(struct info *in)
 {
-    long long tracking, keys, items, prefixes;
-    tracking_totals(in->p, &tracking, &keys, &items, &prefixes);
+    struct tracking_totals tr;
+    tracking_totals(in->p, &tr);
     const struct worker_stats *s = &in->m.sum;
     pthread_mutex_lock(&base_lock);
     rates_update(s);
@@ -523,7 +532,7 @@ static void section_stats(struct info *in)
         (unsigned long long)s->connections, (unsigned long long)s->commands, ops,
         (unsigned long long)s->clients.in, (unsigned long long)s->clients.out, in_kbps,
         out_kbps, (unsigned long long)s->rejected_clients,
-        (unsigned long long)s->evicted_clients, keys, items, prefixes,
+        (unsigned long long)s->evicted_clients, tr.keys, tr.items, tr.prefixes,
         (unsigned long long)s->errors->total,
         (unsigned long long)s->auth_failures, (unsigned long long)s->acl_denied_cmd,
         (unsigned long long)s->acl_denied_key, (unsigned long long)s->acl_denied_channel,
@@ -653,7 +662,7 @@ static void section_body(struct info *in, enum section s, struct evbuffer *t)
     case SEC_LATENCYSTATS: section_latencystats(in); break;
     case SEC_CLUSTER: evbuffer_add_printf(t, "cluster_enabled:0\r\n"); break;
     case SEC_KEYSPACE: section_keyspace(in); break;
-    case SEC_PROXY: metrics_info_proxy(&in->m, t); break;
+    case SEC_PROXY: section_proxy(in); break;
     case SEC_NODES: metrics_info_nodes(&in->m, t); break;
     case SEC_COUNT: break;
     }

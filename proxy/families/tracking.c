@@ -5,6 +5,7 @@
 
 #include <event2/buffer.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,12 @@
 #define TRACK_NOLOOP 8u
 #define TRACK_REDIRECT 16u
 
-/* A client's tracking, while it is on; the worker's table may hold it
- * longer, so it is counted (refs) and outlives its client (client NULL). */
+/* A client's tracking, from its first CLIENT TRACKING ON; once its client
+ * is gone (client NULL) it waits on its worker's gone list until its keys
+ * leave the table (sweep: a push being handed out may be telling it). */
 struct tracking {
     struct client *client;          /* NULL once the client is gone */
-    int refs;                       /* the client's, and one per key it is listed for */
+    struct track_reader reads;      /* its keys in the worker's table */
     unsigned on : 1;                /* as Redis, the keys it read stay listed while
                                        it is off, and count again once it is on */
     unsigned optin : 1, optout : 1, noloop : 1;
@@ -55,13 +57,13 @@ struct tracking {
     struct track_prefixes prefixes; /* in BCAST mode ("" when it gave none) */
     uint64_t redirect;              /* the client its invalidations go to; 0: itself */
     int redirect_worker;            /* that client's worker */
-    TAILQ_ENTRY(tracking) link;     /* in its worker's list, while its client is */
+    TAILQ_ENTRY(tracking) link;     /* in its worker's list or gone list */
 };
 
 /* A node connection of a worker's that tracks reads: a shared RESP3 one
- * (its CLIENT ID on the node, 0 until known), or a shared RESP2 one whose
- * invalidations go to the RESP3 one of its master (the id it redirects to;
- * -1: the node refused). */
+ * (id -1 once the node refused), or a shared RESP2 one whose invalidations
+ * go to the RESP3 one of its master (the CLIENT ID it redirects to, 0 not
+ * yet; -1: the node refused). */
 struct track_conn {
     struct node_conn *conn;
     long long id;
@@ -73,9 +75,10 @@ struct track_conn {
 struct tracking_worker {
     struct track_table *table;
     TAILQ_HEAD(, tracking) clients;
+    TAILQ_HEAD(, tracking) gone;    /* their clients gone: to sweep */
     /* for INFO on any thread (relaxed atomics): clients with tracking on,
      * the table's keys and readers */
-    long long on, keys, items, prefixes;
+    long long on, keys, items, prefixes, bytes;
     int nbcast;                     /* its clients in BCAST mode */
     struct track_conn *conns;
     int nconns, capconns;
@@ -112,6 +115,7 @@ static void counts_publish(struct tracking_worker *tw)
 {
     __atomic_store_n(&tw->keys, (long long)track_table_keys(tw->table), __ATOMIC_RELAXED);
     __atomic_store_n(&tw->items, (long long)track_table_readers(tw->table), __ATOMIC_RELAXED);
+    __atomic_store_n(&tw->bytes, (long long)track_table_bytes(tw->table), __ATOMIC_RELAXED);
 }
 
 static void on_count(struct client *c, int delta)
@@ -119,36 +123,37 @@ static void on_count(struct client *c, int delta)
     __atomic_add_fetch(&tracking_worker_of(c->worker)->on, delta, __ATOMIC_RELAXED);
 }
 
-void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
-                     long long *items, long long *prefixes)
+void tracking_totals(const struct proxy *p, struct tracking_totals *out)
 {
-    *clients = *keys = *items = *prefixes = 0;
+    *out = (struct tracking_totals){ 0 };
     for (int i = 0; i < p->nworkers; i++) {
         const struct tracking_worker *tw = tracking_worker_of(&p->workers[i]);
         if (!tw)
             continue;
-        *clients += __atomic_load_n(&tw->on, __ATOMIC_RELAXED);
-        *keys += __atomic_load_n(&tw->keys, __ATOMIC_RELAXED);
-        *items += __atomic_load_n(&tw->items, __ATOMIC_RELAXED);
-        *prefixes += __atomic_load_n(&tw->prefixes, __ATOMIC_RELAXED);
+        out->clients += __atomic_load_n(&tw->on, __ATOMIC_RELAXED);
+        out->keys += __atomic_load_n(&tw->keys, __ATOMIC_RELAXED);
+        out->items += __atomic_load_n(&tw->items, __ATOMIC_RELAXED);
+        out->prefixes += __atomic_load_n(&tw->prefixes, __ATOMIC_RELAXED);
+        out->bytes += __atomic_load_n(&tw->bytes, __ATOMIC_RELAXED);
     }
 }
 
-static void reader_hold(void *reader)
+static struct tracking *tracking_of_reader(struct track_reader *reader)
 {
-    ((struct tracking *)reader)->refs++;
+    return (struct tracking *)((char *)reader - offsetof(struct tracking, reads));
 }
 
-static void reader_drop(void *reader)
+/* The trackings of clients that are gone leave the table, and are freed. */
+static void sweep(struct tracking_worker *tw)
 {
-    struct tracking *t = reader;
-    if (--t->refs == 0) {
+    struct tracking *t;
+    while ((t = TAILQ_FIRST(&tw->gone)) != NULL) {
+        TAILQ_REMOVE(&tw->gone, t, link);
+        track_table_forget_reader(tw->table, &t->reads);
         track_prefixes_clear(&t->prefixes);
         free(t);
     }
 }
-
-static const struct track_reader_ops reader_ops = { reader_hold, reader_drop };
 
 /* ---- invalidation messages ---- */
 
@@ -246,13 +251,13 @@ static void tell(struct worker *w, struct tracking *t, const char *key, size_t l
 
 /* The table let go of reader t for key (the cluster's name): its client
  * is told, with its own name for it. */
-static void notify(void *reader, const char *key, size_t len, void *arg)
+static void notify(struct track_reader *reader, const char *key, size_t len, void *arg)
 {
     struct worker *w = arg;
     char buf[512], *heap;
     size_t n;
     const char *name = client_name(w, key, len, buf, sizeof buf, &heap, &n);
-    tell(w, reader, name ? name : key, name ? n : len);
+    tell(w, tracking_of_reader(reader), name ? name : key, name ? n : len);
     free(heap);
 }
 
@@ -356,7 +361,7 @@ struct tracking_req {
     int what;
 };
 
-enum { REQ_ON, REQ_MODE, REQ_ID, REQ_FLUSH_CONNECTION, REQ_FLUSH_REFUSED, REQ_FLUSH_MODE };
+enum { REQ_ON, REQ_MODE, REQ_FLUSH_CONNECTION, REQ_FLUSH_REFUSED, REQ_FLUSH_MODE };
 
 static void flush_after(struct worker *w, struct node_conn *c, int what);
 
@@ -386,8 +391,6 @@ static void tracking_req_reply(struct node_req *nr, const struct reply_view *v,
         flush_after(req->w, c, REQ_FLUSH_REFUSED);
     } else if ((req->what == REQ_ON || req->what == REQ_MODE) && e) {
         e->bcast_on = e->bcast;
-    } else if (req->what == REQ_ID && s->type == ':' && e && e->id == 0) {
-        e->id = b ? strtoll(b + s->body + 1, NULL, 10) : 0;
     } else if (req->what == REQ_FLUSH_MODE) {
         flush_all(req->w, TRACKING_FLUSH_MODE);
     } else if (req->what == REQ_FLUSH_CONNECTION) {
@@ -444,7 +447,6 @@ static void flush_after(struct worker *w, struct node_conn *c, int what)
 static int tracking_enable(struct worker *w, struct node_conn *c)
 {
     static const char optin[] = TRACKING_ON_OPTIN, bcast[] = TRACKING_ON_BCAST;
-    static const char id[] = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
     struct tracking_worker *tw = tracking_worker_of(w);
     if (c->on_push == tracking_push)
         return 0;
@@ -459,7 +461,7 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
     c->on_push = tracking_push;
     c->push_arg = w;
     c->push_max = 0;
-    tracking_req(w, c, REQ_ID, id, sizeof id - 1);
+    node_conn_ask_id(c);
     return 0;
 }
 
@@ -516,9 +518,9 @@ static int redirect_enable(struct worker *w, struct node_conn *c2, int node, int
         return -1;
     struct track_conn *e3 = conn_entry(tw, c3, 0);
     mode_follow(w, c3, e3);
-    if (!e3 || e3->id <= 0 || (bcast && !e3->bcast_on))
+    long long to = __atomic_load_n(&c3->node_id, __ATOMIC_RELAXED);
+    if (!e3 || e3->id < 0 || to <= 0 || (bcast && !e3->bcast_on))
         return -1;
-    long long to = e3->id;
     struct track_conn *e2 = conn_entry(tw, c2, 1);
     if (!e2 || e2->id < 0)
         return -1;
@@ -635,6 +637,7 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
     struct worker *w = arg;
     struct tracking_worker *tw = tracking_worker_of(w);
     size_t len = v->len, el;
+    sweep(tw);
     const char *b = reply_view_head(v, len), *e, *keys;
     struct reply_iter it, kit;
     (void)s;
@@ -718,7 +721,8 @@ static int keys_each(struct request *r, void (*fn)(struct request *r, const char
 
 static void forget_key(struct request *r, const char *key, size_t len, void *arg)
 {
-    track_table_forget(tracking_worker_of(r->worker)->table, key, len, arg);
+    struct tracking *t = arg;
+    track_table_forget(tracking_worker_of(r->worker)->table, key, len, &t->reads);
 }
 
 /* A client family's take: never takes r, but notes what Redis's tracking
@@ -754,7 +758,8 @@ static void fallback_key(struct request *r, const char *key, size_t len, void *a
 
 static void tell_key(struct request *r, const char *key, size_t len, void *arg)
 {
-    notify(arg, key, len, r->worker);
+    struct tracking *t = arg;
+    notify(&t->reads, key, len, r->worker);
 }
 
 /* A read the node does not track for its client t (on another connection,
@@ -799,8 +804,8 @@ static void track_key(struct request *r, const char *key, size_t len, void *arg)
 {
     struct tracked_read *tr = arg;
     struct worker *w = r->worker;
-    if (track_table_add(tracking_worker_of(w)->table, key, len, tr->t, tr->conn, tr->pos,
-                        w->cfg->tracking_table_max_keys, notify, w) < 0)
+    if (track_table_add(tracking_worker_of(w)->table, key, len, &tr->t->reads, tr->conn,
+                        tr->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
         tr->failed = 1;
 }
 
@@ -852,11 +857,12 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
  * its reply. */
 static void sending(struct request *r, struct node_conn *conn)
 {
-    static const char *yes[] = { "CLIENT", "CACHING", "YES" };
+    static const char caching_yes[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nYES\r\n";
     struct request *top = r->parent ? r->parent : r;
     struct tracking *t = top->client ? tracking_of(top->client) : NULL;
     if (!t || !(top->marks & track_mark) || top->detached)
         return;     /* (a detached copy runs inside EXEC, which is invalidated whole) */
+    sweep(tracking_worker_of(r->worker));
     struct track_conn *e = trackable(t, r, conn);
     if (!e) {
         invalidate_after(top, r, t);
@@ -865,7 +871,7 @@ static void sending(struct request *r, struct node_conn *conn)
     if (t->bcast)
         return;
     if (!e->bcast)
-        node_send_quiet(conn, 3, yes);
+        node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
     struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
     if (keys_each(r, track_key, &tr) < 0 || tr.failed)
         invalidate_after(top, r, t);
@@ -909,7 +915,7 @@ static int tracking_on(struct request *r, unsigned options, const struct redirec
         if (!tw || !(t = calloc(1, sizeof *t)))
             return -1;
         t->client = c;
-        t->refs = 1;
+        track_reader_init(&t->reads);
         TAILQ_INSERT_TAIL(&tw->clients, t, link);
         client_family_set(c, client_id_of, t);
     }
@@ -949,7 +955,9 @@ static void tracking_off(struct client *c)
     t->redirect = 0;
 }
 
-/* The client goes: its state stays as long as the table lists it. */
+/* The client goes: its keys leave the table at the next sweep (a push
+ * being handed out, whose client this one's close may be, may be telling
+ * it now). */
 static void tracking_gone(struct client *c)
 {
     struct tracking *t = state_of(c);
@@ -957,10 +965,11 @@ static void tracking_gone(struct client *c)
     if (!t)
         return;
     tracking_off(c);
-    TAILQ_REMOVE(&tracking_worker_of(c->worker)->clients, t, link);
+    struct tracking_worker *tw = tracking_worker_of(c->worker);
+    TAILQ_REMOVE(&tw->clients, t, link);
+    TAILQ_INSERT_TAIL(&tw->gone, t, link);
     client_family_set(c, client_id_of, NULL);
     t->client = NULL;
-    reader_drop(t);
 }
 
 void tracking_reset(struct client *c)
@@ -1226,8 +1235,17 @@ static void count(const struct client *c, struct client_counts *n)
     n->tracking_redirect = redirect_of(t && t->on ? t : NULL);
 }
 
+/* Bytes c's tracking holds (maxmemory-clients): its prefixes, and what the
+ * worker's table charges it. */
+static size_t held(const struct client *c)
+{
+    const struct tracking *t = state_of(c);
+    return t ? t->prefixes.bytes + t->reads.bytes : 0;
+}
+
 static const struct client_family tracking_family = {
     .take = note_request,
+    .held = held,
     .count = count,
     .closing = tracking_gone,
     .freed = tracking_gone,
@@ -1237,13 +1255,14 @@ static int worker_init(struct worker *w, void **state)
 {
     struct tracking_worker *tw = calloc(1, sizeof *tw);
     if (tw)
-        tw->table = track_table_new(&reader_ops);
+        tw->table = track_table_new();
     if (!tw || !tw->table) {
         free(tw);
         return -1;
     }
     (void)w;
     TAILQ_INIT(&tw->clients);
+    TAILQ_INIT(&tw->gone);
     *state = tw;
     return 0;
 }
@@ -1260,7 +1279,7 @@ static void conn_down(struct worker *w, struct node_conn *c)
     struct track_conn *e = conn_entry(tw, c, 0);
     if (!e)
         return;
-    long long id = e->id;
+    long long id = __atomic_load_n(&c->node_id, __ATOMIC_RELAXED);
     int resp3 = c->on_push == tracking_push || c->on_push == tracking_refused;
     *e = tw->conns[--tw->nconns];
     for (int i = 0; resp3 && id > 0 && i < tw->nconns; i++) {

@@ -31,10 +31,15 @@ void tracking_reset(struct client *c);
 
 struct proxy;
 
-/* For INFO, from any thread: the clients with tracking on, the keys and
- * the (key, client) pairs the workers track, and the BCAST prefixes of
- * their clients (each client's counted), over every worker. */
-void tracking_totals(const struct proxy *p, long long *clients, long long *keys,
-                     long long *items, long long *prefixes);
+/* For INFO, over every worker. */
+struct tracking_totals {
+    long long clients;              /* with tracking on */
+    long long keys, items;          /* the keys and (key, client) pairs tracked */
+    long long prefixes;             /* BCAST prefixes (each client's counted) */
+    long long bytes;                /* the tables' memory */
+};
+
+/* From any thread. */
+void tracking_totals(const struct proxy *p, struct tracking_totals *out);
 
 #endif

@@ -17,39 +17,49 @@
  * (CLIENT TRACKING REDIRECT) has no order with the push: its reader is told
  * at once, and kept listed while a read of its is in flight.
  *
- * A reader is the family's (a client's tracking state): the table holds a
- * reference to it through ops while it lists it. Bounded: past max keys the
- * oldest key goes, its readers handed to the evicted callback first.
- * Everything happens on the worker's thread.
+ * A reader is the family's: it embeds a struct track_reader, the list of
+ * its (key, reader) entries, so that a client that goes takes its entries
+ * with it (track_table_forget_reader). An entry is found by its key and
+ * reader in a hash of its own: a read costs the same however many clients
+ * read its key. Bounded: past max keys the oldest key goes, its readers
+ * handed to the evicted callback first. Everything happens on the worker's
+ * thread.
  */
 #ifndef TAGPROXY_TRACKTABLE_H
 #define TAGPROXY_TRACKTABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 struct node_conn;
 struct track_table;
+struct track_entry;
 
-struct track_reader_ops {
-    void (*hold)(void *reader);
-    void (*drop)(void *reader);
+/* What a reader embeds (track_reader_init before use). */
+struct track_reader {
+    TAILQ_HEAD(, track_entry) entries;
+    size_t bytes;                   /* what the table charges it: its entries, and
+                                       each of their keys as if it were its own */
 };
 
+void track_reader_init(struct track_reader *r);
+
 /* A reader of key[0..len) the table lets go of, to be told. */
-typedef void track_notify_fn(void *reader, const char *key, size_t len, void *arg);
+typedef void track_notify_fn(struct track_reader *reader, const char *key, size_t len,
+                             void *arg);
 
 /* NULL when out of memory. */
-struct track_table *track_table_new(const struct track_reader_ops *ops);
+struct track_table *track_table_new(void);
 void track_table_free(struct track_table *tt);
 
 /* reader read key on conn, its read the pos-th request there. Past
  * max_keys (0: no bound) the oldest keys go first, each reader of theirs
  * handed to evicted. 0, or -1 out of memory (the read is then not
  * tracked: the caller must invalidate it itself). */
-int track_table_add(struct track_table *tt, const char *key, size_t len, void *reader,
-                    const struct node_conn *conn, uint64_t pos, int max_keys,
-                    track_notify_fn *evicted, void *arg);
+int track_table_add(struct track_table *tt, const char *key, size_t len,
+                    struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
+                    int max_keys, track_notify_fn *evicted, void *arg);
 
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key with a read it had answered (or that read on
@@ -60,13 +70,18 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             track_notify_fn *notify, void *arg);
 
 /* reader no longer reads key (it wrote it, with NOLOOP). */
-void track_table_forget(struct track_table *tt, const char *key, size_t len, const void *reader);
+void track_table_forget(struct track_table *tt, const char *key, size_t len,
+                        struct track_reader *reader);
+
+/* reader's entries, every one, forgotten (its client goes). */
+void track_table_forget_reader(struct track_table *tt, struct track_reader *reader);
 
 /* Every key forgotten. */
 void track_table_clear(struct track_table *tt);
 
-/* Keys and readers listed. */
+/* Keys and (key, reader) entries listed; bytes the table holds. */
 size_t track_table_keys(const struct track_table *tt);
 size_t track_table_readers(const struct track_table *tt);
+size_t track_table_bytes(const struct track_table *tt);
 
 #endif
