@@ -42,8 +42,7 @@
 #define TRACK_REDIRECT 16u
 
 /* A client's tracking, from its first CLIENT TRACKING ON; once its client
- * is gone (client NULL) it waits on its worker's gone list until its keys
- * leave the table (sweep: a push being handed out may be telling it). */
+ * is gone (client NULL) it waits in its worker's list for the next sweep. */
 struct tracking {
     struct client *client;          /* NULL once the client is gone */
     struct track_reader reads;      /* its keys in the worker's table */
@@ -54,10 +53,14 @@ struct tracking {
                                        the next command or transaction */
     unsigned broken : 1;            /* its redirect's client is gone */
     unsigned bcast : 1;             /* BCAST: told of every key of its prefixes */
+    unsigned flush_due : 1;         /* to be told of the flush under way */
     struct track_prefixes prefixes; /* in BCAST mode ("" when it gave none) */
+    struct evbuffer *multi_reads;   /* the keys its reads queued in MULTI read, each
+                                       a uint32_t length and its bytes (NULL: none) */
+    unsigned multi_lost : 1;        /* some were left out (out of memory) */
     uint64_t redirect;              /* the client its invalidations go to; 0: itself */
     int redirect_worker;            /* that client's worker */
-    TAILQ_ENTRY(tracking) link;     /* in its worker's list or gone list */
+    TAILQ_ENTRY(tracking) link;     /* in its worker's list */
 };
 
 /* A node connection of a worker's that tracks reads: a shared RESP3 one
@@ -75,7 +78,7 @@ struct track_conn {
 struct tracking_worker {
     struct track_table *table;
     TAILQ_HEAD(, tracking) clients;
-    TAILQ_HEAD(, tracking) gone;    /* their clients gone: to sweep */
+    int ngone;                      /* of them, whose clients are gone: to sweep */
     /* for INFO on any thread (relaxed atomics): clients with tracking on,
      * the table's keys and readers */
     long long on, keys, items, prefixes, bytes;
@@ -143,16 +146,27 @@ static struct tracking *tracking_of_reader(struct track_reader *reader)
     return (struct tracking *)((char *)reader - offsetof(struct tracking, reads));
 }
 
-/* The trackings of clients that are gone leave the table, and are freed. */
+/* The trackings of clients that are gone leave the list and the table,
+ * and are freed. Only here: telling a client may close another (its
+ * output over the limit), so a list being walked to tell its clients
+ * loses none of them meanwhile. */
 static void sweep(struct tracking_worker *tw)
 {
-    struct tracking *t;
-    while ((t = TAILQ_FIRST(&tw->gone)) != NULL) {
-        TAILQ_REMOVE(&tw->gone, t, link);
+    struct tracking *t, *next;
+    if (tw->ngone == 0)
+        return;
+    for (t = TAILQ_FIRST(&tw->clients); t; t = next) {
+        next = TAILQ_NEXT(t, link);
+        if (t->client)
+            continue;
+        TAILQ_REMOVE(&tw->clients, t, link);
         track_table_forget_reader(tw->table, &t->reads);
         track_prefixes_clear(&t->prefixes);
+        if (t->multi_reads)
+            evbuffer_free(t->multi_reads);
         free(t);
     }
+    tw->ngone = 0;
 }
 
 /* ---- invalidation messages ---- */
@@ -297,13 +311,17 @@ static const char *const flush_why[TRACKING_FLUSH_CAUSES] = {
 
 /* Every tracking client of w forgets its whole cache (a null key), and the
  * table forgets every read: the proxy can no longer promise an
- * invalidation for them (cause: why, counted and logged). */
+ * invalidation for them (cause: why, counted and logged). Leaving BCAST
+ * mode concerns only the reads in the table: the clients without any are
+ * not told. */
 static void flush_all(struct worker *w, enum stats_tracking_flush cause)
 {
     struct tracking_worker *tw = tracking_worker_of(w);
     struct tracking *t;
     if (!tw)
         return;
+    TAILQ_FOREACH(t, &tw->clients, link)
+        t->flush_due = cause != TRACKING_FLUSH_MODE || !TAILQ_EMPTY(&t->reads.entries);
     track_table_clear(tw->table);
     counts_publish(tw);
     if (TAILQ_EMPTY(&tw->clients))
@@ -312,7 +330,8 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
     log_verbose("tracking", "worker %d: every tracking client's cache invalidated: %s",
                 w->id, flush_why[cause]);
     TAILQ_FOREACH(t, &tw->clients, link)
-        tell(w, t, NULL, 0);
+        if (t->flush_due)
+            tell(w, t, NULL, 0);
 }
 
 /* ---- the node connections that track ---- */
@@ -725,15 +744,77 @@ static void forget_key(struct request *r, const char *key, size_t len, void *arg
     track_table_forget(tracking_worker_of(r->worker)->table, key, len, &t->reads);
 }
 
+/* ---- reads inside MULTI: their keys, tracked as EXEC goes out ---- */
+
+static void multi_forget(struct tracking *t)
+{
+    if (t->multi_reads)
+        evbuffer_drain(t->multi_reads, evbuffer_get_length(t->multi_reads));
+    t->multi_lost = 0;
+}
+
+static void multi_key(struct request *r, const char *key, size_t len, void *arg)
+{
+    struct tracking *t = arg;
+    uint32_t n = (uint32_t)len;
+    (void)r;
+    if (len > UINT32_MAX)
+        return;
+    if (!t->multi_reads)
+        t->multi_reads = evbuffer_new();
+    if (!t->multi_reads || evbuffer_add(t->multi_reads, &n, sizeof n) < 0 ||
+        evbuffer_add(t->multi_reads, key, len) < 0) {
+        if (t->multi_reads)             /* a half entry: EXEC invalidates everything */
+            evbuffer_free(t->multi_reads);
+        t->multi_reads = NULL;
+        t->multi_lost = 1;
+    }
+}
+
+/* Each key read inside the transaction that EXEC runs, to fn: 0, or -1 when
+ * they are not all known (out of memory). */
+static int multi_each(struct tracking *t, struct request *r,
+                      void (*fn)(struct request *r, const char *key, size_t len, void *arg),
+                      void *arg)
+{
+    struct evbuffer *b = t->multi_reads;
+    size_t n = b ? evbuffer_get_length(b) : 0, at = 0;
+    const char *p = n ? (const char *)evbuffer_pullup(b, -1) : NULL;
+    if (t->multi_lost || (n && !p))
+        return -1;
+    while (at + sizeof(uint32_t) <= n) {
+        uint32_t len;
+        memcpy(&len, p + at, sizeof len);
+        at += sizeof len;
+        fn(r, p + at, len, arg);
+        at += len;
+    }
+    return 0;
+}
+
+/* r of t's: the keys of a read queued in MULTI are noted; MULTI and
+ * DISCARD begin and end a transaction. */
+static void multi_note(struct tracking *t, struct request *r)
+{
+    const struct tx_state *tx = txstate_of(r->client);
+    if (r->cmd == multi_cmd || r->cmd == discard_cmd)
+        multi_forget(t);
+    else if (tx && tx->in_multi && r->cmd != exec_cmd && tracks(t, r) &&
+             keys_each(r, multi_key, t) < 0)
+        t->multi_lost = 1;
+}
+
 /* A client family's take: never takes r, but notes what Redis's tracking
- * would: a read to track (marked, for sending), a NOLOOP client's write
- * (it is not told of its own), the CACHING flag spent. */
+ * would: a read to track (marked, for sending; inside MULTI, its keys for
+ * EXEC), a NOLOOP client's write (it is not told of its own), the CACHING
+ * flag spent. */
 static int note_request(struct request *r, const struct route *rt)
 {
     struct tracking *t = tracking_of(r->client);
     (void)rt;
     if (!t)
         return 0;
+    multi_note(t, r);
     if (tracks(t, r))
         r->marks |= track_mark;
     if (t->noloop && (r->cmd->flags & CMD_WRITE)) {
@@ -770,20 +851,23 @@ static void tell_key(struct request *r, const char *key, size_t len, void *arg)
  * where a write right after the read can be told before its reply). */
 static void invalidate_after(struct request *top, struct request *r, struct tracking *t)
 {
-    int block = r->block_parts || r->cmd == exec_cmd;
+    int block = r->block_parts > 0;     /* EXEC's: its reads' keys, noted in MULTI */
     if (t->redirect) {
-        if (block || keys_each(r, tell_key, t) < 0)
+        if ((block ? multi_each(t, r, tell_key, t) : keys_each(r, tell_key, t)) < 0)
             tell(r->worker, t, NULL, 0);
         return;
     }
     struct fallback f = { evbuffer_new(), 0 };
+    int all = 0;                        /* keys not known: a null key */
     if (!f.out)
         return;
-    if (!block && keys_each(r, fallback_key, &f) < 0)
-        evbuffer_drain(f.out, evbuffer_get_length(f.out)), block = 1;
-    if (block)
+    if ((block ? multi_each(t, r, fallback_key, &f) : keys_each(r, fallback_key, &f)) < 0) {
+        evbuffer_drain(f.out, evbuffer_get_length(f.out));
+        all = 1;
+    }
+    if (all)
         evbuffer_add(f.out, invalidate_null, sizeof invalidate_null - 1);
-    if (!block && f.nkeys == 0) {
+    if (!all && f.nkeys == 0) {
         evbuffer_free(f.out);
         return;
     }
@@ -832,7 +916,11 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
     struct tracking_worker *tw = tracking_worker_of(w);
     struct track_conn *e;
     int node;
-    if (r->asking || r->block_parts || r->cmd == exec_cmd)
+    static const char multi[] = "*1\r\n$5\r\nMULTI\r\n";
+    /* a transaction block must start with MULTI: CLIENT CACHING YES holds
+     * for the next command, or for the transaction it begins */
+    if (r->asking || (r->block_parts && (r->len < sizeof multi - 1 ||
+                                         memcmp(r->data, multi, sizeof multi - 1) != 0)))
         return NULL;
     switch (shared_kind(w, conn, &node)) {
     case RESP3:
@@ -866,16 +954,17 @@ static void sending(struct request *r, struct node_conn *conn)
     struct track_conn *e = trackable(t, r, conn);
     if (!e) {
         invalidate_after(top, r, t);
-        return;
+    } else if (!t->bcast) {
+        if (!e->bcast)
+            node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
+        struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
+        if ((r->block_parts ? multi_each(t, r, track_key, &tr)
+                            : keys_each(r, track_key, &tr)) < 0 || tr.failed)
+            invalidate_after(top, r, t);
+        counts_publish(tracking_worker_of(r->worker));
     }
-    if (t->bcast)
-        return;
-    if (!e->bcast)
-        node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
-    struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
-    if (keys_each(r, track_key, &tr) < 0 || tr.failed)
-        invalidate_after(top, r, t);
-    counts_publish(tracking_worker_of(r->worker));
+    if (r->block_parts)
+        multi_forget(t);
 }
 
 /* ---- on and off ---- */
@@ -953,11 +1042,10 @@ static void tracking_off(struct client *c)
     }
     t->on = t->optin = t->optout = t->noloop = t->caching = t->broken = t->bcast = 0;
     t->redirect = 0;
+    multi_forget(t);
 }
 
-/* The client goes: its keys leave the table at the next sweep (a push
- * being handed out, whose client this one's close may be, may be telling
- * it now). */
+/* The client goes: its state and its keys go at the next sweep. */
 static void tracking_gone(struct client *c)
 {
     struct tracking *t = state_of(c);
@@ -965,9 +1053,7 @@ static void tracking_gone(struct client *c)
     if (!t)
         return;
     tracking_off(c);
-    struct tracking_worker *tw = tracking_worker_of(c->worker);
-    TAILQ_REMOVE(&tw->clients, t, link);
-    TAILQ_INSERT_TAIL(&tw->gone, t, link);
+    tracking_worker_of(c->worker)->ngone++;
     client_family_set(c, client_id_of, NULL);
     t->client = NULL;
 }
@@ -1240,7 +1326,8 @@ static void count(const struct client *c, struct client_counts *n)
 static size_t held(const struct client *c)
 {
     const struct tracking *t = state_of(c);
-    return t ? t->prefixes.bytes + t->reads.bytes : 0;
+    return t ? t->prefixes.bytes + t->reads.bytes +
+                   (t->multi_reads ? evbuffer_get_length(t->multi_reads) : 0) : 0;
 }
 
 static const struct client_family tracking_family = {
@@ -1262,7 +1349,6 @@ static int worker_init(struct worker *w, void **state)
     }
     (void)w;
     TAILQ_INIT(&tw->clients);
-    TAILQ_INIT(&tw->gone);
     *state = tw;
     return 0;
 }

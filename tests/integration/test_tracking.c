@@ -11,10 +11,10 @@
  *     write invalidating it once, the client's own write (reply, then
  *     push), NOLOOP, OPTIN with CACHING YES, OPTOUT with CACHING NO, off
  *     again;
+ *   - a transaction's reads, in the default mode and OPTIN;
  *   - through the cluster only: writes straight to a master and through a
  *     second proxy reach the reader, an MGET over two masters tracks both
- *     keys, and EXEC (whose reads the masters do not track for the proxy)
- *     is followed by an invalidation of everything; the table's bound, a
+ *     keys; the table's bound, a
  *     lost tracking connection, a drain and a moved slot invalidate; INFO
  *     and CLIENT INFO show it; and a race: writers everywhere, a reader
  *     with a cache, 600 rounds, never a value the masters no longer hold
@@ -29,6 +29,7 @@
  *     key; through a key layout, the legacy names and prefixes.
  */
 #include "harness.h"
+#include "resp3conn.h"
 
 static struct h_proxy ref;
 
@@ -150,73 +151,6 @@ END_TEST
 
 
 /* ---------- invalidations, against one redis-server ---------- */
-
-/* A RESP3 connection: its bytes not yet read as frames. */
-struct conn3 {
-    int fd;
-    char buf[65536];
-    size_t have;
-};
-
-static void conn3_open(struct conn3 *c, const struct h_node *at)
-{
-    static const char hello[] = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
-    char out[4096];
-    c->fd = h_raw_connect(at);
-    c->have = 0;
-    h_raw_sends(c->fd, hello);
-    h_raw_recv(c->fd, out, sizeof out, "modules\r\n*0\r\n", 5000, NULL);
-}
-
-/* The next whole frame (a reply or a push) into out, within 5 s: 1, or 0
- * when none came (or it closed), for the caller to tidy up before failing. */
-static int frame_within(struct conn3 *c, char *out, size_t size)
-{
-    long long deadline = h_now_ms() + 5000;
-    for (;;) {
-        long n = h_resp_parse(c->buf, c->have, NULL);
-        ck_assert_msg(n >= 0, "malformed: %s", h_esc(c->buf, c->have));
-        if (n > 0) {
-            ck_assert_uint_lt((size_t)n, size);
-            memcpy(out, c->buf, (size_t)n);
-            out[n] = '\0';
-            memmove(c->buf, c->buf + n, c->have - (size_t)n);
-            c->have -= (size_t)n;
-            return 1;
-        }
-        struct pollfd pfd = { c->fd, POLLIN, 0 };
-        long long left = deadline - h_now_ms();
-        if (left <= 0 || poll(&pfd, 1, (int)left) != 1)
-            return 0;
-        ssize_t r = recv(c->fd, c->buf + c->have, sizeof c->buf - c->have, 0);
-        if (r <= 0)
-            return 0;
-        c->have += (size_t)r;
-    }
-}
-
-/* The same, failing the test when no frame came. */
-static void frame(struct conn3 *c, char *out, size_t size)
-{
-    ck_assert_msg(frame_within(c, out, size), "no frame within 5 s (or closed)");
-}
-
-/* words (blanks between) as a multibulk command on c. */
-static void send_words(struct conn3 *c, const char *words)
-{
-    char buf[1024], cmd[2048];
-    const char *argv[16];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", words);
-    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && argc < 16;
-         t = strtok_r(NULL, " ", &save))
-        argv[argc++] = t;
-    size_t at = (size_t)snprintf(cmd, sizeof cmd, "*%d\r\n", argc);
-    for (int i = 0; i < argc; i++)
-        at += (size_t)snprintf(cmd + at, sizeof cmd - at, "$%zu\r\n%s\r\n", strlen(argv[i]),
-                               argv[i]);
-    h_raw_send(c->fd, cmd, at);
-}
 
 /* words' frames on the reference and through the proxy, the same bytes,
  * n of them; the proxy's are returned in out (the last one). */
@@ -439,13 +373,6 @@ END_TEST
 /* ---------- REDIRECT ---------- */
 
 static void reader_of(struct conn3 *c, const struct h_node *p, const char *key);
-
-/* A connection without HELLO (RESP2). */
-static void conn2_open(struct conn3 *c, const struct h_node *at)
-{
-    c->fd = h_raw_connect(at);
-    c->have = 0;
-}
 
 /* c's CLIENT ID. */
 static long long conn_id(struct conn3 *c)
@@ -698,31 +625,44 @@ START_TEST(test_writes_from_elsewhere)
 }
 END_TEST
 
-/* A transaction's reads are not tracked by the node for us yet: EXEC's
- * reply is followed by an invalidation of everything (a null key), so the
- * client caches none of it. */
-START_TEST(test_exec_invalidated_after)
+/* A transaction's reads are tracked as Redis tracks them: a key read in
+ * MULTI is invalidated once written after EXEC (a PING first shows no push
+ * came with EXEC), in the default mode and, after CLIENT CACHING YES
+ * before MULTI, in OPTIN mode; a key MULTI only wrote is not. */
+START_TEST(test_exec_reads_as_redis)
 {
     struct h_node proxy = h_proxy_addr();
-    struct conn3 px;
-    char out[4096], cmd[256];
+    struct conn3 rs, px;
+    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
+    char get_a[256], get_b[256], set_c[256];
     keys_name();
+    H_FMT(get_a, sizeof get_a, "GET %s", key_a);
+    H_FMT(get_b, sizeof get_b, "HGETALL %s", key_b);
+    H_FMT(set_c, sizeof set_c, "SET %s v", key_c);
+    conn3_open(&rs, &ref.addr);
     conn3_open(&px, &proxy);
-    send_words(&px, "CLIENT TRACKING ON");
-    frame(&px, out, sizeof out);
-    send_words(&px, "MULTI");
-    H_FMT(cmd, sizeof cmd, "GET %s", key_a);
-    send_words(&px, cmd);
-    send_words(&px, "EXEC");
-    frame(&px, out, sizeof out);
-    ck_assert_str_eq(out, "+OK\r\n");
-    frame(&px, out, sizeof out);
-    ck_assert_str_eq(out, "+QUEUED\r\n");
-    frame(&px, out, sizeof out);
-    ck_assert_msg(out[0] == '*', "EXEC: %s", h_esc_str(out));
-    frame(&px, out, sizeof out);
-    ck_assert_str_eq(out, ">2\r\n$10\r\ninvalidate\r\n_\r\n");
+    for (int optin = 0; optin < 2; optin++) {
+        both(&rs, &px, optin ? "CLIENT TRACKING ON OPTIN" : "CLIENT TRACKING ON", 1);
+        if (optin)
+            both(&rs, &px, "CLIENT CACHING YES", 1);
+        write_both(wr, wp, "DEL %s", key_b);
+        both(&rs, &px, "MULTI", 1);
+        both(&rs, &px, get_a, 1);
+        both(&rs, &px, get_b, 1);
+        both(&rs, &px, set_c, 1);
+        both(&rs, &px, "EXEC", 1);
+        both(&rs, &px, "PING", 1);
+        write_both(wr, wp, "SET %s x", key_c);
+        write_both(wr, wp, "SET %s x", key_a);
+        both(&rs, &px, NULL, 1);                /* [a], not [c] */
+        write_both(wr, wp, "HSET %s f v", key_b);
+        both(&rs, &px, NULL, 1);                /* [b] */
+        both(&rs, &px, "CLIENT TRACKING OFF", 1);
+    }
+    close(rs.fd);
     close(px.fd);
+    redisFree(wr);
+    redisFree(wp);
 }
 END_TEST
 
@@ -772,6 +712,54 @@ START_TEST(test_table_bound_invalidates_oldest)
     redisContext *o = h_connect_extra(&p);
     ck_assert_int_eq(h_info_field(o, "tracking_invalidations"), 1);
     redisFree(o);
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* GETs of n keys trk:{P}:mem:<i> on c, in batches of 500, each batch's
+ * replies read (pushes too): 1, or 0 once the proxy closed c. */
+static int read_many(struct conn3 *c, int n)
+{
+    char cmd[256], key[128], out[4096];
+    for (int at = 0; at < n; at += 500) {
+        for (int i = at; i < at + 500 && i < n; i++) {
+            H_FMT(key, sizeof key, "trk:{%s}:mem:%d", h_prefix(), i);
+            int len = snprintf(cmd, sizeof cmd, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n",
+                               strlen(key), key);
+            if (send(c->fd, cmd, (size_t)len, MSG_NOSIGNAL) != len)
+                return 0;               /* closed: evicted */
+        }
+        for (int i = at; i < at + 500 && i < n; i++)
+            do {
+                if (!frame_within(c, out, sizeof out))
+                    return 0;
+            } while (out[0] == '>');
+    }
+    return 1;
+}
+
+/* What the table holds for a client counts in its memory: under
+ * maxmemory-clients 1mb, a tracking client that read 20,000 keys (about
+ * 100 bytes each in the table) is evicted; a client that read them without
+ * tracking is not. */
+START_TEST(test_table_counted_in_client_memory)
+{
+    const char *args[] = { "--maxmemory-clients", "1mb", "--threads", "1", NULL };
+    struct h_proxy p;
+    struct conn3 plain, c;
+    char out[4096];
+    h_proxy_start(&p, args);
+    conn3_open(&plain, &p.addr);
+    ck_assert_msg(read_many(&plain, 20000), "a client that does not track was closed");
+    conn3_open(&c, &p.addr);
+    send_words(&c, "CLIENT TRACKING ON");
+    frame(&c, out, sizeof out);
+    ck_assert_msg(!read_many(&c, 20000), "the tracking client was not evicted");
+    redisContext *o = h_connect_extra(&p);
+    ck_assert_int_ge(h_info_field(o, "evicted_clients"), 1);
+    redisFree(o);
+    close(plain.fd);
     close(c.fd);
     h_proxy_stop(&p);
 }
@@ -1128,9 +1116,10 @@ int main(void)
     tcase_add_test(tc, test_redirect_broken_as_redis);
     tcase_add_test(tc, test_redirect_across_workers);
     tcase_add_test(tc, test_writes_from_elsewhere);
-    tcase_add_test(tc, test_exec_invalidated_after);
+    tcase_add_test(tc, test_exec_reads_as_redis);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
+    tcase_add_test(tc, test_table_counted_in_client_memory);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_redirect_flush_as_redis);
     tcase_add_test(tc, test_drain_invalidates_all);
