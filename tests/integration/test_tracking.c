@@ -30,6 +30,7 @@
  */
 #include "harness.h"
 #include "resp3conn.h"
+#include "trackcache.h"
 
 static struct h_proxy ref;
 
@@ -423,6 +424,37 @@ static void both_id(struct conn3 *rs, long long rid, struct conn3 *px, long long
     }
 }
 
+/* The client to redirect to, on the reference and through the proxy (in
+ * RESP3, or RESP2), with its ids there; a writer on each side; GET of
+ * key_e. */
+struct redir {
+    struct conn3 rs_to, px_to;
+    long long rid, pid;
+    redisContext *wr, *wp;
+    char get[256];
+};
+
+static void redir_open(struct redir *d, int resp3)
+{
+    struct h_node proxy = h_proxy_addr();
+    d->wr = h_connect_node(&ref.addr);
+    d->wp = h_connect_proxy();
+    keys_name();
+    H_FMT(d->get, sizeof d->get, "GET %s", key_e);
+    (resp3 ? conn3_open : conn2_open)(&d->rs_to, &ref.addr);
+    (resp3 ? conn3_open : conn2_open)(&d->px_to, &proxy);
+    d->rid = conn_id(&d->rs_to);
+    d->pid = conn_id(&d->px_to);
+}
+
+static void redir_close(struct redir *d)
+{
+    close(d->rs_to.fd);
+    close(d->px_to.fd);
+    redisFree(d->wr);
+    redisFree(d->wp);
+}
+
 /* A RESP2 tracking client redirects to a RESP2 client subscribed to
  * __redis__:invalidate: its reads' invalidations come there as pub/sub
  * messages, and only those (a PING after each read answers first: the
@@ -434,15 +466,14 @@ static void both_id(struct conn3 *rs, long long rid, struct conn3 *px, long long
 START_TEST(test_redirect_resp2_as_redis)
 {
     struct h_node proxy = h_proxy_addr();
-    struct conn3 rs_sub, px_sub, rs_trk, px_trk;
-    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
-    char get[256];
-    keys_name();
-    H_FMT(get, sizeof get, "GET %s", key_e);
-    conn2_open(&rs_sub, &ref.addr);
-    conn2_open(&px_sub, &proxy);
-    long long rid = conn_id(&rs_sub), pid = conn_id(&px_sub);
-    both(&rs_sub, &px_sub, "SUBSCRIBE __redis__:invalidate", 1);
+    struct conn3 rs_trk, px_trk;
+    struct redir d;
+    redir_open(&d, 0);
+    struct conn3 *rs_sub = &d.rs_to, *px_sub = &d.px_to;
+    redisContext *wr = d.wr, *wp = d.wp;
+    long long rid = d.rid, pid = d.pid;
+    const char *get = d.get;
+    both(rs_sub, px_sub, "SUBSCRIBE __redis__:invalidate", 1);
     struct conn3 warm;
     char out[4096];
     reader_of(&warm, &proxy, key_e);
@@ -466,22 +497,19 @@ START_TEST(test_redirect_resp2_as_redis)
             close(warm.fd);
         }
         both(&rs_trk, &px_trk, get, 1);
-        both(&rs_sub, &px_sub, "PING", 1);
+        both(rs_sub, px_sub, "PING", 1);
         write_both(wr, wp, "SET %s two", key_e);
-        both(&rs_sub, &px_sub, NULL, 1);        /* message __redis__:invalidate [key] */
+        both(rs_sub, px_sub, NULL, 1);        /* message __redis__:invalidate [key] */
         both(&rs_trk, &px_trk, get, 1);
-        both(&rs_sub, &px_sub, "PING", 1);
+        both(rs_sub, px_sub, "PING", 1);
         write_both(wr, wp, "DEL %s", key_e);
-        both(&rs_sub, &px_sub, NULL, 1);
+        both(rs_sub, px_sub, NULL, 1);
         both(&rs_trk, &px_trk, "CLIENT TRACKING OFF", 1);
         both(&rs_trk, &px_trk, "CLIENT GETREDIR", 1);
         close(rs_trk.fd);
         close(px_trk.fd);
     }
-    close(rs_sub.fd);
-    close(px_sub.fd);
-    redisFree(wr);
-    redisFree(wp);
+    redir_close(&d);
 }
 END_TEST
 
@@ -491,23 +519,22 @@ END_TEST
 START_TEST(test_redirect_broken_as_redis)
 {
     struct h_node proxy = h_proxy_addr();
-    struct conn3 rs_to, px_to, rs_trk, px_trk;
-    redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
-    char get[256];
-    keys_name();
-    H_FMT(get, sizeof get, "GET %s", key_e);
-    conn3_open(&rs_to, &ref.addr);
-    conn3_open(&px_to, &proxy);
-    long long rid = conn_id(&rs_to), pid = conn_id(&px_to);
+    struct conn3 rs_trk, px_trk;
+    struct redir d;
+    redir_open(&d, 1);
+    redisContext *wr = d.wr, *wp = d.wp;
+    long long rid = d.rid, pid = d.pid;
+    const char *get = d.get;
     conn3_open(&rs_trk, &ref.addr);
     conn3_open(&px_trk, &proxy);
     both_id(&rs_trk, rid, &px_trk, pid, "CLIENT TRACKING ON REDIRECT ID", 1);
     both(&rs_trk, &px_trk, get, 1);
     write_both(wr, wp, "SET %s one", key_e);
-    both(&rs_to, &px_to, NULL, 1);              /* >2 invalidate [key], to the RESP3 client */
+    both(&d.rs_to, &d.px_to, NULL, 1);          /* >2 invalidate [key], to the RESP3 client */
     both(&rs_trk, &px_trk, get, 1);
-    close(rs_to.fd);
-    close(px_to.fd);
+    close(d.rs_to.fd);
+    close(d.px_to.fd);
+    d.rs_to.fd = d.px_to.fd = -1;
     char listed[64];
     H_FMT(listed, sizeof listed, "CLIENT LIST ID %lld", pid);
     for (int i = 0; i < 500; i++) {             /* until the proxy has seen it go */
@@ -529,8 +556,7 @@ START_TEST(test_redirect_broken_as_redis)
     both(&rs_trk, &px_trk, "CLIENT TRACKING OFF", 1);
     close(rs_trk.fd);
     close(px_trk.fd);
-    redisFree(wr);
-    redisFree(wp);
+    redir_close(&d);
 }
 END_TEST
 
@@ -950,65 +976,7 @@ END_TEST
 #define RACE_ROUNDS 600
 #define RACE_WRITES 12
 
-struct race_cache {
-    int have[RACE_KEYS];
-    char value[RACE_KEYS][32];
-    long hits, invalidations;
-};
-
-static char race_key[RACE_KEYS][96];
-
-/* One frame from the reader: a push (applied to the cache: 1) or a reply
- * (into out: 0). */
-static int race_frame(struct conn3 *c, struct race_cache *rc, char *out, size_t size)
-{
-    struct h_rv v;
-    frame(c, out, size);
-    ck_assert_int_gt(h_resp_parse(out, strlen(out), &v), 0);
-    int push = v.type == '>';
-    if (push) {
-        ck_assert_msg(v.num == 2 && v.elem[0].len == 10 &&
-                      memcmp(v.elem[0].str, "invalidate", 10) == 0, "%s", h_esc_str(out));
-        const struct h_rv *keys = &v.elem[1];
-        for (int k = 0; k < RACE_KEYS; k++)
-            for (long long i = 0; keys->type == '*' && i < keys->num; i++)
-                if (keys->elem[i].len == strlen(race_key[k]) &&
-                    memcmp(keys->elem[i].str, race_key[k], keys->elem[i].len) == 0)
-                    rc->have[k] = 0;
-        if (keys->type == '_')
-            memset(rc->have, 0, sizeof rc->have);
-        rc->invalidations++;
-    }
-    h_rv_free(&v);
-    return push;
-}
-
-/* The reply to the command just sent, every push before it applied. */
-static void race_reply(struct conn3 *c, struct race_cache *rc, char *out, size_t size)
-{
-    while (race_frame(c, rc, out, size))
-        ;
-}
-
-/* The reader's GET of key k, cached. */
-static void race_read(struct conn3 *c, struct race_cache *rc, int k)
-{
-    char cmd[160], out[4096];
-    if (rc->have[k]) {
-        rc->hits++;
-        return;
-    }
-    H_FMT(cmd, sizeof cmd, "GET %s", race_key[k]);
-    send_words(c, cmd);
-    race_reply(c, rc, out, sizeof out);
-    ck_assert_msg(out[0] == '$' || out[0] == '_', "GET: %s", h_esc_str(out));
-    const char *nl = strstr(out, "\r\n");
-    if (out[0] == '_')                          /* not written yet: nil, cached too */
-        H_FMT(rc->value[k], sizeof rc->value[k], "(nil)");
-    else
-        H_FMT(rc->value[k], sizeof rc->value[k], "%.*s", (int)(strlen(nl + 2) - 2), nl + 2);
-    rc->have[k] = 1;
-}
+static char race_key[RACE_KEYS][TRACK_CACHE_KEY];
 
 /*
  * A reader with a cache (kept here, as a client library keeps it) reads 24
@@ -1027,9 +995,9 @@ static void race(const char *on)
     struct h_proxy p, other;
     struct h_topo t;
     struct conn3 c;
-    struct race_cache rc;
+    struct track_cache rc;
     char out[4096];
-    memset(&rc, 0, sizeof rc);
+    cache_init(&rc, race_key, RACE_KEYS);
     h_topo_load(&t);
     h_proxy_start(&p, args);
     h_proxy_start(&other, NULL);
@@ -1043,7 +1011,7 @@ static void race(const char *on)
     char cmd[160];
     H_FMT(cmd, sizeof cmd, on, h_prefix());
     send_words(&c, cmd);
-    race_reply(&c, &rc, out, sizeof out);
+    cache_reply(&c, &rc, out, sizeof out);
     ck_assert_str_eq(out, "+OK\r\n");
     unsigned seed = 12345;
     long n = 0;
@@ -1060,24 +1028,12 @@ static void race(const char *on)
                 if (h_topo_owner(&t, h_slot(race_key[k])) == m) {
                     H_FMT(cmd, sizeof cmd, "EXISTS %s", race_key[k]);
                     send_words(&c, cmd);
-                    race_reply(&c, &rc, out, sizeof out);
+                    cache_reply(&c, &rc, out, sizeof out);
                     break;
                 }
-        for (int k = 0; k < RACE_KEYS; k++) {
-            if (!rc.have[k])
-                continue;
-            redisContext *d = h_connect_owner(&t, race_key[k]);
-            redisReply *r = h_cmd(d, "GET %s", race_key[k]);
-            const char *now = r->type == REDIS_REPLY_STRING ? r->str
-                              : r->type == REDIS_REPLY_NIL ? "(nil)" : "?";
-            ck_assert_msg(strcmp(now, rc.value[k]) == 0,
-                          "round %d: the cache holds %s=%s, the master %s", round,
-                          race_key[k], rc.value[k], h_show(r));
-            freeReplyObject(r);
-            redisFree(d);
-        }
+        cache_check(&rc, &t, round, "writes");
         for (int k = 0; k < RACE_KEYS; k++)
-            race_read(&c, &rc, (k * 7 + round) % RACE_KEYS);
+            cache_get(&c, &rc, (k * 7 + round) % RACE_KEYS);
     }
     ck_assert_msg(rc.hits > 0 && rc.invalidations > 0, "hits %ld, invalidations %ld", rc.hits,
                   rc.invalidations);

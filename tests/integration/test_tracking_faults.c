@@ -16,7 +16,7 @@
 #include <signal.h>
 
 #include "lifecycle.h"
-#include "resp3conn.h"
+#include "trackcache.h"
 
 #define FKEYS 24
 #define FROUNDS 200
@@ -60,70 +60,11 @@ static void teardown(void)
 
 /* ---------- the reader ---------- */
 
-struct fcache {
-    int have[FKEYS];
-    char value[FKEYS][32];
-    long hits, flushes, invalidations;
-};
-
-static char fkey[FKEYS][64];
-
-/* One frame: a push (applied to the cache: 1) or a reply (in out: 0). */
-static int reader_frame(struct conn3 *c, struct fcache *fc, char *out, size_t size)
-{
-    struct h_rv v;
-    frame(c, out, size);
-    ck_assert_int_gt(h_resp_parse(out, strlen(out), &v), 0);
-    int push = v.type == '>';
-    if (push) {
-        const struct h_rv *keys = &v.elem[1];
-        if (keys->type == '_') {
-            memset(fc->have, 0, sizeof fc->have);
-            fc->flushes++;
-        }
-        for (long long i = 0; keys->type == '*' && i < keys->num; i++)
-            for (int k = 0; k < FKEYS; k++)
-                if (keys->elem[i].len == strlen(fkey[k]) &&
-                    memcmp(keys->elem[i].str, fkey[k], keys->elem[i].len) == 0)
-                    fc->have[k] = 0;
-        fc->invalidations++;
-    }
-    h_rv_free(&v);
-    return push;
-}
-
-static void reader_reply(struct conn3 *c, struct fcache *fc, char *out, size_t size)
-{
-    while (reader_frame(c, fc, out, size))
-        ;
-}
-
-/* The reader's GET of key k: from its cache, or read (and cached unless
- * the proxy answered an error: a master being replaced). */
-static void reader_get(struct conn3 *c, struct fcache *fc, int k)
-{
-    char cmd[128], out[4096];
-    if (fc->have[k]) {
-        fc->hits++;
-        return;
-    }
-    H_FMT(cmd, sizeof cmd, "GET %s", fkey[k]);
-    send_words(c, cmd);
-    reader_reply(c, fc, out, sizeof out);
-    if (out[0] == '-')
-        return;
-    ck_assert_msg(out[0] == '$' || out[0] == '_', "GET: %s", h_esc_str(out));
-    const char *nl = strstr(out, "\r\n");
-    if (out[0] == '_')
-        H_FMT(fc->value[k], sizeof fc->value[k], "(nil)");
-    else
-        H_FMT(fc->value[k], sizeof fc->value[k], "%.*s", (int)(strlen(nl + 2) - 2), nl + 2);
-    fc->have[k] = 1;
-}
+static char fkey[FKEYS][TRACK_CACHE_KEY];
 
 /* What every master of t pushed before now is in: a read of a key of each,
  * on the reader's connection, until one is answered without an error. */
-static void reader_sync(struct conn3 *c, struct fcache *fc, const struct h_topo *t)
+static void reader_sync(struct conn3 *c, struct track_cache *fc, const struct h_topo *t)
 {
     char cmd[128], out[4096];
     for (int m = 0; m < t->nmasters; m++)
@@ -134,32 +75,13 @@ static void reader_sync(struct conn3 *c, struct fcache *fc, const struct h_topo 
             do {
                 H_FMT(cmd, sizeof cmd, "EXISTS %s", fkey[k]);
                 send_words(c, cmd);
-                reader_reply(c, fc, out, sizeof out);
+                cache_reply(c, fc, out, sizeof out);
                 if (out[0] == '-')
                     h_sleep_ms(100);
             } while (out[0] == '-' && h_now_ms() < deadline);
             ck_assert_msg(out[0] == ':', "EXISTS through the proxy: %s", h_esc_str(out));
             break;
         }
-}
-
-/* Each value in the cache is its master's. */
-static void cache_check(const struct fcache *fc, const struct h_topo *t, int round,
-                        const char *after)
-{
-    for (int k = 0; k < FKEYS; k++) {
-        if (!fc->have[k])
-            continue;
-        redisContext *d = h_connect_owner(t, fkey[k]);
-        redisReply *r = h_cmd(d, "GET %s", fkey[k]);
-        const char *now = r->type == REDIS_REPLY_STRING ? r->str
-                          : r->type == REDIS_REPLY_NIL ? "(nil)" : "?";
-        ck_assert_msg(strcmp(now, fc->value[k]) == 0,
-                      "round %d (after %s): the cache holds %s=%s, its master %s", round, after,
-                      fkey[k], fc->value[k], h_show(r));
-        freeReplyObject(r);
-        redisFree(d);
-    }
 }
 
 /* ---------- the events ---------- */
@@ -279,16 +201,16 @@ START_TEST(test_no_stale_value_through_events)
 {
     struct h_topo t;
     struct conn3 c;
-    struct fcache fc;
+    struct track_cache fc;
     char out[4096];
-    memset(&fc, 0, sizeof fc);
     for (int k = 0; k < FKEYS; k++)
         H_FMT(fkey[k], sizeof fkey[k], "trkf:%s:%d", prefix, k);
+    cache_init(&fc, fkey, FKEYS);
     settled(&t);
     redisContext *pw = h_connect_node(&proxy.addr);
     conn3_open(&c, &proxy.addr);
     send_words(&c, "CLIENT TRACKING ON");
-    reader_reply(&c, &fc, out, sizeof out);
+    cache_reply(&c, &fc, out, sizeof out);
     ck_assert_str_eq(out, "+OK\r\n");
     unsigned seed = 4242;
     const char *after = "nothing yet";
@@ -310,7 +232,7 @@ START_TEST(test_no_stale_value_through_events)
         reader_sync(&c, &fc, &t);
         cache_check(&fc, &t, round, after);
         for (int k = 0; k < FKEYS; k++)
-            reader_get(&c, &fc, (k * 7 + round) % FKEYS);
+            cache_get(&c, &fc, (k * 7 + round) % FKEYS);
     }
     ck_assert_msg(fc.hits > 0 && fc.flushes >= 3, "hits %ld, flushes %ld", fc.hits, fc.flushes);
     redisContext *o = h_connect_node(&proxy.addr);
