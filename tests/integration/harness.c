@@ -463,7 +463,8 @@ pid_t h_node_pid(int port)
     return pid;
 }
 
-int h_free_port(void)
+/* A port the kernel has free now, bound and released at once. */
+static int kernel_free_port(void)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
@@ -478,6 +479,26 @@ int h_free_port(void)
     port = ntohs(sa.sin_port);
     close(fd);
     return port;
+}
+
+/* The kernel may hand the same free port out twice while nothing has bound
+ * it yet (an admin port, then the proxy's own): a port this process was
+ * given lately is not given again. */
+int h_free_port(void)
+{
+    static int given[64];
+    static unsigned ngiven;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int port = kernel_free_port(), seen = 0;
+        for (unsigned i = 0; i < ngiven && i < 64; i++)
+            seen |= given[i] == port;
+        if (seen)
+            continue;
+        given[ngiven++ % 64] = port;
+        return port;
+    }
+    ck_abort_msg("no free port the test has not been given already");
+    return -1;
 }
 
 int h_shell(char *out, size_t size, const char *fmt, ...)
