@@ -428,18 +428,27 @@ static void tracking_req_fail(struct node_req *nr, int may_have_run, const char 
     free(nr);           /* the connection is gone: conn_down flushes */
 }
 
+/* A request of the proxy's own (what: REQ_*), or NULL out of memory. */
+static struct tracking_req *tracking_req_new(struct worker *w, int what)
+{
+    struct tracking_req *req = calloc(1, sizeof *req);
+    if (!req)
+        return NULL;
+    req->w = w;
+    req->what = what;
+    req->nreq.on_reply = tracking_req_reply;
+    req->nreq.on_fail = tracking_req_fail;
+    return req;
+}
+
 /* The command at bytes on c, for the proxy (what: REQ_*): 0, or -1 out of
  * memory. */
 static int tracking_req(struct worker *w, struct node_conn *c, int what, const char *bytes,
                         size_t len)
 {
-    struct tracking_req *req = calloc(1, sizeof *req);
+    struct tracking_req *req = tracking_req_new(w, what);
     if (!req)
         return -1;
-    req->w = w;
-    req->what = what;
-    req->nreq.on_reply = tracking_req_reply;
-    req->nreq.on_fail = tracking_req_fail;
     node_send(c, &req->nreq, bytes, len);
     return 0;
 }
@@ -475,7 +484,8 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
     if (!e)
         return -1;
     e->bcast = tw->nbcast > 0;
-    if (tracking_req(w, c, REQ_ON, e->bcast ? bcast : optin, sizeof optin - 1) < 0)
+    if (tracking_req(w, c, REQ_ON, e->bcast ? bcast : optin,
+                     e->bcast ? sizeof bcast - 1 : sizeof optin - 1) < 0)
         return -1;
     c->on_push = tracking_push;
     c->push_arg = w;
@@ -491,17 +501,21 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
  * every cache is flushed once those are answered. */
 static void mode_follow(struct worker *w, struct node_conn *c, struct track_conn *e)
 {
-    static const char *multi[] = { "MULTI" }, *off[] = { "CLIENT", "TRACKING", "OFF" };
-    static const char *to_bcast[] = { "CLIENT", "TRACKING", "ON", "BCAST" };
-    static const char *to_optin[] = { "CLIENT", "TRACKING", "ON", "OPTIN" };
-    static const char exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    static const char off[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$3\r\nOFF\r\n";
+    static const char optin[] = TRACKING_ON_OPTIN, bcast[] = TRACKING_ON_BCAST;
     int want = tracking_worker_of(w)->nbcast > 0;
     if (!e || e->bcast == want || c->on_push != tracking_push)
         return;
-    node_send_quiet(c, 1, multi);
-    node_send_quiet(c, 3, off);
-    node_send_quiet(c, 4, want ? to_bcast : to_optin);
-    tracking_req(w, c, REQ_MODE, exec, sizeof exec - 1);
+    /* EXEC's request first: out of memory, nothing goes (a MULTI left
+     * without its EXEC would queue what follows); the next read tries again */
+    struct tracking_req *req = tracking_req_new(w, REQ_MODE);
+    if (!req)
+        return;
+    node_send_prefix(c, multi, sizeof multi - 1);
+    node_send_prefix(c, off, sizeof off - 1);
+    node_send_prefix(c, want ? bcast : optin, want ? sizeof bcast - 1 : sizeof optin - 1);
+    node_send(c, &req->nreq, exec, sizeof exec - 1);
     e->bcast = want;
     e->bcast_on = 0;
     if (!want)
