@@ -592,6 +592,18 @@ void client_push_before(struct client *c, struct request *before, const struct r
     push_at(c, v, 0, before, NULL);
 }
 
+void client_push_ahead(struct client *c, const struct reply_view *v)
+{
+    struct request *heard;
+    TAILQ_FOREACH_REVERSE(heard, &c->queue, request_queue, link)
+        if (request_heard(heard))
+            break;
+    if (heard)
+        push_at(c, v, 0, NULL, heard);
+    else
+        push_at(c, v, 0, TAILQ_FIRST(&c->queue), NULL);
+}
+
 void client_push_after(struct client *c, struct request *after, const struct reply_view *v)
 {
     ASSERT(after->client == c && !after->detached);

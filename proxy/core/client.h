@@ -150,6 +150,12 @@ void client_push(struct client *c, const struct reply_view *v, int before_parked
  * NULL, or a request already done: as client_push. */
 void client_push_before(struct client *c, struct request *before, const struct reply_view *v);
 
+/* Output a node pushed on a connection ahead of replies still to come
+ * there (a tracking invalidation): written before every request of c's no
+ * node has answered any of yet, as one server writes it before the replies
+ * of the commands it runs after, and after the rest. */
+void client_push_ahead(struct client *c, const struct reply_view *v);
+
 /* client_push, right after the reply of after, a request in c's queue (a
  * push that must follow what after's reply says, whether or not other
  * replies are ready before it). */

@@ -361,6 +361,16 @@ void request_deliver(struct request *r, const struct reply_view *v)
     finish(r);
 }
 
+int request_heard(const struct request *r)
+{
+    if (r->done || r->nreq.answered)
+        return 1;
+    for (int i = 0; i < r->nparts; i++)
+        if (r->parts[i] && (r->parts[i]->done || r->parts[i]->nreq.answered))
+            return 1;
+    return 0;
+}
+
 void request_deliver_bytes(struct request *r, const char *bytes, size_t len)
 {
     struct reply_view v = { NULL, bytes, len };

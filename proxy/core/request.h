@@ -264,6 +264,10 @@ void request_deliver(struct request *r, const struct reply_view *v);
 /* The same for a reply the proxy wrote: len bytes at bytes (copied). */
 void request_deliver_bytes(struct request *r, const char *bytes, size_t len);
 
+/* Whether r has heard from a node: it is done, a node answered it, or one
+ * of its parts is done or answered. */
+int request_heard(const struct request *r);
+
 /*
  * Where a finished request's reply goes: to its client, in the order the
  * client sent its commands (client.c registers it, client_init). deliver_now:

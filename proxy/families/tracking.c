@@ -210,10 +210,11 @@ static void invalidation_add(struct evbuffer *b, const struct worker *w, const c
 /* t's client is told to forget keys[0..len) (nkeys names in a RESP array,
  * or a null: every key): in a push to itself in RESP3 (RESP2 has no
  * pushes: Redis sends such a client nothing), or in a message to the
- * client it redirects to. tell: of key[0..len), its own name for it (NULL:
- * every key). */
+ * client it redirects to; ordered: ahead of the replies no node has begun
+ * (track_notify_fn), else after every reply it is owed. tell: of
+ * key[0..len), its own name for it (NULL: every key). */
 static void tell_keys(struct worker *w, struct tracking *t, const char *keys, size_t len,
-                      int nkeys)
+                      int nkeys, int ordered)
 {
     struct client *c = t->on ? t->client : NULL;
     if (!c)
@@ -228,7 +229,10 @@ static void tell_keys(struct worker *w, struct tracking *t, const char *keys, si
         resp_add_bulk(b, "invalidate", 10);
         evbuffer_add(b, keys, len);
         struct reply_view v = { b, NULL, evbuffer_get_length(b) };
-        client_push(c, &v, 0);
+        if (ordered)
+            client_push_ahead(c, &v);
+        else
+            client_push(c, &v, 0);
         evbuffer_free(b);
     } else {
         return;
@@ -236,19 +240,20 @@ static void tell_keys(struct worker *w, struct tracking *t, const char *keys, si
     stat_add(&w->stats.tracking_invalidations, (uint64_t)nkeys);
 }
 
-static void tell(struct worker *w, struct tracking *t, const char *key, size_t len)
+static void tell(struct worker *w, struct tracking *t, const char *key, size_t len,
+                 int ordered)
 {
     char buf[600];
     if (!key) {         /* the null of the tracking client's protocol, as Redis writes it */
         int resp3 = t->client && t->client->resp == RESP3;
-        tell_keys(w, t, resp3 ? "_\r\n" : "$-1\r\n", resp3 ? 3 : 5, 0);
+        tell_keys(w, t, resp3 ? "_\r\n" : "$-1\r\n", resp3 ? 3 : 5, 0, 0);
         return;
     }
     int head = snprintf(buf, sizeof buf, "*1\r\n$%zu\r\n", len);
     if (len + (size_t)head + 2 <= sizeof buf) {
         memcpy(buf + head, key, len);
         memcpy(buf + head + len, "\r\n", 2);
-        tell_keys(w, t, buf, (size_t)head + len + 2, 1);
+        tell_keys(w, t, buf, (size_t)head + len + 2, 1, ordered);
         return;
     }
     struct evbuffer *b = evbuffer_new();
@@ -259,19 +264,20 @@ static void tell(struct worker *w, struct tracking *t, const char *key, size_t l
     size_t n = evbuffer_get_length(b);
     const char *p = (const char *)evbuffer_pullup(b, -1);
     if (p)
-        tell_keys(w, t, p, n, 1);
+        tell_keys(w, t, p, n, 1, ordered);
     evbuffer_free(b);
 }
 
 /* The table let go of reader t for key (the cluster's name): its client
  * is told, with its own name for it. */
-static void notify(struct track_reader *reader, const char *key, size_t len, void *arg)
+static void notify(struct track_reader *reader, const char *key, size_t len, int ordered,
+                   void *arg)
 {
     struct worker *w = arg;
     char buf[512], *heap;
     size_t n;
     const char *name = client_name(w, key, len, buf, sizeof buf, &heap, &n);
-    tell(w, tracking_of_reader(reader), name ? name : key, name ? n : len);
+    tell(w, tracking_of_reader(reader), name ? name : key, name ? n : len, ordered);
     free(heap);
 }
 
@@ -331,7 +337,7 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
                 w->id, flush_why[cause]);
     TAILQ_FOREACH(t, &tw->clients, link)
         if (t->flush_due)
-            tell(w, t, NULL, 0);
+            tell(w, t, NULL, 0, 0);
 }
 
 /* ---- the node connections that track ---- */
@@ -620,7 +626,7 @@ static void bcast_tell(struct worker *w, const struct push_names *pn)
             size_t len = evbuffer_get_length(b);
             const char *keys = (const char *)evbuffer_pullup(b, -1);
             if (keys)
-                tell_keys(w, t, keys, len, count);
+                tell_keys(w, t, keys, len, count, 1);
         }
     }
     evbuffer_free(b);
@@ -655,7 +661,7 @@ static void bcast_push(struct worker *w, struct reply_iter *kit, size_t bytes)
         struct tracking *t;
         TAILQ_FOREACH(t, &tracking_worker_of(w)->clients, link)
             if (t->bcast)
-                tell(w, t, NULL, 0);
+                tell(w, t, NULL, 0, 0);
     }
     free(pn.bytes);
     free(pn.at);
@@ -854,7 +860,7 @@ static void fallback_key(struct request *r, const char *key, size_t len, void *a
 static void tell_key(struct request *r, const char *key, size_t len, void *arg)
 {
     struct tracking *t = arg;
-    notify(&t->reads, key, len, r->worker);
+    notify(&t->reads, key, len, 0, r->worker);
 }
 
 /* A read the node does not track for its client t (on another connection,
@@ -868,7 +874,7 @@ static void invalidate_after(struct request *top, struct request *r, struct trac
     int block = r->block_parts > 0;     /* EXEC's: its reads' keys, noted in MULTI */
     if (t->redirect) {
         if ((block ? multi_each(t, r, tell_key, t) : keys_each(r, tell_key, t)) < 0)
-            tell(r->worker, t, NULL, 0);
+            tell(r->worker, t, NULL, 0, 0);
         return;
     }
     struct fallback f = { evbuffer_new(), 0 };

@@ -234,7 +234,7 @@ static void remove_key(struct track_table *tt, struct tracked **at, track_notify
     TAILQ_REMOVE(&tt->by_age, k, age);
     while ((e = TAILQ_FIRST(&k->readers)) != NULL) {
         if (notify)
-            notify(e->who, k->key, k->len, arg);
+            notify(e->who, k->key, k->len, 0, arg);
         entry_free(tt, e);
     }
     tt->nkeys--;
@@ -296,7 +296,7 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
         next = TAILQ_NEXT(e, by_key);
         if (e->conn == conn && e->first > answered)
             continue;                   /* every read in flight: run after the write */
-        notify(e->who, k->key, k->len, arg);
+        notify(e->who, k->key, k->len, e->conn == conn, arg);
         /* a read on a connection that redirects here: the two orders are
          * not related, so its reader is told, and kept while a read of its
          * is still in flight there */

@@ -45,9 +45,12 @@ struct track_reader {
 
 void track_reader_init(struct track_reader *r);
 
-/* A reader of key[0..len) the table lets go of, to be told. */
+/* A reader of key[0..len) the table lets go of, to be told. ordered: by a
+ * push on the connection its reads went on, so that a read of its that
+ * connection has not answered yet ran after the write (and may be answered
+ * after the telling); else it is told after every reply it is owed. */
 typedef void track_notify_fn(struct track_reader *reader, const char *key, size_t len,
-                             void *arg);
+                             int ordered, void *arg);
 
 /* NULL when out of memory. */
 struct track_table *track_table_new(void);

@@ -12,6 +12,7 @@
  *     push), NOLOOP, OPTIN with CACHING YES, OPTOUT with CACHING NO, off
  *     again;
  *   - a transaction's reads, in the default mode and OPTIN;
+ *   - a push the master sent before a read's reply comes before it;
  *   - through the cluster only: writes straight to a master and through a
  *     second proxy reach the reader, an MGET over two masters tracks both
  *     keys; the table's bound, a
@@ -692,6 +693,53 @@ START_TEST(test_exec_reads_as_redis)
 }
 END_TEST
 
+/*
+ * A push a master sent before its reply to a read on the same connection
+ * reaches the reader before that reply, as one server writes them: while
+ * the master's clients are paused (CLIENT PAUSE), a write of a key the
+ * reader caches and then the reader's EXISTS wait their turn there; the
+ * write runs first, so the push comes first. The same on the server alone.
+ */
+static void push_before_reply(const struct h_node *reader_at, const struct h_node *master,
+                              const char *key)
+{
+    struct conn3 c;
+    char out[4096], cmd[512], want[256];
+    reader_of(&c, reader_at, key);
+    int pause = h_raw_connect(master), wr = h_raw_connect(master);
+    h_raw_sends(pause, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n300\r\n");
+    h_raw_recv(pause, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n", strlen(key),
+          key);
+    h_raw_sends(wr, cmd);
+    h_sleep_ms(50);
+    H_FMT(cmd, sizeof cmd, "EXISTS %s", key);
+    send_words(&c, cmd);
+    frame(&c, out, sizeof out);
+    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+    ck_assert_msg(strcmp(out, want) == 0, "first %s, not the push", h_esc_str(out));
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, ":1\r\n");
+    h_raw_recv(wr, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    close(pause);
+    close(wr);
+    close(c.fd);
+}
+
+START_TEST(test_push_before_later_reply)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct h_topo t;
+    char key[96];
+    h_topo_load(&t);
+    H_FMT(key, sizeof key, "trk:%s:order", h_prefix());
+    push_before_reply(&ref.addr, &ref.addr, key);
+    push_before_reply(&proxy, &t.masters[h_topo_owner(&t, h_slot(key))], key);
+}
+END_TEST
+
 /* ---------- where the proxy can no longer promise ---------- */
 
 static const char null_push[] = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
@@ -1073,6 +1121,7 @@ int main(void)
     tcase_add_test(tc, test_redirect_across_workers);
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_reads_as_redis);
+    tcase_add_test(tc, test_push_before_later_reply);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_table_counted_in_client_memory);
