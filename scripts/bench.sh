@@ -740,10 +740,13 @@ tracking_rows() {
     [ -x "$top/build/bench/trackload" ] || die "build/bench/trackload is not built (make bench builds it)"
     if [ -z "$cluster_dir" ]; then start_cluster || die "${tnote[tagproxy]}"; fi
     if [ -z "${tport[tagproxy]:-}" ]; then start_extra_proxy tagproxy tracking; fi
+    start_extra_proxy nodebcast "tracking-node-bcast" --tracking-node-bcast yes
     local -a tcases=(
         "proxy-plain-P1|tagproxy|1|$requests|plain" "proxy-track-P1|tagproxy|1|$requests|track"
+        "nodebcast-track-P1|nodebcast|1|$requests|track"
         "direct-plain-P1|direct|1|$requests|plain" "direct-track-P1|direct|1|$requests|track"
         "proxy-plain-P16|tagproxy|16|$requests16|plain" "proxy-track-P16|tagproxy|16|$requests16|track"
+        "nodebcast-track-P16|nodebcast|16|$requests16|track"
         "direct-plain-P16|direct|16|$requests16|plain" "direct-track-P16|direct|16|$requests16|track"
     )
     : > "$tmp/lruns"
@@ -767,6 +770,8 @@ tracking_rows() {
     runs_table "Tracking rows" \
         "GET -P 1 tracking, through the proxy|proxy-track-P1|not tracking|proxy-plain-P1|>= 0.9" \
         "GET -P 16 tracking, through the proxy|proxy-track-P16|not tracking|proxy-plain-P16|>= 0.9" \
+        "GET -P 1 tracking, tracking-node-bcast yes|nodebcast-track-P1|not tracking|proxy-plain-P1|>= 0.9" \
+        "GET -P 16 tracking, tracking-node-bcast yes|nodebcast-track-P16|not tracking|proxy-plain-P16|>= 0.9" \
         "GET -P 1 tracking, on redis-server|direct-track-P1|not tracking|direct-plain-P1|-" \
         "GET -P 16 tracking, on redis-server|direct-track-P16|not tracking|direct-plain-P16|-"
     if [ -n "$bytes" ] && [ "${keys:-0}" -gt 0 ] && [ "${items:-0}" -gt 0 ]; then

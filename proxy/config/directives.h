@@ -83,6 +83,9 @@ struct config {
     int    slowlog_max_len;             /* entries kept, default 128 */
     int    tracking_table_max_keys;     /* keys client-side caching tracks per worker,
                                            default 1000000 (Redis's); 0: no bound */
+    int    tracking_node_bcast;         /* the masters push every key written to the
+                                           tracking connections (BCAST), not the keys
+                                           read; default 0 */
     long long client_query_buffer_limit;   /* bytes, default 1gb */
     long long client_backlog_limit;        /* bytes of unanswered commands, 0 = none; 16mb */
     long long maxmemory_clients;           /* bytes all clients hold, 0 = none (default) */

@@ -473,9 +473,17 @@ static void flush_after(struct worker *w, struct node_conn *c, int what)
 #define TRACKING_ON_OPTIN "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n$5\r\nOPTIN\r\n"
 #define TRACKING_ON_BCAST "*4\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n$5\r\nBCAST\r\n"
 
+/* Whether w's RESP3 tracking connections track every key (BCAST): while a
+ * client of w is in BCAST mode, or as the config says
+ * (tracking-node-bcast); else the reads behind CLIENT CACHING YES. */
+static int node_bcast(const struct worker *w)
+{
+    return tracking_worker_of(w)->nbcast > 0 || w->cfg->tracking_node_bcast;
+}
+
 /* c, a shared RESP3 connection of w's, tracks the keys of the reads that
- * follow CLIENT CACHING YES on it (OPTIN), or every key (BCAST, while a
- * client of w is in BCAST mode), and pushes their invalidations (and
+ * follow CLIENT CACHING YES on it (OPTIN), or every key (BCAST:
+ * node_bcast), and pushes their invalidations (and
  * those of the RESP2 connections that redirect to it, for which its
  * CLIENT ID is asked): 0, or -1 when it cannot (refused, out of memory). */
 static int tracking_enable(struct worker *w, struct node_conn *c)
@@ -489,7 +497,7 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
     struct track_conn *e = conn_entry(tw, c, 1);
     if (!e)
         return -1;
-    e->bcast = tw->nbcast > 0;
+    e->bcast = node_bcast(w);
     if (tracking_req(w, c, REQ_ON, e->bcast ? bcast : optin,
                      e->bcast ? sizeof bcast - 1 : sizeof optin - 1) < 0)
         return -1;
@@ -500,8 +508,8 @@ static int tracking_enable(struct worker *w, struct node_conn *c)
     return 0;
 }
 
-/* c (a RESP3 tracking connection, e its entry) tracks in BCAST mode while
- * a client of w is in BCAST mode, else in OPTIN mode: switched in a
+/* c (a RESP3 tracking connection, e its entry) tracks in BCAST mode when
+ * node_bcast says, else in OPTIN mode: switched in a
  * transaction, so that no write runs between OFF and ON. Leaving BCAST,
  * the node forgets the reads it did not need CLIENT CACHING YES for:
  * every cache is flushed once those are answered. */
@@ -510,7 +518,7 @@ static void mode_follow(struct worker *w, struct node_conn *c, struct track_conn
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     static const char off[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$3\r\nOFF\r\n";
     static const char optin[] = TRACKING_ON_OPTIN, bcast[] = TRACKING_ON_BCAST;
-    int want = tracking_worker_of(w)->nbcast > 0;
+    int want = node_bcast(w);
     if (!e || e->bcast == want || c->on_push != tracking_push)
         return;
     /* EXEC's request first: out of memory, nothing goes (a MULTI left

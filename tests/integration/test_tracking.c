@@ -13,6 +13,8 @@
  *     again;
  *   - a transaction's reads, in the default mode and OPTIN;
  *   - a push the master sent before a read's reply comes before it;
+ *   - with tracking-node-bcast yes (the masters push every key written),
+ *     the same pushes in every mode, and the race below;
  *   - through the cluster only: writes straight to a master and through a
  *     second proxy reach the reader, an MGET over two masters tracks both
  *     keys; the table's bound, a
@@ -191,16 +193,16 @@ static void keys_name(void)
 
 /* A reader's GET is remembered; another client's SET pushes its
  * invalidation, once: the second SET, with no read between, pushes none
- * (the GET after it answers first), and a read again is tracked again. */
-START_TEST(test_default_mode_as_redis)
+ * (the GET after it answers first), and a read again is tracked again;
+ * through proxy. */
+static void default_mode(const struct h_node *proxy)
 {
-    struct h_node proxy = h_proxy_addr();
     struct conn3 rs, px;
     redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
     char cmd[256];
     keys_name();
     conn3_open(&rs, &ref.addr);
-    conn3_open(&px, &proxy);
+    conn3_open(&px, proxy);
     write_both(wr, wp, "SET %s one", key_a);
     both(&rs, &px, "CLIENT TRACKING ON", 1);
     H_FMT(cmd, sizeof cmd, "GET %s", key_a);
@@ -226,15 +228,20 @@ START_TEST(test_default_mode_as_redis)
     redisFree(wr);
     redisFree(wp);
 }
+
+START_TEST(test_default_mode_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    default_mode(&proxy);
+}
 END_TEST
 
 /* NOLOOP: no push for the client's own write, and the key is forgotten
  * (another client's write after it pushes none either). OPTIN: only the
  * read after CLIENT CACHING YES is tracked; OPTOUT: all but the one after
- * CLIENT CACHING NO. */
-START_TEST(test_noloop_optin_optout_as_redis)
+ * CLIENT CACHING NO. Through proxy. */
+static void noloop_optin_optout(const struct h_node *proxy)
 {
-    struct h_node proxy = h_proxy_addr();
     struct conn3 rs, px;
     redisContext *wr = h_connect_node(&ref.addr), *wp = h_connect_proxy();
     char get[256], set[256];
@@ -242,7 +249,7 @@ START_TEST(test_noloop_optin_optout_as_redis)
     H_FMT(get, sizeof get, "GET %s", key_b);
     H_FMT(set, sizeof set, "SET %s mine", key_b);
     conn3_open(&rs, &ref.addr);
-    conn3_open(&px, &proxy);
+    conn3_open(&px, proxy);
     both(&rs, &px, "CLIENT TRACKING ON NOLOOP", 1);
     both(&rs, &px, get, 1);
     both(&rs, &px, set, 1);
@@ -280,6 +287,12 @@ START_TEST(test_noloop_optin_optout_as_redis)
     close(px.fd);
     redisFree(wr);
     redisFree(wp);
+}
+
+START_TEST(test_noloop_optin_optout_as_redis)
+{
+    struct h_node proxy = h_proxy_addr();
+    noloop_optin_optout(&proxy);
 }
 END_TEST
 
@@ -740,6 +753,22 @@ START_TEST(test_push_before_later_reply)
 }
 END_TEST
 
+/* With tracking-node-bcast yes the masters push every key written and the
+ * proxy tells each client of the keys it read only: the same pushes as
+ * redis-server's, in every mode. (A master writes BCAST's pushes once per
+ * round of its event loop, after that round's replies: a write that runs
+ * in the round of a read may be told after the read's reply.) */
+START_TEST(test_node_bcast_as_redis)
+{
+    const char *args[] = { "--tracking-node-bcast", "yes", NULL };
+    struct h_proxy p;
+    h_proxy_start(&p, args);
+    default_mode(&p.addr);
+    noloop_optin_optout(&p.addr);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 /* ---------- where the proxy can no longer promise ---------- */
 
 static const char null_push[] = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
@@ -1037,9 +1066,9 @@ static char race_key[RACE_KEYS][TRACK_CACHE_KEY];
  * invalidation that was due was never lost. The reader's tracking is
  * turned on by `on` (%s: the run's prefix).
  */
-static void race(const char *on)
+static void race(const char *on, const char *node_bcast)
 {
-    const char *args[] = { "--threads", "2", NULL };
+    const char *args[] = { "--threads", "2", "--tracking-node-bcast", node_bcast, NULL };
     struct h_proxy p, other;
     struct h_topo t;
     struct conn3 c;
@@ -1094,13 +1123,19 @@ static void race(const char *on)
 
 START_TEST(test_race_no_stale_value)
 {
-    race("CLIENT TRACKING ON");
+    race("CLIENT TRACKING ON", "no");
+}
+END_TEST
+
+START_TEST(test_race_no_stale_value_node_bcast)
+{
+    race("CLIENT TRACKING ON", "yes");
 }
 END_TEST
 
 START_TEST(test_race_no_stale_value_bcast)
 {
-    race("CLIENT TRACKING ON BCAST PREFIX trk:%s:race");
+    race("CLIENT TRACKING ON BCAST PREFIX trk:%s:race", "no");
 }
 END_TEST
 
@@ -1122,6 +1157,7 @@ int main(void)
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_reads_as_redis);
     tcase_add_test(tc, test_push_before_later_reply);
+    tcase_add_test(tc, test_node_bcast_as_redis);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_table_counted_in_client_memory);
@@ -1131,6 +1167,7 @@ int main(void)
     tcase_add_test(tc, test_moved_slot_invalidates_all);
     tcase_add_test(tc, test_race_no_stale_value);
     tcase_add_test(tc, test_race_no_stale_value_bcast);
+    tcase_add_test(tc, test_race_no_stale_value_node_bcast);
     suite_add_tcase(s, tc);
     return h_run(s);
 }

@@ -6,8 +6,9 @@
  * through a proxy of two workers while writers change them through the
  * proxy and straight on the masters; meanwhile, one after the other, a
  * failover (CLUSTER FAILOVER on a replica), slots moved by `redis-cli
- * --cluster reshard`, a master killed (kill -9: its replica takes over)
- * and a SIGHUP that changes the key layout's rules. After every round,
+ * --cluster reshard`, a master killed (kill -9: its replica takes over),
+ * a SIGHUP that changes the key layout's rules, and SIGHUPs that turn
+ * tracking-node-bcast on (the masters push every write) and off again. After every round,
  * once what each master pushed is in, each value the reader's cache holds
  * must be its master's now: each event told the reader to flush (a null
  * key), or the invalidations kept coming. The proxy counts the flushes by
@@ -19,16 +20,16 @@
 #include "trackcache.h"
 
 #define FKEYS 24
-#define FROUNDS 200
+#define FROUNDS 240
 #define FWRITES 8
 
-static char cdir[512], rules[600], conf[600], prefix[64];
+static char cdir[512], rules[600], conf[600], conf_text[1400], prefix[64];
 static int cbase;
 static struct h_proxy proxy;
 
 static void setup(void)
 {
-    char nodes[256] = "", seed[64], text[1400];
+    char nodes[256] = "", seed[64];
     size_t at = 0;
     cbase = h_cluster_start(cdir, sizeof cdir, "trackfault", "--replicas 1 --node-timeout 2000");
     for (int i = 0; i < 6; i++)
@@ -40,9 +41,9 @@ static void setup(void)
     lc_write(rules, "rule thing p:thing:<id> -> p:{t:<id>}:one\n");
     h_place_named(&proxy, "trackfault-proxy");
     H_FMT(conf, sizeof conf, "%s/trackfault-%s.conf", h_env("TAGPROXY_TEST_DIR"), prefix);
-    H_FMT(text, sizeof text, "threads 2\ntopology-refresh-ms 200\nlayout-rules %s\n"
+    H_FMT(conf_text, sizeof conf_text, "threads 2\ntopology-refresh-ms 200\nlayout-rules %s\n"
           "layout-prefix %s\n", rules, prefix);
-    lc_write(conf, text);
+    lc_write(conf, conf_text);
     char listen[64];
     H_FMT(listen, sizeof listen, "127.0.0.1:%d", proxy.addr.port);
     H_FMT(seed, sizeof seed, "127.0.0.1:%d", cbase);
@@ -186,6 +187,28 @@ static void do_sighup(struct h_topo *t)
     lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
 }
 
+/* The config again, with tracking-node-bcast set to yes or no. */
+static void node_bcast(const char *yesno, int generation)
+{
+    char text[1500], logged[80];
+    H_FMT(text, sizeof text, "%stracking-node-bcast %s\n", conf_text, yesno);
+    lc_write(conf, text);
+    H_FMT(logged, sizeof logged, "config generation %d in use by every worker", generation);
+    lc_signal(&proxy, SIGHUP, logged, 1);
+}
+
+static void do_node_bcast_on(struct h_topo *t)
+{
+    (void)t;
+    node_bcast("yes", 2);
+}
+
+static void do_node_bcast_off(struct h_topo *t)
+{
+    (void)t;
+    node_bcast("no", 3);
+}
+
 static const struct event {
     int round;
     const char *name;
@@ -195,6 +218,8 @@ static const struct event {
     { 80, "a reshard", do_reshard },
     { 120, "a killed master", do_kill },
     { 160, "a SIGHUP that changes the rules", do_sighup },
+    { 190, "a SIGHUP that turns tracking-node-bcast on", do_node_bcast_on },
+    { 215, "a SIGHUP that turns tracking-node-bcast off", do_node_bcast_off },
 };
 
 START_TEST(test_no_stale_value_through_events)
@@ -239,6 +264,7 @@ START_TEST(test_no_stale_value_through_events)
     ck_assert_int_ge(h_info_field(o, "tracking_flushes_topology"), 1);
     ck_assert_int_ge(h_info_field(o, "tracking_flushes_connection"), 1);
     ck_assert_int_ge(h_info_field(o, "tracking_flushes_layout"), 1);
+    ck_assert_int_ge(h_info_field(o, "tracking_flushes_mode"), 1);   /* BCAST left */
     fprintf(stderr, "tracking faults: %ld hits, %ld invalidations, %ld flushes; INFO: topology "
             "%lld, connection %lld, layout %lld\n", fc.hits, fc.invalidations, fc.flushes,
             h_info_field(o, "tracking_flushes_topology"),
