@@ -249,12 +249,15 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
         io_flush_one(c);        /* may close c */
     }
     l->rounds++;
+    if (l->after_flush)
+        l->after_flush(l->after_flush_arg);
     io_round_pause(l);
 }
 
 int io_loop_init(struct io_loop *l, struct event_base *base)
 {
     l->base = base;
+    l->after_flush = NULL;
     TAILQ_INIT(&l->dirty);
     /* lowest priority is not needed: activated events run after the ready
      * sockets already queued for this round */

@@ -101,6 +101,10 @@ struct io_loop {
     struct event *read_batch_event; /* reads them; activated by the first */
     int read_batch_armed;
     int round_pipelined;            /* io_loop_note_pipeline since the last flush */
+    /* called at the end of each round, once its output is written (before
+     * a pause): work that need not delay the round's writes; may be NULL */
+    void (*after_flush)(void *arg);
+    void *after_flush_arg;
 };
 
 /* What happened to a connection, for its owner. */

@@ -78,6 +78,14 @@ void worker_layout_taken(struct worker *w)
             watches[i]->layout(w);
 }
 
+void worker_round_ended(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < nwatches; i++)
+        if (watches[i]->round_end)
+            watches[i]->round_end(w);
+}
+
 void worker_drain_started(struct worker *w)
 {
     for (int i = 0; i < nwatches; i++)

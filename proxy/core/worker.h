@@ -208,7 +208,9 @@ void worker_want_refresh(struct worker *w);
  *   topology   w has taken a new topology (its masters may have changed);
  *   conn_down  a shared connection of w's closed (before it is forgotten);
  *   layout     w has taken a new key layout;
- *   drain      w starts draining.
+ *   drain      w starts draining;
+ *   round_end  w's event-loop round has written its output: work the
+ *              round's writes need not wait for.
  */
 struct worker_watch {
     void (*silent)(struct worker *w, const char *addr);
@@ -216,8 +218,12 @@ struct worker_watch {
     void (*conn_down)(struct worker *w, struct node_conn *c);
     void (*layout)(struct worker *w);
     void (*drain)(struct worker *w);
+    void (*round_end)(struct worker *w);
 };
 void worker_register_watch(const struct worker_watch *watch);
+
+/* The loop's after_flush (io.h) for worker arg: the watches' round_end. */
+void worker_round_ended(void *arg);
 
 /* w has taken a new topology, key layout, or starts draining (thread.c):
  * the watches hear it. */

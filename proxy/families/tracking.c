@@ -74,9 +74,26 @@ struct track_conn {
     unsigned bcast_on : 1;          /* and the node answered it does */
 };
 
+/* A tracked read sent this round, for the table at the round's end (its
+ * key's bytes in the worker's pending_keys). */
+struct pending_read {
+    struct tracking *t;
+    const struct node_conn *conn;
+    uint64_t pos;
+    size_t at, len;
+    uint32_t hash;                  /* the key's (hash_fnv32) */
+};
+
 /* A worker's tracking clients and the keys they read. */
 struct tracking_worker {
+    struct worker *w;
     struct track_table *table;
+    /* the reads sent this round: they enter the table once the round's
+     * writes are out (round_end), or before anything else uses it */
+    struct pending_read *pending;
+    size_t npending, cappending;
+    char *pending_keys;
+    size_t keys_used, keys_cap;
     TAILQ_HEAD(, tracking) clients;
     int ngone;                      /* of them, whose clients are gone: to sweep */
     /* for INFO on any thread (relaxed atomics): clients with tracking on,
@@ -146,27 +163,38 @@ static struct tracking *tracking_of_reader(struct track_reader *reader)
     return (struct tracking *)((char *)reader - offsetof(struct tracking, reads));
 }
 
-/* The trackings of clients that are gone leave the list and the table,
- * and are freed. Only here: telling a client may close another (its
- * output over the limit), so a list being walked to tell its clients
- * loses none of them meanwhile. */
+/* The entries of gone clients a sweep forgets at most, so that a client
+ * that read many keys goes over several rounds. */
+#define SWEEP_ENTRIES 8192
+
+static void pending_run(struct tracking_worker *tw);
+
+/* The trackings of clients that are gone leave the table (up to
+ * SWEEP_ENTRIES entries), then the list, and are freed. Only at a round's
+ * end: telling a client may close another (its output over the limit), so
+ * a list being walked to tell its clients loses none of them meanwhile. */
 static void sweep(struct tracking_worker *tw)
 {
     struct tracking *t, *next;
+    size_t budget = SWEEP_ENTRIES;
     if (tw->ngone == 0)
         return;
-    for (t = TAILQ_FIRST(&tw->clients); t; t = next) {
+    pending_run(tw);
+    for (t = TAILQ_FIRST(&tw->clients); t && budget > 0; t = next) {
         next = TAILQ_NEXT(t, link);
         if (t->client)
             continue;
+        budget -= track_table_forget_reader(tw->table, &t->reads, budget);
+        if (!TAILQ_EMPTY(&t->reads.entries))
+            break;
         TAILQ_REMOVE(&tw->clients, t, link);
-        track_table_forget_reader(tw->table, &t->reads);
         track_prefixes_clear(&t->prefixes);
         if (t->multi_reads)
             evbuffer_free(t->multi_reads);
         free(t);
+        tw->ngone--;
     }
-    tw->ngone = 0;
+    counts_publish(tw);
 }
 
 /* ---- invalidation messages ---- */
@@ -281,6 +309,58 @@ static void notify(struct track_reader *reader, const char *key, size_t len, int
     free(heap);
 }
 
+/* The reads sent since the last time enter the table; a read it has no room
+ * for (out of memory) has its client told to forget everything, after the
+ * replies it is owed. */
+static void pending_run(struct tracking_worker *tw)
+{
+    struct worker *w = tw->w;
+    if (tw->npending == 0)
+        return;
+    for (int stage = 0; stage < 3; stage++)
+        for (size_t i = 0; i < tw->npending; i++)
+            track_table_prefetch(tw->table, tw->pending[i].hash, &tw->pending[i].t->reads, stage);
+    for (size_t i = 0; i < tw->npending; i++) {
+        const struct pending_read *p = &tw->pending[i];
+        if (track_table_add(tw->table, tw->pending_keys + p->at, p->len, &p->t->reads, p->conn,
+                            p->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
+            tell(w, p->t, NULL, 0, 0);
+    }
+    tw->npending = 0;
+    tw->keys_used = 0;
+    counts_publish(tw);
+}
+
+/* A read of key[0..len) by t, sent on conn as its pos-th request, for the
+ * table at the round's end: 0, or -1 out of memory. */
+static int pending_add(struct tracking_worker *tw, struct tracking *t,
+                       const struct node_conn *conn, uint64_t pos, const char *key, size_t len)
+{
+    if (tw->npending == tw->cappending) {
+        size_t cap = tw->cappending ? tw->cappending * 2 : 256;
+        struct pending_read *more = realloc(tw->pending, sizeof *more * cap);
+        if (!more)
+            return -1;
+        tw->pending = more;
+        tw->cappending = cap;
+    }
+    if (len > tw->keys_cap - tw->keys_used) {
+        size_t cap = tw->keys_cap ? tw->keys_cap : 4096;
+        while (cap - tw->keys_used < len)
+            cap *= 2;
+        char *more = realloc(tw->pending_keys, cap);
+        if (!more)
+            return -1;
+        tw->pending_keys = more;
+        tw->keys_cap = cap;
+    }
+    memcpy(tw->pending_keys + tw->keys_used, key, len);
+    tw->pending[tw->npending++] = (struct pending_read){ t, conn, pos, tw->keys_used, len,
+                                                        hash_fnv32(key, len) };
+    tw->keys_used += len;
+    return 0;
+}
+
 /* The client `redirect` that tracking client `from` of w redirects to is
  * gone (trackredir.h): as Redis, the redirect is broken, and the client is
  * told so in RESP3 (in place of each invalidation). */
@@ -326,6 +406,7 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
     struct tracking *t;
     if (!tw)
         return;
+    pending_run(tw);        /* (their reads were sent before the flush's cause) */
     TAILQ_FOREACH(t, &tw->clients, link)
         t->flush_due = cause != TRACKING_FLUSH_MODE || !TAILQ_EMPTY(&t->reads.entries);
     track_table_clear(tw->table);
@@ -684,10 +765,10 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
     struct worker *w = arg;
     struct tracking_worker *tw = tracking_worker_of(w);
     size_t len = v->len, el;
-    sweep(tw);
     const char *b = reply_view_head(v, len), *e, *keys;
     struct reply_iter it, kit;
     (void)s;
+    pending_run(tw);
     if (b && reply_iter_of(&it, b, len, '>') == 0 && it.n == 2 &&
         reply_iter_next(&it, &e, &el) > 0 && el == 17 && memcmp(e, "$10\r\ninvalidate\r\n", 17) == 0 &&
         reply_iter_next(&it, &keys, &el) > 0) {
@@ -769,7 +850,9 @@ static int keys_each(struct request *r, void (*fn)(struct request *r, const char
 static void forget_key(struct request *r, const char *key, size_t len, void *arg)
 {
     struct tracking *t = arg;
-    track_table_forget(tracking_worker_of(r->worker)->table, key, len, &t->reads);
+    struct tracking_worker *tw = tracking_worker_of(r->worker);
+    pending_run(tw);
+    track_table_forget(tw->table, key, len, &t->reads);
 }
 
 /* ---- reads inside MULTI: their keys, tracked as EXEC goes out ---- */
@@ -915,9 +998,7 @@ struct tracked_read {
 static void track_key(struct request *r, const char *key, size_t len, void *arg)
 {
     struct tracked_read *tr = arg;
-    struct worker *w = r->worker;
-    if (track_table_add(tracking_worker_of(w)->table, key, len, &tr->t->reads, tr->conn,
-                        tr->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
+    if (pending_add(tracking_worker_of(r->worker), tr->t, tr->conn, tr->pos, key, len) < 0)
         tr->failed = 1;
 }
 
@@ -968,9 +1049,9 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
 
 /* A marked request (or part) goes out on conn: CLIENT CACHING YES right
  * before it, where the node can track its keys for us (unless it tracks
- * every key: BCAST), and its keys in the table (a client in BCAST mode is
- * told of every key of its prefixes: none); else their invalidation after
- * its reply. */
+ * every key: BCAST), and its keys for the table, which takes them once
+ * the round's writes are out (a client in BCAST mode is told of every key
+ * of its prefixes: none); else their invalidation after its reply. */
 static void sending(struct request *r, struct node_conn *conn)
 {
     static const char caching_yes[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nYES\r\n";
@@ -978,7 +1059,6 @@ static void sending(struct request *r, struct node_conn *conn)
     struct tracking *t = top->client ? tracking_of(top->client) : NULL;
     if (!t || !(top->marks & track_mark) || top->detached)
         return;     /* (a detached copy runs inside EXEC, which is invalidated whole) */
-    sweep(tracking_worker_of(r->worker));
     struct track_conn *e = trackable(t, r, conn);
     if (!e) {
         invalidate_after(top, r, t);
@@ -989,7 +1069,6 @@ static void sending(struct request *r, struct node_conn *conn)
         if ((r->block_parts ? multi_each(t, r, track_key, &tr)
                             : keys_each(r, track_key, &tr)) < 0 || tr.failed)
             invalidate_after(top, r, t);
-        counts_publish(tracking_worker_of(r->worker));
     }
     if (r->block_parts)
         multi_forget(t);
@@ -1375,7 +1454,7 @@ static int worker_init(struct worker *w, void **state)
         free(tw);
         return -1;
     }
-    (void)w;
+    tw->w = w;
     TAILQ_INIT(&tw->clients);
     *state = tw;
     return 0;
@@ -1435,11 +1514,23 @@ static void drain_started(struct worker *w)
     flush_all(w, TRACKING_FLUSH_DRAIN);
 }
 
+/* The round's writes are out: its tracked reads enter the table while the
+ * masters run them, and gone clients' entries leave it. */
+static void round_end(struct worker *w)
+{
+    struct tracking_worker *tw = tracking_worker_of(w);
+    if (tw) {
+        pending_run(tw);
+        sweep(tw);
+    }
+}
+
 static const struct worker_watch tracking_watch = {
     .topology = topology_taken,
     .conn_down = conn_down,
     .layout = layout_taken,
     .drain = drain_started,
+    .round_end = round_end,
 };
 
 static const struct route_entry tracking_routes[] = {

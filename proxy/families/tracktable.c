@@ -283,6 +283,23 @@ int track_table_add(struct track_table *tt, const char *key, size_t len,
     return 0;
 }
 
+void track_table_prefetch(const struct track_table *tt, uint32_t hash,
+                          const struct track_reader *reader, int stage)
+{
+    struct tracked *const *at = &tt->buckets[hash & (tt->nbuckets - 1)];
+    if (stage == 0) {
+        __builtin_prefetch(at);
+        return;
+    }
+    const struct tracked *k = *at;
+    while (k && k->hash != hash)
+        k = k->next;
+    if (k && stage == 1)
+        __builtin_prefetch(k);
+    else if (k && stage == 2)
+        __builtin_prefetch(&tt->pairs[pair_slot(tt, k, reader)]);
+}
+
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg)
@@ -325,15 +342,18 @@ void track_table_forget(struct track_table *tt, const char *key, size_t len,
         remove_key(tt, at, NULL, NULL);
 }
 
-void track_table_forget_reader(struct track_table *tt, struct track_reader *reader)
+size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
+                                 size_t max)
 {
     struct track_entry *e;
-    while ((e = TAILQ_FIRST(&reader->entries)) != NULL) {
+    size_t n = 0;
+    for (; n < max && (e = TAILQ_FIRST(&reader->entries)) != NULL; n++) {
         struct tracked *k = e->key;
         entry_free(tt, e);
         if (TAILQ_EMPTY(&k->readers))
             remove_key(tt, slot_of(tt, k->key, k->len, k->hash), NULL, NULL);
     }
+    return n;
 }
 
 void track_table_clear(struct track_table *tt)

@@ -64,6 +64,14 @@ int track_table_add(struct track_table *tt, const char *key, size_t len,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     int max_keys, track_notify_fn *evicted, void *arg);
 
+/* Ahead of track_table_add of a batch of reads: what reader's add of the
+ * key whose hash_fnv32 is hash will read first, brought into the cache in
+ * stages (0: the key's bucket, 1: the key, 2: the entry's bucket), each
+ * stage run over the whole batch before the next, so that the batch's
+ * cache misses overlap. */
+void track_table_prefetch(const struct track_table *tt, uint32_t hash,
+                          const struct track_reader *reader, int stage);
+
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key with a read it had answered (or that read on
  * another connection) are handed to notify, and forgotten unless a later
@@ -76,8 +84,9 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
 void track_table_forget(struct track_table *tt, const char *key, size_t len,
                         struct track_reader *reader);
 
-/* reader's entries, every one, forgotten (its client goes). */
-void track_table_forget_reader(struct track_table *tt, struct track_reader *reader);
+/* Up to max of reader's entries forgotten (its client goes): how many. */
+size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
+                                 size_t max);
 
 /* Every key forgotten. */
 void track_table_clear(struct track_table *tt);

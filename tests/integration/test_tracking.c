@@ -842,6 +842,34 @@ static int read_many(struct conn3 *c, int n)
     return 1;
 }
 
+/* A gone reader's entries leave the table, a few thousand a round: a
+ * reader of 20,000 keys closes, and the table empties while another
+ * client's PINGs keep the worker's rounds going. */
+START_TEST(test_gone_reader_leaves_table)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct conn3 c;
+    char out[4096];
+    h_proxy_start(&p, args);
+    conn3_open(&c, &p.addr);
+    send_words(&c, "CLIENT TRACKING ON");
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    ck_assert(read_many(&c, 20000));
+    redisContext *o = h_connect_extra(&p);
+    ck_assert_int_ge(h_info_field(o, "tracking_total_items"), 20000);
+    close(c.fd);
+    long long items = -1, deadline = h_now_ms() + 5000;
+    while ((items = h_info_field(o, "tracking_total_items")) != 0 && h_now_ms() < deadline)
+        h_sleep_ms(20);
+    ck_assert_msg(items == 0, "%lld entries of a gone reader still in the table", items);
+    ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 0);
+    redisFree(o);
+    h_proxy_stop(&p);
+}
+END_TEST
+
 /* What the table holds for a client counts in its memory: under
  * maxmemory-clients 1mb, a tracking client that read 20,000 keys (about
  * 100 bytes each in the table) is evicted; a client that read them without
@@ -1161,6 +1189,7 @@ int main(void)
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_table_counted_in_client_memory);
+    tcase_add_test(tc, test_gone_reader_leaves_table);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_redirect_flush_as_redis);
     tcase_add_test(tc, test_drain_invalidates_all);
