@@ -167,6 +167,11 @@ static struct tracking *tracking_of_reader(struct track_reader *reader)
  * that read many keys goes over several rounds. */
 #define SWEEP_ENTRIES 8192
 
+/* The pending reads (a round's) and key bytes whose room a worker keeps
+ * past the round. */
+#define PENDING_KEEP 4096
+#define PENDING_KEYS_KEEP (1u << 20)
+
 static void pending_run(struct tracking_worker *tw);
 
 /* The trackings of clients that are gone leave the table (up to
@@ -328,6 +333,14 @@ static void pending_run(struct tracking_worker *tw)
     }
     tw->npending = 0;
     tw->keys_used = 0;
+    if (tw->cappending > PENDING_KEEP || tw->keys_cap > PENDING_KEYS_KEEP) {
+        /* after a burst, the usual size again */
+        free(tw->pending);
+        free(tw->pending_keys);
+        tw->pending = NULL;
+        tw->pending_keys = NULL;
+        tw->cappending = tw->keys_cap = 0;
+    }
     counts_publish(tw);
 }
 

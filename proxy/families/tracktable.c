@@ -287,17 +287,18 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage)
 {
     struct tracked *const *at = &tt->buckets[hash & (tt->nbuckets - 1)];
+    const struct tracked *k = *at;
     if (stage == 0) {
         __builtin_prefetch(at);
-        return;
+    } else if (stage == 1) {
+        if (k)                          /* the chain's first: most often the key */
+            __builtin_prefetch(k);
+    } else {
+        while (k && k->hash != hash)
+            k = k->next;
+        if (k)
+            __builtin_prefetch(&tt->pairs[pair_slot(tt, k, reader)]);
     }
-    const struct tracked *k = *at;
-    while (k && k->hash != hash)
-        k = k->next;
-    if (k && stage == 1)
-        __builtin_prefetch(k);
-    else if (k && stage == 2)
-        __builtin_prefetch(&tt->pairs[pair_slot(tt, k, reader)]);
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
