@@ -344,6 +344,23 @@ static void pending_run(struct tracking_worker *tw)
     counts_publish(tw);
 }
 
+/* s[0..len) after the *used bytes at *buf (room for *cap, grown as
+ * needed): 0, or -1 out of memory. */
+static int bytes_append(char **buf, size_t *used, size_t *cap, const char *s, size_t len)
+{
+    if (len > *cap - *used) {
+        size_t more_cap = (*used + len) * 2;
+        char *more = realloc(*buf, more_cap);
+        if (!more)
+            return -1;
+        *buf = more;
+        *cap = more_cap;
+    }
+    memcpy(*buf + *used, s, len);
+    *used += len;
+    return 0;
+}
+
 /* A read of key[0..len) by t, sent on conn as its pos-th request, for the
  * table at the round's end: 0, or -1 out of memory. */
 static int pending_add(struct tracking_worker *tw, struct tracking *t,
@@ -357,20 +374,11 @@ static int pending_add(struct tracking_worker *tw, struct tracking *t,
         tw->pending = more;
         tw->cappending = cap;
     }
-    if (len > tw->keys_cap - tw->keys_used) {
-        size_t cap = tw->keys_cap ? tw->keys_cap : 4096;
-        while (cap - tw->keys_used < len)
-            cap *= 2;
-        char *more = realloc(tw->pending_keys, cap);
-        if (!more)
-            return -1;
-        tw->pending_keys = more;
-        tw->keys_cap = cap;
-    }
-    memcpy(tw->pending_keys + tw->keys_used, key, len);
-    tw->pending[tw->npending++] = (struct pending_read){ t, conn, pos, tw->keys_used, len,
+    size_t at = tw->keys_used;
+    if (bytes_append(&tw->pending_keys, &tw->keys_used, &tw->keys_cap, key, len) < 0)
+        return -1;
+    tw->pending[tw->npending++] = (struct pending_read){ t, conn, pos, at, len,
                                                         hash_fnv32(key, len) };
-    tw->keys_used += len;
     return 0;
 }
 
@@ -689,18 +697,11 @@ struct push_names {
 
 static int names_add(struct push_names *pn, const char *s, size_t len)
 {
-    if (pn->used + len > pn->cap) {
-        size_t cap = (pn->used + len) * 2;
-        char *more = realloc(pn->bytes, cap);
-        if (!more)
-            return -1;
-        pn->bytes = more;
-        pn->cap = cap;
-    }
-    memcpy(pn->bytes + pn->used, s, len);
-    pn->at[pn->n] = pn->used;
+    size_t at = pn->used;
+    if (bytes_append(&pn->bytes, &pn->used, &pn->cap, s, len) < 0)
+        return -1;
+    pn->at[pn->n] = at;
     pn->len[pn->n++] = len;
-    pn->used += len;
     return 0;
 }
 
