@@ -924,6 +924,26 @@ static const struct io_handlers client_handlers = {
     .on_error = client_error_cb,
 };
 
+int client_with_id(struct proxy *p, uint64_t id, void (*fn)(struct client *c, void *arg),
+                   void *arg)
+{
+    int found = -1;
+    for (int i = 0; i < p->nworkers && found < 0; i++) {
+        struct worker *w = &p->workers[i];
+        struct client *c;
+        pthread_mutex_lock(&w->clients_lock);
+        TAILQ_FOREACH(c, &w->clients, link)
+            if (c->id == id && c->state != CLIENT_GONE) {
+                if (fn)
+                    fn(c, arg);
+                found = i;
+                break;
+            }
+        pthread_mutex_unlock(&w->clients_lock);
+    }
+    return found;
+}
+
 struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen)
 {
     struct proxy *p = w->proxy;

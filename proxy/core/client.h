@@ -115,6 +115,12 @@ void client_init(void (*run)(struct request *r));
  * (max-clients) or could not be set up (the socket is closed then). */
 struct client *client_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
 
+/* From any thread: p's live client whose CLIENT ID is id, on any worker,
+ * handed to fn (NULL: none) under its worker's clients_lock; the index of
+ * its worker, or -1 when there is no such client. */
+int client_with_id(struct proxy *p, uint64_t id, void (*fn)(struct client *c, void *arg),
+                   void *arg);
+
 /* Close w's clients idle longer than its config's timeout (none when 0),
  * as Redis does: each second, on w's thread. */
 void client_close_idle(struct worker *w, time_t now);

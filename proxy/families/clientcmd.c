@@ -391,28 +391,29 @@ struct unblock {
 /* Where the proxy's client `id`, of any worker, may be blocked (those
  * connections held until hold_until: dedicated_targets), and whether it
  * is blocked now. */
+struct unblock_found {
+    struct dedicated_target *targets;
+    uint64_t hold_until;
+    int blocked, n;
+};
+
+static void unblock_found(struct client *c, void *arg)
+{
+    struct unblock_found *f = arg;
+    struct client_counts counts;
+    client_counts(c, &counts);
+    f->blocked = counts.blocked;
+    f->n = dedicated_targets(c, f->targets, UNBLOCK_TARGETS_MAX, f->hold_until);
+}
+
 static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets,
                            uint64_t hold_until, int *blocked)
 {
-    *blocked = 0;
-    for (int i = 0; i < p->nworkers; i++) {
-        struct worker *w = &p->workers[i];
-        struct client *c;
-        int n = -1;
-        pthread_mutex_lock(&w->clients_lock);
-        TAILQ_FOREACH(c, &w->clients, link)
-            if ((long long)c->id == id && c->state != CLIENT_GONE) {
-                struct client_counts counts;
-                client_counts(c, &counts);
-                *blocked = counts.blocked;
-                n = dedicated_targets(c, targets, UNBLOCK_TARGETS_MAX, hold_until);
-                break;
-            }
-        pthread_mutex_unlock(&w->clients_lock);
-        if (n >= 0)
-            return n;
-    }
-    return 0;
+    struct unblock_found f = { targets, hold_until, 0, 0 };
+    if (id > 0)
+        client_with_id(p, (uint64_t)id, unblock_found, &f);
+    *blocked = f.blocked;
+    return f.n;
 }
 
 /* The next step of u: now (decided), or after its delay (another try). */

@@ -4,7 +4,6 @@
 #include "proxy/families/tracking.h"
 
 #include <event2/buffer.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1187,19 +1186,7 @@ void tracking_reset(struct client *c)
 /* The worker of the proxy's client whose CLIENT ID is id, or -1. */
 static int client_worker(struct proxy *p, long long id)
 {
-    int found = -1;
-    for (int i = 0; i < p->nworkers && found < 0; i++) {
-        struct worker *w = &p->workers[i];
-        struct client *c;
-        pthread_mutex_lock(&w->clients_lock);
-        TAILQ_FOREACH(c, &w->clients, link)
-            if ((long long)c->id == id && c->state != CLIENT_GONE) {
-                found = i;
-                break;
-            }
-        pthread_mutex_unlock(&w->clients_lock);
-    }
-    return found;
+    return id > 0 ? client_with_id(p, (uint64_t)id, NULL, NULL) : -1;
 }
 
 /* The PREFIX arguments of r (their indexes in at, n of them) overlap one
