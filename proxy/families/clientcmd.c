@@ -388,9 +388,7 @@ struct unblock {
     struct event *step;
 };
 
-/* Where the proxy's client `id`, of any worker, may be blocked (those
- * connections held until hold_until: dedicated_targets), and whether it
- * is blocked now. */
+/* What unblock_targets finds of the client (client_with_id). */
 struct unblock_found {
     struct dedicated_target *targets;
     uint64_t hold_until;
@@ -406,6 +404,9 @@ static void unblock_found(struct client *c, void *arg)
     f->n = dedicated_targets(c, f->targets, UNBLOCK_TARGETS_MAX, f->hold_until);
 }
 
+/* Where the proxy's client `id`, of any worker, may be blocked (those
+ * connections held until hold_until: dedicated_targets), and whether it
+ * is blocked now. */
 static int unblock_targets(struct proxy *p, long long id, struct dedicated_target *targets,
                            uint64_t hold_until, int *blocked)
 {

@@ -967,6 +967,16 @@ static void tell_key(struct request *r, const char *key, size_t len, void *arg)
     notify(&t->reads, key, len, 0, r->worker);
 }
 
+/* The keys r, a read of t's, reads, to fn: a transaction block's (EXEC's),
+ * those its queued reads named in MULTI; else its own. 0, or -1 when they
+ * are not all known (out of memory). */
+static int read_keys_each(struct tracking *t, struct request *r,
+                          void (*fn)(struct request *r, const char *key, size_t len, void *arg),
+                          void *arg)
+{
+    return r->block_parts > 0 ? multi_each(t, r, fn, arg) : keys_each(r, fn, arg);
+}
+
 /* A read the node does not track for its client t (on another connection,
  * after ASKING, in a transaction, or out of memory): its keys' invalidation
  * right after its reply, so the client caches none of it; a null key when
@@ -975,9 +985,8 @@ static void tell_key(struct request *r, const char *key, size_t len, void *arg)
  * where a write right after the read can be told before its reply). */
 static void invalidate_after(struct request *top, struct request *r, struct tracking *t)
 {
-    int block = r->block_parts > 0;     /* EXEC's: its reads' keys, noted in MULTI */
     if (t->redirect) {
-        if ((block ? multi_each(t, r, tell_key, t) : keys_each(r, tell_key, t)) < 0)
+        if (read_keys_each(t, r, tell_key, t) < 0)
             tell(r->worker, t, NULL, 0, 0);
         return;
     }
@@ -985,7 +994,7 @@ static void invalidate_after(struct request *top, struct request *r, struct trac
     int all = 0;                        /* keys not known: a null key */
     if (!f.out)
         return;
-    if ((block ? multi_each(t, r, fallback_key, &f) : keys_each(r, fallback_key, &f)) < 0) {
+    if (read_keys_each(t, r, fallback_key, &f) < 0) {
         evbuffer_drain(f.out, evbuffer_get_length(f.out));
         all = 1;
     }
@@ -1079,8 +1088,7 @@ static void sending(struct request *r, struct node_conn *conn)
         if (!e->bcast)
             node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
         struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
-        if ((r->block_parts ? multi_each(t, r, track_key, &tr)
-                            : keys_each(r, track_key, &tr)) < 0 || tr.failed)
+        if (read_keys_each(t, r, track_key, &tr) < 0 || tr.failed)
             invalidate_after(top, r, t);
     }
     if (r->block_parts)
