@@ -176,8 +176,8 @@ void node_conn_login_as(struct node_conn *c, const struct node_opts *opts)
 
 void node_send_asking(struct node_conn *c)
 {
-    const char *argv[] = { "ASKING" };
-    send_internal(c, asking_reply, 1, argv);
+    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+    node_send_prefix(c, asking, sizeof asking - 1);
 }
 
 void node_send_quiet(struct node_conn *c, int argc, const char **argv)

@@ -228,7 +228,8 @@ int node_send_raw(struct node_conn *c, const void *bytes, size_t len);
  * opts (which must outlive it) and speaks the protocol it spoke. */
 void node_conn_login_as(struct node_conn *c, const struct node_opts *opts);
 
-/* Queue ASKING (its +OK is consumed here) right before the next command. */
+/* Queue ASKING right before the next command, as part of it
+ * (node_send_prefix: its +OK is dropped). */
 void node_send_asking(struct node_conn *c);
 
 /* Queue a command of 1 to 4 arguments (an ASSERT holds callers to it)
