@@ -1,0 +1,455 @@
+/*
+ * The tracking table (proxy/families/tracktable.h): which readers a push
+ * tells and which it keeps, against its header's rules, case by case and
+ * against a model of those rules under random reads, pushes and closes.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/node.h"
+#include "proxy/families/tracktable.h"
+
+#define MAX_TOLD 4096
+
+/* What notify and evicted were handed, in order. */
+struct told {
+    struct track_reader *who;
+    char key[32];
+    int ordered;
+};
+
+static struct told told[MAX_TOLD];
+static int ntold;
+
+static void record(struct track_reader *reader, const char *key, size_t len, int ordered,
+                   void *arg)
+{
+    (void)arg;
+    if (ntold >= MAX_TOLD || len >= sizeof told[0].key)
+        ck_abort_msg("told too much");
+    told[ntold].who = reader;
+    memcpy(told[ntold].key, key, len);
+    told[ntold].key[len] = '\0';
+    told[ntold].ordered = ordered;
+    ntold++;
+}
+
+/* Whether reader was told of key (ordered or not: -1 for either). */
+static int was_told(struct track_reader *reader, const char *key, int ordered)
+{
+    for (int i = 0; i < ntold; i++)
+        if (told[i].who == reader && strcmp(told[i].key, key) == 0 &&
+            (ordered < 0 || told[i].ordered == ordered))
+            return 1;
+    return 0;
+}
+
+static int add(struct track_table *tt, const char *key, struct track_reader *r,
+               const struct node_conn *c, uint64_t pos)
+{
+    return track_table_add(tt, key, strlen(key), r, c, pos, 0, record, NULL);
+}
+
+static void push(struct track_table *tt, const char *key, const struct node_conn *c,
+                 uint64_t answered)
+{
+    track_table_invalidate(tt, key, strlen(key), c, answered, record, NULL);
+}
+
+static struct track_table *table_new(void)
+{
+    struct track_table *tt = track_table_new();
+    ck_assert_ptr_nonnull(tt);
+    ntold = 0;
+    return tt;
+}
+
+START_TEST(test_push_tells_answered_read)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a;
+    struct node_conn c = { 0 };
+    track_reader_init(&a);
+    ck_assert_int_eq(add(tt, "k", &a, &c, 1), 0);
+    ck_assert_uint_eq(track_table_keys(tt), 1);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    ck_assert_uint_gt(a.bytes, 0);
+    push(tt, "other", &c, 1);
+    ck_assert_int_eq(ntold, 0);
+    push(tt, "k", &c, 1);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert(was_told(&a, "k", 1));
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert_uint_eq(track_table_readers(tt), 0);
+    ck_assert_uint_eq(a.bytes, 0);
+    push(tt, "k", &c, 2);                       /* told once: it read it once */
+    ck_assert_int_eq(ntold, 1);
+    track_table_free(tt);
+}
+END_TEST
+
+/* A read the node has not answered when it pushes ran after the write. */
+START_TEST(test_read_in_flight_is_not_told)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a;
+    struct node_conn c = { 0 };
+    track_reader_init(&a);
+    add(tt, "k", &a, &c, 5);
+    push(tt, "k", &c, 4);
+    ck_assert_int_eq(ntold, 0);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    push(tt, "k", &c, 5);
+    ck_assert(was_told(&a, "k", 1));
+    ck_assert_uint_eq(track_table_readers(tt), 0);
+    track_table_free(tt);
+}
+END_TEST
+
+/* First read answered, a later one in flight: told, and kept listed for
+ * the later one. */
+START_TEST(test_told_and_kept_for_a_later_read)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a;
+    struct node_conn c = { 0 };
+    track_reader_init(&a);
+    add(tt, "k", &a, &c, 1);
+    add(tt, "k", &a, &c, 3);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    push(tt, "k", &c, 2);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    push(tt, "k", &c, 2);                       /* its read 3 ran after this write too */
+    ck_assert_int_eq(ntold, 1);
+    push(tt, "k", &c, 3);
+    ck_assert_int_eq(ntold, 2);
+    ck_assert_uint_eq(track_table_readers(tt), 0);
+    track_table_free(tt);
+}
+END_TEST
+
+/* A read on another connection has no order with the push: told at once
+ * (not ordered), kept while that connection has not answered it. */
+START_TEST(test_read_on_another_connection)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a;
+    struct node_conn c1 = { 0 }, c2 = { 0 };
+    track_reader_init(&a);
+    add(tt, "k", &a, &c2, 1);
+    push(tt, "k", &c1, 100);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert(was_told(&a, "k", 0));
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    c2.nanswered = 1;
+    push(tt, "k", &c1, 100);
+    ck_assert_int_eq(ntold, 2);
+    ck_assert_uint_eq(track_table_readers(tt), 0);
+    /* a read that moves to another connection: any push tells it */
+    add(tt, "j", &a, &c1, 50);
+    add(tt, "j", &a, &c2, 7);
+    push(tt, "j", &c2, 0);
+    ck_assert_int_eq(ntold, 3);
+    ck_assert(was_told(&a, "j", 1));
+    ck_assert_uint_eq(track_table_readers(tt), 1);   /* read 7 in flight */
+    track_table_free(tt);
+}
+END_TEST
+
+START_TEST(test_many_readers_of_one_key)
+{
+    enum { N = 1000 };
+    struct track_table *tt = table_new();
+    static struct track_reader r[N];
+    struct node_conn c = { 0 };
+    for (int i = 0; i < N; i++) {
+        track_reader_init(&r[i]);
+        ck_assert_int_eq(add(tt, "hot", &r[i], &c, (uint64_t)i + 1), 0);
+        ck_assert_int_eq(add(tt, "hot", &r[i], &c, (uint64_t)i + 1), 0);
+    }
+    ck_assert_uint_eq(track_table_keys(tt), 1);
+    ck_assert_uint_eq(track_table_readers(tt), N);
+    track_table_forget(tt, "hot", 3, &r[7]);
+    ck_assert_uint_eq(track_table_readers(tt), N - 1);
+    ck_assert_uint_eq(r[7].bytes, 0);
+    push(tt, "hot", &c, N / 2);                 /* reads 1..500 answered */
+    ck_assert_int_eq(ntold, N / 2 - 1);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(was_told(&r[i], "hot", 1), i < N / 2 && i != 7);
+    ck_assert_uint_eq(track_table_readers(tt), N / 2);
+    push(tt, "hot", &c, N);
+    ck_assert_int_eq(ntold, N - 1);
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    track_table_free(tt);
+}
+END_TEST
+
+START_TEST(test_forget_reader_in_steps)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a, b;
+    struct node_conn c = { 0 };
+    char key[16];
+    track_reader_init(&a);
+    track_reader_init(&b);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        add(tt, key, &a, &c, 1);
+        if (i % 2 == 0)
+            add(tt, key, &b, &c, 1);
+    }
+    ck_assert_uint_eq(track_table_keys(tt), 100);
+    ck_assert_uint_eq(track_table_readers(tt), 150);
+    ck_assert_uint_eq(track_table_forget_reader(tt, &a, 30), 30);
+    ck_assert_uint_eq(track_table_readers(tt), 120);
+    ck_assert_uint_eq(track_table_forget_reader(tt, &a, 1000), 70);
+    ck_assert_uint_eq(track_table_forget_reader(tt, &a, 1000), 0);
+    ck_assert_uint_eq(a.bytes, 0);
+    ck_assert_uint_eq(track_table_keys(tt), 50);    /* b's */
+    ck_assert_uint_eq(track_table_readers(tt), 50);
+    push(tt, "k2", &c, 1);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert(was_told(&b, "k2", 1));
+    track_table_clear(tt);
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert_uint_eq(b.bytes, 0);
+    ck_assert_int_eq(ntold, 1);                 /* clear tells nobody */
+    track_table_free(tt);
+}
+END_TEST
+
+/* Past max keys the key first read longest ago goes, its readers evicted
+ * (not ordered). */
+START_TEST(test_eviction_takes_the_oldest_key)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a, b;
+    struct node_conn c = { 0 };
+    track_reader_init(&a);
+    track_reader_init(&b);
+    ck_assert_int_eq(track_table_add(tt, "k1", 2, &a, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(track_table_add(tt, "k1", 2, &b, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(track_table_add(tt, "k2", 2, &a, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(track_table_add(tt, "k3", 2, &a, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(track_table_add(tt, "k1", 2, &a, &c, 2, 3, record, NULL), 0);
+    ck_assert_int_eq(ntold, 0);
+    ck_assert_int_eq(track_table_add(tt, "k4", 2, &a, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(ntold, 2);
+    ck_assert(was_told(&a, "k1", 0));
+    ck_assert(was_told(&b, "k1", 0));
+    ck_assert_uint_eq(track_table_keys(tt), 3);
+    ck_assert_uint_eq(b.bytes, 0);
+    ck_assert_int_eq(track_table_add(tt, "k5", 2, &b, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(ntold, 3);
+    ck_assert(was_told(&a, "k2", 0));
+    track_table_free(tt);
+}
+END_TEST
+
+/* ---- the model: the header's rules written out plainly ---- */
+
+#define MKEYS 24
+#define MREADERS 12
+#define MCONNS 3
+
+struct model_entry {
+    int on;
+    int conn;
+    uint64_t first, last;
+};
+
+static struct model_entry model[MKEYS][MREADERS];
+static int model_age[MKEYS];            /* when the key entered the table; -1: not in it */
+static int model_clock;
+static struct track_reader readers[MREADERS];
+static struct node_conn conns[MCONNS];
+static int expect_told[MKEYS][MREADERS];    /* 0, or 1 + ordered */
+
+static int model_key_listed(int k)
+{
+    for (int r = 0; r < MREADERS; r++)
+        if (model[k][r].on)
+            return 1;
+    return 0;
+}
+
+static void model_key_check(int k)
+{
+    if (!model_key_listed(k))
+        model_age[k] = -1;
+}
+
+static size_t model_keys(void)
+{
+    size_t n = 0;
+    for (int k = 0; k < MKEYS; k++)
+        n += model_age[k] >= 0;
+    return n;
+}
+
+static size_t model_items(void)
+{
+    size_t n = 0;
+    for (int k = 0; k < MKEYS; k++)
+        for (int r = 0; r < MREADERS; r++)
+            n += model[k][r].on;
+    return n;
+}
+
+static void model_add(int k, int r, int c, uint64_t pos, int max)
+{
+    if (model_age[k] < 0) {
+        while (max > 0 && model_keys() >= (size_t)max) {
+            int oldest = -1;
+            for (int i = 0; i < MKEYS; i++)
+                if (model_age[i] >= 0 && (oldest < 0 || model_age[i] < model_age[oldest]))
+                    oldest = i;
+            for (int i = 0; i < MREADERS; i++)
+                if (model[oldest][i].on) {
+                    expect_told[oldest][i] = 1;
+                    model[oldest][i].on = 0;
+                }
+            model_age[oldest] = -1;
+        }
+        model_age[k] = model_clock++;
+    }
+    struct model_entry *e = &model[k][r];
+    if (!e->on) {
+        *e = (struct model_entry){ 1, c, pos, pos };
+    } else if (e->conn != c) {
+        e->conn = c;
+        e->first = 0;
+        e->last = pos;
+    } else if (pos > e->last) {
+        e->last = pos;
+    }
+}
+
+static void model_push(int k, int c, uint64_t answered)
+{
+    for (int r = 0; r < MREADERS; r++) {
+        struct model_entry *e = &model[k][r];
+        if (!e->on || (e->conn == c && e->first > answered))
+            continue;
+        expect_told[k][r] = 1 + (e->conn == c);
+        uint64_t done = e->conn == c ? answered : conns[e->conn].nanswered;
+        if (e->last > done)
+            e->first = done + 1;
+        else
+            e->on = 0;
+    }
+    model_key_check(k);
+}
+
+static int reader_index(const struct track_reader *who)
+{
+    for (int r = 0; r < MREADERS; r++)
+        if (&readers[r] == who)
+            return r;
+    ck_abort_msg("told a reader that is not one");
+    return -1;
+}
+
+/* What the table told since the last check is what the model expects. */
+static void told_check(void)
+{
+    static int got[MKEYS][MREADERS];
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < ntold; i++) {
+        int k = atoi(told[i].key + 1), r = reader_index(told[i].who);
+        if (got[k][r])
+            ck_abort_msg("key %d reader %d: told twice", k, r);
+        got[k][r] = 1 + told[i].ordered;
+    }
+    for (int k = 0; k < MKEYS; k++)
+        for (int r = 0; r < MREADERS; r++)
+            if (got[k][r] != expect_told[k][r])
+                ck_abort_msg("key %d reader %d: told %d, expected %d", k, r, got[k][r],
+                             expect_told[k][r]);
+    memset(expect_told, 0, sizeof expect_told);
+    ntold = 0;
+}
+
+START_TEST(test_against_the_model)
+{
+    struct track_table *tt = table_new();
+    uint64_t sent[MCONNS] = { 0 };
+    int max = _i == 0 ? 0 : 9;
+    srand(1234 + (unsigned)_i);
+    memset(model, 0, sizeof model);
+    memset(conns, 0, sizeof conns);
+    memset(expect_told, 0, sizeof expect_told);
+    for (int k = 0; k < MKEYS; k++)
+        model_age[k] = -1;
+    for (int r = 0; r < MREADERS; r++)
+        track_reader_init(&readers[r]);
+    for (int step = 0; step < 200000; step++) {
+        int k = rand() % MKEYS, r = rand() % MREADERS, c = rand() % MCONNS, op = rand() % 100;
+        char key[8];
+        snprintf(key, sizeof key, "k%d", k);
+        if (op < 55) {
+            uint64_t pos = ++sent[c];
+            if (track_table_add(tt, key, strlen(key), &readers[r], &conns[c], pos, max, record,
+                                NULL) < 0)
+                ck_abort_msg("out of memory");
+            model_add(k, r, c, pos, max);
+        } else if (op < 75) {
+            /* the node answers some of what was sent */
+            uint64_t left = sent[c] - conns[c].nanswered;
+            conns[c].nanswered += left ? (uint64_t)rand() % (left + 1) : 0;
+        } else if (op < 95) {
+            push(tt, key, &conns[c], conns[c].nanswered);
+            model_push(k, c, conns[c].nanswered);
+        } else if (op < 98) {
+            track_table_forget(tt, key, strlen(key), &readers[r]);
+            model[k][r].on = 0;
+            model_key_check(k);
+        } else {
+            track_table_forget_reader(tt, &readers[r], (size_t)-1);
+            if (readers[r].bytes != 0)
+                ck_abort_msg("reader %d still charged %zu bytes", r, readers[r].bytes);
+            for (int i = 0; i < MKEYS; i++) {
+                model[i][r].on = 0;
+                model_key_check(i);
+            }
+        }
+        told_check();
+        if (track_table_keys(tt) != model_keys() || track_table_readers(tt) != model_items())
+            ck_abort_msg("step %d: %zu keys, %zu entries; the model has %zu, %zu", step,
+                         track_table_keys(tt), track_table_readers(tt), model_keys(),
+                         model_items());
+    }
+    track_table_clear(tt);
+    for (int r = 0; r < MREADERS; r++)
+        ck_assert_uint_eq(readers[r].bytes, 0);
+    track_table_free(tt);
+}
+END_TEST
+
+static Suite *tracktable_suite(void)
+{
+    Suite *s = suite_create("tracktable");
+    TCase *tc = tcase_create("tracktable");
+    tcase_add_test(tc, test_push_tells_answered_read);
+    tcase_add_test(tc, test_read_in_flight_is_not_told);
+    tcase_add_test(tc, test_told_and_kept_for_a_later_read);
+    tcase_add_test(tc, test_read_on_another_connection);
+    tcase_add_test(tc, test_many_readers_of_one_key);
+    tcase_add_test(tc, test_forget_reader_in_steps);
+    tcase_add_test(tc, test_eviction_takes_the_oldest_key);
+    tcase_add_loop_test(tc, test_against_the_model, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(tracktable_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
