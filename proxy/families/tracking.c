@@ -189,7 +189,7 @@ static void sweep(struct tracking_worker *tw)
         if (t->client)
             continue;
         budget -= track_table_forget_reader(tw->table, &t->reads, budget);
-        if (!TAILQ_EMPTY(&t->reads.entries))
+        if (t->reads.nkeys > 0)
             break;
         TAILQ_REMOVE(&tw->clients, t, link);
         track_prefixes_clear(&t->prefixes);
@@ -428,7 +428,7 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
         return;
     pending_run(tw);        /* (their reads were sent before the flush's cause) */
     TAILQ_FOREACH(t, &tw->clients, link)
-        t->flush_due = cause != TRACKING_FLUSH_MODE || !TAILQ_EMPTY(&t->reads.entries);
+        t->flush_due = cause != TRACKING_FLUSH_MODE || t->reads.listed > 0;
     track_table_clear(tw->table);
     counts_publish(tw);
     if (TAILQ_EMPTY(&tw->clients))

@@ -1,121 +1,223 @@
 /*
  * tracktable: the keys tracking clients read. See tracktable.h.
  *
- * Keys are in a chained hash table, doubled as it fills, and on a list in
- * the order they were first read: the oldest goes first when the table is
- * full. Each (key, reader) entry is on its key's list (for a push), on its
- * reader's (for the reader's close) and in a second hash by key and reader
- * (for a read). Entries freed are kept for reuse, up to SPARE_MAX.
+ * Keys are in an open-addressed hash (linear probing, at most half full),
+ * and on a list in the order they were first read: the oldest goes first
+ * when the table is full. A key holds its readers' entries in a small
+ * open-addressed hash of its own, by reader (at most three quarters full),
+ * so that a read touches three places: the key's in the hash, the key, and
+ * the reader's among its entries; no allocation unless a hash grows.
+ *
+ * A reader names each key it was listed under in its own array, for its
+ * close. A key that leaves the table stays allocated while a reader's array
+ * names it (refs); an array is compacted, and the keys no longer listed let
+ * go of, once it names twice as many keys as its reader has entries.
  */
 #include "proxy/families/tracktable.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "cluster/node.h"
 #include "lib/base/hash.h"
 
-#define BUCKETS_FIRST 64
-#define SPARE_MAX 4096
+#define SLOTS_FIRST 64
+#define ENTRIES_FIRST 2
+#define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 
 /* A reader's reads of a key since it was last told: the first may have
  * been answered (its value cached), the last may still be on its way. */
 struct track_entry {
-    struct tracked *key;
-    struct track_reader *who;
-    const struct node_conn *conn;
+    struct track_reader *who;       /* NULL: a free place */
+    const struct node_conn *conn;   /* NULL while a push drops it */
     uint64_t first, last;
-    TAILQ_ENTRY(track_entry) by_key, by_reader;
-    struct track_entry *hash_next;
 };
 
 struct tracked {
-    struct tracked *next;           /* in its bucket */
-    TAILQ_ENTRY(tracked) age;       /* oldest first */
-    TAILQ_HEAD(, track_entry) readers;
+    struct track_entry *entries;    /* by reader: cap places (a power of two), n used */
+    uint32_t n, cap;
+    uint32_t refs;                  /* readers' arrays that name it */
     uint32_t hash;
-    size_t len;
+    uint32_t len;
+    uint32_t listed;                /* in the table (else kept for refs only) */
+    uint64_t mark;                  /* the last compaction that kept it */
+    TAILQ_ENTRY(tracked) age;       /* oldest first, while listed */
     char key[];
 };
 
+struct key_slot {
+    struct tracked *k;              /* NULL: a free place */
+    uint32_t hash;
+};
+
 struct track_table {
-    struct tracked **buckets;
-    size_t nbuckets;                /* a power of two */
-    struct track_entry **pairs;     /* entries by key and reader */
-    size_t npairs;                  /* buckets: a power of two */
+    struct key_slot *slots;
+    size_t nslots;                  /* a power of two */
     size_t nkeys, nentries;
-    size_t bytes;                   /* held: both hashes, keys, entries (spare ones too) */
+    size_t bytes;                   /* held: the hashes, keys (listed or not), readers' arrays */
+    uint64_t compactions;
     TAILQ_HEAD(, tracked) by_age;
-    struct track_entry *spare;
-    size_t nspare;
 };
 
 void track_reader_init(struct track_reader *r)
 {
-    TAILQ_INIT(&r->entries);
-    r->bytes = 0;
+    memset(r, 0, sizeof *r);
 }
 
-/* What a reader of k is charged: its entry and, as if it were its own, the
- * key. */
+/* What a reader of k is charged: its entry, its name of k and, as if it
+ * were its own, the key. */
 static size_t charge(const struct tracked *k)
 {
-    return sizeof(struct track_entry) + sizeof *k + k->len;
+    return sizeof(struct track_entry) + sizeof k + sizeof *k + k->len;
 }
 
 struct track_table *track_table_new(void)
 {
     struct track_table *tt = calloc(1, sizeof *tt);
-    if (tt) {
-        tt->buckets = calloc(BUCKETS_FIRST, sizeof *tt->buckets);
-        tt->pairs = calloc(BUCKETS_FIRST, sizeof *tt->pairs);
-    }
-    if (!tt || !tt->buckets || !tt->pairs) {
-        if (tt) {
-            free(tt->buckets);
-            free(tt->pairs);
-        }
+    if (tt && !(tt->slots = calloc(SLOTS_FIRST, sizeof *tt->slots))) {
         free(tt);
         return NULL;
     }
-    tt->nbuckets = tt->npairs = BUCKETS_FIRST;
-    tt->bytes = 2 * BUCKETS_FIRST * sizeof(void *);
-    TAILQ_INIT(&tt->by_age);
+    if (tt) {
+        tt->nslots = SLOTS_FIRST;
+        tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
+        TAILQ_INIT(&tt->by_age);
+    }
     return tt;
 }
 
 /* ---- the hash of keys ---- */
 
-static struct tracked **slot_of(struct track_table *tt, const char *key, size_t len,
-                                uint32_t hash)
+/* key's place in the hash, or the free place it would take. */
+static size_t slot_find(const struct track_table *tt, const char *key, size_t len, uint32_t hash)
 {
-    struct tracked **at = &tt->buckets[hash & (tt->nbuckets - 1)];
-    while (*at && ((*at)->hash != hash || (*at)->len != len || memcmp((*at)->key, key, len)))
-        at = &(*at)->next;
-    return at;
+    size_t mask = tt->nslots - 1, i = hash & mask;
+    for (;; i = (i + 1) & mask) {
+        const struct key_slot *s = &tt->slots[i];
+        if (!s->k || (s->hash == hash && s->k->len == len && !memcmp(s->k->key, key, len)))
+            return i;
+    }
 }
 
-/* Twice the buckets, when the keys outnumber them (none when out of memory:
- * the chains grow instead). */
-static void keys_grow(struct track_table *tt)
+/* Twice the places (none when out of memory: the hash fills further, and
+ * key_new refuses a key past the last free place). */
+static void slots_grow(struct track_table *tt)
 {
-    size_t n = tt->nbuckets * 2;
-    struct tracked **b = calloc(n, sizeof *b);
+    size_t n = tt->nslots * 2;
+    struct key_slot *old = tt->slots, *b = calloc(n, sizeof *b);
     if (!b)
         return;
-    for (size_t i = 0; i < tt->nbuckets; i++)
-        for (struct tracked *k = tt->buckets[i], *next; k; k = next) {
-            next = k->next;
-            k->next = b[k->hash & (n - 1)];
-            b[k->hash & (n - 1)] = k;
-        }
-    free(tt->buckets);
-    tt->bytes += (n - tt->nbuckets) * sizeof *b;
-    tt->buckets = b;
-    tt->nbuckets = n;
+    for (size_t i = 0; i < tt->nslots; i++) {
+        if (!old[i].k)
+            continue;
+        size_t j = old[i].hash & (n - 1);
+        while (b[j].k)
+            j = (j + 1) & (n - 1);
+        b[j] = old[i];
+    }
+    free(old);
+    tt->bytes += (n - tt->nslots) * sizeof *b;
+    tt->slots = b;
+    tt->nslots = n;
 }
 
-static struct tracked *key_new(struct track_table *tt, const char *key, size_t len,
+/* Place i freed: the keys after it that belong before it move back (the
+ * deletion of linear probing, with no tombstones). */
+static void slot_free(struct track_table *tt, size_t i)
+{
+    size_t mask = tt->nslots - 1, j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!tt->slots[j].k)
+            break;
+        size_t home = tt->slots[j].hash & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            tt->slots[i] = tt->slots[j];
+            i = j;
+        }
+    }
+    tt->slots[i].k = NULL;
+}
+
+/* ---- a key's entries ---- */
+
+static uint32_t who_hash(const struct track_reader *who)
+{
+    return (uint32_t)(((uint64_t)(uintptr_t)who * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* who's place among k's entries (k->cap > 0): its entry, or the free place
+ * it would take. */
+static struct track_entry *entry_at(const struct tracked *k, const struct track_reader *who)
+{
+    uint32_t mask = k->cap - 1, i = who_hash(who) & mask;
+    while (k->entries[i].who && k->entries[i].who != who)
+        i = (i + 1) & mask;
+    return &k->entries[i];
+}
+
+static struct track_entry *entry_find(const struct tracked *k, const struct track_reader *who)
+{
+    if (k->cap == 0)
+        return NULL;
+    struct track_entry *e = entry_at(k, who);
+    return e->who ? e : NULL;
+}
+
+/* Room for one more of k's entries: 0, or -1 out of memory. */
+static int entries_room(struct track_table *tt, struct tracked *k)
+{
+    if ((k->n + 1) * 4 <= k->cap * 3)
+        return 0;
+    uint32_t cap = k->cap ? k->cap * 2 : ENTRIES_FIRST, was = k->cap;
+    struct track_entry *old = k->entries, *b = calloc(cap, sizeof *b);
+    if (!b)
+        return -1;
+    k->entries = b;
+    k->cap = cap;
+    for (uint32_t i = 0; i < was; i++)
+        if (old[i].who)
+            *entry_at(k, old[i].who) = old[i];
+    free(old);
+    tt->bytes += (size_t)(cap - was) * sizeof *b;
+    return 0;
+}
+
+/* e, one of k's entries, goes; the entries after it that belong before it
+ * move back. */
+static void entry_free(struct track_table *tt, struct tracked *k, struct track_entry *e)
+{
+    uint32_t mask = k->cap - 1, i = (uint32_t)(e - k->entries), j = i;
+    e->who->listed--;
+    e->who->bytes -= charge(k);
+    tt->nentries--;
+    k->n--;
+    for (;;) {
+        j = (j + 1) & mask;
+        struct track_entry *x = &k->entries[j];
+        if (!x->who)
+            break;
+        uint32_t home = who_hash(x->who) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            k->entries[i] = *x;
+            i = j;
+        }
+    }
+    k->entries[i].who = NULL;
+}
+
+/* ---- keys ---- */
+
+static void key_release(struct track_table *tt, struct tracked *k)
+{
+    if (--k->refs > 0 || k->listed)
+        return;
+    tt->bytes -= sizeof *k + k->len;
+    free(k);
+}
+
+static struct tracked *key_new(struct track_table *tt, size_t at, const char *key, size_t len,
                                uint32_t hash)
 {
     struct tracked *k = malloc(sizeof *k + len);
@@ -123,146 +225,121 @@ static struct tracked *key_new(struct track_table *tt, const char *key, size_t l
         return NULL;
     memset(k, 0, sizeof *k);
     k->hash = hash;
-    k->len = len;
+    k->len = (uint32_t)len;
+    k->listed = 1;
     memcpy(k->key, key, len);
-    TAILQ_INIT(&k->readers);
     TAILQ_INSERT_TAIL(&tt->by_age, k, age);
+    tt->slots[at] = (struct key_slot){ k, hash };
     tt->nkeys++;
     tt->bytes += sizeof *k + len;
-    if (tt->nkeys > tt->nbuckets)
-        keys_grow(tt);
-    struct tracked **at = &tt->buckets[hash & (tt->nbuckets - 1)];
-    k->next = *at;
-    *at = k;
     return k;
 }
 
-/* ---- the hash of entries ---- */
-
-static size_t pair_slot(const struct track_table *tt, const struct tracked *k,
-                        const struct track_reader *who)
+/* k, at place i of the hash, leaves the table: its readers handed to
+ * notify first (if any), its entries freed; k itself too, unless a
+ * reader's array still names it. */
+static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify, void *arg)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)k * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)who;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    return (size_t)h & (tt->npairs - 1);
-}
-
-static void pairs_grow(struct track_table *tt)
-{
-    size_t was = tt->npairs;
-    struct track_entry **old = tt->pairs, **b = calloc(was * 2, sizeof *b);
-    if (!b)
-        return;
-    tt->pairs = b;
-    tt->npairs = was * 2;
-    for (size_t i = 0; i < was; i++)
-        for (struct track_entry *e = old[i], *next; e; e = next) {
-            next = e->hash_next;
-            size_t s = pair_slot(tt, e->key, e->who);
-            e->hash_next = b[s];
-            b[s] = e;
-        }
-    free(old);
-    tt->bytes += was * sizeof *b;
-}
-
-static struct track_entry *entry_find(struct track_table *tt, const struct tracked *k,
-                                      const struct track_reader *who)
-{
-    struct track_entry *e = tt->pairs[pair_slot(tt, k, who)];
-    while (e && (e->key != k || e->who != who))
-        e = e->hash_next;
-    return e;
-}
-
-static struct track_entry *entry_new(struct track_table *tt, struct tracked *k,
-                                     struct track_reader *who)
-{
-    struct track_entry *e = tt->spare;
-    if (e) {
-        tt->spare = e->hash_next;
-        tt->nspare--;
-    } else if ((e = malloc(sizeof *e)) != NULL) {
-        tt->bytes += sizeof *e;
-    } else {
-        return NULL;
-    }
-    e->key = k;
-    e->who = who;
-    TAILQ_INSERT_TAIL(&k->readers, e, by_key);
-    TAILQ_INSERT_TAIL(&who->entries, e, by_reader);
-    size_t s = pair_slot(tt, k, who);
-    e->hash_next = tt->pairs[s];
-    tt->pairs[s] = e;
-    who->bytes += charge(k);
-    if (++tt->nentries > tt->npairs)
-        pairs_grow(tt);
-    return e;
-}
-
-static void entry_free(struct track_table *tt, struct track_entry *e)
-{
-    struct track_entry **at = &tt->pairs[pair_slot(tt, e->key, e->who)];
-    while (*at != e)
-        at = &(*at)->hash_next;
-    *at = e->hash_next;
-    TAILQ_REMOVE(&e->key->readers, e, by_key);
-    TAILQ_REMOVE(&e->who->entries, e, by_reader);
-    e->who->bytes -= charge(e->key);
-    tt->nentries--;
-    if (tt->nspare < SPARE_MAX) {
-        e->hash_next = tt->spare;
-        tt->spare = e;
-        tt->nspare++;
-    } else {
-        tt->bytes -= sizeof *e;
-        free(e);
-    }
-}
-
-/* ---- keys ---- */
-
-/* Take k out of the table, its readers handed to notify first (if any). */
-static void remove_key(struct track_table *tt, struct tracked **at, track_notify_fn *notify,
-                       void *arg)
-{
-    struct tracked *k = *at;
-    struct track_entry *e;
-    *at = k->next;
+    struct tracked *k = tt->slots[i].k;
+    slot_free(tt, i);
     TAILQ_REMOVE(&tt->by_age, k, age);
-    while ((e = TAILQ_FIRST(&k->readers)) != NULL) {
+    tt->nkeys--;
+    for (uint32_t j = 0; j < k->cap; j++) {
+        struct track_entry *e = &k->entries[j];
+        if (!e->who)
+            continue;
         if (notify)
             notify(e->who, k->key, k->len, 0, arg);
-        entry_free(tt, e);
+        e->who->listed--;
+        e->who->bytes -= charge(k);
+        tt->nentries--;
     }
-    tt->nkeys--;
-    tt->bytes -= sizeof *k + k->len;
-    free(k);
+    free(k->entries);
+    tt->bytes -= (size_t)k->cap * sizeof *k->entries;
+    k->entries = NULL;
+    k->n = k->cap = 0;
+    k->listed = 0;
+    if (k->refs == 0) {
+        tt->bytes -= sizeof *k + k->len;
+        free(k);
+    }
+}
+
+/* Listed k's place in the hash. */
+static size_t slot_of(const struct track_table *tt, const struct tracked *k)
+{
+    size_t mask = tt->nslots - 1, i = k->hash & mask;
+    while (tt->slots[i].k != k)
+        i = (i + 1) & mask;
+    return i;
 }
 
 /* The oldest keys go until there are fewer than max. */
 static void make_room(struct track_table *tt, int max, track_notify_fn *evicted, void *arg)
 {
-    while (max > 0 && tt->nkeys >= (size_t)max) {
-        struct tracked *old = TAILQ_FIRST(&tt->by_age);
-        remove_key(tt, slot_of(tt, old->key, old->len, old->hash), evicted, arg);
-    }
+    while (max > 0 && tt->nkeys >= (size_t)max)
+        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), evicted, arg);
 }
+
+/* ---- readers' arrays ---- */
+
+/* who's array keeps one name of each key it is listed under, and lets go
+ * of the rest. */
+static void reader_compact(struct track_table *tt, struct track_reader *who)
+{
+    uint64_t pass = ++tt->compactions;
+    size_t kept = 0;
+    for (size_t i = 0; i < who->nkeys; i++) {
+        struct tracked *k = who->keys[i];
+        if (k->listed && k->mark != pass && entry_find(k, who)) {
+            k->mark = pass;
+            who->keys[kept++] = k;
+        } else {
+            key_release(tt, k);
+        }
+    }
+    who->nkeys = kept;
+}
+
+/* who names k, where it is now listed: 0, or -1 out of memory. */
+static int reader_name(struct track_table *tt, struct track_reader *who, struct tracked *k)
+{
+    if (who->nkeys == who->capkeys && who->nkeys >= 2 * who->listed + READER_SLACK)
+        reader_compact(tt, who);
+    if (who->nkeys == who->capkeys) {
+        size_t cap = who->capkeys ? who->capkeys * 2 : 16;
+        struct tracked **more = realloc(who->keys, cap * sizeof *more);
+        if (!more)
+            return -1;
+        tt->bytes += (cap - who->capkeys) * sizeof *more;
+        who->keys = more;
+        who->capkeys = cap;
+    }
+    who->keys[who->nkeys++] = k;
+    k->refs++;
+    return 0;
+}
+
+/* ---- reads, pushes, closes ---- */
 
 int track_table_add(struct track_table *tt, const char *key, size_t len,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     int max_keys, track_notify_fn *evicted, void *arg)
 {
     uint32_t hash = hash_fnv32(key, len);
-    struct tracked *k = *slot_of(tt, key, len, hash);
+    size_t at = slot_find(tt, key, len, hash);
+    struct tracked *k = tt->slots[at].k;
+    if (!k && len > UINT32_MAX)
+        return -1;
     if (!k) {
         make_room(tt, max_keys, evicted, arg);
-        if (!(k = key_new(tt, key, len, hash)))
+        if ((tt->nkeys + 1) * 2 > tt->nslots)
+            slots_grow(tt);
+        at = slot_find(tt, key, len, hash);
+        if (tt->nkeys + 1 >= tt->nslots || !(k = key_new(tt, at, key, len, hash)))
             return -1;
     }
-    struct track_entry *e = entry_find(tt, k, reader);
+    struct track_entry *e = entry_find(k, reader);
     if (e) {
         if (e->conn != conn) {          /* (the old connection's reads: any push tells) */
             e->first = 0;
@@ -273,47 +350,56 @@ int track_table_add(struct track_table *tt, const char *key, size_t len,
         e->conn = conn;
         return 0;
     }
-    if (!(e = entry_new(tt, k, reader))) {
-        if (TAILQ_EMPTY(&k->readers))
-            remove_key(tt, slot_of(tt, key, len, hash), NULL, NULL);
+    if (entries_room(tt, k) < 0 || reader_name(tt, reader, k) < 0) {
+        if (k->n == 0)
+            key_remove(tt, slot_find(tt, key, len, hash), NULL, NULL);
         return -1;
     }
-    e->conn = conn;
-    e->first = e->last = pos;
+    e = entry_at(k, reader);
+    *e = (struct track_entry){ reader, conn, pos, pos };
+    k->n++;
+    tt->nentries++;
+    reader->listed++;
+    reader->bytes += charge(k);
     return 0;
 }
 
 void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage)
 {
-    struct tracked *const *at = &tt->buckets[hash & (tt->nbuckets - 1)];
-    const struct tracked *k = *at;
+    size_t mask = tt->nslots - 1, i = hash & mask;
     if (stage == 0) {
-        __builtin_prefetch(at);
-    } else if (stage == 1) {
-        if (k)                          /* the chain's first: most often the key */
-            __builtin_prefetch(k);
-    } else {
-        while (k && k->hash != hash)
-            k = k->next;
-        if (k)
-            __builtin_prefetch(&tt->pairs[pair_slot(tt, k, reader)]);
+        __builtin_prefetch(&tt->slots[i]);
+        return;
     }
+    while (tt->slots[i].k && tt->slots[i].hash != hash)
+        i = (i + 1) & mask;
+    const struct tracked *k = tt->slots[i].k;
+    if (!k)
+        return;
+    if (stage == 1)
+        __builtin_prefetch(k);
+    else if (k->cap > 0)
+        __builtin_prefetch(&k->entries[who_hash(reader) & (k->cap - 1)]);
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg)
 {
-    uint32_t hash = hash_fnv32(key, len);
-    struct tracked **at = slot_of(tt, key, len, hash), *k = *at;
-    struct track_entry *e, *next;
+    size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
+    struct tracked *k = tt->slots[at].k;
+    uint32_t kept = 0;
     if (!k)
         return;
-    for (e = TAILQ_FIRST(&k->readers); e; e = next) {
-        next = TAILQ_NEXT(e, by_key);
-        if (e->conn == conn && e->first > answered)
-            continue;                   /* every read in flight: run after the write */
+    for (uint32_t i = 0; i < k->cap; i++) {
+        struct track_entry *e = &k->entries[i];
+        if (!e->who)
+            continue;
+        if (e->conn == conn && e->first > answered) {
+            kept++;                     /* every read in flight: run after the write */
+            continue;
+        }
         notify(e->who, k->key, k->len, e->conn == conn, arg);
         /* a read on a connection that redirects here: the two orders are
          * not related, so its reader is told, and kept while a read of its
@@ -323,46 +409,62 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
             /* a read in flight ran after the write: it is listed again, from
              * the first place a read not yet answered can have */
             e->first = done + 1;
-            continue;
+            kept++;
+        } else {
+            e->conn = NULL;             /* to drop, once the walk is over */
         }
-        entry_free(tt, e);
     }
-    if (TAILQ_EMPTY(&k->readers))
-        remove_key(tt, at, NULL, NULL);
+    if (kept == 0) {
+        key_remove(tt, at, NULL, NULL);
+        return;
+    }
+    /* a drop moves later entries back, perhaps into place i: i is looked
+     * at again (one moved before i, past the array's end, is a kept one) */
+    for (uint32_t i = 0; i < k->cap; i++)
+        while (k->entries[i].who && !k->entries[i].conn)
+            entry_free(tt, k, &k->entries[i]);
 }
 
 void track_table_forget(struct track_table *tt, const char *key, size_t len,
                         struct track_reader *reader)
 {
-    struct tracked **at = slot_of(tt, key, len, hash_fnv32(key, len)), *k = *at;
-    struct track_entry *e = k ? entry_find(tt, k, reader) : NULL;
+    size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
+    struct tracked *k = tt->slots[at].k;
+    struct track_entry *e = k ? entry_find(k, reader) : NULL;
     if (!e)
         return;
-    entry_free(tt, e);
-    if (TAILQ_EMPTY(&k->readers))
-        remove_key(tt, at, NULL, NULL);
+    entry_free(tt, k, e);
+    if (k->n == 0)
+        key_remove(tt, at, NULL, NULL);
 }
 
 size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
                                  size_t max)
 {
-    struct track_entry *e;
     size_t n = 0;
-    for (; n < max && (e = TAILQ_FIRST(&reader->entries)) != NULL; n++) {
-        struct tracked *k = e->key;
-        entry_free(tt, e);
-        if (TAILQ_EMPTY(&k->readers))
-            remove_key(tt, slot_of(tt, k->key, k->len, k->hash), NULL, NULL);
+    for (; n < max && reader->nkeys > 0; n++) {
+        struct tracked *k = reader->keys[--reader->nkeys];
+        struct track_entry *e = k->listed ? entry_find(k, reader) : NULL;
+        if (e) {
+            entry_free(tt, k, e);
+            if (k->n == 0)
+                key_remove(tt, slot_of(tt, k), NULL, NULL);
+        }
+        key_release(tt, k);
+    }
+    if (reader->nkeys == 0 && reader->keys) {
+        tt->bytes -= reader->capkeys * sizeof *reader->keys;
+        free(reader->keys);
+        reader->keys = NULL;
+        reader->capkeys = 0;
     }
     return n;
 }
 
 void track_table_clear(struct track_table *tt)
 {
-    while (!TAILQ_EMPTY(&tt->by_age)) {
-        struct tracked *k = TAILQ_FIRST(&tt->by_age);
-        remove_key(tt, slot_of(tt, k->key, k->len, k->hash), NULL, NULL);
-    }
+    while (!TAILQ_EMPTY(&tt->by_age))
+        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), NULL, NULL);
 }
 
 void track_table_free(struct track_table *tt)
@@ -370,13 +472,7 @@ void track_table_free(struct track_table *tt)
     if (!tt)
         return;
     track_table_clear(tt);
-    while (tt->spare) {
-        struct track_entry *e = tt->spare;
-        tt->spare = e->hash_next;
-        free(e);
-    }
-    free(tt->buckets);
-    free(tt->pairs);
+    free(tt->slots);
     free(tt);
 }
 

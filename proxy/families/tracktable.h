@@ -17,28 +17,30 @@
  * (CLIENT TRACKING REDIRECT) has no order with the push: its reader is told
  * at once, and kept listed while a read of its is in flight.
  *
- * A reader is the family's: it embeds a struct track_reader, the list of
- * its (key, reader) entries, so that a client that goes takes its entries
- * with it (track_table_forget_reader). An entry is found by its key and
- * reader in a hash of its own: a read costs the same however many clients
- * read its key. Bounded: past max keys the oldest key goes, its readers
- * handed to the evicted callback first. Everything happens on the worker's
- * thread.
+ * A reader is the family's: it embeds a struct track_reader, the keys it
+ * was listed under, so that a client that goes takes its entries with it
+ * (track_table_forget_reader). A read touches the key's place in the hash,
+ * the key, and the reader's place among the key's readers, however many
+ * clients read the key. Bounded: past max keys the oldest key goes, its
+ * readers handed to the evicted callback first. Everything happens on the
+ * worker's thread.
  */
 #ifndef TAGPROXY_TRACKTABLE_H
 #define TAGPROXY_TRACKTABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 struct node_conn;
 struct track_table;
-struct track_entry;
+struct tracked;
 
 /* What a reader embeds (track_reader_init before use). */
 struct track_reader {
-    TAILQ_HEAD(, track_entry) entries;
+    struct tracked **keys;          /* the keys it was listed under (some perhaps
+                                       since let go of), for its close */
+    size_t nkeys, capkeys;
+    size_t listed;                  /* its (key, reader) entries in the table */
     size_t bytes;                   /* what the table charges it: its entries, and
                                        each of their keys as if it were its own */
 };
@@ -52,7 +54,8 @@ void track_reader_init(struct track_reader *r);
 typedef void track_notify_fn(struct track_reader *reader, const char *key, size_t len,
                              int ordered, void *arg);
 
-/* NULL when out of memory. */
+/* NULL when out of memory. Every reader's keys are forgotten
+ * (track_table_forget_reader) before the table is freed. */
 struct track_table *track_table_new(void);
 void track_table_free(struct track_table *tt);
 
@@ -66,9 +69,9 @@ int track_table_add(struct track_table *tt, const char *key, size_t len,
 
 /* Ahead of track_table_add of a batch of reads: what reader's add of the
  * key whose hash_fnv32 is hash will read first, brought into the cache in
- * stages (0: the key's bucket, 1: the key, 2: the entry's bucket), each
- * stage run over the whole batch before the next, so that the batch's
- * cache misses overlap. */
+ * stages (0: the key's place in the hash, 1: the key, 2: the reader's
+ * place among the key's readers), each stage run over the whole batch
+ * before the next, so that the batch's cache misses overlap. */
 void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage);
 
@@ -84,7 +87,8 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
 void track_table_forget(struct track_table *tt, const char *key, size_t len,
                         struct track_reader *reader);
 
-/* Up to max of reader's entries forgotten (its client goes): how many. */
+/* reader's entries forgotten (its client goes), up to max keys it names at
+ * a time: how many it went through. Done when reader->nkeys is 0. */
 size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
                                  size_t max);
 

@@ -58,6 +58,23 @@ static void push(struct track_table *tt, const char *key, const struct node_conn
     track_table_invalidate(tt, key, strlen(key), c, answered, record, NULL);
 }
 
+/* r's keys forgotten, as its client goes. */
+static void reader_release(struct track_table *tt, struct track_reader *r)
+{
+    track_table_forget_reader(tt, r, (size_t)-1);
+    ck_assert_uint_eq(r->nkeys, 0);
+    ck_assert_uint_eq(r->listed, 0);
+    ck_assert_uint_eq(r->bytes, 0);
+}
+
+/* The readers' keys forgotten, then the table freed. */
+static void table_free(struct track_table *tt, struct track_reader *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        reader_release(tt, &r[i]);
+    track_table_free(tt);
+}
+
 static struct track_table *table_new(void)
 {
     struct track_table *tt = track_table_new();
@@ -86,7 +103,7 @@ START_TEST(test_push_tells_answered_read)
     ck_assert_uint_eq(a.bytes, 0);
     push(tt, "k", &c, 2);                       /* told once: it read it once */
     ck_assert_int_eq(ntold, 1);
-    track_table_free(tt);
+    table_free(tt, &a, 1);
 }
 END_TEST
 
@@ -104,7 +121,7 @@ START_TEST(test_read_in_flight_is_not_told)
     push(tt, "k", &c, 5);
     ck_assert(was_told(&a, "k", 1));
     ck_assert_uint_eq(track_table_readers(tt), 0);
-    track_table_free(tt);
+    table_free(tt, &a, 1);
 }
 END_TEST
 
@@ -127,7 +144,7 @@ START_TEST(test_told_and_kept_for_a_later_read)
     push(tt, "k", &c, 3);
     ck_assert_int_eq(ntold, 2);
     ck_assert_uint_eq(track_table_readers(tt), 0);
-    track_table_free(tt);
+    table_free(tt, &a, 1);
 }
 END_TEST
 
@@ -155,7 +172,7 @@ START_TEST(test_read_on_another_connection)
     ck_assert_int_eq(ntold, 3);
     ck_assert(was_told(&a, "j", 1));
     ck_assert_uint_eq(track_table_readers(tt), 1);   /* read 7 in flight */
-    track_table_free(tt);
+    table_free(tt, &a, 1);
 }
 END_TEST
 
@@ -183,7 +200,7 @@ START_TEST(test_many_readers_of_one_key)
     push(tt, "hot", &c, N);
     ck_assert_int_eq(ntold, N - 1);
     ck_assert_uint_eq(track_table_keys(tt), 0);
-    track_table_free(tt);
+    table_free(tt, r, N);
 }
 END_TEST
 
@@ -217,7 +234,8 @@ START_TEST(test_forget_reader_in_steps)
     ck_assert_uint_eq(track_table_keys(tt), 0);
     ck_assert_uint_eq(b.bytes, 0);
     ck_assert_int_eq(ntold, 1);                 /* clear tells nobody */
-    track_table_free(tt);
+    reader_release(tt, &b);
+    table_free(tt, &a, 1);
 }
 END_TEST
 
@@ -245,6 +263,39 @@ START_TEST(test_eviction_takes_the_oldest_key)
     ck_assert_int_eq(track_table_add(tt, "k5", 2, &b, &c, 1, 3, record, NULL), 0);
     ck_assert_int_eq(ntold, 3);
     ck_assert(was_told(&a, "k2", 0));
+    reader_release(tt, &b);
+    table_free(tt, &a, 1);
+}
+END_TEST
+
+/* A reader told and reading again, over and over, names the key again
+ * each time: its array stays bounded, and the table's bytes come back to
+ * what an empty table holds. */
+START_TEST(test_reader_names_stay_bounded)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a, b;
+    struct node_conn c = { 0 };
+    size_t empty = track_table_bytes(tt);
+    track_reader_init(&a);
+    track_reader_init(&b);
+    add(tt, "k", &b, &c, 1);                /* b reads it again after each push too */
+    for (uint64_t i = 2; i < 10000; i++) {
+        add(tt, "k", &a, &c, i);
+        add(tt, i % 2 ? "odd" : "even", &a, &c, i);
+        c.nanswered = i;
+        push(tt, "k", &c, i);
+        ck_assert_int_eq(ntold, 2);
+        ntold = 0;
+        ck_assert_uint_le(a.listed, 2);       /* odd and even */
+        ck_assert_uint_le(a.capkeys, 64);
+        add(tt, "k", &b, &c, i + 1);
+    }
+    ck_assert_uint_eq(track_table_keys(tt), 3);
+    reader_release(tt, &b);
+    reader_release(tt, &a);
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert_uint_eq(track_table_bytes(tt), empty);
     track_table_free(tt);
 }
 END_TEST
@@ -425,7 +476,7 @@ START_TEST(test_against_the_model)
     track_table_clear(tt);
     for (int r = 0; r < MREADERS; r++)
         ck_assert_uint_eq(readers[r].bytes, 0);
-    track_table_free(tt);
+    table_free(tt, readers, MREADERS);
 }
 END_TEST
 
@@ -440,6 +491,7 @@ static Suite *tracktable_suite(void)
     tcase_add_test(tc, test_many_readers_of_one_key);
     tcase_add_test(tc, test_forget_reader_in_steps);
     tcase_add_test(tc, test_eviction_takes_the_oldest_key);
+    tcase_add_test(tc, test_reader_names_stay_bounded);
     tcase_add_loop_test(tc, test_against_the_model, 0, 2);
     suite_add_tcase(s, tc);
     return s;
