@@ -59,7 +59,7 @@
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
 #   BENCH_RESP3          0: no RESP3 rows                  (default 1)
-#   BENCH_ONLY           "layout", "acl" or "tracking": only those rows (below)
+#   BENCH_ONLY           "layout", "acl", "tracking" or "acks": only those rows (below)
 #                                                          (default: all)
 #   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
 #   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
@@ -88,6 +88,14 @@
 # least 0.9) and on the standalone redis-server (what tracking costs a
 # server itself); then the proxy's tracking table, in bytes per key and per
 # (key, client) entry (INFO: tracking_table_bytes).
+#
+# Replica-acks rows (issue 41; BENCH_ONLY=acks, on a cluster with one
+# replica per master unless BENCH_REPLICAS says otherwise; skipped in the
+# full run, whose cluster has no replicas by default): SET through a proxy
+# with replica-acks 1 1000 (each round's writes wait for a replica: one
+# WAIT per connection and round) against SET through the proxy without it,
+# at pipeline 1 and 16 (goal: at least 0.7 at 16), and GET through it
+# (reads go on as they were).
 #   TAGPROXY             the proxy binary                  (default build/tagproxy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -113,8 +121,9 @@ resp3=${BENCH_RESP3:-1}
 case $resp3 in 0 | 1) ;; *) die "BENCH_RESP3: 0 or 1, not '$resp3'" ;; esac
 chats=${BENCH_CHATS:-100000}
 keys_requests=${BENCH_KEYS_REQUESTS:-20}
-case $only in '' | layout | acl | tracking) ;;
-*) die "BENCH_ONLY: 'layout', 'acl', 'tracking' or nothing, not '$only'" ;; esac
+case $only in '' | layout | acl | tracking | acks) ;;
+*) die "BENCH_ONLY: 'layout', 'acl', 'tracking', 'acks' or nothing, not '$only'" ;; esac
+if [ "$only" = acks ] && [ -z "${BENCH_REPLICAS:-}" ]; then replicas=1; fi
 for v in "$chats" "$keys_requests"; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
@@ -798,9 +807,50 @@ tracking_rows() {
     fi
 }
 
+# ---- replica-acks rows -------------------------------------------------------
+
+acks_rows() {
+    local round label lc
+    if [ "$replicas" -lt 1 ]; then
+        log "replica-acks rows skipped: the cluster has no replicas (BENCH_ONLY=acks runs them)"
+        return
+    fi
+    if [ -z "${tport[tagproxy]:-}" ]; then start_extra_proxy tagproxy plain; fi
+    start_extra_proxy acks "replica-acks" --replica-acks 1 1000
+    local -a kcases=(
+        "set-plain-P1|tagproxy|1|$requests|SET key:__rand_int__ xyz"
+        "set-acks-P1|acks|1|$requests|SET key:__rand_int__ xyz"
+        "set-plain-P16|tagproxy|16|$requests16|SET key:__rand_int__ xyz"
+        "set-acks-P16|acks|16|$requests16|SET key:__rand_int__ xyz"
+        "get-plain-P16|tagproxy|16|$requests16|GET key:__rand_int__"
+        "get-acks-P16|acks|16|$requests16|GET key:__rand_int__"
+    )
+    : > "$tmp/lruns"
+    for ((round = 1; round <= rounds; round++)); do
+        if [ "$rounds" -gt 1 ]; then log "replica-acks rows: round $round of $rounds"; fi
+        for lc in "${kcases[@]}"; do
+            IFS='|' read -r label t pipe n cmd <<< "$lc"
+            # shellcheck disable=SC2086 # the command is split into its words on purpose
+            bench_cmd "$label" "$t" "$pipe" "$n" "$clients" 0 $cmd || log "$label failed"
+        done
+    done
+    echo
+    echo "Replica-acks: a proxy with replica-acks 1 1000 on the same cluster (3 masters x" \
+         "$replicas replicas); $clients clients, -r $keyspace; median of $rounds rounds."
+    runs_table "Replica-acks rows" \
+        "SET -P 1, replica-acks 1|set-acks-P1|without|set-plain-P1|-" \
+        "SET -P 16, replica-acks 1|set-acks-P16|without|set-plain-P16|>= 0.7" \
+        "GET -P 16, replica-acks 1|get-acks-P16|without|get-plain-P16|-"
+    echo
+    echo "WAITs sent by the replica-acks proxy: $(redis-cli -p "${tport[acks]}" INFO |
+         sed -n 's/^replica_acks_waits:\([0-9]*\).*/\1/p'); writes answered short:" \
+         "$(redis-cli -p "${tport[acks]}" INFO | sed -n 's/^replica_acks_short:\([0-9]*\).*/\1/p')."
+}
+
 cd "$top"
 start_direct
 if [ -z "$only" ]; then standard_rows; fi
 if [ -z "$only" ] || [ "$only" = layout ]; then layout_rows; fi
 if [ -z "$only" ] || [ "$only" = acl ]; then acl_rows; fi
 if [ -z "$only" ] || [ "$only" = tracking ]; then tracking_rows; fi
+if [ -z "$only" ] || [ "$only" = acks ]; then acks_rows; fi

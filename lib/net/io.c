@@ -239,6 +239,8 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
     struct io_conn *c;
     (void)fd;
     (void)what;
+    if (l->before_flush)
+        l->before_flush(l->before_flush_arg);
     if (l->round_pipelined)
         io_dirty_outgoing_first(l);
     l->round_pipelined = 0;
@@ -257,6 +259,7 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
 int io_loop_init(struct io_loop *l, struct event_base *base)
 {
     l->base = base;
+    l->before_flush = NULL;
     l->after_flush = NULL;
     TAILQ_INIT(&l->dirty);
     /* lowest priority is not needed: activated events run after the ready

@@ -101,6 +101,10 @@ struct io_loop {
     struct event *read_batch_event; /* reads them; activated by the first */
     int read_batch_armed;
     int round_pipelined;            /* io_loop_note_pipeline since the last flush */
+    /* called at the end of each round before its output is written: the
+     * last commands of the round; may be NULL */
+    void (*before_flush)(void *arg);
+    void *before_flush_arg;
     /* called at the end of each round, once its output is written (before
      * a pause): work that need not delay the round's writes; may be NULL */
     void (*after_flush)(void *arg);

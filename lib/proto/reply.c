@@ -551,3 +551,13 @@ void reply_view_drop(const struct reply_view *v)
     if (v->in)
         evbuffer_drain(v->in, v->len);
 }
+
+void reply_view_text(const struct reply_view *v, char *buf, size_t size, int whole)
+{
+    size_t n = v->len < size - 1 ? v->len : size - 1;
+    reply_view_copy(v, buf, n);
+    reply_view_drop(v);
+    buf[n] = '\0';
+    if (!whole)
+        buf[strcspn(buf, "\r\n")] = '\0';
+}

@@ -205,4 +205,8 @@ void reply_view_take(const struct reply_view *v, struct evbuffer *dst);
 /* The reply dropped (drained from in). */
 void reply_view_drop(const struct reply_view *v);
 
+/* The reply as a string into buf (size > 0; truncated), dropped from the
+ * view: its first line only unless whole. */
+void reply_view_text(const struct reply_view *v, char *buf, size_t size, int whole);
+
 #endif

@@ -654,6 +654,25 @@ static int set_output_limit(struct config_loader *l, const struct directive *d,
     return 0;
 }
 
+static int set_replica_acks(struct config_loader *l, const struct directive *d,
+                            int argc, char **argv)
+{
+    long long n, ms = REPLICA_ACKS_TIMEOUT_MS;
+    if (parse_int(argv[0], 0, 64, &n) < 0) {
+        snprintf(l->why, sizeof l->why, "'%s' replicas must be an integer between 0 and 64",
+                 d->name);
+        return -1;
+    }
+    if (argc > 1 && parse_int(argv[1], 1, d->max, &ms) < 0) {
+        snprintf(l->why, sizeof l->why,
+                 "'%s' timeout must be milliseconds between 1 and %lld", d->name, d->max);
+        return -1;
+    }
+    l->c.replica_acks = (int)n;
+    l->c.replica_acks_timeout_ms = (int)ms;
+    return 0;
+}
+
 static int set_tls_listen(struct config_loader *l, const struct directive *d,
                           int argc, char **argv)
 {
@@ -830,6 +849,11 @@ static void show_output_limit(const struct config *c, const struct directive *d,
                                     : c->client_output_soft_limit);
     fprintf(out, " %d\n", pubsub ? c->client_output_pubsub_soft_seconds
                                  : c->client_output_soft_seconds);
+}
+
+static void show_replica_acks(const struct config *c, const struct directive *d, FILE *out)
+{
+    fprintf(out, "%s %d %d\n", d->name, c->replica_acks, c->replica_acks_timeout_ms);
 }
 
 static void show_address_map(const struct config *c, const struct directive *d, FILE *out)
@@ -1033,6 +1057,9 @@ static const struct directive directives[] = {
     { "retry-max-ms", "MS", NULL,
       "the longest retry delay",
       1, 1, set_int, AT(retry_max_ms), 1, 600000, K_INT, NULL },
+    { "replica-acks", "N [TIMEOUT-MS]", NULL,
+      "a write is answered once N replicas have it (WAIT N TIMEOUT-MS; 0: at once)",
+      1, 2, set_replica_acks, 0, 0, 600000, K_SPECIAL, show_replica_acks },
     { "dedicated-connections-max", "N", NULL,
       "per worker: node connections for WATCH and blocking commands",
       1, 1, set_int, AT(dedicated_connections_max), 1, 100000, K_INT, NULL },
@@ -1114,7 +1141,7 @@ const struct directive *directive_find(const char *name)
 int directive_is_live(const struct directive *d)
 {
     return d->set == set_int || d->set == set_memory || d->set == set_maxmemory_clients ||
-           d->set == set_output_limit;
+           d->set == set_output_limit || d->set == set_replica_acks;
 }
 
 char directive_env_separator(const struct directive *d)
@@ -1205,6 +1232,7 @@ void config_defaults(struct config *c)
     c->retry_attempts = 10;
     c->retry_base_ms = 10;
     c->retry_max_ms = 500;
+    c->replica_acks_timeout_ms = REPLICA_ACKS_TIMEOUT_MS;
     c->dedicated_connections_max = 256;
     c->readiness_grace_ms = 30000;
     c->config_watch = 1;

@@ -51,6 +51,7 @@ struct config_script_map {
 /* The most workers `threads` accepts; arrays with one slot per worker are
  * sized by this, not by the configured count. */
 #define CONFIG_MAX_THREADS 64
+#define REPLICA_ACKS_TIMEOUT_MS 1000   /* replica-acks without a timeout */
 
 struct config {
     char  *listen;                      /* host:port, default 127.0.0.1:6380 */
@@ -104,6 +105,8 @@ struct config {
     int    retry_attempts;              /* default 10 */
     int    retry_base_ms;               /* default 10 */
     int    retry_max_ms;                /* default 500 */
+    int    replica_acks;                /* replicas a write waits for (0: none) */
+    int    replica_acks_timeout_ms;     /* for them, at most (WAIT's timeout) */
     int    dedicated_connections_max;   /* per worker: WATCH and blocking commands; default 256 */
     int    round_pause_us;              /* pause after a busy event-loop round (io.h); default 30 */
     int    io_uring;                    /* batch socket reads and writes (iobatch.h); default yes */

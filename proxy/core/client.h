@@ -95,6 +95,8 @@ struct client {
     unsigned family_held;           /* bit id: family id holds state */
     uint64_t written_masters;       /* masters it may have written to since its last
                                      * WAIT (wait.h): client_master_bit's */
+    int on_reads_conns;             /* its requests on their way on shared connections, */
+    int on_writes_conns;            /* and on replica-acks' writes connections (acks.h) */
     unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:
                                      * never idle, no keyspace commands */
 };

@@ -133,6 +133,11 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
     prom_one(b, "tagproxy_lost_replies_total", "counter",
              "Commands whose node connection was lost after they were written "
              "(the client is told the command may have run).", s->lost_replies);
+    prom_one(b, "tagproxy_replica_acks_waits_total", "counter",
+             "WAITs sent after writes for replica-acks.", s->replica_acks_waits);
+    prom_one(b, "tagproxy_replica_acks_short_total", "counter",
+             "Writes answered that they ran but too few replicas acknowledged them "
+             "(replica-acks).", s->replica_acks_short);
     prom_one(b, "tagproxy_client_bytes_received_total", "counter", "Bytes read from clients.",
              s->clients.in);
     prom_one(b, "tagproxy_client_bytes_sent_total", "counter", "Bytes written to clients.",
@@ -375,6 +380,8 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "retries", s->retries);
     info_line(b, "retries_exhausted", s->retries_exhausted);
     info_line(b, "lost_replies", s->lost_replies);
+    info_line(b, "replica_acks_waits", s->replica_acks_waits);
+    info_line(b, "replica_acks_short", s->replica_acks_short);
     info_line(b, "client_bytes_received", s->clients.in);
     info_line(b, "client_bytes_sent", s->clients.out);
     info_line(b, "node_bytes_sent", s->nodes.bytes.out);

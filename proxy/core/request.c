@@ -16,6 +16,7 @@
  * request_merge_register). */
 static const struct request_sink *sink;
 static void (*combine_parts)(struct request *parent);
+static int (*hold_fn)(struct request *r);
 
 struct request *request_new(struct worker *w)
 {
@@ -314,6 +315,11 @@ void request_merge_register(void (*combine)(struct request *parent))
     combine_parts = combine;
 }
 
+void request_hold_register(int (*hold)(struct request *r))
+{
+    hold_fn = hold;
+}
+
 /* A client's own request is answered: the sink sees it once, before an
  * inline reply takes the place of its command. */
 static void answered(struct request *r)
@@ -324,6 +330,8 @@ static void answered(struct request *r)
 
 static void finish(struct request *r)
 {
+    if (r->ack && hold_fn && hold_fn(r))
+        return;
     r->done = 1;
     if (r->parent) {
         request_parts_sent(r->parent);
@@ -343,10 +351,41 @@ void request_finish(struct request *r)
     finish(r);
 }
 
+void request_release(struct request *r)
+{
+    finish(r);
+}
+
+int request_reply_is_error(const struct request *r)
+{
+    unsigned char first = 0;
+    if (r->inline_reply_len)
+        first = (unsigned char)r->inline_data[0];
+    else if (r->reply && evbuffer_get_length(r->reply) > 0)
+        evbuffer_copyout(r->reply, &first, 1);
+    return first == '-' || first == '!';
+}
+
+void request_reply_replace(struct request *r, const char *bytes, size_t len)
+{
+    r->inline_reply_len = 0;
+    if (r->reply)
+        evbuffer_drain(r->reply, evbuffer_get_length(r->reply));
+    if (!r->parent && !r->nparts && len <= sizeof r->inline_data) {
+        if (r->data != r->inline_data)
+            free(r->data);
+        r->data = NULL;
+        memcpy(r->inline_data, bytes, len);
+        r->inline_reply_len = len;
+        return;
+    }
+    evbuffer_add(request_reply_buffer(r), bytes, len);
+}
+
 void request_deliver(struct request *r, const struct reply_view *v)
 {
     answered(r);
-    if (r->client && !r->parent && !r->silent && sink->deliver_now(r, v))
+    if (r->client && !r->parent && !r->silent && !r->ack && sink->deliver_now(r, v))
         return;
     if (!v->in && !r->parent && !r->nparts && v->len <= sizeof r->inline_data) {
         if (r->data != r->inline_data)

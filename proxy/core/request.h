@@ -35,6 +35,7 @@ struct merge;
 struct worker;
 struct evbuffer;
 struct reply_scanner;
+struct ack_group;
 
 #define REQUEST_INLINE_BYTES 224
 #define REQUEST_INLINE_ARGS  8
@@ -109,6 +110,9 @@ struct request {
                                        this is called as r is done, instead of
                                        its reply going to its client */
     struct request *waiter;         /* that request (on_done's) */
+    struct ack_group *ack;          /* a write's replicas to wait for (acks.h) */
+    TAILQ_ENTRY(request) ack_link;  /* in that group's held list */
+    unsigned route_kind : 2;        /* its client's count it is in (acks.h) */
     unsigned char marks;            /* families' bits on it (request_mark_register) */
     const struct request_family *family;    /* whose family_state it holds */
     void *family_state;             /* a command family's state (request_family_set) */
@@ -287,6 +291,20 @@ void request_sink_register(const struct request_sink *s);
 /* How a parent's parts' replies are combined once all have answered
  * (merge.h: merge_replies). Before any worker starts. */
 void request_merge_register(void (*combine)(struct request *parent));
+
+/* A finished request with an ack group (acks.h) is handed to hold first:
+ * 1 when it keeps r (not done) until it calls request_release(r), 0 when r
+ * goes on. Before any worker starts. */
+void request_hold_register(int (*hold)(struct request *r));
+
+/* r, held, goes on as finished. */
+void request_release(struct request *r);
+
+/* Whether r's kept reply (held: not yet delivered) is an error. */
+int request_reply_is_error(const struct request *r);
+
+/* r's kept reply becomes len bytes at bytes (a whole RESP reply). */
+void request_reply_replace(struct request *r, const char *bytes, size_t len);
 
 /* Reply with an error line (without '-' and CRLF; CR and LF in it become
  * blanks, as Redis does) and finish. */

@@ -14,6 +14,7 @@
 #include "cluster/learned.h"
 #include "cluster/slot.h"
 #include "proxy/config/acl.h"
+#include "proxy/core/acks.h"
 #include "proxy/core/client.h"
 #include "proxy/core/merge.h"
 #include "proxy/core/proxy.h"
@@ -105,6 +106,7 @@ void router_init(void)
 {
     client_init(router_dispatch);
     request_merge_register(merge_replies);
+    acks_register();
     route_register(router_routes, (int)(sizeof router_routes / sizeof router_routes[0]));
 }
 
@@ -262,6 +264,8 @@ void router_send(struct request *r)
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? family_conn(r, node, &why)
                            : multiplexed_conn(r, node);
+    if (node >= 0 && !r->conn_kind && !r->as_user && w->cfg->replica_acks > 0)
+        conn = acks_route(r, node, conn);
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
         return;
@@ -485,6 +489,7 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
                             const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
+    acks_answered(r);
     if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, v, s))
         return;
     if (s->type == '-' && !r->block_parts && router_resends(r, nr->conn, s->errline)) {
@@ -501,6 +506,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct request *r = request_of(nr);
     struct worker *w = r->worker;
     char msg[400];
+    acks_answered(r);
     worker_want_refresh(w);
     if (r->hooks && r->hooks->fail && r->hooks->fail(r, may_have_run))
         return;

@@ -144,6 +144,8 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->retries += stat_get(&s->retries);
         sum->retries_exhausted += stat_get(&s->retries_exhausted);
         sum->lost_replies += stat_get(&s->lost_replies);
+        sum->replica_acks_waits += stat_get(&s->replica_acks_waits);
+        sum->replica_acks_short += stat_get(&s->replica_acks_short);
         sum->index_syncs += stat_get(&s->index_syncs);
         sum->listing_fanouts += stat_get(&s->listing_fanouts);
         sum->tracking_invalidations += stat_get(&s->tracking_invalidations);

@@ -101,6 +101,8 @@ struct worker_stats {
                                        cluster's state did not confirm */
     uint64_t retries, retries_exhausted;
     uint64_t lost_replies;          /* "the command may have run" */
+    uint64_t replica_acks_waits;    /* WAITs sent for replica-acks (acks.h) */
+    uint64_t replica_acks_short;    /* writes answered "may be lost": too few replicas */
     uint64_t index_syncs;           /* index-sync scripts run (keylayout) */
     uint64_t listing_fanouts;       /* listings answered from the indexes */
     uint64_t tracking_invalidations; /* keys' invalidations sent to tracking clients */

@@ -20,6 +20,7 @@
 
 #include "lib/base/log.h"
 #include "proxy/config/snapshot.h"
+#include "proxy/core/acks.h"
 #include "proxy/core/client.h"
 #include "proxy/core/proxy.h"
 #include "proxy/core/userconn.h"
@@ -242,8 +243,11 @@ int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     event_config_free(ec);
     if (!w->base || io_loop_init(&w->loop, w->base) < 0)
         return -1;
+    w->loop.before_flush = acks_round_flush;
+    w->loop.before_flush_arg = w;
     w->loop.after_flush = worker_round_ended;
     w->loop.after_flush_arg = w;
+    TAILQ_INIT(&w->acks_open);
     if (pipe2(w->mailbox_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
         return -1;
     w->mailbox_event = event_new(w->base, w->mailbox_pipe[0], EV_PERSIST | EV_READ,

@@ -163,7 +163,8 @@ static struct node_conn *conn_of(struct worker *w, int node, int kind)
         return *slot;
     if (node_now_ms() < w->nodes[node].connect_after_ms || still_silent(w, node, kind))
         return NULL;
-    const struct node_opts *opts = worker_node_opts(w, kind == WORKER_CONN_RESP3 ? RESP3 : RESP2);
+    int resp3 = kind == WORKER_CONN_RESP3 || kind == WORKER_CONN_WRITES3;
+    const struct node_opts *opts = worker_node_opts(w, resp3 ? RESP3 : RESP2);
     struct node_conn *c = worker_connect(w, node, opts);
     if (c) {
         c->on_down = worker_conn_down;
@@ -181,6 +182,11 @@ static struct node_conn *conn_of(struct worker *w, int node, int kind)
 struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto)
 {
     return conn_of(w, node, proto == RESP3 ? WORKER_CONN_RESP3 : WORKER_CONN_RESP2);
+}
+
+struct node_conn *worker_writes_conn(struct worker *w, int node, enum resp_proto proto)
+{
+    return conn_of(w, node, proto == RESP3 ? WORKER_CONN_WRITES3 : WORKER_CONN_WRITES2);
 }
 
 uint64_t worker_ask_node(struct worker *w, const char *addr)

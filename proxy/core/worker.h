@@ -39,6 +39,7 @@ struct request;
 struct proxy;
 struct worker;
 struct config_snapshot;
+struct ack_group;
 
 /*
  * A command family's state on each worker (families.c registers it before
@@ -79,7 +80,13 @@ struct worker_node {
     uint64_t silent_ms;
 };
 
-enum { WORKER_CONN_RESP2, WORKER_CONN_RESP3, WORKER_CONN_PROBE, WORKER_CONN_KINDS };
+enum {
+    WORKER_CONN_RESP2, WORKER_CONN_RESP3,   /* shared, by protocol */
+    WORKER_CONN_PROBE,                      /* PINGs of a node gone quiet */
+    WORKER_CONN_WRITES2, WORKER_CONN_WRITES3,   /* shared, for writes that wait for
+                                                   replicas (acks.h) */
+    WORKER_CONN_KINDS
+};
 
 struct worker {
     int id;
@@ -138,6 +145,7 @@ struct worker {
 
     struct request *free_requests;
     int nfree_requests;
+    TAILQ_HEAD(, ack_group) acks_open;  /* groups whose WAIT the round sends (acks.h) */
     struct worker_stats stats;          /* written by this thread only (stats.h) */
 };
 
@@ -179,6 +187,9 @@ static inline const struct layout *worker_layout(const struct worker *w)
 /* The connection to master `node` of the current topology that speaks
  * proto, made on demand. */
 struct node_conn *worker_conn(struct worker *w, int node, enum resp_proto proto);
+
+/* The same for writes that wait for replicas (acks.h). */
+struct node_conn *worker_writes_conn(struct worker *w, int node, enum resp_proto proto);
 
 /* A new connection with opts to master `node` (an index into w's topology),
  * or NULL: one that failed as it was made (TLS, memory) is never handed

@@ -137,6 +137,8 @@ static void since_reset(struct worker_stats *s)
     s->retries = minus(s->retries, base.retries);
     s->retries_exhausted = minus(s->retries_exhausted, base.retries_exhausted);
     s->lost_replies = minus(s->lost_replies, base.lost_replies);
+    s->replica_acks_waits = minus(s->replica_acks_waits, base.replica_acks_waits);
+    s->replica_acks_short = minus(s->replica_acks_short, base.replica_acks_short);
     s->query_limit_closes = minus(s->query_limit_closes, base.query_limit_closes);
     for (int k = 0; k < 2; k++)
         s->output_limit_closes[k] = minus(s->output_limit_closes[k], base.output_limit_closes[k]);

@@ -81,18 +81,6 @@ static void part_done(struct wait_part *p, const char *error)
         op_finish(op);
 }
 
-/* A reply as a string (truncated), dropped from the view; its first line
- * only unless whole. */
-static void reply_copy_lines(const struct reply_view *v, char *buf, size_t size, int whole)
-{
-    size_t n = v->len < size - 1 ? v->len : size - 1;
-    reply_view_copy(v, buf, n);
-    reply_view_drop(v);
-    buf[n] = '\0';
-    if (!whole)
-        buf[strcspn(buf, "\r\n")] = '\0';
-}
-
 /* count into op's smallest i-th count. */
 static void take_min(struct wait_op *op, int i, long long count)
 {
@@ -118,7 +106,7 @@ static void part_eval_reply(struct node_req *nr, const struct reply_view *v,
     struct wait_part *p = (struct wait_part *)nr;
     char buf[256];
     (void)s;
-    reply_copy_lines(v, buf, sizeof buf, 0);
+    reply_view_text(v, buf, sizeof buf, 0);
     if (buf[0] == '-' && !p->op->error[0])
         snprintf(p->op->error, sizeof p->op->error, "%s", buf + 1);
 }
@@ -130,7 +118,7 @@ static void part_wait_reply(struct node_req *nr, const struct reply_view *v,
     struct wait_op *op = p->op;
     char buf[256];
     (void)s;
-    reply_copy_lines(v, buf, sizeof buf, op->aof);
+    reply_view_text(v, buf, sizeof buf, op->aof);
     if (p->d)
         dedicated_release(p->d);
     if (buf[0] == '-') {

@@ -153,13 +153,23 @@ static void kill_master(struct chaos *ch, struct workload *wl, int i, char *offs
     cl_wait_healthy(ch, 60000, "a master's restart");
 }
 
-/* arg: each write followed by WAIT 1 0 */
-static void kill_run(struct chaos *ch, struct fault_row *row, long wait_replica)
+enum { KILL_PLAIN, KILL_WAIT, KILL_ACKS };
+
+/* arg: KILL_WAIT, each write followed by WAIT 1 0; KILL_ACKS, through a
+ * proxy of its own with replica-acks 1 1000 */
+static void kill_run(struct chaos *ch, struct fault_row *row, long arg)
 {
     struct workload wl;
-    struct wl_opts o = load(ch, wait_replica ? "killwait" : "kill");
+    struct chaos_proxy px = { 0 };
+    struct wl_opts o = load(ch, arg == KILL_WAIT ? "killwait" : arg == KILL_ACKS ? "killacks"
+                                                                                : "kill");
     char offsets[200] = "";
-    o.wait_replica = wait_replica;
+    o.wait_replica = arg == KILL_WAIT;
+    if (arg == KILL_ACKS) {
+        const char *const extra[] = { "--replica-acks", "1", "1000", NULL };
+        proxy_spawn(ch, &px, extra, 1);
+        o.port = px.port;
+    }
     row->reps = reps(ch, 5);
     wl_start(&wl, ch, &o);
     warm(1000);
@@ -168,12 +178,16 @@ static void kill_run(struct chaos *ch, struct fault_row *row, long wait_replica)
         warm(1000);
     }
     wl_stop(&wl);
+    if (arg == KILL_ACKS)
+        proxy_kill(ch, &px);
     wl_verify(&wl, &row->r);
     wl_free(&wl);
     check_common(row);
-    check(row, row->r.errors_outside == 0,
+    /* (with replica-acks, writes also fail while the promoted master has no
+     * replica yet: until the old one is back and in sync) */
+    check(row, arg == KILL_ACKS || row->r.errors_outside == 0,
           "%ld errors outside the kill..promotion + 2 s windows", row->r.errors_outside);
-    if (wait_replica)
+    if (arg != KILL_PLAIN)
         check(row, row->r.lost == 0, "%ld lost though a replica had them", row->r.lost);
     snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
              "%sreplication lag at the kills (bytes): %s", row->note[0] ? "; " : "", offsets);
@@ -947,8 +961,9 @@ static void blocked_run(struct chaos *ch, struct fault_row *row, long arg)
 
 static const struct fault faults[] = {
     { "failover", fault_failover, 0 },
-    { "kill", kill_run, 0 },
-    { "kill-wait", kill_run, 1 },
+    { "kill", kill_run, KILL_PLAIN },
+    { "kill-wait", kill_run, KILL_WAIT },
+    { "kill-acks", kill_run, KILL_ACKS },
     { "client-kill", fault_client_kill, 0 },
     { "sigstop-1.5s", stop_run, 1500 },
     { "sigstop-10s", stop_run, 10000 },

@@ -6,8 +6,9 @@
  * through EVAL and a tenth inside MULTI. Counter: INCR on counters. Every
  * op is recorded as ok, failed (an error that does not say the command may
  * have run: the proxy's word that it did not) or unknown (no reply, or an
- * error that says it may have run). Readers GET counters and LRANGE whole
- * lists through the proxy and count any read that goes backwards: a
+ * error that says it may have run, or that it ran: replica-acks'
+ * NOREPLICAS). Readers GET counters and LRANGE whole lists through the
+ * proxy and count any read that goes backwards: a
  * counter lower than before, a list shorter than before or whose start is
  * no longer what was read before.
  *
@@ -116,7 +117,8 @@ static int error_outcome(struct wl_client *cl, const char *what, const redisRepl
     char sample[300];
     snprintf(sample, sizeof sample, "%s: %s", what, r->str);
     note_error(cl, sample);
-    return strstr(r->str, "may have run") ? OUT_UNKNOWN : OUT_FAILED;
+    return strstr(r->str, "may have run") || strstr(r->str, "ran on the master") ? OUT_UNKNOWN
+                                                                                : OUT_FAILED;
 }
 
 static int get(struct wl_client *cl, redisReply **r)

@@ -641,6 +641,7 @@ START_TEST(test_info_sections)
     static const char *fields[] = {
         "clients_connected", "clients_refused", "commands", "command_errors",
         "redirects_moved", "redirects_ask", "retries", "retries_exhausted", "lost_replies",
+        "replica_acks_waits", "replica_acks_short",
         "client_bytes_received", "client_bytes_sent", "index_sync_scripts", "listing_fanouts",
     };
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
