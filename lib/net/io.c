@@ -256,6 +256,11 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
     io_round_pause(l);
 }
 
+void io_loop_flush_due(struct io_loop *l)
+{
+    event_active(l->flush_event, EV_TIMEOUT, 0);    /* (once, when already active) */
+}
+
 int io_loop_init(struct io_loop *l, struct event_base *base)
 {
     l->base = base;

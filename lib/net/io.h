@@ -157,6 +157,10 @@ struct io_conn {
 };
 
 int io_loop_init(struct io_loop *l, struct event_base *base);
+
+/* The round ends (before_flush, the writes, after_flush) even when no
+ * connection has output yet. */
+void io_loop_flush_due(struct io_loop *l);
 void io_loop_free(struct io_loop *l);
 
 /* Read and write the loop's plain sockets in batches of up to `entries`

@@ -29,6 +29,7 @@ struct ack_group {
     enum ack_state state;
     int refs;                       /* its WAIT's (until done), and each member's */
     int want, timeout_ms;           /* WAIT's arguments, as the round's config said */
+    char error[400];                /* once done: the reply of its writes, when short */
     TAILQ_ENTRY(ack_group) link;    /* in its worker's open groups */
     TAILQ_HEAD(, request) held;     /* members the node answered, waiting for it */
 };
@@ -51,7 +52,9 @@ static void leave(struct request *r)
     group_unref(g);
 }
 
-/* w's open group on conn, made when it has none; NULL out of memory. */
+/* w's open group on conn, made when it has none; NULL out of memory. The
+ * round is due to end: its WAIT goes out then, even when the writes wait
+ * for their connection (connecting, or its batch window full). */
 static struct ack_group *open_group(struct worker *w, struct node_conn *conn)
 {
     struct ack_group *g;
@@ -68,6 +71,7 @@ static struct ack_group *open_group(struct worker *w, struct node_conn *conn)
     g->timeout_ms = w->cfg->replica_acks_timeout_ms;
     TAILQ_INIT(&g->held);
     TAILQ_INSERT_TAIL(&w->acks_open, g, link);
+    io_loop_flush_due(&w->loop);
     return g;
 }
 
@@ -84,30 +88,36 @@ static struct client *owner_of(const struct request *r)
     return r->parent ? r->parent->client : r->client;
 }
 
-struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn)
+struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn, int *park)
 {
     struct worker *w = r->worker;
     struct client *c = owner_of(r);
-    int write = writes(r), on_writes = 0;
-    if (c ? c->on_writes_conns > 0 || (write && c->on_reads_conns == 0) : write) {
-        struct node_conn *acked = worker_writes_conn(w, node, request_resp(r));
-        if (acked) {
-            conn = acked;
-            on_writes = 1;
-        }
+    int write = w->cfg->replica_acks > 0 && writes(r);
+    int follow = c && c->on_writes_conns > 0;
+    *park = 0;
+    if (write && c && !follow && c->on_reads_conns > 0) {
+        c->acks_parked = 1;             /* behind its reads, not beside them */
+        *park = 1;
+        return NULL;
+    }
+    if (write || follow) {
+        /* none to be had: r waits for a retry rather than overtake what its
+         * client has on its way there */
+        if (!(conn = worker_writes_conn(w, node, request_resp(r))))
+            return NULL;
     }
     if (!conn)
         return NULL;
     if (c) {
-        r->route_kind = on_writes ? ROUTE_WRITES : ROUTE_READS;
-        if (on_writes)
+        r->route_kind = write || follow ? ROUTE_WRITES : ROUTE_READS;
+        if (r->route_kind == ROUTE_WRITES)
             c->on_writes_conns++;
         else
             c->on_reads_conns++;
     }
+    if (r->ack)
+        leave(r);
     if (write) {
-        if (r->ack)
-            leave(r);
         struct ack_group *g = open_group(w, conn);
         if (g) {                /* (out of memory: answered without waiting) */
             r->ack = g;
@@ -117,7 +127,7 @@ struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn
     return conn;
 }
 
-void acks_answered(struct request *r)
+int acks_answered(struct request *r)
 {
     struct client *c = owner_of(r);
     if (c && r->route_kind == ROUTE_WRITES)
@@ -125,6 +135,20 @@ void acks_answered(struct request *r)
     else if (c && r->route_kind == ROUTE_READS)
         c->on_reads_conns--;
     r->route_kind = ROUTE_UNCOUNTED;
+    if (!c || !c->acks_parked || c->on_reads_conns > 0)
+        return 0;
+    c->acks_parked = 0;
+    return 1;
+}
+
+/* r, a write of g's that ran, gets g's error in place of its reply (one
+ * that is an error already stays). */
+static void short_reply(struct ack_group *g, struct request *r)
+{
+    if (request_reply_is_error(r))
+        return;
+    request_reply_replace(r, g->error, strlen(g->error));
+    stat_inc(&g->w->stats.replica_acks_short);
 }
 
 /* request.c's hold: r, answered by its node, waits for its group's WAIT.
@@ -132,12 +156,16 @@ void acks_answered(struct request *r)
 static int hold(struct request *r)
 {
     struct ack_group *g = r->ack;
-    if (g->state == ACK_DONE || !r->nreq.answered) {
-        leave(r);
-        return 0;
+    if (g->state != ACK_DONE && r->nreq.answered) {
+        TAILQ_INSERT_TAIL(&g->held, r, ack_link);
+        return 1;
     }
-    TAILQ_INSERT_TAIL(&g->held, r, ack_link);
-    return 1;
+    /* failed before its node answered; or answered, and finished after its
+     * WAIT (an EXEC waiting for a command the proxy answers) */
+    if (r->nreq.answered && g->error[0])
+        short_reply(g, r);
+    leave(r);
+    return 0;
 }
 
 /* g's WAIT is over: its held writes go to their clients, each with error
@@ -146,14 +174,14 @@ static void release(struct ack_group *g, const char *error)
 {
     struct request *r;
     g->state = ACK_DONE;
+    if (error)
+        snprintf(g->error, sizeof g->error, "%s", error);
     g->refs++;                      /* (the last member's release must not free g) */
     while ((r = TAILQ_FIRST(&g->held)) != NULL) {
         TAILQ_REMOVE(&g->held, r, ack_link);
+        if (g->error[0])
+            short_reply(g, r);
         leave(r);
-        if (error && !request_reply_is_error(r)) {
-            request_reply_replace(r, error, strlen(error));
-            stat_inc(&g->w->stats.replica_acks_short);
-        }
         request_release(r);
     }
     g->refs -= 2;                   /* the release's, and the WAIT's */
@@ -214,6 +242,23 @@ static void wait_send(struct ack_group *g)
     node_send(g->conn, &g->nreq, cmd, (size_t)len);
 }
 
+/* A shared connection of w's closed: its open groups' WAITs will not go
+ * out (their writes failed with it, or are sent again elsewhere). */
+static void conn_down(struct worker *w, struct node_conn *c)
+{
+    struct ack_group *g, *next;
+    for (g = TAILQ_FIRST(&w->acks_open); g; g = next) {
+        next = TAILQ_NEXT(g, link);
+        if (g->conn != c)
+            continue;
+        TAILQ_REMOVE(&w->acks_open, g, link);
+        g->state = ACK_SENT;            /* (as far as release can tell) */
+        wait_fail(&g->nreq, 0, c->down_why ? c->down_why : "the connection closed");
+    }
+}
+
+static const struct worker_watch acks_watch = { .conn_down = conn_down };
+
 void acks_round_flush(void *arg)
 {
     struct worker *w = arg;
@@ -232,4 +277,5 @@ void acks_round_flush(void *arg)
 void acks_register(void)
 {
     request_hold_register(hold);
+    worker_register_watch(&acks_watch);
 }

@@ -679,8 +679,8 @@ static void client_count_reply(struct client *c, struct request *r, uint64_t now
  * round they began waiting in (io_loop.rounds): a
  * pipeline spread over several masters then costs the client one write
  * (and one wakeup), not one per master's answer. A reply behind anything
- * slower (a blocking command, a retry's backoff, a split command) goes out
- * in the round it was finished.
+ * slower (a blocking command, a retry's backoff, a split command, a write
+ * that waits for replicas) goes out in the round it was finished.
  */
 static int client_output_can_wait(const struct client *c, size_t unread, uint64_t round)
 {
@@ -688,7 +688,7 @@ static int client_output_can_wait(const struct client *c, size_t unread, uint64_
     /* Within the round it began only: a client pipelining without pause
      * always has a next reply due, and must still get its replies. */
     return c->state == CLIENT_ACTIVE && head && unread < IO_READ_SIZE &&
-           node_req_due(&head->nreq) &&
+           node_req_due(&head->nreq) && !head->ack &&
            (c->output_waits_since == 0 || c->output_waits_since == round);
 }
 

@@ -97,6 +97,7 @@ struct client {
                                      * WAIT (wait.h): client_master_bit's */
     int on_reads_conns;             /* its requests on their way on shared connections, */
     int on_writes_conns;            /* and on replica-acks' writes connections (acks.h) */
+    unsigned char acks_parked;      /* a write of its waits for its reads (acks.h) */
     unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:
                                      * never idle, no keyspace commands */
 };

@@ -199,6 +199,14 @@ static void held_release_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* c's reads are in: the write it parked behind them (acks.h) goes out, and
+ * what it sent after it; unless a backoff holds them, whose end sends them. */
+static void parked_release(struct client *c)
+{
+    if (!c->retry_timer || !evtimer_pending(c->retry_timer, NULL))
+        held_release_cb(-1, 0, c);
+}
+
 /* Resend r after a backoff, in its client's order (every routed request
  * has a client: its own, or its parent's). 0 when its retries are used up. */
 static int router_retry_later(struct request *r)
@@ -264,8 +272,14 @@ void router_send(struct request *r)
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? family_conn(r, node, &why)
                            : multiplexed_conn(r, node);
-    if (node >= 0 && !r->conn_kind && !r->as_user && w->cfg->replica_acks > 0)
-        conn = acks_route(r, node, conn);
+    if (node >= 0 && !r->conn_kind && !r->as_user) {
+        int park;
+        conn = acks_route(r, node, conn, &park);
+        if (park) {             /* behind the client's reads (acks.h) */
+            hold_insert(owner, r);
+            return;
+        }
+    }
     if (!conn && why) {         /* no dedicated connection to be had */
         request_fail(r, why);
         return;
@@ -489,7 +503,8 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
                             const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    acks_answered(r);
+    if (acks_answered(r))
+        parked_release(request_owner(r));
     if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, v, s))
         return;
     if (s->type == '-' && !r->block_parts && router_resends(r, nr->conn, s->errline)) {
@@ -506,7 +521,8 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct request *r = request_of(nr);
     struct worker *w = r->worker;
     char msg[400];
-    acks_answered(r);
+    if (acks_answered(r))
+        parked_release(request_owner(r));
     worker_want_refresh(w);
     if (r->hooks && r->hooks->fail && r->hooks->fail(r, may_have_run))
         return;

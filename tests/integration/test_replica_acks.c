@@ -6,7 +6,8 @@
  *   the replica (read directly) holds the value;
  * - with the replica stopped (SIGSTOP), the write answers NOREPLICAS that
  *   says it ran on the master (the master has it), counted in INFO; a read
- *   of another client is answered while the write waits;
+ *   of another client is answered while the write waits, also when the
+ *   write came right behind a read of its own client;
  * - every kind of write waits: MULTI/EXEC, EVAL, MSET over two masters (its
  *   part on the stopped replica's master fails it), a pipeline of 64, and a
  *   RESP3 client's; a read-only script and reads do not;
@@ -154,6 +155,50 @@ START_TEST(test_stopped_replica_write_error_reads_go_on)
     freeReplyObject(r);
     redisFree(m);
     ck_assert_int_eq(proxy_stat("replica_acks_short") - short_before, 1);
+    redisFree(p);
+}
+END_TEST
+
+/* A client's write right behind its read of another master waits for that
+ * read, then goes on the writes connection: the WAIT never holds the
+ * connection other clients' reads share. */
+START_TEST(test_write_behind_a_read_keeps_wait_off_reads)
+{
+    struct h_topo t;
+    struct h_guard g = { 0, 0, -1 };
+    char k0[128], k0b[128], k1[128], buf[1024], cmd[600];
+    h_topo_load(&t);
+    struct h_node rep = replica_of(&t.masters[0]);
+    h_key_on_master(&t, 0, h_prefix(), 5, k0, sizeof k0);
+    h_key_on_master(&t, 0, h_prefix(), 6, k0b, sizeof k0b);
+    h_key_on_master(&t, 1, h_prefix(), 5, k1, sizeof k1);
+    redisContext *p = h_connect_extra(&proxy);
+    redisReply *r = h_cmd(p, "SET %s before", k0b);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+
+    h_freeze(&g, pid_of(&rep), GUARD_MS);
+    int writer = h_raw_connect(&proxy.addr);
+    H_FMT(cmd, sizeof cmd, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n"
+          "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nafter\r\n", strlen(k1), k1,
+          strlen(k0), k0);
+    h_raw_sends(writer, cmd);
+    raw_reply(writer, buf, sizeof buf);         /* the GET's */
+    int read_first = 1;
+    for (int i = 0; i < 5; i++) {               /* other clients' reads of master 0 */
+        r = h_cmd(p, "GET %s", k0b);
+        H_EXPECT_BULK(r, "before");
+        freeReplyObject(r);
+        read_first &= h_raw_recv(writer, buf, sizeof buf, "\r\n", 0, NULL) == 0;
+    }
+    if (read_first)
+        raw_reply(writer, buf, sizeof buf);
+    h_thaw(&g);
+    ck_assert_msg(read_first, "the write was answered before the others' reads: '%s'",
+                  h_esc_str(buf));
+    ck_assert_msg(strncmp(buf, "-NOREPLICAS The write ran", 25) == 0, "the write got '%s'",
+                  h_esc_str(buf));
+    close(writer);
     redisFree(p);
 }
 END_TEST
@@ -362,6 +407,7 @@ static Suite *replica_acks_suite(void)
     tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
     tcase_add_test(tc, test_write_answered_once_the_replica_has_it);
     tcase_add_test(tc, test_stopped_replica_write_error_reads_go_on);
+    tcase_add_test(tc, test_write_behind_a_read_keeps_wait_off_reads);
     tcase_add_test(tc, test_every_kind_of_write_waits);
     tcase_add_test(tc, test_client_order_across_connections);
     tcase_add_test(tc, test_reload_turns_it_off_and_on);     /* last: it reloads */
