@@ -76,11 +76,14 @@ static struct ack_group *open_group(struct worker *w, struct node_conn *conn)
 }
 
 /* Whether r writes: a write command, a script or function that is not
- * _RO, or a transaction block (parts have their parent's command). */
+ * _RO, or a transaction block that holds one of them (parts have their
+ * parent's command). */
 static int writes(const struct request *r)
 {
     const struct request *top = r->parent ? r->parent : r;
-    return r->block_parts > 0 || (top->cmd && command_may_write(top->cmd));
+    if (r->block_parts > 0)
+        return r->block_writes;
+    return top->cmd && command_may_write(top->cmd);
 }
 
 static struct client *owner_of(const struct request *r)
@@ -156,8 +159,11 @@ static void short_reply(struct ack_group *g, struct request *r)
 static int hold(struct request *r)
 {
     struct ack_group *g = r->ack;
+    struct client *c = owner_of(r);
     if (g->state != ACK_DONE && r->nreq.answered) {
         TAILQ_INSERT_TAIL(&g->held, r, ack_link);
+        if (c)                  /* its reply counts against its client's limits */
+            c->held += request_reply_bytes(r);
         return 1;
     }
     /* failed before its node answered; or answered, and finished after its
@@ -178,7 +184,10 @@ static void release(struct ack_group *g, const char *error)
         snprintf(g->error, sizeof g->error, "%s", error);
     g->refs++;                      /* (the last member's release must not free g) */
     while ((r = TAILQ_FIRST(&g->held)) != NULL) {
+        struct client *c = owner_of(r);
         TAILQ_REMOVE(&g->held, r, ack_link);
+        if (c)                  /* (counted again as it finishes) */
+            c->held -= request_reply_bytes(r);
         if (g->error[0])
             short_reply(g, r);
         leave(r);

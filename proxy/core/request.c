@@ -356,6 +356,11 @@ void request_release(struct request *r)
     finish(r);
 }
 
+size_t request_reply_bytes(const struct request *r)
+{
+    return r->inline_reply_len + (r->reply ? evbuffer_get_length(r->reply) : 0);
+}
+
 int request_reply_is_error(const struct request *r)
 {
     unsigned char first = 0;

@@ -102,6 +102,7 @@ struct request {
     int noscript_retries;           /* EVALSHA bodies loaded after NOSCRIPT */
     int block_parts;                /* replies the node sends before its own
                                        (a MULTI block's, before EXEC's) */
+    unsigned block_writes : 1;      /* and a command of that block may write */
     const struct request_hooks *hooks;  /* its family's reply handling, or NULL */
     struct userconn *as_user;       /* a restricted user's script: it goes on this
                                        node user's connections (userconn.h), not
@@ -299,6 +300,9 @@ void request_hold_register(int (*hold)(struct request *r));
 
 /* r, held, goes on as finished. */
 void request_release(struct request *r);
+
+/* The bytes of r's kept reply. */
+size_t request_reply_bytes(const struct request *r);
 
 /* Whether r's kept reply (held: not yet delivered) is an error. */
 int request_reply_is_error(const struct request *r);

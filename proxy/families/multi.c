@@ -33,6 +33,7 @@ void multi_reset(struct tx_state *tx)
     tx->dirty = 0;
     tx->nqueued = 0;
     tx->index_script = 0;
+    tx->writes = 0;
     tx->script_as = NULL;
     tx->slot = -1;
     tx->crossslot_why[0] = '\0';
@@ -325,6 +326,7 @@ void multi_queue(struct tx_state *tx, struct request *r, enum tx_class cls)
         return;
     }
     tx->index_script |= cls != TXC_SCRIPT && wrapped > 0;
+    tx->writes |= command_may_write(r->cmd) || wrapped > 0;
     if (r->as_user)
         tx->script_as = r->as_user;
     if (wrapped <= 0)
@@ -371,6 +373,7 @@ static int exec_build_block(struct tx_state *tx, struct request *r)
     int rc = request_set_command(r, (const char *)evbuffer_pullup(b, -1), len, &arg, 1);
     evbuffer_free(b);
     r->block_parts = loads + tx->nqueued + 1;
+    r->block_writes = tx->writes;
     struct tx_exec *e = rc == 0 ? txexec_of(r) : NULL;
     if (!e)
         return -1;

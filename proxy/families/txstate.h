@@ -55,6 +55,7 @@ struct tx_state {
     unsigned watching : 1;
     unsigned blocking : 1;          /* a blocking command runs on dconn */
     unsigned index_script : 1;      /* a queued write runs the index_write script */
+    unsigned writes : 1;            /* a queued command may write */
     struct tx_watched watched;      /* while watching */
     struct userconn *script_as;     /* a queued script runs as this node user
                                        (userconn.h): so does the block */

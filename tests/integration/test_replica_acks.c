@@ -10,7 +10,8 @@
  *   write came right behind a read of its own client;
  * - every kind of write waits: MULTI/EXEC, EVAL, MSET over two masters (its
  *   part on the stopped replica's master fails it), a pipeline of 64, and a
- *   RESP3 client's; a read-only script and reads do not;
+ *   RESP3 client's; a read-only script, a read-only MULTI block and reads
+ *   do not;
  * - a client's replies keep its order across the reads and writes
  *   connections (GET, SET, GET, INCR, ... as one server answers them);
  * - a SIGHUP turns it off and on again.
@@ -269,6 +270,8 @@ START_TEST(test_every_kind_of_write_waits)
                       cmd_of("EXEC\r\n", NULL, NULL) };
     char *eval = cmd_of("EVAL \"return redis.call('set', KEYS[1], 'e')\" 1 %s\r\n", k0, NULL);
     char *eval_ro = cmd_of("EVAL_RO \"return redis.call('get', KEYS[1])\" 1 %s\r\n", k0, NULL);
+    char *multi_ro[] = { cmd_of("MULTI\r\n", NULL, NULL), cmd_of("GET %s\r\n", k0, NULL),
+                         cmd_of("EXEC\r\n", NULL, NULL) };
     char *mset = cmd_of("MSET %s a %s b\r\n", k0, k1);
     char *set = cmd_of("SET %s p\r\n", k0, NULL);
     char *get = cmd_of("GET %s\r\n", k0, NULL);
@@ -304,11 +307,15 @@ START_TEST(test_every_kind_of_write_waits)
     ck_assert_str_eq(buf, "$1\r\np\r\n");
     pipeline((const char *const *)&get, 1, 0, buf, sizeof buf);
     ck_assert_str_eq(buf, "$1\r\np\r\n");
+    pipeline((const char *const *)multi_ro, 3, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "+OK\r\n+QUEUED\r\n*1\r\n$1\r\np\r\n");
     h_thaw(&g);
     ck_assert_int_eq(proxy_stat("replica_acks_short") - short_before, 1 + 1 + 1 + 64 + 1);
 
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         free(multi[i]);
+        free(multi_ro[i]);
+    }
     free(eval);
     free(eval_ro);
     free(mset);
