@@ -181,20 +181,29 @@ int request_block_arg(const struct request *r)
     return -1;
 }
 
-int request_keys_all(struct request *r, int some[16], int **keys)
+int request_keys_of(struct request *r, const struct command *cmd, int some[16], int **keys,
+                    int *partial)
 {
-    int n = request_keys(r, r->cmd, some, 16);
+    int n = cmd ? request_keys(r, cmd, some, 16) : 0;
     *keys = some;
+    *partial = 0;
     if (n > 16) {
         int *all = malloc(sizeof *all * (size_t)n);
         if (all) {
             *keys = all;
-            n = request_keys(r, r->cmd, all, n);
+            n = request_keys(r, cmd, all, n);
         } else {
             n = 16;
+            *partial = 1;
         }
     }
     return n < 0 ? 0 : n;
+}
+
+int request_keys_all(struct request *r, int some[16], int **keys)
+{
+    int partial;
+    return request_keys_of(r, r->cmd, some, keys, &partial);
 }
 
 void request_parts_sent(struct request *p)

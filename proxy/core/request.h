@@ -180,6 +180,11 @@ int request_block_arg(const struct request *r);
  * memory). Returns how many; none for a malformed command. */
 int request_keys_all(struct request *r, int some[16], int **keys);
 
+/* The same by cmd (a part's: its parent's command); *partial says that
+ * memory ran out and only the first 16 are given. */
+int request_keys_of(struct request *r, const struct command *cmd, int some[16], int **keys,
+                    int *partial);
+
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */
 void request_parts_sent(struct request *parent);

@@ -838,18 +838,8 @@ static int keys_each(struct request *r, void (*fn)(struct request *r, const char
                                                     size_t len, void *arg), void *arg)
 {
     const struct command *cmd = r->cmd ? r->cmd : r->parent ? r->parent->cmd : NULL;
-    int some[16], *keys = some, rc = 0;
-    int n = cmd ? request_keys(r, cmd, some, 16) : 0;
-    if (n > 16) {
-        int *all = malloc(sizeof *all * (size_t)n);
-        if (all) {
-            keys = all;
-            n = request_keys(r, cmd, all, n);
-        } else {
-            n = 16;
-            rc = -1;
-        }
-    }
+    int some[16], *keys, partial;
+    int n = request_keys_of(r, cmd, some, &keys, &partial);
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *k = request_arg(r, keys[i], &len);
@@ -857,7 +847,7 @@ static int keys_each(struct request *r, void (*fn)(struct request *r, const char
     }
     if (keys != some)
         free(keys);
-    return rc;
+    return partial ? -1 : 0;
 }
 
 static void forget_key(struct request *r, const char *key, size_t len, void *arg)
