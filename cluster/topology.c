@@ -108,22 +108,48 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
     return 0;
 }
 
+/* A node of a CLUSTER SLOTS range ([host, port, id, ...]) as announced
+ * into out: 0, or -1 when malformed. */
+static int node_announced(redisReply *node, const char *seed_host, char *out, size_t size)
+{
+    if (node->type != REDIS_REPLY_ARRAY || node->elements < 2 ||
+        node->element[0]->type != REDIS_REPLY_STRING ||
+        node->element[1]->type != REDIS_REPLY_INTEGER)
+        return -1;
+    /* an empty host means "the address you reached me at" (cluster spec) */
+    const char *host = node->element[0]->len ? node->element[0]->str : seed_host;
+    snprintf(out, size, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld", host,
+             node->element[1]->integer);
+    return 0;
+}
+
+/* The replicas a CLUSTER SLOTS range lists after its master (elements 3
+ * on), added to n's once each: 0, or -1 when one is malformed. */
+static int replicas_add(struct topology_node *n, redisReply *range, const char *seed_host)
+{
+    for (size_t i = 3; i < range->elements; i++) {
+        char announced[TOPO_ADDR_MAX];
+        int known = 0;
+        if (node_announced(range->element[i], seed_host, announced, sizeof announced) < 0)
+            return -1;
+        for (int k = 0; k < n->nreplicas; k++)
+            known |= strcmp(n->replicas[k], announced) == 0;
+        if (!known && n->nreplicas < TOPO_REPLICAS_MAX)
+            snprintf(n->replicas[n->nreplicas++], TOPO_ADDR_MAX, "%s", announced);
+    }
+    return 0;
+}
+
 /* Find or add the master of one CLUSTER SLOTS range. Returns its index, -2
  * when its address does not resolve (it is left out), or -1. */
 static int node_intern(struct topology *t, const struct topology_source *src,
                        const char *seed_host, redisReply *master, char *why, size_t whylen)
 {
     char announced[TOPO_ADDR_MAX];
-    if (master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
-        master->element[0]->type != REDIS_REPLY_STRING ||
-        master->element[1]->type != REDIS_REPLY_INTEGER) {
+    if (node_announced(master, seed_host, announced, sizeof announced) < 0) {
         snprintf(why, whylen, "malformed CLUSTER SLOTS reply");
         return -1;
     }
-    /* an empty host means "the address you reached me at" (cluster spec) */
-    const char *host = master->element[0]->len ? master->element[0]->str : seed_host;
-    snprintf(announced, sizeof announced, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld",
-             host, master->element[1]->integer);
     int idx = topology_find(t, announced);
     if (idx >= 0)
         return idx;
@@ -168,6 +194,8 @@ static struct topology *topology_from_reply(const struct topology_source *src,
             continue;
         if (idx < 0)
             goto fail;
+        if (replicas_add(&t->nodes[idx], range, seed_host) < 0)
+            goto malformed;
         for (long long s = lo; s <= hi; s++) {
             if (t->slot_node[s] < 0)
                 t->covered++;

@@ -19,6 +19,7 @@
 #include "cluster/slot.h"
 
 #define TOPO_ADDR_MAX 128
+#define TOPO_REPLICAS_MAX 8          /* a master's replicas the map keeps */
 
 struct topology_node {
     char announced[TOPO_ADDR_MAX];   /* "host:port" as CLUSTER SLOTS says it */
@@ -26,6 +27,9 @@ struct topology_node {
     struct sockaddr_storage sa;
     socklen_t salen;
     char id[48];
+    int nreplicas;                   /* its replicas CLUSTER SLOTS lists (the first
+                                        TOPO_REPLICAS_MAX), as announced */
+    char replicas[TOPO_REPLICAS_MAX][TOPO_ADDR_MAX];
 };
 
 /* What the masters run (proxy/ops/servers.h fills it in before the topology is

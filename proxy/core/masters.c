@@ -43,6 +43,7 @@ static struct master_state *build(const struct topology *t, int probed)
     for (int i = 0; i < t->nnodes; i++) {
         struct master_state *old = find(known.masters, known.nmasters, t->nodes[i].announced);
         snprintf(ms[i].addr, sizeof ms[i].addr, "%s", t->nodes[i].announced);
+        ms[i].replicas = t->nodes[i].nreplicas;
         if (old) {
             ms[i].up = old->up;
             ms[i].down_since_us = old->down_since_us;

@@ -32,6 +32,7 @@ struct health;
 struct master_state {
     char addr[TOPO_ADDR_MAX];       /* announced host:port */
     int slots;                      /* owned in the slot map */
+    int replicas;                   /* its replicas CLUSTER SLOTS lists */
     int up;                         /* 1 up, 0 down, -1 not probed (admin off) */
     uint64_t down_since_us;         /* down: since when (monotonic), for the grace */
     char why[200];                  /* when down: why */

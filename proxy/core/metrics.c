@@ -197,6 +197,14 @@ static void prom_nodes(const struct metrics *m, struct evbuffer *b)
         prom_label(b, m->nodes.masters[i].addr);
         evbuffer_add_printf(b, "\"} %d\n", m->nodes.masters[i].slots);
     }
+    prom_head(b, "tagproxy_master_replicas", "gauge",
+              "Replicas each master has, as the cluster's CLUSTER SLOTS lists them "
+              "(replica-acks waits for them).");
+    for (int i = 0; i < m->nodes.nmasters; i++) {
+        evbuffer_add_printf(b, "tagproxy_master_replicas{master=\"");
+        prom_label(b, m->nodes.masters[i].addr);
+        evbuffer_add_printf(b, "\"} %d\n", m->nodes.masters[i].replicas);
+    }
     prom_one(b, "tagproxy_topology_refreshes_total", "counter",
              "Slot map reads (CLUSTER SLOTS), successful or not.", m->refreshes);
     prom_one(b, "tagproxy_topology_refresh_failures_total", "counter",
@@ -421,9 +429,10 @@ void metrics_info_nodes(const struct metrics *m, struct evbuffer *b)
     info_line(b, "node_timeouts", n->timeouts);
     info_line(b, "node_batches", n->batches);
     for (int i = 0; i < m->nodes.nmasters; i++)
-        evbuffer_add_printf(b, "master%d:addr=%s,slots=%d,state=%s\r\n", i,
+        evbuffer_add_printf(b, "master%d:addr=%s,slots=%d,state=%s,replicas=%d\r\n", i,
                             m->nodes.masters[i].addr, m->nodes.masters[i].slots,
-                            master_state_of(&m->nodes.masters[i]));
+                            master_state_of(&m->nodes.masters[i]),
+                            m->nodes.masters[i].replicas);
 }
 
 /* As Redis 7.0: cmdstat_NAME:calls=,usec=,usec_per_call=,rejected_calls=,failed_calls= */

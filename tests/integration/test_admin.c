@@ -199,6 +199,24 @@ static pid_t node_pid_by_info(const struct h_node *n)
     return (pid_t)pid;
 }
 
+/* The replicas CLUSTER SLOTS (asked of master m) lists for m's ranges. */
+static int replicas_listed(const struct h_node *m)
+{
+    redisContext *c = h_connect_node(m);
+    redisReply *r = h_cmd(c, "CLUSTER SLOTS");
+    int n = -1;
+    H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements && n < 0; i++) {
+        const redisReply *range = r->element[i];
+        if (range->elements >= 3 && range->element[2]->element[1]->integer == m->port)
+            n = (int)range->elements - 3;
+    }
+    ck_assert_msg(n >= 0, "no range of %s:%d in CLUSTER SLOTS", m->host, m->port);
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
 START_TEST(test_readyz_while_a_master_is_stopped)
 {
     static struct http_reply rep, during, after;
@@ -678,7 +696,7 @@ START_TEST(test_info_sections)
     ck_assert_msg(strstr(r->str, "cmdstat_info:calls=") != NULL, "'%s'", h_esc(r->str, r->len));
     freeReplyObject(r);
 
-    /* INFO nodes: every master of the map, with its slots and state */
+    /* INFO nodes: every master of the map, with its slots, state and replicas */
     r = info(c, "nodes");
     ck_assert_msg(strncmp(r->str, "# Nodes\r\n", 9) == 0 && strstr(r->str, "# Proxy") == NULL,
                   "INFO nodes: '%s'", h_esc(r->str, r->len));
@@ -691,8 +709,8 @@ START_TEST(test_info_sections)
         for (int k = 0; k < t.nranges; k++)
             if (t.r[k].master == i)
                 slots += t.r[k].end - t.r[k].start + 1;
-        H_FMT(want, sizeof(want), "addr=%s:%d,slots=%d,state=up", t.masters[i].host,
-              t.masters[i].port, slots);
+        H_FMT(want, sizeof(want), "addr=%s:%d,slots=%d,state=up,replicas=%d",
+              t.masters[i].host, t.masters[i].port, slots, replicas_listed(&t.masters[i]));
         for (long long t0 = h_now_ms(); !strstr(r->str, want) && h_now_ms() - t0 < STATE_WITHIN_MS;) {
             freeReplyObject(r);
             h_sleep_ms(100);
