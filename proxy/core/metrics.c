@@ -1,6 +1,7 @@
 #include "proxy/core/metrics.h"
 
 #include <event2/buffer.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,19 @@ static void prom_label(struct evbuffer *b, const char *v)
             evbuffer_add(b, "\\n", 2);
         else
             evbuffer_add(b, v, 1);
+    }
+}
+
+/* A gauge with one sample per master of v, labelled by its address: the
+ * int at offset `field` of its master_state. */
+static void prom_per_master(struct evbuffer *b, const struct masters_view *v, const char *name,
+                            const char *help, size_t field)
+{
+    prom_head(b, name, "gauge", help);
+    for (int i = 0; i < v->nmasters; i++) {
+        evbuffer_add_printf(b, "%s{master=\"", name);
+        prom_label(b, v->masters[i].addr);
+        evbuffer_add_printf(b, "\"} %d\n", *(const int *)((const char *)&v->masters[i] + field));
     }
 }
 
@@ -183,28 +197,14 @@ static void prom_nodes(const struct metrics *m, struct evbuffer *b)
     prom_gauge(b, "tagproxy_masters", "Masters in the slot map.", m->nodes.nmasters);
     prom_gauge(b, "tagproxy_slots_covered", "Slots the slot map assigns to a master.",
                m->nodes.slots_covered);
-    prom_head(b, "tagproxy_master_up", "gauge",
-              "1 when the master answers the admin thread's PING probe, 0 when not, "
-              "-1 when not probed (admin-listen off).");
-    for (int i = 0; i < m->nodes.nmasters; i++) {
-        evbuffer_add_printf(b, "tagproxy_master_up{master=\"");
-        prom_label(b, m->nodes.masters[i].addr);
-        evbuffer_add_printf(b, "\"} %d\n", m->nodes.masters[i].up);
-    }
-    prom_head(b, "tagproxy_master_slots", "gauge", "Slots each master owns.");
-    for (int i = 0; i < m->nodes.nmasters; i++) {
-        evbuffer_add_printf(b, "tagproxy_master_slots{master=\"");
-        prom_label(b, m->nodes.masters[i].addr);
-        evbuffer_add_printf(b, "\"} %d\n", m->nodes.masters[i].slots);
-    }
-    prom_head(b, "tagproxy_master_replicas", "gauge",
-              "Replicas each master has, as the cluster's CLUSTER SLOTS lists them "
-              "(replica-acks waits for them).");
-    for (int i = 0; i < m->nodes.nmasters; i++) {
-        evbuffer_add_printf(b, "tagproxy_master_replicas{master=\"");
-        prom_label(b, m->nodes.masters[i].addr);
-        evbuffer_add_printf(b, "\"} %d\n", m->nodes.masters[i].replicas);
-    }
+    prom_per_master(b, &m->nodes, "tagproxy_master_up",
+                    "1 when the master answers the admin thread's PING probe, 0 when not, "
+                    "-1 when not probed (admin-listen off).", offsetof(struct master_state, up));
+    prom_per_master(b, &m->nodes, "tagproxy_master_slots", "Slots each master owns.",
+                    offsetof(struct master_state, slots));
+    prom_per_master(b, &m->nodes, "tagproxy_master_replicas",
+                    "Replicas each master has, as the cluster's CLUSTER SLOTS lists them "
+                    "(replica-acks waits for them).", offsetof(struct master_state, replicas));
     prom_one(b, "tagproxy_topology_refreshes_total", "counter",
              "Slot map reads (CLUSTER SLOTS), successful or not.", m->refreshes);
     prom_one(b, "tagproxy_topology_refresh_failures_total", "counter",
