@@ -86,15 +86,10 @@ static int writes(const struct request *r)
     return top->cmd && command_may_write(top->cmd);
 }
 
-static struct client *owner_of(const struct request *r)
-{
-    return r->parent ? r->parent->client : r->client;
-}
-
 struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn, int *park)
 {
     struct worker *w = r->worker;
-    struct client *c = owner_of(r);
+    struct client *c = request_owner(r);
     int write = w->cfg->replica_acks > 0 && writes(r);
     int follow = c && c->on_writes_conns > 0;
     *park = 0;
@@ -132,7 +127,7 @@ struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn
 
 int acks_answered(struct request *r)
 {
-    struct client *c = owner_of(r);
+    struct client *c = request_owner(r);
     if (c && r->route_kind == ROUTE_WRITES)
         c->on_writes_conns--;
     else if (c && r->route_kind == ROUTE_READS)
@@ -159,7 +154,7 @@ static void short_reply(struct ack_group *g, struct request *r)
 static int hold(struct request *r)
 {
     struct ack_group *g = r->ack;
-    struct client *c = owner_of(r);
+    struct client *c = request_owner(r);
     if (g->state != ACK_DONE && r->nreq.answered) {
         TAILQ_INSERT_TAIL(&g->held, r, ack_link);
         if (c)                  /* its reply counts against its client's limits */
@@ -184,7 +179,7 @@ static void release(struct ack_group *g, const char *error)
         snprintf(g->error, sizeof g->error, "%s", error);
     g->refs++;                      /* (the last member's release must not free g) */
     while ((r = TAILQ_FIRST(&g->held)) != NULL) {
-        struct client *c = owner_of(r);
+        struct client *c = request_owner(r);
         TAILQ_REMOVE(&g->held, r, ack_link);
         if (c)                  /* (counted again as it finishes) */
             c->held -= request_reply_bytes(r);

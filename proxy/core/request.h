@@ -141,6 +141,12 @@ struct request {
 
 TAILQ_HEAD(request_queue, request);
 
+/* The client r answers: its own, or its parent's for a part. */
+static inline struct client *request_owner(const struct request *r)
+{
+    return r->parent ? r->parent->client : r->client;
+}
+
 /* From the worker's free list; NULL when out of memory. */
 struct request *request_new(struct worker *w);
 

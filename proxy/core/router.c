@@ -161,11 +161,6 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
  * (A command already at a node when an earlier one was refused can still
  * run first: the cluster refused the earlier one, not the proxy.)
  */
-static struct client *request_owner(const struct request *r)
-{
-    return r->parent ? r->parent->client : r->client;
-}
-
 static void hold_insert(struct client *c, struct request *r)
 {
     request_queue_insert(&c->held_back, r);
