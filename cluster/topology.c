@@ -76,14 +76,16 @@ static const char *address_target(const struct topology_source *src, const char 
     return announced;
 }
 
-static int node_resolve(struct topology_node *n, char *why, size_t whylen)
+/* target ("host:port") as one numeric address into sa: 0, or -1 with why. */
+static int address_resolve(const char *target, struct sockaddr_storage *sa, socklen_t *salen,
+                           char *why, size_t whylen)
 {
     char *host = NULL, portstr[16];
     int port;
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
 
-    if (hostport_parse(n->target, &host, &port) < 0) {
-        snprintf(why, whylen, "bad node address '%s'", n->target);
+    if (hostport_parse(target, &host, &port) < 0) {
+        snprintf(why, whylen, "bad node address '%s'", target);
         return -1;
     }
     snprintf(portstr, sizeof portstr, "%d", port);
@@ -91,7 +93,7 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
     free(host);
     if (rc != 0 || !res) {
         snprintf(why, whylen, "cannot resolve node address '%s' that the cluster announces: %s "
-                 "(map it to a reachable one with address-map)", n->target, gai_strerror(rc));
+                 "(map it to a reachable one with address-map)", target, gai_strerror(rc));
         return -1;
     }
     /* one address is kept: an IPv4 one where the name has both, as hiredis
@@ -102,8 +104,8 @@ static int node_resolve(struct topology_node *n, char *why, size_t whylen)
             pick = a;
             break;
         }
-    memcpy(&n->sa, pick->ai_addr, pick->ai_addrlen);
-    n->salen = pick->ai_addrlen;
+    memcpy(sa, pick->ai_addr, pick->ai_addrlen);
+    *salen = pick->ai_addrlen;
     freeaddrinfo(res);
     return 0;
 }
@@ -124,18 +126,26 @@ static int node_announced(redisReply *node, const char *seed_host, char *out, si
 }
 
 /* The replicas a CLUSTER SLOTS range lists after its master (elements 3
- * on), added to n's once each: 0, or -1 when one is malformed. */
-static int replicas_add(struct topology_node *n, redisReply *range, const char *seed_host)
+ * on), added to n's once each, address-map applied and resolved (one that
+ * does not resolve is kept, never connected to): 0, or -1 when one is
+ * malformed. */
+static int replicas_add(const struct topology_source *src, struct topology_node *n,
+                        redisReply *range, const char *seed_host)
 {
     for (size_t i = 3; i < range->elements; i++) {
-        char announced[TOPO_ADDR_MAX];
+        char announced[TOPO_ADDR_MAX], why[300];
         int known = 0;
         if (node_announced(range->element[i], seed_host, announced, sizeof announced) < 0)
             return -1;
         for (int k = 0; k < n->nreplicas; k++)
-            known |= strcmp(n->replicas[k], announced) == 0;
-        if (!known && n->nreplicas < TOPO_REPLICAS_MAX)
-            snprintf(n->replicas[n->nreplicas++], TOPO_ADDR_MAX, "%s", announced);
+            known |= strcmp(n->replicas[k].announced, announced) == 0;
+        if (known || n->nreplicas == TOPO_REPLICAS_MAX)
+            continue;
+        struct topology_replica *rep = &n->replicas[n->nreplicas++];
+        snprintf(rep->announced, sizeof rep->announced, "%s", announced);
+        snprintf(rep->target, sizeof rep->target, "%s", address_target(src, announced));
+        if (address_resolve(rep->target, &rep->sa, &rep->salen, why, sizeof why) < 0)
+            rep->salen = 0;
     }
     return 0;
 }
@@ -163,7 +173,7 @@ static int node_intern(struct topology *t, const struct topology_source *src,
     snprintf(n->target, sizeof n->target, "%s", address_target(src, announced));
     if (master->elements >= 3 && master->element[2]->type == REDIS_REPLY_STRING)
         snprintf(n->id, sizeof n->id, "%s", master->element[2]->str);
-    if (node_resolve(n, why, whylen) < 0) {
+    if (address_resolve(n->target, &n->sa, &n->salen, why, whylen) < 0) {
         /* one name the resolver does not know (yet) costs its own slots,
          * not the whole map */
         if (t->ndropped++ == 0)
@@ -194,7 +204,7 @@ static struct topology *topology_from_reply(const struct topology_source *src,
             continue;
         if (idx < 0)
             goto fail;
-        if (replicas_add(&t->nodes[idx], range, seed_host) < 0)
+        if (replicas_add(src, &t->nodes[idx], range, seed_host) < 0)
             goto malformed;
         for (long long s = lo; s <= hi; s++) {
             if (t->slot_node[s] < 0)

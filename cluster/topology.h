@@ -21,6 +21,20 @@
 #define TOPO_ADDR_MAX 128
 #define TOPO_REPLICAS_MAX 8          /* a master's replicas the map keeps */
 
+/* A replica of a master, as CLUSTER SLOTS lists it after the master. */
+struct topology_replica {
+    char announced[TOPO_ADDR_MAX];
+    char target[TOPO_ADDR_MAX];      /* address-map applied */
+    struct sockaddr_storage sa;
+    socklen_t salen;                 /* 0: its name does not resolve (never used) */
+    /* The one thing about a topology that changes once it is built, written
+     * by the control thread's replica poller (replicas.h) and read by the
+     * workers, both with __atomic: the replica holds every write its master
+     * had taken when the master was asked at this time (node_now_ms); 0: not
+     * known (not asked yet, down, or replicating from elsewhere). */
+    uint64_t fresh_ms;
+};
+
 struct topology_node {
     char announced[TOPO_ADDR_MAX];   /* "host:port" as CLUSTER SLOTS says it */
     char target[TOPO_ADDR_MAX];      /* "host:port" connected to (address-map) */
@@ -28,8 +42,8 @@ struct topology_node {
     socklen_t salen;
     char id[48];
     int nreplicas;                   /* its replicas CLUSTER SLOTS lists (the first
-                                        TOPO_REPLICAS_MAX), as announced */
-    char replicas[TOPO_REPLICAS_MAX][TOPO_ADDR_MAX];
+                                        TOPO_REPLICAS_MAX) */
+    struct topology_replica replicas[TOPO_REPLICAS_MAX];
 };
 
 /* What the masters run (proxy/ops/servers.h fills it in before the topology is
