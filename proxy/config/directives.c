@@ -742,6 +742,27 @@ static int set_log_level(struct config_loader *l, const struct directive *d, int
     return -1;
 }
 
+static const char *const read_from_names[] = { "master", "replica", "prefer-replica" };
+
+const char *config_read_from_name(int read_from)
+{
+    return read_from >= 0 && read_from < 3 ? read_from_names[read_from] : "?";
+}
+
+static int set_read_from(struct config_loader *l, const struct directive *d, int argc, char **argv)
+{
+    (void)argc;
+    for (int i = 0; i < 3; i++) {
+        if (strcasecmp(argv[0], read_from_names[i]) == 0) {
+            l->c.read_from = i;
+            return 0;
+        }
+    }
+    snprintf(l->why, sizeof l->why, "'%s' must be one of master, replica, prefer-replica",
+             d->name);
+    return -1;
+}
+
 /* The file is tried once all sources are in, so only the winner must open. */
 static int set_log_file(struct config_loader *l, const struct directive *d, int argc, char **argv)
 {
@@ -898,6 +919,11 @@ static void show_script_map(const struct config *c, const struct directive *d, F
 static void show_log_level(const struct config *c, const struct directive *d, FILE *out)
 {
     fprintf(out, "%s %s\n", d->name, config_log_level_name(c->log_level));
+}
+
+static void show_read_from(const struct config *c, const struct directive *d, FILE *out)
+{
+    fprintf(out, "%s %s\n", d->name, config_read_from_name(c->read_from));
 }
 
 /* ---- the table ---- */
@@ -1060,6 +1086,12 @@ static const struct directive directives[] = {
     { "replica-acks", "N [TIMEOUT-MS]", NULL,
       "a write is answered once N replicas have it (WAIT N TIMEOUT-MS; 0: at once)",
       1, 2, set_replica_acks, 0, 0, 600000, K_SPECIAL, show_replica_acks },
+    { "read-from", "master|replica|prefer-replica", NULL,
+      "where read-only commands go: masters, or their replicas (with read-your-writes)",
+      1, 1, set_read_from, 0, 0, 0, K_SPECIAL, show_read_from },
+    { "replica-max-lag-ms", "MS", NULL,
+      "a replica further behind its master than this takes no reads",
+      1, 1, set_int, AT(replica_max_lag_ms), 1, 3600000, K_INT, NULL },
     { "dedicated-connections-max", "N", NULL,
       "per worker: node connections for WATCH and blocking commands",
       1, 1, set_int, AT(dedicated_connections_max), 1, 100000, K_INT, NULL },
@@ -1141,7 +1173,7 @@ const struct directive *directive_find(const char *name)
 int directive_is_live(const struct directive *d)
 {
     return d->set == set_int || d->set == set_memory || d->set == set_maxmemory_clients ||
-           d->set == set_output_limit || d->set == set_replica_acks;
+           d->set == set_output_limit || d->set == set_replica_acks || d->set == set_read_from;
 }
 
 char directive_env_separator(const struct directive *d)
@@ -1233,6 +1265,7 @@ void config_defaults(struct config *c)
     c->retry_base_ms = 10;
     c->retry_max_ms = 500;
     c->replica_acks_timeout_ms = REPLICA_ACKS_TIMEOUT_MS;
+    c->replica_max_lag_ms = 1000;
     c->dedicated_connections_max = 256;
     c->readiness_grace_ms = 30000;
     c->config_watch = 1;

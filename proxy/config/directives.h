@@ -107,6 +107,8 @@ struct config {
     int    retry_max_ms;                /* default 500 */
     int    replica_acks;                /* replicas a write waits for (0: none) */
     int    replica_acks_timeout_ms;     /* for them, at most (WAIT's timeout) */
+    int    read_from;                   /* enum config_read_from: where reads go */
+    int    replica_max_lag_ms;          /* a replica further behind takes no reads; default 1000 */
     int    dedicated_connections_max;   /* per worker: WATCH and blocking commands; default 256 */
     int    round_pause_us;              /* pause after a busy event-loop round (io.h); default 30 */
     int    io_uring;                    /* batch socket reads and writes (iobatch.h); default yes */
@@ -237,5 +239,13 @@ void config_users_free(struct config_user *users, int n);
 
 /* "debug", "verbose", "notice", "warning"; "?" for anything else. */
 const char *config_log_level_name(enum log_level l);
+
+/* read-from: where read-only commands go (readfrom.h). */
+enum config_read_from {
+    READ_FROM_MASTER,           /* every command to the masters */
+    READ_FROM_REPLICA,          /* reads to replicas only: none usable is an error */
+    READ_FROM_PREFER_REPLICA    /* reads to replicas, to the master when none is usable */
+};
+const char *config_read_from_name(int read_from);
 
 #endif
