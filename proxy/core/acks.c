@@ -75,22 +75,11 @@ static struct ack_group *open_group(struct worker *w, struct node_conn *conn)
     return g;
 }
 
-/* Whether r writes: a write command, a script or function that is not
- * _RO, or a transaction block that holds one of them (parts have their
- * parent's command). */
-static int writes(const struct request *r)
-{
-    const struct request *top = r->parent ? r->parent : r;
-    if (r->block_parts > 0)
-        return r->block_writes;
-    return top->cmd && command_may_write(top->cmd);
-}
-
 struct node_conn *acks_route(struct request *r, int node, struct node_conn *conn, int *park)
 {
     struct worker *w = r->worker;
     struct client *c = request_owner(r);
-    int write = w->cfg->replica_acks > 0 && writes(r);
+    int write = w->cfg->replica_acks > 0 && request_may_write(r);
     int follow = c && c->on_writes_conns > 0;
     *park = 0;
     if (write && c && !follow && c->on_reads_conns > 0) {

@@ -45,6 +45,8 @@ enum client_state {
     CLIENT_GONE         /* socket closed; freed when its last request ends */
 };
 
+#define CLIENT_WROTE_BUCKETS 16
+
 struct client {
     TAILQ_ENTRY(client) link;       /* in the worker's client list */
     TAILQ_ENTRY(client) paused_link;/* in the worker's paused list */
@@ -97,7 +99,12 @@ struct client {
                                      * WAIT (wait.h): client_master_bit's */
     int on_reads_conns;             /* its requests on their way on shared connections, */
     int on_writes_conns;            /* and on replica-acks' writes connections (acks.h) */
-    unsigned char acks_parked;      /* a write of its waits for its reads (acks.h) */
+    unsigned char acks_parked;      /* a write of its waits for its reads (acks.h,
+                                       readfrom.h) */
+    int on_masters;                 /* its requests on their way to masters, and */
+    int on_replicas;                /* its reads on replicas, while read-from is on */
+    uint64_t wrote_ms[CLIENT_WROTE_BUCKETS];    /* when its last write to each bucket
+                                       of slots (slot % buckets) was answered (readfrom.h) */
     unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:
                                      * never idle, no keyspace commands */
 };

@@ -152,6 +152,13 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
     prom_one(b, "tagproxy_replica_acks_short_total", "counter",
              "Writes answered that they ran but too few replicas acknowledged them "
              "(replica-acks).", s->replica_acks_short);
+    prom_one(b, "tagproxy_reads_master_total", "counter",
+             "Reads (readonly commands) sent to masters.", s->reads_master);
+    prom_one(b, "tagproxy_reads_replica_total", "counter",
+             "Reads sent to replicas (read-from).", s->reads_replica);
+    prom_one(b, "tagproxy_reads_replica_back_total", "counter",
+             "Reads a replica sent back to its master (a redirect, a failure).",
+             s->reads_replica_back);
     prom_one(b, "tagproxy_client_bytes_received_total", "counter", "Bytes read from clients.",
              s->clients.in);
     prom_one(b, "tagproxy_client_bytes_sent_total", "counter", "Bytes written to clients.",
@@ -390,6 +397,9 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "lost_replies", s->lost_replies);
     info_line(b, "replica_acks_waits", s->replica_acks_waits);
     info_line(b, "replica_acks_short", s->replica_acks_short);
+    info_line(b, "reads_master", s->reads_master);
+    info_line(b, "reads_replica", s->reads_replica);
+    info_line(b, "reads_replica_back", s->reads_replica_back);
     info_line(b, "client_bytes_received", s->clients.in);
     info_line(b, "client_bytes_sent", s->clients.out);
     info_line(b, "node_bytes_sent", s->nodes.bytes.out);

@@ -26,6 +26,7 @@
 #include <sys/queue.h>
 
 #include "cluster/node.h"
+#include "lib/proto/command.h"
 #include "proxy/core/route.h"
 #include "lib/proto/resp.h"
 
@@ -114,6 +115,8 @@ struct request {
     struct ack_group *ack;          /* a write's replicas to wait for (acks.h) */
     TAILQ_ENTRY(request) ack_link;  /* in that group's held list */
     unsigned route_kind : 2;        /* its client's count it is in (acks.h) */
+    unsigned readfrom_kind : 2;     /* and for read-from (readfrom.h) */
+    unsigned no_replica : 1;        /* a replica sent it back: the master's */
     unsigned char marks;            /* families' bits on it (request_mark_register) */
     const struct request_family *family;    /* whose family_state it holds */
     void *family_state;             /* a command family's state (request_family_set) */
@@ -145,6 +148,17 @@ TAILQ_HEAD(request_queue, request);
 static inline struct client *request_owner(const struct request *r)
 {
     return r->parent ? r->parent->client : r->client;
+}
+
+/* Whether r may write: a write command, a script or function that is not
+ * _RO, or a transaction block that holds one of them (parts have their
+ * parent's command). */
+static inline int request_may_write(const struct request *r)
+{
+    const struct request *top = r->parent ? r->parent : r;
+    if (r->block_parts > 0)
+        return r->block_writes;
+    return top->cmd && command_may_write(top->cmd);
 }
 
 /* From the worker's free list; NULL when out of memory. */

@@ -15,6 +15,8 @@
 #include "cluster/slot.h"
 #include "proxy/config/acl.h"
 #include "proxy/core/acks.h"
+#include "proxy/core/readfrom.h"
+#include "proxy/core/readfrom.h"
 #include "proxy/core/client.h"
 #include "proxy/core/merge.h"
 #include "proxy/core/proxy.h"
@@ -263,6 +265,25 @@ void router_send(struct request *r)
     int node = r->asking ? r->ask_node
              : r->fixed_node >= 0 ? r->fixed_node
              : worker_node_for_slot(w, r->slot);
+    if (node >= 0 && owner) {
+        int park;
+        const char *refused;
+        struct node_conn *replica = readfrom_route(r, node, &park, &refused);
+        if (park) {             /* behind the client's reads on replicas (readfrom.h) */
+            hold_insert(owner, r);
+            return;
+        }
+        if (refused) {
+            request_fail(r, refused);
+            return;
+        }
+        if (replica) {
+            router_send_on(r, replica);
+            if (node_conn_congested(replica))
+                client_pause_for(owner, replica);
+            return;
+        }
+    }
     const char *why = NULL;
     struct node_conn *conn = node < 0 ? NULL
                            : r->conn_kind ? family_conn(r, node, &why)
@@ -323,6 +344,7 @@ void router_send_on(struct request *r, struct node_conn *conn)
         node_send_asking(conn);
         r->asking = 0;
     }
+    readfrom_master_sent(r);
     r->nreq.on_reply = router_on_reply;
     r->nreq.on_fail = router_on_fail;
     r->nreq.on_part = router_on_part;
@@ -498,8 +520,14 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
                             const struct reply_scanner *s)
 {
     struct request *r = request_of(nr);
-    if (acks_answered(r))
+    int was_replica, release = acks_answered(r);
+    if (readfrom_answered(r, 1, &was_replica) || release)
         parked_release(request_owner(r));
+    if (was_replica && s->type == '-' && readfrom_refused_by_replica(r, s->errline)) {
+        reply_view_drop(v);
+        router_send(r);         /* to the master */
+        return;
+    }
     if (r->hooks && r->hooks->reply && r->hooks->reply(r, nr->conn, v, s))
         return;
     if (s->type == '-' && !r->block_parts && router_resends(r, nr->conn, s->errline)) {
@@ -516,8 +544,15 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct request *r = request_of(nr);
     struct worker *w = r->worker;
     char msg[400];
-    if (acks_answered(r))
+    int was_replica, release = acks_answered(r);
+    if (readfrom_answered(r, may_have_run, &was_replica) || release)
         parked_release(request_owner(r));
+    if (was_replica) {          /* a read: the master runs it (perhaps again) */
+        r->no_replica = 1;
+        stat_inc(&w->stats.reads_replica_back);
+        router_send(r);
+        return;
+    }
     worker_want_refresh(w);
     if (r->hooks && r->hooks->fail && r->hooks->fail(r, may_have_run))
         return;

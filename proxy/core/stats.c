@@ -146,6 +146,9 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->lost_replies += stat_get(&s->lost_replies);
         sum->replica_acks_waits += stat_get(&s->replica_acks_waits);
         sum->replica_acks_short += stat_get(&s->replica_acks_short);
+        sum->reads_master += stat_get(&s->reads_master);
+        sum->reads_replica += stat_get(&s->reads_replica);
+        sum->reads_replica_back += stat_get(&s->reads_replica_back);
         sum->index_syncs += stat_get(&s->index_syncs);
         sum->listing_fanouts += stat_get(&s->listing_fanouts);
         sum->tracking_invalidations += stat_get(&s->tracking_invalidations);

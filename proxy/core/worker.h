@@ -40,6 +40,7 @@ struct proxy;
 struct worker;
 struct config_snapshot;
 struct ack_group;
+struct worker_replicas;
 
 /*
  * A command family's state on each worker (families.c registers it before
@@ -146,6 +147,8 @@ struct worker {
     struct request *free_requests;
     int nfree_requests;
     TAILQ_HEAD(, ack_group) acks_open;  /* groups whose WAIT the round sends (acks.h) */
+    struct worker_replicas *replicas;   /* its replica connections (replicas.h), NULL
+                                           until read-from first needs one */
     struct worker_stats stats;          /* written by this thread only (stats.h) */
 };
 

@@ -1,0 +1,129 @@
+/*
+ * readfrom: reads sent to replicas, read-your-writes kept. See readfrom.h.
+ */
+#include "proxy/core/readfrom.h"
+
+#include <string.h>
+
+#include "cluster/node.h"
+#include "lib/proto/command.h"
+#include "proxy/config/directives.h"
+#include "proxy/core/client.h"
+#include "proxy/core/replicas.h"
+#include "proxy/core/request.h"
+#include "proxy/core/stats.h"
+#include "proxy/core/worker.h"
+
+/* Which of its client's counts a request on its way is in. */
+enum { READFROM_UNCOUNTED, READFROM_MASTER, READFROM_REPLICA };
+
+static const char no_replica[] =
+    "CLUSTERDOWN No replica of the master of this slot can serve reads now (read-from "
+    "replica: none connected within replica-max-lag-ms)";
+
+/* A plain read of one slot the router may send to a replica. */
+static int readable(const struct request *r)
+{
+    const struct request *top = r->parent ? r->parent : r;
+    const struct command *cmd = top->cmd;
+    const unsigned not_reads = CMD_WRITE | CMD_MAY_REPLICATE | CMD_BLOCKING;
+    if (!cmd || r->slot < 0 || r->conn_kind || r->as_user || r->asking || r->no_replica ||
+        r->fixed_node >= 0 || r->block_parts || r->hooks || top->marks || r->evalsha)
+        return 0;
+    return (cmd->flags & CMD_READONLY) && !(cmd->flags & not_reads) &&
+           !(cmd->proxy_facts & (CMDP_SCRIPT | CMDP_SCRIPT_RO | CMDP_WAITS));
+}
+
+static int bucket_of(int slot)
+{
+    return slot % CLIENT_WROTE_BUCKETS;
+}
+
+struct node_conn *readfrom_route(struct request *r, int node, int *park, const char **refused)
+{
+    struct worker *w = r->worker;
+    const struct config *cfg = w->cfg;
+    struct client *c = request_owner(r);
+    *park = 0;
+    *refused = NULL;
+    if (!c)
+        return NULL;
+    if (!readable(r)) {
+        /* a write does not overtake its client's reads on replicas */
+        if (c->on_replicas > 0 && request_may_write(r)) {
+            c->acks_parked = 1;
+            *park = 1;
+        }
+        return NULL;
+    }
+    if (cfg->read_from == READ_FROM_MASTER || c->on_masters > 0)
+        return NULL;
+    uint64_t now = node_now_ms(), max_lag = (uint64_t)cfg->replica_max_lag_ms;
+    struct node_conn *conn = replicas_conn(w, node, request_resp(r),
+                                           c->wrote_ms[bucket_of(r->slot)], now, max_lag);
+    if (conn) {
+        r->readfrom_kind = READFROM_REPLICA;
+        c->on_replicas++;
+        stat_inc(&w->stats.reads_replica);
+        return conn;
+    }
+    /* the client's own write sends it to the master; lag or no replica,
+     * read-from replica refuses it */
+    if (cfg->read_from == READ_FROM_REPLICA &&
+        !replicas_conn(w, node, request_resp(r), 0, now, max_lag))
+        *refused = no_replica;
+    return NULL;
+}
+
+void readfrom_master_sent(struct request *r)
+{
+    struct worker *w = r->worker;
+    struct client *c;
+    if (r->readfrom_kind != READFROM_UNCOUNTED)
+        return;
+    if (readable(r) || r->no_replica)
+        stat_inc(&w->stats.reads_master);
+    if (w->cfg->read_from == READ_FROM_MASTER || !(c = request_owner(r)))
+        return;
+    r->readfrom_kind = READFROM_MASTER;
+    c->on_masters++;
+}
+
+int readfrom_answered(struct request *r, int may_have_written, int *was_replica)
+{
+    struct client *c = request_owner(r);
+    int kind = r->readfrom_kind;
+    *was_replica = kind == READFROM_REPLICA;
+    r->readfrom_kind = READFROM_UNCOUNTED;
+    if (!c || kind == READFROM_UNCOUNTED)
+        return 0;
+    if (kind == READFROM_MASTER) {
+        c->on_masters--;
+        if (may_have_written && request_may_write(r)) {
+            uint64_t now = node_now_ms();
+            if (r->slot >= 0)
+                c->wrote_ms[bucket_of(r->slot)] = now;
+            else
+                for (int i = 0; i < CLIENT_WROTE_BUCKETS; i++)
+                    c->wrote_ms[i] = now;
+        }
+        return 0;
+    }
+    if (--c->on_replicas > 0 || !c->acks_parked)
+        return 0;
+    c->acks_parked = 0;
+    return 1;
+}
+
+int readfrom_refused_by_replica(struct request *r, const char *errline)
+{
+    static const char *const back[] = { "MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN",
+                                        "LOADING", "MASTERDOWN" };
+    for (size_t i = 0; i < sizeof back / sizeof back[0]; i++)
+        if (strncmp(errline, back[i], strlen(back[i])) == 0) {
+            r->no_replica = 1;
+            stat_inc(&r->worker->stats.reads_replica_back);
+            return 1;
+        }
+    return 0;
+}
