@@ -217,6 +217,20 @@ long long h_info_field(redisContext *c, const char *name)
     return v;
 }
 
+struct h_node h_replica_of(const struct h_node *m)
+{
+    redisContext *c = h_connect_node(m);
+    redisReply *r = h_cmd(c, "INFO replication");
+    struct h_node n = { 0 };
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "slave0:ip=");
+    ck_assert_msg(at != NULL, "master %s:%d has no replica", m->host, m->port);
+    ck_assert_int_eq(sscanf(at, "slave0:ip=%63[^,],port=%d", n.host, &n.port), 2);
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
 long long h_client_id(redisContext *c)
 {
     redisReply *r = h_cmd(c, "CLIENT ID");

@@ -168,6 +168,9 @@ const char *h_show(const redisReply *r);
 /* The number in INFO's line "name:N" on c (the proxy's or a node's). */
 long long h_info_field(redisContext *c, const char *name);
 
+/* The replica of master m (the first its INFO replication lists). */
+struct h_node h_replica_of(const struct h_node *m);
+
 /* The connection's CLIENT ID (the proxy's or a node's). */
 long long h_client_id(redisContext *c);
 

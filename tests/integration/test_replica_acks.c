@@ -58,33 +58,6 @@ static long long proxy_stat(const char *field)
     return v;
 }
 
-/* The replica of master m (its first). */
-static struct h_node replica_of(const struct h_node *m)
-{
-    redisContext *c = h_connect_node(m);
-    redisReply *r = h_cmd(c, "INFO replication");
-    struct h_node n = { 0 };
-    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    const char *at = strstr(r->str, "slave0:ip=");
-    ck_assert_msg(at != NULL, "master %s:%d has no replica", m->host, m->port);
-    ck_assert_int_eq(sscanf(at, "slave0:ip=%63[^,],port=%d", n.host, &n.port), 2);
-    freeReplyObject(r);
-    redisFree(c);
-    return n;
-}
-
-static pid_t pid_of(const struct h_node *n)
-{
-    redisContext *c = h_connect_node(n);
-    redisReply *r = h_cmd(c, "INFO server");
-    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
-    long long pid = info_field(r->str, "process_id");
-    ck_assert_int_gt(pid, 0);
-    freeReplyObject(r);
-    redisFree(c);
-    return (pid_t)pid;
-}
-
 /* The reply of the raw connection fd: whole, or fail the test. */
 static void raw_reply(int fd, char *buf, size_t size)
 {
@@ -98,7 +71,7 @@ START_TEST(test_write_answered_once_the_replica_has_it)
     struct h_topo t;
     char key[128], val[32];
     h_topo_load(&t);
-    struct h_node rep = replica_of(&t.masters[0]);
+    struct h_node rep = h_replica_of(&t.masters[0]);
     redisContext *p = h_connect_extra(&proxy), *rc = h_connect_node(&rep);
     redisReply *r = h_cmd(rc, "READONLY");
     H_EXPECT_STATUS(r, "OK");
@@ -125,7 +98,7 @@ START_TEST(test_stopped_replica_write_error_reads_go_on)
     struct h_guard g = { 0, 0, -1 };
     char key[128], other[128], buf[1024];
     h_topo_load(&t);
-    struct h_node rep = replica_of(&t.masters[0]);
+    struct h_node rep = h_replica_of(&t.masters[0]);
     h_key_on_master(&t, 0, h_prefix(), 0, key, sizeof key);
     h_key_on_master(&t, 0, h_prefix(), 1, other, sizeof other);
     redisContext *p = h_connect_extra(&proxy);
@@ -134,7 +107,7 @@ START_TEST(test_stopped_replica_write_error_reads_go_on)
     freeReplyObject(r);
     long long short_before = proxy_stat("replica_acks_short");
 
-    h_freeze(&g, pid_of(&rep), GUARD_MS);
+    h_freeze(&g, h_node_pid(rep.port), GUARD_MS);
     int writer = h_raw_connect(&proxy.addr);
     char cmd[300];
     H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nafter\r\n", strlen(key), key);
@@ -171,7 +144,7 @@ START_TEST(test_write_behind_a_read_keeps_wait_off_reads)
     struct h_guard g = { 0, 0, -1 };
     char k0[128], k0b[128], k1[128], buf[1024], cmd[600];
     h_topo_load(&t);
-    struct h_node rep = replica_of(&t.masters[0]);
+    struct h_node rep = h_replica_of(&t.masters[0]);
     h_key_on_master(&t, 0, h_prefix(), 5, k0, sizeof k0);
     h_key_on_master(&t, 0, h_prefix(), 6, k0b, sizeof k0b);
     h_key_on_master(&t, 1, h_prefix(), 5, k1, sizeof k1);
@@ -180,7 +153,7 @@ START_TEST(test_write_behind_a_read_keeps_wait_off_reads)
     H_EXPECT_STATUS(r, "OK");
     freeReplyObject(r);
 
-    h_freeze(&g, pid_of(&rep), GUARD_MS);
+    h_freeze(&g, h_node_pid(rep.port), GUARD_MS);
     int writer = h_raw_connect(&proxy.addr);
     H_FMT(cmd, sizeof cmd, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n"
           "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nafter\r\n", strlen(k1), k1,
@@ -265,7 +238,7 @@ START_TEST(test_every_kind_of_write_waits)
     char k0[128], k1[128];
     static char buf[65536];
     h_topo_load(&t);
-    struct h_node rep = replica_of(&t.masters[0]);
+    struct h_node rep = h_replica_of(&t.masters[0]);
     h_key_on_master(&t, 0, h_prefix(), 0, k0, sizeof k0);
     h_key_on_master(&t, 1, h_prefix(), 0, k1, sizeof k1);
     char *multi[] = { cmd_of("MULTI\r\n", NULL, NULL), cmd_of("SET %s m\r\n", k0, NULL),
@@ -292,7 +265,7 @@ START_TEST(test_every_kind_of_write_waits)
     pipeline(pipe64, 64, 0, buf, sizeof buf);
     expect_each(buf, 64, "+OK");
 
-    h_freeze(&g, pid_of(&rep), GUARD_MS);
+    h_freeze(&g, h_node_pid(rep.port), GUARD_MS);
     pipeline((const char *const *)multi, 3, 0, buf, sizeof buf);
     ck_assert_msg(strncmp(buf, "+OK\r\n+QUEUED\r\n-NOREPLICAS The write ran", 39) == 0,
                   "MULTI: '%s'", h_esc_str(buf));
@@ -390,9 +363,9 @@ START_TEST(test_reload_turns_it_off_and_on)
     struct h_guard g = { 0, 0, -1 };
     char key[128], buf[1024];
     h_topo_load(&t);
-    struct h_node rep = replica_of(&t.masters[0]);
+    struct h_node rep = h_replica_of(&t.masters[0]);
     h_key_on_master(&t, 0, h_prefix(), 4, key, sizeof key);
-    h_freeze(&g, pid_of(&rep), GUARD_MS);
+    h_freeze(&g, h_node_pid(rep.port), GUARD_MS);
     one_write(key, buf, sizeof buf);
     expect_each(buf, 1, "-NOREPLICAS The write ran");
     lc_write(conf, "threads 1\nreplica-acks 0\n");

@@ -1,0 +1,367 @@
+/*
+ * read-from prefer-replica|replica against the real cluster (3 masters, one
+ * replica each), through a proxy of the test's own:
+ *
+ * - reads spread over the replicas: each replica's INFO commandstats counts
+ *   the GETs, the proxy's INFO reads_replica too; writes stay on masters;
+ * - read-your-writes: a client that writes a key and reads it back,
+ *   100,000 reads over 16 keys (one per bucket of slots), while the
+ *   replicas lag in turns (replication paused by CLIENT PAUSE WRITE, which
+ *   still serves reads, or stopped by SIGSTOP), never reads an older value
+ *   than its own last write, though many of its reads go to replicas;
+ * - a replica that fails mid-load (stopped past node-timeout-ms, its
+ *   connections killed) costs no error and no wrong value: its reads go to
+ *   the master;
+ * - a replica that answers MOVED (its master no longer owns the slot) has
+ *   the read sent to the master, which redirects it;
+ * - what stays on masters: MULTI blocks, scripts, a tracking client's
+ *   reads;
+ * - read-from replica refuses a read no replica can take (a stopped one,
+ *   past replica-max-lag-ms), with its own error, and serves again once
+ *   the replica is back.
+ */
+#include "harness.h"
+#include "lifecycle.h"
+
+#define GUARD_MS 20000
+#define CONF "threads 1\nread-from prefer-replica\nreplica-max-lag-ms 5000\nnode-timeout-ms 1000\n"
+#define KEYS 16                 /* one per bucket of slots (readfrom.h) */
+
+static struct h_proxy proxy;
+static char conf[600];
+
+static void proxy_up(void)
+{
+    lc_start(&proxy, CONF, conf, sizeof conf, NULL);
+}
+
+static void proxy_down(void)
+{
+    h_proxy_stop(&proxy);
+}
+
+static long long proxy_stat(const char *field)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    long long v = h_info_field(c, field);
+    redisFree(c);
+    return v;
+}
+
+/* GETs node n has run (INFO commandstats). */
+static long long gets_on(const struct h_node *n)
+{
+    redisContext *c = h_connect_node(n);
+    redisReply *r = h_cmd(c, "INFO commandstats");
+    H_EXPECT_TYPE(r, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "cmdstat_get:calls=");
+    long long v = at ? atoll(at + strlen("cmdstat_get:calls=")) : 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+static void set_ok(redisContext *c, const char *key, const char *val)
+{
+    H_OK(c, "SET %s %s", key, val);
+}
+
+static void get_is(redisContext *c, const char *key, const char *val)
+{
+    redisReply *r = h_cmd(c, "GET %s", key);
+    H_EXPECT_BULK(r, val);
+    freeReplyObject(r);
+}
+
+/* A first read starts the proxy's polling of the replicas; a moment later
+ * they are known fresh. */
+static void replicas_known(redisContext *c, const char *key)
+{
+    redisReply *r = h_cmd(c, "GET %s", key);
+    freeReplyObject(r);
+    usleep(500 * 1000);
+}
+
+START_TEST(test_reads_spread_over_replicas)
+{
+    struct h_topo t;
+    char key[3][128];
+    long long before[3];
+    h_topo_load(&t);
+    redisContext *w = h_connect_extra(&proxy);
+    for (int m = 0; m < 3; m++) {
+        h_key_on_master(&t, m, h_prefix(), 0, key[m], sizeof key[m]);
+        set_ok(w, key[m], "spread");
+    }
+    redisContext *r = h_connect_extra(&proxy);     /* a client that wrote nothing */
+    replicas_known(r, key[0]);
+    for (int m = 0; m < 3; m++) {
+        struct h_node rep = h_replica_of(&t.masters[m]);
+        before[m] = gets_on(&rep);
+    }
+    long long replica_reads = proxy_stat("reads_replica");
+    for (int i = 0; i < 300; i++)
+        get_is(r, key[i % 3], "spread");
+    for (int m = 0; m < 3; m++) {
+        struct h_node rep = h_replica_of(&t.masters[m]);
+        ck_assert_msg(gets_on(&rep) - before[m] >= 50,
+                      "replica %s:%d ran %lld of its master's 100 GETs", rep.host, rep.port,
+                      gets_on(&rep) - before[m]);
+    }
+    ck_assert_int_ge(proxy_stat("reads_replica") - replica_reads, 150);
+    redisFree(r);
+    redisFree(w);
+}
+END_TEST
+
+/* KEYS keys, each in a bucket of its own (slot % 16), across the masters. */
+static void bucket_keys(char keys[KEYS][64])
+{
+    char tag[32];
+    for (int b = 0; b < KEYS; b++) {
+        h_tag_for_slot(1000 * b + b % KEYS - (1000 * b) % KEYS, tag, sizeof tag);
+        H_FMT(keys[b], sizeof keys[b], "%s:ryw:{%s}", h_prefix(), tag);
+    }
+}
+
+START_TEST(test_own_writes_read_back_under_lag)
+{
+    struct h_topo t;
+    char keys[KEYS][64], val[32];
+    long long last[KEYS];
+    struct h_node reps[3];
+    h_topo_load(&t);
+    bucket_keys(keys);
+    for (int m = 0; m < 3; m++)
+        reps[m] = h_replica_of(&t.masters[m]);
+    redisContext *c = h_connect_extra(&proxy);
+    for (int b = 0; b < KEYS; b++) {
+        last[b] = -1;
+        set_ok(c, keys[b], "-1");
+    }
+    replicas_known(c, keys[0]);
+    long long replica_reads = proxy_stat("reads_replica");
+    struct h_guard g = { 0, 0, -1 };
+    int frozen = 0;
+    for (int i = 0; i < 100000; i++) {
+        if (frozen && i % 2500 == 0) {
+            h_thaw(&g);
+            frozen = 0;
+        }
+        /* in each 2500 reads, one replica lags: its replication paused
+         * (CLIENT PAUSE WRITE: it still serves reads) or it is stopped */
+        if (i % 10000 == 7500) {
+            h_freeze(&g, h_node_pid(reps[(i / 10000) % 3].port), GUARD_MS);
+            frozen = 1;
+        } else if (i % 2500 == 0) {
+            redisContext *n = h_connect_node(&reps[(i / 2500) % 3]);
+            H_OK(n, "CLIENT PAUSE 400 WRITE");
+            redisFree(n);
+        }
+        if (i % 500 == 0) {         /* each key written every 8000 reads */
+            int b = (i / 500) % KEYS;
+            H_FMT(val, sizeof val, "%d", i);
+            set_ok(c, keys[b], val);
+            last[b] = i;
+            get_is(c, keys[b], val);    /* at once: its master's */
+        } else if (i % 500 == 250) {    /* a write and its read in one pipeline */
+            int b = (i / 500 + KEYS / 2) % KEYS;
+            H_FMT(val, sizeof val, "%d", i);
+            redisAppendCommand(c, "SET %s %s", keys[b], val);
+            redisAppendCommand(c, "GET %s", keys[b]);
+            redisReply *r;
+            ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+            H_EXPECT_STATUS(r, "OK");
+            freeReplyObject(r);
+            ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+            H_EXPECT_BULK(r, val);
+            freeReplyObject(r);
+            last[b] = i;
+        }
+        H_FMT(val, sizeof val, "%lld", last[i % KEYS]);
+        get_is(c, keys[i % KEYS], val);
+    }
+    if (frozen)
+        h_thaw(&g);
+    /* the reads of keys written long enough before went to replicas: the
+     * check above ran on them too (a fifth of them, where the machine is
+     * fast enough; the rest read a bucket the client had just written) */
+    ck_assert_int_ge(proxy_stat("reads_replica") - replica_reads, 10000);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(test_replica_failure_costs_no_errors)
+{
+    struct h_topo t;
+    char key[3][128];
+    struct h_guard g = { 0, 0, -1 };
+    h_topo_load(&t);
+    redisContext *c = h_connect_extra(&proxy);
+    for (int m = 0; m < 3; m++) {
+        h_key_on_master(&t, m, h_prefix(), 1, key[m], sizeof key[m]);
+        set_ok(c, key[m], "steady");
+    }
+    redisContext *r = h_connect_extra(&proxy);
+    replicas_known(r, key[0]);
+    long long back = proxy_stat("reads_replica_back");
+    struct h_node rep0 = h_replica_of(&t.masters[0]), rep1 = h_replica_of(&t.masters[1]);
+    /* stopped past node-timeout-ms: the reads it holds go to its master */
+    h_freeze(&g, h_node_pid(rep0.port), GUARD_MS);
+    long long until = h_now_ms() + 2500;
+    for (int i = 0; h_now_ms() < until; i++)
+        get_is(r, key[i % 3], "steady");
+    h_thaw(&g);
+    /* its connections killed under load */
+    for (int i = 0; i < 3000; i++) {
+        if (i == 1500) {
+            redisContext *n = h_connect_node(&rep1);
+            redisReply *k = h_cmd(n, "CLIENT KILL TYPE normal SKIPME yes");
+            freeReplyObject(k);
+            redisFree(n);
+        }
+        get_is(r, key[i % 3], "steady");
+    }
+    ck_assert_int_ge(proxy_stat("reads_replica_back"), back + 1);
+    redisFree(r);
+    redisFree(c);
+}
+END_TEST
+
+/* The replica of key's master, with READONLY: what it answers to GET. */
+static int replica_moves(const struct h_node *rep, const char *key)
+{
+    redisContext *c = h_connect_node(rep);
+    redisReply *r = h_cmd(c, "READONLY");
+    freeReplyObject(r);
+    r = h_cmd(c, "GET %s", key);
+    int moved = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED", 5) == 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return moved;
+}
+
+START_TEST(test_replica_moved_sends_read_to_master)
+{
+    struct h_topo t;
+    char tag[32], key[96];
+    h_topo_load(&t);
+    /* an empty slot of master 0's, moved to master 1 behind the proxy's back */
+    int slot = -1;
+    for (int s = 0; s < 16384 && slot < 0; s++)
+        if (h_topo_owner(&t, s) == 0)
+            slot = s + 7;
+    ck_assert_int_eq(h_topo_owner(&t, slot), 0);
+    h_tag_for_slot(slot, tag, sizeof tag);
+    H_FMT(key, sizeof key, "%s:moved:{%s}", h_prefix(), tag);
+    redisContext *c = h_connect_extra(&proxy);
+    replicas_known(c, key);
+    struct h_node rep = h_replica_of(&t.masters[0]);
+    long long back = proxy_stat("reads_replica_back");
+    h_move_empty_slot(&t, slot, 0, 1);
+    for (int i = 0; i < 100 && !replica_moves(&rep, key); i++)
+        usleep(50 * 1000);
+    ck_assert_msg(replica_moves(&rep, key), "the replica never learned the slot moved");
+    redisReply *r = h_cmd(c, "GET %s", key);
+    H_EXPECT_NIL(r);
+    freeReplyObject(r);
+    ck_assert_int_ge(proxy_stat("reads_replica_back"), back + 1);
+    h_move_empty_slot(&t, slot, 1, 0);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(test_what_stays_on_masters)
+{
+    struct h_topo t;
+    char key[128];
+    h_topo_load(&t);
+    h_key_on_master(&t, 2, h_prefix(), 2, key, sizeof key);
+    redisContext *c = h_connect_extra(&proxy);
+    set_ok(c, key, "m");
+    redisContext *r = h_connect_extra(&proxy);
+    replicas_known(r, key);
+    long long replica_reads = proxy_stat("reads_replica");
+    H_OK(r, "MULTI");
+    H_STATUS(r, "QUEUED", "GET %s", key);
+    redisReply *x = h_cmd(r, "EXEC");
+    H_EXPECT_TYPE(x, REDIS_REPLY_ARRAY);
+    freeReplyObject(x);
+    x = h_cmd(r, "EVAL_RO %s 1 %s", "return redis.call('GET', KEYS[1])", key);
+    H_EXPECT_BULK(x, "m");
+    freeReplyObject(x);
+    redisContext *sub = h_connect_extra(&proxy), *tr = h_connect_extra(&proxy);
+    long long id = h_client_id(sub);
+    x = h_cmd(sub, "SUBSCRIBE __redis__:invalidate");
+    freeReplyObject(x);
+    H_OK(tr, "CLIENT TRACKING ON REDIRECT %lld", id);
+    get_is(tr, key, "m");
+    redisFree(sub);
+    ck_assert_int_eq(proxy_stat("reads_replica"), replica_reads);
+    redisFree(tr);
+    redisFree(r);
+    redisFree(c);
+}
+END_TEST
+
+/* Last: it reloads. */
+START_TEST(test_read_from_replica_refuses_without_replica)
+{
+    struct h_topo t;
+    char key0[128], key1[128];
+    struct h_guard g = { 0, 0, -1 };
+    h_topo_load(&t);
+    h_key_on_master(&t, 0, h_prefix(), 3, key0, sizeof key0);
+    h_key_on_master(&t, 1, h_prefix(), 3, key1, sizeof key1);
+    redisContext *w = h_connect_extra(&proxy);
+    set_ok(w, key0, "r0");
+    set_ok(w, key1, "r1");
+    lc_write(conf, "threads 1\nread-from replica\nreplica-max-lag-ms 300\nnode-timeout-ms 300\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
+    redisContext *c = h_connect_extra(&proxy);
+    replicas_known(c, key0);
+    get_is(c, key0, "r0");
+    h_freeze(&g, h_node_pid(h_replica_of(&t.masters[0]).port), GUARD_MS);
+    redisReply *r = NULL;
+    long long until = h_now_ms() + 5000;
+    do {
+        if (r)
+            freeReplyObject(r);
+        r = h_cmd(c, "GET %s", key0);
+    } while (r->type != REDIS_REPLY_ERROR && h_now_ms() < until);
+    H_EXPECT_ERR(r, "CLUSTERDOWN No replica of the master of this slot can serve reads");
+    freeReplyObject(r);
+    get_is(c, key1, "r1");          /* another master's replica serves */
+    h_thaw(&g);
+    until = h_now_ms() + 5000;
+    for (r = h_cmd(c, "GET %s", key0); r->type == REDIS_REPLY_ERROR && h_now_ms() < until;
+         r = h_cmd(c, "GET %s", key0))
+        freeReplyObject(r);
+    H_EXPECT_BULK(r, "r0");
+    freeReplyObject(r);
+    redisFree(c);
+    redisFree(w);
+}
+END_TEST
+
+static Suite *read_from_suite(void)
+{
+    Suite *s = suite_create("read_from");
+    TCase *tc = tcase_create("read_from");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, proxy_up, proxy_down);
+    tcase_add_unchecked_fixture(tc, NULL, h_thaw_all_nodes);
+    tcase_add_test(tc, test_reads_spread_over_replicas);
+    tcase_add_test(tc, test_own_writes_read_back_under_lag);
+    tcase_add_test(tc, test_replica_failure_costs_no_errors);
+    tcase_add_test(tc, test_replica_moved_sends_read_to_master);
+    tcase_add_test(tc, test_what_stays_on_masters);
+    tcase_add_test(tc, test_read_from_replica_refuses_without_replica);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return h_run(read_from_suite());
+}
