@@ -27,12 +27,6 @@ struct topology_replica {
     char target[TOPO_ADDR_MAX];      /* address-map applied */
     struct sockaddr_storage sa;
     socklen_t salen;                 /* 0: its name does not resolve (never used) */
-    /* The one thing about a topology that changes once it is built, written
-     * by the control thread's replica poller (replicas.h) and read by the
-     * workers, both with __atomic: the replica holds every write its master
-     * had taken when the master was asked at this time (node_now_ms); 0: not
-     * known (not asked yet, down, or replicating from elsewhere). */
-    uint64_t fresh_ms;
 };
 
 struct topology_node {
