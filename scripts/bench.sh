@@ -59,7 +59,8 @@
 #   BENCH_TIMEOUT_S      limit on one redis-benchmark run  (default 120)
 #   BENCH_PROXY_ARGS     extra arguments for build/tagproxy
 #   BENCH_RESP3          0: no RESP3 rows                  (default 1)
-#   BENCH_ONLY           "layout", "acl", "tracking" or "acks": only those rows (below)
+#   BENCH_ONLY           "layout", "acl", "tracking" or "acks" (with read-from's):
+#                        only those rows (below)
 #                                                          (default: all)
 #   BENCH_CHATS          chats listed by the KEYS row          (default 100000)
 #   BENCH_KEYS_REQUESTS  KEYS calls per KEYS run               (default 20)
@@ -96,6 +97,11 @@
 # WAIT per connection and round) against SET through the proxy without it,
 # at pipeline 1 and 16 (goal: at least 0.7 at 16), and GET through it
 # (reads go on as they were).
+#
+# Read-from rows (issue 41; with the replica-acks rows): GET through a proxy
+# with read-from replica against GET through the proxy without it, at
+# pipeline 1 and 16, and the masters' CPU per GET in each (what replica
+# reads free on the masters).
 #   TAGPROXY             the proxy binary                  (default build/tagproxy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -847,10 +853,74 @@ acks_rows() {
          "$(redis-cli -p "${tport[acks]}" INFO | sed -n 's/^replica_acks_short:\([0-9]*\).*/\1/p')."
 }
 
+# ---- read-from rows ----------------------------------------------------------
+
+# readfrom_cmd LABEL TARGET PIPE N CMD...: bench_cmd, and the masters' CPU
+# over the run, per request, appended as "LABEL ns" to $tmp/mcpu.
+readfrom_cmd() {
+    local label=$1 t=$2 pipe=$3 n=$4 m0 m1
+    shift 4
+    # shellcheck disable=SC2086 # a list of PIDs
+    m0=$(cpu_ticks $cluster_masters) || return 1
+    bench_cmd "$label" "$t" "$pipe" "$n" "$clients" 0 "$@" || return 1
+    # shellcheck disable=SC2086
+    m1=$(cpu_ticks $cluster_masters) || return 1
+    awk -v l="$label" -v d=$((${m1% *} - ${m0% *})) -v t="$tck" -v n="$n" \
+        'BEGIN { printf "%s %.0f\n", l, d * 1e9 / t / n }' >> "$tmp/mcpu"
+}
+
+readfrom_rows() {
+    local round label lc t pipe n cmd
+    if [ "$replicas" -lt 1 ]; then
+        log "read-from rows skipped: the cluster has no replicas (BENCH_ONLY=acks runs them)"
+        return
+    fi
+    if [ -z "${tport[tagproxy]:-}" ]; then start_extra_proxy tagproxy plain; fi
+    start_extra_proxy readfrom "read-from" --read-from replica
+    redis-cli -p "${tport[readfrom]}" GET key:0 > /dev/null     # its replicas asked from now on
+    sleep 1
+    local -a kcases=(
+        "get-master-P1|tagproxy|1|$requests|GET key:__rand_int__"
+        "get-replica-P1|readfrom|1|$requests|GET key:__rand_int__"
+        "get-master-P16|tagproxy|16|$requests16|GET key:__rand_int__"
+        "get-replica-P16|readfrom|16|$requests16|GET key:__rand_int__"
+    )
+    : > "$tmp/lruns"
+    : > "$tmp/mcpu"
+    for ((round = 1; round <= rounds; round++)); do
+        if [ "$rounds" -gt 1 ]; then log "read-from rows: round $round of $rounds"; fi
+        for lc in "${kcases[@]}"; do
+            IFS='|' read -r label t pipe n cmd <<< "$lc"
+            # shellcheck disable=SC2086 # the command is split into its words on purpose
+            readfrom_cmd "$label" "$t" "$pipe" "$n" $cmd || log "$label failed"
+        done
+    done
+    echo
+    echo "Read-from: a proxy with read-from replica on the same cluster (3 masters x" \
+         "$replicas replicas); $clients clients, -r $keyspace; median of $rounds rounds."
+    runs_table "Read-from rows" \
+        "GET -P 1, read-from replica|get-replica-P1|read-from master|get-master-P1|-" \
+        "GET -P 16, read-from replica|get-replica-P16|read-from master|get-master-P16|-"
+    echo
+    echo "The masters' CPU per GET, in ns (median of the rounds):"
+    echo
+    echo "| pipeline | read-from master | read-from replica |"
+    echo "| -: | -: | -: |"
+    sort -k1,1 -k2,2g "$tmp/mcpu" |
+        awk '{ n[$1]++; v[$1, n[$1]] = $2 }
+             END { for (k in n) m[k] = v[k, int((n[k] + 1) / 2)]
+                   printf "| 1 | %s | %s |\n| 16 | %s | %s |\n", m["get-master-P1"],
+                          m["get-replica-P1"], m["get-master-P16"], m["get-replica-P16"] }'
+    echo
+    echo "Reads the read-from proxy sent to replicas: $(redis-cli -p "${tport[readfrom]}" INFO |
+         sed -n 's/^reads_replica:\([0-9]*\).*/\1/p'), to masters: $(redis-cli -p "${tport[readfrom]}" INFO |
+         sed -n 's/^reads_master:\([0-9]*\).*/\1/p')."
+}
+
 cd "$top"
 start_direct
 if [ -z "$only" ]; then standard_rows; fi
 if [ -z "$only" ] || [ "$only" = layout ]; then layout_rows; fi
 if [ -z "$only" ] || [ "$only" = acl ]; then acl_rows; fi
 if [ -z "$only" ] || [ "$only" = tracking ]; then tracking_rows; fi
-if [ -z "$only" ] || [ "$only" = acks ]; then acks_rows; fi
+if [ -z "$only" ] || [ "$only" = acks ]; then acks_rows; readfrom_rows; fi

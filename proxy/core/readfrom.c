@@ -67,9 +67,10 @@ struct node_conn *readfrom_route(struct request *r, int node, int *park, const c
         stat_inc(&w->stats.reads_replica);
         return conn;
     }
-    /* the client's own write sends it to the master; lag or no replica,
-     * read-from replica refuses it */
-    if (cfg->read_from == READ_FROM_REPLICA &&
+    /* the client's own write sends it to the master, and so does a replica
+     * not asked yet (as the proxy starts); lag or no replica, read-from
+     * replica refuses it */
+    if (cfg->read_from == READ_FROM_REPLICA && replicas_known(w, node) &&
         !replicas_conn(w, node, request_resp(r), 0, now, max_lag))
         *refused = no_replica;
     return NULL;

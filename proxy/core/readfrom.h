@@ -24,7 +24,9 @@
  * A replica that answers MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING or
  * MASTERDOWN, or whose connection fails, has the read sent to the master
  * (a read may run twice). With read-from replica, a read that no replica
- * can take for lag or connection is refused, not sent to a master.
+ * can take for lag or connection is refused, not sent to a master (while
+ * a replica has not answered the proxy's first question, as the proxy
+ * starts, its master takes the read).
  */
 #ifndef TAGPROXY_READFROM_H
 #define TAGPROXY_READFROM_H

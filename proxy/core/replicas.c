@@ -22,6 +22,8 @@ struct replica_link {
     uint64_t connect_after_ms;      /* its last connect failed: not before this */
     uint64_t fresh_ms;              /* it holds what its master had then; 0: unknown */
     int polling;
+    int answered;                   /* a poll of it was ever answered (kept as it
+                                       goes down: known to be down) */
 };
 
 struct master_samples {
@@ -236,6 +238,7 @@ static void replica_sampled(struct worker_replicas *wr, int node, int k, const c
     long long offset = info_number(text, "slave_repl_offset:");
     if (offset < 0)
         offset = info_number(text, "replica_repl_offset:");
+    l->answered = 1;
     if (offset < 0 || !strstr(text, "master_link_status:up"))
         return;
     for (unsigned i = 0; i < m->n; i++) {
@@ -379,4 +382,15 @@ struct node_conn *replicas_conn(struct worker *w, int node, enum resp_proto prot
         }
     }
     return NULL;
+}
+
+int replicas_known(struct worker *w, int node)
+{
+    struct worker_replicas *wr = w->replicas;
+    if (!wr || links_fit(wr) < 0)
+        return 0;
+    for (int k = 0; k < wr->topo->nodes[node].nreplicas; k++)
+        if (wr->topo->nodes[node].replicas[k].salen > 0 && !link_at(wr, node, k)->answered)
+            return 0;
+    return 1;
 }

@@ -41,4 +41,8 @@ struct worker;
 struct node_conn *replicas_conn(struct worker *w, int node, enum resp_proto proto,
                                 uint64_t after_ms, uint64_t now_ms, uint64_t max_lag_ms);
 
+/* Whether every replica of master `node` (that resolves) has answered a
+ * poll: what replicas_conn says of it is known, not yet to be learned. */
+int replicas_known(struct worker *w, int node);
+
 #endif
