@@ -394,7 +394,7 @@ stop_pass
 # cluster of valkey-server (Valkey 8: Redis 7.2's commands and Valkey's
 # own), their standalone server to compare with a valkey-server too
 # (TAGPROXY_TEST_SERVER, tests/integration/harness.h).
-VALKEY_TESTS=(every_command commands differential resp3 local tx layout layout_session tracking)
+VALKEY_TESTS=(every_command commands differential resp3 local tx layout layout_session tracking read_from)
 if [ ${#only[@]} -gt 0 ]; then
     VALKEY_TESTS=($(printf '%s\n' "${VALKEY_TESTS[@]}" | grep -xF "${only[@]/#/-e}" || true))
 fi

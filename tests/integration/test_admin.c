@@ -387,6 +387,7 @@ static size_t raw_exchange(int fd, const char *bytes, int n, char *out, size_t s
 struct counts {
     long long set_calls, get_calls, get_errors, incr_calls, incr_errors, set_count;
     long long commands, unknown, accepted, connected, bytes_in, bytes_out, inf_set;
+    long long reads_master, reads_replica;
 };
 
 static void read_counts(const char *text, struct counts *c)
@@ -404,6 +405,8 @@ static void read_counts(const char *text, struct counts *c)
     c->connected = metric(text, "tagproxy_clients_connected");
     c->bytes_in = metric(text, "tagproxy_client_bytes_received_total");
     c->bytes_out = metric(text, "tagproxy_client_bytes_sent_total");
+    c->reads_master = metric(text, "tagproxy_reads_master_total");
+    c->reads_replica = metric(text, "tagproxy_reads_replica_total");
 }
 
 /*
@@ -535,6 +538,9 @@ START_TEST(test_metrics_move_with_traffic)
     ck_assert_int_eq(delta(c.inf_set, b.inf_set), 7);
     ck_assert_int_eq(delta(c.get_calls, b.get_calls), 5);
     ck_assert_int_eq(delta(c.get_errors, b.get_errors), 1);
+    /* read-from master: the reads by the role of their node */
+    ck_assert_int_eq(delta(c.reads_master, b.reads_master), 5);
+    ck_assert_int_eq(delta(c.reads_replica, b.reads_replica), 0);
     ck_assert_int_eq(delta(c.incr_calls, b.incr_calls), 2);
     ck_assert_int_eq(delta(c.incr_errors, b.incr_errors), 1);
     ck_assert_int_eq(delta(c.commands, b.commands), n);

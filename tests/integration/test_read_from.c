@@ -24,15 +24,33 @@
 #include "lifecycle.h"
 
 #define GUARD_MS 20000
-#define CONF "threads 1\nread-from prefer-replica\nreplica-max-lag-ms 5000\nnode-timeout-ms 1000\n"
+/* topology-refresh-ms: Valkey lists a replica in CLUSTER SLOTS only once
+ * it has replicated something, which a cluster just made may not have */
+#define CONF "threads 1\nread-from prefer-replica\nreplica-max-lag-ms 5000\n" \
+             "node-timeout-ms 1000\ntopology-refresh-ms 500\n"
 #define KEYS 16                 /* one per bucket of slots (readfrom.h) */
 
 static struct h_proxy proxy;
 static char conf[600];
 
+/* Masters whose replica the proxy's topology lists (INFO: replicas=1). */
+static int masters_with_replica(void)
+{
+    redisContext *c = h_connect_extra(&proxy);
+    redisReply *r = h_cmd(c, "INFO");
+    int n = 0;
+    for (const char *at = r->str; (at = strstr(at, ",replicas=1")) != NULL; at++)
+        n++;
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
 static void proxy_up(void)
 {
     lc_start(&proxy, CONF, conf, sizeof conf, NULL);
+    for (long long until = h_now_ms() + 30000; masters_with_replica() < 3 && h_now_ms() < until;)
+        h_sleep_ms(100);
 }
 
 static void proxy_down(void)
@@ -254,6 +272,10 @@ START_TEST(test_replica_moved_sends_read_to_master)
     ck_assert_int_eq(h_topo_owner(&t, slot), 0);
     h_tag_for_slot(slot, tag, sizeof tag);
     H_FMT(key, sizeof key, "%s:moved:{%s}", h_prefix(), tag);
+    /* no refresh from now on: the proxy learns of the move from MOVED */
+    lc_write(conf, "threads 1\nread-from prefer-replica\nreplica-max-lag-ms 5000\n"
+                   "node-timeout-ms 1000\ntopology-refresh-ms 0\n");
+    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
     redisContext *c = h_connect_extra(&proxy);
     replicas_known(c, key);
     struct h_node rep = h_replica_of(&t.masters[0]);
@@ -304,7 +326,7 @@ START_TEST(test_what_stays_on_masters)
 }
 END_TEST
 
-/* Last: it reloads. */
+/* Last: it reloads (after the MOVED test's reload). */
 START_TEST(test_read_from_replica_refuses_without_replica)
 {
     struct h_topo t;
@@ -316,8 +338,9 @@ START_TEST(test_read_from_replica_refuses_without_replica)
     redisContext *w = h_connect_extra(&proxy);
     set_ok(w, key0, "r0");
     set_ok(w, key1, "r1");
-    lc_write(conf, "threads 1\nread-from replica\nreplica-max-lag-ms 300\nnode-timeout-ms 300\n");
-    lc_signal(&proxy, SIGHUP, "config generation 1 in use by every worker", 1);
+    lc_write(conf, "threads 1\nread-from replica\nreplica-max-lag-ms 300\nnode-timeout-ms 300\n"
+                   "topology-refresh-ms 500\n");
+    lc_signal(&proxy, SIGHUP, "config generation 2 in use by every worker", 1);
     redisContext *c = h_connect_extra(&proxy);
     replicas_known(c, key0);
     get_is(c, key0, "r0");
@@ -354,8 +377,8 @@ static Suite *read_from_suite(void)
     tcase_add_test(tc, test_reads_spread_over_replicas);
     tcase_add_test(tc, test_own_writes_read_back_under_lag);
     tcase_add_test(tc, test_replica_failure_costs_no_errors);
-    tcase_add_test(tc, test_replica_moved_sends_read_to_master);
     tcase_add_test(tc, test_what_stays_on_masters);
+    tcase_add_test(tc, test_replica_moved_sends_read_to_master);   /* reloads */
     tcase_add_test(tc, test_read_from_replica_refuses_without_replica);
     suite_add_tcase(s, tc);
     return s;
