@@ -102,7 +102,7 @@ struct client {
     unsigned char acks_parked;      /* a write of its waits for its reads (acks.h,
                                        readfrom.h) */
     int on_masters;                 /* its requests on their way to masters, and */
-    int on_replicas;                /* its reads on replicas, while read-from is on */
+    int on_replicas;                /* its reads on replicas (readfrom.h) */
     uint64_t wrote_ms[CLIENT_WROTE_BUCKETS];    /* when its last write to each bucket
                                        of slots (slot % buckets) was answered (readfrom.h) */
     unsigned char replica;          /* it acts as a replica (MONITOR), as in Redis:

@@ -46,7 +46,7 @@ struct node_conn *readfrom_route(struct request *r, int node, int *park, const c
     struct client *c = request_owner(r);
     *park = 0;
     *refused = NULL;
-    if (!c)
+    if (!c || (cfg->read_from == READ_FROM_MASTER && c->on_replicas == 0))
         return NULL;
     if (!readable(r)) {
         /* a write does not overtake its client's reads on replicas */
@@ -82,9 +82,13 @@ void readfrom_master_sent(struct request *r)
     struct client *c;
     if (r->readfrom_kind != READFROM_UNCOUNTED)
         return;
-    if (readable(r) || r->no_replica)
+    const struct request *top = r->parent ? r->parent : r;
+    if (top->cmd && (top->cmd->flags & (CMD_READONLY | CMD_WRITE)) == CMD_READONLY &&
+        !r->block_parts)
         stat_inc(&w->stats.reads_master);
-    if (w->cfg->read_from == READ_FROM_MASTER || !(c = request_owner(r)))
+    /* counted with read-from master too: a reload that turns it on finds
+     * the requests already on their way */
+    if (!(c = request_owner(r)))
         return;
     r->readfrom_kind = READFROM_MASTER;
     c->on_masters++;

@@ -41,7 +41,7 @@ struct request;
 struct node_conn *readfrom_route(struct request *r, int node, int *park, const char **refused);
 
 /* r goes out on a master connection (router_send_on): counted as its
- * client's request on its way there while read-from is on. */
+ * client's request on its way there. */
 void readfrom_master_sent(struct request *r);
 
 /* The node answered r, or r failed: its client's counts follow, and a

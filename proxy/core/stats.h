@@ -103,7 +103,8 @@ struct worker_stats {
     uint64_t lost_replies;          /* "the command may have run" */
     uint64_t replica_acks_waits;    /* WAITs sent for replica-acks (acks.h) */
     uint64_t replica_acks_short;    /* writes answered "may be lost": too few replicas */
-    uint64_t reads_master;          /* reads (readonly commands) sent to masters, */
+    uint64_t reads_master;          /* reads (readonly commands, not in MULTI) sent
+                                       to masters, */
     uint64_t reads_replica;         /* to replicas (read-from: readfrom.h), */
     uint64_t reads_replica_back;    /* and sent back to a master by a replica's
                                        redirect or failure */
