@@ -1091,7 +1091,7 @@ static const struct directive directives[] = {
       1, 1, set_read_from, 0, 0, 0, K_SPECIAL, show_read_from },
     { "replica-max-lag-ms", "MS", NULL,
       "a replica further behind its master than this takes no reads",
-      1, 1, set_int, AT(replica_max_lag_ms), 1, 3600000, K_INT, NULL },
+      1, 1, set_int, AT(replica_max_lag_ms), 200, 60000, K_INT, NULL },
     { "dedicated-connections-max", "N", NULL,
       "per worker: node connections for WATCH and blocking commands",
       1, 1, set_int, AT(dedicated_connections_max), 1, 100000, K_INT, NULL },

@@ -3,9 +3,11 @@
  */
 #include "proxy/core/readfrom.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster/node.h"
+#include "cluster/slot.h"
 #include "lib/proto/command.h"
 #include "proxy/config/directives.h"
 #include "proxy/core/client.h"
@@ -34,6 +36,33 @@ static int readable(const struct request *r)
            !(cmd->proxy_facts & (CMDP_SCRIPT | CMDP_SCRIPT_RO | CMDP_WAITS));
 }
 
+/* A slot whose master the worker saw redirect a command (ASK, TRYAGAIN: a
+ * migration under way, which a replica may not know of and answer nil for
+ * a key already moved) is read from masters for SLOT_SETTLE_MS; one that
+ * moved (MOVED, a new topology) from replicas fresh past the move (a
+ * replica of its new master may not have the keys it took). */
+#define SLOT_SETTLE_MS 5000
+
+static int slot_settled(struct worker *w, int slot, uint64_t now, uint64_t *after)
+{
+    if (!w->slot_moved_ms && !(w->slot_moved_ms = calloc(SLOT_COUNT, sizeof(uint64_t))))
+        return 0;
+    uint64_t moved = w->slot_moved_ms[slot];
+    if (moved && now < moved + SLOT_SETTLE_MS && w->slot_migrating[slot])
+        return 0;
+    if (moved > *after)
+        *after = moved;
+    return 1;
+}
+
+void readfrom_slot_moved(struct worker *w, int slot, int migrating)
+{
+    if (!w->slot_moved_ms || slot < 0 || slot >= SLOT_COUNT)
+        return;
+    w->slot_moved_ms[slot] = node_now_ms();
+    w->slot_migrating[slot] = (unsigned char)migrating;
+}
+
 static int bucket_of(int slot)
 {
     return slot % CLIENT_WROTE_BUCKETS;
@@ -59,8 +88,10 @@ struct node_conn *readfrom_route(struct request *r, int node, int *park, const c
     if (cfg->read_from == READ_FROM_MASTER || c->on_masters > 0)
         return NULL;
     uint64_t now = node_now_ms(), max_lag = (uint64_t)cfg->replica_max_lag_ms;
-    struct node_conn *conn = replicas_conn(w, node, request_resp(r),
-                                           c->wrote_ms[bucket_of(r->slot)], now, max_lag);
+    uint64_t after = c->wrote_ms[bucket_of(r->slot)];
+    if (!slot_settled(w, r->slot, now, &after))
+        return NULL;
+    struct node_conn *conn = replicas_conn(w, node, request_resp(r), after, now, max_lag);
     if (conn) {
         r->readfrom_kind = READFROM_REPLICA;
         c->on_replicas++;
@@ -94,7 +125,7 @@ void readfrom_master_sent(struct request *r)
     c->on_masters++;
 }
 
-int readfrom_answered(struct request *r, int may_have_written, int *was_replica)
+int readfrom_answered(struct request *r, int may_have_written, int failed, int *was_replica)
 {
     struct client *c = request_owner(r);
     int kind = r->readfrom_kind;
@@ -105,7 +136,10 @@ int readfrom_answered(struct request *r, int may_have_written, int *was_replica)
     if (kind == READFROM_MASTER) {
         c->on_masters--;
         if (may_have_written && request_may_write(r)) {
-            uint64_t now = node_now_ms();
+            /* a write lost on its way may still run, as late as a node that
+             * froze resumes: its slots are the masters' until then */
+            uint64_t now = node_now_ms() +
+                           (failed ? (uint64_t)r->worker->cfg->node_timeout_ms : 0);
             if (r->slot >= 0)
                 c->wrote_ms[bucket_of(r->slot)] = now;
             else
@@ -127,6 +161,8 @@ int readfrom_refused_by_replica(struct request *r, const char *errline)
     for (size_t i = 0; i < sizeof back / sizeof back[0]; i++)
         if (strncmp(errline, back[i], strlen(back[i])) == 0) {
             r->no_replica = 1;
+            if (i < 3)
+                readfrom_slot_moved(r->worker, r->slot, i > 0);
             stat_inc(&r->worker->stats.reads_replica_back);
             return 1;
         }

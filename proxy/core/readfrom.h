@@ -21,6 +21,11 @@
  *     held list (router.c) until they are answered, so that it cannot
  *     overtake them and show in them.
  *
+ * A slot the worker saw move (MOVED, a new topology) is read only from
+ * replicas fresh past the move; one it saw migrating (ASK, TRYAGAIN) only
+ * from masters for a while: a Redis 7 replica does not know of a migration
+ * and answers nil for a key already moved.
+ *
  * A replica that answers MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING or
  * MASTERDOWN, or whose connection fails, has the read sent to the master
  * (a read may run twice). With read-from replica, a read that no replica
@@ -33,6 +38,7 @@
 
 struct node_conn;
 struct request;
+struct worker;
 
 /* Where r (to master `node`) goes: a replica connection, or NULL, the
  * master's. *park: r is a write to wait in its client's held list until its
@@ -44,10 +50,16 @@ struct node_conn *readfrom_route(struct request *r, int node, int *park, const c
  * client's request on its way there. */
 void readfrom_master_sent(struct request *r);
 
-/* The node answered r, or r failed: its client's counts follow, and a
- * write's time is kept. Returns 1 when the writes its client parked may go
- * now; *was_replica: r was on a replica. */
-int readfrom_answered(struct request *r, int may_have_written, int *was_replica);
+/* The node answered r, or r failed (may_have_written: perhaps after it
+ * ran): its client's counts follow, and a write's time is kept. Returns 1
+ * when the writes its client parked may go now; *was_replica: r was on a
+ * replica. */
+int readfrom_answered(struct request *r, int may_have_written, int failed, int *was_replica);
+
+/* A node redirected a command of slot's (MOVED; migrating: ASK or
+ * TRYAGAIN), or a new topology gives it another master: its reads stay
+ * off replicas that may not hold its keys (readfrom.c). */
+void readfrom_slot_moved(struct worker *w, int slot, int migrating);
 
 /* A replica answered a read with errline: 1 when the read goes to the
  * master instead (r marked so). */

@@ -14,13 +14,17 @@
 #include "proxy/config/directives.h"
 #include "proxy/core/worker.h"
 
-#define SAMPLES 128                 /* a master's last offsets: 12.8 s of them */
-#define INFO_TEXT_MAX 4096          /* INFO replication, as much as is read of it */
+#define SAMPLES 640                 /* a master's last offsets: 64 s of them, past
+                                       replica-max-lag-ms's bound */
+#define INFO_TEXT_MAX 16384         /* INFO replication, as much as is read of it */
+#define POLL_OVERDUE_MS (3 * REPLICAS_POLL_MS)  /* a replica silent this long takes
+                                       no new read */
 
 struct replica_link {
     struct node_conn *conn[2];      /* by enum resp_proto, READONLY */
     uint64_t connect_after_ms;      /* its last connect failed: not before this */
     uint64_t fresh_ms;              /* it holds what its master had then; 0: unknown */
+    uint64_t poll_sent_ms;          /* its poll on its way was sent then */
     int polling;
     int answered;                   /* a poll of it was ever answered (kept as it
                                        goes down: known to be down) */
@@ -90,8 +94,9 @@ static void conn_down(struct node_conn *c, void *arg)
         return;
     l->conn[p] = NULL;
     l->fresh_ms = 0;            /* a replica that comes back is asked again first */
-    if (!c->was_up)
-        l->connect_after_ms = node_now_ms() + (uint64_t)c->opts->connect_timeout_ms;
+    /* (also when it connected: a replica that refuses the login or is full
+     * closes each connection at once) */
+    l->connect_after_ms = node_now_ms() + (uint64_t)c->opts->connect_timeout_ms;
 }
 
 /* l's connection (replica k of master node) that speaks proto, made on
@@ -106,6 +111,8 @@ static struct node_conn *link_conn(struct worker_replicas *wr, struct replica_li
     const struct topology_replica *rep = &wr->topo->nodes[node].replicas[k];
     if (rep->salen == 0 || node_now_ms() < l->connect_after_ms)
         return NULL;
+    if (*slot)
+        l->fresh_ms = 0;        /* it closed, perhaps not reported yet: asked again first */
     struct node_conn *c = node_conn_new(&wr->w->loop, rep->announced,
                                         (const struct sockaddr *)&rep->sa, rep->salen,
                                         worker_node_opts(wr->w, proto));
@@ -127,12 +134,11 @@ static struct node_conn *link_conn(struct worker_replicas *wr, struct replica_li
 static void links_drop(struct worker_replicas *wr)
 {
     size_t n = wr->links ? (size_t)wr->topo->nnodes * TOPO_REPLICAS_MAX : 0;
+    /* (their on_down stays: a client paused on one is resumed as it goes) */
     for (size_t i = 0; i < n; i++)
         for (int p = 0; p < 2; p++)
-            if (wr->links[i].conn[p]) {
-                wr->links[i].conn[p]->on_down = NULL;
+            if (wr->links[i].conn[p])
                 node_conn_retire(wr->links[i].conn[p]);
-            }
     free(wr->links);
     free(wr->masters);
     wr->links = NULL;
@@ -251,6 +257,19 @@ static void replica_sampled(struct worker_replicas *wr, int node, int k, const c
     }
 }
 
+/* pr failed or was refused: its node may be asked again; a replica is
+ * known from now on (down, or not letting the proxy ask). */
+static void poll_over(struct worker_replicas *wr, const struct poll_req *pr)
+{
+    if (pr->replica < 0) {
+        wr->masters[pr->node].polling = 0;
+    } else {
+        struct replica_link *l = link_at(wr, pr->node, pr->replica);
+        l->polling = 0;
+        l->answered = 1;
+    }
+}
+
 static void poll_reply(struct node_req *nr, const struct reply_view *v,
                        const struct reply_scanner *s)
 {
@@ -267,10 +286,7 @@ static void poll_reply(struct node_req *nr, const struct reply_view *v,
             replica_sampled(wr, pr->node, pr->replica, text);
         }
     } else if (pr->gen == wr->gen) {
-        if (pr->replica < 0)
-            wr->masters[pr->node].polling = 0;
-        else
-            link_at(wr, pr->node, pr->replica)->polling = 0;
+        poll_over(wr, pr);
     }
     free(pr);
 }
@@ -281,12 +297,8 @@ static void poll_fail(struct node_req *nr, int may_have_run, const char *why)
     struct worker_replicas *wr = pr->owner;
     (void)may_have_run;
     (void)why;
-    if (pr->gen == wr->gen) {
-        if (pr->replica < 0)
-            wr->masters[pr->node].polling = 0;
-        else
-            link_at(wr, pr->node, pr->replica)->polling = 0;
-    }
+    if (pr->gen == wr->gen)
+        poll_over(wr, pr);
     free(pr);
 }
 
@@ -303,10 +315,12 @@ static void poll_send(struct worker_replicas *wr, struct node_conn *c, int node,
     pr->sent_ms = node_now_ms();
     pr->nreq.on_reply = poll_reply;
     pr->nreq.on_fail = poll_fail;
-    if (replica < 0)
+    if (replica < 0) {
         wr->masters[node].polling = 1;
-    else
+    } else {
         link_at(wr, node, replica)->polling = 1;
+        link_at(wr, node, replica)->poll_sent_ms = pr->sent_ms;
+    }
     node_send(c, &pr->nreq, info_cmd, sizeof info_cmd - 1);
 }
 
@@ -373,7 +387,8 @@ struct node_conn *replicas_conn(struct worker *w, int node, enum resp_proto prot
     for (int i = 0; i < n; i++) {
         int k = (int)((wr->turn + (unsigned)i) % (unsigned)n);
         struct replica_link *l = link_at(wr, node, k);
-        if (l->fresh_ms <= after_ms || l->fresh_ms + max_lag_ms < now_ms)
+        if (l->fresh_ms <= after_ms || l->fresh_ms + max_lag_ms < now_ms ||
+            (l->polling && now_ms > l->poll_sent_ms + POLL_OVERDUE_MS))
             continue;
         struct node_conn *c = link_conn(wr, l, node, k, proto);
         if (c && node_conn_usable(c)) {

@@ -15,8 +15,9 @@
  * replica's answer (the offset it has processed, its link to its master
  * up) makes it fresh as of the newest sample of its master whose offset it
  * has reached: it holds every write its master had answered by that time.
- * A replica that stops answering, or falls behind, stays fresh as of an
- * older time, and so takes fewer reads (readfrom.h). Nothing here is on a
+ * A replica that falls behind stays fresh as of an older time, and so
+ * takes fewer reads (readfrom.h); one that leaves a poll unanswered for
+ * three poll intervals takes none until it answers. Nothing here is on a
  * request's path but a look at the worker's own arrays.
  */
 #ifndef TAGPROXY_REPLICAS_H

@@ -424,6 +424,7 @@ int router_redirect(struct request *r, enum reply_redirect kind, int slot, const
         } else {
             stat_inc(&w->stats.ask);
         }
+        readfrom_slot_moved(w, slot, kind == REPLY_ASK);
         node = topology_find(w->topo, addr);
         if (node < 0)       /* not announced: follow only once a refresh says so */
             worker_want_refresh(w);
@@ -445,6 +446,8 @@ int router_redirect(struct request *r, enum reply_redirect kind, int slot, const
         }
         return router_retry_later(r);
     case REPLY_TRYAGAIN:
+        readfrom_slot_moved(w, r->slot, 1);
+        return router_retry_later(r);
     case REPLY_CLUSTERDOWN:
         return router_retry_later(r);
     default:
@@ -516,13 +519,10 @@ static int router_resends(struct request *r, struct node_conn *from, const char 
     return c == 'N' && strncmp(errline, "NOSCRIPT", 8) == 0 && router_noscript(r, from);
 }
 
-static void router_on_reply(struct node_req *nr, const struct reply_view *v,
-                            const struct reply_scanner *s)
+/* r's reply: its family's, a redirect or retry, or its client's. */
+static void take_reply(struct request *r, struct node_req *nr, const struct reply_view *v,
+                       const struct reply_scanner *s, int was_replica)
 {
-    struct request *r = request_of(nr);
-    int was_replica, release = acks_answered(r);
-    if (readfrom_answered(r, 1, &was_replica) || release)
-        parked_release(request_owner(r));
     if (was_replica && s->type == '-' && readfrom_refused_by_replica(r, s->errline)) {
         reply_view_drop(v);
         router_send(r);         /* to the master */
@@ -539,14 +539,39 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
     request_deliver(r, v);
 }
 
+/* The writes a client parked behind its reads (acks.h, readfrom.h) go once
+ * the reply is taken: a read that reply sends again goes out first, ahead
+ * of them in the client's held list. (The client lives while a request of
+ * its waits there.) */
+static void router_on_reply(struct node_req *nr, const struct reply_view *v,
+                            const struct reply_scanner *s)
+{
+    struct request *r = request_of(nr);
+    struct client *owner = request_owner(r);
+    int was_replica, release = acks_answered(r);
+    release |= readfrom_answered(r, 1, 0, &was_replica);
+    take_reply(r, nr, v, s, was_replica);
+    if (release)
+        parked_release(owner);
+}
+
+static void take_fail(struct request *r, int may_have_run, const char *why, int was_replica);
+
 static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)
 {
     struct request *r = request_of(nr);
+    struct client *owner = request_owner(r);
+    int was_replica, release = acks_answered(r);
+    release |= readfrom_answered(r, may_have_run, 1, &was_replica);
+    take_fail(r, may_have_run, why, was_replica);
+    if (release)
+        parked_release(owner);
+}
+
+static void take_fail(struct request *r, int may_have_run, const char *why, int was_replica)
+{
     struct worker *w = r->worker;
     char msg[400];
-    int was_replica, release = acks_answered(r);
-    if (readfrom_answered(r, may_have_run, &was_replica) || release)
-        parked_release(request_owner(r));
     if (was_replica) {          /* a read: the master runs it (perhaps again) */
         r->no_replica = 1;
         stat_inc(&w->stats.reads_replica_back);

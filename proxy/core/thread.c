@@ -23,6 +23,7 @@
 #include "proxy/core/acks.h"
 #include "proxy/core/client.h"
 #include "proxy/core/proxy.h"
+#include "proxy/core/readfrom.h"
 #include "proxy/core/userconn.h"
 #include "proxy/core/worker.h"
 
@@ -68,6 +69,12 @@ static void worker_take_topology(struct worker *w, struct topology *t)
         free(w->conns[p]);
         w->conns[p] = conns[p];
     }
+    /* a slot whose master changes: its reads wait for replicas fresh past it */
+    for (int slot = 0; w->slot_moved_ms && slot < SLOT_COUNT; slot++)
+        if (w->topo && w->slot_node[slot] >= 0 && t->slot_node[slot] >= 0 &&
+            strcmp(w->topo->nodes[w->slot_node[slot]].announced,
+                   t->nodes[t->slot_node[slot]].announced) != 0)
+            readfrom_slot_moved(w, slot, 0);
     topology_unref(w->topo);
     w->topo = t;
     memcpy(w->slot_node, t->slot_node, sizeof w->slot_node);

@@ -149,6 +149,9 @@ struct worker {
     TAILQ_HEAD(, ack_group) acks_open;  /* groups whose WAIT the round sends (acks.h) */
     struct worker_replicas *replicas;   /* its replica connections (replicas.h), NULL
                                            until read-from first needs one */
+    uint64_t *slot_moved_ms;            /* per slot: when it was last seen to move
+                                           (readfrom.h), NULL until read-from needs it */
+    unsigned char slot_migrating[SLOT_COUNT];   /* and whether by ASK or TRYAGAIN */
     struct worker_stats stats;          /* written by this thread only (stats.h) */
 };
 

@@ -13,7 +13,11 @@
  *   connections killed) costs no error and no wrong value: its reads go to
  *   the master;
  * - a replica that answers MOVED (its master no longer owns the slot) has
- *   the read sent to the master, which redirects it;
+ *   the read sent to the master, which redirects it, ahead of the write the
+ *   client sent behind the read;
+ * - a slot seen migrating (a write met ASK) is read from masters: master
+ *   0's replica, which does not know of the migration, would answer nil
+ *   for the keys already moved;
  * - what stays on masters: MULTI blocks, scripts, a tracking client's
  *   reads;
  * - read-from replica refuses a read no replica can take (a stopped one,
@@ -100,6 +104,20 @@ static void replicas_known(redisContext *c, const char *key)
     usleep(500 * 1000);
 }
 
+/* Until the proxy reads key from rep (a replica stopped in the test
+ * before comes back a second or so after it is thawed). */
+static void replica_serves(redisContext *c, const char *key, const struct h_node *rep)
+{
+    for (long long until = h_now_ms() + 10000; h_now_ms() < until; h_sleep_ms(100)) {
+        long long before = gets_on(rep);
+        redisReply *r = h_cmd(c, "GET %s", key);
+        freeReplyObject(r);
+        if (gets_on(rep) > before)
+            return;
+    }
+    ck_abort_msg("the proxy never read %s from %s:%d", key, rep->host, rep->port);
+}
+
 START_TEST(test_reads_spread_over_replicas)
 {
     struct h_topo t;
@@ -112,9 +130,9 @@ START_TEST(test_reads_spread_over_replicas)
         set_ok(w, key[m], "spread");
     }
     redisContext *r = h_connect_extra(&proxy);     /* a client that wrote nothing */
-    replicas_known(r, key[0]);
     for (int m = 0; m < 3; m++) {
         struct h_node rep = h_replica_of(&t.masters[m]);
+        replica_serves(r, key[m], &rep);
         before[m] = gets_on(&rep);
     }
     long long replica_reads = proxy_stat("reads_replica");
@@ -221,9 +239,9 @@ START_TEST(test_replica_failure_costs_no_errors)
         set_ok(c, key[m], "steady");
     }
     redisContext *r = h_connect_extra(&proxy);
-    replicas_known(r, key[0]);
-    long long back = proxy_stat("reads_replica_back");
     struct h_node rep0 = h_replica_of(&t.masters[0]), rep1 = h_replica_of(&t.masters[1]);
+    replica_serves(r, key[0], &rep0);
+    long long back = proxy_stat("reads_replica_back");
     /* stopped past node-timeout-ms: the reads it holds go to its master */
     h_freeze(&g, h_node_pid(rep0.port), GUARD_MS);
     long long until = h_now_ms() + 2500;
@@ -246,6 +264,18 @@ START_TEST(test_replica_failure_costs_no_errors)
 }
 END_TEST
 
+/* An empty slot of master 0's: the n-th such slot from its first. */
+static int empty_slot_of_master0(const struct h_topo *t, int n)
+{
+    for (int s = 0; s < 16384; s++)
+        if (h_topo_owner(t, s) == 0) {
+            ck_assert_int_eq(h_topo_owner(t, s + n), 0);
+            return s + n;
+        }
+    ck_abort_msg("master 0 owns no slot");
+    return -1;
+}
+
 /* The replica of key's master, with READONLY: what it answers to GET. */
 static int replica_moves(const struct h_node *rep, const char *key)
 {
@@ -265,11 +295,7 @@ START_TEST(test_replica_moved_sends_read_to_master)
     char tag[32], key[96];
     h_topo_load(&t);
     /* an empty slot of master 0's, moved to master 1 behind the proxy's back */
-    int slot = -1;
-    for (int s = 0; s < 16384 && slot < 0; s++)
-        if (h_topo_owner(&t, s) == 0)
-            slot = s + 7;
-    ck_assert_int_eq(h_topo_owner(&t, slot), 0);
+    int slot = empty_slot_of_master0(&t, 7);
     h_tag_for_slot(slot, tag, sizeof tag);
     H_FMT(key, sizeof key, "%s:moved:{%s}", h_prefix(), tag);
     /* no refresh from now on: the proxy learns of the move from MOVED */
@@ -284,12 +310,66 @@ START_TEST(test_replica_moved_sends_read_to_master)
     for (int i = 0; i < 100 && !replica_moves(&rep, key); i++)
         usleep(50 * 1000);
     ck_assert_msg(replica_moves(&rep, key), "the replica never learned the slot moved");
-    redisReply *r = h_cmd(c, "GET %s", key);
+    /* the write behind the read waits for it, and so for its resend */
+    redisReply *r;
+    redisAppendCommand(c, "GET %s", key);
+    redisAppendCommand(c, "SET %s after", key);
+    ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
     H_EXPECT_NIL(r);
     freeReplyObject(r);
+    ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
     ck_assert_int_ge(proxy_stat("reads_replica_back"), back + 1);
+    redisReply *d = h_cmd(c, "DEL %s", key);
+    freeReplyObject(d);
     h_move_empty_slot(&t, slot, 1, 0);
     redisFree(c);
+}
+END_TEST
+
+START_TEST(test_migrating_slot_read_from_masters)
+{
+    struct h_topo t;
+    char tag[32], ka[96], kb[96];
+    h_topo_load(&t);
+    int slot = empty_slot_of_master0(&t, 11);
+    h_tag_for_slot(slot, tag, sizeof tag);
+    H_FMT(ka, sizeof ka, "%s:mig:{%s}a", h_prefix(), tag);
+    H_FMT(kb, sizeof kb, "%s:mig:{%s}b", h_prefix(), tag);
+    redisContext *w = h_connect_extra(&proxy), *r = h_connect_extra(&proxy);
+    set_ok(w, ka, "va");
+    set_ok(w, kb, "vb");
+    replicas_known(r, ka);
+    /* the slot starts migrating to master 1 and both keys move: master 0's
+     * replica (Redis 7) answers nil for them, not knowing of it */
+    redisContext *src = h_connect_node(&t.masters[0]), *dst = h_connect_node(&t.masters[1]);
+    H_OK(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, t.master_id[0]);
+    H_OK(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, t.master_id[1]);
+    redisReply *x = h_cmd(src, "MIGRATE %s %d %s 0 5000 KEYS %s %s", t.masters[1].host,
+                          t.masters[1].port, "", ka, kb);
+    H_EXPECT_STATUS(x, "OK");
+    freeReplyObject(x);
+    /* a write through the proxy meets ASK: the slot's reads go to masters,
+     * also once the replica is fresh past it */
+    set_ok(w, kb, "vb2");
+    h_sleep_ms(1000);
+    get_is(r, ka, "va");
+    get_is(r, kb, "vb2");
+    /* the migration ends (the slot is master 1's), and goes back */
+    H_OK(dst, "CLUSTER SETSLOT %d NODE %s", slot, t.master_id[1]);
+    H_OK(src, "CLUSTER SETSLOT %d NODE %s", slot, t.master_id[1]);
+    redisContext *o = h_connect_node(&t.masters[2]);
+    H_OK(o, "CLUSTER SETSLOT %d NODE %s", slot, t.master_id[1]);
+    redisFree(o);
+    x = h_cmd(dst, "DEL %s %s", ka, kb);
+    H_EXPECT_INT(x, 2);
+    freeReplyObject(x);
+    h_move_empty_slot(&t, slot, 1, 0);
+    redisFree(src);
+    redisFree(dst);
+    redisFree(r);
+    redisFree(w);
 }
 END_TEST
 
@@ -378,6 +458,7 @@ static Suite *read_from_suite(void)
     tcase_add_test(tc, test_own_writes_read_back_under_lag);
     tcase_add_test(tc, test_replica_failure_costs_no_errors);
     tcase_add_test(tc, test_what_stays_on_masters);
+    tcase_add_test(tc, test_migrating_slot_read_from_masters);
     tcase_add_test(tc, test_replica_moved_sends_read_to_master);   /* reloads */
     tcase_add_test(tc, test_read_from_replica_refuses_without_replica);
     suite_add_tcase(s, tc);
