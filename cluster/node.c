@@ -291,9 +291,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     uint64_t since = silent_since(c, head);
     if (c->on_silent) {
-        /* only a node silent everywhere for timeout_ms is given up on,
-         * whatever the request's own wait */
-        deadline = since + timeout;
+        /* only a node silent everywhere for timeout_ms (and a script's
+         * grace) is given up on, whatever the request's own wait */
+        deadline = since + timeout + head->busy_grace_ms;
         next = ask ? every : since + every - now;
     } else {
         deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX : since + timeout + head->wait_ms;

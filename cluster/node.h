@@ -103,6 +103,11 @@ struct node_req {
      * of timeout_ms (a blocking command's own timeout); NODE_WAIT_FOREVER:
      * no silence limit while it is the oldest request. */
     uint64_t wait_ms;
+    /* On a connection with on_silent: how much longer than timeout_ms the
+     * node may answer nothing anywhere before it shows it is alive (a
+     * script: the node answers nobody until its busy-reply-threshold,
+     * then BUSY to every other connection, its probe's included). */
+    uint64_t busy_grace_ms;
     /* Bytes its reply may reach (its client's output hard limit); past
      * them the connection is reset rather than the reply buffered. 0: no
      * bound. */

@@ -330,6 +330,26 @@ void router_register_sending(void (*sending)(struct request *r, struct node_conn
     sending_hook = sending;
 }
 
+/* Redis's default busy-reply-threshold: a script silences its node this
+ * long before the node answers BUSY to others (and the proxy's probe). */
+#define REDIS_BUSY_REPLY_THRESHOLD_MS 5000
+
+/* The silence a script (or a MULTI block, which may hold one) may add
+ * before its node shows it is alive: with a node-timeout-ms as long as
+ * busy-reply-threshold, its first BUSY would come just as the timeout
+ * ends, so up to a second after the threshold. A shorter node-timeout-ms
+ * asks for quick failure detection over slow scripts: no grace. */
+static uint64_t script_grace_ms(const struct request *r)
+{
+    const struct request *top = r->parent ? r->parent : r;
+    int timeout = r->worker->cfg->node_timeout_ms;
+    long long grace = REDIS_BUSY_REPLY_THRESHOLD_MS + 1000 - timeout;
+    if (timeout < REDIS_BUSY_REPLY_THRESHOLD_MS || grace <= 0 || !top->cmd ||
+        !(command_runs_script(top->cmd) || r->block_parts))
+        return 0;
+    return (uint64_t)grace;
+}
+
 void router_send_on(struct request *r, struct node_conn *conn)
 {
     if (r->evalsha && r->argc >= 2) {   /* before ASKING: it must precede the command */
@@ -350,6 +370,7 @@ void router_send_on(struct request *r, struct node_conn *conn)
     r->nreq.on_part = router_on_part;
     r->nreq.extra_replies = r->block_parts;
     r->nreq.wait_ms = r->conn_kind ? family_wait_ms(r) : 0;
+    r->nreq.busy_grace_ms = script_grace_ms(r);
     struct request *top = r->parent ? r->parent : r;
     r->nreq.reply_max = top->client ? client_output_hard_limit(top->client)
                                     : (size_t)r->worker->cfg->client_output_hard_limit;

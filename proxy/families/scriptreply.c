@@ -85,6 +85,7 @@ static int script_confirm_start(struct request *r, struct node_conn *conn,
     r->nreq.on_part = NULL;
     r->nreq.extra_replies = 0;
     r->nreq.wait_ms = 0;
+    r->nreq.busy_grace_ms = 0;
     if (kind == REPLY_CLUSTERDOWN)
         node_send(conn, &r->nreq, info, sizeof info - 1);
     else

@@ -323,6 +323,46 @@ START_TEST(test_script_kill)
 }
 END_TEST
 
+/* A script that runs 7 s, past busy-reply-threshold (Redis's 5000 ms, as
+ * long as the proxy's node-timeout-ms), answers its client as one server
+ * does: its node answers nobody until the threshold, then BUSY to the
+ * proxy's probe, which shows it alive. Another client's command behind it
+ * on the same connection waits for it and then runs; nothing fails as
+ * "may have run". */
+START_TEST(test_slow_script_answers)
+{
+    static const char *const one_thread[] = { "--threads", "1", NULL };
+    struct h_topo t;
+    struct h_proxy px;
+    char body[256], key[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    masters_busy_threshold(&t, "5000");
+    h_proxy_start(&px, one_thread);
+    redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
+    h_key_on_master(&t, 0, h_prefix(), 9, key, sizeof key);
+    H_OK(b, "SET %s before", key);
+    long long lost = h_info_field(b, "lost_replies");
+    unique_body(body, sizeof body, "slow",
+                "local t = redis.call('TIME')[1] + 7 "
+                "while tonumber(redis.call('TIME')[1]) < t do end return 'done'");
+    redisAppendCommand(a, "EVAL %s 1 %s", body, key);
+    redisBufferWrite(a, &(int){ 0 });
+    h_sleep_ms(300);
+    r = h_cmd(b, "GET %s", key);        /* behind the script, on its connection */
+    H_EXPECT_BULK(r, "before");
+    freeReplyObject(r);
+    r = h_get_reply(a);
+    H_EXPECT_BULK(r, "done");
+    freeReplyObject(r);
+    ck_assert_int_eq(h_info_field(b, "lost_replies"), lost);
+    redisFree(a);
+    redisFree(b);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* script-map: a legacy script that touches an undeclared key (refused by a
  * cluster) is replaced by its cluster-aware version read at start, in EVAL,
  * EVALSHA, SCRIPT LOAD and SCRIPT EXISTS. */
@@ -544,6 +584,7 @@ static Suite *scripts_cache_suite(void)
     tcase_add_test(tc, test_function_load_fcall_delete);
     tcase_add_test(tc, test_scripts_follow_ask);
     tcase_add_test(tc, test_script_kill);
+    tcase_add_test(tc, test_slow_script_answers);
     tcase_add_test(tc, test_script_map);
     tcase_add_test(tc, test_script_map_unreadable);
     suite_add_tcase(s, tc);
