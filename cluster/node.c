@@ -295,6 +295,15 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
          * grace) is given up on, whatever the request's own wait */
         deadline = since + timeout + head->busy_grace_ms;
         next = ask ? every : since + every - now;
+        if (c->opts->slow_timeout_ms > 0 && head->wait_ms != NODE_WAIT_FOREVER &&
+            head->sent_ms + (uint64_t)c->opts->slow_timeout_ms + head->wait_ms <= now) {
+            snprintf(why, sizeof why, "node %s held the command past slow-command-timeout-ms "
+                     "(%d ms) while it answered elsewhere (a busy script?)", c->addr,
+                     c->opts->slow_timeout_ms);
+            NODE_COUNT(c, timeouts);
+            node_conn_close(c, why);
+            return;
+        }
     } else {
         deadline = head->wait_ms == NODE_WAIT_FOREVER ? UINT64_MAX : since + timeout + head->wait_ms;
         next = timeout;

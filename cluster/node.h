@@ -141,6 +141,9 @@ enum node_state {
 struct node_opts {
     int connect_timeout_ms;
     int timeout_ms;
+    int slow_timeout_ms;        /* with on_silent: the longest a request waits on a
+                                 * node that answers elsewhere (0: no bound; a
+                                 * request's own wait_ms is added) */
     const char *user;           /* may be NULL */
     const char *password;       /* NULL: no AUTH */
     struct ssl_ctx_st *tls;     /* NULL: plain TCP, else TLS (lib/net/tls.h) */

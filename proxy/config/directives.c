@@ -1065,6 +1065,9 @@ static const struct directive directives[] = {
     { "node-timeout-ms", "MS", NULL,
       "longest a node may answer nothing before its commands fail",
       1, 1, set_int, AT(node_timeout_ms), 1, 3600000, K_INT, NULL },
+    { "slow-command-timeout-ms", "MS", NULL,
+      "longest a node that answers elsewhere (BUSY) may hold a command",
+      1, 1, set_int, AT(slow_command_timeout_ms), 1000, 86400000, K_INT, NULL },
     { "topology-refresh-ms", "MS", NULL,
       "periodic slot map refresh (0: off)",
       1, 1, set_int, AT(topology_refresh_ms), 0, 86400000, K_INT, NULL },
@@ -1258,6 +1261,7 @@ void config_defaults(struct config *c)
     c->client_output_pubsub_soft_seconds = 60;
     c->node_connect_timeout_ms = 1000;
     c->node_timeout_ms = 5000;
+    c->slow_command_timeout_ms = 60000;
     c->topology_refresh_ms = 10000;
     c->cluster_wait_at_start = 1;
     c->max_redirects = 5;

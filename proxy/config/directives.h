@@ -99,6 +99,8 @@ struct config {
     int       client_output_pubsub_soft_seconds; /* default 60 */
     int    node_connect_timeout_ms;     /* default 1000 */
     int    node_timeout_ms;             /* default 5000 */
+    int    slow_command_timeout_ms;     /* a node alive elsewhere may hold a command this
+                                           long (cluster/node.h); default 60000 */
     int    topology_refresh_ms;         /* default 10000; 0 disables the timer */
     int    cluster_wait_at_start;       /* default 1: no slot map at start is waited for */
     int    max_redirects;               /* default 5 */

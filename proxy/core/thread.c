@@ -93,6 +93,7 @@ static void worker_take_config(struct worker *w, struct config_snapshot *s)
     w->loop.pause_us = s->cfg->round_pause_us;
     w->node_opts.connect_timeout_ms = s->cfg->node_connect_timeout_ms;
     w->node_opts.timeout_ms = s->cfg->node_timeout_ms;
+    w->node_opts.slow_timeout_ms = s->cfg->slow_command_timeout_ms;
     w->node_opts.max_bulk_len = s->cfg->proto_max_bulk_len;
     w->node_opts.user = s->cfg->cluster_user;
     w->node_opts.password = s->cfg->cluster_password;

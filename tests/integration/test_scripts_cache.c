@@ -363,6 +363,43 @@ START_TEST(test_slow_script_answers)
 }
 END_TEST
 
+/* slow-command-timeout-ms bounds the wait behind a script whose node
+ * answers BUSY (busy-reply-threshold lowered: at once): its client gets the
+ * error that says so, as "may have run"; SCRIPT KILL through the proxy
+ * stops the script, and the master serves again. */
+START_TEST(test_slow_command_timeout_bounds_a_busy_script)
+{
+    static const char *const args[] = { "--threads", "1", "--slow-command-timeout-ms", "1500",
+                                        NULL };
+    struct h_topo t;
+    struct h_proxy px;
+    char body[256], key[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    masters_busy_threshold(&t, "200");
+    h_proxy_start(&px, args);
+    redisContext *a = h_connect_extra(&px), *b = h_connect_extra(&px);
+    h_key_on_master(&t, 0, h_prefix(), 10, key, sizeof key);
+    unique_body(body, sizeof body, "spin-bounded", "local i = 0 while true do i = i + 1 end");
+    long long t0 = h_now_ms();
+    r = h_cmd(a, "EVAL %s 1 %s", body, key);
+    H_EXPECT_ERR(r, "ERR node ");
+    ck_assert_msg(strstr(r->str, "slow-command-timeout-ms") && strstr(r->str, "may have run"),
+                  "error: %s", r->str);
+    freeReplyObject(r);
+    ck_assert_msg(h_now_ms() - t0 >= 1400, "answered after %lld ms", h_now_ms() - t0);
+    r = h_cmd(b, "SCRIPT KILL");
+    H_EXPECT_STATUS(r, "OK");
+    freeReplyObject(r);
+    masters_busy_threshold(&t, "5000");
+    H_OK(a, "SET %s after", key);
+    redisFree(a);
+    redisFree(b);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* script-map: a legacy script that touches an undeclared key (refused by a
  * cluster) is replaced by its cluster-aware version read at start, in EVAL,
  * EVALSHA, SCRIPT LOAD and SCRIPT EXISTS. */
@@ -585,6 +622,7 @@ static Suite *scripts_cache_suite(void)
     tcase_add_test(tc, test_scripts_follow_ask);
     tcase_add_test(tc, test_script_kill);
     tcase_add_test(tc, test_slow_script_answers);
+    tcase_add_test(tc, test_slow_command_timeout_bounds_a_busy_script);
     tcase_add_test(tc, test_script_map);
     tcase_add_test(tc, test_script_map_unreadable);
     suite_add_tcase(s, tc);
