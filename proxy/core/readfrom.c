@@ -9,6 +9,7 @@
 #include "cluster/node.h"
 #include "cluster/slot.h"
 #include "lib/proto/command.h"
+#include "lib/proto/reply.h"
 #include "proxy/config/directives.h"
 #include "proxy/core/client.h"
 #include "proxy/core/replicas.h"
@@ -26,7 +27,7 @@ static const char no_replica[] =
 /* A plain read of one slot the router may send to a replica. */
 static int readable(const struct request *r)
 {
-    const struct request *top = r->parent ? r->parent : r;
+    const struct request *top = request_top(r);
     const struct command *cmd = top->cmd;
     const unsigned not_reads = CMD_WRITE | CMD_MAY_REPLICATE | CMD_BLOCKING;
     if (!cmd || r->slot < 0 || r->conn_kind || r->as_user || r->asking || r->no_replica ||
@@ -43,24 +44,28 @@ static int readable(const struct request *r)
  * replica of its new master may not have the keys it took). */
 #define SLOT_SETTLE_MS 5000
 
+struct slot_move {
+    uint64_t ms;                    /* 0: never seen to move */
+    int migrating;                  /* by ASK or TRYAGAIN */
+};
+
 static int slot_settled(struct worker *w, int slot, uint64_t now, uint64_t *after)
 {
-    if (!w->slot_moved_ms && !(w->slot_moved_ms = calloc(SLOT_COUNT, sizeof(uint64_t))))
+    if (!w->slot_moves && !(w->slot_moves = calloc(SLOT_COUNT, sizeof *w->slot_moves)))
         return 0;
-    uint64_t moved = w->slot_moved_ms[slot];
-    if (moved && now < moved + SLOT_SETTLE_MS && w->slot_migrating[slot])
+    const struct slot_move *m = &w->slot_moves[slot];
+    if (m->ms && now < m->ms + SLOT_SETTLE_MS && m->migrating)
         return 0;
-    if (moved > *after)
-        *after = moved;
+    if (m->ms > *after)
+        *after = m->ms;
     return 1;
 }
 
 void readfrom_slot_moved(struct worker *w, int slot, int migrating)
 {
-    if (!w->slot_moved_ms || slot < 0 || slot >= SLOT_COUNT)
+    if (!w->slot_moves || slot < 0 || slot >= SLOT_COUNT)
         return;
-    w->slot_moved_ms[slot] = node_now_ms();
-    w->slot_migrating[slot] = (unsigned char)migrating;
+    w->slot_moves[slot] = (struct slot_move){ node_now_ms(), migrating };
 }
 
 static int bucket_of(int slot)
@@ -113,9 +118,8 @@ void readfrom_master_sent(struct request *r)
     struct client *c;
     if (r->readfrom_kind != READFROM_UNCOUNTED)
         return;
-    const struct request *top = r->parent ? r->parent : r;
-    if (top->cmd && (top->cmd->flags & (CMD_READONLY | CMD_WRITE)) == CMD_READONLY &&
-        !r->block_parts)
+    const struct command *cmd = request_top(r)->cmd;
+    if (cmd && (cmd->flags & (CMD_READONLY | CMD_WRITE)) == CMD_READONLY && !r->block_parts)
         stat_inc(&w->stats.reads_master);
     /* counted with read-from master too: a reload that turns it on finds
      * the requests already on their way */
@@ -156,15 +160,16 @@ int readfrom_answered(struct request *r, int may_have_written, int failed, int *
 
 int readfrom_refused_by_replica(struct request *r, const char *errline)
 {
-    static const char *const back[] = { "MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN",
-                                        "LOADING", "MASTERDOWN" };
-    for (size_t i = 0; i < sizeof back / sizeof back[0]; i++)
-        if (strncmp(errline, back[i], strlen(back[i])) == 0) {
-            r->no_replica = 1;
-            if (i < 3)
-                readfrom_slot_moved(r->worker, r->slot, i > 0);
-            stat_inc(&r->worker->stats.reads_replica_back);
-            return 1;
-        }
-    return 0;
+    int slot;
+    char addr[128];
+    enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
+                                              sizeof addr);
+    if (kind == REPLY_PLAIN && strncmp(errline, "LOADING", 7) != 0 &&
+        strncmp(errline, "MASTERDOWN", 10) != 0)
+        return 0;
+    if (kind == REPLY_MOVED || kind == REPLY_ASK || kind == REPLY_TRYAGAIN)
+        readfrom_slot_moved(r->worker, r->slot, kind != REPLY_MOVED);
+    r->no_replica = 1;
+    stat_inc(&r->worker->stats.reads_replica_back);
+    return 1;
 }

@@ -144,6 +144,12 @@ struct request {
 
 TAILQ_HEAD(request_queue, request);
 
+/* The request r is part of (its parent), or r itself. */
+static inline const struct request *request_top(const struct request *r)
+{
+    return r->parent ? r->parent : r;
+}
+
 /* The client r answers: its own, or its parent's for a part. */
 static inline struct client *request_owner(const struct request *r)
 {
@@ -155,10 +161,10 @@ static inline struct client *request_owner(const struct request *r)
  * parent's command). */
 static inline int request_may_write(const struct request *r)
 {
-    const struct request *top = r->parent ? r->parent : r;
+    const struct command *cmd = request_top(r)->cmd;
     if (r->block_parts > 0)
         return r->block_writes;
-    return top->cmd && command_may_write(top->cmd);
+    return cmd && command_may_write(cmd);
 }
 
 /* From the worker's free list; NULL when out of memory. */

@@ -16,7 +16,6 @@
 #include "proxy/config/acl.h"
 #include "proxy/core/acks.h"
 #include "proxy/core/readfrom.h"
-#include "proxy/core/readfrom.h"
 #include "proxy/core/client.h"
 #include "proxy/core/merge.h"
 #include "proxy/core/proxy.h"
@@ -341,11 +340,11 @@ void router_register_sending(void (*sending)(struct request *r, struct node_conn
  * asks for quick failure detection over slow scripts: no grace. */
 static uint64_t script_grace_ms(const struct request *r)
 {
-    const struct request *top = r->parent ? r->parent : r;
+    const struct command *cmd = request_top(r)->cmd;
     int timeout = r->worker->cfg->node_timeout_ms;
     long long grace = REDIS_BUSY_REPLY_THRESHOLD_MS + 1000 - timeout;
-    if (timeout < REDIS_BUSY_REPLY_THRESHOLD_MS || grace <= 0 || !top->cmd ||
-        !(command_runs_script(top->cmd) || r->block_parts))
+    if (timeout < REDIS_BUSY_REPLY_THRESHOLD_MS || grace <= 0 || !cmd ||
+        !(command_runs_script(cmd) || r->block_parts))
         return 0;
     return (uint64_t)grace;
 }
@@ -576,19 +575,7 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
         parked_release(owner);
 }
 
-static void take_fail(struct request *r, int may_have_run, const char *why, int was_replica);
-
-static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)
-{
-    struct request *r = request_of(nr);
-    struct client *owner = request_owner(r);
-    int was_replica, release = acks_answered(r);
-    release |= readfrom_answered(r, may_have_run, 1, &was_replica);
-    take_fail(r, may_have_run, why, was_replica);
-    if (release)
-        parked_release(owner);
-}
-
+/* r failed: a replica's read goes to the master; else a retry, or its error. */
 static void take_fail(struct request *r, int may_have_run, const char *why, int was_replica)
 {
     struct worker *w = r->worker;
@@ -612,6 +599,17 @@ static void take_fail(struct request *r, int may_have_run, const char *why, int 
         snprintf(msg, sizeof msg, "ERR %s", why);
     }
     request_fail(r, msg);
+}
+
+static void router_on_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    struct request *r = request_of(nr);
+    struct client *owner = request_owner(r);
+    int was_replica, release = acks_answered(r);
+    release |= readfrom_answered(r, may_have_run, 1, &was_replica);
+    take_fail(r, may_have_run, why, was_replica);
+    if (release)
+        parked_release(owner);
 }
 
 /* ---- plans ---- */

@@ -70,7 +70,7 @@ static void worker_take_topology(struct worker *w, struct topology *t)
         w->conns[p] = conns[p];
     }
     /* a slot whose master changes: its reads wait for replicas fresh past it */
-    for (int slot = 0; w->slot_moved_ms && slot < SLOT_COUNT; slot++)
+    for (int slot = 0; w->slot_moves && slot < SLOT_COUNT; slot++)
         if (w->topo && w->slot_node[slot] >= 0 && t->slot_node[slot] >= 0 &&
             strcmp(w->topo->nodes[w->slot_node[slot]].announced,
                    t->nodes[t->slot_node[slot]].announced) != 0)

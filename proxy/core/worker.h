@@ -41,6 +41,7 @@ struct worker;
 struct config_snapshot;
 struct ack_group;
 struct worker_replicas;
+struct slot_move;
 
 /*
  * A command family's state on each worker (families.c registers it before
@@ -149,9 +150,8 @@ struct worker {
     TAILQ_HEAD(, ack_group) acks_open;  /* groups whose WAIT the round sends (acks.h) */
     struct worker_replicas *replicas;   /* its replica connections (replicas.h), NULL
                                            until read-from first needs one */
-    uint64_t *slot_moved_ms;            /* per slot: when it was last seen to move
+    struct slot_move *slot_moves;       /* per slot: when it was last seen to move
                                            (readfrom.h), NULL until read-from needs it */
-    unsigned char slot_migrating[SLOT_COUNT];   /* and whether by ASK or TRYAGAIN */
     struct worker_stats stats;          /* written by this thread only (stats.h) */
 };
 
