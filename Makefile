@@ -7,6 +7,7 @@
 #   make bench    proxy vs direct redis-server, ratios in one run
 #   make bench-migrate   tagproxy migrate vs redis-cli --cluster import
 #   make chaos    the fault suite: failovers, kills, stops under a verified load
+#   make soak     SOAK_MINUTES (60) of mixed load; fails if a resource grows
 #
 # make SANITIZE=address,undefined test   builds everything with sanitizers;
 # any finding stops the process it is in, so the test that ran it fails.
@@ -45,7 +46,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 FUZZ_TARGETS = resp reply layout command rules slots client
 REPLAY    = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/replay_%)
 
-.PHONY: all deps run test unit integration e2e bench bench-migrate fuzz chaos clean FORCE
+.PHONY: all deps run test unit integration e2e bench bench-migrate fuzz chaos soak clean FORCE
 
 all: $(B)/tagproxy
 
@@ -94,6 +95,12 @@ $(B)/tests/chaos/chaos: $(CHAOS_SRCS) tests/chaos/chaos.h
 	@mkdir -p $(dir $@)
 	$(CC) $(FINAL_CFLAGS) $(LDFLAGS) -o $@ $(CHAOS_SRCS) $(LDLIBS)
 
+# The soak (tests/soak): its own cluster and proxy, as the fault suite's.
+SOAK_SRCS = tests/soak/soak.c tests/chaos/cluster.c
+$(B)/tests/soak/soak: $(SOAK_SRCS) tests/chaos/chaos.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) $(LDFLAGS) -o $@ $(SOAK_SRCS) $(LDLIBS)
+
 # fuzz_slots includes cluster/topology.c itself (its builder is static).
 REPLAY_OBJS = $(LIB_OBJS)
 $(B)/tests/fuzz/replay_slots: REPLAY_OBJS = $(filter-out $(B)/cluster/topology.o,$(LIB_OBJS))
@@ -110,7 +117,8 @@ run: deps
 	@scripts/run.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG) $(REPLAY) $(B)/tests/chaos/chaos
+	@$(MAKE) --no-print-directory all $(UNIT) $(INTEG) $(REPLAY) $(B)/tests/chaos/chaos \
+	    $(B)/tests/soak/soak
 	@scripts/test.sh $(UNIT) $(REPLAY)
 
 unit: all $(UNIT) $(REPLAY)
@@ -120,6 +128,12 @@ unit: all $(UNIT) $(REPLAY)
 chaos: deps
 	@$(MAKE) --no-print-directory all $(B)/tests/chaos/chaos
 	@$(B)/tests/chaos/chaos
+
+# A long run of mixed load with the proxy's resources sampled each minute
+# (tests/soak/soak.c): SOAK_MINUTES=N make soak.
+soak: deps
+	@$(MAKE) --no-print-directory all $(B)/tests/soak/soak
+	@$(B)/tests/soak/soak
 
 # tagproxy migrate against redis-cli --cluster import (scripts/bench-migrate.sh).
 bench-migrate: deps

@@ -284,6 +284,13 @@ int io_loop_batch(struct io_loop *l, unsigned entries, char *why, size_t whylen)
     return l->batch ? 0 : -1;
 }
 
+/* The loop's flat buffers grew (or shrank) by n bytes. */
+static void io_held(struct io_loop *l, int64_t n)
+{
+    if (l->buffer_bytes)
+        gauge_add(l->buffer_bytes, n);
+}
+
 void io_loop_free(struct io_loop *l)
 {
     iobatch_close(l->batch);
@@ -291,8 +298,10 @@ void io_loop_free(struct io_loop *l)
     if (l->read_batch_event)
         event_free(l->read_batch_event);
     l->read_batch_event = NULL;
-    while (l->nspare > 0)
+    while (l->nspare > 0) {
         free(l->spare[--l->nspare]);
+        io_held(l, -(int64_t)IO_READ_SIZE);
+    }
     free(l->spare);
     l->spare = NULL;
     if (l->flush_event)
@@ -307,17 +316,24 @@ static void io_fail(struct io_conn *c, int err)
 
 static char *io_buffer_take(struct io_loop *l)
 {
-    return l->nspare > 0 ? l->spare[--l->nspare] : malloc(IO_READ_SIZE);
+    if (l->nspare > 0)
+        return l->spare[--l->nspare];
+    char *buf = malloc(IO_READ_SIZE);
+    if (buf)
+        io_held(l, IO_READ_SIZE);
+    return buf;
 }
 
 static void io_buffer_give(struct io_loop *l, char *buf)
 {
     if (l->nspare < IO_SPARE_MAX && !l->spare)
         l->spare = malloc(sizeof *l->spare * IO_SPARE_MAX);
-    if (l->spare && l->nspare < IO_SPARE_MAX)
+    if (l->spare && l->nspare < IO_SPARE_MAX) {
         l->spare[l->nspare++] = buf;
-    else
+    } else {
         free(buf);
+        io_held(l, -(int64_t)IO_READ_SIZE);
+    }
 }
 
 /* Room to read into: a pooled buffer, the unconsumed bytes moved to its
@@ -345,6 +361,7 @@ static int io_input_room(struct io_conn *c)
     char *grown = realloc(c->rbuf, cap);
     if (!grown)
         return -1;
+    io_held(l, (int64_t)(cap - c->rcap));
     c->rbuf = grown;
     c->rcap = cap;
     return 0;
@@ -356,10 +373,12 @@ static void io_input_release(struct io_conn *c)
     struct io_loop *l = c->loop;
     if (!c->rbuf || c->rend != c->rstart)
         return;
-    if (c->rcap == IO_READ_SIZE)
+    if (c->rcap == IO_READ_SIZE) {
         io_buffer_give(l, c->rbuf);
-    else
+    } else {
         free(c->rbuf);
+        io_held(l, -(int64_t)c->rcap);
+    }
     c->rbuf = NULL;
 }
 

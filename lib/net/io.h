@@ -97,6 +97,8 @@ struct io_loop {
     struct iobatch *batch;          /* NULL: one read and one write call per socket */
     uint64_t *batching;             /* 1 while batch is set; may be NULL (so may the next) */
     uint64_t *batches, *batched_ops; /* counts the batch calls and what they carried */
+    int64_t *buffer_bytes;          /* the flat buffers allocated, pooled ones included;
+                                       may be NULL */
     TAILQ_HEAD(, io_conn) readable; /* plain sockets to read in the next batch */
     struct event *read_batch_event; /* reads them; activated by the first */
     int read_batch_armed;

@@ -179,6 +179,11 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
              "System calls that carried a batch of socket reads or sends.", s->io_batches);
     prom_one(b, "tagproxy_io_batched_operations_total", "counter",
              "Socket reads and sends carried by those batches.", s->io_batched_ops);
+    prom_gauge(b, "tagproxy_requests_held", "Requests allocated, in use or pooled.",
+               s->requests_held);
+    prom_gauge(b, "tagproxy_requests_pooled", "Requests kept for reuse.", s->requests_pooled);
+    prom_gauge(b, "tagproxy_io_buffer_bytes", "Bytes of the workers' flat socket buffers, "
+               "pooled ones included.", s->io_buffer_bytes);
 }
 
 static void prom_nodes(const struct metrics *m, struct evbuffer *b)
@@ -416,6 +421,9 @@ void metrics_info_proxy(const struct metrics *m, struct evbuffer *b)
     info_line(b, "io_uring_workers", s->io_uring);
     info_line(b, "io_batches", s->io_batches);
     info_line(b, "io_batched_ops", s->io_batched_ops);
+    info_line(b, "requests_held", (unsigned long long)s->requests_held);
+    info_line(b, "requests_pooled", (unsigned long long)s->requests_pooled);
+    info_line(b, "io_buffer_bytes", (unsigned long long)s->io_buffer_bytes);
 }
 
 static const char *master_state_of(const struct master_state *mm)

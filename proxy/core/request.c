@@ -25,11 +25,13 @@ struct request *request_new(struct worker *w)
     if (r) {
         w->free_requests = r->next_free;
         w->nfree_requests--;
+        gauge_add(&w->stats.requests_pooled, -1);
         keep = r->reply;
     } else {
         r = malloc(sizeof *r);
         if (!r)
             return NULL;
+        gauge_add(&w->stats.requests_held, 1);
     }
     /* clear everything before the inline storage, which needs no clearing */
     memset(r, 0, offsetof(struct request, inline_data));
@@ -246,10 +248,12 @@ void request_free(struct request *r)
         r->next_free = w->free_requests;
         w->free_requests = r;
         w->nfree_requests++;
+        gauge_add(&w->stats.requests_pooled, 1);
     } else {
         if (r->reply)
             evbuffer_free(r->reply);
         free(r);
+        gauge_add(&w->stats.requests_held, -1);
     }
 }
 

@@ -158,6 +158,9 @@ void stats_sum(struct worker_stats *sum, const struct worker_stats *const *each,
         sum->io_uring += stat_get(&s->io_uring);
         sum->io_batches += stat_get(&s->io_batches);
         sum->io_batched_ops += stat_get(&s->io_batched_ops);
+        sum->requests_held += gauge_get(&s->requests_held);
+        sum->requests_pooled += gauge_get(&s->requests_pooled);
+        sum->io_buffer_bytes += gauge_get(&s->io_buffer_bytes);
         sum_bytes(&sum->clients, &s->clients);
         stats_nodes_add(&sum->nodes, &s->nodes);
         if (sum->errors && s->errors)

@@ -116,6 +116,10 @@ struct worker_stats {
     uint64_t io_uring;              /* 1 while the worker batches socket calls (io.h) */
     uint64_t io_batches;            /* system calls that carried a batch */
     uint64_t io_batched_ops;        /* reads and sends they carried */
+    int64_t requests_held;          /* requests allocated (in use or pooled), */
+    int64_t requests_pooled;        /* of them, pooled for reuse (request.c) */
+    int64_t io_buffer_bytes;        /* flat socket buffers allocated, pooled ones
+                                       included (io.h) */
     struct stats_bytes clients;     /* bytes from and to clients */
     struct stats_nodes nodes;
     struct stats_command *cmds;     /* command_index_count() entries */

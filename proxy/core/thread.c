@@ -280,6 +280,7 @@ int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     w->loop.batching = &w->stats.io_uring;
     w->loop.batches = &w->stats.io_batches;
     w->loop.batched_ops = &w->stats.io_batched_ops;
+    w->loop.buffer_bytes = &w->stats.io_buffer_bytes;
     if (stats_init(&w->stats) < 0)
         return -1;
     worker_batch_io(w, p->snap->cfg);

@@ -28,6 +28,7 @@ struct chaos_proxy {
     pid_t pid;
     int port, admin_port;
     char log[400];
+    const char *conf;           /* its config file (SIGHUP reads it again); NULL: none */
 };
 
 #define CHAOS_PROXIES 4

@@ -506,6 +506,8 @@ void proxy_spawn(struct chaos *ch, struct chaos_proxy *p, const char *const *ext
     snprintf(timeout, sizeof timeout, "%d", CHAOS_PROXY_TIMEOUT);
     snprintf(p->log, sizeof p->log, "%s/proxy-%d.log", ch->dir, p->port);
     argv[argc++] = "build/tagproxy";
+    if (p->conf)
+        argv[argc++] = p->conf;
     argv[argc++] = "--listen";
     argv[argc++] = listen;
     argv[argc++] = "--admin-listen";
