@@ -31,10 +31,14 @@
 #    happens. Touches no Redis it did not start.
 # 4. Runs the fault suite's short form, build/tests/chaos/chaos --short
 #    (tests/chaos/chaos.h): its own 3+3 cluster and proxy, every fault once.
+# 5. Runs the soak for two minutes, SOAK_MINUTES=2 build/tests/soak/soak
+#    (tests/soak/soak.c): its own 3+3 cluster and proxy, its table and plot
+#    in build/soak.
 #
 # TESTS="pipeline storm" (make test TESTS=...) runs only those integration
 # tests (build/tests/integration/test_NAME), in every pass that has them, and no unit or e2e
-# test: for working on a few tests at a time; TESTS=chaos the fault suite.
+# test: for working on a few tests at a time; TESTS=chaos the fault suite,
+# TESTS=soak the two-minute soak.
 #
 # Counts test binaries and suites; prints the ten slowest ("slowest:"), the
 # checks skipped (a test that cannot run one here appends "NAME: why" to
@@ -50,7 +54,7 @@ units=()
 for a in "$@"; do
     case $a in
         --unit-only) unit_only=1 ;;
-        -h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set /s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) units+=("$a") ;;
     esac
 done
@@ -113,23 +117,33 @@ clean_env+=(TAGPROXY_SKIP_FILE="$skip_file")
 only=(${TESTS:-})
 # A name that is no test is an error, not an empty run.
 for name in "${only[@]}"; do
-    if [ "$name" != chaos ] && [ ! -f "tests/integration/test_$name.c" ]; then
+    if [ "$name" != chaos ] && [ "$name" != soak ] && [ ! -f "tests/integration/test_$name.c" ]; then
         log "no integration test named '$name' (tests/integration/test_$name.c)"
         record "TESTS=$name" 1 "    no such test"
     fi
 done
 [ "$failed" -gt 0 ] && { summary; exit 1; }
-want_chaos=$(( ${#only[@]} == 0 ))
-if printf '%s\n' "${only[@]}" | grep -qx chaos; then
-    want_chaos=1
-    only=($(printf '%s\n' "${only[@]}" | grep -vx chaos || true))
-    [ ${#only[@]} -eq 0 ] && unit_only=1 units=()
-fi
+want_chaos=$(( ${#only[@]} == 0 )) want_soak=$(( ${#only[@]} == 0 ))
+for own in chaos soak; do
+    if printf '%s\n' "${only[@]}" | grep -qx $own; then
+        eval "want_$own=1"
+        only=($(printf '%s\n' "${only[@]}" | grep -vx $own || true))
+        [ ${#only[@]} -eq 0 ] && unit_only=1 units=()
+    fi
+done
+# The suites with a cluster of their own: the fault suite's short form and
+# the two-minute soak.
 run_chaos() {
-    [ "$want_chaos" = 1 ] || return 0
-    begin "== chaos: build/tests/chaos/chaos --short"
-    env "${clean_env[@]}" build/tests/chaos/chaos --short
-    record "build/tests/chaos/chaos --short" $?
+    if [ "$want_chaos" = 1 ]; then
+        begin "== chaos: build/tests/chaos/chaos --short"
+        env "${clean_env[@]}" build/tests/chaos/chaos --short
+        record "build/tests/chaos/chaos --short" $?
+    fi
+    if [ "$want_soak" = 1 ]; then
+        begin "== soak: SOAK_MINUTES=2 build/tests/soak/soak"
+        env "${clean_env[@]}" SOAK_MINUTES=2 build/tests/soak/soak
+        record "build/tests/soak/soak (2 minutes)" $?
+    fi
 }
 [ ${#only[@]} -gt 0 ] && units=()
 for u in "${units[@]}"; do
@@ -418,7 +432,7 @@ fi
 
 # The fault suite's short form (tests/chaos; make chaos runs it whole), on
 # a cluster of its own once the one above is gone: one repetition of each
-# fault under a smaller verified workload.
+# fault under a smaller verified workload; then the two-minute soak.
 run_chaos
 summary
 [ "$failed" -eq 0 ]

@@ -7,6 +7,7 @@
 
 #include "cluster/learned.h"
 #include "lib/base/assert.h"
+#include "proxy/core/proxy.h"
 #include "proxy/core/worker.h"
 #include "lib/proto/command.h"
 
@@ -234,6 +235,7 @@ void request_family_set(struct request *r, const struct request_family *f, void 
 void request_free(struct request *r)
 {
     struct worker *w = r->worker;
+    request_script_back(r);
     for (int i = 0; i < r->nparts; i++)
         if (r->parts[i])
             request_free(r->parts[i]);
@@ -255,6 +257,46 @@ void request_free(struct request *r)
         free(r);
         gauge_add(&w->stats.requests_held, -1);
     }
+}
+
+static void scripts_out_publish(struct worker *w)
+{
+    const struct request *first = TAILQ_FIRST(&w->scripts_out);
+    __atomic_store_n(&w->oldest_script_ms, first ? first->script_sent_ms : 0, __ATOMIC_RELAXED);
+}
+
+void request_script_sent(struct request *r, uint64_t now_ms)
+{
+    if (r->script_out)
+        return;
+    r->script_out = 1;
+    r->script_sent_ms = now_ms ? now_ms : 1;
+    TAILQ_INSERT_TAIL(&r->worker->scripts_out, r, script_link);
+    if (TAILQ_FIRST(&r->worker->scripts_out) == r)
+        scripts_out_publish(r->worker);
+}
+
+void request_script_back(struct request *r)
+{
+    if (!r->script_out)
+        return;
+    int was_first = TAILQ_FIRST(&r->worker->scripts_out) == r;
+    TAILQ_REMOVE(&r->worker->scripts_out, r, script_link);
+    r->script_out = 0;
+    if (was_first)
+        scripts_out_publish(r->worker);
+}
+
+uint64_t request_oldest_script_ms(const struct worker *w)
+{
+    const struct proxy *p = w->proxy;
+    uint64_t oldest = 0;
+    for (int i = 0; i < p->nworkers; i++) {
+        uint64_t t = __atomic_load_n(&p->workers[i].oldest_script_ms, __ATOMIC_RELAXED);
+        if (t && (!oldest || t < oldest))
+            oldest = t;
+    }
+    return oldest;
 }
 
 struct evbuffer *request_reply_buffer(struct request *r)

@@ -117,6 +117,9 @@ struct request {
     unsigned route_kind : 2;        /* its client's count it is in (acks.h) */
     unsigned readfrom_kind : 2;     /* and for read-from (readfrom.h) */
     unsigned no_replica : 1;        /* a replica sent it back: the master's */
+    unsigned script_out : 1;        /* a script of its is at a node (request_script_sent) */
+    uint64_t script_sent_ms;        /* since when (node_now_ms) */
+    TAILQ_ENTRY(request) script_link;   /* on its worker's scripts_out */
     unsigned char marks;            /* families' bits on it (request_mark_register) */
     const struct request_family *family;    /* whose family_state it holds */
     void *family_state;             /* a command family's state (request_family_set) */
@@ -214,6 +217,17 @@ int request_keys_of(struct request *r, const struct command *cmd, int some[16], 
 /* A parent has sent all its parts (it counts one extra until then, so a part
  * that fails at once cannot finish it early). */
 void request_parts_sent(struct request *parent);
+
+/* r, which runs a script, went to a node at now_ms (node_now_ms), or came
+ * back: its worker lists the scripts at nodes, oldest first, so that PING
+ * can tell whether one runs long enough to keep its master busy (local.c).
+ * Sending it again keeps its first time. */
+void request_script_sent(struct request *r, uint64_t now_ms);
+void request_script_back(struct request *r);
+
+/* When the oldest script any worker of w's proxy has at a node was sent
+ * (node_now_ms), 0 if none: for any thread. */
+uint64_t request_oldest_script_ms(const struct worker *w);
 
 /*
  * State a command family hangs on a request (an EXEC's transaction, a

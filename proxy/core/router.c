@@ -364,6 +364,9 @@ void router_send_on(struct request *r, struct node_conn *conn)
         r->asking = 0;
     }
     readfrom_master_sent(r);
+    const struct command *cmd = r->cmd ? r->cmd : request_top(r)->cmd;
+    if (cmd && command_runs_script(cmd))
+        request_script_sent(r, node_now_ms());
     r->nreq.on_reply = router_on_reply;
     r->nreq.on_fail = router_on_fail;
     r->nreq.on_part = router_on_part;
@@ -569,6 +572,7 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
     struct request *r = request_of(nr);
     struct client *owner = request_owner(r);
     int was_replica, release = acks_answered(r);
+    request_script_back(r);
     release |= readfrom_answered(r, 1, 0, &was_replica);
     take_reply(r, nr, v, s, was_replica);
     if (release)
@@ -606,6 +610,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     struct request *r = request_of(nr);
     struct client *owner = request_owner(r);
     int was_replica, release = acks_answered(r);
+    request_script_back(r);
     release |= readfrom_answered(r, may_have_run, 1, &was_replica);
     take_fail(r, may_have_run, why, was_replica);
     if (release)
@@ -908,6 +913,45 @@ struct request *router_part_add(struct request *parent, int node, int argc,
     parent->parts[parent->nparts++] = part;
     parent->parts_left++;
     return part;
+}
+
+static void alone_reply(struct node_req *nr, const struct reply_view *v,
+                        const struct reply_scanner *s)
+{
+    (void)s;
+    request_deliver(request_of(nr), v);
+}
+
+static void alone_fail(struct node_req *nr, int may_have_run, const char *why)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "ERR %s%s", why,
+             may_have_run ? ": connection to the node was lost" : "");
+    request_fail(request_of(nr), msg);
+}
+
+void router_ask_each_alone(struct request *parent, const struct merge *merge, int argc,
+                           const char *const *argv, const size_t *lens)
+{
+    struct worker *w = parent->worker;
+    int n = w->topo->nnodes;
+    if (router_parts_open(parent, merge, n) < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        struct request *part = router_part_add(parent, i, argc, argv, lens);
+        if (!part)
+            break;
+        struct node_conn *c = worker_connect(w, i, &w->node_opts);
+        part->nreq.on_reply = alone_reply;
+        part->nreq.on_fail = alone_fail;
+        if (!c) {
+            alone_fail(&part->nreq, 0, "cannot connect to the node");
+            continue;
+        }
+        node_send(c, &part->nreq, part->data, part->len);
+        node_conn_retire(c);
+    }
+    request_parts_sent(parent);
 }
 
 void router_part_send(struct request *parent, int node, int argc, const char *const *argv,

@@ -143,5 +143,12 @@ void router_part_send(struct request *parent, int node, int argc, const char *co
 struct request *router_part_add(struct request *parent, int node, int argc,
                                 const char *const *argv, const size_t *lens);
 
+/* Each master asked argv on a connection of its own, closed after its
+ * reply, as parts of parent merged by merge: for what must not wait behind
+ * the shared connections' work (SCRIPT KILL, FUNCTION KILL, a PING that
+ * asks whether a long script keeps a master busy). */
+void router_ask_each_alone(struct request *parent, const struct merge *merge, int argc,
+                           const char *const *argv, const size_t *lens);
+
 
 #endif

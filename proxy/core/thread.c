@@ -256,6 +256,7 @@ int thread_init(struct worker *w, struct proxy *p, int id, struct topology *t)
     w->loop.after_flush = worker_round_ended;
     w->loop.after_flush_arg = w;
     TAILQ_INIT(&w->acks_open);
+    TAILQ_INIT(&w->scripts_out);
     if (pipe2(w->mailbox_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
         return -1;
     w->mailbox_event = event_new(w->base, w->mailbox_pipe[0], EV_PERSIST | EV_READ,

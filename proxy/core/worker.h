@@ -147,6 +147,10 @@ struct worker {
 
     struct request *free_requests;
     int nfree_requests;
+    TAILQ_HEAD(, request) scripts_out;  /* requests whose script is at a node, oldest
+                                           first (request_script_sent) */
+    uint64_t oldest_script_ms;          /* the first's time, 0 if none: written by this
+                                           thread, read by any (atomic) */
     TAILQ_HEAD(, ack_group) acks_open;  /* groups whose WAIT the round sends (acks.h) */
     struct worker_replicas *replicas;   /* its replica connections (replicas.h), NULL
                                            until read-from first needs one */

@@ -15,8 +15,10 @@
 #include "proxy/config/acl.h"
 #include "proxy/config/snapshot.h"
 #include "proxy/core/client.h"
+#include "proxy/core/merge.h"
 #include "proxy/core/request.h"
 #include "proxy/core/route.h"
+#include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/aclcmd.h"
 #include "proxy/families/clientcmd.h"
@@ -141,6 +143,42 @@ static void cmd_hello(struct request *r)
     request_finish(r);
 }
 
+/* A script at a node this long may keep its master busy (BUSY to others,
+ * past its busy-reply-threshold): PING then asks the masters. */
+#define PING_ASKS_AFTER_MS 100
+
+/* PING's own answer: its argument, or PONG. */
+static void ping_answer(const struct request *r, struct evbuffer *out)
+{
+    size_t len;
+    const char *arg = r->argc > 1 ? request_arg(r, 1, &len) : NULL;
+    if (arg)
+        resp_add_bulk(out, arg, len);
+    else
+        resp_add_simple(out, "PONG");
+}
+
+/* The first master's BUSY, as one busy server answers; else PING's own
+ * answer (a master that did not answer is not a busy one). */
+static void merge_ping_run(struct request *p, struct evbuffer *out)
+{
+    for (int i = 0; i < p->nparts; i++) {
+        size_t len;
+        const char *b = merge_part_bytes(p->parts[i], &len);
+        if (len >= 5 && memcmp(b, "-BUSY", 5) == 0) {
+            evbuffer_add_buffer(out, request_reply_buffer(p->parts[i]));
+            return;
+        }
+    }
+    ping_answer(p, out);
+}
+
+static const struct merge merge_ping = { merge_ping_run, 1 };
+
+/* PING is answered here, unless a script has been at a node long enough
+ * to keep its master busy: then each master is asked on a connection of
+ * its own, so that PING answers BUSY as that master would (a client that
+ * sees BUSY may send SCRIPT KILL or FUNCTION KILL). */
 static void cmd_ping(struct request *r)
 {
     if (r->argc > 2) {      /* arity -1 in the table; PING itself takes one at most */
@@ -148,10 +186,14 @@ static void cmd_ping(struct request *r)
         request_fail(r, reply_arity(msg, sizeof msg, "ping"));
         return;
     }
-    if (r->argc > 1)
-        request_reply_arg(r, 1);
-    else
-        resp_add_simple(request_out(r), "PONG");
+    uint64_t oldest = request_oldest_script_ms(r->worker);
+    if (oldest && node_now_ms() >= oldest + PING_ASKS_AFTER_MS && !r->parent) {
+        static const char *const argv[] = { "PING" };
+        static const size_t lens[] = { 4 };
+        router_ask_each_alone(r, &merge_ping, 1, argv, lens);
+        return;
+    }
+    ping_answer(r, request_out(r));
     request_finish(r);
 }
 

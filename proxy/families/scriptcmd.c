@@ -273,52 +273,13 @@ static void plan_script_flush(struct request *r)
 
 /* ---- SCRIPT KILL, FUNCTION KILL: one connection of its own per master ---- */
 
-static void kill_reply(struct node_req *nr, const struct reply_view *v,
-                       const struct reply_scanner *s)
-{
-    (void)s;
-    request_deliver(request_of(nr), v);
-}
-
-static void kill_fail(struct node_req *nr, int may_have_run, const char *why)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg, "ERR %s%s", why,
-             may_have_run ? ": connection to the node was lost" : "");
-    request_fail(request_of(nr), msg);
-}
-
-/* Send part to master i on a new connection that closes after its reply. */
-static void kill_send(struct worker *w, int i, struct request *part)
-{
-    struct node_conn *c = worker_connect(w, i, &w->node_opts);
-    part->nreq.on_reply = kill_reply;
-    part->nreq.on_fail = kill_fail;
-    if (!c) {
-        kill_fail(&part->nreq, 0, "cannot connect to the node");
-        return;
-    }
-    node_send(c, &part->nreq, part->data, part->len);
-    node_conn_retire(c);
-}
-
 static void plan_kill(struct request *r)
 {
-    struct worker *w = r->worker;
-    int n = w->topo->nnodes;
     const char *argv[2];
     size_t lens[2];
     for (int i = 0; i < 2; i++)
         argv[i] = request_arg(r, i, &lens[i]);
-    if (router_parts_open(r, &merge_any_ok, n) < 0)
-        return;
-    for (int i = 0; i < n; i++) {
-        struct request *part = router_part_add(r, i, 2, argv, lens);
-        if (!part)
-            break;
-        kill_send(w, i, part);
-    }
-    request_parts_sent(r);
+    router_ask_each_alone(r, &merge_any_ok, 2, argv, lens);
 }
 
 /* ---- the table ---- */
