@@ -46,6 +46,7 @@ struct proxy {
     struct event *refresh_timer;
     struct event *sigs[3];              /* SIGHUP, SIGTERM, SIGINT */
     struct event *drain_timer;          /* while draining: done yet? */
+    struct event *trim_timer;           /* freed memory back to the system (lifecycle.c) */
     uint64_t drain_deadline_ms;
     int draining;                       /* atomic: see proxy_draining() */
     struct worker *workers;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,9 +260,29 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     }
 }
 
+/* Memory a burst used and freed stays with the allocator (glibc keeps free
+ * pages inside its heaps): given back every TRIM_EVERY_S, so that RSS
+ * follows what the proxy holds instead of its highest burst, as HAProxy
+ * trims its pools. */
+#define TRIM_EVERY_S 10
+
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    malloc_trim(0);
+}
+
 int lifecycle_install(struct proxy *p, char *err, size_t errlen)
 {
     static const int sigs[] = { SIGHUP, SIGTERM, SIGINT };
+    static const struct timeval trim_every = { TRIM_EVERY_S, 0 };
+    p->trim_timer = event_new(p->base, -1, EV_PERSIST, trim_cb, p);
+    if (!p->trim_timer || event_add(p->trim_timer, &trim_every) < 0) {
+        snprintf(err, errlen, "cannot start the memory trim timer");
+        return -1;
+    }
     for (int i = 0; i < 3; i++) {
         p->sigs[i] = evsignal_new(p->base, sigs[i], signal_cb, p);
         if (!p->sigs[i] || event_add(p->sigs[i], NULL) < 0) {
