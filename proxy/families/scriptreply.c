@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster/node.h"
+#include "lib/base/log.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/index.h"
@@ -41,6 +42,15 @@ static const struct request_family confirm_family = { redirect_freed };
 static void script_redirect_deliver(struct request *r, const char *line)
 {
     stat_inc(&r->worker->stats.script_redirects_unconfirmed);
+    /* at most one line a second per worker, and the first word only: the
+     * rest of a script's error is the script's */
+    static __thread uint64_t logged_ms;
+    uint64_t now = node_now_ms();
+    if (now >= logged_ms + 1000) {
+        logged_ms = now;
+        log_notice("scripts", "a script's %.*s reply was not confirmed by the node's state: "
+                   "given to its client as it is", (int)strcspn(line, " "), line);
+    }
     size_t n = strlen(line);
     struct evbuffer *b = evbuffer_new();
     if (!b) {

@@ -7,7 +7,8 @@
  * through the proxy while the fault (faults.c) is done to the cluster
  * (cluster.c), and checks what the workload recorded against what the
  * nodes hold. Everything it started is stopped by PID and its folder
- * removed, whatever happens (chaos_cleanup).
+ * removed, whatever happens (chaos_cleanup); with CHAOS_KEEP=DIR set, its
+ * logs (the proxies', the cluster's start) are copied into DIR first.
  */
 #ifndef TAGPROXY_CHAOS_H
 #define TAGPROXY_CHAOS_H

@@ -154,6 +154,9 @@ void chaos_cleanup(void)
         }
         run("scripts/cluster.sh stop --dir '%s' >/dev/null 2>&1", ch->cluster_dir);
     }
+    const char *keep = getenv("CHAOS_KEEP");
+    if (ch->dir[0] && keep && *keep)
+        run("mkdir -p '%s' && cp -r '%s'/*.log '%s'/ 2>/dev/null", keep, ch->dir, keep);
     if (ch->dir[0])
         run("rm -rf '%s'", ch->dir);
 }
