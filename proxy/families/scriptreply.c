@@ -21,7 +21,7 @@
  * cluster redirects a script only about its keys' slot (it checks them
  * before the script runs), so a keyless script or another slot is the
  * script's own error. Otherwise the answering node's CLUSTER NODES (CLUSTER
- * INFO for CLUSTERDOWN) is read on the same connection, with the request's
+ * INFO for CLUSTERDOWN, but for an unserved slot's) is read on the same connection, with the request's
  * own node_req, so the request stays in flight (and in its client's order)
  * until the node's state says whether the cluster sent the reply. A script
  * that ran as its user's node user (r->as_user), which may not run
@@ -77,6 +77,18 @@ static struct node_conn *confirm_conn(struct request *r, struct node_conn *from)
     return NULL;
 }
 
+/* "CLUSTERDOWN Hash slot not served": the node's map had no owner for the
+ * slot, which its cluster state may not show yet (Redis updates it before
+ * its next event loop turn), so the node's CLUSTER NODES is read instead:
+ * the reply is confirmed when the node does not own the slot, as a script
+ * on that slot runs only on its owner. */
+#define UNSERVED_LINE "CLUSTERDOWN Hash slot not served"
+
+static int is_unserved(const char *line)
+{
+    return strncmp(line, UNSERVED_LINE, sizeof UNSERVED_LINE - 1) == 0;
+}
+
 /* 1: the confirmation is under way (the reply was taken); 0: give it as it is. */
 static int script_confirm_start(struct request *r, struct node_conn *conn,
                                 enum reply_redirect kind, int slot, const char *line)
@@ -96,7 +108,7 @@ static int script_confirm_start(struct request *r, struct node_conn *conn,
     r->nreq.extra_replies = 0;
     r->nreq.wait_ms = 0;
     r->nreq.busy_grace_ms = 0;
-    if (kind == REPLY_CLUSTERDOWN)
+    if (kind == REPLY_CLUSTERDOWN && !is_unserved(line))
         node_send(conn, &r->nreq, info, sizeof info - 1);
     else
         node_send(conn, &r->nreq, nodes, sizeof nodes - 1);
@@ -137,12 +149,16 @@ static int nodes_line_slot(const char *line, const char *end, int slot, int *mov
     return owns;
 }
 
-/* Whether a node's CLUSTER NODES (text of n bytes) confirms the reply. */
-static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, int slot,
-                         const char *addr)
+/* What a node's CLUSTER NODES (text of n bytes) says of slot. */
+struct slot_view {
+    int self_owns, self_moving;     /* the node that answered */
+    int target_owns;                /* the node at addr */
+};
+
+static struct slot_view nodes_view(const char *text, size_t n, int slot, const char *addr)
 {
     const char *end = text + n, *line = text;
-    int self_owns = 0, self_moving = 0, target_owns = 0;
+    struct slot_view sv = { 0, 0, 0 };
     size_t alen = strlen(addr);
     while (line < end) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -154,20 +170,29 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
         const char *fend = flags ? memchr(flags + 1, ' ', (size_t)(eol - flags - 1)) : NULL;
         int self = fend && memmem(flags, (size_t)(fend - flags), "myself", 6) != NULL;
         if (self) {
-            self_owns = owns;
-            self_moving = moving;
+            sv.self_owns = owns;
+            sv.self_moving = moving;
         }
         /* "ip:port@cport": the address the redirect names */
-        if (sp && (size_t)(eol - sp) > alen + 1 && memcmp(sp + 1, addr, alen) == 0 &&
+        if (alen && sp && (size_t)(eol - sp) > alen + 1 && memcmp(sp + 1, addr, alen) == 0 &&
             (sp[1 + alen] == '@' || sp[1 + alen] == ' ' || sp[1 + alen] == ','))
-            target_owns = owns;
+            sv.target_owns = owns;
         line = eol + 1;
     }
+    return sv;
+}
+
+/* Whether a node's CLUSTER NODES confirms the reply. */
+static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, int slot,
+                         const char *addr)
+{
+    struct slot_view sv = nodes_view(text, n, slot, addr);
     /* an ASK whose migration ended before the question: the slot is the
      * target's now, as after a MOVED */
-    int moved = !self_owns && target_owns;
-    return kind == REPLY_MOVED ? moved : self_moving || moved;
+    int moved = !sv.self_owns && sv.target_owns;
+    return kind == REPLY_MOVED ? moved : sv.self_moving || moved;
 }
+
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {
@@ -175,7 +200,9 @@ static void script_confirm_decide(struct request *r, const char *text, size_t n)
     int slot, ok = 0;
     request_family_set(r, &confirm_family, NULL);
     enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
-    if (text && kind == REPLY_CLUSTERDOWN)
+    if (text && kind == REPLY_CLUSTERDOWN && is_unserved(line))
+        ok = !nodes_view(text, n, r->slot, "").self_owns;
+    else if (text && kind == REPLY_CLUSTERDOWN)
         ok = memmem(text, n, "cluster_state:fail", 18) != NULL;
     else if (text && addr[0] != ':')
         ok = nodes_confirm(text, n, kind, slot, addr);

@@ -13,6 +13,12 @@
  * seven times succeed with no error to the client, and each ran exactly
  * once; one bounced past the proxy's whole retry budget fails with the
  * MOVED it last got, and never ran.
+ *
+ * A script also meets the moment a node's map has no owner for the slot
+ * while its cluster state still says ok (Redis updates the state before
+ * its next event loop turn): it answers "-CLUSTERDOWN Hash slot not
+ * served", and its CLUSTER NODES shows the slot unowned. The proxy
+ * confirms it there, retries, and the script runs once.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -30,6 +36,8 @@ static int g_slot;
 static struct fake_node *g_owner;
 static int g_bounces_left;
 static int g_runs;              /* writes that ran */
+static int g_unserved_left;     /* scripts the owner answers "slot not served" */
+static int g_unserved_shown;    /* CLUSTER NODES shows the slot unowned until read */
 
 static struct fake_node *other(struct fake_node *f)
 {
@@ -75,9 +83,12 @@ static int write_nodes(struct fn_conn *c)
 {
     char text[512], bulk[600], slot[16];
     pthread_mutex_lock(&g_mu);
-    int b_owns = g_owner == &W.b;
+    int b_owns = g_owner == &W.b, unowned = g_unserved_shown;
+    g_unserved_shown = 0;
     pthread_mutex_unlock(&g_mu);
     snprintf(slot, sizeof slot, " %d", g_slot);
+    if (unowned)
+        slot[0] = '\0';
     snprintf(text, sizeof text,
              "%040d 127.0.0.1:%d@%d %smaster - 0 0 1 connected 0-%d %d-%d%s\n"
              "%040d 127.0.0.1:%d@%d %smaster - 0 0 2 connected%s\n",
@@ -91,9 +102,17 @@ static int write_nodes(struct fn_conn *c)
 
 /* A command on KEY: runs (a write counted) or bounces. In MULTI, queued
  * or failed (filter_state: 1 in MULTI, 2 in a MULTI that failed). */
-static int keyed(struct fn_conn *c, int write)
+static int keyed(struct fn_conn *c, int write, int script)
 {
-    int to;
+    int to, unserved = 0;
+    pthread_mutex_lock(&g_mu);
+    if (script && g_unserved_left > 0 && g_owner == c->f) {
+        g_unserved_left--;
+        g_unserved_shown = unserved = 1;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (unserved)
+        return fn_writes(c, "-CLUSTERDOWN Hash slot not served\r\n");
     if (!may_run(c->f, &to)) {
         if (c->filter_state)
             c->filter_state = 2;
@@ -118,6 +137,9 @@ static int bounce_filter(struct fn_conn *c, int *rc)
     int on_key = c->argc > at && strcmp(c->argv[at], KEY) == 0;
     if (strcasecmp(cmd, "CLUSTER") == 0 && c->argc == 2 && strcasecmp(c->argv[1], "NODES") == 0) {
         *rc = write_nodes(c);
+    } else if (strcasecmp(cmd, "CLUSTER") == 0 && c->argc == 2 &&
+               strcasecmp(c->argv[1], "INFO") == 0) {
+        *rc = fn_write_bulk(c, "cluster_state:ok");    /* not updated yet */
     } else if (strcasecmp(cmd, "MULTI") == 0) {
         c->filter_state = 1;
         *rc = fn_writes(c, "+OK\r\n");
@@ -137,7 +159,7 @@ static int bounce_filter(struct fn_conn *c, int *rc)
         *rc = fn_writes(c, "+OK\r\n");
     } else if ((strcasecmp(cmd, "SET") == 0 || strcasecmp(cmd, "GET") == 0 || script) &&
                on_key) {
-        *rc = keyed(c, strcasecmp(cmd, "GET") != 0);
+        *rc = keyed(c, strcasecmp(cmd, "GET") != 0, script);
     } else {
         return 0;
     }
@@ -155,6 +177,8 @@ static void world(const char *name, int bounces)
     g_owner = &W.a;
     g_bounces_left = 0;
     g_runs = 0;
+    g_unserved_left = 0;
+    g_unserved_shown = 0;
     publish_slots();
     pthread_mutex_unlock(&g_mu);
     fn_proxy_start(&W.proxy, name, W.a.port, NULL);
@@ -225,6 +249,25 @@ START_TEST(test_transaction_bounced_seven_times)
 }
 END_TEST
 
+/* Two "slot not served" answers the node's map confirms: retried, the
+ * script runs once, the client sees no error. */
+START_TEST(test_script_unserved_slot_retried)
+{
+    world("unserved-script", 0);
+    pthread_mutex_lock(&g_mu);
+    g_unserved_left = 2;
+    pthread_mutex_unlock(&g_mu);
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    H_OK(c, "EVAL %s 1 " KEY " v", "return redis.call('set', KEYS[1], ARGV[1])");
+    pthread_mutex_lock(&g_mu);
+    int left = g_unserved_left;
+    pthread_mutex_unlock(&g_mu);
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(runs(), 1);
+    redisFree(c);
+}
+END_TEST
+
 /* Past every redirect and retry the proxy allows: the client gets the
  * last MOVED, as from a node, and nothing ran. */
 START_TEST(test_bounced_past_the_budget)
@@ -247,6 +290,7 @@ static Suite *bounce_suite(void)
     tcase_add_test(tc, test_script_bounced_seven_times);
     tcase_add_test(tc, test_transaction_bounced_seven_times);
     tcase_add_test(tc, test_bounced_past_the_budget);
+    tcase_add_test(tc, test_script_unserved_slot_retried);
     suite_add_tcase(s, tc);
     return s;
 }
