@@ -221,7 +221,8 @@ void request_parts_sent(struct request *parent);
 /* r, which runs a script, went to a node at now_ms (node_now_ms), or came
  * back: its worker lists the scripts at nodes, oldest first, so that PING
  * can tell whether one runs long enough to keep its master busy (local.c).
- * Sending it again keeps its first time. */
+ * A request sent again (a redirect, a retry) has come back first: its time
+ * starts anew. */
 void request_script_sent(struct request *r, uint64_t now_ms);
 void request_script_back(struct request *r);
 

@@ -533,8 +533,8 @@ static int router_resends(struct request *r, struct node_conn *from, const char 
 {
     char c = errline[0];
     if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
-        int slot;
-        char addr[128];
+        int slot = -1;
+        char addr[128] = "";
         enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                                   sizeof addr);
         return kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr);
@@ -941,9 +941,15 @@ void router_ask_each_alone(struct request *parent, const struct merge *merge, in
         struct request *part = router_part_add(parent, i, argc, argv, lens);
         if (!part)
             break;
-        struct node_conn *c = worker_connect(w, i, &w->node_opts);
         part->nreq.on_reply = alone_reply;
         part->nreq.on_fail = alone_fail;
+        /* a master in its connect backoff, or silent since a shared
+         * connection timed out there, would only make the answer wait */
+        if (w->nodes[i].connect_after_ms > node_now_ms() || w->nodes[i].silent_ms) {
+            alone_fail(&part->nreq, 0, "the node does not answer now");
+            continue;
+        }
+        struct node_conn *c = worker_connect(w, i, &w->node_opts);
         if (!c) {
             alone_fail(&part->nreq, 0, "cannot connect to the node");
             continue;

@@ -143,9 +143,14 @@ static void cmd_hello(struct request *r)
     request_finish(r);
 }
 
-/* A script at a node this long may keep its master busy (BUSY to others,
- * past its busy-reply-threshold): PING then asks the masters. */
+/* A script at a node this long may be one that keeps its master busy
+ * (BUSY to others past the master's busy-reply-threshold, which may be set
+ * as low as a few milliseconds): PING then asks the masters, at most once
+ * per this long on a worker while they answer that none is. */
 #define PING_ASKS_AFTER_MS 100
+
+/* When this worker's PING last found no master busy (node_now_ms). */
+static __thread uint64_t ping_none_busy_ms;
 
 /* PING's own answer: its argument, or PONG. */
 static void ping_answer(const struct request *r, struct evbuffer *out)
@@ -170,6 +175,7 @@ static void merge_ping_run(struct request *p, struct evbuffer *out)
             return;
         }
     }
+    ping_none_busy_ms = node_now_ms();
     ping_answer(p, out);
 }
 
@@ -186,8 +192,9 @@ static void cmd_ping(struct request *r)
         request_fail(r, reply_arity(msg, sizeof msg, "ping"));
         return;
     }
-    uint64_t oldest = request_oldest_script_ms(r->worker);
-    if (oldest && node_now_ms() >= oldest + PING_ASKS_AFTER_MS && !r->parent) {
+    uint64_t oldest = request_oldest_script_ms(r->worker), now = node_now_ms();
+    if (oldest && now >= oldest + PING_ASKS_AFTER_MS &&
+        now >= ping_none_busy_ms + PING_ASKS_AFTER_MS && !r->parent) {
         static const char *const argv[] = { "PING" };
         static const size_t lens[] = { 4 };
         router_ask_each_alone(r, &merge_ping, 1, argv, lens);

@@ -20,9 +20,9 @@
  * after it wrote, so such a reply to a script proves nothing by itself. The
  * cluster redirects a script only about its keys' slot (it checks them
  * before the script runs), so a keyless script or another slot is the
- * script's own error. Otherwise the answering node's CLUSTER NODES (CLUSTER
- * INFO for CLUSTERDOWN, but for an unserved slot's) is read on the same connection, with the request's
- * own node_req, so the request stays in flight (and in its client's order)
+ * script's own error. Otherwise the answering node's CLUSTER NODES
+ * (CLUSTER INFO for CLUSTERDOWN, except "Hash slot not served") is read on
+ * the same connection, with the request's own node_req, so the request stays in flight (and in its client's order)
  * until the node's state says whether the cluster sent the reply. A script
  * that ran as its user's node user (r->as_user), which may not run
  * CLUSTER, has it read on the worker's own connection to that node.
@@ -39,17 +39,22 @@ static void redirect_freed(struct request *r, void *line)
 /* The script's redirect-like error line while the node's state is read. */
 static const struct request_family confirm_family = { redirect_freed };
 
-static void script_redirect_deliver(struct request *r, const char *line)
+/* The script's error line goes to its client as it is: unconfirmed (its
+ * node's state did not show the cluster sent it), or confirmed with no
+ * retry left. */
+static void script_redirect_deliver(struct request *r, const char *line, int confirmed)
 {
-    stat_inc(&r->worker->stats.script_redirects_unconfirmed);
-    /* at most one line a second per worker, and the first word only: the
-     * rest of a script's error is the script's */
     static __thread uint64_t logged_ms;
     uint64_t now = node_now_ms();
-    if (now >= logged_ms + 1000) {
-        logged_ms = now;
-        log_notice("scripts", "a script's %.*s reply was not confirmed by the node's state: "
-                   "given to its client as it is", (int)strcspn(line, " "), line);
+    if (!confirmed) {
+        stat_inc(&r->worker->stats.script_redirects_unconfirmed);
+        /* at most one line a second per worker, and the first word only:
+         * the rest of a script's error is the script's */
+        if (now >= logged_ms + 1000) {
+            logged_ms = now;
+            log_notice("scripts", "a script's %.*s reply was not confirmed by the node's "
+                       "state: given to its client as it is", (int)strcspn(line, " "), line);
+        }
     }
     size_t n = strlen(line);
     struct evbuffer *b = evbuffer_new();
@@ -80,8 +85,8 @@ static struct node_conn *confirm_conn(struct request *r, struct node_conn *from)
 /* "CLUSTERDOWN Hash slot not served": the node's map had no owner for the
  * slot, which its cluster state may not show yet (Redis updates it before
  * its next event loop turn), so the node's CLUSTER NODES is read instead:
- * the reply is confirmed when the node does not own the slot, as a script
- * on that slot runs only on its owner. */
+ * the reply is confirmed when that map still names no owner for the slot
+ * (a script on the slot runs only on its owner). */
 #define UNSERVED_LINE "CLUSTERDOWN Hash slot not served"
 
 static int is_unserved(const char *line)
@@ -153,12 +158,13 @@ static int nodes_line_slot(const char *line, const char *end, int slot, int *mov
 struct slot_view {
     int self_owns, self_moving;     /* the node that answered */
     int target_owns;                /* the node at addr */
+    int any_owns;                   /* any node */
 };
 
 static struct slot_view nodes_view(const char *text, size_t n, int slot, const char *addr)
 {
     const char *end = text + n, *line = text;
-    struct slot_view sv = { 0, 0, 0 };
+    struct slot_view sv = { 0, 0, 0, 0 };
     size_t alen = strlen(addr);
     while (line < end) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -169,6 +175,7 @@ static struct slot_view nodes_view(const char *text, size_t n, int slot, const c
         const char *flags = sp ? memchr(sp + 1, ' ', (size_t)(eol - sp - 1)) : NULL;
         const char *fend = flags ? memchr(flags + 1, ' ', (size_t)(eol - flags - 1)) : NULL;
         int self = fend && memmem(flags, (size_t)(fend - flags), "myself", 6) != NULL;
+        sv.any_owns |= owns;
         if (self) {
             sv.self_owns = owns;
             sv.self_moving = moving;
@@ -196,20 +203,22 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {
-    char *line = request_family_state(r, &confirm_family), addr[128];
-    int slot, ok = 0;
+    char *line = request_family_state(r, &confirm_family), addr[128] = "";
+    int slot = -1, ok = 0;
     request_family_set(r, &confirm_family, NULL);
     enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
+    if (slot < 0)                       /* TRYAGAIN, CLUSTERDOWN: the script's slot */
+        slot = r->slot;
     if (text && kind == REPLY_CLUSTERDOWN && is_unserved(line))
-        ok = !nodes_view(text, n, r->slot, "").self_owns;
+        ok = !nodes_view(text, n, slot, "").any_owns;
     else if (text && kind == REPLY_CLUSTERDOWN)
         ok = memmem(text, n, "cluster_state:fail", 18) != NULL;
     else if (text && addr[0] != ':')
         ok = nodes_confirm(text, n, kind, slot, addr);
     else if (text)
         ok = nodes_confirm(text, n, kind, slot, "") && kind != REPLY_MOVED;
-    if (!(ok && router_redirect(r, kind, slot, addr)))
-        script_redirect_deliver(r, line);
+    if (!ok || !router_redirect(r, kind, slot, addr))
+        script_redirect_deliver(r, line, ok);
     free(line);
 }
 
@@ -260,8 +269,8 @@ static void upkeep_if_written(struct request *r)
  * one whose confirmation started, or NOSCRIPT with the EVALSHA resent. */
 static int error_taken(struct request *r, struct node_conn *from, const char *errline)
 {
-    int slot;
-    char addr[128];
+    int slot = -1;
+    char addr[128] = "";
     enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                               sizeof addr);
     if (kind != REPLY_PLAIN)

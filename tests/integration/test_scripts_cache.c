@@ -357,19 +357,13 @@ START_TEST(test_ping_busy_function_kill)
     redisAppendCommand(a, "FCALL %s 0", lib);
     redisBufferWrite(a, &(int){ 0 });
     h_sleep_ms(200);
-    r = h_cmd(b, "PING");
-    H_EXPECT_ERR(r, "BUSY");
-    freeReplyObject(r);
-    r = h_cmd(b, "FUNCTION KILL");
-    H_EXPECT_STATUS(r, "OK");
-    freeReplyObject(r);
+    H_ERR(b, "BUSY", "PING");
+    H_OK(b, "FUNCTION KILL");
     r = h_get_reply(a);
     H_EXPECT_ERR(r, "ERR Script killed by user with");  /* Redis 7.0 says SCRIPT KILL */
     freeReplyObject(r);
     h_sleep_ms(200);
-    r = h_cmd(b, "PING");
-    H_EXPECT_STATUS(r, "PONG");
-    freeReplyObject(r);
+    H_STATUS(b, "PONG", "PING");
     r = h_cmd(b, "PING hello");
     H_EXPECT_BULK(r, "hello");
     freeReplyObject(r);
