@@ -117,6 +117,15 @@ static void conn_down(struct node_conn *c, void *arg)
                 uc->conns[p][i] = NULL;
 }
 
+/* A script of the user's keeps the connection silent: the node is asked
+ * elsewhere whether it lives, as for the shared connections (a busy one
+ * answers BUSY), so a slow script is waited for, not timed out. */
+static uint64_t conn_silent(struct node_conn *c, void *arg)
+{
+    struct userconn *uc = arg;
+    return worker_ask_node(uc->worker, c->addr);
+}
+
 struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto proto)
 {
     struct worker *w = uc->worker;
@@ -132,6 +141,7 @@ struct node_conn *userconn_conn(struct userconn *uc, int node, enum resp_proto p
     if (c) {
         c->on_down = conn_down;
         c->on_drained = conn_caught_up;
+        c->on_silent = conn_silent;
         c->down_arg = uc;
     }
     *slot = c;

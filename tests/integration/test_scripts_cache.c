@@ -417,6 +417,38 @@ START_TEST(test_slow_script_answers)
 }
 END_TEST
 
+/* A restricted user's script runs on connections of its own (as that
+ * user's node user): a slow one is waited for there too. The node's
+ * busy-reply-threshold is 200 ms and the proxy's node-timeout-ms 1000, so
+ * a 3-second script is silent past the timeout, and alive by its BUSY. */
+START_TEST(test_restricted_users_slow_script_answers)
+{
+    static const char *const args[] = { "--threads", "1", "--node-timeout-ms", "1000",
+                                        "--user", "erin", "erin-secret", "~*", "&*",
+                                        "allcommands", "-@dangerous", NULL };
+    struct h_topo t;
+    struct h_proxy px;
+    char body[256], key[128];
+    redisReply *r;
+
+    h_topo_load(&t);
+    masters_busy_threshold(&t, "200");
+    h_proxy_start(&px, args);
+    redisContext *a = h_connect_extra(&px);
+    H_OK(a, "AUTH erin erin-secret");
+    h_key_on_master(&t, 0, h_prefix(), 11, key, sizeof key);
+    unique_body(body, sizeof body, "slow-user",
+                "local t = redis.call('TIME')[1] + 3 "
+                "while tonumber(redis.call('TIME')[1]) < t do end return 'done'");
+    r = h_cmd(a, "EVAL %s 1 %s", body, key);
+    H_EXPECT_BULK(r, "done");
+    freeReplyObject(r);
+    masters_busy_threshold(&t, "5000");
+    redisFree(a);
+    h_proxy_stop(&px);
+}
+END_TEST
+
 /* slow-command-timeout-ms bounds the wait behind a script whose node
  * answers BUSY (busy-reply-threshold lowered: at once): its client gets the
  * error that says so, as "may have run"; SCRIPT KILL through the proxy
@@ -677,6 +709,7 @@ static Suite *scripts_cache_suite(void)
     tcase_add_test(tc, test_script_kill);
     tcase_add_test(tc, test_slow_script_answers);
     tcase_add_test(tc, test_ping_busy_function_kill);
+    tcase_add_test(tc, test_restricted_users_slow_script_answers);
     tcase_add_test(tc, test_slow_command_timeout_bounds_a_busy_script);
     tcase_add_test(tc, test_script_map);
     tcase_add_test(tc, test_script_map_unreadable);
