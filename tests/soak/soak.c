@@ -457,7 +457,7 @@ static int take_sample(redisContext **info, struct sample *s)
     s->v[M_FDS] = proc_fds(pid);
     if (!(*info = proxy_conn(*info)))
         return -1;
-    redisReply *r = redisCommand(*info, "INFO everything");
+    redisReply *r = redisCommand(*info, "INFO memory proxy nodes");
     if (!r || r->type != REDIS_REPLY_STRING) {
         freeReplyObject(r);
         return -1;
