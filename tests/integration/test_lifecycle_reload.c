@@ -202,6 +202,10 @@ START_TEST(worker_nice_per_thread)
     ck_assert_msg(errno == 0, "getpriority: %s", strerror(errno));
     int want = base + 3 > 19 ? 19 : base + 3;
     lc_start(&proxy, "threads 2\nworker-nice 3\n", conf, sizeof(conf), NULL);
+    /* the first worker answers PING while the second may still be starting */
+    for (long long deadline = h_now_ms() + 10000;
+         thread_niceness(proxy.pid, &main_nice, workers, 8) < 2 && h_now_ms() < deadline;)
+        h_sleep_ms(20);
     ck_assert_int_eq(thread_niceness(proxy.pid, &main_nice, workers, 8), 2);
     ck_assert_int_eq(main_nice, base);
     ck_assert_int_eq(workers[0], want);
