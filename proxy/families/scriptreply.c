@@ -22,8 +22,9 @@
  * before the script runs), so a keyless script or another slot is the
  * script's own error. Otherwise the answering node's CLUSTER NODES
  * (CLUSTER INFO for CLUSTERDOWN, except "Hash slot not served") is read on
- * the same connection, with the request's own node_req, so the request stays in flight (and in its client's order)
- * until the node's state says whether the cluster sent the reply. A script
+ * the same connection, with the request's own node_req, so the request
+ * stays in flight (and in its client's order) until the node's state says
+ * whether the cluster sent the reply. A script
  * that ran as its user's node user (r->as_user), which may not run
  * CLUSTER, has it read on the worker's own connection to that node.
  */
@@ -45,11 +46,11 @@ static const struct request_family confirm_family = { redirect_freed };
 static void script_redirect_deliver(struct request *r, const char *line, int confirmed)
 {
     static __thread uint64_t logged_ms;
-    uint64_t now = node_now_ms();
     if (!confirmed) {
         stat_inc(&r->worker->stats.script_redirects_unconfirmed);
         /* at most one line a second per worker, and the first word only:
          * the rest of a script's error is the script's */
+        uint64_t now = node_now_ms();
         if (now >= logged_ms + 1000) {
             logged_ms = now;
             log_notice("scripts", "a script's %.*s reply was not confirmed by the node's "
@@ -199,7 +200,6 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
     int moved = !sv.self_owns && sv.target_owns;
     return kind == REPLY_MOVED ? moved : sv.self_moving || moved;
 }
-
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {

@@ -377,6 +377,15 @@ START_TEST(test_ping_busy_function_kill)
 }
 END_TEST
 
+/* A script body (unique_body's) that runs `seconds` and answers "done". */
+static void timed_body(char *buf, size_t size, const char *tag, int seconds)
+{
+    char lua[160];
+    H_FMT(lua, sizeof lua, "local t = redis.call('TIME')[1] + %d "
+          "while tonumber(redis.call('TIME')[1]) < t do end return 'done'", seconds);
+    unique_body(buf, size, tag, lua);
+}
+
 /* A script that runs 8 s, past busy-reply-threshold (Redis's 5000 ms, as
  * long as the proxy's node-timeout-ms), answers its client as one server
  * does: its node answers nobody until the threshold, then BUSY to the
@@ -398,9 +407,7 @@ START_TEST(test_slow_script_answers)
     h_key_on_master(&t, 0, h_prefix(), 9, key, sizeof key);
     H_OK(b, "SET %s before", key);
     long long lost = h_info_field(b, "lost_replies");
-    unique_body(body, sizeof body, "slow",
-                "local t = redis.call('TIME')[1] + 8 "
-                "while tonumber(redis.call('TIME')[1]) < t do end return 'done'");
+    timed_body(body, sizeof body, "slow", 8);
     redisAppendCommand(a, "EVAL %s 1 %s", body, key);
     redisBufferWrite(a, &(int){ 0 });
     h_sleep_ms(300);
@@ -437,9 +444,7 @@ START_TEST(test_restricted_users_slow_script_answers)
     redisContext *a = h_connect_extra(&px);
     H_OK(a, "AUTH erin erin-secret");
     h_key_on_master(&t, 0, h_prefix(), 11, key, sizeof key);
-    unique_body(body, sizeof body, "slow-user",
-                "local t = redis.call('TIME')[1] + 3 "
-                "while tonumber(redis.call('TIME')[1]) < t do end return 'done'");
+    timed_body(body, sizeof body, "slow-user", 3);
     r = h_cmd(a, "EVAL %s 1 %s", body, key);
     H_EXPECT_BULK(r, "done");
     freeReplyObject(r);
