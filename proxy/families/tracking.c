@@ -326,8 +326,8 @@ static void pending_run(struct tracking_worker *tw)
             track_table_prefetch(tw->table, tw->pending[i].hash, &tw->pending[i].t->reads, stage);
     for (size_t i = 0; i < tw->npending; i++) {
         const struct pending_read *p = &tw->pending[i];
-        if (track_table_add(tw->table, tw->pending_keys + p->at, p->len, &p->t->reads, p->conn,
-                            p->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
+        if (track_table_add(tw->table, tw->pending_keys + p->at, p->len, p->hash, &p->t->reads,
+                            p->conn, p->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
             tell(w, p->t, NULL, 0, 0);
     }
     tw->npending = 0;

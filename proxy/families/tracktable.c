@@ -20,10 +20,12 @@
 #include <sys/queue.h>
 
 #include "cluster/node.h"
+#include "lib/base/blockpool.h"
 #include "lib/base/hash.h"
 
 #define SLOTS_FIRST 64
 #define ENTRIES_FIRST 2
+#define ENTRIES_GROWTH 4            /* a growth's factor: fewer growths, each a copy */
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 
 /* A reader's reads of a key since it was last told: the first may have
@@ -55,7 +57,8 @@ struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
     size_t nkeys, nentries;
-    size_t bytes;                   /* held: the hashes, keys (listed or not), readers' arrays */
+    size_t bytes;                   /* held: the hash, keys (listed or not), readers' arrays */
+    struct blockpool entries;       /* the keys' entries */
     uint64_t compactions;
     TAILQ_HEAD(, tracked) by_age;
 };
@@ -82,6 +85,7 @@ struct track_table *track_table_new(void)
     if (tt) {
         tt->nslots = SLOTS_FIRST;
         tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
+        blockpool_init(&tt->entries);
         TAILQ_INIT(&tt->by_age);
     }
     return tt;
@@ -170,17 +174,17 @@ static int entries_room(struct track_table *tt, struct tracked *k)
 {
     if ((k->n + 1) * 4 <= k->cap * 3)
         return 0;
-    uint32_t cap = k->cap ? k->cap * 2 : ENTRIES_FIRST, was = k->cap;
-    struct track_entry *old = k->entries, *b = calloc(cap, sizeof *b);
-    if (!b)
+    uint64_t cap = k->cap ? (uint64_t)k->cap * ENTRIES_GROWTH : ENTRIES_FIRST;
+    uint32_t was = k->cap;
+    struct track_entry *old = k->entries, *b;
+    if (cap > UINT32_MAX || !(b = blockpool_get(&tt->entries, cap * sizeof *b)))
         return -1;
     k->entries = b;
-    k->cap = cap;
+    k->cap = (uint32_t)cap;
     for (uint32_t i = 0; i < was; i++)
         if (old[i].who)
             *entry_at(k, old[i].who) = old[i];
-    free(old);
-    tt->bytes += (size_t)(cap - was) * sizeof *b;
+    blockpool_put(&tt->entries, old, was * sizeof *old);
     return 0;
 }
 
@@ -254,8 +258,7 @@ static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify
         e->who->bytes -= charge(k);
         tt->nentries--;
     }
-    free(k->entries);
-    tt->bytes -= (size_t)k->cap * sizeof *k->entries;
+    blockpool_put(&tt->entries, k->entries, k->cap * sizeof *k->entries);
     k->entries = NULL;
     k->n = k->cap = 0;
     k->listed = 0;
@@ -263,6 +266,8 @@ static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify
         tt->bytes -= sizeof *k + k->len;
         free(k);
     }
+    if (tt->nkeys == 0)
+        blockpool_clear(&tt->entries);  /* (no key holds entries) */
 }
 
 /* Listed k's place in the hash. */
@@ -322,11 +327,10 @@ static int reader_name(struct track_table *tt, struct track_reader *who, struct 
 
 /* ---- reads, pushes, closes ---- */
 
-int track_table_add(struct track_table *tt, const char *key, size_t len,
+int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     int max_keys, track_notify_fn *evicted, void *arg)
 {
-    uint32_t hash = hash_fnv32(key, len);
     size_t at = slot_find(tt, key, len, hash);
     struct tracked *k = tt->slots[at].k;
     if (!k && len > UINT32_MAX)
@@ -377,10 +381,12 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
     const struct tracked *k = tt->slots[i].k;
     if (!k)
         return;
-    if (stage == 1)
+    if (stage == 1) {
         __builtin_prefetch(k);
-    else if (k->cap > 0)
+        __builtin_prefetch(k->key);     /* (often on the next line) */
+    } else if (k->cap > 0) {
         __builtin_prefetch(&k->entries[who_hash(reader) & (k->cap - 1)]);
+    }
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
@@ -488,5 +494,5 @@ size_t track_table_readers(const struct track_table *tt)
 
 size_t track_table_bytes(const struct track_table *tt)
 {
-    return tt->bytes;
+    return tt->bytes + tt->entries.held;
 }

@@ -59,11 +59,11 @@ typedef void track_notify_fn(struct track_reader *reader, const char *key, size_
 struct track_table *track_table_new(void);
 void track_table_free(struct track_table *tt);
 
-/* reader read key on conn, its read the pos-th request there. Past
- * max_keys (0: no bound) the oldest keys go first, each reader of theirs
- * handed to evicted. 0, or -1 out of memory (the read is then not
- * tracked: the caller must invalidate it itself). */
-int track_table_add(struct track_table *tt, const char *key, size_t len,
+/* reader read key (whose hash_fnv32 is hash) on conn, its read the
+ * pos-th request there. Past max_keys (0: no bound) the oldest keys go
+ * first, each reader of theirs handed to evicted. 0, or -1 out of memory
+ * (the read is then not tracked: the caller must invalidate it itself). */
+int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     int max_keys, track_notify_fn *evicted, void *arg);
 

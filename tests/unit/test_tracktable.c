@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cluster/node.h"
+#include "lib/base/hash.h"
 #include "proxy/families/tracktable.h"
 
 #define MAX_TOLD 4096
@@ -46,10 +47,19 @@ static int was_told(struct track_reader *reader, const char *key, int ordered)
     return 0;
 }
 
+/* r read key on c, its read the pos-th there; past max keys (0: no bound)
+ * the oldest go. */
+static int add_max(struct track_table *tt, const char *key, struct track_reader *r,
+                   const struct node_conn *c, uint64_t pos, int max)
+{
+    size_t len = strlen(key);
+    return track_table_add(tt, key, len, hash_fnv32(key, len), r, c, pos, max, record, NULL);
+}
+
 static int add(struct track_table *tt, const char *key, struct track_reader *r,
                const struct node_conn *c, uint64_t pos)
 {
-    return track_table_add(tt, key, strlen(key), r, c, pos, 0, record, NULL);
+    return add_max(tt, key, r, c, pos, 0);
 }
 
 static void push(struct track_table *tt, const char *key, const struct node_conn *c,
@@ -248,19 +258,19 @@ START_TEST(test_eviction_takes_the_oldest_key)
     struct node_conn c = { 0 };
     track_reader_init(&a);
     track_reader_init(&b);
-    ck_assert_int_eq(track_table_add(tt, "k1", 2, &a, &c, 1, 3, record, NULL), 0);
-    ck_assert_int_eq(track_table_add(tt, "k1", 2, &b, &c, 1, 3, record, NULL), 0);
-    ck_assert_int_eq(track_table_add(tt, "k2", 2, &a, &c, 1, 3, record, NULL), 0);
-    ck_assert_int_eq(track_table_add(tt, "k3", 2, &a, &c, 1, 3, record, NULL), 0);
-    ck_assert_int_eq(track_table_add(tt, "k1", 2, &a, &c, 2, 3, record, NULL), 0);
+    ck_assert_int_eq(add_max(tt, "k1", &a, &c, 1, 3), 0);
+    ck_assert_int_eq(add_max(tt, "k1", &b, &c, 1, 3), 0);
+    ck_assert_int_eq(add_max(tt, "k2", &a, &c, 1, 3), 0);
+    ck_assert_int_eq(add_max(tt, "k3", &a, &c, 1, 3), 0);
+    ck_assert_int_eq(add_max(tt, "k1", &a, &c, 2, 3), 0);
     ck_assert_int_eq(ntold, 0);
-    ck_assert_int_eq(track_table_add(tt, "k4", 2, &a, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(add_max(tt, "k4", &a, &c, 1, 3), 0);
     ck_assert_int_eq(ntold, 2);
     ck_assert(was_told(&a, "k1", 0));
     ck_assert(was_told(&b, "k1", 0));
     ck_assert_uint_eq(track_table_keys(tt), 3);
     ck_assert_uint_eq(b.bytes, 0);
-    ck_assert_int_eq(track_table_add(tt, "k5", 2, &b, &c, 1, 3, record, NULL), 0);
+    ck_assert_int_eq(add_max(tt, "k5", &b, &c, 1, 3), 0);
     ck_assert_int_eq(ntold, 3);
     ck_assert(was_told(&a, "k2", 0));
     reader_release(tt, &b);
@@ -443,8 +453,7 @@ START_TEST(test_against_the_model)
         snprintf(key, sizeof key, "k%d", k);
         if (op < 55) {
             uint64_t pos = ++sent[c];
-            if (track_table_add(tt, key, strlen(key), &readers[r], &conns[c], pos, max, record,
-                                NULL) < 0)
+            if (add_max(tt, key, &readers[r], &conns[c], pos, max) < 0)
                 ck_abort_msg("out of memory");
             model_add(k, r, c, pos, max);
         } else if (op < 75) {
