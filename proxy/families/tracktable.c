@@ -25,7 +25,7 @@
 
 #define SLOTS_FIRST 64
 #define ENTRIES_FIRST 2
-#define ENTRIES_GROWTH 4            /* a growth's factor: fewer growths, each a copy */
+#define ENTRIES_GROWTH 2
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 
 /* A reader's reads of a key since it was last told: the first may have
@@ -58,7 +58,7 @@ struct track_table {
     size_t nslots;                  /* a power of two */
     size_t nkeys, nentries;
     size_t bytes;                   /* held: the hash, keys (listed or not), readers' arrays */
-    struct blockpool entries;       /* the keys' entries */
+    struct blockpool entries;       /* entries' arrays a growth or a removal let go of */
     uint64_t compactions;
     TAILQ_HEAD(, tracked) by_age;
 };
@@ -185,6 +185,7 @@ static int entries_room(struct track_table *tt, struct tracked *k)
         if (old[i].who)
             *entry_at(k, old[i].who) = old[i];
     blockpool_put(&tt->entries, old, was * sizeof *old);
+    tt->bytes += (size_t)(cap - was) * sizeof *b;
     return 0;
 }
 
@@ -259,6 +260,7 @@ static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify
         tt->nentries--;
     }
     blockpool_put(&tt->entries, k->entries, k->cap * sizeof *k->entries);
+    tt->bytes -= (size_t)k->cap * sizeof *k->entries;
     k->entries = NULL;
     k->n = k->cap = 0;
     k->listed = 0;
@@ -267,7 +269,7 @@ static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify
         free(k);
     }
     if (tt->nkeys == 0)
-        blockpool_clear(&tt->entries);  /* (no key holds entries) */
+        blockpool_clear(&tt->entries);  /* an empty table keeps none */
 }
 
 /* Listed k's place in the hash. */

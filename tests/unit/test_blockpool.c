@@ -1,15 +1,12 @@
 /*
  * Block pool (lib/base/blockpool.h): zeroed power-of-two blocks, a block
- * given back the next one of its size out, sizes past the classes from
- * malloc, and every byte it holds counted until it is cleared.
+ * given back the next one of its size out, and what it keeps bounded and
+ * counted.
  */
 #include <check.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "lib/base/blockpool.h"
-
-#define CHUNK (64 * 1024)
 
 static int all_zero(const unsigned char *p, size_t n)
 {
@@ -19,19 +16,18 @@ static int all_zero(const unsigned char *p, size_t n)
     return 1;
 }
 
-START_TEST(test_blocks_are_zeroed_and_apart)
+START_TEST(test_blocks_are_zeroed)
 {
     struct blockpool p;
     blockpool_init(&p);
-    ck_assert_uint_eq(p.held, 0);
     unsigned char *a = blockpool_get(&p, 64), *b = blockpool_get(&p, 256);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert(all_zero(a, 64) && all_zero(b, 256));
-    ck_assert(b >= a + 64 || a >= b + 256);     /* no overlap */
-    ck_assert_uint_eq((uintptr_t)a % 16, 0);
-    ck_assert_uint_eq((uintptr_t)b % 16, 0);
-    ck_assert_uint_eq(p.held, CHUNK);
+    ck_assert_uint_eq(p.held, 0);               /* out: not the pool's */
+    blockpool_put(&p, a, 64);
+    blockpool_put(&p, b, 256);
+    ck_assert_uint_eq(p.held, 320);
     blockpool_clear(&p);
     ck_assert_uint_eq(p.held, 0);
 }
@@ -54,44 +50,41 @@ START_TEST(test_a_block_put_back_is_taken_first)
     ck_assert(all_zero(b, 128));
     ck_assert_ptr_eq(blockpool_get(&p, 128), a);
     ck_assert(all_zero(a, 128));
-    ck_assert_uint_eq(p.held, CHUNK);
+    ck_assert_uint_eq(p.held, 0);
+    blockpool_put(&p, a, 128);
+    blockpool_put(&p, b, 128);
+    blockpool_put(&p, c, 512);
+    blockpool_put(&p, NULL, 64);                /* nothing */
+    ck_assert_uint_eq(p.held, 768);
     blockpool_clear(&p);
 }
 END_TEST
 
-/* Past the largest class, malloc: counted while out. */
-START_TEST(test_large_blocks_are_counted_while_out)
+/* A size's list keeps at most BLOCKPOOL_KEEP bytes, and sizes past the
+ * largest none: the rest go back to malloc. */
+START_TEST(test_what_is_kept_is_bounded)
 {
     struct blockpool p;
     blockpool_init(&p);
-    unsigned char *big = blockpool_get(&p, 8192);
+    enum { N = BLOCKPOOL_KEEP / 4096 + 8 };
+    void *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = blockpool_get(&p, 4096);
+        ck_assert_ptr_nonnull(blocks[i]);
+        memset(blocks[i], i + 1, 4096);
+    }
+    for (int i = 0; i < N; i++)
+        blockpool_put(&p, blocks[i], 4096);
+    ck_assert_uint_eq(p.held, BLOCKPOOL_KEEP);
+    void *big = blockpool_get(&p, 8192);
     ck_assert_ptr_nonnull(big);
     ck_assert(all_zero(big, 8192));
-    ck_assert_uint_eq(p.held, 8192);
     blockpool_put(&p, big, 8192);
-    ck_assert_uint_eq(p.held, 0);
-    blockpool_put(&p, NULL, 64);                /* nothing */
-    ck_assert_uint_eq(p.held, 0);
-    blockpool_clear(&p);
-}
-END_TEST
-
-/* A chunk's room runs out: the next block comes from a new chunk, and a
- * clear gives every chunk back. */
-START_TEST(test_new_chunks_when_full)
-{
-    struct blockpool p;
-    blockpool_init(&p);
-    for (int i = 0; i < 40; i++) {
-        unsigned char *b = blockpool_get(&p, 4096);
-        ck_assert_ptr_nonnull(b);
-        memset(b, i + 1, 4096);
-    }
-    ck_assert_uint_ge(p.held, 3 * CHUNK);
-    ck_assert_uint_le(p.held, 4 * CHUNK);
+    ck_assert_uint_eq(p.held, BLOCKPOOL_KEEP);
     blockpool_clear(&p);
     ck_assert_uint_eq(p.held, 0);
-    ck_assert(all_zero(blockpool_get(&p, 4096), 4096));   /* usable again */
+    ck_assert(all_zero(blocks[0] = blockpool_get(&p, 4096), 4096));     /* usable again */
+    blockpool_put(&p, blocks[0], 4096);
     blockpool_clear(&p);
 }
 END_TEST
@@ -100,10 +93,9 @@ static Suite *blockpool_suite(void)
 {
     Suite *s = suite_create("blockpool");
     TCase *tc = tcase_create("blockpool");
-    tcase_add_test(tc, test_blocks_are_zeroed_and_apart);
+    tcase_add_test(tc, test_blocks_are_zeroed);
     tcase_add_test(tc, test_a_block_put_back_is_taken_first);
-    tcase_add_test(tc, test_large_blocks_are_counted_while_out);
-    tcase_add_test(tc, test_new_chunks_when_full);
+    tcase_add_test(tc, test_what_is_kept_is_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
