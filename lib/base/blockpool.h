@@ -19,7 +19,7 @@
 
 #define BLOCKPOOL_MIN 64                /* the smallest block, in bytes */
 #define BLOCKPOOL_CLASSES 7             /* 64 .. 4096 bytes */
-#define BLOCKPOOL_KEEP (256 * 1024)     /* the bytes a size's list keeps at most */
+#define BLOCKPOOL_KEEP (1024 * 1024)    /* the bytes a size's list keeps at most */
 
 struct blockpool {
     void *free[BLOCKPOOL_CLASSES];      /* each a list through the blocks' first word */
