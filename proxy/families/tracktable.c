@@ -3,15 +3,19 @@
  *
  * Keys are in an open-addressed hash (linear probing, at most half full),
  * and on a list in the order they were first read: the oldest goes first
- * when the table is full. A key holds its readers' entries in a small
- * open-addressed hash of its own, by reader (at most three quarters full),
- * so that a read touches three places: the key's in the hash, the key, and
- * the reader's among its entries; no allocation unless a hash grows.
+ * when the table is full. A key lists its readers by number (the table's
+ * by_id names each number's reader): its first INLINE_IDS in its own first
+ * cache line, the rest in a small open-addressed hash of numbers (at most
+ * three quarters full) from the table's block pool. A read touches the
+ * key's place in the hash and the key's two lines, and a key with a few
+ * readers never grows.
  *
- * A reader names each key it was listed under in its own array, for its
+ * A reader names each key it is listed under in its own array, for its
  * close. A key that leaves the table stays allocated while a reader's array
  * names it (refs); an array is compacted, and the keys no longer listed let
- * go of, once it names twice as many keys as its reader has entries.
+ * go of, once it names twice as many keys as its reader has entries. A
+ * reader keeps its number until its close is done: no other reader is
+ * found under a key its array names.
  */
 #include "proxy/families/tracktable.h"
 
@@ -24,24 +28,21 @@
 #include "lib/base/hash.h"
 
 #define SLOTS_FIRST 64
-#define ENTRIES_FIRST 2
-#define ENTRIES_GROWTH 2
+#define INLINE_IDS 6                /* the readers a key lists in its first line */
+#define MORE_FIRST 16               /* the first hash of readers past them: 64 bytes */
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
-
-/* A reader's reads of a key since it was last told: the first may have
- * been answered (its value cached), the last may still be on its way. */
-struct track_entry {
-    struct track_reader *who;       /* NULL: a free place */
-    const struct node_conn *conn;   /* NULL while a push drops it */
-    uint64_t first, last;
-};
+#define KEY_ALIGN 64                /* a key starts on a cache line */
 
 struct tracked {
-    struct track_entry *entries;    /* by reader: cap places (a power of two), n used */
-    uint32_t n, cap;
+    /* its first line: what a read looks at */
+    uint32_t hash, len;
+    uint32_t n, cap;                /* readers; cap 0: all in ids[], else in more[] */
+    const struct node_conn *conn;   /* the connection its reads went on */
+    uint64_t last;                  /* the last of them: its place there */
+    uint32_t *more;                 /* cap numbers (a power of two), 0 a free place */
+    uint32_t ids[INLINE_IDS];
+    /* its second line */
     uint32_t refs;                  /* readers' arrays that name it */
-    uint32_t hash;
-    uint32_t len;
     uint32_t listed;                /* in the table (else kept for refs only) */
     uint64_t mark;                  /* the last compaction that kept it */
     TAILQ_ENTRY(tracked) age;       /* oldest first, while listed */
@@ -57,8 +58,12 @@ struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
     size_t nkeys, nentries;
-    size_t bytes;                   /* held: the hash, keys (listed or not), readers' arrays */
-    struct blockpool entries;       /* entries' arrays a growth or a removal let go of */
+    size_t bytes;                   /* held: the hash, keys (listed or not), readers'
+                                       arrays, keys' hashes of readers, by_id */
+    struct track_reader **by_id;    /* each number's reader (0 unused) */
+    uint32_t *free_ids;             /* numbers to hand out again */
+    uint32_t nids, nfree, capids;   /* by_id and free_ids have capids places */
+    struct blockpool more;          /* hashes of readers a growth let go of */
     uint64_t compactions;
     TAILQ_HEAD(, tracked) by_age;
 };
@@ -68,11 +73,16 @@ void track_reader_init(struct track_reader *r)
     memset(r, 0, sizeof *r);
 }
 
-/* What a reader of k is charged: its entry, its name of k and, as if it
+static size_t key_size(size_t len)
+{
+    return (sizeof(struct tracked) + len + KEY_ALIGN - 1) & ~(size_t)(KEY_ALIGN - 1);
+}
+
+/* What a reader of k is charged: its number, its name of k and, as if it
  * were its own, the key. */
 static size_t charge(const struct tracked *k)
 {
-    return sizeof(struct track_entry) + sizeof k + sizeof *k + k->len;
+    return sizeof(uint32_t) + sizeof k + key_size(k->len);
 }
 
 struct track_table *track_table_new(void)
@@ -85,10 +95,59 @@ struct track_table *track_table_new(void)
     if (tt) {
         tt->nslots = SLOTS_FIRST;
         tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
-        blockpool_init(&tt->entries);
+        tt->nids = 1;                       /* number 0 is no reader */
+        blockpool_init(&tt->more);
         TAILQ_INIT(&tt->by_age);
     }
     return tt;
+}
+
+/* ---- readers' numbers ---- */
+
+/* reader's number, given it when it has none: 0 out of memory. */
+static uint32_t reader_id(struct track_table *tt, struct track_reader *reader)
+{
+    if (reader->id)
+        return reader->id;
+    if (tt->nfree > 0) {
+        reader->id = tt->free_ids[--tt->nfree];
+    } else {
+        if (tt->nids >= tt->capids) {
+            uint32_t cap = tt->capids ? tt->capids * 2 : 64;
+            struct track_reader **ids = realloc(tt->by_id, cap * sizeof *ids);
+            if (ids)
+                tt->by_id = ids;
+            uint32_t *fr = ids ? realloc(tt->free_ids, cap * sizeof *fr) : NULL;
+            if (!fr)
+                return 0;
+            tt->free_ids = fr;
+            tt->bytes += (cap - tt->capids) * (sizeof *ids + sizeof *fr);
+            tt->capids = cap;
+        }
+        reader->id = tt->nids++;
+    }
+    tt->by_id[reader->id] = reader;
+    return reader->id;
+}
+
+/* reader, in no key's readers and naming no key in its array, gives its
+ * number back; the last one back lets go of the numbers' arrays. */
+static void reader_id_release(struct track_table *tt, struct track_reader *reader)
+{
+    if (!reader->id)
+        return;
+    tt->by_id[reader->id] = NULL;
+    tt->free_ids[tt->nfree++] = reader->id;
+    reader->id = 0;
+    if (tt->nfree + 1 < tt->nids)
+        return;
+    tt->bytes -= tt->capids * (sizeof *tt->by_id + sizeof *tt->free_ids);
+    free(tt->by_id);
+    free(tt->free_ids);
+    tt->by_id = NULL;
+    tt->free_ids = NULL;
+    tt->nids = 1;
+    tt->nfree = tt->capids = 0;
 }
 
 /* ---- the hash of keys ---- */
@@ -144,72 +203,135 @@ static void slot_free(struct track_table *tt, size_t i)
     tt->slots[i].k = NULL;
 }
 
-/* ---- a key's entries ---- */
+/* ---- a key's readers ---- */
 
-static uint32_t who_hash(const struct track_reader *who)
+static uint32_t id_hash(uint32_t id)
 {
-    return (uint32_t)(((uint64_t)(uintptr_t)who * 0x9E3779B97F4A7C15ull) >> 32);
+    return id * 2654435761u;
 }
 
-/* who's place among k's entries (k->cap > 0): its entry, or the free place
- * it would take. */
-static struct track_entry *entry_at(const struct tracked *k, const struct track_reader *who)
+/* id's place in k's hash of readers (k->cap > 0): its own, or the free
+ * place it would take. */
+static uint32_t *more_at(const struct tracked *k, uint32_t id)
 {
-    uint32_t mask = k->cap - 1, i = who_hash(who) & mask;
-    while (k->entries[i].who && k->entries[i].who != who)
+    uint32_t mask = k->cap - 1, i = id_hash(id) & mask;
+    while (k->more[i] && k->more[i] != id)
         i = (i + 1) & mask;
-    return &k->entries[i];
+    return &k->more[i];
 }
 
-static struct track_entry *entry_find(const struct tracked *k, const struct track_reader *who)
+/* Where k lists id, or NULL. */
+static uint32_t *id_find(struct tracked *k, uint32_t id)
 {
-    if (k->cap == 0)
+    if (id == 0)
         return NULL;
-    struct track_entry *e = entry_at(k, who);
-    return e->who ? e : NULL;
+    if (k->cap > 0) {
+        uint32_t *at = more_at(k, id);
+        return *at ? at : NULL;
+    }
+    for (uint32_t i = 0; i < k->n; i++)
+        if (k->ids[i] == id)
+            return &k->ids[i];
+    return NULL;
 }
 
-/* Room for one more of k's entries: 0, or -1 out of memory. */
-static int entries_room(struct track_table *tt, struct tracked *k)
+/* k's places for readers, *n of them (0: a free place). */
+static const uint32_t *ids_of(const struct tracked *k, uint32_t *n)
 {
-    if ((k->n + 1) * 4 <= k->cap * 3)
-        return 0;
-    uint64_t cap = k->cap ? (uint64_t)k->cap * ENTRIES_GROWTH : ENTRIES_FIRST;
-    uint32_t was = k->cap;
-    struct track_entry *old = k->entries, *b;
-    if (cap > UINT32_MAX || !(b = blockpool_get(&tt->entries, cap * sizeof *b)))
+    *n = k->cap ? k->cap : k->n;
+    return k->cap ? k->more : k->ids;
+}
+
+/* k's readers move to a hash of cap places: 0, or -1 out of memory. */
+static int more_grow(struct track_table *tt, struct tracked *k, uint32_t cap)
+{
+    uint32_t *b = blockpool_get(&tt->more, cap * sizeof *b);
+    uint32_t *old = k->cap ? k->more : k->ids, was = k->cap ? k->cap : k->n;
+    if (!b)
         return -1;
-    k->entries = b;
-    k->cap = (uint32_t)cap;
+    uint32_t wascap = k->cap;
+    k->more = b;
+    k->cap = cap;
     for (uint32_t i = 0; i < was; i++)
-        if (old[i].who)
-            *entry_at(k, old[i].who) = old[i];
-    blockpool_put(&tt->entries, old, was * sizeof *old);
-    tt->bytes += (size_t)(cap - was) * sizeof *b;
+        if (old[i])
+            *more_at(k, old[i]) = old[i];
+    if (wascap) {
+        blockpool_put(&tt->more, old, wascap * sizeof *old);
+        tt->bytes -= wascap * sizeof *old;
+    }
+    tt->bytes += cap * sizeof *b;
     return 0;
 }
 
-/* e, one of k's entries, goes; the entries after it that belong before it
- * move back. */
-static void entry_free(struct track_table *tt, struct tracked *k, struct track_entry *e)
+/* k lists id (not yet among its readers): 0, or -1 out of memory. */
+static int id_add(struct track_table *tt, struct tracked *k, uint32_t id)
 {
-    uint32_t mask = k->cap - 1, i = (uint32_t)(e - k->entries), j = i;
-    e->who->listed--;
-    e->who->bytes -= charge(k);
-    tt->nentries--;
+    if (k->cap == 0 && k->n < INLINE_IDS) {
+        k->ids[k->n++] = id;
+        return 0;
+    }
+    if (k->cap == 0 || (k->n + 1) * 4 > k->cap * 3) {
+        uint64_t cap = k->cap ? (uint64_t)k->cap * 2 : MORE_FIRST;
+        if (cap > UINT32_MAX || more_grow(tt, k, (uint32_t)cap) < 0)
+            return -1;
+    }
+    *more_at(k, id) = id;
+    k->n++;
+    return 0;
+}
+
+/* The reader numbered id leaves k's readers, where at lists it. */
+static void id_remove(struct tracked *k, uint32_t *at)
+{
     k->n--;
-    for (;;) {
+    if (k->cap == 0) {
+        *at = k->ids[k->n];                 /* the last one takes its place */
+        return;
+    }
+    uint32_t mask = k->cap - 1, i = (uint32_t)(at - k->more), j = i;
+    for (;;) {                              /* linear probing's deletion */
         j = (j + 1) & mask;
-        struct track_entry *x = &k->entries[j];
-        if (!x->who)
+        if (!k->more[j])
             break;
-        uint32_t home = who_hash(x->who) & mask;
+        uint32_t home = id_hash(k->more[j]) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            k->entries[i] = *x;
+            k->more[i] = k->more[j];
             i = j;
         }
     }
-    k->entries[i].who = NULL;
+    k->more[i] = 0;
+}
+
+/* The reader numbered id of k, as it leaves k's readers: uncharged. */
+static struct track_reader *entry_gone(struct track_table *tt, const struct tracked *k,
+                                       uint32_t id)
+{
+    struct track_reader *who = tt->by_id[id];
+    who->listed--;
+    who->bytes -= charge(k);
+    tt->nentries--;
+    return who;
+}
+
+/* k's readers all leave it, each handed to notify (if any). */
+static void ids_clear(struct track_table *tt, struct tracked *k, int ordered,
+                      track_notify_fn *notify, void *arg)
+{
+    uint32_t n;
+    const uint32_t *ids = ids_of(k, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!ids[i])
+            continue;
+        struct track_reader *who = entry_gone(tt, k, ids[i]);
+        if (notify)
+            notify(who, k->key, k->len, ordered, arg);
+    }
+    if (k->cap) {
+        blockpool_put(&tt->more, k->more, k->cap * sizeof *k->more);
+        tt->bytes -= k->cap * sizeof *k->more;
+    }
+    k->more = NULL;
+    k->n = k->cap = 0;
 }
 
 /* ---- keys ---- */
@@ -218,14 +340,14 @@ static void key_release(struct track_table *tt, struct tracked *k)
 {
     if (--k->refs > 0 || k->listed)
         return;
-    tt->bytes -= sizeof *k + k->len;
+    tt->bytes -= key_size(k->len);
     free(k);
 }
 
 static struct tracked *key_new(struct track_table *tt, size_t at, const char *key, size_t len,
                                uint32_t hash)
 {
-    struct tracked *k = malloc(sizeof *k + len);
+    struct tracked *k = aligned_alloc(KEY_ALIGN, key_size(len));
     if (!k)
         return NULL;
     memset(k, 0, sizeof *k);
@@ -236,40 +358,28 @@ static struct tracked *key_new(struct track_table *tt, size_t at, const char *ke
     TAILQ_INSERT_TAIL(&tt->by_age, k, age);
     tt->slots[at] = (struct key_slot){ k, hash };
     tt->nkeys++;
-    tt->bytes += sizeof *k + len;
+    tt->bytes += key_size(len);
     return k;
 }
 
 /* k, at place i of the hash, leaves the table: its readers handed to
- * notify first (if any), its entries freed; k itself too, unless a
- * reader's array still names it. */
-static void key_remove(struct track_table *tt, size_t i, track_notify_fn *notify, void *arg)
+ * notify (if any); k itself is freed too, unless a reader's array still
+ * names it. */
+static void key_remove(struct track_table *tt, size_t i, int ordered, track_notify_fn *notify,
+                       void *arg)
 {
     struct tracked *k = tt->slots[i].k;
     slot_free(tt, i);
     TAILQ_REMOVE(&tt->by_age, k, age);
     tt->nkeys--;
-    for (uint32_t j = 0; j < k->cap; j++) {
-        struct track_entry *e = &k->entries[j];
-        if (!e->who)
-            continue;
-        if (notify)
-            notify(e->who, k->key, k->len, 0, arg);
-        e->who->listed--;
-        e->who->bytes -= charge(k);
-        tt->nentries--;
-    }
-    blockpool_put(&tt->entries, k->entries, k->cap * sizeof *k->entries);
-    tt->bytes -= (size_t)k->cap * sizeof *k->entries;
-    k->entries = NULL;
-    k->n = k->cap = 0;
+    ids_clear(tt, k, ordered, notify, arg);
     k->listed = 0;
     if (k->refs == 0) {
-        tt->bytes -= sizeof *k + k->len;
+        tt->bytes -= key_size(k->len);
         free(k);
     }
     if (tt->nkeys == 0)
-        blockpool_clear(&tt->entries);  /* an empty table keeps none */
+        blockpool_clear(&tt->more);         /* an empty table keeps none */
 }
 
 /* Listed k's place in the hash. */
@@ -285,7 +395,7 @@ static size_t slot_of(const struct track_table *tt, const struct tracked *k)
 static void make_room(struct track_table *tt, int max, track_notify_fn *evicted, void *arg)
 {
     while (max > 0 && tt->nkeys >= (size_t)max)
-        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), evicted, arg);
+        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), 0, evicted, arg);
 }
 
 /* ---- readers' arrays ---- */
@@ -298,7 +408,7 @@ static void reader_compact(struct track_table *tt, struct track_reader *who)
     size_t kept = 0;
     for (size_t i = 0; i < who->nkeys; i++) {
         struct tracked *k = who->keys[i];
-        if (k->listed && k->mark != pass && entry_find(k, who)) {
+        if (k->listed && k->mark != pass && id_find(k, who->id)) {
             k->mark = pass;
             who->keys[kept++] = k;
         } else {
@@ -329,41 +439,51 @@ static int reader_name(struct track_table *tt, struct track_reader *who, struct 
 
 /* ---- reads, pushes, closes ---- */
 
+/* key, at place at, found or made (NULL: out of memory). */
+static struct tracked *key_get(struct track_table *tt, size_t at, const char *key, size_t len,
+                               uint32_t hash, int max_keys, track_notify_fn *evicted, void *arg)
+{
+    if (tt->slots[at].k)
+        return tt->slots[at].k;
+    if (len > UINT32_MAX)
+        return NULL;
+    make_room(tt, max_keys, evicted, arg);
+    if ((tt->nkeys + 1) * 2 > tt->nslots)
+        slots_grow(tt);
+    at = slot_find(tt, key, len, hash);
+    if (tt->nkeys + 1 >= tt->nslots)
+        return NULL;
+    return key_new(tt, at, key, len, hash);
+}
+
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     int max_keys, track_notify_fn *evicted, void *arg)
 {
-    size_t at = slot_find(tt, key, len, hash);
-    struct tracked *k = tt->slots[at].k;
-    if (!k && len > UINT32_MAX)
+    struct tracked *k = key_get(tt, slot_find(tt, key, len, hash), key, len, hash, max_keys,
+                                evicted, arg);
+    if (!k)
         return -1;
-    if (!k) {
-        make_room(tt, max_keys, evicted, arg);
-        if ((tt->nkeys + 1) * 2 > tt->nslots)
-            slots_grow(tt);
-        at = slot_find(tt, key, len, hash);
-        if (tt->nkeys + 1 >= tt->nslots || !(k = key_new(tt, at, key, len, hash)))
-            return -1;
+    if (k->conn != conn) {
+        /* its readers read it on another connection: told after the replies
+         * they are owed (their reads there answered first), and dropped */
+        ids_clear(tt, k, 0, evicted, arg);
+        k->conn = conn;
+        k->last = pos;
+    } else if (pos > k->last) {
+        k->last = pos;
     }
-    struct track_entry *e = entry_find(k, reader);
-    if (e) {
-        if (e->conn != conn) {          /* (the old connection's reads: any push tells) */
-            e->first = 0;
-            e->last = pos;
-        } else if (pos > e->last) {
-            e->last = pos;
-        }
-        e->conn = conn;
+    uint32_t id = reader_id(tt, reader);
+    if (id && id_find(k, id))
         return 0;
-    }
-    if (entries_room(tt, k) < 0 || reader_name(tt, reader, k) < 0) {
+    if (!id || id_add(tt, k, id) < 0 || reader_name(tt, reader, k) < 0) {
+        uint32_t *at = id ? id_find(k, id) : NULL;
+        if (at)
+            id_remove(k, at);
         if (k->n == 0)
-            key_remove(tt, slot_find(tt, key, len, hash), NULL, NULL);
+            key_remove(tt, slot_find(tt, key, len, hash), 0, NULL, NULL);
         return -1;
     }
-    e = entry_at(k, reader);
-    *e = (struct track_entry){ reader, conn, pos, pos };
-    k->n++;
     tt->nentries++;
     reader->listed++;
     reader->bytes += charge(k);
@@ -385,9 +505,9 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
         return;
     if (stage == 1) {
         __builtin_prefetch(k);
-        __builtin_prefetch(k->key);     /* (often on the next line) */
-    } else if (k->cap > 0) {
-        __builtin_prefetch(&k->entries[who_hash(reader) & (k->cap - 1)]);
+        __builtin_prefetch(k->key);
+    } else if (k->cap > 0 && reader->id) {
+        __builtin_prefetch(&k->more[id_hash(reader->id) & (k->cap - 1)]);
     }
 }
 
@@ -397,40 +517,22 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
 {
     size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
     struct tracked *k = tt->slots[at].k;
-    uint32_t kept = 0;
     if (!k)
         return;
-    for (uint32_t i = 0; i < k->cap; i++) {
-        struct track_entry *e = &k->entries[i];
-        if (!e->who)
-            continue;
-        if (e->conn == conn && e->first > answered) {
-            kept++;                     /* every read in flight: run after the write */
-            continue;
-        }
-        notify(e->who, k->key, k->len, e->conn == conn, arg);
-        /* a read on a connection that redirects here: the two orders are
-         * not related, so its reader is told, and kept while a read of its
-         * is still in flight there */
-        uint64_t done = e->conn == conn ? answered : e->conn->nanswered;
-        if (e->last > done) {
-            /* a read in flight ran after the write: it is listed again, from
-             * the first place a read not yet answered can have */
-            e->first = done + 1;
-            kept++;
-        } else {
-            e->conn = NULL;             /* to drop, once the walk is over */
-        }
-    }
-    if (kept == 0) {
-        key_remove(tt, at, NULL, NULL);
+    /* a read on a connection that redirects here has no order with this
+     * push: its reader is told after what it is owed, and the key kept
+     * while that connection has a read of it in flight */
+    int ordered = k->conn == conn;
+    uint64_t done = ordered ? answered : k->conn->nanswered;
+    if (k->last <= done) {
+        key_remove(tt, at, ordered, notify, arg);
         return;
     }
-    /* a drop moves later entries back, perhaps into place i: i is looked
-     * at again (one moved before i, past the array's end, is a kept one) */
-    for (uint32_t i = 0; i < k->cap; i++)
-        while (k->entries[i].who && !k->entries[i].conn)
-            entry_free(tt, k, &k->entries[i]);
+    uint32_t n;
+    const uint32_t *ids = ids_of(k, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i])
+            notify(tt->by_id[ids[i]], k->key, k->len, ordered, arg);
 }
 
 void track_table_forget(struct track_table *tt, const char *key, size_t len,
@@ -438,12 +540,13 @@ void track_table_forget(struct track_table *tt, const char *key, size_t len,
 {
     size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
     struct tracked *k = tt->slots[at].k;
-    struct track_entry *e = k ? entry_find(k, reader) : NULL;
-    if (!e)
+    uint32_t *id = k ? id_find(k, reader->id) : NULL;
+    if (!id)
         return;
-    entry_free(tt, k, e);
+    entry_gone(tt, k, *id);
+    id_remove(k, id);
     if (k->n == 0)
-        key_remove(tt, at, NULL, NULL);
+        key_remove(tt, at, 0, NULL, NULL);
 }
 
 size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
@@ -452,19 +555,23 @@ size_t track_table_forget_reader(struct track_table *tt, struct track_reader *re
     size_t n = 0;
     for (; n < max && reader->nkeys > 0; n++) {
         struct tracked *k = reader->keys[--reader->nkeys];
-        struct track_entry *e = k->listed ? entry_find(k, reader) : NULL;
-        if (e) {
-            entry_free(tt, k, e);
+        uint32_t *id = k->listed ? id_find(k, reader->id) : NULL;
+        if (id) {
+            entry_gone(tt, k, *id);
+            id_remove(k, id);
             if (k->n == 0)
-                key_remove(tt, slot_of(tt, k), NULL, NULL);
+                key_remove(tt, slot_of(tt, k), 0, NULL, NULL);
         }
         key_release(tt, k);
     }
-    if (reader->nkeys == 0 && reader->keys) {
-        tt->bytes -= reader->capkeys * sizeof *reader->keys;
-        free(reader->keys);
-        reader->keys = NULL;
-        reader->capkeys = 0;
+    if (reader->nkeys == 0) {
+        if (reader->keys) {
+            tt->bytes -= reader->capkeys * sizeof *reader->keys;
+            free(reader->keys);
+            reader->keys = NULL;
+            reader->capkeys = 0;
+        }
+        reader_id_release(tt, reader);
     }
     return n;
 }
@@ -472,7 +579,7 @@ size_t track_table_forget_reader(struct track_table *tt, struct track_reader *re
 void track_table_clear(struct track_table *tt)
 {
     while (!TAILQ_EMPTY(&tt->by_age))
-        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), NULL, NULL);
+        key_remove(tt, slot_of(tt, TAILQ_FIRST(&tt->by_age)), 0, NULL, NULL);
 }
 
 void track_table_free(struct track_table *tt)
@@ -481,6 +588,8 @@ void track_table_free(struct track_table *tt)
         return;
     track_table_clear(tt);
     free(tt->slots);
+    free(tt->by_id);
+    free(tt->free_ids);
     free(tt);
 }
 
@@ -496,5 +605,5 @@ size_t track_table_readers(const struct track_table *tt)
 
 size_t track_table_bytes(const struct track_table *tt)
 {
-    return tt->bytes + tt->entries.held;
+    return tt->bytes + tt->more.held;
 }

@@ -1,29 +1,32 @@
 /*
  * tracktable: a worker's table of the keys its tracking clients read, for
  * client-side caching (tracking.h). Each key (its cluster name) has its
- * readers; each reader the node connection its read went on and the read's
- * place in that connection's order (node_conn.nsent as it was sent), so an
- * invalidation the node pushes there goes only to the readers the node
- * answered before it: a read still in flight was run after the write the
- * push is about, and its value is fresh.
+ * readers, the node connection its reads went on, and the place in that
+ * connection's order (node_conn.nsent as it was sent) of the last of them.
+ * An invalidation the node pushes there tells every reader of the key, in
+ * order with the replies (a read still in flight ran after the write the
+ * push is about: its reply, which comes after the telling, is fresh); the
+ * key stays listed when its last read was not answered before the push
+ * (that read ran after the write, and the node tracks the key again).
  *
- * A reader read a key perhaps several times since it was last told: the
- * table keeps the first of those reads (whose value it may cache) and the
- * last (which may be on its way). A push tells it when its first read was
- * answered before the push, and keeps it listed when its last was not (that
- * read ran after the write, and the node tracks the key again for it).
+ * So a push tells a reader whose only read is still in flight, and keeps a
+ * key's readers listed while any of them has a read in flight: an extra
+ * invalidation costs a cache a miss, and one server, where reads and
+ * writes never overlap, never shows the difference. What this buys is a
+ * read that touches the key's place in the hash and the key, whose first
+ * readers are inline: no growth until a seventh reader.
  *
  * A read on a connection whose invalidations the node sends to another
- * (CLIENT TRACKING REDIRECT) has no order with the push: its reader is told
- * at once, and kept listed while a read of its is in flight.
+ * (CLIENT TRACKING REDIRECT) has no order with the push: its readers are
+ * told at once, after the replies they are owed. A read of a key on
+ * another connection than its readers' first tells those readers the same
+ * way, and drops them: a key's reads are on one connection.
  *
  * A reader is the family's: it embeds a struct track_reader, the keys it
  * was listed under, so that a client that goes takes its entries with it
- * (track_table_forget_reader). A read touches the key's place in the hash,
- * the key, and the reader's place among the key's readers, however many
- * clients read the key. Bounded: past max keys the oldest key goes, its
- * readers handed to the evicted callback first. Everything happens on the
- * worker's thread.
+ * (track_table_forget_reader). Bounded: past max keys the oldest key goes,
+ * its readers handed to the evicted callback first. Everything happens on
+ * the worker's thread.
  */
 #ifndef TAGPROXY_TRACKTABLE_H
 #define TAGPROXY_TRACKTABLE_H
@@ -43,6 +46,8 @@ struct track_reader {
     size_t listed;                  /* its (key, reader) entries in the table */
     size_t bytes;                   /* what the table charges it: its entries, and
                                        each of their keys as if it were its own */
+    uint32_t id;                    /* its number among the table's readers (0: none
+                                       yet); the keys list readers by it */
 };
 
 void track_reader_init(struct track_reader *r);
@@ -61,7 +66,8 @@ void track_table_free(struct track_table *tt);
 
 /* reader read key (whose hash_fnv32 is hash) on conn, its read the
  * pos-th request there. Past max_keys (0: no bound) the oldest keys go
- * first, each reader of theirs handed to evicted. 0, or -1 out of memory
+ * first, each reader of theirs handed to evicted; the key's readers on
+ * another connection are handed to evicted too. 0, or -1 out of memory
  * (the read is then not tracked: the caller must invalidate it itself). */
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
@@ -70,15 +76,16 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
 /* Ahead of track_table_add of a batch of reads: what reader's add of the
  * key whose hash_fnv32 is hash will read first, brought into the cache in
  * stages (0: the key's place in the hash, 1: the key, 2: the reader's
- * place among the key's readers), each stage run over the whole batch
- * before the next, so that the batch's cache misses overlap. */
+ * place among the key's readers past its inline ones), each stage run
+ * over the whole batch before the next, so that the batch's cache misses
+ * overlap. */
 void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage);
 
 /* The node pushed an invalidation of key on conn after its answered-th
- * reply: the readers of key with a read it had answered (or that read on
- * another connection) are handed to notify, and forgotten unless a later
- * read of theirs is still on its way. Each reader's connection is open. */
+ * reply: the readers of key are handed to notify (ordered when their reads
+ * went on conn), and forgotten unless a read of the key is still on its
+ * way. Each reader's connection is open. */
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);

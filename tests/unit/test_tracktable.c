@@ -117,8 +117,10 @@ START_TEST(test_push_tells_answered_read)
 }
 END_TEST
 
-/* A read the node has not answered when it pushes ran after the write. */
-START_TEST(test_read_in_flight_is_not_told)
+/* A read the node has not answered when it pushes ran after the write:
+ * its reader is told all the same, ahead of that read's reply, and the key
+ * stays listed for it. */
+START_TEST(test_read_in_flight_is_told_and_kept)
 {
     struct track_table *tt = table_new();
     struct track_reader a;
@@ -126,40 +128,48 @@ START_TEST(test_read_in_flight_is_not_told)
     track_reader_init(&a);
     add(tt, "k", &a, &c, 5);
     push(tt, "k", &c, 4);
-    ck_assert_int_eq(ntold, 0);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert(was_told(&a, "k", 1));
     ck_assert_uint_eq(track_table_readers(tt), 1);
     push(tt, "k", &c, 5);
-    ck_assert(was_told(&a, "k", 1));
+    ck_assert_int_eq(ntold, 2);
     ck_assert_uint_eq(track_table_readers(tt), 0);
+    push(tt, "k", &c, 6);
+    ck_assert_int_eq(ntold, 2);
     table_free(tt, &a, 1);
 }
 END_TEST
 
-/* First read answered, a later one in flight: told, and kept listed for
- * the later one. */
-START_TEST(test_told_and_kept_for_a_later_read)
+/* A key's readers stay listed while any read of the key is in flight,
+ * and are told of each push meanwhile. */
+START_TEST(test_kept_while_a_read_is_in_flight)
 {
     struct track_table *tt = table_new();
-    struct track_reader a;
+    struct track_reader a, b;
     struct node_conn c = { 0 };
     track_reader_init(&a);
+    track_reader_init(&b);
     add(tt, "k", &a, &c, 1);
-    add(tt, "k", &a, &c, 3);
-    ck_assert_uint_eq(track_table_readers(tt), 1);
-    push(tt, "k", &c, 2);
-    ck_assert_int_eq(ntold, 1);
-    ck_assert_uint_eq(track_table_readers(tt), 1);
-    push(tt, "k", &c, 2);                       /* its read 3 ran after this write too */
-    ck_assert_int_eq(ntold, 1);
-    push(tt, "k", &c, 3);
+    add(tt, "k", &b, &c, 3);
+    add(tt, "k", &a, &c, 2);
+    ck_assert_uint_eq(track_table_readers(tt), 2);
+    push(tt, "k", &c, 2);                       /* b's read 3 ran after the write */
     ck_assert_int_eq(ntold, 2);
+    ck_assert(was_told(&a, "k", 1) && was_told(&b, "k", 1));
+    ck_assert_uint_eq(track_table_readers(tt), 2);
+    push(tt, "k", &c, 3);
+    ck_assert_int_eq(ntold, 4);
     ck_assert_uint_eq(track_table_readers(tt), 0);
+    ck_assert_uint_eq(a.bytes + b.bytes, 0);
+    reader_release(tt, &b);
     table_free(tt, &a, 1);
 }
 END_TEST
 
 /* A read on another connection has no order with the push: told at once
- * (not ordered), kept while that connection has not answered it. */
+ * (not ordered), kept while that connection has not answered it. A read
+ * of a key on another connection than its readers': they are told (not
+ * ordered) and dropped. */
 START_TEST(test_read_on_another_connection)
 {
     struct track_table *tt = table_new();
@@ -175,13 +185,18 @@ START_TEST(test_read_on_another_connection)
     push(tt, "k", &c1, 100);
     ck_assert_int_eq(ntold, 2);
     ck_assert_uint_eq(track_table_readers(tt), 0);
-    /* a read that moves to another connection: any push tells it */
+    /* a read that moves to another connection */
     add(tt, "j", &a, &c1, 50);
     add(tt, "j", &a, &c2, 7);
-    push(tt, "j", &c2, 0);
     ck_assert_int_eq(ntold, 3);
-    ck_assert(was_told(&a, "j", 1));
+    ck_assert(was_told(&a, "j", 0));
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    push(tt, "j", &c2, 0);
+    ck_assert_int_eq(ntold, 4);
     ck_assert_uint_eq(track_table_readers(tt), 1);   /* read 7 in flight */
+    push(tt, "j", &c1, 100);                         /* c2 answered none of it */
+    ck_assert_int_eq(ntold, 5);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
     table_free(tt, &a, 1);
 }
 END_TEST
@@ -203,13 +218,16 @@ START_TEST(test_many_readers_of_one_key)
     ck_assert_uint_eq(track_table_readers(tt), N - 1);
     ck_assert_uint_eq(r[7].bytes, 0);
     push(tt, "hot", &c, N / 2);                 /* reads 1..500 answered */
-    ck_assert_int_eq(ntold, N / 2 - 1);
-    for (int i = 0; i < N; i++)
-        ck_assert_int_eq(was_told(&r[i], "hot", 1), i < N / 2 && i != 7);
-    ck_assert_uint_eq(track_table_readers(tt), N / 2);
-    push(tt, "hot", &c, N);
     ck_assert_int_eq(ntold, N - 1);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(was_told(&r[i], "hot", 1), i != 7);
+    ck_assert_uint_eq(track_table_readers(tt), N - 1);
+    push(tt, "hot", &c, N);
+    ck_assert_int_eq(ntold, 2 * (N - 1));
     ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert_uint_eq(track_table_readers(tt), 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(r[i].bytes, 0);
     table_free(tt, r, N);
 }
 END_TEST
@@ -318,12 +336,12 @@ END_TEST
 
 struct model_entry {
     int on;
-    int conn;
-    uint64_t first, last;
 };
 
 static struct model_entry model[MKEYS][MREADERS];
 static int model_age[MKEYS];            /* when the key entered the table; -1: not in it */
+static int model_conn[MKEYS];           /* the connection of its reads; -1: none */
+static uint64_t model_last[MKEYS];      /* the last of them */
 static int model_clock;
 static struct track_reader readers[MREADERS];
 static struct node_conn conns[MCONNS];
@@ -339,8 +357,10 @@ static int model_key_listed(int k)
 
 static void model_key_check(int k)
 {
-    if (!model_key_listed(k))
+    if (!model_key_listed(k)) {
         model_age[k] = -1;
+        model_conn[k] = -1;
+    }
 }
 
 static size_t model_keys(void)
@@ -374,33 +394,36 @@ static void model_add(int k, int r, int c, uint64_t pos, int max)
                     model[oldest][i].on = 0;
                 }
             model_age[oldest] = -1;
+            model_conn[oldest] = -1;
         }
         model_age[k] = model_clock++;
     }
-    struct model_entry *e = &model[k][r];
-    if (!e->on) {
-        *e = (struct model_entry){ 1, c, pos, pos };
-    } else if (e->conn != c) {
-        e->conn = c;
-        e->first = 0;
-        e->last = pos;
-    } else if (pos > e->last) {
-        e->last = pos;
+    if (model_conn[k] != c) {
+        for (int i = 0; i < MREADERS; i++)  /* read on another connection: told, dropped */
+            if (model[k][i].on) {
+                expect_told[k][i] = 1;
+                model[k][i].on = 0;
+            }
+        model_conn[k] = c;
+        model_last[k] = pos;
+    } else if (pos > model_last[k]) {
+        model_last[k] = pos;
     }
+    model[k][r].on = 1;
 }
 
 static void model_push(int k, int c, uint64_t answered)
 {
+    if (model_age[k] < 0)
+        return;
+    int ordered = model_conn[k] == c;
+    uint64_t done = ordered ? answered : conns[model_conn[k]].nanswered;
     for (int r = 0; r < MREADERS; r++) {
-        struct model_entry *e = &model[k][r];
-        if (!e->on || (e->conn == c && e->first > answered))
+        if (!model[k][r].on)
             continue;
-        expect_told[k][r] = 1 + (e->conn == c);
-        uint64_t done = e->conn == c ? answered : conns[e->conn].nanswered;
-        if (e->last > done)
-            e->first = done + 1;
-        else
-            e->on = 0;
+        expect_told[k][r] = 1 + ordered;
+        if (model_last[k] <= done)
+            model[k][r].on = 0;
     }
     model_key_check(k);
 }
@@ -443,8 +466,10 @@ START_TEST(test_against_the_model)
     memset(model, 0, sizeof model);
     memset(conns, 0, sizeof conns);
     memset(expect_told, 0, sizeof expect_told);
-    for (int k = 0; k < MKEYS; k++)
+    for (int k = 0; k < MKEYS; k++) {
         model_age[k] = -1;
+        model_conn[k] = -1;
+    }
     for (int r = 0; r < MREADERS; r++)
         track_reader_init(&readers[r]);
     for (int step = 0; step < 200000; step++) {
@@ -494,8 +519,8 @@ static Suite *tracktable_suite(void)
     Suite *s = suite_create("tracktable");
     TCase *tc = tcase_create("tracktable");
     tcase_add_test(tc, test_push_tells_answered_read);
-    tcase_add_test(tc, test_read_in_flight_is_not_told);
-    tcase_add_test(tc, test_told_and_kept_for_a_later_read);
+    tcase_add_test(tc, test_read_in_flight_is_told_and_kept);
+    tcase_add_test(tc, test_kept_while_a_read_is_in_flight);
     tcase_add_test(tc, test_read_on_another_connection);
     tcase_add_test(tc, test_many_readers_of_one_key);
     tcase_add_test(tc, test_forget_reader_in_steps);
