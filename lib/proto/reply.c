@@ -438,6 +438,9 @@ int reply_is_null(const char *reply, size_t len)
 enum reply_redirect reply_classify(const char *line, size_t len, int *slot,
                                    char *addr, size_t addr_size)
 {
+    *slot = -1;
+    if (addr && addr_size > 0)
+        addr[0] = '\0';
     if (word_is(line, len, "MOVED"))
         return len > 6 && addr && parse_redirect(line + 6, len - 6, slot, addr, addr_size) == 0
              ? REPLY_MOVED : REPLY_PLAIN;

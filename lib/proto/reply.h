@@ -121,7 +121,8 @@ enum reply_redirect {
 
 /* Classify an error line (without the leading '-' and the CRLF). For
  * MOVED/ASK fills *slot and addr ("host:port", NUL-terminated, at most
- * addr_size-1 bytes); slot and addr are left alone otherwise. A redirect is
+ * addr_size-1 bytes); otherwise *slot is -1 and addr "" (when it has room
+ * for one byte). A redirect is
  * well formed when it is exactly "MOVED <slot> <host>:<port>": slot 0-16383,
  * port 1-65535 (the last ':' splits, so "::1:6381" is IPv6), host without
  * spaces, possibly empty (Redis 7's unknown-endpoint: "same host as this

@@ -160,8 +160,8 @@ int readfrom_answered(struct request *r, int may_have_written, int failed, int *
 
 int readfrom_refused_by_replica(struct request *r, const char *errline)
 {
-    int slot = -1;
-    char addr[128] = "";
+    int slot;
+    char addr[128];
     enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                               sizeof addr);
     if (kind == REPLY_PLAIN && strncmp(errline, "LOADING", 7) != 0 &&

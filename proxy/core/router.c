@@ -533,8 +533,8 @@ static int router_resends(struct request *r, struct node_conn *from, const char 
 {
     char c = errline[0];
     if (c == 'M' || c == 'A' || c == 'T' || c == 'C') {
-        int slot = -1;
-        char addr[128] = "";
+        int slot;
+        char addr[128];
         enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                                   sizeof addr);
         return kind != REPLY_PLAIN && router_redirect(r, kind, slot, addr);

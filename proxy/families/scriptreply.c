@@ -203,8 +203,8 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
 
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {
-    char *line = request_family_state(r, &confirm_family), addr[128] = "";
-    int slot = -1, ok = 0;
+    char *line = request_family_state(r, &confirm_family), addr[128];
+    int slot, ok = 0;
     request_family_set(r, &confirm_family, NULL);
     enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
     if (slot < 0)                       /* TRYAGAIN, CLUSTERDOWN: the script's slot */
@@ -269,8 +269,8 @@ static void upkeep_if_written(struct request *r)
  * one whose confirmation started, or NOSCRIPT with the EVALSHA resent. */
 static int error_taken(struct request *r, struct node_conn *from, const char *errline)
 {
-    int slot = -1;
-    char addr[128] = "";
+    int slot;
+    char addr[128];
     enum reply_redirect kind = reply_classify(errline, strlen(errline), &slot, addr,
                                               sizeof addr);
     if (kind != REPLY_PLAIN)

@@ -224,8 +224,8 @@ static int deliver_array(struct request *r, const struct reply_view *v)
  * abort): the first redirect is kept. */
 static void exec_extra(struct request *r, const struct reply_scanner *s)
 {
-    int slot = -1;
-    char addr[128] = "";
+    int slot;
+    char addr[128];
     struct tx_exec *e = txexec_get(r);
     if (s->type == '-' && !e->block_redirect &&
         reply_classify(s->errline, strlen(s->errline), &slot, addr, sizeof addr) != REPLY_PLAIN)
@@ -241,8 +241,8 @@ static int block_redirected(struct request *r, const struct reply_view *v,
 {
     struct tx_exec *e = txexec_get(r);
     char *line = e->block_redirect;
-    int slot = -1, handled = 0;
-    char addr[128] = "";
+    int slot, handled = 0;
+    char addr[128];
     e->block_redirect = NULL;
     if (s->type != '-') {
         free(line);

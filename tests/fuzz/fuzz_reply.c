@@ -39,7 +39,7 @@ static void out_add(struct out *o, const void *p, size_t n)
 static void classify(const char *line, size_t len)
 {
     char addr[32];
-    int slot = -1;
+    int slot = 7;
     memset(addr, 'Z', sizeof addr);
     enum reply_redirect r = reply_classify(line, len, &slot, addr, sizeof addr);
     if (r == REPLY_MOVED || r == REPLY_ASK) {
@@ -48,8 +48,8 @@ static void classify(const char *line, size_t len)
         size_t n = strnlen(addr, sizeof addr);
         if (n == sizeof addr || !memchr(addr, ':', n))
             abort();
-    } else if (slot != -1 || addr[0] != 'Z') {
-        abort();        /* untouched unless a redirect */
+    } else if (slot != -1 || addr[0] != '\0') {
+        abort();        /* no slot and no address unless a redirect */
     }
 }
 
