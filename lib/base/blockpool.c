@@ -30,7 +30,6 @@ void *blockpool_get(struct blockpool *p, size_t size)
         return calloc(1, size);
     p->free[c] = *(void **)block;
     p->kept[c] -= size;
-    p->held -= size;
     memset(block, 0, size);
     return block;
 }
@@ -47,7 +46,14 @@ void blockpool_put(struct blockpool *p, void *block, size_t size)
     *(void **)block = p->free[c];
     p->free[c] = block;
     p->kept[c] += size;
-    p->held += size;
+}
+
+size_t blockpool_held(const struct blockpool *p)
+{
+    size_t n = 0;
+    for (int c = 0; c < BLOCKPOOL_CLASSES; c++)
+        n += p->kept[c];
+    return n;
 }
 
 void blockpool_clear(struct blockpool *p)

@@ -24,7 +24,6 @@
 struct blockpool {
     void *free[BLOCKPOOL_CLASSES];      /* each a list through the blocks' first word */
     size_t kept[BLOCKPOOL_CLASSES];     /* the bytes on each */
-    size_t held;                        /* the bytes on all of them */
 };
 
 /* An empty pool. */
@@ -36,6 +35,9 @@ void *blockpool_get(struct blockpool *p, size_t size);
 
 /* block (NULL: nothing), of size bytes as it was asked for, is given back. */
 void blockpool_put(struct blockpool *p, void *block, size_t size);
+
+/* The bytes the pool keeps. */
+size_t blockpool_held(const struct blockpool *p);
 
 /* Every kept block back to malloc. */
 void blockpool_clear(struct blockpool *p);

@@ -245,19 +245,18 @@ static const uint32_t *ids_of(const struct tracked *k, uint32_t *n)
 /* k's readers move to a hash of cap places: 0, or -1 out of memory. */
 static int more_grow(struct track_table *tt, struct tracked *k, uint32_t cap)
 {
-    uint32_t *b = blockpool_get(&tt->more, cap * sizeof *b);
-    uint32_t *old = k->cap ? k->more : k->ids, was = k->cap ? k->cap : k->n;
+    uint32_t *b = blockpool_get(&tt->more, cap * sizeof *b), oldcap = k->cap;
+    uint32_t *old = oldcap ? k->more : k->ids, nold = oldcap ? oldcap : k->n;
     if (!b)
         return -1;
-    uint32_t wascap = k->cap;
     k->more = b;
     k->cap = cap;
-    for (uint32_t i = 0; i < was; i++)
+    for (uint32_t i = 0; i < nold; i++)
         if (old[i])
             *more_at(k, old[i]) = old[i];
-    if (wascap) {
-        blockpool_put(&tt->more, old, wascap * sizeof *old);
-        tt->bytes -= wascap * sizeof *old;
+    if (oldcap) {
+        blockpool_put(&tt->more, old, oldcap * sizeof *old);
+        tt->bytes -= oldcap * sizeof *old;
     }
     tt->bytes += cap * sizeof *b;
     return 0;
@@ -605,5 +604,5 @@ size_t track_table_readers(const struct track_table *tt)
 
 size_t track_table_bytes(const struct track_table *tt)
 {
-    return tt->bytes + tt->more.held;
+    return tt->bytes + blockpool_held(&tt->more);
 }
