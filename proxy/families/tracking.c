@@ -81,6 +81,7 @@ struct pending_read {
     uint64_t pos;
     size_t at, len;
     uint32_t hash;                  /* the key's (hash_fnv32) */
+    enum track_how how;             /* how the node tracks its key */
 };
 
 /* A worker's tracking clients and the keys they read. */
@@ -326,9 +327,13 @@ static void pending_run(struct tracking_worker *tw)
             track_table_prefetch(tw->table, tw->pending[i].hash, &tw->pending[i].t->reads, stage);
     for (size_t i = 0; i < tw->npending; i++) {
         const struct pending_read *p = &tw->pending[i];
-        if (track_table_add(tw->table, tw->pending_keys + p->at, p->len, p->hash, &p->t->reads,
-                            p->conn, p->pos, w->cfg->tracking_table_max_keys, notify, w) < 0)
+        const char *key = tw->pending_keys + p->at;
+        int rc = track_table_add(tw->table, key, p->len, p->hash, &p->t->reads, p->conn, p->pos,
+                                 p->how, w->cfg->tracking_table_max_keys, notify, w);
+        if (rc < 0)
             tell(w, p->t, NULL, 0, 0);
+        else if (rc > 0)        /* sent untracked after all: not cached past its reply */
+            notify(&p->t->reads, key, p->len, 0, w);
     }
     tw->npending = 0;
     tw->keys_used = 0;
@@ -377,7 +382,7 @@ static int pending_add(struct tracking_worker *tw, struct tracking *t,
     if (bytes_append(&tw->pending_keys, &tw->keys_used, &tw->keys_cap, key, len) < 0)
         return -1;
     tw->pending[tw->npending++] = (struct pending_read){ t, conn, pos, at, len,
-                                                        hash_fnv32(key, len) };
+                                                        hash_fnv32(key, len), TRACK_CACHING };
     return 0;
 }
 
@@ -1059,11 +1064,31 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
     }
 }
 
+/* Whether the node seems to track already, on conn, every key of r (its
+ * reads from the first-th pending one), so that r needs no CLIENT CACHING
+ * YES: r reads no more keys than it names (no script, no transaction), and
+ * conn's own pushes tell of its keys, in order with its replies (a push
+ * about one of them before r's reply tells its readers after that reply:
+ * r may have run after the write, untracked; track_table_invalidate). */
+static int node_seems_to_track(struct tracking_worker *tw, struct request *r,
+                               const struct node_conn *conn, size_t first)
+{
+    const struct command *cmd = r->cmd ? r->cmd : r->parent ? r->parent->cmd : NULL;
+    if (first == tw->npending || r->block_parts || !cmd || command_runs_script(cmd) ||
+        conn->on_push != tracking_push)
+        return 0;
+    for (size_t i = first; i < tw->npending; i++)
+        if (!track_table_seems_tracked(tw->table, tw->pending[i].hash, conn))
+            return 0;
+    return 1;
+}
+
 /* A marked request (or part) goes out on conn: CLIENT CACHING YES right
  * before it, where the node can track its keys for us (unless it tracks
- * every key: BCAST), and its keys for the table, which takes them once
- * the round's writes are out (a client in BCAST mode is told of every key
- * of its prefixes: none); else their invalidation after its reply. */
+ * every key, BCAST, or seems to track them already), and its keys for the
+ * table, which takes them once the round's writes are out (a client in
+ * BCAST mode is told of every key of its prefixes: none); else their
+ * invalidation after its reply. */
 static void sending(struct request *r, struct node_conn *conn)
 {
     static const char caching_yes[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nYES\r\n";
@@ -1075,11 +1100,18 @@ static void sending(struct request *r, struct node_conn *conn)
     if (!e) {
         invalidate_after(top, r, t);
     } else if (!t->bcast) {
-        if (!e->bcast)
-            node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
+        struct tracking_worker *tw = tracking_worker_of(r->worker);
+        size_t first = tw->npending;
         struct tracked_read tr = { t, conn, conn->nsent + 1, 0 };
         if (read_keys_each(t, r, track_key, &tr) < 0 || tr.failed)
             invalidate_after(top, r, t);
+        enum track_how how = e->bcast ? TRACK_EVERY_KEY
+                           : node_seems_to_track(tw, r, conn, first) ? TRACK_IF_TRACKED
+                           : TRACK_CACHING;
+        if (how == TRACK_CACHING)
+            node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
+        for (size_t i = first; i < tw->npending; i++)
+            tw->pending[i].how = how;
     }
     if (r->block_parts)
         multi_forget(t);

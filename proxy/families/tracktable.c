@@ -16,6 +16,13 @@
  * go of, once it names twice as many keys as its reader has entries. A
  * reader keeps its number until its close is done: no other reader is
  * found under a key its array names.
+ *
+ * The guesses are a hash of 4-byte words, one per two places of the hash
+ * of keys, each the hash of a key the node tracks mixed with its
+ * connection's address: set as the key is read with CLIENT CACHING YES,
+ * cleared as it leaves the table or its connection. Two keys that share a
+ * place keep the last one's; a word that two keys' hashes share makes a
+ * wrong guess, which track_table_add finds out from the key itself.
  */
 #include "proxy/families/tracktable.h"
 
@@ -43,8 +50,12 @@ struct tracked {
     uint32_t ids[INLINE_IDS];
     /* its second line */
     uint32_t refs;                  /* readers' arrays that name it */
-    uint32_t listed;                /* in the table (else kept for refs only) */
+    uint32_t listed : 1;            /* in the table (else kept for refs only) */
+    uint32_t node_tracks : 1;       /* a read of it on conn went with CLIENT CACHING
+                                       YES since it was listed */
     uint64_t mark;                  /* the last compaction that kept it */
+    uint64_t guessed;               /* the last read on conn without CLIENT CACHING
+                                       YES (TRACK_IF_TRACKED): its place there */
     TAILQ_ENTRY(tracked) age;       /* oldest first, while listed */
     char key[];
 };
@@ -57,6 +68,8 @@ struct key_slot {
 struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
+    uint32_t *guesses;              /* nslots / 2 places: a key the node tracks on
+                                       its connection (guess_of), 0 none */
     size_t nkeys, nentries;
     size_t bytes;                   /* held: the hash, keys (listed or not), readers'
                                        arrays, keys' hashes of readers, by_id */
@@ -92,9 +105,14 @@ struct track_table *track_table_new(void)
         free(tt);
         return NULL;
     }
+    if (tt && !(tt->guesses = calloc(SLOTS_FIRST / 2, sizeof *tt->guesses))) {
+        free(tt->slots);
+        free(tt);
+        return NULL;
+    }
     if (tt) {
         tt->nslots = SLOTS_FIRST;
-        tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
+        tt->bytes = SLOTS_FIRST * sizeof *tt->slots + SLOTS_FIRST / 2 * sizeof *tt->guesses;
         tt->nids = 1;                       /* number 0 is no reader */
         blockpool_init(&tt->more);
         TAILQ_INIT(&tt->by_age);
@@ -163,6 +181,55 @@ static size_t slot_find(const struct track_table *tt, const char *key, size_t le
     }
 }
 
+/* ---- guesses: which keys the node tracks, read without a key's line ---- */
+
+/* What guesses[] holds for the key whose hash is hash, tracked by the node
+ * on conn (never 0). */
+static uint32_t guess_of(uint32_t hash, const struct node_conn *conn)
+{
+    uint32_t g = hash ^ (uint32_t)(((uintptr_t)conn >> 6) * 2654435761u);
+    return g ? g : 1;
+}
+
+static uint32_t *guess_at(const struct track_table *tt, uint32_t hash)
+{
+    return &tt->guesses[hash & (tt->nslots / 2 - 1)];
+}
+
+/* k (listed) is tracked by the node on k->conn from now on. */
+static void guess_set(struct track_table *tt, struct tracked *k)
+{
+    k->node_tracks = 1;
+    *guess_at(tt, k->hash) = guess_of(k->hash, k->conn);
+}
+
+/* The key whose hash is hash is no longer tracked on conn, as far as the
+ * table knows. */
+static void guess_drop(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
+{
+    uint32_t *g = guess_at(tt, hash);
+    if (*g == guess_of(hash, conn))
+        *g = 0;
+}
+
+/* A hash of n places for the guesses, from the listed keys: 0, or -1 out
+ * of memory. */
+static int guesses_remake(struct track_table *tt, size_t n)
+{
+    uint32_t *g = calloc(n / 2, sizeof *g);
+    struct tracked *k;
+    if (!g)
+        return -1;
+    free(tt->guesses);
+    tt->guesses = g;
+    TAILQ_FOREACH(k, &tt->by_age, age)
+        if (k->node_tracks)
+            g[k->hash & (n / 2 - 1)] = guess_of(k->hash, k->conn);
+    return 0;
+}
+
+/* ---- the hash of keys, grown ---- */
+
 /* Twice the places (none when out of memory: the hash fills further, and
  * key_new refuses a key past the last free place). */
 static void slots_grow(struct track_table *tt)
@@ -171,6 +238,10 @@ static void slots_grow(struct track_table *tt)
     struct key_slot *old = tt->slots, *b = calloc(n, sizeof *b);
     if (!b)
         return;
+    if (guesses_remake(tt, n) < 0) {
+        free(b);
+        return;
+    }
     for (size_t i = 0; i < tt->nslots; i++) {
         if (!old[i].k)
             continue;
@@ -180,7 +251,7 @@ static void slots_grow(struct track_table *tt)
         b[j] = old[i];
     }
     free(old);
-    tt->bytes += (n - tt->nslots) * sizeof *b;
+    tt->bytes += (n - tt->nslots) * (sizeof *b + sizeof *tt->guesses / 2);
     tt->slots = b;
     tt->nslots = n;
 }
@@ -369,6 +440,8 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
 {
     struct tracked *k = tt->slots[i].k;
     slot_free(tt, i);
+    if (k->node_tracks)
+        guess_drop(tt, k->hash, k->conn);
     TAILQ_REMOVE(&tt->by_age, k, age);
     tt->nkeys--;
     ids_clear(tt, k, ordered, notify, arg);
@@ -457,28 +530,43 @@ static struct tracked *key_get(struct track_table *tt, size_t at, const char *ke
 
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
-                    int max_keys, track_notify_fn *evicted, void *arg)
+                    enum track_how how, int max_keys, track_notify_fn *evicted, void *arg)
 {
-    struct tracked *k = key_get(tt, slot_find(tt, key, len, hash), key, len, hash, max_keys,
-                                evicted, arg);
+    size_t at = slot_find(tt, key, len, hash);
+    if (how == TRACK_IF_TRACKED) {
+        const struct tracked *was = tt->slots[at].k;
+        if (!was || was->conn != conn || !was->node_tracks) {
+            guess_drop(tt, hash, conn);
+            return 1;
+        }
+    }
+    struct tracked *k = key_get(tt, at, key, len, hash, max_keys, evicted, arg);
     if (!k)
         return -1;
     if (k->conn != conn) {
         /* its readers read it on another connection: told after the replies
          * they are owed (their reads there answered first), and dropped */
         ids_clear(tt, k, 0, evicted, arg);
+        if (k->node_tracks)
+            guess_drop(tt, k->hash, k->conn);
+        k->node_tracks = 0;
         k->conn = conn;
         k->last = pos;
+        k->guessed = 0;
     } else if (pos > k->last) {
         k->last = pos;
     }
+    if (how == TRACK_IF_TRACKED && pos > k->guessed)
+        k->guessed = pos;
+    if (how == TRACK_CACHING)
+        guess_set(tt, k);
     uint32_t id = reader_id(tt, reader);
     if (id && id_find(k, id))
         return 0;
     if (!id || id_add(tt, k, id) < 0 || reader_name(tt, reader, k) < 0) {
-        uint32_t *at = id ? id_find(k, id) : NULL;
-        if (at)
-            id_remove(k, at);
+        uint32_t *place = id ? id_find(k, id) : NULL;
+        if (place)
+            id_remove(k, place);
         if (k->n == 0)
             key_remove(tt, slot_find(tt, key, len, hash), 0, NULL, NULL);
         return -1;
@@ -510,6 +598,12 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
     }
 }
 
+int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
+                              const struct node_conn *conn)
+{
+    return *guess_at(tt, hash) == guess_of(hash, conn);
+}
+
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg)
@@ -532,6 +626,11 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
     for (uint32_t i = 0; i < n; i++)
         if (ids[i])
             notify(tt->by_id[ids[i]], k->key, k->len, ordered, arg);
+    /* a read in flight that went without CLIENT CACHING YES ran after the
+     * write, untracked: the readers are told again after the replies they
+     * are owed, and the key goes */
+    if (ordered && k->guessed > done)
+        key_remove(tt, at, 0, notify, arg);
 }
 
 void track_table_forget(struct track_table *tt, const char *key, size_t len,
@@ -587,6 +686,7 @@ void track_table_free(struct track_table *tt)
         return;
     track_table_clear(tt);
     free(tt->slots);
+    free(tt->guesses);
     free(tt->by_id);
     free(tt->free_ids);
     free(tt);

@@ -9,6 +9,14 @@
  * key stays listed when its last read was not answered before the push
  * (that read ran after the write, and the node tracks the key again).
  *
+ * The table also knows which keys the node tracks on their connection: a
+ * read there went right after CLIENT CACHING YES, and no invalidation has
+ * come since. A read of such a key needs no CLIENT CACHING YES; a small
+ * array of guesses answers that without the key. When such a read is
+ * still in flight at the key's push, it ran after the write untracked:
+ * the readers are told once more, after the replies they are owed, and
+ * the key goes, so that its next read goes with CLIENT CACHING YES.
+ *
  * So a push tells a reader whose only read is still in flight, and keeps a
  * key's readers listed while any of them has a read in flight: an extra
  * invalidation costs a cache a miss, and one server, where reads and
@@ -64,14 +72,32 @@ typedef void track_notify_fn(struct track_reader *reader, const char *key, size_
 struct track_table *track_table_new(void);
 void track_table_free(struct track_table *tt);
 
-/* reader read key (whose hash_fnv32 is hash) on conn, its read the
- * pos-th request there. Past max_keys (0: no bound) the oldest keys go
- * first, each reader of theirs handed to evicted; the key's readers on
- * another connection are handed to evicted too. 0, or -1 out of memory
- * (the read is then not tracked: the caller must invalidate it itself). */
+/* How the node tracks the key of a read on its connection. */
+enum track_how {
+    TRACK_EVERY_KEY,        /* it tracks every key there (BCAST) */
+    TRACK_CACHING,          /* the read went right after CLIENT CACHING YES */
+    TRACK_IF_TRACKED,       /* without: tracked when an earlier read there went with
+                               it, and no invalidation of the key has come since */
+};
+
+/* reader read key (whose hash_fnv32 is hash) on conn, its read the pos-th
+ * request there, tracked by the node as how says. Past max_keys (0: no
+ * bound) the oldest keys go first, each reader of theirs handed to
+ * evicted; the key's readers on another connection are handed to evicted
+ * too. 0; 1 when the node does not track the read (TRACK_IF_TRACKED, and
+ * it was not): the reader is not listed, and is to be told after the
+ * read's reply; -1 out of memory (the read is then not tracked: the caller
+ * must invalidate it itself). */
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
-                    int max_keys, track_notify_fn *evicted, void *arg);
+                    enum track_how how, int max_keys, track_notify_fn *evicted, void *arg);
+
+/* Whether the node seems to track the key whose hash_fnv32 is hash on
+ * conn (TRACK_IF_TRACKED): read from a small array, without the key's
+ * place in the hash or the key; wrong only where two keys' hashes meet,
+ * which track_table_add then finds out. */
+int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
+                              const struct node_conn *conn);
 
 /* Ahead of track_table_add of a batch of reads: what reader's add of the
  * key whose hash_fnv32 is hash will read first, brought into the cache in
@@ -84,8 +110,8 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
 
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key are handed to notify (ordered when their reads
- * went on conn), and forgotten unless a read of the key is still on its
- * way. Each reader's connection is open. */
+ * went on conn and were all answered before it), and the key is
+ * forgotten. Each reader's connection is open. */
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);

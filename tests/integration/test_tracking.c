@@ -753,6 +753,74 @@ START_TEST(test_push_before_later_reply)
 }
 END_TEST
 
+/* The CLIENT CACHING YES master sent the proxy's connections so far. */
+static long long caching_calls(const struct h_node *master)
+{
+    redisContext *m = h_connect_node(master);
+    static const char field[] = "cmdstat_client|caching:calls=";
+    redisReply *info = redisCommand(m, "INFO commandstats");
+    ck_assert_ptr_nonnull(info);
+    const char *at = info->type == REDIS_REPLY_STRING ? strstr(info->str, field) : NULL;
+    long long n = at ? atoll(at + sizeof field - 1) : 0;
+    freeReplyObject(info);
+    redisFree(m);
+    return n;
+}
+
+/*
+ * A read of a key the master already tracks for the proxy's connection
+ * goes without CLIENT CACHING YES. When a write of the key runs between
+ * its sending and its running (CLIENT PAUSE holds both), the master no
+ * longer tracks the key when the read runs: its reader is told of the
+ * write ahead of the read's reply, as by one server, and once more after
+ * it, so that it keeps no value the master does not track.
+ */
+START_TEST(test_untracked_read_told_after_its_reply)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct h_topo t;
+    struct conn3 c;
+    char key[96], out[4096], cmd[512], push[256];
+    h_topo_load(&t);
+    H_FMT(key, sizeof key, "trk:%s:untracked", h_prefix());
+    const struct h_node *master = &t.masters[h_topo_owner(&t, h_slot(key))];
+    long long before = caching_calls(master);
+    reader_of(&c, &proxy, key);
+    H_FMT(cmd, sizeof cmd, "GET %s", key);
+    send_words(&c, cmd);
+    frame(&c, out, sizeof out);
+    ck_assert_int_eq(caching_calls(master) - before, 1);    /* the first read's only */
+    int pause = h_raw_connect(master), wr = h_raw_connect(master);
+    h_raw_sends(pause, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n300\r\n");
+    h_raw_recv(pause, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n", strlen(key),
+          key);
+    h_raw_sends(wr, cmd);
+    h_sleep_ms(50);
+    H_FMT(cmd, sizeof cmd, "GET %s", key);
+    send_words(&c, cmd);
+    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "first %s, not the push", h_esc_str(out));
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "$5\r\nlater\r\n");
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "after the reply %s, not the push", h_esc_str(out));
+    ck_assert_int_eq(caching_calls(master) - before, 1);
+    /* the next read is tracked again */
+    send_words(&c, cmd);
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "$5\r\nlater\r\n");
+    ck_assert_int_eq(caching_calls(master) - before, 2);
+    h_raw_recv(wr, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    close(pause);
+    close(wr);
+    close(c.fd);
+}
+END_TEST
+
 /* With tracking-node-bcast yes the masters push every key written and the
  * proxy tells each client of the keys it read only: the same pushes as
  * redis-server's, in every mode. (A master writes BCAST's pushes once per
@@ -1188,6 +1256,7 @@ int main(void)
     tcase_add_test(tc, test_writes_from_elsewhere);
     tcase_add_test(tc, test_exec_reads_as_redis);
     tcase_add_test(tc, test_push_before_later_reply);
+    tcase_add_test(tc, test_untracked_read_told_after_its_reply);
     tcase_add_test(tc, test_node_bcast_as_redis);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);

@@ -1,7 +1,8 @@
 /*
  * The tracking table (proxy/families/tracktable.h): which readers a push
- * tells and which it keeps, against its header's rules, case by case and
- * against a model of those rules under random reads, pushes and closes.
+ * tells and which it keeps, and which keys the node tracks, against its
+ * header's rules, case by case and against a model of those rules under
+ * random reads, pushes and closes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -47,13 +48,25 @@ static int was_told(struct track_reader *reader, const char *key, int ordered)
     return 0;
 }
 
-/* r read key on c, its read the pos-th there; past max keys (0: no bound)
- * the oldest go. */
+/* r read key on c, its read the pos-th there, tracked as how says; past
+ * max keys (0: no bound) the oldest go. */
+static int add_how(struct track_table *tt, const char *key, struct track_reader *r,
+                   const struct node_conn *c, uint64_t pos, enum track_how how, int max)
+{
+    size_t len = strlen(key);
+    return track_table_add(tt, key, len, hash_fnv32(key, len), r, c, pos, how, max, record,
+                           NULL);
+}
+
 static int add_max(struct track_table *tt, const char *key, struct track_reader *r,
                    const struct node_conn *c, uint64_t pos, int max)
 {
-    size_t len = strlen(key);
-    return track_table_add(tt, key, len, hash_fnv32(key, len), r, c, pos, max, record, NULL);
+    return add_how(tt, key, r, c, pos, TRACK_CACHING, max);
+}
+
+static int seems_tracked(struct track_table *tt, const char *key, const struct node_conn *c)
+{
+    return track_table_seems_tracked(tt, hash_fnv32(key, strlen(key)), c);
 }
 
 static int add(struct track_table *tt, const char *key, struct track_reader *r,
@@ -201,6 +214,110 @@ START_TEST(test_read_on_another_connection)
 }
 END_TEST
 
+/* A read in flight that went without CLIENT CACHING YES ran after the
+ * write untracked: the readers are told in order, then again after the
+ * replies they are owed, and the key goes. One with it in flight: the
+ * node tracks the key again, which stays. */
+START_TEST(test_guessed_read_in_flight)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a, b;
+    struct node_conn c = { 0 };
+    track_reader_init(&a);
+    track_reader_init(&b);
+    ck_assert_int_eq(add_how(tt, "k", &a, &c, 1, TRACK_CACHING, 0), 0);
+    ck_assert_int_eq(add_how(tt, "k", &a, &c, 2, TRACK_CACHING, 0), 0);
+    push(tt, "k", &c, 1);
+    ck_assert_int_eq(ntold, 1);
+    ck_assert(was_told(&a, "k", 1));
+    ck_assert(seems_tracked(tt, "k", &c));
+    ck_assert_int_eq(add_how(tt, "k", &b, &c, 3, TRACK_IF_TRACKED, 0), 0);
+    push(tt, "k", &c, 2);
+    ck_assert_int_eq(ntold, 5);
+    ck_assert(was_told(&a, "k", 1) && was_told(&b, "k", 1));
+    ck_assert(was_told(&a, "k", 0) && was_told(&b, "k", 0));
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert(!seems_tracked(tt, "k", &c));
+    reader_release(tt, &b);
+    table_free(tt, &a, 1);
+}
+END_TEST
+
+/* The node tracks a key on a connection from a read there with CLIENT
+ * CACHING YES until its invalidation: a read there without one is listed
+ * then, and not listed (the caller tells its reader) otherwise. */
+START_TEST(test_node_tracks_after_caching)
+{
+    struct track_table *tt = table_new();
+    struct track_reader a, b;
+    struct node_conn c1 = { 0 }, c2 = { 0 };
+    track_reader_init(&a);
+    track_reader_init(&b);
+    ck_assert(!seems_tracked(tt, "k", &c1));
+    ck_assert_int_eq(add_how(tt, "k", &a, &c1, 1, TRACK_IF_TRACKED, 0), 1);
+    ck_assert_uint_eq(track_table_keys(tt), 0);
+    ck_assert_int_eq(add_how(tt, "k", &a, &c1, 2, TRACK_EVERY_KEY, 0), 0);
+    ck_assert(!seems_tracked(tt, "k", &c1));    /* tracked while BCAST only */
+    ck_assert_int_eq(add_how(tt, "k", &b, &c1, 3, TRACK_IF_TRACKED, 0), 1);
+    ck_assert_uint_eq(track_table_readers(tt), 1);
+    ck_assert_int_eq(add_how(tt, "k", &a, &c1, 4, TRACK_CACHING, 0), 0);
+    ck_assert(seems_tracked(tt, "k", &c1));
+    ck_assert(!seems_tracked(tt, "k", &c2));
+    ck_assert_int_eq(add_how(tt, "k", &b, &c1, 5, TRACK_IF_TRACKED, 0), 0);
+    ck_assert_uint_eq(track_table_readers(tt), 2);
+    ck_assert_int_eq(add_how(tt, "k", &b, &c2, 6, TRACK_IF_TRACKED, 0), 1);
+    ck_assert_int_eq(ntold, 0);
+    c1.nanswered = 5;
+    push(tt, "k", &c1, 5);
+    ck_assert_int_eq(ntold, 2);
+    ck_assert(!seems_tracked(tt, "k", &c1));
+    ck_assert_int_eq(add_how(tt, "k", &b, &c1, 7, TRACK_IF_TRACKED, 0), 1);
+    /* a read on another connection: not tracked on the first one now */
+    ck_assert_int_eq(add_how(tt, "k", &a, &c1, 8, TRACK_CACHING, 0), 0);
+    ck_assert_int_eq(add_how(tt, "k", &b, &c2, 9, TRACK_EVERY_KEY, 0), 0);
+    ck_assert(!seems_tracked(tt, "k", &c1) && !seems_tracked(tt, "k", &c2));
+    ck_assert_int_eq(add_how(tt, "k", &a, &c1, 10, TRACK_IF_TRACKED, 0), 1);
+    /* a key that leaves the table (its last reader forgets it) */
+    ck_assert_int_eq(add_how(tt, "j", &a, &c1, 11, TRACK_CACHING, 0), 0);
+    ck_assert(seems_tracked(tt, "j", &c1));
+    track_table_forget(tt, "j", 1, &a);
+    ck_assert(!seems_tracked(tt, "j", &c1));
+    reader_release(tt, &b);
+    table_free(tt, &a, 1);
+}
+END_TEST
+
+/* The guesses survive the hash's growth, and a clear. */
+START_TEST(test_guesses_as_the_table_grows)
+{
+    enum { N = 5000 };
+    struct track_table *tt = table_new();
+    struct track_reader a;
+    struct node_conn c = { 0 };
+    char key[16];
+    int seen = 0;
+    track_reader_init(&a);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        ck_assert_int_eq(add_how(tt, key, &a, &c, 1, i % 2 ? TRACK_CACHING : TRACK_EVERY_KEY,
+                                 0), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        if (i % 2 == 0)
+            ck_assert(!seems_tracked(tt, key, &c));
+        seen += i % 2 && seems_tracked(tt, key, &c);
+    }
+    ck_assert_int_gt(seen, N / 4);      /* some share a place: one of them guessed */
+    track_table_clear(tt);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        ck_assert(!seems_tracked(tt, key, &c));
+    }
+    table_free(tt, &a, 1);
+}
+END_TEST
+
 START_TEST(test_many_readers_of_one_key)
 {
     enum { N = 1000 };
@@ -342,10 +459,12 @@ static struct model_entry model[MKEYS][MREADERS];
 static int model_age[MKEYS];            /* when the key entered the table; -1: not in it */
 static int model_conn[MKEYS];           /* the connection of its reads; -1: none */
 static uint64_t model_last[MKEYS];      /* the last of them */
+static int model_tracks[MKEYS];         /* the node tracks it on model_conn */
+static uint64_t model_guessed[MKEYS];   /* its last TRACK_IF_TRACKED read there */
 static int model_clock;
 static struct track_reader readers[MREADERS];
 static struct node_conn conns[MCONNS];
-static int expect_told[MKEYS][MREADERS];    /* 0, or 1 + ordered */
+static int expect_told[MKEYS][MREADERS];    /* 1: told not ordered, 2: ordered; or both */
 
 static int model_key_listed(int k)
 {
@@ -360,6 +479,7 @@ static void model_key_check(int k)
     if (!model_key_listed(k)) {
         model_age[k] = -1;
         model_conn[k] = -1;
+        model_tracks[k] = 0;
     }
 }
 
@@ -380,8 +500,11 @@ static size_t model_items(void)
     return n;
 }
 
-static void model_add(int k, int r, int c, uint64_t pos, int max)
+/* 1 when the read is not listed (TRACK_IF_TRACKED, and not tracked) */
+static int model_add(int k, int r, int c, uint64_t pos, enum track_how how, int max)
 {
+    if (how == TRACK_IF_TRACKED && (model_age[k] < 0 || model_conn[k] != c || !model_tracks[k]))
+        return 1;
     if (model_age[k] < 0) {
         while (max > 0 && model_keys() >= (size_t)max) {
             int oldest = -1;
@@ -390,26 +513,33 @@ static void model_add(int k, int r, int c, uint64_t pos, int max)
                     oldest = i;
             for (int i = 0; i < MREADERS; i++)
                 if (model[oldest][i].on) {
-                    expect_told[oldest][i] = 1;
+                    expect_told[oldest][i] |= 1;
                     model[oldest][i].on = 0;
                 }
             model_age[oldest] = -1;
             model_conn[oldest] = -1;
+            model_tracks[oldest] = 0;
         }
         model_age[k] = model_clock++;
     }
     if (model_conn[k] != c) {
         for (int i = 0; i < MREADERS; i++)  /* read on another connection: told, dropped */
             if (model[k][i].on) {
-                expect_told[k][i] = 1;
+                expect_told[k][i] |= 1;
                 model[k][i].on = 0;
             }
         model_conn[k] = c;
         model_last[k] = pos;
+        model_tracks[k] = 0;
+        model_guessed[k] = 0;
     } else if (pos > model_last[k]) {
         model_last[k] = pos;
     }
+    if (how == TRACK_IF_TRACKED && pos > model_guessed[k])
+        model_guessed[k] = pos;
+    model_tracks[k] |= how == TRACK_CACHING;
     model[k][r].on = 1;
+    return 0;
 }
 
 static void model_push(int k, int c, uint64_t answered)
@@ -418,11 +548,14 @@ static void model_push(int k, int c, uint64_t answered)
         return;
     int ordered = model_conn[k] == c;
     uint64_t done = ordered ? answered : conns[model_conn[k]].nanswered;
+    int again = ordered && model_guessed[k] > done;   /* a read in flight, untracked */
     for (int r = 0; r < MREADERS; r++) {
         if (!model[k][r].on)
             continue;
-        expect_told[k][r] = 1 + ordered;
-        if (model_last[k] <= done)
+        expect_told[k][r] |= ordered ? 2 : 1;
+        if (model_last[k] > done && again)
+            expect_told[k][r] |= 1;
+        if (model_last[k] <= done || again)
             model[k][r].on = 0;
     }
     model_key_check(k);
@@ -444,9 +577,10 @@ static void told_check(void)
     memset(got, 0, sizeof got);
     for (int i = 0; i < ntold; i++) {
         int k = atoi(told[i].key + 1), r = reader_index(told[i].who);
-        if (got[k][r])
+        int bit = told[i].ordered ? 2 : 1;
+        if (got[k][r] & bit)
             ck_abort_msg("key %d reader %d: told twice", k, r);
-        got[k][r] = 1 + told[i].ordered;
+        got[k][r] |= bit;
     }
     for (int k = 0; k < MKEYS; k++)
         for (int r = 0; r < MREADERS; r++)
@@ -469,6 +603,8 @@ START_TEST(test_against_the_model)
     for (int k = 0; k < MKEYS; k++) {
         model_age[k] = -1;
         model_conn[k] = -1;
+        model_tracks[k] = 0;
+        model_guessed[k] = 0;
     }
     for (int r = 0; r < MREADERS; r++)
         track_reader_init(&readers[r]);
@@ -478,9 +614,12 @@ START_TEST(test_against_the_model)
         snprintf(key, sizeof key, "k%d", k);
         if (op < 55) {
             uint64_t pos = ++sent[c];
-            if (add_max(tt, key, &readers[r], &conns[c], pos, max) < 0)
+            enum track_how how = (enum track_how)(rand() % 3);
+            int rc = add_how(tt, key, &readers[r], &conns[c], pos, how, max);
+            if (rc < 0)
                 ck_abort_msg("out of memory");
-            model_add(k, r, c, pos, max);
+            if (rc != model_add(k, r, c, pos, how, max))
+                ck_abort_msg("step %d: key %d read on %d (%d): %d", step, k, c, how, rc);
         } else if (op < 75) {
             /* the node answers some of what was sent */
             uint64_t left = sent[c] - conns[c].nanswered;
@@ -502,6 +641,14 @@ START_TEST(test_against_the_model)
             }
         }
         told_check();
+        for (int i = 0; i < MKEYS; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "k%d", i);
+            for (int j = 0; j < MCONNS; j++)
+                if (seems_tracked(tt, name, &conns[j]) &&
+                    !(model_tracks[i] && model_conn[i] == j))
+                    ck_abort_msg("step %d: key %d seems tracked on %d", step, i, j);
+        }
         if (track_table_keys(tt) != model_keys() || track_table_readers(tt) != model_items())
             ck_abort_msg("step %d: %zu keys, %zu entries; the model has %zu, %zu", step,
                          track_table_keys(tt), track_table_readers(tt), model_keys(),
@@ -522,6 +669,9 @@ static Suite *tracktable_suite(void)
     tcase_add_test(tc, test_read_in_flight_is_told_and_kept);
     tcase_add_test(tc, test_kept_while_a_read_is_in_flight);
     tcase_add_test(tc, test_read_on_another_connection);
+    tcase_add_test(tc, test_guessed_read_in_flight);
+    tcase_add_test(tc, test_node_tracks_after_caching);
+    tcase_add_test(tc, test_guesses_as_the_table_grows);
     tcase_add_test(tc, test_many_readers_of_one_key);
     tcase_add_test(tc, test_forget_reader_in_steps);
     tcase_add_test(tc, test_eviction_takes_the_oldest_key);
