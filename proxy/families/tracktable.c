@@ -17,12 +17,11 @@
  * reader keeps its number until its close is done: no other reader is
  * found under a key its array names.
  *
- * The guesses are a hash of 4-byte words, one per two places of the hash
- * of keys, each the hash of a key the node tracks mixed with its
- * connection's address: set as the key is read with CLIENT CACHING YES,
- * cleared as it leaves the table or its connection. Two keys that share a
- * place keep the last one's; a word that two keys' hashes share makes a
- * wrong guess, which track_table_add finds out from the key itself.
+ * A key's place in the hash also says whether the node tracks it on its
+ * connection (tracked_on: the key's hash mixed with the connection's
+ * address), so that track_table_seems_tracked reads the hash only. Two
+ * keys with the same hash may make a wrong guess, which track_table_add
+ * finds out from the key itself.
  */
 #include "proxy/families/tracktable.h"
 
@@ -50,9 +49,7 @@ struct tracked {
     uint32_t ids[INLINE_IDS];
     /* its second line */
     uint32_t refs;                  /* readers' arrays that name it */
-    uint32_t listed : 1;            /* in the table (else kept for refs only) */
-    uint32_t node_tracks : 1;       /* a read of it on conn went with CLIENT CACHING
-                                       YES since it was listed */
+    uint32_t listed;                /* in the table (else kept for refs only) */
     uint64_t mark;                  /* the last compaction that kept it */
     uint64_t guessed;               /* the last read on conn without CLIENT CACHING
                                        YES (TRACK_IF_TRACKED): its place there */
@@ -63,13 +60,13 @@ struct tracked {
 struct key_slot {
     struct tracked *k;              /* NULL: a free place */
     uint32_t hash;
+    uint32_t tracked_on;            /* the node tracks k on k->conn (tracked_on()), from
+                                       a read there with CLIENT CACHING YES; else 0 */
 };
 
 struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
-    uint32_t *guesses;              /* nslots / 2 places: a key the node tracks on
-                                       its connection (guess_of), 0 none */
     size_t nkeys, nentries;
     size_t bytes;                   /* held: the hash, keys (listed or not), readers'
                                        arrays, keys' hashes of readers, by_id */
@@ -105,14 +102,9 @@ struct track_table *track_table_new(void)
         free(tt);
         return NULL;
     }
-    if (tt && !(tt->guesses = calloc(SLOTS_FIRST / 2, sizeof *tt->guesses))) {
-        free(tt->slots);
-        free(tt);
-        return NULL;
-    }
     if (tt) {
         tt->nslots = SLOTS_FIRST;
-        tt->bytes = SLOTS_FIRST * sizeof *tt->slots + SLOTS_FIRST / 2 * sizeof *tt->guesses;
+        tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
         tt->nids = 1;                       /* number 0 is no reader */
         blockpool_init(&tt->more);
         TAILQ_INIT(&tt->by_age);
@@ -181,51 +173,12 @@ static size_t slot_find(const struct track_table *tt, const char *key, size_t le
     }
 }
 
-/* ---- guesses: which keys the node tracks, read without a key's line ---- */
-
-/* What guesses[] holds for the key whose hash is hash, tracked by the node
- * on conn (never 0). */
-static uint32_t guess_of(uint32_t hash, const struct node_conn *conn)
+/* What a place's tracked_on holds for the key whose hash is hash, tracked
+ * by the node on conn (never 0). */
+static uint32_t tracked_on(uint32_t hash, const struct node_conn *conn)
 {
     uint32_t g = hash ^ (uint32_t)(((uintptr_t)conn >> 6) * 2654435761u);
     return g ? g : 1;
-}
-
-static uint32_t *guess_at(const struct track_table *tt, uint32_t hash)
-{
-    return &tt->guesses[hash & (tt->nslots / 2 - 1)];
-}
-
-/* k (listed) is tracked by the node on k->conn from now on. */
-static void guess_set(struct track_table *tt, struct tracked *k)
-{
-    k->node_tracks = 1;
-    *guess_at(tt, k->hash) = guess_of(k->hash, k->conn);
-}
-
-/* The key whose hash is hash is no longer tracked on conn, as far as the
- * table knows. */
-static void guess_drop(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
-{
-    uint32_t *g = guess_at(tt, hash);
-    if (*g == guess_of(hash, conn))
-        *g = 0;
-}
-
-/* A hash of n places for the guesses, from the listed keys: 0, or -1 out
- * of memory. */
-static int guesses_remake(struct track_table *tt, size_t n)
-{
-    uint32_t *g = calloc(n / 2, sizeof *g);
-    struct tracked *k;
-    if (!g)
-        return -1;
-    free(tt->guesses);
-    tt->guesses = g;
-    TAILQ_FOREACH(k, &tt->by_age, age)
-        if (k->node_tracks)
-            g[k->hash & (n / 2 - 1)] = guess_of(k->hash, k->conn);
-    return 0;
 }
 
 /* ---- the hash of keys, grown ---- */
@@ -238,10 +191,6 @@ static void slots_grow(struct track_table *tt)
     struct key_slot *old = tt->slots, *b = calloc(n, sizeof *b);
     if (!b)
         return;
-    if (guesses_remake(tt, n) < 0) {
-        free(b);
-        return;
-    }
     for (size_t i = 0; i < tt->nslots; i++) {
         if (!old[i].k)
             continue;
@@ -251,7 +200,7 @@ static void slots_grow(struct track_table *tt)
         b[j] = old[i];
     }
     free(old);
-    tt->bytes += (n - tt->nslots) * (sizeof *b + sizeof *tt->guesses / 2);
+    tt->bytes += (n - tt->nslots) * sizeof *b;
     tt->slots = b;
     tt->nslots = n;
 }
@@ -426,7 +375,7 @@ static struct tracked *key_new(struct track_table *tt, size_t at, const char *ke
     k->listed = 1;
     memcpy(k->key, key, len);
     TAILQ_INSERT_TAIL(&tt->by_age, k, age);
-    tt->slots[at] = (struct key_slot){ k, hash };
+    tt->slots[at] = (struct key_slot){ k, hash, 0 };
     tt->nkeys++;
     tt->bytes += key_size(len);
     return k;
@@ -440,8 +389,6 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
 {
     struct tracked *k = tt->slots[i].k;
     slot_free(tt, i);
-    if (k->node_tracks)
-        guess_drop(tt, k->hash, k->conn);
     TAILQ_REMOVE(&tt->by_age, k, age);
     tt->nkeys--;
     ids_clear(tt, k, ordered, notify, arg);
@@ -511,21 +458,22 @@ static int reader_name(struct track_table *tt, struct track_reader *who, struct 
 
 /* ---- reads, pushes, closes ---- */
 
-/* key, at place at, found or made (NULL: out of memory). */
-static struct tracked *key_get(struct track_table *tt, size_t at, const char *key, size_t len,
+/* key, at place *at, found or made there (NULL: out of memory); *at is
+ * its place after. */
+static struct tracked *key_get(struct track_table *tt, size_t *at, const char *key, size_t len,
                                uint32_t hash, int max_keys, track_notify_fn *evicted, void *arg)
 {
-    if (tt->slots[at].k)
-        return tt->slots[at].k;
+    if (tt->slots[*at].k)
+        return tt->slots[*at].k;
     if (len > UINT32_MAX)
         return NULL;
     make_room(tt, max_keys, evicted, arg);
     if ((tt->nkeys + 1) * 2 > tt->nslots)
         slots_grow(tt);
-    at = slot_find(tt, key, len, hash);
+    *at = slot_find(tt, key, len, hash);
     if (tt->nkeys + 1 >= tt->nslots)
         return NULL;
-    return key_new(tt, at, key, len, hash);
+    return key_new(tt, *at, key, len, hash);
 }
 
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
@@ -533,23 +481,17 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
                     enum track_how how, int max_keys, track_notify_fn *evicted, void *arg)
 {
     size_t at = slot_find(tt, key, len, hash);
-    if (how == TRACK_IF_TRACKED) {
-        const struct tracked *was = tt->slots[at].k;
-        if (!was || was->conn != conn || !was->node_tracks) {
-            guess_drop(tt, hash, conn);
-            return 1;
-        }
-    }
-    struct tracked *k = key_get(tt, at, key, len, hash, max_keys, evicted, arg);
+    if (how == TRACK_IF_TRACKED &&
+        (!tt->slots[at].k || tt->slots[at].k->conn != conn || !tt->slots[at].tracked_on))
+        return 1;
+    struct tracked *k = key_get(tt, &at, key, len, hash, max_keys, evicted, arg);
     if (!k)
         return -1;
     if (k->conn != conn) {
         /* its readers read it on another connection: told after the replies
          * they are owed (their reads there answered first), and dropped */
         ids_clear(tt, k, 0, evicted, arg);
-        if (k->node_tracks)
-            guess_drop(tt, k->hash, k->conn);
-        k->node_tracks = 0;
+        tt->slots[at].tracked_on = 0;
         k->conn = conn;
         k->last = pos;
         k->guessed = 0;
@@ -559,7 +501,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
     if (how == TRACK_IF_TRACKED && pos > k->guessed)
         k->guessed = pos;
     if (how == TRACK_CACHING)
-        guess_set(tt, k);
+        tt->slots[at].tracked_on = tracked_on(hash, conn);
     uint32_t id = reader_id(tt, reader);
     if (id && id_find(k, id))
         return 0;
@@ -601,7 +543,10 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn)
 {
-    return *guess_at(tt, hash) == guess_of(hash, conn);
+    size_t mask = tt->nslots - 1, i = hash & mask;
+    while (tt->slots[i].k && tt->slots[i].hash != hash)
+        i = (i + 1) & mask;
+    return tt->slots[i].k && tt->slots[i].tracked_on == tracked_on(hash, conn);
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
@@ -686,7 +631,6 @@ void track_table_free(struct track_table *tt)
         return;
     track_table_clear(tt);
     free(tt->slots);
-    free(tt->guesses);
     free(tt->by_id);
     free(tt->free_ids);
     free(tt);
