@@ -4,11 +4,13 @@
  * Keys are in an open-addressed hash (linear probing, at most half full),
  * and on a list in the order they were first read: the oldest goes first
  * when the table is full. A key lists its readers by number (the table's
- * by_id names each number's reader): its first INLINE_IDS in its own first
- * cache line, the rest in a small open-addressed hash of numbers (at most
- * three quarters full) from the table's block pool. A read touches the
- * key's place in the hash and the key's two lines, and a key with a few
- * readers never grows.
+ * by_id names each number's reader), in its own first cache line: those
+ * numbered below LOW_IDS (a worker's first clients) as bits of a word, the
+ * first INLINE_IDS others as numbers, and the rest in a small
+ * open-addressed hash of numbers (at most three quarters full) from the
+ * table's block pool. A read touches the key's place in the hash and the
+ * key's two lines, and a key read by a worker's first clients, or by a few
+ * others, never grows.
  *
  * A reader names each key it is listed under in its own array, for its
  * close. A key that leaves the table stays allocated while a reader's array
@@ -34,7 +36,8 @@
 #include "lib/base/hash.h"
 
 #define SLOTS_FIRST 64
-#define INLINE_IDS 6                /* the readers a key lists in its first line */
+#define LOW_IDS 64                  /* readers numbered below it: bits of a key's low */
+#define INLINE_IDS 4                /* the others a key lists in its first line */
 #define MORE_FIRST 16               /* the first hash of readers past them: 64 bytes */
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 #define KEY_ALIGN 64                /* a key starts on a cache line */
@@ -42,10 +45,12 @@
 struct tracked {
     /* its first line: what a read looks at */
     uint32_t hash, len;
-    uint32_t n, cap;                /* readers; cap 0: all in ids[], else in more[] */
+    uint32_t n, cap;                /* readers numbered LOW_IDS and up; cap 0: all in
+                                       ids[], else in more[] */
     const struct node_conn *conn;   /* the connection its reads went on */
     uint64_t last;                  /* the last of them: its place there */
     uint32_t *more;                 /* cap numbers (a power of two), 0 a free place */
+    uint64_t low;                   /* bit i: reader i (below LOW_IDS) */
     uint32_t ids[INLINE_IDS];
     /* its second line */
     uint32_t refs;                  /* readers' arrays that name it */
@@ -240,11 +245,9 @@ static uint32_t *more_at(const struct tracked *k, uint32_t id)
     return &k->more[i];
 }
 
-/* Where k lists id, or NULL. */
-static uint32_t *id_find(struct tracked *k, uint32_t id)
+/* Where k lists id (LOW_IDS or more), or NULL. */
+static uint32_t *high_find(struct tracked *k, uint32_t id)
 {
-    if (id == 0)
-        return NULL;
     if (k->cap > 0) {
         uint32_t *at = more_at(k, id);
         return *at ? at : NULL;
@@ -255,11 +258,49 @@ static uint32_t *id_find(struct tracked *k, uint32_t id)
     return NULL;
 }
 
-/* k's places for readers, *n of them (0: a free place). */
-static const uint32_t *ids_of(const struct tracked *k, uint32_t *n)
+/* Whether k lists id. */
+static int id_find(struct tracked *k, uint32_t id)
 {
-    *n = k->cap ? k->cap : k->n;
-    return k->cap ? k->more : k->ids;
+    if (id < LOW_IDS)
+        return id && (k->low >> id & 1);
+    return high_find(k, id) != NULL;
+}
+
+/* Whether k lists no reader. */
+static int key_unread(const struct tracked *k)
+{
+    return k->low == 0 && k->n == 0;
+}
+
+/* k's readers' numbers, one after the other. */
+struct id_iter {
+    uint64_t low;
+    const uint32_t *high;
+    uint32_t i, n;
+};
+
+static void id_iter_init(struct id_iter *it, const struct tracked *k)
+{
+    it->low = k->low;
+    it->high = k->cap ? k->more : k->ids;
+    it->i = 0;
+    it->n = k->cap ? k->cap : k->n;
+}
+
+/* The next number, or 0 when none is left. */
+static uint32_t id_next(struct id_iter *it)
+{
+    if (it->low) {
+        uint32_t id = (uint32_t)__builtin_ctzll(it->low);
+        it->low &= it->low - 1;
+        return id;
+    }
+    while (it->i < it->n) {
+        uint32_t id = it->high[it->i++];
+        if (id)
+            return id;
+    }
+    return 0;
 }
 
 /* k's readers move to a hash of cap places: 0, or -1 out of memory. */
@@ -285,6 +326,10 @@ static int more_grow(struct track_table *tt, struct tracked *k, uint32_t cap)
 /* k lists id (not yet among its readers): 0, or -1 out of memory. */
 static int id_add(struct track_table *tt, struct tracked *k, uint32_t id)
 {
+    if (id < LOW_IDS) {
+        k->low |= (uint64_t)1 << id;
+        return 0;
+    }
     if (k->cap == 0 && k->n < INLINE_IDS) {
         k->ids[k->n++] = id;
         return 0;
@@ -299,8 +344,9 @@ static int id_add(struct track_table *tt, struct tracked *k, uint32_t id)
     return 0;
 }
 
-/* The reader numbered id leaves k's readers, where at lists it. */
-static void id_remove(struct tracked *k, uint32_t *at)
+/* The reader numbered LOW_IDS or more leaves k's readers, where at lists
+ * it. */
+static void high_remove(struct tracked *k, uint32_t *at)
 {
     k->n--;
     if (k->cap == 0) {
@@ -321,6 +367,15 @@ static void id_remove(struct tracked *k, uint32_t *at)
     k->more[i] = 0;
 }
 
+/* The reader numbered id (listed) leaves k's readers. */
+static void id_remove(struct tracked *k, uint32_t id)
+{
+    if (id < LOW_IDS)
+        k->low &= ~((uint64_t)1 << id);
+    else
+        high_remove(k, high_find(k, id));
+}
+
 /* The reader numbered id of k, as it leaves k's readers: uncharged. */
 static struct track_reader *entry_gone(struct track_table *tt, const struct tracked *k,
                                        uint32_t id)
@@ -336,12 +391,11 @@ static struct track_reader *entry_gone(struct track_table *tt, const struct trac
 static void ids_clear(struct track_table *tt, struct tracked *k, int ordered,
                       track_notify_fn *notify, void *arg)
 {
-    uint32_t n;
-    const uint32_t *ids = ids_of(k, &n);
-    for (uint32_t i = 0; i < n; i++) {
-        if (!ids[i])
-            continue;
-        struct track_reader *who = entry_gone(tt, k, ids[i]);
+    struct id_iter it;
+    uint32_t id;
+    id_iter_init(&it, k);
+    while ((id = id_next(&it)) != 0) {
+        struct track_reader *who = entry_gone(tt, k, id);
         if (notify)
             notify(who, k->key, k->len, ordered, arg);
     }
@@ -350,6 +404,7 @@ static void ids_clear(struct track_table *tt, struct tracked *k, int ordered,
         tt->bytes -= k->cap * sizeof *k->more;
     }
     k->more = NULL;
+    k->low = 0;
     k->n = k->cap = 0;
 }
 
@@ -506,10 +561,9 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
     if (id && id_find(k, id))
         return 0;
     if (!id || id_add(tt, k, id) < 0 || reader_name(tt, reader, k) < 0) {
-        uint32_t *place = id ? id_find(k, id) : NULL;
-        if (place)
-            id_remove(k, place);
-        if (k->n == 0)
+        if (id && id_find(k, id))
+            id_remove(k, id);
+        if (key_unread(k))
             key_remove(tt, slot_find(tt, key, len, hash), 0, NULL, NULL);
         return -1;
     }
@@ -535,7 +589,7 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
     if (stage == 1) {
         __builtin_prefetch(k);
         __builtin_prefetch(k->key);
-    } else if (k->cap > 0 && reader->id) {
+    } else if (k->cap > 0 && reader->id >= LOW_IDS) {
         __builtin_prefetch(&k->more[id_hash(reader->id) & (k->cap - 1)]);
     }
 }
@@ -566,11 +620,11 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
         key_remove(tt, at, ordered, notify, arg);
         return;
     }
-    uint32_t n;
-    const uint32_t *ids = ids_of(k, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (ids[i])
-            notify(tt->by_id[ids[i]], k->key, k->len, ordered, arg);
+    struct id_iter it;
+    uint32_t id;
+    id_iter_init(&it, k);
+    while ((id = id_next(&it)) != 0)
+        notify(tt->by_id[id], k->key, k->len, ordered, arg);
     /* a read in flight that went without CLIENT CACHING YES ran after the
      * write, untracked: the readers are told again after the replies they
      * are owed, and the key goes */
@@ -583,12 +637,11 @@ void track_table_forget(struct track_table *tt, const char *key, size_t len,
 {
     size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
     struct tracked *k = tt->slots[at].k;
-    uint32_t *id = k ? id_find(k, reader->id) : NULL;
-    if (!id)
+    if (!k || !id_find(k, reader->id))
         return;
-    entry_gone(tt, k, *id);
-    id_remove(k, id);
-    if (k->n == 0)
+    entry_gone(tt, k, reader->id);
+    id_remove(k, reader->id);
+    if (key_unread(k))
         key_remove(tt, at, 0, NULL, NULL);
 }
 
@@ -598,11 +651,10 @@ size_t track_table_forget_reader(struct track_table *tt, struct track_reader *re
     size_t n = 0;
     for (; n < max && reader->nkeys > 0; n++) {
         struct tracked *k = reader->keys[--reader->nkeys];
-        uint32_t *id = k->listed ? id_find(k, reader->id) : NULL;
-        if (id) {
-            entry_gone(tt, k, *id);
-            id_remove(k, id);
-            if (k->n == 0)
+        if (k->listed && id_find(k, reader->id)) {
+            entry_gone(tt, k, reader->id);
+            id_remove(k, reader->id);
+            if (key_unread(k))
                 key_remove(tt, slot_of(tt, k), 0, NULL, NULL);
         }
         key_release(tt, k);
