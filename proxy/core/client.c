@@ -610,6 +610,18 @@ void client_push_after(struct client *c, struct request *after, const struct rep
     push_at(c, v, 0, NULL, after);
 }
 
+void client_push_after_sent(struct client *c, const struct reply_view *v)
+{
+    struct request *sent;
+    TAILQ_FOREACH_REVERSE(sent, &c->queue, request_queue, link)
+        if (request_sent(sent))
+            break;
+    if (sent)
+        push_at(c, v, 0, NULL, sent);
+    else
+        push_at(c, v, 0, TAILQ_FIRST(&c->queue), NULL);
+}
+
 void client_close_after_replies(struct client *c)
 {
     if (c->state != CLIENT_ACTIVE)

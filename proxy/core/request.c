@@ -470,6 +470,16 @@ int request_heard(const struct request *r)
     return 0;
 }
 
+int request_sent(const struct request *r)
+{
+    if (r->done || r->nreq.conn || r->nreq.answered)
+        return 1;
+    for (int i = 0; i < r->nparts; i++)
+        if (r->parts[i] && request_sent(r->parts[i]))
+            return 1;
+    return 0;
+}
+
 void request_deliver_bytes(struct request *r, const char *bytes, size_t len)
 {
     struct reply_view v = { NULL, bytes, len };

@@ -319,6 +319,10 @@ void request_deliver_bytes(struct request *r, const char *bytes, size_t len);
  * of its parts is done or answered. */
 int request_heard(const struct request *r);
 
+/* Whether r (or a part of it) went to a node, or is done: a node may have
+ * run it. */
+int request_sent(const struct request *r);
+
 /*
  * Where a finished request's reply goes: to its client, in the order the
  * client sent its commands (client.c registers it, client_init). deliver_now:

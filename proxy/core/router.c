@@ -329,6 +329,15 @@ void router_register_sending(void (*sending)(struct request *r, struct node_conn
     sending_hook = sending;
 }
 
+static void (*answered_hook)(struct request *r, struct node_conn *conn,
+                             const struct reply_scanner *s);
+
+void router_register_answered(void (*answered)(struct request *r, struct node_conn *conn,
+                                               const struct reply_scanner *s))
+{
+    answered_hook = answered;
+}
+
 /* Redis's default busy-reply-threshold: a script silences its node this
  * long before the node answers BUSY to others (and the proxy's probe). */
 #define REDIS_BUSY_REPLY_THRESHOLD_MS 5000
@@ -557,6 +566,8 @@ static void take_reply(struct request *r, struct node_req *nr, const struct repl
         reply_view_drop(v);
         return;
     }
+    if ((r->marks || (r->parent && r->parent->marks)) && answered_hook)
+        answered_hook(r, nr->conn, s);
     if (deliver_legacy_keys(r, v, s))
         return;
     request_deliver(r, v);

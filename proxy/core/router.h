@@ -63,6 +63,12 @@ void router_register_watcher(void (*watch)(struct request *r));
  * worker starts. */
 void router_register_sending(void (*sending)(struct request *r, struct node_conn *conn));
 
+/* That family hears of such a request's reply from conn (s: its type, its
+ * error line) once the router keeps it (no redirect, no retry), before it
+ * is delivered. Before any worker starts. */
+void router_register_answered(void (*answered)(struct request *r, struct node_conn *conn,
+                                               const struct reply_scanner *s));
+
 /* The family that hears of each command the ACL refused (acl.h's verdict,
  * the argument refused: ACL LOG). */
 void router_register_denied(void (*denied)(struct request *r, int verdict, int errpos));

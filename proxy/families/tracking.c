@@ -100,6 +100,9 @@ struct tracking_worker {
      * the table's keys and readers */
     long long on, keys, items, prefixes, bytes;
     int nbcast;                     /* its clients in BCAST mode */
+    int in_table;                   /* inside a table call that tells clients: a flush
+                                       that telling brings about waits for its end */
+    int flush_due;                  /* 1 + the cause of that flush, or 0 */
     struct track_conn *conns;
     int nconns, capconns;
     uint32_t owner[16384];          /* each slot's master (its address's hash), to
@@ -108,6 +111,9 @@ struct tracking_worker {
 
 static int client_id_of = -1, worker_id_of = -1;
 static unsigned char track_mark;    /* a read whose keys the node tracks for its client */
+static unsigned char caching_mark;  /* a read (or part) that went right after CLIENT
+                                       CACHING YES: its reply says whether the node
+                                       tracks its keys (track_table_node_tracks) */
 static const struct command *client_cmd, *multi_cmd, *exec_cmd, *discard_cmd;
 
 static const char invalidate_null[] = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
@@ -244,7 +250,8 @@ static void invalidation_add(struct evbuffer *b, const struct worker *w, const c
  * or a null: every key): in a push to itself in RESP3 (RESP2 has no
  * pushes: Redis sends such a client nothing), or in a message to the
  * client it redirects to; ordered: ahead of the replies no node has begun
- * (track_notify_fn), else after every reply it is owed. tell: of
+ * (track_notify_fn), else after the reply of everything of its a node
+ * was sent (client_push_after_sent), ready or not. tell: of
  * key[0..len), its own name for it (NULL: every key). */
 static void tell_keys(struct worker *w, struct tracking *t, const char *keys, size_t len,
                       int nkeys, int ordered)
@@ -265,7 +272,7 @@ static void tell_keys(struct worker *w, struct tracking *t, const char *keys, si
         if (ordered)
             client_push_ahead(c, &v);
         else
-            client_push(c, &v, 0);
+            client_push_after_sent(c, &v);
         evbuffer_free(b);
     } else {
         return;
@@ -314,6 +321,21 @@ static void notify(struct track_reader *reader, const char *key, size_t len, int
     free(heap);
 }
 
+static void flush_all(struct worker *w, enum stats_tracking_flush cause);
+
+/* A table call that tells clients (in_table) ends: the flush that telling
+ * brought about (a client closed past its output limit that was the last
+ * in BCAST mode, out of memory), if any, runs now, on a table no longer in
+ * use. */
+static void table_left(struct tracking_worker *tw)
+{
+    if (--tw->in_table == 0 && tw->flush_due) {
+        enum stats_tracking_flush cause = (enum stats_tracking_flush)(tw->flush_due - 1);
+        tw->flush_due = 0;
+        flush_all(tw->w, cause);
+    }
+}
+
 /* The reads sent since the last time enter the table; a read it has no room
  * for (out of memory) has its client told to forget everything, after the
  * replies it is owed. */
@@ -325,6 +347,7 @@ static void pending_run(struct tracking_worker *tw)
     for (int stage = 0; stage < 3; stage++)
         for (size_t i = 0; i < tw->npending; i++)
             track_table_prefetch(tw->table, tw->pending[i].hash, &tw->pending[i].t->reads, stage);
+    tw->in_table++;
     for (size_t i = 0; i < tw->npending; i++) {
         const struct pending_read *p = &tw->pending[i];
         const char *key = tw->pending_keys + p->at;
@@ -337,6 +360,7 @@ static void pending_run(struct tracking_worker *tw)
     }
     tw->npending = 0;
     tw->keys_used = 0;
+    table_left(tw);
     if (tw->cappending > PENDING_KEEP || tw->keys_cap > PENDING_KEYS_KEEP) {
         /* after a burst, the usual size again */
         free(tw->pending);
@@ -431,6 +455,10 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
     struct tracking *t;
     if (!tw)
         return;
+    if (tw->in_table) {     /* a client told from inside the table brought it about */
+        tw->flush_due = 1 + (int)cause;
+        return;
+    }
     pending_run(tw);        /* (their reads were sent before the flush's cause) */
     TAILQ_FOREACH(t, &tw->clients, link)
         t->flush_due = cause != TRACKING_FLUSH_MODE || t->reads.listed > 0;
@@ -802,8 +830,12 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
                 struct reply_head h;
                 if (reply_header(e, el, &h) == 0 && h.type == '$' && h.n >= 0 &&
                     h.len + (size_t)h.n + 2 == el)
+                {
+                    tw->in_table++;
                     track_table_invalidate(tw->table, e + h.len, (size_t)h.n, c, c->nanswered,
                                            notify, w);
+                    table_left(tw);
+                }
             }
         }
         counts_publish(tw);
@@ -1064,6 +1096,16 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
     }
 }
 
+/* Whether r reads no more keys than it names (no script, no transaction),
+ * on conn, whose own pushes tell of its keys in order with its replies: a
+ * read whose reply says the node tracks its keys, and that needs no CLIENT
+ * CACHING YES when it already does. */
+static int plain_read(const struct request *r, const struct node_conn *conn)
+{
+    const struct command *cmd = r->cmd ? r->cmd : r->parent ? r->parent->cmd : NULL;
+    return !r->block_parts && cmd && !command_runs_script(cmd) && conn->on_push == tracking_push;
+}
+
 /* Whether the node seems to track already, on conn, every key of r (its
  * reads from the first-th pending one), so that r needs no CLIENT CACHING
  * YES: r reads no more keys than it names (no script, no transaction), and
@@ -1073,9 +1115,7 @@ static struct track_conn *trackable(struct tracking *t, struct request *r,
 static int node_seems_to_track(struct tracking_worker *tw, struct request *r,
                                const struct node_conn *conn, size_t first)
 {
-    const struct command *cmd = r->cmd ? r->cmd : r->parent ? r->parent->cmd : NULL;
-    if (first == tw->npending || r->block_parts || !cmd || command_runs_script(cmd) ||
-        conn->on_push != tracking_push)
+    if (first == tw->npending || !plain_read(r, conn))
         return 0;
     for (size_t i = first; i < tw->npending; i++)
         if (!track_table_seems_tracked(tw->table, tw->pending[i].hash, conn))
@@ -1112,9 +1152,32 @@ static void sending(struct request *r, struct node_conn *conn)
             node_send_prefix(conn, caching_yes, sizeof caching_yes - 1);
         for (size_t i = first; i < tw->npending; i++)
             tw->pending[i].how = how;
+        if (how == TRACK_CACHING && plain_read(r, conn))
+            r->marks |= caching_mark;
+        else
+            r->marks &= (unsigned char)~caching_mark;
     }
     if (r->block_parts)
         multi_forget(t);
+}
+
+static void node_tracks_key(struct request *r, const char *key, size_t len, void *arg)
+{
+    track_table_node_tracks(tracking_worker_of(r->worker)->table, key, len, hash_fnv32(key, len),
+                            arg);
+}
+
+/* A read that went right after CLIENT CACHING YES is answered on conn:
+ * unless refused (an error), the node tracks its keys there. */
+static void answered(struct request *r, struct node_conn *conn, const struct reply_scanner *s)
+{
+    if (!(r->marks & caching_mark))
+        return;
+    r->marks &= (unsigned char)~caching_mark;
+    if (s->type == '-' || s->type == '!')
+        return;
+    pending_run(tracking_worker_of(r->worker));     /* (its keys first) */
+    keys_each(r, node_tracks_key, conn);
 }
 
 /* ---- on and off ---- */
@@ -1578,8 +1641,10 @@ void tracking_register(void)
     worker_id_of = worker_family_register(&tracking_worker_family);
     worker_register_watch(&tracking_watch);
     router_register_sending(sending);
+    router_register_answered(answered);
     trackredir_register(redirect_broken);
     track_mark = request_mark_register();
+    caching_mark = request_mark_register();
     client_cmd = command_lookup("client", 6);
     multi_cmd = command_lookup("multi", 5);
     exec_cmd = command_lookup("exec", 4);

@@ -555,8 +555,6 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
     }
     if (how == TRACK_IF_TRACKED && pos > k->guessed)
         k->guessed = pos;
-    if (how == TRACK_CACHING)
-        tt->slots[at].tracked_on = tracked_on(hash, conn);
     uint32_t id = reader_id(tt, reader);
     if (id && id_find(k, id))
         return 0;
@@ -594,6 +592,14 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
     }
 }
 
+void track_table_node_tracks(struct track_table *tt, const char *key, size_t len, uint32_t hash,
+                             const struct node_conn *conn)
+{
+    size_t at = slot_find(tt, key, len, hash);
+    if (tt->slots[at].k && tt->slots[at].k->conn == conn)
+        tt->slots[at].tracked_on = tracked_on(hash, conn);
+}
+
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn)
 {
@@ -620,6 +626,9 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
         key_remove(tt, at, ordered, notify, arg);
         return;
     }
+    /* the node tracks the key again once a read in flight has run */
+    if (ordered)
+        tt->slots[at].tracked_on = 0;
     struct id_iter it;
     uint32_t id;
     id_iter_init(&it, k);

@@ -10,19 +10,21 @@
  * (that read ran after the write, and the node tracks the key again).
  *
  * The table also knows which keys the node tracks on their connection: a
- * read there went right after CLIENT CACHING YES, and no invalidation has
- * come since. A read of such a key needs no CLIENT CACHING YES; the
- * key's place in the hash answers that without the key. When such a read is
- * still in flight at the key's push, it ran after the write untracked:
- * the readers are told once more, after the replies they are owed, and
- * the key goes, so that its next read goes with CLIENT CACHING YES.
+ * read there that went right after CLIENT CACHING YES was answered (the
+ * caller says so: track_table_node_tracks), and no invalidation has come
+ * since. A read of such a key needs no CLIENT CACHING YES; the key's place
+ * in the hash answers that without the key. When such a read is still in
+ * flight at the key's push, it ran after the write untracked: the readers
+ * are told once more, after the replies they are owed, and the key goes,
+ * so that its next read goes with CLIENT CACHING YES.
  *
  * So a push tells a reader whose only read is still in flight, and keeps a
  * key's readers listed while any of them has a read in flight: an extra
  * invalidation costs a cache a miss, and one server, where reads and
  * writes never overlap, never shows the difference. What this buys is a
- * read that touches the key's place in the hash and the key, whose first
- * readers are inline: no growth until a seventh reader.
+ * read that touches the key's place in the hash and the key, whose
+ * readers are in its first line: a key grows only for the readers of a
+ * worker past its first 63 clients, beyond four of them.
  *
  * A read on a connection whose invalidations the node sends to another
  * (CLIENT TRACKING REDIRECT) has no order with the push: its readers are
@@ -63,7 +65,8 @@ void track_reader_init(struct track_reader *r);
 /* A reader of key[0..len) the table lets go of, to be told. ordered: by a
  * push on the connection its reads went on, so that a read of its that
  * connection has not answered yet ran after the write (and may be answered
- * after the telling); else it is told after every reply it is owed. */
+ * after the telling); else it is told after the reply of everything of
+ * its a node was sent. */
 typedef void track_notify_fn(struct track_reader *reader, const char *key, size_t len,
                              int ordered, void *arg);
 
@@ -77,7 +80,8 @@ enum track_how {
     TRACK_EVERY_KEY,        /* it tracks every key there (BCAST) */
     TRACK_CACHING,          /* the read went right after CLIENT CACHING YES */
     TRACK_IF_TRACKED,       /* without: tracked when an earlier read there went with
-                               it, and no invalidation of the key has come since */
+                               it and was answered (track_table_node_tracks), and no
+                               invalidation of the key has come since */
 };
 
 /* reader read key (whose hash_fnv32 is hash) on conn, its read the pos-th
@@ -91,6 +95,15 @@ enum track_how {
 int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                     struct track_reader *reader, const struct node_conn *conn, uint64_t pos,
                     enum track_how how, int max_keys, track_notify_fn *evicted, void *arg);
+
+/* A read of key (whose hash_fnv32 is hash) that went on conn right after
+ * CLIENT CACHING YES was answered without an error: the node tracks the
+ * key there from then on, if the table lists it there, until its next
+ * invalidation. (Only a reply says so: a command refused before it runs,
+ * or a script, which tracks the keys it reads rather than the ones it
+ * names, leaves the key untracked.) */
+void track_table_node_tracks(struct track_table *tt, const char *key, size_t len, uint32_t hash,
+                             const struct node_conn *conn);
 
 /* Whether the node seems to track the key whose hash_fnv32 is hash on
  * conn (TRACK_IF_TRACKED): read from the key's place in the hash, without
@@ -110,8 +123,11 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
 
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key are handed to notify (ordered when their reads
- * went on conn and were all answered before it), and the key is
- * forgotten. Each reader's connection is open. */
+ * went on conn), and the key is forgotten unless a read of it is still on
+ * its way; a read on its way without CLIENT CACHING YES hands them to
+ * notify again (not ordered) and the key is forgotten. Either way the node
+ * no longer tracks the key on conn until a read's reply says so. Each
+ * reader's connection is open. */
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);

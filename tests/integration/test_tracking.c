@@ -821,6 +821,132 @@ START_TEST(test_untracked_read_told_after_its_reply)
 }
 END_TEST
 
+/* A raw connection to master that pauses its clients for ms. */
+static int pause_master(const struct h_node *master, int ms)
+{
+    char cmd[128], out[256];
+    int fd = h_raw_connect(master);
+    H_FMT(cmd, sizeof cmd, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$%d\r\n%d\r\n",
+          snprintf(NULL, 0, "%d", ms), ms);
+    h_raw_sends(fd, cmd);
+    h_raw_recv(fd, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    return fd;
+}
+
+/* Keys named after what, one on each of three masters. */
+static void keys_on_three_masters(const struct h_topo *t, const char *what, char keys[3][96],
+                                  int owner[3])
+{
+    int found = 0;
+    ck_assert_int_ge(t->nmasters, 3);
+    for (int i = 0; found < 3 && i < 100000; i++) {
+        char key[96];
+        H_FMT(key, sizeof key, "trk:%s:%s%d", h_prefix(), what, i);
+        int o = h_topo_owner(t, h_slot(key)), j;
+        for (j = 0; j < found && owner[j] != o; j++)
+            ;
+        if (j < found)
+            continue;
+        memcpy(keys[found], key, sizeof key);
+        owner[found++] = o;
+    }
+    ck_assert_int_eq(found, 3);
+}
+
+/*
+ * The second telling of an untracked read comes after that read's reply
+ * even where an earlier reply of the client's is ready and a still
+ * earlier one is not: GET of a key on a paused master, GET of one on a
+ * free master (answered at once, held behind the first), then GET of the
+ * reader's key, which goes without CLIENT CACHING YES behind a write
+ * queued on its paused master. That master resumes first.
+ */
+START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct h_topo t;
+    struct conn3 c;
+    char keys[3][96], out[4096], cmd[512], push[256];
+    int owner[3];
+    h_topo_load(&t);
+    keys_on_three_masters(&t, "pipeline", keys, owner);     /* slow, free, read */
+    const struct h_node *slow = &t.masters[owner[0]], *master = &t.masters[owner[2]];
+    reader_of(&c, &proxy, keys[2]);
+    long long before = caching_calls(master);
+    int slow_pause = pause_master(slow, 1500), pause = pause_master(master, 300);
+    int wr = h_raw_connect(master);
+    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n",
+          strlen(keys[2]), keys[2]);
+    h_raw_sends(wr, cmd);
+    h_sleep_ms(50);
+    for (int i = 0; i < 3; i++) {
+        H_FMT(cmd, sizeof cmd, "GET %s", keys[i]);
+        send_words(&c, cmd);
+    }
+    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n",
+          strlen(keys[2]), keys[2]);
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "_\r\n");
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, "_\r\n");
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "third %s, not the push", h_esc_str(out));
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strcmp(out, "$5\r\nlater\r\n") == 0, "fourth %s, not the reply",
+                  h_esc_str(out));
+    frame(&c, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "after the reply %s, not the push", h_esc_str(out));
+    ck_assert_int_eq(caching_calls(master) - before, 0);
+    h_raw_recv(wr, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    close(slow_pause);
+    close(pause);
+    close(wr);
+    close(c.fd);
+}
+END_TEST
+
+/*
+ * A script that names a key does not make the master track it (a script
+ * tracks the keys it reads): after EVAL with CLIENT CACHING YES, another
+ * client's read of the key still goes with it, and a write of the key
+ * reaches that reader.
+ */
+START_TEST(test_script_leaves_its_key_untracked)
+{
+    struct h_node proxy = h_proxy_addr();
+    struct h_topo t;
+    struct conn3 a, b;
+    char key[96], out[4096], cmd[512], push[256];
+    h_topo_load(&t);
+    H_FMT(key, sizeof key, "trk:%s:script", h_prefix());
+    const struct h_node *master = &t.masters[h_topo_owner(&t, h_slot(key))];
+    conn3_open(&a, &proxy);
+    send_words(&a, "CLIENT TRACKING ON");
+    frame(&a, out, sizeof out);
+    ck_assert_str_eq(out, "+OK\r\n");
+    long long before = caching_calls(master);
+    H_FMT(cmd, sizeof cmd, "EVAL return(1) 1 %s", key);
+    send_words(&a, cmd);
+    frame(&a, out, sizeof out);
+    ck_assert_str_eq(out, ":1\r\n");
+    ck_assert_int_eq(caching_calls(master) - before, 1);
+    reader_of(&b, &proxy, key);
+    ck_assert_int_eq(caching_calls(master) - before, 2);
+    redisContext *m = h_connect_node(master);
+    redisReply *rep = redisCommand(m, "SET %s v", key);
+    freeReplyObject(rep);
+    redisFree(m);
+    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key),
+          key);
+    frame(&b, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
+    close(a.fd);
+    close(b.fd);
+}
+END_TEST
+
 /* With tracking-node-bcast yes the masters push every key written and the
  * proxy tells each client of the keys it read only: the same pushes as
  * redis-server's, in every mode. (A master writes BCAST's pushes once per
@@ -1257,6 +1383,8 @@ int main(void)
     tcase_add_test(tc, test_exec_reads_as_redis);
     tcase_add_test(tc, test_push_before_later_reply);
     tcase_add_test(tc, test_untracked_read_told_after_its_reply);
+    tcase_add_test(tc, test_untracked_read_told_after_its_reply_in_a_pipeline);
+    tcase_add_test(tc, test_script_leaves_its_key_untracked);
     tcase_add_test(tc, test_node_bcast_as_redis);
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);

@@ -69,6 +69,12 @@ static int seems_tracked(struct track_table *tt, const char *key, const struct n
     return track_table_seems_tracked(tt, hash_fnv32(key, strlen(key)), c);
 }
 
+/* A read of key on c behind CLIENT CACHING YES was answered. */
+static void node_tracks(struct track_table *tt, const char *key, const struct node_conn *c)
+{
+    track_table_node_tracks(tt, key, strlen(key), hash_fnv32(key, strlen(key)), c);
+}
+
 static int add(struct track_table *tt, const char *key, struct track_reader *r,
                const struct node_conn *c, uint64_t pos)
 {
@@ -226,11 +232,16 @@ START_TEST(test_guessed_read_in_flight)
     track_reader_init(&a);
     track_reader_init(&b);
     ck_assert_int_eq(add_how(tt, "k", &a, &c, 1, TRACK_CACHING, 0), 0);
+    ck_assert(!seems_tracked(tt, "k", &c));     /* not before its reply */
+    node_tracks(tt, "k", &c);
+    ck_assert(seems_tracked(tt, "k", &c));
     ck_assert_int_eq(add_how(tt, "k", &a, &c, 2, TRACK_CACHING, 0), 0);
     push(tt, "k", &c, 1);
     ck_assert_int_eq(ntold, 1);
     ck_assert(was_told(&a, "k", 1));
-    ck_assert(seems_tracked(tt, "k", &c));
+    ck_assert(!seems_tracked(tt, "k", &c));     /* until read 2 is answered */
+    ck_assert_int_eq(add_how(tt, "k", &b, &c, 3, TRACK_IF_TRACKED, 0), 1);
+    node_tracks(tt, "k", &c);
     ck_assert_int_eq(add_how(tt, "k", &b, &c, 3, TRACK_IF_TRACKED, 0), 0);
     push(tt, "k", &c, 2);
     ck_assert_int_eq(ntold, 5);
@@ -261,6 +272,10 @@ START_TEST(test_node_tracks_after_caching)
     ck_assert_int_eq(add_how(tt, "k", &b, &c1, 3, TRACK_IF_TRACKED, 0), 1);
     ck_assert_uint_eq(track_table_readers(tt), 1);
     ck_assert_int_eq(add_how(tt, "k", &a, &c1, 4, TRACK_CACHING, 0), 0);
+    ck_assert(!seems_tracked(tt, "k", &c1));
+    node_tracks(tt, "k", &c2);                  /* not where it is listed */
+    ck_assert(!seems_tracked(tt, "k", &c1) && !seems_tracked(tt, "k", &c2));
+    node_tracks(tt, "k", &c1);
     ck_assert(seems_tracked(tt, "k", &c1));
     ck_assert(!seems_tracked(tt, "k", &c2));
     ck_assert_int_eq(add_how(tt, "k", &b, &c1, 5, TRACK_IF_TRACKED, 0), 0);
@@ -274,11 +289,13 @@ START_TEST(test_node_tracks_after_caching)
     ck_assert_int_eq(add_how(tt, "k", &b, &c1, 7, TRACK_IF_TRACKED, 0), 1);
     /* a read on another connection: not tracked on the first one now */
     ck_assert_int_eq(add_how(tt, "k", &a, &c1, 8, TRACK_CACHING, 0), 0);
+    node_tracks(tt, "k", &c1);
     ck_assert_int_eq(add_how(tt, "k", &b, &c2, 9, TRACK_EVERY_KEY, 0), 0);
     ck_assert(!seems_tracked(tt, "k", &c1) && !seems_tracked(tt, "k", &c2));
     ck_assert_int_eq(add_how(tt, "k", &a, &c1, 10, TRACK_IF_TRACKED, 0), 1);
     /* a key that leaves the table (its last reader forgets it) */
     ck_assert_int_eq(add_how(tt, "j", &a, &c1, 11, TRACK_CACHING, 0), 0);
+    node_tracks(tt, "j", &c1);
     ck_assert(seems_tracked(tt, "j", &c1));
     track_table_forget(tt, "j", 1, &a);
     ck_assert(!seems_tracked(tt, "j", &c1));
@@ -301,6 +318,8 @@ START_TEST(test_guesses_as_the_table_grows)
         snprintf(key, sizeof key, "k%d", i);
         ck_assert_int_eq(add_how(tt, key, &a, &c, 1, i % 2 ? TRACK_CACHING : TRACK_EVERY_KEY,
                                  0), 0);
+        if (i % 2)
+            node_tracks(tt, key, &c);
     }
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "k%d", i);
@@ -537,7 +556,6 @@ static int model_add(int k, int r, int c, uint64_t pos, enum track_how how, int 
     }
     if (how == TRACK_IF_TRACKED && pos > model_guessed[k])
         model_guessed[k] = pos;
-    model_tracks[k] |= how == TRACK_CACHING;
     model[k][r].on = 1;
     return 0;
 }
@@ -549,6 +567,8 @@ static void model_push(int k, int c, uint64_t answered)
     int ordered = model_conn[k] == c;
     uint64_t done = ordered ? answered : conns[model_conn[k]].nanswered;
     int again = ordered && model_guessed[k] > done;   /* a read in flight, untracked */
+    if (ordered)
+        model_tracks[k] = 0;
     for (int r = 0; r < MREADERS; r++) {
         if (!model[k][r].on)
             continue;
@@ -629,6 +649,12 @@ START_TEST(test_against_the_model)
                 ck_abort_msg("out of memory");
             if (rc != model_add(k, r, c, pos, how, max))
                 ck_abort_msg("step %d: key %d read on %d (%d): %d", step, k, c, how, rc);
+        } else if (op < 62) {
+            /* a read behind CLIENT CACHING YES answered */
+            track_table_node_tracks(tt, key, strlen(key), hash_fnv32(key, strlen(key)),
+                                    &conns[c]);
+            if (model_age[k] >= 0 && model_conn[k] == c)
+                model_tracks[k] = 1;
         } else if (op < 75) {
             /* the node answers some of what was sent */
             uint64_t left = sent[c] - conns[c].nanswered;
