@@ -610,11 +610,11 @@ void client_push_after(struct client *c, struct request *after, const struct rep
     push_at(c, v, 0, NULL, after);
 }
 
-void client_push_after_sent(struct client *c, const struct reply_view *v)
+void client_push_after_sent(struct client *c, const struct reply_view *v, unsigned char marks)
 {
     struct request *sent;
     TAILQ_FOREACH_REVERSE(sent, &c->queue, request_queue, link)
-        if (request_sent(sent))
+        if (sent->done || ((sent->marks & marks) && request_sent(sent)))
             break;
     if (sent)
         push_at(c, v, 0, NULL, sent);

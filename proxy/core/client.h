@@ -177,12 +177,13 @@ void client_push_ahead(struct client *c, const struct reply_view *v);
  * replies are ready before it). */
 void client_push_after(struct client *c, struct request *after, const struct reply_view *v);
 
-/* client_push, after the reply of every request of c's that went to a node
- * (request_sent) and before the others: a push that must follow whatever
- * the nodes answer to what they were sent so far (a tracking invalidation
- * of reads that may have run untracked), whether or not those replies are
- * ready. */
-void client_push_after_sent(struct client *c, const struct reply_view *v);
+/* client_push, after every reply c has ready and the reply of every
+ * request of c's with one of marks (request.marks) that went to a node
+ * (request_sent), and before the others: a push that must follow whatever
+ * the nodes answer to those requests (a tracking invalidation of reads
+ * that may have run untracked), whether or not those replies are ready,
+ * and need not wait for other ones (a blocked command's). */
+void client_push_after_sent(struct client *c, const struct reply_view *v, unsigned char marks);
 
 /* After the replies already owed, close (QUIT, protocol errors). */
 void client_close_after_replies(struct client *c);

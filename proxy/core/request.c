@@ -472,7 +472,7 @@ int request_heard(const struct request *r)
 
 int request_sent(const struct request *r)
 {
-    if (r->done || r->nreq.conn || r->nreq.answered)
+    if (r->done || r->nreq.conn)      /* (which stays set once answered) */
         return 1;
     for (int i = 0; i < r->nparts; i++)
         if (r->parts[i] && request_sent(r->parts[i]))

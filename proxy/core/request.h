@@ -320,7 +320,7 @@ void request_deliver_bytes(struct request *r, const char *bytes, size_t len);
 int request_heard(const struct request *r);
 
 /* Whether r (or a part of it) went to a node, or is done: a node may have
- * run it. */
+ * run it (or refused it: a login the node refused counts too). */
 int request_sent(const struct request *r);
 
 /*

@@ -64,8 +64,9 @@ void router_register_watcher(void (*watch)(struct request *r));
 void router_register_sending(void (*sending)(struct request *r, struct node_conn *conn));
 
 /* That family hears of such a request's reply from conn (s: its type, its
- * error line) once the router keeps it (no redirect, no retry), before it
- * is delivered. Before any worker starts. */
+ * error line) once the router keeps it (no redirect, no retry, not taken
+ * by the request's own hooks), before it is delivered. Before any worker
+ * starts. */
 void router_register_answered(void (*answered)(struct request *r, struct node_conn *conn,
                                                const struct reply_scanner *s));
 

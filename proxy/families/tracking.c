@@ -102,7 +102,7 @@ struct tracking_worker {
     int nbcast;                     /* its clients in BCAST mode */
     int in_table;                   /* inside a table call that tells clients: a flush
                                        that telling brings about waits for its end */
-    int flush_due;                  /* 1 + the cause of that flush, or 0 */
+    int flush_deferred;             /* 1 + the cause of that flush, or 0 */
     struct track_conn *conns;
     int nconns, capconns;
     uint32_t owner[16384];          /* each slot's master (its address's hash), to
@@ -272,7 +272,7 @@ static void tell_keys(struct worker *w, struct tracking *t, const char *keys, si
         if (ordered)
             client_push_ahead(c, &v);
         else
-            client_push_after_sent(c, &v);
+            client_push_after_sent(c, &v, track_mark);
         evbuffer_free(b);
     } else {
         return;
@@ -329,11 +329,19 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause);
  * use. */
 static void table_left(struct tracking_worker *tw)
 {
-    if (--tw->in_table == 0 && tw->flush_due) {
-        enum stats_tracking_flush cause = (enum stats_tracking_flush)(tw->flush_due - 1);
-        tw->flush_due = 0;
+    if (--tw->in_table == 0 && tw->flush_deferred) {
+        enum stats_tracking_flush cause = (enum stats_tracking_flush)(tw->flush_deferred - 1);
+        tw->flush_deferred = 0;
         flush_all(tw->w, cause);
     }
+}
+
+/* A flush for cause waits for the table call under way; a mode switch's
+ * (which spares clients with nothing listed) gives way to any other. */
+static void flush_defer(struct tracking_worker *tw, enum stats_tracking_flush cause)
+{
+    if (!tw->flush_deferred || tw->flush_deferred - 1 == TRACKING_FLUSH_MODE)
+        tw->flush_deferred = 1 + (int)cause;
 }
 
 /* The reads sent since the last time enter the table; a read it has no room
@@ -456,10 +464,19 @@ static void flush_all(struct worker *w, enum stats_tracking_flush cause)
     if (!tw)
         return;
     if (tw->in_table) {     /* a client told from inside the table brought it about */
-        tw->flush_due = 1 + (int)cause;
+        flush_defer(tw, cause);
         return;
     }
-    pending_run(tw);        /* (their reads were sent before the flush's cause) */
+    /* their reads were sent before the flush's cause; a flush their
+     * telling brings about is this one */
+    tw->in_table++;
+    pending_run(tw);
+    tw->in_table--;
+    if (tw->flush_deferred) {
+        if (cause == TRACKING_FLUSH_MODE)
+            cause = (enum stats_tracking_flush)(tw->flush_deferred - 1);
+        tw->flush_deferred = 0;
+    }
     TAILQ_FOREACH(t, &tw->clients, link)
         t->flush_due = cause != TRACKING_FLUSH_MODE || t->reads.listed > 0;
     track_table_clear(tw->table);
@@ -1133,6 +1150,7 @@ static void sending(struct request *r, struct node_conn *conn)
 {
     static const char caching_yes[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nYES\r\n";
     struct request *top = r->parent ? r->parent : r;
+    r->marks &= (unsigned char)~caching_mark;       /* (an earlier send's) */
     struct tracking *t = top->client ? tracking_of(top->client) : NULL;
     if (!t || !(top->marks & track_mark) || top->detached)
         return;     /* (a detached copy runs inside EXEC, which is invalidated whole) */
@@ -1154,8 +1172,6 @@ static void sending(struct request *r, struct node_conn *conn)
             tw->pending[i].how = how;
         if (how == TRACK_CACHING && plain_read(r, conn))
             r->marks |= caching_mark;
-        else
-            r->marks &= (unsigned char)~caching_mark;
     }
     if (r->block_parts)
         multi_forget(t);
@@ -1169,7 +1185,8 @@ static void node_tracks_key(struct request *r, const char *key, size_t len, void
 
 /* A read that went right after CLIENT CACHING YES is answered on conn:
  * unless refused (an error), the node tracks its keys there. */
-static void answered(struct request *r, struct node_conn *conn, const struct reply_scanner *s)
+static void read_answered(struct request *r, struct node_conn *conn,
+                          const struct reply_scanner *s)
 {
     if (!(r->marks & caching_mark))
         return;
@@ -1641,7 +1658,7 @@ void tracking_register(void)
     worker_id_of = worker_family_register(&tracking_worker_family);
     worker_register_watch(&tracking_watch);
     router_register_sending(sending);
-    router_register_answered(answered);
+    router_register_answered(read_answered);
     trackredir_register(redirect_broken);
     track_mark = request_mark_register();
     caching_mark = request_mark_register();

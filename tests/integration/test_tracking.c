@@ -706,6 +706,38 @@ START_TEST(test_exec_reads_as_redis)
 }
 END_TEST
 
+/* A raw connection to master that pauses its clients for ms. */
+static int pause_master(const struct h_node *master, int ms)
+{
+    char cmd[128], out[256];
+    int fd = h_raw_connect(master);
+    H_FMT(cmd, sizeof cmd, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$%d\r\n%d\r\n",
+          snprintf(NULL, 0, "%d", ms), ms);
+    h_raw_sends(fd, cmd);
+    h_raw_recv(fd, out, sizeof out, "\r\n", 5000, NULL);
+    ck_assert_str_eq(out, "+OK\r\n");
+    return fd;
+}
+
+/* A raw connection to master on which SET key later waits its turn (the
+ * master's clients paused). */
+static int set_later(const struct h_node *master, const char *key)
+{
+    char cmd[512];
+    int fd = h_raw_connect(master);
+    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n", strlen(key),
+          key);
+    h_raw_sends(fd, cmd);
+    h_sleep_ms(50);
+    return fd;
+}
+
+/* The push that invalidates key, into out. */
+static void push_of(char *out, size_t size, const char *key)
+{
+    H_FMT(out, size, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+}
+
 /*
  * A push a master sent before its reply to a read on the same connection
  * reaches the reader before that reply, as one server writes them: while
@@ -719,18 +751,11 @@ static void push_before_reply(const struct h_node *reader_at, const struct h_nod
     struct conn3 c;
     char out[4096], cmd[512], want[256];
     reader_of(&c, reader_at, key);
-    int pause = h_raw_connect(master), wr = h_raw_connect(master);
-    h_raw_sends(pause, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n300\r\n");
-    h_raw_recv(pause, out, sizeof out, "\r\n", 5000, NULL);
-    ck_assert_str_eq(out, "+OK\r\n");
-    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n", strlen(key),
-          key);
-    h_raw_sends(wr, cmd);
-    h_sleep_ms(50);
+    int pause = pause_master(master, 300), wr = set_later(master, key);
     H_FMT(cmd, sizeof cmd, "EXISTS %s", key);
     send_words(&c, cmd);
     frame(&c, out, sizeof out);
-    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+    push_of(want, sizeof want, key);
     ck_assert_msg(strcmp(out, want) == 0, "first %s, not the push", h_esc_str(out));
     frame(&c, out, sizeof out);
     ck_assert_str_eq(out, ":1\r\n");
@@ -790,17 +815,10 @@ START_TEST(test_untracked_read_told_after_its_reply)
     send_words(&c, cmd);
     frame(&c, out, sizeof out);
     ck_assert_int_eq(caching_calls(master) - before, 1);    /* the first read's only */
-    int pause = h_raw_connect(master), wr = h_raw_connect(master);
-    h_raw_sends(pause, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n300\r\n");
-    h_raw_recv(pause, out, sizeof out, "\r\n", 5000, NULL);
-    ck_assert_str_eq(out, "+OK\r\n");
-    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n", strlen(key),
-          key);
-    h_raw_sends(wr, cmd);
-    h_sleep_ms(50);
+    int pause = pause_master(master, 300), wr = set_later(master, key);
     H_FMT(cmd, sizeof cmd, "GET %s", key);
     send_words(&c, cmd);
-    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+    push_of(push, sizeof push, key);
     frame(&c, out, sizeof out);
     ck_assert_msg(strcmp(out, push) == 0, "first %s, not the push", h_esc_str(out));
     frame(&c, out, sizeof out);
@@ -820,19 +838,6 @@ START_TEST(test_untracked_read_told_after_its_reply)
     close(c.fd);
 }
 END_TEST
-
-/* A raw connection to master that pauses its clients for ms. */
-static int pause_master(const struct h_node *master, int ms)
-{
-    char cmd[128], out[256];
-    int fd = h_raw_connect(master);
-    H_FMT(cmd, sizeof cmd, "*3\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$%d\r\n%d\r\n",
-          snprintf(NULL, 0, "%d", ms), ms);
-    h_raw_sends(fd, cmd);
-    h_raw_recv(fd, out, sizeof out, "\r\n", 5000, NULL);
-    ck_assert_str_eq(out, "+OK\r\n");
-    return fd;
-}
 
 /* Keys named after what, one on each of three masters. */
 static void keys_on_three_masters(const struct h_topo *t, const char *what, char keys[3][96],
@@ -874,18 +879,13 @@ START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
     const struct h_node *slow = &t.masters[owner[0]], *master = &t.masters[owner[2]];
     reader_of(&c, &proxy, keys[2]);
     long long before = caching_calls(master);
-    int slow_pause = pause_master(slow, 1500), pause = pause_master(master, 300);
-    int wr = h_raw_connect(master);
-    H_FMT(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$5\r\nlater\r\n",
-          strlen(keys[2]), keys[2]);
-    h_raw_sends(wr, cmd);
-    h_sleep_ms(50);
+    int slow_pause = pause_master(slow, 3000), pause = pause_master(master, 1000);
+    int wr = set_later(master, keys[2]);
     for (int i = 0; i < 3; i++) {
         H_FMT(cmd, sizeof cmd, "GET %s", keys[i]);
         send_words(&c, cmd);
     }
-    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n",
-          strlen(keys[2]), keys[2]);
+    push_of(push, sizeof push, keys[2]);
     frame(&c, out, sizeof out);
     ck_assert_str_eq(out, "_\r\n");
     frame(&c, out, sizeof out);
@@ -938,8 +938,7 @@ START_TEST(test_script_leaves_its_key_untracked)
     redisReply *rep = redisCommand(m, "SET %s v", key);
     freeReplyObject(rep);
     redisFree(m);
-    H_FMT(push, sizeof push, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key),
-          key);
+    push_of(push, sizeof push, key);
     frame(&b, out, sizeof out);
     ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
     close(a.fd);
@@ -1131,6 +1130,38 @@ START_TEST(test_lost_connection_invalidates_all)
     ck_assert_int_ge(h_info_field(o, "tracking_flushes_connection"), 1);
     ck_assert_int_eq(h_info_field(o, "tracking_flushes_layout"), 0);
     redisFree(o);
+    close(c.fd);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/* The null key reaches a client whose BLPOP is still blocked, as from one
+ * server: it follows the replies of the client's reads, not those of its
+ * other commands. */
+START_TEST(test_flush_reaches_a_blocked_client)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 c;
+    char key[96], list[96], cmd[256], out[4096];
+    h_topo_load(&t);
+    h_proxy_start(&p, args);
+    H_FMT(key, sizeof key, "trk:{%s}:blocked", h_prefix());
+    H_FMT(list, sizeof list, "trk:{%s}:queue", h_prefix());
+    reader_of(&c, &p.addr, key);
+    H_FMT(cmd, sizeof cmd, "BLPOP %s 0", list);
+    send_words(&c, cmd);
+    h_sleep_ms(100);
+    kill_tracking_conns(&t, key);
+    frame(&c, out, sizeof out);
+    ck_assert_str_eq(out, null_push);
+    redisContext *m = h_connect_owner(&t, list);
+    redisReply *r = h_cmd(m, "LPUSH %s x", list);
+    freeReplyObject(r);
+    redisFree(m);
+    frame(&c, out, sizeof out);
+    ck_assert_msg(out[0] == '*', "BLPOP: %s", h_esc_str(out));
     close(c.fd);
     h_proxy_stop(&p);
 }
@@ -1391,6 +1422,7 @@ int main(void)
     tcase_add_test(tc, test_table_counted_in_client_memory);
     tcase_add_test(tc, test_gone_reader_leaves_table);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
+    tcase_add_test(tc, test_flush_reaches_a_blocked_client);
     tcase_add_test(tc, test_redirect_flush_as_redis);
     tcase_add_test(tc, test_drain_invalidates_all);
     tcase_add_test(tc, test_moved_slot_invalidates_all);
