@@ -879,7 +879,7 @@ START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
     const struct h_node *slow = &t.masters[owner[0]], *master = &t.masters[owner[2]];
     reader_of(&c, &proxy, keys[2]);
     long long before = caching_calls(master);
-    int slow_pause = pause_master(slow, 3000), pause = pause_master(master, 1000);
+    int slow_pause = pause_master(slow, 2000), pause = pause_master(master, 800);
     int wr = set_later(master, keys[2]);
     for (int i = 0; i < 3; i++) {
         H_FMT(cmd, sizeof cmd, "GET %s", keys[i]);
