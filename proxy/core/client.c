@@ -592,16 +592,23 @@ void client_push_before(struct client *c, struct request *before, const struct r
     push_at(c, v, 0, before, NULL);
 }
 
+/* The push right after last, a request in c's queue, or first when last
+ * is NULL. */
+static void push_after_last(struct client *c, const struct reply_view *v, struct request *last)
+{
+    if (last)
+        push_at(c, v, 0, NULL, last);
+    else
+        push_at(c, v, 0, TAILQ_FIRST(&c->queue), NULL);
+}
+
 void client_push_ahead(struct client *c, const struct reply_view *v)
 {
     struct request *heard;
     TAILQ_FOREACH_REVERSE(heard, &c->queue, request_queue, link)
         if (request_heard(heard))
             break;
-    if (heard)
-        push_at(c, v, 0, NULL, heard);
-    else
-        push_at(c, v, 0, TAILQ_FIRST(&c->queue), NULL);
+    push_after_last(c, v, heard);
 }
 
 void client_push_after(struct client *c, struct request *after, const struct reply_view *v)
@@ -616,10 +623,7 @@ void client_push_after_sent(struct client *c, const struct reply_view *v, unsign
     TAILQ_FOREACH_REVERSE(sent, &c->queue, request_queue, link)
         if (sent->done || ((sent->marks & marks) && request_sent(sent)))
             break;
-    if (sent)
-        push_at(c, v, 0, NULL, sent);
-    else
-        push_at(c, v, 0, TAILQ_FIRST(&c->queue), NULL);
+    push_after_last(c, v, sent);
 }
 
 void client_close_after_replies(struct client *c)

@@ -324,6 +324,12 @@ void router_send(struct request *r)
 
 static void (*sending_hook)(struct request *r, struct node_conn *conn);
 
+/* Whether a family marked r, or the request r is a part of. */
+static int marked(const struct request *r)
+{
+    return r->marks || (r->parent && r->parent->marks);
+}
+
 void router_register_sending(void (*sending)(struct request *r, struct node_conn *conn))
 {
     sending_hook = sending;
@@ -366,7 +372,7 @@ void router_send_on(struct request *r, struct node_conn *conn)
         scriptload_unseen(conn, sha, len);
     }
     /* then what the family puts right before the command (CLIENT CACHING) */
-    if ((r->marks || (r->parent && r->parent->marks)) && sending_hook)
+    if (marked(r) && sending_hook)
         sending_hook(r, conn);
     if (r->asking) {        /* before a MULTI block too: it holds until EXEC */
         node_send_asking(conn);
@@ -566,7 +572,7 @@ static void take_reply(struct request *r, struct node_req *nr, const struct repl
         reply_view_drop(v);
         return;
     }
-    if ((r->marks || (r->parent && r->parent->marks)) && answered_hook)
+    if (marked(r) && answered_hook)
         answered_hook(r, nr->conn, s);
     if (deliver_legacy_keys(r, v, s))
         return;

@@ -843,17 +843,15 @@ static void tracking_push(struct node_conn *c, const struct reply_view *v,
                 struct reply_iter again = kit;
                 bcast_push(w, &again, all);
             }
+            tw->in_table++;
             while (reply_iter_next(&kit, &e, &el) > 0) {
                 struct reply_head h;
                 if (reply_header(e, el, &h) == 0 && h.type == '$' && h.n >= 0 &&
                     h.len + (size_t)h.n + 2 == el)
-                {
-                    tw->in_table++;
                     track_table_invalidate(tw->table, e + h.len, (size_t)h.n, c, c->nanswered,
                                            notify, w);
-                    table_left(tw);
-                }
             }
+            table_left(tw);
         }
         counts_publish(tw);
     }
@@ -1123,12 +1121,11 @@ static int plain_read(const struct request *r, const struct node_conn *conn)
     return !r->block_parts && cmd && !command_runs_script(cmd) && conn->on_push == tracking_push;
 }
 
-/* Whether the node seems to track already, on conn, every key of r (its
- * reads from the first-th pending one), so that r needs no CLIENT CACHING
- * YES: r reads no more keys than it names (no script, no transaction), and
- * conn's own pushes tell of its keys, in order with its replies (a push
- * about one of them before r's reply tells its readers after that reply:
- * r may have run after the write, untracked; track_table_invalidate). */
+/* Whether r, a plain read, needs no CLIENT CACHING YES: the node seems to
+ * track already, on conn, every key of it (its reads from the first-th
+ * pending one). A push about one of them before r's reply tells its
+ * readers again after that reply: r may have run after the write,
+ * untracked (track_table_invalidate). */
 static int node_seems_to_track(struct tracking_worker *tw, struct request *r,
                                const struct node_conn *conn, size_t first)
 {

@@ -66,7 +66,8 @@ struct key_slot {
     struct tracked *k;              /* NULL: a free place */
     uint32_t hash;
     uint32_t tracked_on;            /* the node tracks k on k->conn (tracked_on()), from
-                                       a read there with CLIENT CACHING YES; else 0 */
+                                       an answered read there behind CLIENT CACHING YES
+                                       (track_table_node_tracks); else 0 */
 };
 
 struct track_table {
@@ -176,6 +177,16 @@ static size_t slot_find(const struct track_table *tt, const char *key, size_t le
         if (!s->k || (s->hash == hash && s->k->len == len && !memcmp(s->k->key, key, len)))
             return i;
     }
+}
+
+/* The place of the first key whose hash is hash, or the free place after
+ * the keys probed (which key it is, only the key says). */
+static size_t slot_by_hash(const struct track_table *tt, uint32_t hash)
+{
+    size_t mask = tt->nslots - 1, i = hash & mask;
+    while (tt->slots[i].k && tt->slots[i].hash != hash)
+        i = (i + 1) & mask;
+    return i;
 }
 
 /* What a place's tracked_on holds for the key whose hash is hash, tracked
@@ -574,14 +585,11 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
 void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage)
 {
-    size_t mask = tt->nslots - 1, i = hash & mask;
     if (stage == 0) {
-        __builtin_prefetch(&tt->slots[i]);
+        __builtin_prefetch(&tt->slots[hash & (tt->nslots - 1)]);
         return;
     }
-    while (tt->slots[i].k && tt->slots[i].hash != hash)
-        i = (i + 1) & mask;
-    const struct tracked *k = tt->slots[i].k;
+    const struct tracked *k = tt->slots[slot_by_hash(tt, hash)].k;
     if (!k)
         return;
     if (stage == 1) {
@@ -603,10 +611,8 @@ void track_table_node_tracks(struct track_table *tt, const char *key, size_t len
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn)
 {
-    size_t mask = tt->nslots - 1, i = hash & mask;
-    while (tt->slots[i].k && tt->slots[i].hash != hash)
-        i = (i + 1) & mask;
-    return tt->slots[i].k && tt->slots[i].tracked_on == tracked_on(hash, conn);
+    const struct key_slot *s = &tt->slots[slot_by_hash(tt, hash)];
+    return s->k && s->tracked_on == tracked_on(hash, conn);
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
