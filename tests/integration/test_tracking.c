@@ -59,6 +59,32 @@ static int same_reply(const redisReply *a, const redisReply *b)
     return 1;
 }
 
+/* The push that invalidates key, into out. */
+static void push_of(char *out, size_t size, const char *key)
+{
+    H_FMT(out, size, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
+}
+
+/* n keys named after what, each on another master (owner: theirs). */
+static void keys_on_masters(const struct h_topo *t, const char *what, int n, char (*keys)[96],
+                            int *owner)
+{
+    int found = 0;
+    ck_assert_int_ge(t->nmasters, n);
+    for (int i = 0; found < n && i < 100000; i++) {
+        char key[96];
+        H_FMT(key, sizeof key, "trk:%s:%s%d", h_prefix(), what, i);
+        int o = h_topo_owner(t, h_slot(key)), j;
+        for (j = 0; j < found && owner[j] != o; j++)
+            ;
+        if (j < found)
+            continue;
+        memcpy(keys[found], key, sizeof key);
+        owner[found++] = o;
+    }
+    ck_assert_int_eq(found, n);
+}
+
 /* words (split at blanks; "ID" is the connection's own CLIENT ID) run on
  * c, whose id is id. */
 static redisReply *run_words(redisContext *c, long long id, const char *words)
@@ -375,8 +401,7 @@ START_TEST(test_bcast_legacy_prefix)
     freeReplyObject(h_cmd(w, "SET %s x", other));
     freeReplyObject(h_cmd(w, "RPUSH %s hello", chat));
     frame(&c, out, sizeof out);
-    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(chat),
-          chat);
+    push_of(want, sizeof want, chat);
     ck_assert_str_eq(out, want);
     freeReplyObject(h_cmd(w, "DEL %s %s", chat, other));
     redisFree(w);
@@ -632,14 +657,12 @@ START_TEST(test_writes_from_elsewhere)
     struct h_topo t;
     struct h_proxy other;
     struct conn3 px;
-    char one[96], two[96], out[4096], cmd[256];
+    char keys[2][96], out[4096], cmd[256];
+    int owner[2];
     h_topo_load(&t);
     h_proxy_start(&other, NULL);
-    H_FMT(one, sizeof one, "trk:%s:one", h_prefix());
-    H_FMT(two, sizeof two, "trk:%s:two", h_prefix());
-    for (int i = 0; h_topo_owner(&t, h_slot(one)) == h_topo_owner(&t, h_slot(two)) && i < 100; i++)
-        H_FMT(two, sizeof two, "trk:%s:two%d", h_prefix(), i);
-    ck_assert_int_ne(h_topo_owner(&t, h_slot(one)), h_topo_owner(&t, h_slot(two)));
+    keys_on_masters(&t, "elsewhere", 2, keys, owner);
+    const char *one = keys[0], *two = keys[1];
     conn3_open(&px, &proxy);
     send_words(&px, "CLIENT TRACKING ON");
     frame(&px, out, sizeof out);
@@ -651,12 +674,12 @@ START_TEST(test_writes_from_elsewhere)
     redisContext *direct = h_connect_owner(&t, two);
     freeReplyObject(h_cmd(direct, "SET %s direct", two));
     frame(&px, out, sizeof out);
-    H_FMT(cmd, sizeof cmd, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(two), two);
+    push_of(cmd, sizeof cmd, two);
     ck_assert_str_eq(out, cmd);
     redisContext *second = h_connect_extra(&other);
     freeReplyObject(h_cmd(second, "SET %s second", one));
     frame(&px, out, sizeof out);
-    H_FMT(cmd, sizeof cmd, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(one), one);
+    push_of(cmd, sizeof cmd, one);
     ck_assert_str_eq(out, cmd);
     redisFree(direct);
     redisFree(second);
@@ -730,12 +753,6 @@ static int set_later(const struct h_node *master, const char *key)
     h_raw_sends(fd, cmd);
     h_sleep_ms(50);
     return fd;
-}
-
-/* The push that invalidates key, into out. */
-static void push_of(char *out, size_t size, const char *key)
-{
-    H_FMT(out, size, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
 }
 
 /*
@@ -839,26 +856,6 @@ START_TEST(test_untracked_read_told_after_its_reply)
 }
 END_TEST
 
-/* Keys named after what, one on each of three masters. */
-static void keys_on_three_masters(const struct h_topo *t, const char *what, char keys[3][96],
-                                  int owner[3])
-{
-    int found = 0;
-    ck_assert_int_ge(t->nmasters, 3);
-    for (int i = 0; found < 3 && i < 100000; i++) {
-        char key[96];
-        H_FMT(key, sizeof key, "trk:%s:%s%d", h_prefix(), what, i);
-        int o = h_topo_owner(t, h_slot(key)), j;
-        for (j = 0; j < found && owner[j] != o; j++)
-            ;
-        if (j < found)
-            continue;
-        memcpy(keys[found], key, sizeof key);
-        owner[found++] = o;
-    }
-    ck_assert_int_eq(found, 3);
-}
-
 /*
  * The second telling of an untracked read comes after that read's reply
  * even where an earlier reply of the client's is ready and a still
@@ -875,7 +872,7 @@ START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
     char keys[3][96], out[4096], cmd[512], push[256];
     int owner[3];
     h_topo_load(&t);
-    keys_on_three_masters(&t, "pipeline", keys, owner);     /* slow, free, read */
+    keys_on_masters(&t, "pipeline", 3, keys, owner);        /* slow, free, read */
     const struct h_node *slow = &t.masters[owner[0]], *master = &t.masters[owner[2]];
     reader_of(&c, &proxy, keys[2]);
     long long before = caching_calls(master);
@@ -994,8 +991,7 @@ START_TEST(test_table_bound_invalidates_oldest)
         H_FMT(cmd, sizeof cmd, "GET %s", keys[i]);
         send_words(&c, cmd);
     }
-    H_FMT(want, sizeof want, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n",
-          strlen(keys[0]), keys[0]);
+    push_of(want, sizeof want, keys[0]);
     int pushes = 0;
     for (int i = 0; i < 3; i++) {           /* the two replies and keys[0]'s push */
         frame(&c, out, sizeof out);
