@@ -4,13 +4,14 @@
  * Keys are in an open-addressed hash (linear probing, at most half full),
  * and on a list in the order they were first read: the oldest goes first
  * when the table is full. A key lists its readers by number (the table's
- * by_id names each number's reader), in its own first cache line: those
- * numbered below LOW_IDS (a worker's first clients) as bits of a word, the
- * first INLINE_IDS others as numbers, and the rest in a small
- * open-addressed hash of numbers (at most three quarters full) from the
- * table's block pool. A read touches the key's place in the hash and the
- * key's two lines, and a key read by a worker's first clients, or by a few
- * others, never grows.
+ * by_id names each number's reader): those numbered below LOW_IDS (a
+ * worker's first clients) as bits of a word, the first INLINE_IDS others
+ * as numbers, and the rest in a small open-addressed hash of numbers (at
+ * most three quarters full) from the table's block pool. A read by a
+ * worker's first clients touches the key's place in the hash and one line
+ * of the key, where the word and the key's first KEY_IN_LINE bytes are
+ * (its compare reads no further: same_bytes); a key read by them, or by a
+ * few others, never grows.
  *
  * A reader names each key it is listed under in its own array, for its
  * close. A key that leaves the table stays allocated while a reader's array
@@ -21,12 +22,18 @@
  *
  * A key's place in the hash also says whether the node tracks it on its
  * connection (tracked_on: the key's hash mixed with the connection's
- * address), so that track_table_seems_tracked reads the hash only. Two
- * keys with the same hash may make a wrong guess, which track_table_add
- * finds out from the key itself.
+ * address). A bit array HINT_BITS times the hash's size holds the same
+ * guess as a bit per (hash, connection): it fits in the cache where the
+ * hash does not, and track_table_seems_tracked reads it only, as a read is
+ * sent. A key the node tracks sets its bit, and a key it no longer tracks
+ * clears it, for every key that shares the bit: a bit set by another key
+ * guesses wrong, which track_table_add finds out from the key itself (and
+ * clears the bit); a bit cleared for another costs a key one CLIENT
+ * CACHING YES the node did not need.
  */
 #include "proxy/families/tracktable.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -41,26 +48,33 @@
 #define MORE_FIRST 16               /* the first hash of readers past them: 64 bytes */
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 #define KEY_ALIGN 64                /* a key starts on a cache line */
+#define HINT_BITS 16                /* bits of the hint array per place of the hash */
 
 struct tracked {
-    /* its first line: what a read looks at */
-    uint32_t hash, len;
+    /* its first line: what only its readers past the first clients, a push
+       or a close look at */
+    uint32_t hash;
+    uint32_t listed;                /* in the table (else kept for refs only) */
     uint32_t n, cap;                /* readers numbered LOW_IDS and up; cap 0: all in
                                        ids[], else in more[] */
+    uint32_t *more;                 /* cap numbers (a power of two), 0 a free place */
+    uint32_t ids[INLINE_IDS];
+    uint64_t mark;                  /* the last compaction that kept it */
+    TAILQ_ENTRY(tracked) age;       /* oldest first, while listed */
+    /* its second line: what a read looks at, up to the key's first
+       KEY_IN_LINE bytes */
+    uint32_t len;
+    uint32_t refs;                  /* readers' arrays that name it */
     const struct node_conn *conn;   /* the connection its reads went on */
     uint64_t last;                  /* the last of them: its place there */
-    uint32_t *more;                 /* cap numbers (a power of two), 0 a free place */
-    uint64_t low;                   /* bit i: reader i (below LOW_IDS) */
-    uint32_t ids[INLINE_IDS];
-    /* its second line */
-    uint32_t refs;                  /* readers' arrays that name it */
-    uint32_t listed;                /* in the table (else kept for refs only) */
-    uint64_t mark;                  /* the last compaction that kept it */
     uint64_t guessed;               /* the last read on conn without CLIENT CACHING
                                        YES (TRACK_IF_TRACKED): its place there */
-    TAILQ_ENTRY(tracked) age;       /* oldest first, while listed */
+    uint64_t low;                   /* bit i: reader i (below LOW_IDS) */
     char key[];
 };
+
+#define KEY_IN_LINE (2 * KEY_ALIGN - offsetof(struct tracked, key))
+_Static_assert(offsetof(struct tracked, len) == KEY_ALIGN, "a read's fields start a line");
 
 struct key_slot {
     struct tracked *k;              /* NULL: a free place */
@@ -73,6 +87,10 @@ struct key_slot {
 struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
+    uint64_t *hints;                /* nhints bits: a bit per (hash, connection) the node
+                                       may track a key of (tracked_on), for a guess that
+                                       stays in the cache; NULL out of memory */
+    size_t nhints;                  /* a power of two */
     size_t nkeys, nentries;
     size_t bytes;                   /* held: the hash, keys (listed or not), readers'
                                        arrays, keys' hashes of readers, by_id */
@@ -83,6 +101,8 @@ struct track_table {
     uint64_t compactions;
     TAILQ_HEAD(, tracked) by_age;
 };
+
+static void hints_size(struct track_table *tt);
 
 void track_reader_init(struct track_reader *r)
 {
@@ -111,6 +131,7 @@ struct track_table *track_table_new(void)
     if (tt) {
         tt->nslots = SLOTS_FIRST;
         tt->bytes = SLOTS_FIRST * sizeof *tt->slots;
+        hints_size(tt);
         tt->nids = 1;                       /* number 0 is no reader */
         blockpool_init(&tt->more);
         TAILQ_INIT(&tt->by_age);
@@ -168,13 +189,31 @@ static void reader_id_release(struct track_table *tt, struct track_reader *reade
 
 /* ---- the hash of keys ---- */
 
+/* Whether a[0..len) and b[0..len) are the same, read no further: the
+ * library's memcmp reads whole vectors, which reach into the line after a
+ * key's, out of the cache. */
+static int same_bytes(const char *a, const char *b, size_t len)
+{
+    uint64_t x, y;
+    for (; len >= sizeof x; a += sizeof x, b += sizeof x, len -= sizeof x) {
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        if (x != y)
+            return 0;
+    }
+    while (len-- > 0)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
+}
+
 /* key's place in the hash, or the free place it would take. */
 static size_t slot_find(const struct track_table *tt, const char *key, size_t len, uint32_t hash)
 {
     size_t mask = tt->nslots - 1, i = hash & mask;
     for (;; i = (i + 1) & mask) {
         const struct key_slot *s = &tt->slots[i];
-        if (!s->k || (s->hash == hash && s->k->len == len && !memcmp(s->k->key, key, len)))
+        if (!s->k || (s->hash == hash && s->k->len == len && same_bytes(s->k->key, key, len)))
             return i;
     }
 }
@@ -195,6 +234,56 @@ static uint32_t tracked_on(uint32_t hash, const struct node_conn *conn)
 {
     uint32_t g = hash ^ (uint32_t)(((uintptr_t)conn >> 6) * 2654435761u);
     return g ? g : 1;
+}
+
+/* ---- the hint array ---- */
+
+static size_t hint_bit(const struct track_table *tt, uint32_t hash, const struct node_conn *conn)
+{
+    return tracked_on(hash, conn) & (tt->nhints - 1);
+}
+
+static void hint_set(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
+{
+    size_t b = hint_bit(tt, hash, conn);
+    if (tt->hints)
+        tt->hints[b / 64] |= (uint64_t)1 << (b % 64);
+}
+
+static void hint_clear(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
+{
+    size_t b = hint_bit(tt, hash, conn);
+    if (tt->hints)
+        tt->hints[b / 64] &= ~((uint64_t)1 << (b % 64));
+}
+
+/* Place i's key is no longer known tracked on its connection. */
+static void untracked_at(struct track_table *tt, size_t i)
+{
+    struct key_slot *s = &tt->slots[i];
+    if (s->tracked_on) {
+        hint_clear(tt, s->hash, s->k->conn);
+        s->tracked_on = 0;
+    }
+}
+
+/* The hint array sized for the hash's places, from the keys' tracked_on
+ * (kept as it is when out of memory: it only guesses worse). */
+static void hints_size(struct track_table *tt)
+{
+    size_t n = tt->nslots * HINT_BITS;
+    uint64_t *b = calloc(n / 64, sizeof *b);
+    if (!b)
+        return;
+    if (tt->hints)
+        tt->bytes -= tt->nhints / 8;
+    free(tt->hints);
+    tt->hints = b;
+    tt->nhints = n;
+    tt->bytes += n / 8;
+    for (size_t i = 0; i < tt->nslots; i++)
+        if (tt->slots[i].tracked_on)
+            hint_set(tt, tt->slots[i].hash, tt->slots[i].k->conn);
 }
 
 /* ---- the hash of keys, grown ---- */
@@ -219,6 +308,7 @@ static void slots_grow(struct track_table *tt)
     tt->bytes += (n - tt->nslots) * sizeof *b;
     tt->slots = b;
     tt->nslots = n;
+    hints_size(tt);
 }
 
 /* Place i freed: the keys after it that belong before it move back (the
@@ -454,6 +544,7 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
                        void *arg)
 {
     struct tracked *k = tt->slots[i].k;
+    untracked_at(tt, i);
     slot_free(tt, i);
     TAILQ_REMOVE(&tt->by_age, k, age);
     tt->nkeys--;
@@ -548,8 +639,10 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
 {
     size_t at = slot_find(tt, key, len, hash);
     if (how == TRACK_IF_TRACKED &&
-        (!tt->slots[at].k || tt->slots[at].k->conn != conn || !tt->slots[at].tracked_on))
+        (!tt->slots[at].k || tt->slots[at].k->conn != conn || !tt->slots[at].tracked_on)) {
+        hint_clear(tt, hash, conn);         /* (another key's): guessed wrong */
         return 1;
+    }
     struct tracked *k = key_get(tt, &at, key, len, hash, max_keys, evicted, arg);
     if (!k)
         return -1;
@@ -557,7 +650,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
         /* its readers read it on another connection: told after the replies
          * they are owed (their reads there answered first), and dropped */
         ids_clear(tt, k, 0, evicted, arg);
-        tt->slots[at].tracked_on = 0;
+        untracked_at(tt, at);
         k->conn = conn;
         k->last = pos;
         k->guessed = 0;
@@ -593,26 +686,30 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
     if (!k)
         return;
     if (stage == 1) {
-        __builtin_prefetch(k);
-        __builtin_prefetch(k->key);
-    } else if (k->cap > 0 && reader->id >= LOW_IDS) {
-        __builtin_prefetch(&k->more[id_hash(reader->id) & (k->cap - 1)]);
+        __builtin_prefetch(&k->len);
+        return;
     }
+    if (k->len > KEY_IN_LINE)
+        __builtin_prefetch(k->key + KEY_IN_LINE);
+    if (reader->id >= LOW_IDS && k->cap > 0)
+        __builtin_prefetch(&k->more[id_hash(reader->id) & (k->cap - 1)]);
 }
 
 void track_table_node_tracks(struct track_table *tt, const char *key, size_t len, uint32_t hash,
                              const struct node_conn *conn)
 {
     size_t at = slot_find(tt, key, len, hash);
-    if (tt->slots[at].k && tt->slots[at].k->conn == conn)
+    if (tt->slots[at].k && tt->slots[at].k->conn == conn) {
         tt->slots[at].tracked_on = tracked_on(hash, conn);
+        hint_set(tt, hash, conn);
+    }
 }
 
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn)
 {
-    const struct key_slot *s = &tt->slots[slot_by_hash(tt, hash)];
-    return s->k && s->tracked_on == tracked_on(hash, conn);
+    size_t b = hint_bit(tt, hash, conn);
+    return tt->hints && (tt->hints[b / 64] >> (b % 64) & 1);
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
@@ -634,7 +731,7 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
     }
     /* the node tracks the key again once a read in flight has run */
     if (ordered)
-        tt->slots[at].tracked_on = 0;
+        untracked_at(tt, at);
     struct id_iter it;
     uint32_t id;
     id_iter_init(&it, k);
@@ -698,6 +795,7 @@ void track_table_free(struct track_table *tt)
         return;
     track_table_clear(tt);
     free(tt->slots);
+    free(tt->hints);
     free(tt->by_id);
     free(tt->free_ids);
     free(tt);

@@ -12,8 +12,8 @@
  * The table also knows which keys the node tracks on their connection: a
  * read there that went right after CLIENT CACHING YES was answered (the
  * caller says so: track_table_node_tracks), and no invalidation has come
- * since. A read of such a key needs no CLIENT CACHING YES; the key's place
- * in the hash answers that without the key. When such a read is still in
+ * since. A read of such a key needs no CLIENT CACHING YES; a bit array
+ * small enough to stay in the cache guesses that without the key. When such a read is still in
  * flight at the key's push, it ran after the write untracked: the readers
  * are told once more, after the replies they are owed, and the key goes,
  * so that its next read goes with CLIENT CACHING YES.
@@ -106,9 +106,9 @@ void track_table_node_tracks(struct track_table *tt, const char *key, size_t len
                              const struct node_conn *conn);
 
 /* Whether the node seems to track the key whose hash_fnv32 is hash on
- * conn (TRACK_IF_TRACKED): read from the key's place in the hash, without
- * the key; wrong only where two keys' hashes are the same, which
- * track_table_add then finds out. */
+ * conn (TRACK_IF_TRACKED): read from the hint array, without the key;
+ * wrong where another key shares its bit, which track_table_add then finds
+ * out. */
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn);
 
