@@ -175,6 +175,8 @@ static struct tracking *tracking_of_reader(struct track_reader *reader)
 
 /* The pending reads (a round's) and key bytes whose room a worker keeps
  * past the round. */
+#define PREFETCH_STAGES 3            /* track_table_prefetch's */
+#define PREFETCH_AHEAD 8             /* reads between a read's stages */
 #define PENDING_KEEP 4096
 #define PENDING_KEYS_KEEP (1u << 20)
 
@@ -352,11 +354,17 @@ static void pending_run(struct tracking_worker *tw)
     struct worker *w = tw->w;
     if (tw->npending == 0)
         return;
-    for (int stage = 0; stage < 3; stage++)
-        for (size_t i = 0; i < tw->npending; i++)
-            track_table_prefetch(tw->table, tw->pending[i].hash, &tw->pending[i].t->reads, stage);
     tw->in_table++;
-    for (size_t i = 0; i < tw->npending; i++) {
+    for (size_t at = 0; at < tw->npending + PREFETCH_STAGES * PREFETCH_AHEAD; at++) {
+        for (int stage = 0; stage < PREFETCH_STAGES; stage++) {
+            size_t j = at - (size_t)stage * PREFETCH_AHEAD;
+            if (at >= (size_t)stage * PREFETCH_AHEAD && j < tw->npending)
+                track_table_prefetch(tw->table, tw->pending[j].hash, &tw->pending[j].t->reads,
+                                     stage);
+        }
+        if (at < PREFETCH_STAGES * PREFETCH_AHEAD)
+            continue;
+        size_t i = at - PREFETCH_STAGES * PREFETCH_AHEAD;
         const struct pending_read *p = &tw->pending[i];
         const char *key = tw->pending_keys + p->at;
         int rc = track_table_add(tw->table, key, p->len, p->hash, &p->t->reads, p->conn, p->pos,

@@ -23,13 +23,14 @@
  * A key's place in the hash also says whether the node tracks it on its
  * connection (tracked_on: the key's hash mixed with the connection's
  * address). A bit array HINT_BITS times the hash's size holds the same
- * guess as a bit per (hash, connection): it fits in the cache where the
- * hash does not, and track_table_seems_tracked reads it only, as a read is
- * sent. A key the node tracks sets its bit, and a key it no longer tracks
- * clears it, for every key that shares the bit: a bit set by another key
- * guesses wrong, which track_table_add finds out from the key itself (and
- * clears the bit); a bit cleared for another costs a key one CLIENT
- * CACHING YES the node did not need.
+ * guess, as two bits of one word per (hash, connection) (a Bloom filter
+ * of one word a key): it fits in the cache where the hash does not, and
+ * track_table_seems_tracked reads it only, as a read is sent. A key the
+ * node tracks sets its bits, and a key it no longer tracks clears them,
+ * for every key that shares one: bits set by other keys guess wrong, which
+ * track_table_add finds out from the key itself (and clears them); a bit
+ * cleared for another costs a key one CLIENT CACHING YES the node did not
+ * need.
  */
 #include "proxy/families/tracktable.h"
 
@@ -48,7 +49,8 @@
 #define MORE_FIRST 16               /* the first hash of readers past them: 64 bytes */
 #define READER_SLACK 32             /* the names a reader keeps past twice its entries */
 #define KEY_ALIGN 64                /* a key starts on a cache line */
-#define HINT_BITS 16                /* bits of the hint array per place of the hash */
+#define HINT_BITS 4                 /* bits of the hint array per place of the hash */
+#define HINT_MIN 4096               /* and at least these */
 
 struct tracked {
     /* its first line: what only its readers past the first clients, a push
@@ -87,7 +89,7 @@ struct key_slot {
 struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
-    uint64_t *hints;                /* nhints bits: a bit per (hash, connection) the node
+    uint64_t *hints;                /* nhints bits: two per (hash, connection) the node
                                        may track a key of (tracked_on), for a guess that
                                        stays in the cache; NULL out of memory */
     size_t nhints;                  /* a power of two */
@@ -238,23 +240,29 @@ static uint32_t tracked_on(uint32_t hash, const struct node_conn *conn)
 
 /* ---- the hint array ---- */
 
-static size_t hint_bit(const struct track_table *tt, uint32_t hash, const struct node_conn *conn)
+/* The word of the hint array that (hash, conn) has two bits in, and those
+ * bits (one when they are the same). */
+static uint64_t *hint_word(const struct track_table *tt, uint32_t hash,
+                           const struct node_conn *conn, uint64_t *bits)
 {
-    return tracked_on(hash, conn) & (tt->nhints - 1);
+    uint32_t g = tracked_on(hash, conn);
+    uint64_t spread = g * 0x9e3779b97f4a7c15u;
+    *bits = (uint64_t)1 << (spread >> 58) | (uint64_t)1 << (spread >> 52 & 63);
+    return &tt->hints[g & (tt->nhints / 64 - 1)];
 }
 
 static void hint_set(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
 {
-    size_t b = hint_bit(tt, hash, conn);
+    uint64_t bits;
     if (tt->hints)
-        tt->hints[b / 64] |= (uint64_t)1 << (b % 64);
+        *hint_word(tt, hash, conn, &bits) |= bits;
 }
 
 static void hint_clear(struct track_table *tt, uint32_t hash, const struct node_conn *conn)
 {
-    size_t b = hint_bit(tt, hash, conn);
+    uint64_t bits;
     if (tt->hints)
-        tt->hints[b / 64] &= ~((uint64_t)1 << (b % 64));
+        *hint_word(tt, hash, conn, &bits) &= ~bits;
 }
 
 /* Place i's key is no longer known tracked on its connection. */
@@ -271,7 +279,9 @@ static void untracked_at(struct track_table *tt, size_t i)
  * (kept as it is when out of memory: it only guesses worse). */
 static void hints_size(struct track_table *tt)
 {
-    size_t n = tt->nslots * HINT_BITS;
+    size_t n = tt->nslots * HINT_BITS > HINT_MIN ? tt->nslots * HINT_BITS : HINT_MIN;
+    if (n == tt->nhints)
+        return;
     uint64_t *b = calloc(n / 64, sizeof *b);
     if (!b)
         return;
@@ -708,8 +718,8 @@ void track_table_node_tracks(struct track_table *tt, const char *key, size_t len
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn)
 {
-    size_t b = hint_bit(tt, hash, conn);
-    return tt->hints && (tt->hints[b / 64] >> (b % 64) & 1);
+    uint64_t bits;
+    return tt->hints && (*hint_word(tt, hash, conn, &bits) & bits) == bits;
 }
 
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,

@@ -107,7 +107,7 @@ void track_table_node_tracks(struct track_table *tt, const char *key, size_t len
 
 /* Whether the node seems to track the key whose hash_fnv32 is hash on
  * conn (TRACK_IF_TRACKED): read from the hint array, without the key;
- * wrong where another key shares its bit, which track_table_add then finds
+ * wrong where other keys set its bits, which track_table_add then finds
  * out. */
 int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn);
