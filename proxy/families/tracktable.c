@@ -568,6 +568,15 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
         blockpool_clear(&tt->more);         /* an empty table keeps none */
 }
 
+/* The key at place at has no reader left (they went, or forgot it): it
+ * leaves the table, unless the node tracks it there, so that a later
+ * reader's read of it needs no CLIENT CACHING YES. */
+static void key_unread_leaves(struct track_table *tt, size_t at)
+{
+    if (!tt->slots[at].tracked_on)
+        key_remove(tt, at, 0, NULL, NULL);
+}
+
 /* Listed k's place in the hash. */
 static size_t slot_of(const struct track_table *tt, const struct tracked *k)
 {
@@ -676,7 +685,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
         if (id && id_find(k, id))
             id_remove(k, id);
         if (key_unread(k))
-            key_remove(tt, slot_find(tt, key, len, hash), 0, NULL, NULL);
+            key_unread_leaves(tt, slot_find(tt, key, len, hash));
         return -1;
     }
     tt->nentries++;
@@ -749,8 +758,8 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
         notify(tt->by_id[id], k->key, k->len, ordered, arg);
     /* a read in flight that went without CLIENT CACHING YES ran after the
      * write, untracked: the readers are told again after the replies they
-     * are owed, and the key goes */
-    if (ordered && k->guessed > done)
+     * are owed, and the key goes; so does a key left with no reader */
+    if ((ordered && k->guessed > done) || key_unread(k))
         key_remove(tt, at, 0, notify, arg);
 }
 
@@ -764,7 +773,7 @@ void track_table_forget(struct track_table *tt, const char *key, size_t len,
     entry_gone(tt, k, reader->id);
     id_remove(k, reader->id);
     if (key_unread(k))
-        key_remove(tt, at, 0, NULL, NULL);
+        key_unread_leaves(tt, at);
 }
 
 size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,
@@ -777,7 +786,7 @@ size_t track_table_forget_reader(struct track_table *tt, struct track_reader *re
             entry_gone(tt, k, reader->id);
             id_remove(k, reader->id);
             if (key_unread(k))
-                key_remove(tt, slot_of(tt, k), 0, NULL, NULL);
+                key_unread_leaves(tt, slot_of(tt, k));
         }
         key_release(tt, k);
     }

@@ -34,9 +34,11 @@
  *
  * A reader is the family's: it embeds a struct track_reader, the keys it
  * was listed under, so that a client that goes takes its entries with it
- * (track_table_forget_reader). Bounded: past max keys the oldest key goes,
- * its readers handed to the evicted callback first. Everything happens on
- * the worker's thread.
+ * (track_table_forget_reader). A key left with no reader that way stays
+ * while the node tracks it, so that the next reader's read needs no CLIENT
+ * CACHING YES; its invalidation takes it. Bounded: past max keys the
+ * oldest key goes, its readers handed to the evicted callback first.
+ * Everything happens on the worker's thread.
  */
 #ifndef TAGPROXY_TRACKTABLE_H
 #define TAGPROXY_TRACKTABLE_H
@@ -124,7 +126,7 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
 /* The node pushed an invalidation of key on conn after its answered-th
  * reply: the readers of key are handed to notify (ordered when their reads
  * went on conn), and the key is forgotten unless a read of it is still on
- * its way; a read on its way without CLIENT CACHING YES hands them to
+ * its way and a reader still lists it; a read on its way without CLIENT CACHING YES hands them to
  * notify again (not ordered) and the key is forgotten. Either way the node
  * no longer tracks the key on conn until a read's reply says so. Each
  * reader's connection is open. */

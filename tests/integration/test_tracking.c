@@ -1044,9 +1044,10 @@ static int read_many(struct conn3 *c, int n, int *told)
 }
 
 /* A gone reader's entries leave the table, a few thousand a round: a
- * reader of 20,000 keys closes, and the table empties while another
- * client's PINGs keep the worker's rounds going. (A key the table guessed
- * tracked, wrongly, is told after its reply instead of listed.) */
+ * reader of 20,000 keys closes, and its entries go while another client's
+ * PINGs keep the worker's rounds going. The keys stay, the master still
+ * tracking them. (A key the table guessed tracked, wrongly, is told after
+ * its reply instead of listed.) */
 START_TEST(test_gone_reader_leaves_table)
 {
     const char *args[] = { "--threads", "1", NULL };
@@ -1068,8 +1069,55 @@ START_TEST(test_gone_reader_leaves_table)
     while ((items = h_info_field(o, "tracking_total_items")) != 0 && h_now_ms() < deadline)
         h_sleep_ms(20);
     ck_assert_msg(items == 0, "%lld entries of a gone reader still in the table", items);
-    ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 0);
+    ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 20000 - told);
     redisFree(o);
+    h_proxy_stop(&p);
+}
+END_TEST
+
+/*
+ * A key whose last reader went stays in the table while the master tracks
+ * it for the worker's connection: the next reader's read needs no CLIENT
+ * CACHING YES, and that reader is told of the key's next write. The key
+ * then leaves, and a read after it goes with CLIENT CACHING YES again.
+ */
+START_TEST(test_key_outlives_its_last_reader)
+{
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    struct h_topo t;
+    struct conn3 a, b;
+    char key[96], cmd[256], out[4096], push[256];
+    h_proxy_start(&p, args);
+    h_topo_load(&t);
+    H_FMT(key, sizeof key, "trk:%s:outlives", h_prefix());
+    const struct h_node *master = &t.masters[h_topo_owner(&t, h_slot(key))];
+    redisContext *o = h_connect_extra(&p);
+    long long before = caching_calls(master);
+    reader_of(&a, &p.addr, key);
+    ck_assert_int_eq(caching_calls(master) - before, 1);
+    close(a.fd);
+    long long deadline = h_now_ms() + 5000;
+    while (h_info_field(o, "tracking_total_items") != 0 && h_now_ms() < deadline)
+        h_sleep_ms(20);
+    ck_assert_int_eq(h_info_field(o, "tracking_total_items"), 0);
+    ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 1);
+    reader_of(&b, &p.addr, key);
+    ck_assert_int_eq(caching_calls(master) - before, 1);
+    redisReply *r = redisCommand(o, "SET %s written", key);
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    push_of(push, sizeof push, key);
+    frame(&b, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
+    ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 0);
+    H_FMT(cmd, sizeof cmd, "GET %s", key);
+    send_words(&b, cmd);
+    frame(&b, out, sizeof out);
+    ck_assert_str_eq(out, "$7\r\nwritten\r\n");
+    ck_assert_int_eq(caching_calls(master) - before, 2);
+    redisFree(o);
+    close(b.fd);
     h_proxy_stop(&p);
 }
 END_TEST
@@ -1432,6 +1480,7 @@ int main(void)
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_table_counted_in_client_memory);
     tcase_add_test(tc, test_gone_reader_leaves_table);
+    tcase_add_test(tc, test_key_outlives_its_last_reader);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_flush_reaches_a_blocked_client);
     tcase_add_test(tc, test_redirect_flush_as_redis);

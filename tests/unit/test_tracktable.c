@@ -293,12 +293,24 @@ START_TEST(test_node_tracks_after_caching)
     ck_assert_int_eq(add_how(tt, "k", &b, &c2, 9, TRACK_EVERY_KEY, 0), 0);
     ck_assert(!seems_tracked(tt, "k", &c1) && !seems_tracked(tt, "k", &c2));
     ck_assert_int_eq(add_how(tt, "k", &a, &c1, 10, TRACK_IF_TRACKED, 0), 1);
-    /* a key that leaves the table (its last reader forgets it) */
+    /* a key whose last reader forgets it: it stays while the node tracks
+     * it, for the next reader's read; else it leaves */
+    size_t keys = track_table_keys(tt);
     ck_assert_int_eq(add_how(tt, "j", &a, &c1, 11, TRACK_CACHING, 0), 0);
     node_tracks(tt, "j", &c1);
     ck_assert(seems_tracked(tt, "j", &c1));
     track_table_forget(tt, "j", 1, &a);
+    ck_assert_uint_eq(track_table_keys(tt), keys + 1);
+    ck_assert(seems_tracked(tt, "j", &c1));
+    ck_assert_int_eq(add_how(tt, "j", &b, &c1, 12, TRACK_IF_TRACKED, 0), 0);
+    track_table_forget(tt, "j", 1, &b);
+    c1.nanswered = 12;
+    push(tt, "j", &c1, 12);
+    ck_assert_uint_eq(track_table_keys(tt), keys);
     ck_assert(!seems_tracked(tt, "j", &c1));
+    ck_assert_int_eq(add_how(tt, "i", &a, &c1, 13, TRACK_CACHING, 0), 0);
+    track_table_forget(tt, "i", 1, &a);
+    ck_assert_uint_eq(track_table_keys(tt), keys);
     reader_release(tt, &b);
     table_free(tt, &a, 1);
 }
@@ -559,13 +571,19 @@ static int model_key_listed(int k)
     return 0;
 }
 
+static void model_key_leaves(int k)
+{
+    model_age[k] = -1;
+    model_conn[k] = -1;
+    model_tracks[k] = 0;
+}
+
+/* Its readers went or forgot it: a key with none left leaves, unless the
+ * node tracks it. */
 static void model_key_check(int k)
 {
-    if (!model_key_listed(k)) {
-        model_age[k] = -1;
-        model_conn[k] = -1;
-        model_tracks[k] = 0;
-    }
+    if (!model_key_listed(k) && !model_tracks[k])
+        model_key_leaves(k);
 }
 
 static size_t model_keys(void)
@@ -644,7 +662,8 @@ static void model_push(int k, int c, uint64_t answered)
         if (model_last[k] <= done || again)
             model[k][r].on = 0;
     }
-    model_key_check(k);
+    if (!model_key_listed(k))
+        model_key_leaves(k);
 }
 
 static int reader_index(const struct track_reader *who)
