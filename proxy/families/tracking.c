@@ -173,10 +173,14 @@ static struct tracking *tracking_of_reader(struct track_reader *reader)
  * that read many keys goes over several rounds. */
 #define SWEEP_ENTRIES 8192
 
+/* A pending read's stages of track_table_prefetch run this many reads
+ * apart, the last that many before its add: about as many misses in
+ * flight as a core has line-fill buffers. */
+#define PREFETCH_STAGES 3
+#define PREFETCH_AHEAD 8
+
 /* The pending reads (a round's) and key bytes whose room a worker keeps
  * past the round. */
-#define PREFETCH_STAGES 3            /* track_table_prefetch's */
-#define PREFETCH_AHEAD 8             /* reads between a read's stages */
 #define PENDING_KEEP 4096
 #define PENDING_KEYS_KEEP (1u << 20)
 
@@ -910,14 +914,6 @@ static int keys_each(struct request *r, void (*fn)(struct request *r, const char
     return partial ? -1 : 0;
 }
 
-static void forget_key(struct request *r, const char *key, size_t len, void *arg)
-{
-    struct tracking *t = arg;
-    struct tracking_worker *tw = tracking_worker_of(r->worker);
-    pending_run(tw);
-    track_table_forget(tw->table, key, len, &t->reads);
-}
-
 /* ---- reads inside MULTI: their keys, tracked as EXEC goes out ---- */
 
 static void multi_forget(struct tracking *t)
@@ -980,8 +976,11 @@ static void multi_note(struct tracking *t, struct request *r)
 
 /* A client family's take: never takes r, but notes what Redis's tracking
  * would: a read to track (marked, for sending; inside MULTI, its keys for
- * EXEC), a NOLOOP client's write (it is not told of its own), the CACHING
- * flag spent. */
+ * EXEC), the CACHING flag spent. A NOLOOP client's write is not noted: a
+ * master's push does not say who wrote, and the write may change nothing
+ * (SET NX of a key that exists), after which one server still tracks the
+ * key for the client; so the client stays listed, and is told of its own
+ * writes too. */
 static int note_request(struct request *r, const struct route *rt)
 {
     struct tracking *t = tracking_of(r->client);
@@ -991,10 +990,6 @@ static int note_request(struct request *r, const struct route *rt)
     multi_note(t, r);
     if (tracks(t, r))
         r->marks |= track_mark;
-    if (t->noloop && (r->cmd->flags & CMD_WRITE)) {
-        keys_each(r, forget_key, t);
-        counts_publish(tracking_worker_of(r->worker));
-    }
     caching_spent(t, r);
     return 0;
 }

@@ -568,13 +568,15 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
         blockpool_clear(&tt->more);         /* an empty table keeps none */
 }
 
-/* The key at place at has no reader left (they went, or forgot it): it
- * leaves the table, unless the node tracks it there, so that a later
- * reader's read of it needs no CLIENT CACHING YES. */
+/* The key at place at has no reader left (they went): it leaves the
+ * table, unless the node tracks it there, so that a later reader's read of
+ * it needs no CLIENT CACHING YES; it then keeps no hash of readers. */
 static void key_unread_leaves(struct track_table *tt, size_t at)
 {
     if (!tt->slots[at].tracked_on)
         key_remove(tt, at, 0, NULL, NULL);
+    else
+        ids_clear(tt, tt->slots[at].k, 0, NULL, NULL);
 }
 
 /* Listed k's place in the hash. */
@@ -761,19 +763,6 @@ void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
      * are owed, and the key goes; so does a key left with no reader */
     if ((ordered && k->guessed > done) || key_unread(k))
         key_remove(tt, at, 0, notify, arg);
-}
-
-void track_table_forget(struct track_table *tt, const char *key, size_t len,
-                        struct track_reader *reader)
-{
-    size_t at = slot_find(tt, key, len, hash_fnv32(key, len));
-    struct tracked *k = tt->slots[at].k;
-    if (!k || !id_find(k, reader->id))
-        return;
-    entry_gone(tt, k, reader->id);
-    id_remove(k, reader->id);
-    if (key_unread(k))
-        key_unread_leaves(tt, at);
 }
 
 size_t track_table_forget_reader(struct track_table *tt, struct track_reader *reader,

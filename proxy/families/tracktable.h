@@ -13,8 +13,8 @@
  * read there that went right after CLIENT CACHING YES was answered (the
  * caller says so: track_table_node_tracks), and no invalidation has come
  * since. A read of such a key needs no CLIENT CACHING YES; a bit array
- * small enough to stay in the cache guesses that without the key. When such a read is still in
- * flight at the key's push, it ran after the write untracked: the readers
+ * small enough to stay in the cache guesses that without the key. When
+ * such a read is still in flight at the key's push, it ran after the write untracked: the readers
  * are told once more, after the replies they are owed, and the key goes,
  * so that its next read goes with CLIENT CACHING YES.
  *
@@ -22,9 +22,9 @@
  * key's readers listed while any of them has a read in flight: an extra
  * invalidation costs a cache a miss, and one server, where reads and
  * writes never overlap, never shows the difference. What this buys is a
- * read that touches the key's place in the hash and the key, whose
- * readers are in its first line: a key grows only for the readers of a
- * worker past its first 63 clients, beyond four of them.
+ * read that touches the key's place in the hash and one line of the key,
+ * which holds its readers among a worker's first 63 clients: a key grows
+ * only for the readers past them, beyond four of them.
  *
  * A read on a connection whose invalidations the node sends to another
  * (CLIENT TRACKING REDIRECT) has no order with the push: its readers are
@@ -115,11 +115,11 @@ int track_table_seems_tracked(const struct track_table *tt, uint32_t hash,
                               const struct node_conn *conn);
 
 /* Ahead of track_table_add of a batch of reads: what reader's add of the
- * key whose hash_fnv32 is hash will read first, brought into the cache in
- * stages (0: the key's place in the hash, 1: the key, 2: the reader's
- * place among the key's readers past its inline ones), each stage run
- * over the whole batch before the next, so that the batch's cache misses
- * overlap. */
+ * key whose hash_fnv32 is hash will read, brought into the cache in
+ * stages (0: the key's place in the hash, 1: the key's line a read looks
+ * at, 2: the rest of a long key and the reader's place among the key's
+ * readers past the first clients), each a few reads after the last, so
+ * that the misses of the reads between overlap. */
 void track_table_prefetch(const struct track_table *tt, uint32_t hash,
                           const struct track_reader *reader, int stage);
 
@@ -133,10 +133,6 @@ void track_table_prefetch(const struct track_table *tt, uint32_t hash,
 void track_table_invalidate(struct track_table *tt, const char *key, size_t len,
                             const struct node_conn *conn, uint64_t answered,
                             track_notify_fn *notify, void *arg);
-
-/* reader no longer reads key (it wrote it, with NOLOOP). */
-void track_table_forget(struct track_table *tt, const char *key, size_t len,
-                        struct track_reader *reader);
 
 /* reader's entries forgotten (its client goes), up to max keys it names at
  * a time: how many it went through. Done when reader->nkeys is 0. */

@@ -813,9 +813,33 @@ void h_proxy_start_fails(const char *what, const char *seed,
                   log);
 }
 
+/* A connection to p refused: whether p's process is still there, and the
+ * end of its log, in the failure. */
+static void h_proxy_refused(const struct h_proxy *p)
+{
+    char tail[2048] = "", state[64] = "still running";
+    int status;
+    FILE *f = fopen(p->log, "r");
+    if (f) {
+        long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+        fseek(f, size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0, SEEK_SET);
+        tail[fread(tail, 1, sizeof tail - 1, f)] = '\0';
+        fclose(f);
+    }
+    if (p->pid > 0 && waitpid(p->pid, &status, WNOHANG) == p->pid)
+        snprintf(state, sizeof state, WIFSIGNALED(status) ? "killed by signal %d" :
+                 "exited with status %d", WIFSIGNALED(status) ? WTERMSIG(status) :
+                 WEXITSTATUS(status));
+    ck_abort_msg("connect to the proxy on port %d refused: its process is %s; its log "
+                 "ends:\n%s", p->addr.port, state, tail);
+}
+
 redisContext *h_connect_extra(const struct h_proxy *p)
 {
-    return h_connect_node(&p->addr);
+    redisContext *c = h_connect_try(p->addr.host, p->addr.port);
+    if (!c)
+        h_proxy_refused(p);
+    return c;
 }
 
 void h_proxy_stop(struct h_proxy *p)

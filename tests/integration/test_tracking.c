@@ -262,10 +262,47 @@ START_TEST(test_default_mode_as_redis)
 }
 END_TEST
 
-/* NOLOOP: no push for the client's own write, and the key is forgotten
- * (another client's write after it pushes none either). OPTIN: only the
- * read after CLIENT CACHING YES is tracked; OPTOUT: all but the one after
- * CLIENT CACHING NO. Through proxy. */
+/* The client's own write, set, of key, and then a read of another key:
+ * one server pushes nothing for it (NOLOOP); the proxy tells the client of
+ * it once (a master's push does not say who wrote, and a write may change
+ * nothing, after which the key is still tracked), ahead of the read's
+ * reply, or after it where the master pushes once a round
+ * (tracking-node-bcast). */
+static void own_write_told(struct conn3 *rs, struct conn3 *px, const char *set,
+                           const char *key)
+{
+    char get[256], a[4096], b[4096], push[256];
+    int pushes = 0;
+    H_FMT(get, sizeof get, "GET %s", key_e);
+    push_of(push, sizeof push, key);
+    send_words(rs, set);
+    send_words(rs, get);
+    frame(rs, a, sizeof a);
+    ck_assert_str_eq(a, "+OK\r\n");
+    frame(rs, a, sizeof a);                     /* the read's reply */
+    send_words(px, set);
+    send_words(px, get);
+    for (int replies = 0; replies < 2 || pushes == 0;) {
+        frame(px, b, sizeof b);
+        if (b[0] == '>') {
+            ck_assert_msg(strcmp(b, push) == 0, "%s, not the push", h_esc_str(b));
+            pushes++;
+        } else if (replies++ == 0) {
+            ck_assert_str_eq(b, "+OK\r\n");
+        } else {
+            ck_assert_str_eq(b, a);
+        }
+    }
+    ck_assert_int_eq(pushes, 1);
+}
+
+/* NOLOOP: no push for the client's own write (the proxy sends one: see
+ * own_write_told), and the key is forgotten (another client's write after
+ * it pushes none either); an own write that changes nothing (SET NX of a
+ * key that exists) leaves the key tracked, and another client's write
+ * after it pushes. OPTIN: only the read after CLIENT CACHING YES is
+ * tracked; OPTOUT: all but the one after CLIENT CACHING NO. Through
+ * proxy. */
 static void noloop_optin_optout(const struct h_node *proxy)
 {
     struct conn3 rs, px;
@@ -276,11 +313,16 @@ static void noloop_optin_optout(const struct h_node *proxy)
     H_FMT(set, sizeof set, "SET %s mine", key_b);
     conn3_open(&rs, &ref.addr);
     conn3_open(&px, proxy);
+    write_both(wr, wp, "SET %s one", key_e);
     both(&rs, &px, "CLIENT TRACKING ON NOLOOP", 1);
     both(&rs, &px, get, 1);
-    both(&rs, &px, set, 1);
+    own_write_told(&rs, &px, set, key_b);      /* and key_e read, tracked */
     write_both(wr, wp, "SET %s theirs", key_b);
     both(&rs, &px, get, 1);                     /* no push before it */
+    H_FMT(set, sizeof set, "SET %s two NX", key_e);
+    both(&rs, &px, set, 1);                     /* changes nothing */
+    write_both(wr, wp, "SET %s three", key_e);
+    both(&rs, &px, NULL, 1);                    /* key_e's push */
     both(&rs, &px, "CLIENT TRACKING OFF", 1);
 
     /* each mode on a key of its own: Redis lists the reads of an earlier ON
@@ -819,7 +861,12 @@ static long long caching_calls(const struct h_node *master)
  */
 START_TEST(test_untracked_read_told_after_its_reply)
 {
-    struct h_node proxy = h_proxy_addr();
+    /* a proxy of its own: no other test's key sets the bits its reads
+     * are guessed from */
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    h_proxy_start(&p, args);
+    struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 c;
     char key[96], out[4096], cmd[512], push[256];
@@ -853,6 +900,7 @@ START_TEST(test_untracked_read_told_after_its_reply)
     close(pause);
     close(wr);
     close(c.fd);
+    h_proxy_stop(&p);
 }
 END_TEST
 
@@ -866,7 +914,12 @@ END_TEST
  */
 START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
 {
-    struct h_node proxy = h_proxy_addr();
+    /* a proxy of its own: no other test's key sets the bits its reads
+     * are guessed from */
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    h_proxy_start(&p, args);
+    struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 c;
     char keys[3][96], out[4096], cmd[512], push[256];
@@ -901,6 +954,7 @@ START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
     close(pause);
     close(wr);
     close(c.fd);
+    h_proxy_stop(&p);
 }
 END_TEST
 
@@ -912,7 +966,12 @@ END_TEST
  */
 START_TEST(test_script_leaves_its_key_untracked)
 {
-    struct h_node proxy = h_proxy_addr();
+    /* a proxy of its own: no other test's key sets the bits its reads
+     * are guessed from */
+    const char *args[] = { "--threads", "1", NULL };
+    struct h_proxy p;
+    h_proxy_start(&p, args);
+    struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 a, b;
     char key[96], out[4096], cmd[512], push[256];
@@ -940,6 +999,7 @@ START_TEST(test_script_leaves_its_key_untracked)
     ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
     close(a.fd);
     close(b.fd);
+    h_proxy_stop(&p);
 }
 END_TEST
 
@@ -1048,7 +1108,7 @@ static int read_many(struct conn3 *c, int n, int *told)
  * PINGs keep the worker's rounds going. The keys stay, the master still
  * tracking them. (A key the table guessed tracked, wrongly, is told after
  * its reply instead of listed.) */
-START_TEST(test_gone_reader_leaves_table)
+START_TEST(test_gone_reader_entries_leave_table)
 {
     const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
@@ -1479,7 +1539,7 @@ int main(void)
     tcase_add_test(tc, test_client_info_and_info);
     tcase_add_test(tc, test_table_bound_invalidates_oldest);
     tcase_add_test(tc, test_table_counted_in_client_memory);
-    tcase_add_test(tc, test_gone_reader_leaves_table);
+    tcase_add_test(tc, test_gone_reader_entries_leave_table);
     tcase_add_test(tc, test_key_outlives_its_last_reader);
     tcase_add_test(tc, test_lost_connection_invalidates_all);
     tcase_add_test(tc, test_flush_reaches_a_blocked_client);
