@@ -837,6 +837,16 @@ START_TEST(test_push_before_later_reply)
 }
 END_TEST
 
+/* key written (SET key written) through w: its reader c is told, next. */
+static void written_told(redisContext *w, const char *key, struct conn3 *c)
+{
+    char out[4096], push[256];
+    freeReplyObject(h_cmd(w, "SET %s written", key));
+    push_of(push, sizeof push, key);
+    frame(c, out, sizeof out);
+    ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
+}
+
 /* The CLIENT CACHING YES master sent the proxy's connections so far. */
 static long long caching_calls(const struct h_node *master)
 {
@@ -974,7 +984,7 @@ START_TEST(test_script_leaves_its_key_untracked)
     struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 a, b;
-    char key[96], out[4096], cmd[512], push[256];
+    char key[96], out[4096], cmd[512];
     h_topo_load(&t);
     H_FMT(key, sizeof key, "trk:%s:script", h_prefix());
     const struct h_node *master = &t.masters[h_topo_owner(&t, h_slot(key))];
@@ -991,12 +1001,8 @@ START_TEST(test_script_leaves_its_key_untracked)
     reader_of(&b, &proxy, key);
     ck_assert_int_eq(caching_calls(master) - before, 2);
     redisContext *m = h_connect_node(master);
-    redisReply *rep = redisCommand(m, "SET %s v", key);
-    freeReplyObject(rep);
+    written_told(m, key, &b);
     redisFree(m);
-    push_of(push, sizeof push, key);
-    frame(&b, out, sizeof out);
-    ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
     close(a.fd);
     close(b.fd);
     h_proxy_stop(&p);
@@ -1147,7 +1153,7 @@ START_TEST(test_key_outlives_its_last_reader)
     struct h_proxy p;
     struct h_topo t;
     struct conn3 a, b;
-    char key[96], cmd[256], out[4096], push[256];
+    char key[96], cmd[256], out[4096];
     h_proxy_start(&p, args);
     h_topo_load(&t);
     H_FMT(key, sizeof key, "trk:%s:outlives", h_prefix());
@@ -1164,12 +1170,7 @@ START_TEST(test_key_outlives_its_last_reader)
     ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 1);
     reader_of(&b, &p.addr, key);
     ck_assert_int_eq(caching_calls(master) - before, 1);
-    redisReply *r = redisCommand(o, "SET %s written", key);
-    ck_assert_ptr_nonnull(r);
-    freeReplyObject(r);
-    push_of(push, sizeof push, key);
-    frame(&b, out, sizeof out);
-    ck_assert_msg(strcmp(out, push) == 0, "%s, not the push", h_esc_str(out));
+    written_told(o, key, &b);
     ck_assert_int_eq(h_info_field(o, "tracking_total_keys"), 0);
     H_FMT(cmd, sizeof cmd, "GET %s", key);
     send_words(&b, cmd);
