@@ -21,11 +21,11 @@
  * found under a key its array names.
  *
  * A key's place in the hash also says whether the node tracks it on its
- * connection (tracked_on: the key's hash mixed with the connection's
- * address). A bit array HINT_BITS times the hash's size holds the same
- * guess, as two bits of one word per (hash, connection) (a Bloom filter
- * of one word a key): it fits in the cache where the hash does not, and
- * track_table_seems_tracked reads it only, as a read is sent. A key the
+ * connection (node_tracks). A bit array HINT_BITS times the hash's size
+ * holds the same as a guess, two bits of one word per (hash, connection)
+ * (a Bloom filter of one word a key): it fits in the cache where the hash
+ * does not, and track_table_seems_tracked reads it only, as a read is
+ * sent. A key the
  * node tracks sets its bits, and a key it no longer tracks clears them,
  * for every key that shares one: bits set by other keys guess wrong, which
  * track_table_add finds out from the key itself (and clears them); a bit
@@ -81,16 +81,16 @@ _Static_assert(offsetof(struct tracked, len) == KEY_ALIGN, "a read's fields star
 struct key_slot {
     struct tracked *k;              /* NULL: a free place */
     uint32_t hash;
-    uint32_t tracked_on;            /* the node tracks k on k->conn (tracked_on()), from
-                                       an answered read there behind CLIENT CACHING YES
-                                       (track_table_node_tracks); else 0 */
+    uint32_t node_tracks;           /* 1: the node tracks k on k->conn, from an
+                                       answered read there behind CLIENT CACHING YES
+                                       (track_table_node_tracks) */
 };
 
 struct track_table {
     struct key_slot *slots;
     size_t nslots;                  /* a power of two */
     uint64_t *hints;                /* nhints bits: two per (hash, connection) the node
-                                       may track a key of (tracked_on), for a guess that
+                                       may track a key of (node_tracks), for a guess that
                                        stays in the cache; NULL out of memory */
     size_t nhints;                  /* a power of two */
     size_t nkeys, nentries;
@@ -230,14 +230,6 @@ static size_t slot_by_hash(const struct track_table *tt, uint32_t hash)
     return i;
 }
 
-/* What a place's tracked_on holds for the key whose hash is hash, tracked
- * by the node on conn (never 0). */
-static uint32_t tracked_on(uint32_t hash, const struct node_conn *conn)
-{
-    uint32_t g = hash ^ (uint32_t)(((uintptr_t)conn >> 6) * 2654435761u);
-    return g ? g : 1;
-}
-
 /* ---- the hint array ---- */
 
 /* The word of the hint array that (hash, conn) has two bits in, and those
@@ -245,7 +237,7 @@ static uint32_t tracked_on(uint32_t hash, const struct node_conn *conn)
 static uint64_t *hint_word(const struct track_table *tt, uint32_t hash,
                            const struct node_conn *conn, uint64_t *bits)
 {
-    uint32_t g = tracked_on(hash, conn);
+    uint32_t g = hash ^ (uint32_t)(((uintptr_t)conn >> 6) * 2654435761u);
     uint64_t spread = g * 0x9e3779b97f4a7c15u;
     *bits = (uint64_t)1 << (spread >> 58) | (uint64_t)1 << (spread >> 52 & 63);
     return &tt->hints[g & (tt->nhints / 64 - 1)];
@@ -269,13 +261,13 @@ static void hint_clear(struct track_table *tt, uint32_t hash, const struct node_
 static void untracked_at(struct track_table *tt, size_t i)
 {
     struct key_slot *s = &tt->slots[i];
-    if (s->tracked_on) {
+    if (s->node_tracks) {
         hint_clear(tt, s->hash, s->k->conn);
-        s->tracked_on = 0;
+        s->node_tracks = 0;
     }
 }
 
-/* The hint array sized for the hash's places, from the keys' tracked_on
+/* The hint array sized for the hash's places, from the keys' node_tracks
  * (kept as it is when out of memory: it only guesses worse). */
 static void hints_size(struct track_table *tt)
 {
@@ -292,7 +284,7 @@ static void hints_size(struct track_table *tt)
     tt->nhints = n;
     tt->bytes += n / 8;
     for (size_t i = 0; i < tt->nslots; i++)
-        if (tt->slots[i].tracked_on)
+        if (tt->slots[i].node_tracks)
             hint_set(tt, tt->slots[i].hash, tt->slots[i].k->conn);
 }
 
@@ -573,7 +565,7 @@ static void key_remove(struct track_table *tt, size_t i, int ordered, track_noti
  * it needs no CLIENT CACHING YES; it then keeps no hash of readers. */
 static void key_unread_leaves(struct track_table *tt, size_t at)
 {
-    if (!tt->slots[at].tracked_on)
+    if (!tt->slots[at].node_tracks)
         key_remove(tt, at, 0, NULL, NULL);
     else
         ids_clear(tt, tt->slots[at].k, 0, NULL, NULL);
@@ -660,7 +652,7 @@ int track_table_add(struct track_table *tt, const char *key, size_t len, uint32_
 {
     size_t at = slot_find(tt, key, len, hash);
     if (how == TRACK_IF_TRACKED &&
-        (!tt->slots[at].k || tt->slots[at].k->conn != conn || !tt->slots[at].tracked_on)) {
+        (!tt->slots[at].k || tt->slots[at].k->conn != conn || !tt->slots[at].node_tracks)) {
         hint_clear(tt, hash, conn);         /* (another key's): guessed wrong */
         return 1;
     }
@@ -721,7 +713,7 @@ void track_table_node_tracks(struct track_table *tt, const char *key, size_t len
 {
     size_t at = slot_find(tt, key, len, hash);
     if (tt->slots[at].k && tt->slots[at].k->conn == conn) {
-        tt->slots[at].tracked_on = tracked_on(hash, conn);
+        tt->slots[at].node_tracks = 1;
         hint_set(tt, hash, conn);
     }
 }
