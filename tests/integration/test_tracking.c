@@ -861,6 +861,14 @@ static long long caching_calls(const struct h_node *master)
     return n;
 }
 
+/* p: a proxy with one worker, whose table and node connections every
+ * client of the test shares. */
+static void one_worker_proxy(struct h_proxy *p)
+{
+    static const char *const args[] = { "--threads", "1", NULL };
+    h_proxy_start(p, args);
+}
+
 /*
  * A read of a key the master already tracks for the proxy's connection
  * goes without CLIENT CACHING YES. When a write of the key runs between
@@ -873,9 +881,8 @@ START_TEST(test_untracked_read_told_after_its_reply)
 {
     /* a proxy of its own: no other test's key sets the bits its reads
      * are guessed from */
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 c;
@@ -926,9 +933,8 @@ START_TEST(test_untracked_read_told_after_its_reply_in_a_pipeline)
 {
     /* a proxy of its own: no other test's key sets the bits its reads
      * are guessed from */
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 c;
@@ -978,9 +984,8 @@ START_TEST(test_script_leaves_its_key_untracked)
 {
     /* a proxy of its own: no other test's key sets the bits its reads
      * are guessed from */
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     struct h_node proxy = p.addr;
     struct h_topo t;
     struct conn3 a, b;
@@ -1116,11 +1121,10 @@ static int read_many(struct conn3 *c, int n, int *told)
  * its reply instead of listed.) */
 START_TEST(test_gone_reader_entries_leave_table)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct conn3 c;
     char out[4096];
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     conn3_open(&c, &p.addr);
     send_words(&c, "CLIENT TRACKING ON");
     frame(&c, out, sizeof out);
@@ -1149,12 +1153,11 @@ END_TEST
  */
 START_TEST(test_key_outlives_its_last_reader)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct h_topo t;
     struct conn3 a, b;
     char key[96], cmd[256], out[4096];
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     h_topo_load(&t);
     H_FMT(key, sizeof key, "trk:%s:outlives", h_prefix());
     const struct h_node *master = &t.masters[h_topo_owner(&t, h_slot(key))];
@@ -1234,13 +1237,12 @@ static void kill_tracking_conns(const struct h_topo *t, const char *key)
  * client gets a null key. */
 START_TEST(test_lost_connection_invalidates_all)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct h_topo t;
     struct conn3 c;
     char key[96], out[4096];
     h_topo_load(&t);
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     H_FMT(key, sizeof key, "trk:{%s}:lost", h_prefix());
     reader_of(&c, &p.addr, key);
     kill_tracking_conns(&t, key);
@@ -1260,13 +1262,12 @@ END_TEST
  * other commands. */
 START_TEST(test_flush_reaches_a_blocked_client)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct h_topo t;
     struct conn3 c;
     char key[96], list[96], cmd[256], out[4096];
     h_topo_load(&t);
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     H_FMT(key, sizeof key, "trk:{%s}:blocked", h_prefix());
     H_FMT(list, sizeof list, "trk:{%s}:queue", h_prefix());
     reader_of(&c, &p.addr, key);
@@ -1292,13 +1293,12 @@ END_TEST
  * the same message (a null in the reader's protocol). */
 START_TEST(test_redirect_flush_as_redis)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct h_topo t;
     struct conn3 sub[2], trk[2], warm;
     char key[96], cmd[256], out[2][4096];
     h_topo_load(&t);
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     H_FMT(key, sizeof key, "trk:{%s}:flush", h_prefix());
     reader_of(&warm, &p.addr, key);             /* the RESP3 connection, set up */
     const struct h_node *at[2] = { &ref.addr, &p.addr };
@@ -1335,11 +1335,10 @@ END_TEST
 /* A drain (SIGTERM) invalidates everything before it closes the client. */
 START_TEST(test_drain_invalidates_all)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct conn3 c;
     char key[96], out[4096];
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     H_FMT(key, sizeof key, "trk:{%s}:drain", h_prefix());
     reader_of(&c, &p.addr, key);
     ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
@@ -1355,7 +1354,6 @@ END_TEST
  * cache is invalidated. The slot moves back after. */
 START_TEST(test_moved_slot_invalidates_all)
 {
-    const char *args[] = { "--threads", "1", NULL };
     struct h_proxy p;
     struct h_topo t;
     struct conn3 c;
@@ -1375,7 +1373,7 @@ START_TEST(test_moved_slot_invalidates_all)
     }
     ck_assert_int_ge(slot, 0);
     int away = (home + 1) % t.nmasters;
-    h_proxy_start(&p, args);
+    one_worker_proxy(&p);
     reader_of(&c, &p.addr, key);
     h_move_empty_slot(&t, slot, home, away);
     H_FMT(cmd, sizeof cmd, "GET %s", key);
