@@ -140,18 +140,31 @@ static void io_unmark_dirty(struct io_conn *c)
     TAILQ_REMOVE(&c->loop->dirty, c, dirty_link);
 }
 
-/* After a round that served a few sockets, let more become ready before the
- * next one (io.h). The CPU goes to the processes this round fed meanwhile. */
-static void io_round_pause(struct io_loop *l)
+/* Whether the round that ends wants a pause (io.h): when it served a few
+ * sockets. */
+static int io_round_wants_pause(struct io_loop *l)
 {
     int served = l->round_reads;
     l->round_reads = 0;
-    if (l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS) {
-        struct timespec ts = { 0, (long)l->pause_us * 1000 };
-        nanosleep(&ts, NULL);
-        if (l->pauses)
-            stat_inc(l->pauses);
-    }
+    return l->pause_us > 0 && served >= IO_PAUSE_MIN_READS && served <= IO_PAUSE_MAX_READS;
+}
+
+/* The pause after a round, counted from the end of its writes (since):
+ * what after_flush did meanwhile, while the processes the round fed
+ * worked, is part of it. The CPU goes to those processes for the rest; none
+ * is left when after_flush took it all. */
+static void io_round_pause(struct io_loop *l, const struct timespec *since)
+{
+    struct timespec until = *since, now;
+    until.tv_nsec += (long)l->pause_us * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
+        return;
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+    if (l->pauses)
+        stat_inc(l->pauses);
 }
 
 /* ---- batches (iobatch.h) ---- */
@@ -251,9 +264,14 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
         io_flush_one(c);        /* may close c */
     }
     l->rounds++;
+    struct timespec writes_done;
+    int pause = io_round_wants_pause(l);
+    if (pause)
+        clock_gettime(CLOCK_MONOTONIC, &writes_done);
     if (l->after_flush)
         l->after_flush(l->after_flush_arg);
-    io_round_pause(l);
+    if (pause)
+        io_round_pause(l, &writes_done);
 }
 
 void io_loop_flush_due(struct io_loop *l)

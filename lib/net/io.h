@@ -45,9 +45,12 @@
  * clients it talks to, for a few microseconds of latency. With pipelining
  * clients too: the pause hands the CPU to the nodes and clients the round
  * has just fed, which on a machine with few CPUs would otherwise wait for
- * the proxy's time slice to end. A round that served one socket (an idle
- * or lightly used proxy) or very many (one that batches well already) is
- * never followed by a pause.
+ * the proxy's time slice to end. The pause counts from the end of the
+ * round's writes: what after_flush does (the tracking table's share of the
+ * round) runs while those processes work, and the pause is what is left of
+ * pause_us after it, none when it took longer. A round that served one
+ * socket (an idle or lightly used proxy) or very many (one that batches
+ * well already) is never followed by a pause.
  *
  * An io_loop belongs to one thread; nothing here takes a lock.
  *
@@ -93,7 +96,7 @@ struct io_loop {
     int pause_us;                   /* after a busy round (above); 0: never */
     int round_reads;                /* sockets served since the last flush */
     uint64_t rounds;                /* rounds ended (flushes) so far */
-    uint64_t *pauses;               /* counts the pauses; may be NULL */
+    uint64_t *pauses;               /* counts the pauses slept; may be NULL */
     struct iobatch *batch;          /* NULL: one read and one write call per socket */
     uint64_t *batching;             /* 1 while batch is set; may be NULL (so may the next) */
     uint64_t *batches, *batched_ops; /* counts the batch calls and what they carried */
@@ -107,8 +110,8 @@ struct io_loop {
      * last commands of the round; may be NULL */
     void (*before_flush)(void *arg);
     void *before_flush_arg;
-    /* called at the end of each round, once its output is written (before
-     * a pause): work that need not delay the round's writes; may be NULL */
+    /* called at the end of each round, once its output is written (inside
+     * the pause): work that need not delay the round's writes; may be NULL */
     void (*after_flush)(void *arg);
     void *after_flush_arg;
 };

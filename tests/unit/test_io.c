@@ -6,7 +6,9 @@
  * brought; one that served a single socket does not. Each case runs with
  * plain reads and, where io_uring can be used, with batched ones
  * (io_loop_batch), since both count the sockets they serve. Nothing here is
- * timed: the pause is 1 us and only counted.
+ * timed: the pause is 1 ms and only counted. It counts from the end of the
+ * round's writes: work after them (after_flush) that outlasts it leaves no
+ * pause.
  *
  * The order of a round's writes: as the connections became dirty, but
  * after a pipelined read (io_loop_note_pipeline) the connections the loop
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/net/io.h"
@@ -61,7 +64,7 @@ static void setup_loop(int with_batch)
     ck_assert_ptr_nonnull(base);
     memset(&loop, 0, sizeof loop);
     ck_assert_int_eq(io_loop_init(&loop, base), 0);
-    loop.pause_us = 1;
+    loop.pause_us = 1000;
     pauses = 0;
     loop.pauses = &pauses;
     batched = with_batch && io_loop_batch(&loop, 16, why, sizeof why) == 0;
@@ -142,6 +145,28 @@ START_TEST(test_round_of_pipelined_reads_pauses)
     ck_assert_uint_eq(one_round(large), 1);
     const size_t mixed[] = { 4096, 10, 10, 10 };
     ck_assert_uint_eq(one_round(mixed), 1);
+    teardown_loop();
+}
+END_TEST
+
+/* Work after the round's writes, longer than the pause. */
+static void after_flush_outlasting_pause(void *arg)
+{
+    struct timespec ts = { 0, 2 * 1000 * (long)loop.pause_us };
+    (void)arg;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+START_TEST(test_work_after_writes_is_part_of_pause)
+{
+    setup_loop(_i);
+    open_conns(3);
+    const size_t sizes[] = { 40, 40, 40 };
+    loop.after_flush = after_flush_outlasting_pause;
+    ck_assert_uint_eq(one_round(sizes), 0);
+    loop.after_flush = NULL;
+    ck_assert_uint_eq(one_round(sizes), 1);
     teardown_loop();
 }
 END_TEST
@@ -275,6 +300,7 @@ static Suite *io_suite(void)
     tcase_add_loop_test(t, test_round_of_small_reads_pauses, 0, 2);
     tcase_add_loop_test(t, test_round_of_one_socket_does_not_pause, 0, 2);
     tcase_add_loop_test(t, test_round_of_pipelined_reads_pauses, 0, 2);
+    tcase_add_loop_test(t, test_work_after_writes_is_part_of_pause, 0, 2);
     tcase_add_loop_test(t, test_pause_off_never_pauses, 0, 2);
     suite_add_tcase(s, t);
     t = tcase_create("write order");
