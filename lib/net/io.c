@@ -162,7 +162,8 @@ static void io_round_pause(struct io_loop *l, const struct timespec *since)
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
         return;
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;       /* a signal: the same deadline */
     if (l->pauses)
         stat_inc(l->pauses);
 }
@@ -264,13 +265,13 @@ static void io_flush_cb(evutil_socket_t fd, short what, void *arg)
         io_flush_one(c);        /* may close c */
     }
     l->rounds++;
-    struct timespec writes_done;
-    int pause = io_round_wants_pause(l);
-    if (pause)
+    struct timespec writes_done = { 0, 0 };
+    int wants_pause = io_round_wants_pause(l);
+    if (wants_pause)
         clock_gettime(CLOCK_MONOTONIC, &writes_done);
     if (l->after_flush)
         l->after_flush(l->after_flush_arg);
-    if (pause)
+    if (wants_pause)
         io_round_pause(l, &writes_done);
 }
 

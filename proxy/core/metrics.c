@@ -172,7 +172,7 @@ static void prom_counters(const struct metrics *m, struct evbuffer *b)
     prom_one(b, "tagproxy_listing_fanouts_total", "counter",
              "Listings (KEYS, SCAN) answered from the bucket indexes.", s->listing_fanouts);
     prom_one(b, "tagproxy_round_pauses_total", "counter",
-             "Event-loop rounds followed by a pause (round-pause-us).", s->round_pauses);
+             "Event-loop rounds followed by a pause (round-pause-us; none when the work after the writes used it up).", s->round_pauses);
     prom_one(b, "tagproxy_io_uring_workers", "gauge",
              "Workers reading and writing their sockets in batches (io-uring).", s->io_uring);
     prom_one(b, "tagproxy_io_batches_total", "counter",

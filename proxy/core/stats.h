@@ -112,7 +112,8 @@ struct worker_stats {
     uint64_t listing_fanouts;       /* listings answered from the indexes */
     uint64_t tracking_invalidations; /* keys' invalidations sent to tracking clients */
     uint64_t tracking_flushes[TRACKING_FLUSH_CAUSES];  /* flush-alls, by cause */
-    uint64_t round_pauses;          /* event-loop rounds followed by a pause (io.h) */
+    uint64_t round_pauses;          /* event-loop rounds followed by a pause (io.h;
+                                       none when after_flush used it up) */
     uint64_t io_uring;              /* 1 while the worker batches socket calls (io.h) */
     uint64_t io_batches;            /* system calls that carried a batch */
     uint64_t io_batched_ops;        /* reads and sends they carried */
