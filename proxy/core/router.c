@@ -159,6 +159,8 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
  * its held_back list, in the order the client sent them, and while that
  * list is not empty the client's next commands (and redirected ones) join
  * it instead of going out; when the backoff ends, all go out in order.
+ * A script whose redirect-like error is being confirmed (scriptreply.c)
+ * holds them the same way, released ones included, until it is resent.
  * (A command already at a node when an earlier one was refused can still
  * run first: the cluster refused the earlier one, not the proxy.)
  */
@@ -201,6 +203,11 @@ static void parked_release(struct client *c)
 {
     if (!c->retry_timer || !evtimer_pending(c->retry_timer, NULL))
         held_release_cb(-1, 0, c);
+}
+
+void router_release_held(struct client *c)
+{
+    parked_release(c);
 }
 
 /* Resend r after a backoff, in its client's order (every routed request
@@ -257,7 +264,7 @@ void router_send(struct request *r)
 {
     struct worker *w = r->worker;
     struct client *owner = request_owner(r);
-    if (owner && !r->releasing && !TAILQ_EMPTY(&owner->held_back)) {
+    if (owner && (owner->confirming > 0 || (!r->releasing && !TAILQ_EMPTY(&owner->held_back)))) {
         hold_insert(owner, r);     /* behind the client's earlier commands */
         return;
     }

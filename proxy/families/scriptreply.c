@@ -9,6 +9,7 @@
 
 #include "cluster/node.h"
 #include "lib/base/log.h"
+#include "proxy/core/client.h"
 #include "proxy/core/router.h"
 #include "proxy/core/worker.h"
 #include "proxy/families/index.h"
@@ -108,6 +109,7 @@ static int script_confirm_start(struct request *r, struct node_conn *conn,
         return 0;
     }
     request_family_set(r, &confirm_family, kept);
+    request_owner(r)->confirming++;     /* its client's next commands wait for r */
     r->nreq.on_reply = script_confirm_on_reply;
     r->nreq.on_fail = script_confirm_on_fail;
     r->nreq.on_part = NULL;
@@ -204,8 +206,10 @@ static int nodes_confirm(const char *text, size_t n, enum reply_redirect kind, i
 static void script_confirm_decide(struct request *r, const char *text, size_t n)
 {
     char *line = request_family_state(r, &confirm_family), addr[128];
+    struct client *owner = request_owner(r);
     int slot, ok = 0;
     request_family_set(r, &confirm_family, NULL);
+    owner->confirming--;
     enum reply_redirect kind = reply_classify(line, strlen(line), &slot, addr, sizeof addr);
     if (slot < 0)                       /* TRYAGAIN, CLUSTERDOWN: the script's slot */
         slot = r->slot;
@@ -217,9 +221,14 @@ static void script_confirm_decide(struct request *r, const char *text, size_t n)
         ok = nodes_confirm(text, n, kind, slot, addr);
     else if (text)
         ok = nodes_confirm(text, n, kind, slot, "") && kind != REPLY_MOVED;
+    /* what the client sent meanwhile goes out behind r: it keeps the
+     * client (a gone one too) while it waits, r's end may not */
+    int release = owner->confirming == 0 && !TAILQ_EMPTY(&owner->held_back);
     if (!ok || !router_redirect(r, kind, slot, addr))
         script_redirect_deliver(r, line, ok);
     free(line);
+    if (release)
+        router_release_held(owner);
 }
 
 static void script_confirm_on_reply(struct node_req *nr, const struct reply_view *v,

@@ -19,6 +19,11 @@
  * its next event loop turn): it answers "-CLUSTERDOWN Hash slot not
  * served", and its CLUSTER NODES shows the slot unowned. The proxy
  * confirms it there, retries, and the script runs once.
+ *
+ * A client's order holds through a script's confirmation: a script and a
+ * write pipelined behind it both meet the MOVED, and the write (whose
+ * MOVED needs no confirming) waits for the script's resend, so the new
+ * owner runs them in the client's order.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -38,6 +43,7 @@ static int g_bounces_left;
 static int g_runs;              /* writes that ran */
 static int g_unserved_left;     /* scripts the owner answers "slot not served" */
 static int g_unserved_shown;    /* CLUSTER NODES shows the slot unowned until read */
+static char g_ran[16];          /* the writes that ran, in order: 'E' a script, 'S' a SET */
 
 static struct fake_node *other(struct fake_node *f)
 {
@@ -102,7 +108,7 @@ static int write_nodes(struct fn_conn *c)
 
 /* A command on KEY: runs (a write counted) or bounces. In MULTI, queued
  * or failed (filter_state: 1 in MULTI, 2 in a MULTI that failed). */
-static int keyed(struct fn_conn *c, int write, int script)
+static int keyed(struct fn_conn *c, int write, int script, const char *cmd)
 {
     int to, unserved = 0;
     pthread_mutex_lock(&g_mu);
@@ -123,6 +129,9 @@ static int keyed(struct fn_conn *c, int write, int script)
     if (write) {
         pthread_mutex_lock(&g_mu);
         g_runs++;
+        size_t n = strlen(g_ran);
+        if (n + 1 < sizeof g_ran)
+            g_ran[n] = cmd[0];
         pthread_mutex_unlock(&g_mu);
         return fn_writes(c, "+OK\r\n");
     }
@@ -159,14 +168,16 @@ static int bounce_filter(struct fn_conn *c, int *rc)
         *rc = fn_writes(c, "+OK\r\n");
     } else if ((strcasecmp(cmd, "SET") == 0 || strcasecmp(cmd, "GET") == 0 || script) &&
                on_key) {
-        *rc = keyed(c, strcasecmp(cmd, "GET") != 0, script);
+        *rc = keyed(c, strcasecmp(cmd, "GET") != 0, script, cmd);
     } else {
         return 0;
     }
     return 1;
 }
 
-static void world(const char *name, int bounces)
+/* The nodes, the slot's owner (owner: 'A' or 'B') and a proxy; bounces
+ * from the test's first command on. */
+static void world_owned_by(const char *name, int bounces, char owner)
 {
     g_slot = h_slot(KEY);
     ck_assert(g_slot > 0 && g_slot < H_SLOTS - 1);
@@ -174,9 +185,10 @@ static void world(const char *name, int bounces)
     fn_start(&W.b, 'B', NULL, 0);
     W.a.filter = W.b.filter = bounce_filter;
     pthread_mutex_lock(&g_mu);
-    g_owner = &W.a;
+    g_owner = owner == 'B' ? &W.b : &W.a;
     g_bounces_left = 0;
     g_runs = 0;
+    memset(g_ran, 0, sizeof g_ran);
     g_unserved_left = 0;
     g_unserved_shown = 0;
     publish_slots();
@@ -185,6 +197,11 @@ static void world(const char *name, int bounces)
     pthread_mutex_lock(&g_mu);
     g_bounces_left = bounces;       /* from the test's command on */
     pthread_mutex_unlock(&g_mu);
+}
+
+static void world(const char *name, int bounces)
+{
+    world_owned_by(name, bounces, 'A');
 }
 
 static void teardown(void)
@@ -268,6 +285,33 @@ START_TEST(test_script_unserved_slot_retried)
 }
 END_TEST
 
+/* B owns the slot, A every other one (both known to the proxy). The script
+ * reaches B first: the slot moves to A and B answers -MOVED, then -MOVED
+ * to the SET behind it. The script's MOVED is confirmed (CLUSTER NODES on
+ * B, a round trip after the SET's MOVED) before it is resent; the SET's is
+ * followed at once unless it waits: A must run the script first. */
+START_TEST(test_write_waits_for_confirmed_script)
+{
+    world_owned_by("confirm-order", 1, 'B');
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    redisAppendCommand(c, "EVAL %s 1 %s v", "return redis.call('set', KEYS[1], ARGV[1])", KEY);
+    redisAppendCommand(c, "SET %s w", KEY);
+    for (int i = 0; i < 2; i++) {
+        redisReply *r = NULL;
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        H_EXPECT_STATUS(r, "OK");
+        freeReplyObject(r);
+    }
+    pthread_mutex_lock(&g_mu);
+    char ran[sizeof g_ran];
+    memcpy(ran, g_ran, sizeof ran);
+    pthread_mutex_unlock(&g_mu);
+    ck_assert_str_eq(ran, "ES");
+    ck_assert_int_eq(bounces_left(), 0);
+    redisFree(c);
+}
+END_TEST
+
 /* Past every redirect and retry the proxy allows: the client gets the
  * last MOVED, as from a node, and nothing ran. */
 START_TEST(test_bounced_past_the_budget)
@@ -291,6 +335,7 @@ static Suite *bounce_suite(void)
     tcase_add_test(tc, test_transaction_bounced_seven_times);
     tcase_add_test(tc, test_bounced_past_the_budget);
     tcase_add_test(tc, test_script_unserved_slot_retried);
+    tcase_add_test(tc, test_write_waits_for_confirmed_script);
     suite_add_tcase(s, tc);
     return s;
 }
