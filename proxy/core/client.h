@@ -87,11 +87,13 @@ struct client {
     size_t held;                    /* bytes of finished replies waiting for their turn */
     uint64_t output_waits_since;    /* 1 + the io round its unwritten output began
                                        waiting in (client_flush); 0: none waits */
-    struct request_queue held_back; /* retries and what follows them, in order */
+    struct request_queue held_back; /* retries, writes parked behind reads, what
+                                       waits for a script's confirmation, and
+                                       what follows them, in order */
     struct event *retry_timer;      /* sends held_back when the backoff ends */
-    int confirming;                 /* its scripts whose redirect-like error is being
-                                       confirmed: what it sends meanwhile is held
-                                       back (router_release_held) */
+    int confirming;                 /* how many of its scripts have a redirect-like
+                                       error being confirmed: meanwhile its
+                                       requests are held back (router_release_held) */
     uint64_t next_seq;
     time_t soft_limit_since;        /* 0: output under the soft limit */
     void *family[CLIENT_FAMILIES_MAX];  /* each family's state, by the id its

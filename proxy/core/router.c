@@ -160,7 +160,8 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
  * list is not empty the client's next commands (and redirected ones) join
  * it instead of going out; when the backoff ends, all go out in order.
  * A script whose redirect-like error is being confirmed (scriptreply.c)
- * holds them the same way, released ones included, until it is resent.
+ * holds them the same way, released ones included, until its
+ * confirmation ends (it is resent, retried later, or its error is given).
  * (A command already at a node when an earlier one was refused can still
  * run first: the cluster refused the earlier one, not the proxy.)
  */

@@ -25,7 +25,9 @@
  * (CLUSTER INFO for CLUSTERDOWN, except "Hash slot not served") is read on
  * the same connection, with the request's own node_req, so the request
  * stays in flight (and in its client's order) until the node's state says
- * whether the cluster sent the reply. A script
+ * whether the cluster sent the reply; meanwhile the client's other
+ * commands wait in its held_back (c->confirming), so that a resent script
+ * goes ahead of them. A script
  * that ran as its user's node user (r->as_user), which may not run
  * CLUSTER, has it read on the worker's own connection to that node.
  */
@@ -221,8 +223,8 @@ static void script_confirm_decide(struct request *r, const char *text, size_t n)
         ok = nodes_confirm(text, n, kind, slot, addr);
     else if (text)
         ok = nodes_confirm(text, n, kind, slot, "") && kind != REPLY_MOVED;
-    /* what the client sent meanwhile goes out behind r: it keeps the
-     * client (a gone one too) while it waits, r's end may not */
+    /* what the client sent meanwhile goes out behind r (owner stays valid
+     * to the end of this callback: client_free defers the free) */
     int release = owner->confirming == 0 && !TAILQ_EMPTY(&owner->held_back);
     if (!ok || !router_redirect(r, kind, slot, addr))
         script_redirect_deliver(r, line, ok);
