@@ -21,9 +21,9 @@
  * confirms it there, retries, and the script runs once.
  *
  * A client's order holds through a script's confirmation: a script and a
- * write pipelined behind it both meet the MOVED, and the write (whose
- * MOVED needs no confirming) waits for the script's resend, so the new
- * owner runs them in the client's order.
+ * write (or a transaction) pipelined behind it both meet the MOVED, and
+ * the write (whose MOVED needs no confirming) waits for the script's
+ * resend, so the new owner runs them in the client's order.
  */
 #include "harness.h"
 #include "fakenode.h"
@@ -43,7 +43,8 @@ static int g_bounces_left;
 static int g_runs;              /* writes that ran */
 static int g_unserved_left;     /* scripts the owner answers "slot not served" */
 static int g_unserved_shown;    /* CLUSTER NODES shows the slot unowned until read */
-static char g_ran[16];          /* the writes that ran, in order: 'E' a script, 'S' a SET */
+static char g_ran[16];          /* the writes that ran, in order: 'E' a script, 'S' a SET,
+                                   'X' a transaction's EXEC */
 
 static struct fake_node *other(struct fake_node *f)
 {
@@ -160,6 +161,9 @@ static int bounce_filter(struct fn_conn *c, int *rc)
         } else {
             pthread_mutex_lock(&g_mu);
             g_runs++;
+            size_t n = strlen(g_ran);
+            if (n + 1 < sizeof g_ran)
+                g_ran[n] = 'X';
             pthread_mutex_unlock(&g_mu);
             *rc = fn_writes(c, "*1\r\n+OK\r\n");
         }
@@ -290,6 +294,15 @@ END_TEST
  * to the SET behind it. The script's MOVED is confirmed (CLUSTER NODES on
  * B, a round trip after the SET's MOVED) before it is resent; the SET's is
  * followed at once unless it waits: A must run the script first. */
+static void expect_ran(const char *order)
+{
+    pthread_mutex_lock(&g_mu);
+    char ran[sizeof g_ran];
+    memcpy(ran, g_ran, sizeof ran);
+    pthread_mutex_unlock(&g_mu);
+    ck_assert_str_eq(ran, order);
+}
+
 START_TEST(test_write_waits_for_confirmed_script)
 {
     world_owned_by("confirm-order", 1, 'B');
@@ -302,11 +315,36 @@ START_TEST(test_write_waits_for_confirmed_script)
         H_EXPECT_STATUS(r, "OK");
         freeReplyObject(r);
     }
-    pthread_mutex_lock(&g_mu);
-    char ran[sizeof g_ran];
-    memcpy(ran, g_ran, sizeof ran);
-    pthread_mutex_unlock(&g_mu);
-    ck_assert_str_eq(ran, "ES");
+    expect_ran("ES");
+    ck_assert_int_eq(bounces_left(), 0);
+    redisFree(c);
+}
+END_TEST
+
+/* The same with a transaction behind the script: its block, bounced by
+ * the same MOVED, goes to A after the script. */
+START_TEST(test_transaction_waits_for_confirmed_script)
+{
+    world_owned_by("confirm-order-tx", 1, 'B');
+    redisContext *c = h_connect_node(&W.proxy.addr);
+    redisAppendCommand(c, "EVAL %s 1 %s v", "return redis.call('set', KEYS[1], ARGV[1])", KEY);
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommand(c, "SET %s w", KEY);
+    redisAppendCommand(c, "EXEC");
+    const char *const status[] = { "OK", "OK", "QUEUED" };
+    for (int i = 0; i < 4; i++) {
+        redisReply *r = NULL;
+        ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        if (i < 3) {
+            H_EXPECT_STATUS(r, status[i]);
+        } else {
+            H_EXPECT_TYPE(r, REDIS_REPLY_ARRAY);
+            ck_assert_int_eq(r->elements, 1);
+            H_EXPECT_STATUS(r->element[0], "OK");
+        }
+        freeReplyObject(r);
+    }
+    expect_ran("EX");
     ck_assert_int_eq(bounces_left(), 0);
     redisFree(c);
 }
@@ -336,6 +374,7 @@ static Suite *bounce_suite(void)
     tcase_add_test(tc, test_bounced_past_the_budget);
     tcase_add_test(tc, test_script_unserved_slot_retried);
     tcase_add_test(tc, test_write_waits_for_confirmed_script);
+    tcase_add_test(tc, test_transaction_waits_for_confirmed_script);
     suite_add_tcase(s, tc);
     return s;
 }
