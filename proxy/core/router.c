@@ -198,17 +198,13 @@ static void held_release_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* c's reads are in: the write it parked behind them (acks.h) goes out, and
- * what it sent after it; unless a backoff holds them, whose end sends them. */
-static void parked_release(struct client *c)
+/* What held c's requests back is over (its reads are in, for a write
+ * parked behind them: acks.h, readfrom.h; a script's confirmation): they go
+ * out in order, unless a backoff holds them, whose end sends them. */
+void router_release_held(struct client *c)
 {
     if (!c->retry_timer || !evtimer_pending(c->retry_timer, NULL))
         held_release_cb(-1, 0, c);
-}
-
-void router_release_held(struct client *c)
-{
-    parked_release(c);
 }
 
 /* Resend r after a backoff, in its client's order (every routed request
@@ -601,7 +597,7 @@ static void router_on_reply(struct node_req *nr, const struct reply_view *v,
     release |= readfrom_answered(r, 1, 0, &was_replica);
     take_reply(r, nr, v, s, was_replica);
     if (release)
-        parked_release(owner);
+        router_release_held(owner);
 }
 
 /* r failed: a replica's read goes to the master; else a retry, or its error. */
@@ -639,7 +635,7 @@ static void router_on_fail(struct node_req *nr, int may_have_run, const char *wh
     release |= readfrom_answered(r, may_have_run, 1, &was_replica);
     take_fail(r, may_have_run, why, was_replica);
     if (release)
-        parked_release(owner);
+        router_release_held(owner);
 }
 
 /* ---- plans ---- */

@@ -111,8 +111,8 @@ int router_redirect(struct request *r, enum reply_redirect kind, int slot, const
 int router_noscript(struct request *r, struct node_conn *answered);
 
 /* c's held-back requests go out, in order, unless a backoff still holds
- * them (its end sends them): after what held them (a script's confirmation,
- * c->confirming) is over. */
+ * them (its end sends them): after what held them (a write's reads, a
+ * script's confirmation: c->confirming) is over. */
 void router_release_held(struct client *c);
 
 /* Send r on conn, with the router's handling of its reply. */
