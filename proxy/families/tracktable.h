@@ -14,9 +14,10 @@
  * caller says so: track_table_node_tracks), and no invalidation has come
  * since. A read of such a key needs no CLIENT CACHING YES; a bit array
  * small enough to stay in the cache guesses that without the key. When
- * such a read is still in flight at the key's push, it ran after the write untracked: the readers
- * are told once more, after the replies they are owed, and the key goes,
- * so that its next read goes with CLIENT CACHING YES.
+ * such a read is still in flight at the key's push, it ran after the
+ * write untracked: the readers are told once more, after the replies they
+ * are owed, and the key goes, so that its next read goes with CLIENT
+ * CACHING YES.
  *
  * So a push tells a reader whose only read is still in flight, and keeps a
  * key's readers listed while any of them has a read in flight: an extra
